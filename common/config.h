@@ -1,0 +1,57 @@
+/* config.h: the model's shape, read and written as a Hugging Face style config.json.
+ *
+ * Field names follow transformers' LlamaConfig / GPT2Config where one exists, so a
+ * vrl checkpoint folder loads in transformers for the baseline. Everything vrl adds
+ * (the variant, the [A] knobs of SPEC.md) is prefixed "vrl_". Unknown keys and
+ * impossible shapes are errors, never silently ignored. */
+#ifndef VRL_CONFIG_H
+#define VRL_CONFIG_H
+
+#include <stddef.h>
+
+typedef enum { ARCH_LLAMA = 0, ARCH_GPT2 = 1 } Arch;
+
+#define VRL_NAME_LEN 64
+#define VRL_VARIANT_LEN 512
+
+typedef struct {
+    char preset[VRL_NAME_LEN];   /* preset it came from, or "custom" */
+    Arch arch;                   /* llama (SPEC §1) or gpt2 (SPEC §1, GPT-2 baseline) */
+    int n_layers;                /* L */
+    int n_heads;                 /* query heads */
+    int n_kv_heads;              /* key/value heads (GQA: < n_heads; MQA: 1) */
+    int d_model;                 /* d = n_heads * head_dim */
+    int d_ffn;                   /* SwiGLU width (llama) or MLP width (gpt2) */
+    int vocab_size;              /* V */
+    int max_seq;                 /* max_position_embeddings */
+    double norm_eps;             /* RMSNorm / LayerNorm eps, 1e-5 */
+    double rope_theta;           /* 10000 */
+    double init_std;             /* 0.02 */
+    double dropout;              /* gpt2 only; 0 for llama */
+    char variant[VRL_VARIANT_LEN]; /* "NAME[:key=value,...]", "baseline" by default */
+} ModelConfig;
+
+static inline int config_head_dim(const ModelConfig *c) { return c->d_model / c->n_heads; }
+
+/* Fill *c with a named preset ("tiny", "small", "2M", "82M", "180M", "468M", "1.6B").
+ * Returns -1 with an error naming the unknown preset. */
+int config_preset(const char *name, ModelConfig *c);
+
+/* Space-separated list of preset names, for --help. */
+const char *config_preset_names(void);
+
+/* Check that the shape is possible (d divisible by heads, heads by kv heads, even
+ * head_dim for RoPE, positive sizes). `origin` names the file or preset in the error. */
+int config_validate(const ModelConfig *c, const char *origin);
+
+/* Read a config.json (Hugging Face keys plus vrl_ keys). Errors name the file and the
+ * offending key or line. */
+int config_load_json(const char *path, ModelConfig *c);
+
+/* Write config.json atomically (temp file, fsync, rename). */
+int config_save_json(const char *path, const ModelConfig *c);
+
+/* "--model PRESET|path/config.json": a preset name, else a config file. */
+int config_from_arg(const char *arg, ModelConfig *c);
+
+#endif

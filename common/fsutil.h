@@ -1,0 +1,22 @@
+/* fsutil.h: the file-system habits every writer in vrl shares. */
+#ifndef VRL_FSUTIL_H
+#define VRL_FSUTIL_H
+
+#include <stddef.h>
+
+/* Write `n` bytes to `path` atomically: write `path.tmp.PID`, fsync it, rename over
+ * `path`, fsync the directory. A crash leaves either the old file or the new one. */
+int write_file_atomic(const char *path, const void *data, size_t n);
+
+/* Same, but the bytes come from `n_parts` separate buffers (header + payload). */
+int write_file_atomic_parts(const char *path, const void *const *parts, const size_t *sizes, int n_parts);
+
+/* Read a whole file into a malloc'd buffer (NUL-terminated for convenience). */
+int read_file_all(const char *path, void **data, size_t *n);
+
+/* mkdir -p */
+int make_dirs(const char *path);
+
+int file_exists(const char *path);
+
+#endif

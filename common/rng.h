@@ -1,0 +1,21 @@
+/* rng.h: a small seeded generator (xoshiro256**, seeded through splitmix64) whose
+ * whole state is four words, so the training state can save and restore it exactly. */
+#ifndef VRL_RNG_H
+#define VRL_RNG_H
+
+#include <stdint.h>
+
+typedef struct { uint64_t s[4]; } Rng;
+
+void rng_seed(Rng *r, uint64_t seed);
+/* A generator for sub-stream `stream` of `seed` (e.g. one per parameter tensor). */
+void rng_seed_stream(Rng *r, uint64_t seed, uint64_t stream);
+uint64_t rng_u64(Rng *r);
+/* Uniform in [0, 1) with 53 random bits. */
+double rng_uniform(Rng *r);
+/* Uniform integer in [0, n), unbiased. */
+uint64_t rng_below(Rng *r, uint64_t n);
+/* Standard normal (Box-Muller, no cached second value so the state is the whole story). */
+double rng_normal(Rng *r);
+
+#endif

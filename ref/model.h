@@ -1,0 +1,51 @@
+/* model.h: the reference model (SPEC.md §1): parameters, gradients, activations and
+ * the optimizer moments for one [batch, seq] shape, forward and backward.
+ * Compiled twice (real.h); use the plain names, they map to _f32/_f64. */
+#ifndef VRL_REF_MODEL_H
+#define VRL_REF_MODEL_H
+
+#include <stdint.h>
+
+#include "../common/backend.h"
+#include "../common/config.h"
+#include "../common/params.h"
+#include "real.h"
+
+typedef struct RefModel RefModel;
+
+#define model_create REF(model_create)
+#define model_destroy REF(model_destroy)
+#define model_forward REF(model_forward)
+#define model_backward REF(model_backward)
+#define model_zero_grad REF(model_zero_grad)
+#define model_params REF(model_params)
+#define model_grads REF(model_grads)
+#define model_logits REF(model_logits)
+#define model_adamw_step REF(model_adamw_step)
+
+/* A model for [batch, seq] inputs. Parameters start at zero: fill them through
+ * model_params() (params_init_f64 + conversion, or a checkpoint). */
+RefModel *model_create(const ModelConfig *c, const ParamTable *t, int batch, int seq);
+void model_destroy(RefModel *m);
+
+/* Forward over tokens [batch, seq]; keeps the activations for backward and returns
+ * the mean cross-entropy over the batch*(seq-1) next-token predictions. */
+double model_forward(RefModel *m, const int32_t *tokens);
+
+/* Backward of the last forward: adds grad_scale * dLoss/dParam into the gradients. */
+void model_backward(RefModel *m, double grad_scale);
+
+void model_zero_grad(RefModel *m);
+
+real *model_params(RefModel *m);   /* [t->total], laid out by the table */
+real *model_grads(RefModel *m);    /* [t->total] */
+real *model_logits(RefModel *m);   /* [batch, seq, vocab] of the last forward */
+
+/* Global-norm clipping then AdamW (SPEC §2) on every tensor; returns the pre-clip norm. */
+double model_adamw_step(RefModel *m, const AdamWConfig *opt, double lr);
+
+/* The Backend tables (ref/backend.c). */
+extern const Backend ref_backend_f32;
+extern const Backend ref_backend_f64;
+
+#endif
