@@ -1,0 +1,1 @@
+# Benchmarks: executables that print figures; not run by ctest.

@@ -1,0 +1,1 @@
+# Criterion tests; each file is one executable registered with ctest.
