@@ -53,8 +53,8 @@ const ParamInfo *param_table_find(const ParamTable *t, const char *name);
 size_t param_offset(const ParamTable *t, const char *name);
 
 /* Deterministic initialisation from a seed, independent of the backend and precision:
- * tensor i draws from its own stream (seed, i), so adding a tensor does not change
- * the others. Values are produced in double; out has t->total elements. */
+ * each tensor draws from its own stream keyed by (seed, name), so adding a tensor
+ * does not change the others. Values are produced in double; out has t->total elements. */
 void params_init_f64(const ParamTable *t, uint64_t seed, double *out);
 
 /* Total parameter count (what `vrl info` prints). */

@@ -18,6 +18,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "hash.h"
+
 #define SHARD_MAGIC "VRLTOKS"
 #define SHARD_VERSION 1
 #define SHARD_HEADER_BYTES 64
@@ -41,9 +43,5 @@ void shard_free(Shard *s);
  * file or the new one. token_bytes is 2 when vocab_size <= 65536, else 4. */
 int shard_write(const char *path, const uint32_t *tokens, uint64_t n_tokens,
                 uint32_t vocab_size, uint32_t chunk_len, const char *domain);
-
-/* FNV-1a 64 over raw bytes (the shard checksum). */
-uint64_t fnv1a64(const void *data, size_t n, uint64_t h);
-#define FNV1A64_INIT 0xcbf29ce484222325ULL
 
 #endif

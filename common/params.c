@@ -1,0 +1,122 @@
+/* params.c: building the named parameter table and initialising it from a seed. */
+#include "params.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "error.h"
+#include "hash.h"
+#include "rng.h"
+
+int param_table_add(ParamTable *t, const char *name, int ndim, const int64_t *shape, int decay, InitKind init,
+                    double init_value) {
+    if (ndim < 1 || ndim > PARAM_MAX_DIM) return vrl_error("parameter %s: %d dimensions", name, ndim);
+    if (strlen(name) >= PARAM_NAME_LEN) return vrl_error("parameter name too long: %s", name);
+    if (param_table_find(t, name)) return vrl_error("parameter %s defined twice", name);
+    if (t->n == t->cap) {
+        int cap = t->cap ? 2 * t->cap : 64;
+        ParamInfo *p = realloc(t->p, (size_t)cap * sizeof *p);
+        if (!p) return vrl_error("out of memory building the parameter table");
+        t->p = p;
+        t->cap = cap;
+    }
+    ParamInfo *p = &t->p[t->n++];
+    memset(p, 0, sizeof *p);
+    snprintf(p->name, sizeof p->name, "%s", name);
+    p->ndim = ndim;
+    p->numel = 1;
+    for (int i = 0; i < ndim; i++) {
+        p->shape[i] = shape[i];
+        p->numel *= (size_t)shape[i];
+    }
+    p->offset = t->total;
+    p->decay = decay;
+    p->init = init;
+    p->init_value = init_value;
+    t->total += p->numel;
+    return 0;
+}
+
+/* Shorthands for the two shapes the baseline uses. */
+static int add_linear(ParamTable *t, const char *name, int64_t out, int64_t in, double std) {
+    int64_t shape[2] = {out, in};
+    return param_table_add(t, name, 2, shape, 1, INIT_NORMAL, std);
+}
+
+static int add_norm(ParamTable *t, const char *name, int64_t d) {
+    int64_t shape[1] = {d};
+    return param_table_add(t, name, 1, shape, 0, INIT_CONST, 1.0);
+}
+
+static int build_llama(const ModelConfig *c, ParamTable *t) {
+    const int64_t d = c->d_model, hd = config_head_dim(c);
+    const int64_t q_dim = (int64_t)c->n_heads * hd, kv_dim = (int64_t)c->n_kv_heads * hd;
+    const double std = c->init_std;
+    char name[PARAM_NAME_LEN];
+    int rc = add_linear(t, "model.embed_tokens.weight", c->vocab_size, d, std);
+    for (int i = 0; i < c->n_layers && !rc; i++) {
+#define LAYER(fmt) (snprintf(name, sizeof name, "model.layers.%d." fmt, i), name)
+        rc |= add_norm(t, LAYER("input_layernorm.weight"), d);
+        rc |= add_linear(t, LAYER("self_attn.q_proj.weight"), q_dim, d, std);
+        rc |= add_linear(t, LAYER("self_attn.k_proj.weight"), kv_dim, d, std);
+        rc |= add_linear(t, LAYER("self_attn.v_proj.weight"), kv_dim, d, std);
+        rc |= add_linear(t, LAYER("self_attn.o_proj.weight"), d, q_dim, std);
+        rc |= add_norm(t, LAYER("post_attention_layernorm.weight"), d);
+        rc |= add_linear(t, LAYER("mlp.gate_proj.weight"), c->d_ffn, d, std);
+        rc |= add_linear(t, LAYER("mlp.up_proj.weight"), c->d_ffn, d, std);
+        rc |= add_linear(t, LAYER("mlp.down_proj.weight"), d, c->d_ffn, std);
+#undef LAYER
+    }
+    if (!rc) rc = add_norm(t, "model.norm.weight", d);
+    if (!rc) rc = add_linear(t, "lm_head.weight", c->vocab_size, d, std);
+    return rc ? -1 : 0;
+}
+
+int param_table_build(const ModelConfig *c, ParamTable *t) {
+    memset(t, 0, sizeof *t);
+    if (config_validate(c, c->preset[0] ? c->preset : "config") < 0) return -1;
+    int rc = -1;
+    switch (c->arch) {
+    case ARCH_LLAMA: rc = build_llama(c, t); break;
+    case ARCH_GPT2: rc = vrl_error("config: the gpt2 architecture is not part of this build"); break;
+    }
+    if (rc < 0) param_table_free(t);
+    return rc;
+}
+
+void param_table_free(ParamTable *t) {
+    free(t->p);
+    memset(t, 0, sizeof *t);
+}
+
+const ParamInfo *param_table_find(const ParamTable *t, const char *name) {
+    for (int i = 0; i < t->n; i++)
+        if (!strcmp(t->p[i].name, name)) return &t->p[i];
+    return NULL;
+}
+
+size_t param_offset(const ParamTable *t, const char *name) {
+    const ParamInfo *p = param_table_find(t, name);
+    if (!p) {
+        /* A model asking for a tensor its own table did not build is a programming error. */
+        fprintf(stderr, "vrl: internal error: parameter %s is not in the table\n", name);
+        abort();
+    }
+    return p->offset;
+}
+
+void params_init_f64(const ParamTable *t, uint64_t seed, double *out) {
+    for (int i = 0; i < t->n; i++) {
+        const ParamInfo *p = &t->p[i];
+        double *x = out + p->offset;
+        if (p->init == INIT_CONST) {
+            for (size_t j = 0; j < p->numel; j++) x[j] = p->init_value;
+        } else {
+            /* The stream is keyed by the tensor's name, not its position in the table. */
+            Rng r;
+            rng_seed_stream(&r, seed, fnv1a64(p->name, strlen(p->name), FNV1A64_INIT));
+            for (size_t j = 0; j < p->numel; j++) x[j] = p->init_value * rng_normal(&r);
+        }
+    }
+}
