@@ -22,6 +22,13 @@ typedef struct RefModel RefModel;
 #define model_grads REF(model_grads)
 #define model_logits REF(model_logits)
 #define model_adamw_step REF(model_adamw_step)
+#define model_check_tokens REF(model_check_tokens)
+#define model_exp_avg REF(model_exp_avg)
+#define model_exp_avg_sq REF(model_exp_avg_sq)
+#define model_step_count REF(model_step_count)
+#define model_set_step_count REF(model_set_step_count)
+#define model_attention REF(model_attention)
+#define model_values REF(model_values)
 
 /* A model for [batch, seq] inputs. Parameters start at zero: fill them through
  * model_params() (params_init_f64 + conversion, or a checkpoint). */
@@ -40,6 +47,20 @@ void model_zero_grad(RefModel *m);
 real *model_params(RefModel *m);   /* [t->total], laid out by the table */
 real *model_grads(RefModel *m);    /* [t->total] */
 real *model_logits(RefModel *m);   /* [batch, seq, vocab] of the last forward */
+
+/* 0 if every token id lies in [0, vocab); else -1 with vrl_error naming the first bad
+ * position. model_forward calls it and returns NaN (touching nothing) on bad ids. */
+int model_check_tokens(const RefModel *m, const int32_t *tokens /* [batch, seq] */);
+
+real *model_exp_avg(RefModel *m);    /* AdamW first moments  [t->total] */
+real *model_exp_avg_sq(RefModel *m); /* AdamW second moments [t->total] */
+long model_step_count(const RefModel *m);         /* AdamW steps taken (bias correction) */
+void model_set_step_count(RefModel *m, long step); /* restoring a checkpoint */
+
+/* Analysis views of the last forward (0-based layer): attention probabilities
+ * [batch, n_heads, seq, seq] and raw values V [batch, seq, n_kv_heads*head_dim]. */
+const real *model_attention(const RefModel *m, int layer);
+const real *model_values(const RefModel *m, int layer);
 
 /* Global-norm clipping then AdamW (SPEC §2) on every tensor; returns the pre-clip norm. */
 double model_adamw_step(RefModel *m, const AdamWConfig *opt, double lr);

@@ -1,0 +1,101 @@
+/* model_impl.h: the inside of RefModel, shared by model.c, adamw.c and backend.c
+ * (nothing outside ref/ includes this; the public API is model.h).
+ *
+ * Shapes: B batch, T seq, N = B*T, d model width, NH query heads, NKV kv heads,
+ * hd head dim, qC = NH*hd, kvC = NKV*hd, F ffn width, V vocab, L layers.
+ * Layers are 0-based here (layer l here is layer n = l+1 of SPEC.md). */
+#ifndef VRL_REF_MODEL_IMPL_H
+#define VRL_REF_MODEL_IMPL_H
+
+#include "model.h"
+
+/* One layer's tensors inside a flat buffer (parameters, or their gradients). */
+typedef struct {
+    real *ln1;   /* input_layernorm.weight            [d] */
+    real *wq;    /* self_attn.q_proj.weight           [qC, d] */
+    real *wk;    /* self_attn.k_proj.weight           [kvC, d] */
+    real *wv;    /* self_attn.v_proj.weight           [kvC, d] */
+    real *wo;    /* self_attn.o_proj.weight           [d, qC] */
+    real *ln2;   /* post_attention_layernorm.weight   [d] */
+    real *wgate; /* mlp.gate_proj.weight              [F, d] */
+    real *wup;   /* mlp.up_proj.weight                [F, d] */
+    real *wdown; /* mlp.down_proj.weight              [d, F] */
+} LayerTensors;
+
+/* The model-level tensors inside a flat buffer. */
+typedef struct {
+    real *wte;     /* model.embed_tokens.weight [V, d] */
+    real *lnf;     /* model.norm.weight         [d] */
+    real *lm_head; /* lm_head.weight            [V, d] (untied) */
+} ModelTensors;
+
+/* What the forward of layer l keeps for the backward and for analysis. */
+typedef struct {
+    real *x_in;     /* [N,d]   the layer's input x (points at the previous layer's out, or emb) */
+    real *ln1;      /* [N,d]   RMSNorm(x) · g1 */
+    real *ln1_rstd; /* [N]     */
+    real *q;        /* [N,qC]  queries after RoPE */
+    real *k;        /* [N,kvC] keys after RoPE */
+    real *v;        /* [N,kvC] raw V_n = ln1 · W_vᵀ, never rotated: what later layers may mix in */
+    real *vin;      /* [N,kvC] the value input attention consumes: Σ_i vcoef[l][i] · V_i */
+    real *att;      /* [B,NH,T,T] causal softmax probabilities A_n */
+    real *atty;     /* [N,qC]  U_n = A_n · vin, heads concatenated, before W_o */
+    real *h;        /* [N,d]   x + W_o · U_n */
+    real *ln2;      /* [N,d]   RMSNorm(h) · g2 */
+    real *ln2_rstd; /* [N]     */
+    real *gate;     /* [N,F]   ln2 · W_gateᵀ */
+    real *up;       /* [N,F]   ln2 · W_upᵀ */
+    real *swi;      /* [N,F]   silu(gate) ⊙ up */
+    real *out;      /* [N,d]   h + W_down · swi, the layer's output x' */
+} LayerActs;
+
+/* Gradient scratch for the backward (reused by every layer, except dv). */
+typedef struct {
+    real *dres;    /* [N,d]   dLoss/d(residual stream) flowing down the layers */
+    real *dln;     /* [N,d]   d(ln1) or d(ln2) or d(lnf) */
+    real *dq;      /* [N,qC]  d(queries before RoPE) */
+    real *dqr;     /* [N,qC]  d(queries after RoPE) */
+    real *dk;      /* [N,kvC] */
+    real *dkr;     /* [N,kvC] */
+    real *dvin;    /* [N,kvC] d(value input) */
+    real *datty;   /* [N,qC]  */
+    real *dswi;    /* [N,F]   */
+    real *dgate;   /* [N,F]   */
+    real *dup;     /* [N,F]   */
+    real *dlogits; /* [N,V]   */
+    real **dv;     /* [L] × [N,kvC]: d(raw V_l), complete once every layer reading V_l is done */
+} GradActs;
+
+struct RefModel {
+    ModelConfig c;
+    const ParamTable *t;      /* not owned; must outlive the model */
+    int B, T, N, d, NH, NKV, hd, qC, kvC, F, V, L;
+
+    real *params, *grads;     /* [t->total] each, laid out by the table */
+    real *exp_avg, *exp_avg_sq; /* AdamW moments, [t->total] each */
+    long step;                /* AdamW steps taken (torch's state["step"]) */
+
+    LayerTensors *lp, *lg;    /* [L] views of params / grads */
+    ModelTensors mp, mg;
+
+    /* Value-path mixing table, [L][L], row l = coefficients of V_0..V_l for layer l's
+     * value input (entries above the diagonal unused). The baseline is the identity;
+     * the value-residual variants of SPEC §4 fill this table (and may train it). */
+    double *vcoef;
+    const real **vsrc;        /* [L] the raw values V_0..V_{L-1} (acts[i].v), the mixer's sources */
+
+    real *cos_t, *sin_t;      /* RoPE tables [T, hd/2] */
+    int32_t *tokens;          /* [N] the last forward's tokens */
+    real *emb;                /* [N,d] x_0, the embedding output */
+    LayerActs *acts;          /* [L] */
+    real *proj;               /* [N,d] scratch: W_o·U or W_down·swi before the residual add */
+    real *lnf, *lnf_rstd;     /* [N,d], [N] final RMSNorm */
+    real *logits;             /* [N,V] */
+    real *losses;             /* [N] per-position loss (0 at each sequence's last position) */
+    GradActs g;
+    int have_forward;         /* backward needs the activations of a forward */
+
+    void *arena;              /* every buffer above is carved from this one allocation */
+};
+
+#endif
