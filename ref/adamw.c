@@ -12,12 +12,13 @@
  *   v   ← v·β2 + (1 − β2)·g·g                    (mul_ then addcmul_)
  *   denom = sqrt(v) / sqrt(1 − β2^t) + eps
  *   p   ← p + (−lr / (1 − β1^t))·m / denom       (addcdiv_) */
-#include "../common/error.h"
+#include "adamw.h"
+
 #include "model_impl.h"
 
-double model_adamw_step(RefModel *m, const AdamWConfig *opt, double lr) {
-    const size_t P = m->t->total;
-    real *g = m->grads;
+double adamw_update(const ParamTable *t, real *params, real *g, real *exp_avg, real *exp_avg_sq, long *step,
+                    const AdamWConfig *opt, double lr) {
+    const size_t P = t->total;
 
     double ss = 0;
     for (size_t i = 0; i < P; i++) ss += (double)g[i] * g[i];
@@ -30,27 +31,31 @@ double model_adamw_step(RefModel *m, const AdamWConfig *opt, double lr) {
         }
     }
 
-    m->step += 1;
-    const double t = (double)m->step;
-    const double bc1 = 1 - pow(opt->beta1, t), bc2 = 1 - pow(opt->beta2, t);
+    *step += 1;
+    const double st = (double)*step;
+    const double bc1 = 1 - pow(opt->beta1, st), bc2 = 1 - pow(opt->beta2, st);
     const real step_size = (real)(-(lr / bc1));
     const real bc2_sqrt = (real)sqrt(bc2);
     const real w1 = (real)(1 - opt->beta1), b2 = (real)opt->beta2, w2 = (real)(1 - opt->beta2);
     const real eps = (real)opt->eps;
     const real decay = (real)(1 - lr * opt->weight_decay);
 
-    for (int k = 0; k < m->t->n; k++) {
-        const ParamInfo *info = &m->t->p[k];
-        real *p = m->params + info->offset, *gk = g + info->offset;
-        real *ma = m->exp_avg + info->offset, *va = m->exp_avg_sq + info->offset;
+    for (int k = 0; k < t->n; k++) {
+        const ParamInfo *info = &t->p[k];
+        real *p = params + info->offset, *gk = g + info->offset;
+        real *ma = exp_avg + info->offset, *va = exp_avg_sq + info->offset;
         const int dec = info->decay && opt->weight_decay != 0;
         for (size_t i = 0; i < info->numel; i++) {
             if (dec) p[i] *= decay;
             ma[i] = ma[i] + w1 * (gk[i] - ma[i]);
             va[i] = va[i] * b2 + w2 * gk[i] * gk[i];
-            real denom = rsqrt_(va[i]) / bc2_sqrt + eps;
+            real denom = rsqrt_(va[i]) / bc2_sqrt + eps; /* rsqrt_ is real.h's sqrt */
             p[i] = p[i] + step_size * ma[i] / denom;
         }
     }
     return norm;
+}
+
+double model_adamw_step(RefModel *m, const AdamWConfig *opt, double lr) {
+    return adamw_update(m->t, m->params, m->grads, m->exp_avg, m->exp_avg_sq, &m->step, opt, lr);
 }

@@ -1,0 +1,18 @@
+/* adamw.h: clipping + AdamW on flat buffers laid out by a ParamTable (SPEC.md §2).
+ * model_adamw_step applies it to a RefModel; tests call it on a hand-made table. */
+#ifndef VRL_REF_ADAMW_H
+#define VRL_REF_ADAMW_H
+
+#include "../common/backend.h"
+#include "../common/params.h"
+#include "real.h"
+
+#define adamw_update REF(adamw_update)
+
+/* Clip grads [t->total] in place to the global L2 norm opt->clip (skipped if clip <= 0),
+ * then one AdamW update of params [t->total] with moments exp_avg, exp_avg_sq [t->total];
+ * *step is torch's state["step"], incremented first. Returns the pre-clip norm. */
+double adamw_update(const ParamTable *t, real *params, real *grads, real *exp_avg, real *exp_avg_sq, long *step,
+                    const AdamWConfig *opt, double lr);
+
+#endif
