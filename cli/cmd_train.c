@@ -1,6 +1,7 @@
 /* cmd_train.c: `vrl train` — flags to TrainArgs, then the trainer. */
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "args.h"
 #include "commands.h"
@@ -40,7 +41,7 @@ static void usage(FILE *f) {
             "  --clip X              global gradient-norm clip, 0 = off [1.0]\n"
             "  --seed N              initialisation and data order [1337]\n"
             "run\n"
-            "  --out DIR             run folder (must not hold a run) [runs/default]\n"
+            "  --out DIR             run folder (must not hold a run) [runs/DATE-TIME]\n"
             "  --resume DIR          continue the run in DIR (only --steps may change)\n"
             "  --eval-every N        validation every N steps, 0 = at the end [100]\n"
             "  --eval-batches N      validation batches per evaluation [8]\n"
@@ -126,6 +127,11 @@ int cmd_train(int argc, char **argv) {
         if (!steps_given) a.steps = 0;
     } else {
         if (out) snprintf(a.out, sizeof a.out, "%s", out);
+        else {
+            /* A fresh folder per run, so running `vrl train` twice never collides. */
+            time_t now = time(NULL);
+            strftime(a.out, sizeof a.out, "runs/%Y%m%d-%H%M%S", localtime(&now));
+        }
         if (config_from_arg(model, &a.model) < 0) goto fail;
     }
     if (train_run(&a) < 0) goto fail;
