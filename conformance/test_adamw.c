@@ -58,9 +58,9 @@ static void run_case(double gscale, double clip, int expect_clipped) {
     for (int s = 0; s < 2; s++) {
         const double *gs = s == 0 ? g1 : g2;
         for (int i = 0; i < P; i++) rg[i] = hg[i] = gscale * gs[i];
-        double rn = adamw_update(&t, rp, rg, rm, rv, &step, &o, lrs[s]);
+        step += 1;
+        double rn = adamw_update(&t, rp, rg, rm, rv, step, &o, lrs[s]);
         double hn = hand_step(hp, hg, hm, hv, s + 1, &o, lrs[s]);
-        cr_assert_eq(step, s + 1);
         cr_assert_float_eq(rn, hn, 1e-15 * hn, "the returned norm is the pre-clip norm");
         cr_assert_eq(hn > clip && clip > 0, expect_clipped, "case setup: norm %.3f clip %.3f", hn, clip);
         double worst = 0;

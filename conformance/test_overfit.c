@@ -59,7 +59,7 @@ static void overfit(const Backend *be) {
         if (step % 25 == 0) printf("%s step %3d loss %.5f\n", be->name, step, loss);
         if (loss < TARGET) break;
         double lr = step < WARMUP ? PEAK_LR * (step + 1) / WARMUP : PEAK_LR;
-        double norm = be->step(m, &opt, lr);
+        double norm = be->step(m, &opt, lr, step + 1);
         cr_assert(isfinite(norm));
     }
     printf("%s: loss %.5f -> %.5f at step %d (target < %.2f within %d)\n", be->name, first, loss, step, TARGET,

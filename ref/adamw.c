@@ -6,7 +6,7 @@
  *
  * The update follows torch.optim.AdamW's _single_tensor_adamw, operation for operation,
  * each in `real` with the Python-float scalars rounded to `real` as torch's CPU kernels do:
- *   step += 1
+ *   (step is 1-based: torch's state["step"] after its increment)
  *   p   ← p · (1 − lr·wd)                        (decoupled decay; only ParamInfo.decay)
  *   m   ← m.lerp(g, 1 − β1) = m + (1 − β1)·(g − m)   (torch's lerp for weight < 0.5)
  *   v   ← v·β2 + (1 − β2)·g·g                    (mul_ then addcmul_)
@@ -16,7 +16,7 @@
 
 #include "model_impl.h"
 
-double adamw_update(const ParamTable *t, real *params, real *g, real *exp_avg, real *exp_avg_sq, long *step,
+double adamw_update(const ParamTable *t, real *params, real *g, real *exp_avg, real *exp_avg_sq, long step,
                     const AdamWConfig *opt, double lr) {
     const size_t P = t->total;
 
@@ -31,8 +31,7 @@ double adamw_update(const ParamTable *t, real *params, real *g, real *exp_avg, r
         }
     }
 
-    *step += 1;
-    const double st = (double)*step;
+    const double st = (double)step;
     const double bc1 = 1 - pow(opt->beta1, st), bc2 = 1 - pow(opt->beta2, st);
     const real step_size = (real)(-(lr / bc1));
     const real bc2_sqrt = (real)sqrt(bc2);
@@ -57,5 +56,6 @@ double adamw_update(const ParamTable *t, real *params, real *g, real *exp_avg, r
 }
 
 double model_adamw_step(RefModel *m, const AdamWConfig *opt, double lr) {
-    return adamw_update(m->t, m->params, m->grads, m->exp_avg, m->exp_avg_sq, &m->step, opt, lr);
+    m->step += 1;
+    return adamw_update(m->t, m->params, m->grads, m->exp_avg, m->exp_avg_sq, m->step, opt, lr);
 }

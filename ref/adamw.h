@@ -10,9 +10,10 @@
 #define adamw_update REF(adamw_update)
 
 /* Clip grads [t->total] in place to the global L2 norm opt->clip (skipped if clip <= 0),
- * then one AdamW update of params [t->total] with moments exp_avg, exp_avg_sq [t->total];
- * *step is torch's state["step"], incremented first. Returns the pre-clip norm. */
-double adamw_update(const ParamTable *t, real *params, real *grads, real *exp_avg, real *exp_avg_sq, long *step,
+ * then AdamW update number `step` (1-based: torch's state["step"] after its increment,
+ * used for the bias corrections) of params [t->total] with moments exp_avg,
+ * exp_avg_sq [t->total]. Returns the pre-clip norm. */
+double adamw_update(const ParamTable *t, real *params, real *grads, real *exp_avg, real *exp_avg_sq, long step,
                     const AdamWConfig *opt, double lr);
 
 #endif

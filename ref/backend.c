@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "../common/error.h"
+#include "adamw.h"
 #include "model_impl.h"
 
 static void *be_create(const ModelConfig *c, const ParamTable *t, int batch, int seq) {
@@ -27,7 +28,12 @@ static double be_forward_loss(void *m, const int32_t *tokens) { return model_for
 
 static void be_zero_grad(void *m) { model_zero_grad(m); }
 
-static double be_step(void *m, const AdamWConfig *opt, double lr) { return model_adamw_step(m, opt, lr); }
+/* The trainer owns the update count t (1-based) so a resumed run continues it exactly. */
+static double be_step(void *vm, const AdamWConfig *opt, double lr, long t) {
+    RefModel *m = vm;
+    m->step = t;
+    return adamw_update(m->t, m->params, m->grads, m->exp_avg, m->exp_avg_sq, t, opt, lr);
+}
 
 static void be_get_state(void *vm, void *params, void *grads, void *exp_avg, void *exp_avg_sq) {
     RefModel *m = vm;

@@ -8,21 +8,39 @@
 #include "ops.h"
 
 #include <string.h>
+#include <time.h>
+
+#include "profile.h"
 
 /* ------------------------------------------------------------------ matmul */
 
+/* Seconds spent inside BLAS products (profile.h, for bench_ref_train). The reference is
+ * single-threaded outside BLAS, so a plain static counter per precision suffices. */
+static double matmul_seconds;
+double REF(ref_matmul_seconds)(void) { return matmul_seconds; }
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + 1e-9 * ts.tv_nsec;
+}
+
 void matmul_forward(real *out, const real *inp, const real *weight, int N, int C, int OC) {
+    double t0 = now();
     /* out [N,OC] = inp [N,C] · weightᵀ [C,OC] */
     cblas_gemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, OC, C, 1, inp, C, weight, C, 0, out, OC);
+    matmul_seconds += now() - t0;
 }
 
 void matmul_backward(real *dinp, real *dweight, const real *dout, const real *inp, const real *weight, int N,
                      int C, int OC) {
+    double t0 = now();
     /* dinp [N,C] += dout [N,OC] · weight [OC,C] */
     if (dinp) cblas_gemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, C, OC, 1, dout, OC, weight, C, 1, dinp, C);
     /* dweight [OC,C] += doutᵀ [OC,N] · inp [N,C] */
     if (dweight)
         cblas_gemm(CblasRowMajor, CblasTrans, CblasNoTrans, OC, C, N, 1, dout, OC, inp, C, 1, dweight, C);
+    matmul_seconds += now() - t0;
 }
 
 /* ------------------------------------------------------------------ embedding */
