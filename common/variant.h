@@ -1,0 +1,64 @@
+/* variant.h: the `--variant` string, recorded in config.json as "vrl_variant".
+ *
+ * Grammar:   variant := part ('+' part)*        part := NAME [':' key=value (',' key=value)*]
+ * e.g. "resformer", "resformer:mode=constant,lambda=2", "attnres-block:size=2+resformer".
+ * A value may hold '-' and ';' but not ',' or '+' (e.g. layers=6-8, anchors=1;4).
+ *
+ * Parts come in two families, each turning its parts into data for the model code:
+ *   - value-path variants (SPEC.md §4): per-layer coefficient tables (value_path.h);
+ *   - residual-stream variants (SPEC.md §5): depth-mixing plans (stream.h).
+ * Every name is listed once in variant.c's registry with its family and a summary, so
+ * an unknown name or a second part of one family is rejected here, before any model
+ * is built. */
+#ifndef VRL_VARIANT_H
+#define VRL_VARIANT_H
+
+#define VARIANT_MAX_PARTS 4
+#define VARIANT_MAX_OPTS 16
+
+typedef enum { FAMILY_NONE = 0, FAMILY_VALUE = 1, FAMILY_STREAM = 2 } VariantFamily;
+
+typedef struct {
+    char key[32];
+    char value[128];
+    int used;                   /* set by the getters: unused keys are errors */
+} VariantOpt;
+
+typedef struct {
+    char name[48];
+    VariantFamily family;
+    int n_opts;
+    VariantOpt opts[VARIANT_MAX_OPTS];
+} VariantPart;
+
+typedef struct {
+    int n_parts;
+    VariantPart parts[VARIANT_MAX_PARTS];
+} VariantSpec;
+
+typedef struct {
+    const char *name;
+    VariantFamily family;
+    const char *summary;        /* one line for --help and docs */
+} VariantInfo;
+
+/* Parse and check names against the registry; `origin` (a file or "--variant") names
+ * the source in errors. "baseline" parses to zero parts. */
+int variant_parse(const char *text, VariantSpec *out, const char *origin);
+
+/* The part of a family, or NULL (the baseline of that family). */
+VariantPart *variant_part(VariantSpec *s, VariantFamily f);
+
+/* Option getters: return 1 if present (and parsed), 0 if absent (out keeps its default),
+ * -1 on a malformed value (error names origin, part and key). */
+int variant_opt_str(VariantPart *p, const char *key, const char **out);
+int variant_opt_double(VariantPart *p, const char *key, double *out, const char *origin);
+int variant_opt_int(VariantPart *p, const char *key, int *out, const char *origin);
+/* Fail if any option of the spec was never read: catches typos like "lamda=2". */
+int variant_check_used(const VariantSpec *s, const char *origin);
+
+/* The registry (variant.c). */
+extern const VariantInfo variant_registry[];
+extern const int variant_registry_size;
+
+#endif
