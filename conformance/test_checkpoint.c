@@ -376,3 +376,38 @@ Test(checkpoint, old_checkpoint_survives) {
     free(before), free(after), free(x), free(y);
     param_table_free(&m.t);
 }
+
+Test(checkpoint, corrupt_header_never_crashes) {
+    /* Every byte of the length prefix and JSON header replaced by a few hostile values:
+     * each load either succeeds or returns -1 with a message; none may crash (Criterion
+     * runs the test in its own process, so a crash fails it). */
+    const char *dir = test_tmpdir(), *mp = test_path(dir, "model.safetensors");
+    Model m;
+    tiny(&m);
+    double *xd = init_params(&m, 9);
+    float *x = to_f32(xd, m.t.total), *y = malloc(m.t.total * sizeof *y);
+    free(xd);
+    cr_assert_eq(checkpoint_save_model(dir, &m.c, &m.t, DT_F32, x), 0);
+    size_t n;
+    unsigned char *raw = test_read(mp, &n);
+    uint64_t hlen = 0;
+    for (int i = 0; i < 8; i++) hlen |= (uint64_t)raw[i] << (8 * i);
+    const unsigned char vals[] = {0x00, 0xff, '"', '9', '-'};
+    int failures = 0;
+    for (size_t i = 0; i < 8 + hlen; i += 3) {
+        for (size_t k = 0; k < sizeof vals; k++) {
+            unsigned char old = raw[i];
+            if (old == vals[k]) continue;
+            raw[i] = vals[k];
+            test_write(mp, raw, n);
+            raw[i] = old;
+            vrl_clear_error();
+            int rc = checkpoint_load_model(dir, &m.t, DT_F32, y);
+            cr_assert(rc == 0 || (rc == -1 && vrl_last_error()[0]), "byte %zu: rc %d without a message", i, rc);
+            failures += rc == -1;
+        }
+    }
+    cr_assert_gt(failures, 0);
+    free(raw), free(x), free(y);
+    param_table_free(&m.t);
+}
