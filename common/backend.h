@@ -34,9 +34,10 @@ typedef struct Backend {
     double (*forward_loss)(void *m, const int32_t *tokens /* [batch, seq] */);
     void (*zero_grad)(void *m);
 
-    /* Clip the gradients to the global norm, apply one AdamW update with this lr,
-     * count the step. Returns the pre-clip global gradient norm. */
-    double (*step)(void *m, const AdamWConfig *opt, double lr);
+    /* Clip the gradients to the global norm and apply AdamW update number t (1-based,
+     * for the bias corrections) with this lr. Returns the pre-clip global norm. The
+     * trainer owns t, so a resumed run continues the count exactly. */
+    double (*step)(void *m, const AdamWConfig *opt, double lr, long t);
 
     /* Host copies of the state, laid out by the table, in `dtype`. Any pointer may be NULL. */
     void (*get_state)(void *m, void *params, void *grads, void *exp_avg, void *exp_avg_sq);

@@ -1,6 +1,6 @@
 /* real.h: the reference is one source compiled twice, as float32 and as float64.
  *
- * CMake builds every ref/*.c once with VRL_FP64=0 and once with VRL_FP64=1. `real`
+ * CMake builds every ref source once with VRL_FP64=0 and once with VRL_FP64=1. `real`
  * is the element type, and REF(name) gives each exported function a precision
  * suffix (rmsnorm_forward -> rmsnorm_forward_f32 / _f64) so both builds link into
  * one `vrl` binary. Headers map the plain names to the suffixed ones, so the code

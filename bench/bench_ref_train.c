@@ -1,0 +1,96 @@
+/* bench_ref_train.c: reference training throughput on this CPU.
+ *
+ * For each preset: a few full training steps (forward, backward, AdamW) of the
+ * float32 and float64 reference on random tokens; prints tokens/s, the achieved
+ * GFLOP/s by the 6N + attention count, and the share of the step spent inside
+ * OpenBLAS matrix products (timed around every cblas call in ref/ops.c).
+ *
+ * usage: bench_ref_train [PRESET[:BATCHxSEQ] ...]   (default: 2M:8x256 82M:2x256) */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/error.h"
+#include "common/metrics.h"
+#include "common/params.h"
+#include "common/rng.h"
+#include "ref/model.h"
+#include "ref/profile.h"
+
+typedef struct {
+    const Backend *be;
+    double (*matmul_seconds)(void);
+} Precision;
+
+static void run(const char *preset, int B, int T, const Precision *pr) {
+    ModelConfig c;
+    ParamTable t;
+    if (config_preset(preset, &c) < 0 || param_table_build(&c, &t) < 0) {
+        fprintf(stderr, "bench: %s\n", vrl_last_error());
+        exit(1);
+    }
+    if (T > c.max_seq) T = c.max_seq;
+    const int steps = t.total > 10000000 ? 2 : 5; /* large models: a few seconds per step */
+    void *m = pr->be->create(&c, &t, B, T);
+    if (!m) {
+        fprintf(stderr, "bench: %s\n", vrl_last_error());
+        exit(1);
+    }
+    /* weights from the usual initialisation, in the backend's precision */
+    double *init = malloc(t.total * sizeof *init);
+    void *w = malloc(t.total * dtype_size(pr->be->dtype));
+    params_init_f64(&t, 1, init);
+    for (size_t i = 0; i < t.total; i++) {
+        if (pr->be->dtype == DT_F64) ((double *)w)[i] = init[i];
+        else ((float *)w)[i] = (float)init[i];
+    }
+    pr->be->set_state(m, w, NULL, NULL);
+    int32_t *tok = malloc((size_t)B * T * sizeof *tok);
+    Rng r;
+    rng_seed(&r, 7);
+    for (int i = 0; i < B * T; i++) tok[i] = (int32_t)rng_below(&r, (uint64_t)c.vocab_size);
+    AdamWConfig opt = {0.9, 0.95, 1e-8, 0.1, 1.0};
+
+    /* one warm-up step (page faults, BLAS thread start), then the timed ones */
+    pr->be->zero_grad(m);
+    pr->be->forward_backward(m, tok, 1.0);
+    pr->be->step(m, &opt, 1e-4, 1);
+    const double mm0 = pr->matmul_seconds(), t0 = now_seconds();
+    for (int s = 0; s < steps; s++) {
+        pr->be->zero_grad(m);
+        pr->be->forward_backward(m, tok, 1.0);
+        pr->be->step(m, &opt, 1e-4, s + 2);
+    }
+    const double secs = now_seconds() - t0, mm = pr->matmul_seconds() - mm0;
+    const double tokens = (double)B * T * steps;
+    /* FLOPs per token: 6N for the weights, plus attention scores and mixing: 6·L·T·d
+     * (QKᵀ and AV, forward and backward, causal half counted as full as in PaLM's MFU). */
+    const double flops = tokens * (6.0 * (double)t.total + 6.0 * c.n_layers * T * c.d_model);
+    printf("%-5s %-9s B=%-2d T=%-4d params=%-10zu %9.0f tokens/s  %6.2f GFLOP/s  %5.1f%% in matmul  (%d steps, %.2f s/step)\n",
+           preset, pr->be->name, B, T, t.total, tokens / secs, flops / secs * 1e-9, 100.0 * mm / secs, steps,
+           secs / steps);
+    fflush(stdout);
+    free(tok);
+    free(w);
+    free(init);
+    pr->be->destroy(m);
+    param_table_free(&t);
+}
+
+int main(int argc, char **argv) {
+    const char *defaults[] = {"2M:8x256", "82M:2x256"};
+    const char **specs = argc > 1 ? (const char **)argv + 1 : defaults;
+    const int n = argc > 1 ? argc - 1 : 2;
+    const Precision precisions[] = {{&ref_backend_f32, ref_matmul_seconds_f32}, {&ref_backend_f64, ref_matmul_seconds_f64}};
+    printf("reference training throughput (forward + backward + AdamW), OpenBLAS, this CPU\n");
+    for (int i = 0; i < n; i++) {
+        char preset[32];
+        int B = 4, T = 256;
+        if (sscanf(specs[i], "%31[^:]:%dx%d", preset, &B, &T) < 1) {
+            fprintf(stderr, "bench: bad spec %s (PRESET[:BxT])\n", specs[i]);
+            return 2;
+        }
+        for (int p = 0; p < 2; p++) run(preset, B, T, &precisions[p]);
+    }
+    return 0;
+}

@@ -1,0 +1,142 @@
+/* cmd_train.c: `vrl train` — flags to TrainArgs, then the trainer. */
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "args.h"
+#include "commands.h"
+#include "common/config.h"
+#include "common/error.h"
+#include "common/trainer.h"
+#include "ref/model.h"
+
+static void usage(FILE *f) {
+    fprintf(f,
+            "usage: vrl train [flags]\n"
+            "\n"
+            "Train a model and write a run folder (config.json, model.safetensors,\n"
+            "train_state.safetensors, metrics.jsonl). With no flags: the `small` preset on\n"
+            "vrl's own synthetic corpus, on the CPU, in a minute or two.\n"
+            "\n"
+            "model\n"
+            "  --model PRESET|FILE   preset (%s) or a config.json [small]\n"
+            "  --device cpu|cuda     where to train [cpu]\n"
+            "  --precision fp32|fp64 reference precision on cpu [fp32]\n"
+            "data\n"
+            "  --data SHARDS         comma-separated token shards [synthetic corpus]\n"
+            "  --val-data SHARDS     validation shards [synthetic validation set]\n"
+            "  --synthetic-tokens N  size of the synthetic training corpus [2000000]\n"
+            "batch\n"
+            "  --steps N             optimizer updates in the whole run [300]\n"
+            "  --batch B             sequences per micro-batch [16]\n"
+            "  --seq T               tokens per sequence [128]\n"
+            "  --accum K             micro-batches per update [1]\n"
+            "optimizer (SPEC.md §2)\n"
+            "  --lr X                peak learning rate [3e-3]\n"
+            "  --lr-end X            final learning rate [3e-4]\n"
+            "  --warmup W            warm-up steps from 1e-7 to the peak [30]\n"
+            "  --decay-end S         step where decay ends [= --steps]\n"
+            "  --schedule KIND       cosine | linear | exponential [cosine]\n"
+            "  --wd X                AdamW weight decay on weights [0.1]\n"
+            "  --clip X              global gradient-norm clip, 0 = off [1.0]\n"
+            "  --seed N              initialisation and data order [1337]\n"
+            "run\n"
+            "  --out DIR             run folder (must not hold a run) [runs/DATE-TIME]\n"
+            "  --resume DIR          continue the run in DIR (only --steps may change)\n"
+            "  --eval-every N        validation every N steps, 0 = at the end [100]\n"
+            "  --eval-batches N      validation batches per evaluation [8]\n"
+            "  --save-every N        checkpoint every N steps, 0 = at the end [500]\n"
+            "  --quiet               no progress line\n",
+            config_preset_names());
+}
+
+int cmd_train(int argc, char **argv) {
+    TrainArgs a;
+    train_args_defaults(&a);
+    Args p = {.argc = argc, .argv = argv, .i = 1, .cmd = "vrl train"};
+    const char *model = "small", *device = "cpu", *precision = "fp32", *v, *resume = NULL, *out = NULL;
+    int steps_given = 0, r;
+    while (p.i < argc) {
+        if (args_switch(&p, "--help") || args_switch(&p, "-h")) {
+            usage(stdout);
+            return 0;
+        }
+        if (args_switch(&p, "--quiet")) {
+            a.quiet = 1;
+            continue;
+        }
+#define FLAG(name, action)                                                                                  \
+    if ((r = args_take(&p, name, &v)) != 0) {                                                               \
+        if (r < 0 || (action) < 0) goto fail;                                                               \
+        continue;                                                                                           \
+    }
+        FLAG("--model", (model = v, 0));
+        FLAG("--device", (device = v, 0));
+        FLAG("--precision", (precision = v, 0));
+        FLAG("--data", snprintf(a.data, sizeof a.data, "%s", v) >= (int)sizeof a.data ? vrl_error("--data: too long") : 0);
+        FLAG("--val-data", snprintf(a.val_data, sizeof a.val_data, "%s", v) >= (int)sizeof a.val_data ? vrl_error("--val-data: too long") : 0);
+        FLAG("--synthetic-tokens", parse_long("--synthetic-tokens", v, 1024, 1L << 34, &a.synthetic_tokens));
+        FLAG("--steps", (steps_given = 1, parse_long("--steps", v, 0, 1L << 40, &a.steps)));
+        FLAG("--batch", parse_int("--batch", v, 1, 1 << 20, &a.batch));
+        FLAG("--seq", parse_int("--seq", v, 2, 1 << 20, &a.seq));
+        FLAG("--accum", parse_int("--accum", v, 1, 1 << 20, &a.accum));
+        FLAG("--lr", parse_double("--lr", v, &a.sched.peak));
+        FLAG("--lr-end", parse_double("--lr-end", v, &a.sched.end));
+        FLAG("--warmup", parse_long("--warmup", v, 0, 1L << 40, &a.sched.warmup));
+        FLAG("--decay-end", parse_long("--decay-end", v, 0, 1L << 40, &a.sched.decay_end));
+        FLAG("--schedule", schedule_kind_parse(v, &a.sched.kind) < 0
+                               ? vrl_error("--schedule: \"%s\" is not cosine, linear or exponential", v)
+                               : 0);
+        FLAG("--wd", parse_double("--wd", v, &a.opt.weight_decay));
+        FLAG("--clip", parse_double("--clip", v, &a.opt.clip));
+        FLAG("--seed", parse_u64("--seed", v, &a.seed));
+        FLAG("--out", (out = v, 0));
+        FLAG("--resume", (resume = v, 0));
+        FLAG("--eval-every", parse_long("--eval-every", v, 0, 1L << 40, &a.eval_every));
+        FLAG("--eval-batches", parse_int("--eval-batches", v, 1, 1 << 20, &a.eval_batches));
+        FLAG("--save-every", parse_long("--save-every", v, 0, 1L << 40, &a.save_every));
+#undef FLAG
+        fprintf(stderr, "vrl train: unknown argument \"%s\" (see vrl train --help)\n", argv[p.i]);
+        return 2;
+    }
+    if (!strcmp(device, "cuda")) {
+        vrl_error("--device cuda: this build of vrl has no CUDA backend (fast/ is not built)");
+        goto fail;
+    }
+    if (strcmp(device, "cpu")) {
+        vrl_error("--device: \"%s\" is not cpu or cuda", device);
+        goto fail;
+    }
+    if (!strcmp(precision, "fp32")) a.backend = &ref_backend_f32;
+    else if (!strcmp(precision, "fp64")) a.backend = &ref_backend_f64;
+    else {
+        vrl_error("--precision: \"%s\" is not fp32 or fp64", precision);
+        goto fail;
+    }
+    if (a.sched.warmup > 0 && a.sched.decay_end >= 0 && a.sched.decay_end <= a.sched.warmup) {
+        vrl_error("--decay-end %ld must be after --warmup %ld", a.sched.decay_end, a.sched.warmup);
+        goto fail;
+    }
+    if (resume) {
+        if (out && strcmp(out, resume)) {
+            vrl_error("--out and --resume name different folders; a resumed run continues in its own folder");
+            goto fail;
+        }
+        snprintf(a.out, sizeof a.out, "%s", resume);
+        a.resume = 1;
+        if (!steps_given) a.steps = 0;
+    } else {
+        if (out) snprintf(a.out, sizeof a.out, "%s", out);
+        else {
+            /* A fresh folder per run, so running `vrl train` twice never collides. */
+            time_t now = time(NULL);
+            strftime(a.out, sizeof a.out, "runs/%Y%m%d-%H%M%S", localtime(&now));
+        }
+        if (config_from_arg(model, &a.model) < 0) goto fail;
+    }
+    if (train_run(&a) < 0) goto fail;
+    return 0;
+fail:
+    fprintf(stderr, "vrl train: %s\n", vrl_last_error());
+    return 1;
+}

@@ -1,0 +1,36 @@
+/* vrl.c: the `vrl` command — one front end, one subcommand per file in cli/. */
+#include <stdio.h>
+#include <string.h>
+
+#include "commands.h"
+
+typedef struct {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const char *summary;
+} Command;
+
+static const Command commands[] = {
+    {"train", cmd_train, "train a model (ref on CPU), write a run folder"},
+    {"info", cmd_info, "print a model's shape and parameter counts"},
+};
+#define N_COMMANDS (int)(sizeof commands / sizeof commands[0])
+
+static void usage(FILE *f) {
+    fprintf(f,
+            "vrl: train and study LLaMA-style models whose layers share information across depth\n"
+            "(value residuals, SVFormer, NeuTRENO, DenseFormer, Hyper-Connections, mHC, AttnRes).\n\n"
+            "usage: vrl COMMAND [flags]    (vrl COMMAND --help for its flags)\n\ncommands:\n");
+    for (int i = 0; i < N_COMMANDS; i++) fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+        usage(argc < 2 ? stderr : stdout);
+        return argc < 2 ? 2 : 0;
+    }
+    for (int i = 0; i < N_COMMANDS; i++)
+        if (!strcmp(argv[1], commands[i].name)) return commands[i].run(argc - 1, argv + 1);
+    fprintf(stderr, "vrl: unknown command \"%s\" (see vrl --help)\n", argv[1]);
+    return 2;
+}

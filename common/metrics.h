@@ -1,0 +1,34 @@
+/* metrics.h: what a run tells the world while it trains.
+ *   - RUN/metrics.jsonl: one JSON object per line: training steps
+ *     {"step","loss","lr","grad_norm","tokens_per_s","elapsed_s"} and evaluations
+ *     {"step","split","val_loss"[,"domain"]};
+ *   - the terminal: a progress line with step, loss, lr, tokens/s and ETA. */
+#ifndef VRL_METRICS_H
+#define VRL_METRICS_H
+
+#include <stdio.h>
+
+typedef struct {
+    FILE *f;                 /* metrics.jsonl, appended line by line and flushed */
+    char path[4200];
+    int tty;                 /* progress with \r on a terminal, one line per report otherwise */
+    double t_start;          /* wall clock at open (seconds) */
+} Metrics;
+
+/* Open RUN/metrics.jsonl. keep_upto_step >= 0 (resume): lines of later steps, written
+ * after the checkpoint being resumed, are dropped so the log matches the state. */
+int metrics_open(Metrics *m, const char *run_dir, long keep_upto_step);
+void metrics_close(Metrics *m);
+
+void metrics_log_step(Metrics *m, long step, double loss, double lr, double grad_norm, double tokens_per_s);
+void metrics_log_eval(Metrics *m, long step, const char *split, const char *domain, double loss);
+
+/* Progress line on stderr. */
+void progress_print(Metrics *m, long step, long total, double loss, double lr, double grad_norm,
+                    double tokens_per_s, double seconds_per_step);
+void progress_end(Metrics *m);
+
+/* Monotonic wall clock in seconds. */
+double now_seconds(void);
+
+#endif

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# test_cli_errors.sh: bad input to `vrl` gives one line naming the file and the
+# problem, a non-zero exit, no crash, and leaves run folders untouched.
+# usage: test_cli_errors.sh PATH/TO/vrl
+set -u
+VRL=$1
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fails=0 passes=0
+
+# expect_error NAME PATTERN CMD...: exit 1 (not a signal), exactly one stderr line matching PATTERN.
+expect_error() {
+  local name=$1 pattern=$2; shift 2
+  "$@" >"$tmp/out" 2>"$tmp/err"; local rc=$?
+  local lines; lines=$(wc -l <"$tmp/err")
+  if [ "$rc" -eq 1 ] && [ "$lines" -eq 1 ] && grep -q -- "$pattern" "$tmp/err"; then
+    passes=$((passes + 1)); echo "ok   $name: $(cat "$tmp/err")"
+  else
+    fails=$((fails + 1)); echo "FAIL $name: exit $rc, $lines lines, expected /$pattern/:"; cat "$tmp/err"
+  fi
+}
+check() { # check NAME CONDITION-COMMAND...
+  local name=$1; shift
+  if "$@"; then passes=$((passes + 1)); echo "ok   $name"; else fails=$((fails + 1)); echo "FAIL $name"; fi
+}
+
+T="$VRL train --quiet --model tiny --batch 2 --seq 16 --steps 2"
+
+expect_error missing_data "$tmp/nope.bin" $T --data "$tmp/nope.bin" --out "$tmp/r1"
+check no_folder_for_missing_data test ! -e "$tmp/r1"
+
+head -c 4096 /dev/urandom >"$tmp/garbage.bin"
+expect_error garbage_data "garbage.bin.*not a vrl token shard" $T --data "$tmp/garbage.bin" --out "$tmp/r2"
+check no_folder_for_garbage_data test ! -e "$tmp/r2"
+
+cat >"$tmp/bad.json" <<'JSON'
+{"model_type": "llama", "hidden_size": 30, "intermediate_size": 56, "num_hidden_layers": 2,
+ "num_attention_heads": 4, "num_key_value_heads": 4, "vocab_size": 64, "max_position_embeddings": 64,
+ "rms_norm_eps": 1e-05, "rope_theta": 10000.0}
+JSON
+expect_error config_heads "bad.json.*not divisible" $T --model "$tmp/bad.json" --out "$tmp/r3"
+check no_folder_for_bad_config test ! -e "$tmp/r3"
+
+expect_error unknown_preset "unknown model preset" $T --model nosuch --out "$tmp/r4"
+expect_error bad_number "\"--steps\".*not an integer\|--steps: .* is not an integer" $VRL train --steps 1x
+expect_error seq_too_long "max_position_embeddings" $T --seq 1000 --out "$tmp/r5"
+
+# A real run, then a corrupt checkpoint: resume refuses, naming the file; nothing changes.
+$T --out "$tmp/run" 2>/dev/null || { echo "FAIL could not train the reference run"; exit 1; }
+check run_folder_complete test -s "$tmp/run/config.json" -a -s "$tmp/run/model.safetensors" -a -s "$tmp/run/train_state.safetensors" -a -s "$tmp/run/metrics.jsonl"
+expect_error existing_run "already holds a run" $T --out "$tmp/run"
+cp "$tmp/run/model.safetensors" "$tmp/model.orig"
+truncate -s 1000 "$tmp/run/model.safetensors"
+before=$(cd "$tmp/run" && sha256sum * | sha256sum)
+expect_error corrupt_checkpoint "model.safetensors" $VRL train --quiet --resume "$tmp/run" --steps 4
+after=$(cd "$tmp/run" && sha256sum * | sha256sum)
+check corrupt_run_untouched test "$before" = "$after"
+cp "$tmp/model.orig" "$tmp/run/model.safetensors"
+printf 'garbage' >"$tmp/run/train_state.safetensors"
+expect_error corrupt_state "train_state.safetensors" $VRL train --quiet --resume "$tmp/run" --steps 4
+
+expect_error cuda_absent "CUDA" $T --device cuda --out "$tmp/r6"
+
+echo "$passes passed, $fails failed"
+[ "$fails" -eq 0 ]
