@@ -114,6 +114,7 @@ Test(resume, refuses_finished_run_and_existing_folder) {
     train_args_defaults(&r);
     r.backend = &ref_backend_f32;
     r.resume = 1;
+    r.steps = 0; /* "no --steps": keep the run's own length */
     r.quiet = 1;
     snprintf(r.out, sizeof r.out, "%s", dir);
     cr_assert_eq(train_run(&r), -1);
