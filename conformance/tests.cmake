@@ -40,3 +40,11 @@ endforeach()
 # ---------------------------------------------------------------- training loop and the vrl command
 vrl_test(test_resume SOURCES conformance/test_resume.c LIBS vrl_ref32 vrl_ref64 vrl_common)
 add_test(NAME test_cli_errors COMMAND ${CMAKE_SOURCE_DIR}/conformance/test_cli_errors.sh $<TARGET_FILE:vrl>)
+
+# ---------------------------------------------------------------- tokenizer, data pipeline, mixture loader
+foreach(t test_tokenizer test_mixture)
+  vrl_test(${t} SOURCES conformance/${t}.c LIBS vrl_common)
+  target_compile_definitions(${t} PRIVATE VRL_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
+endforeach()
+# The data tests drive `vrl data` through cmd_data() directly.
+vrl_test(test_data SOURCES conformance/test_data.c cli/cmd_data.c LIBS vrl_common)

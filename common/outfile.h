@@ -1,0 +1,22 @@
+/* outfile.h: a streamed output file that appears atomically. Bytes go to
+ * `path.tmp.PID`; commit fsyncs, renames over `path` and fsyncs the directory; abort
+ * (or any failure) removes the temporary file, so readers never see half a file.
+ * (fsutil's write_file_atomic does the same for data already in memory.) */
+#ifndef VRL_OUTFILE_H
+#define VRL_OUTFILE_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+typedef struct {
+    char path[4096];
+    char tmp[4200];
+    FILE *f;                   /* NULL when closed */
+} OutFile;
+
+int outfile_open(OutFile *o, const char *path);
+int outfile_write(OutFile *o, const void *data, size_t n);
+int outfile_commit(OutFile *o);
+void outfile_abort(OutFile *o);
+
+#endif
