@@ -34,7 +34,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 import transformers
 import safetensors
-from safetensors.torch import save_file
+from safetensors.torch import load_file
 from transformers import LlamaConfig, LlamaForCausalLM, GPT2Config, GPT2LMHeadModel
 import transformers.models.llama.modeling_llama as hf_llama
 
@@ -810,6 +810,36 @@ SAVE_FINAL = {"baseline"}                                 # all final.* tensors
 SAVE_FINAL_COEFF = {"resformer_learnable", "resformer_dense"}  # final.* of the coefficients only
 
 
+_DT = {torch.float32: "F32", torch.float64: "F64", torch.int64: "I64"}
+
+
+def write_safetensors(path, tensors, metadata):
+    """Deterministic safetensors writer (safetensors' own save_file orders the header through a
+    hash map, so bytes change run to run). Header: sorted JSON, "__metadata__" first, tensors in
+    name order, padded with spaces to a multiple of 8; data little-endian, in header order."""
+    import struct
+    names = sorted(tensors)
+    header = {"__metadata__": {k: metadata[k] for k in sorted(metadata)}}
+    off, blobs = 0, []
+    for n in names:
+        t = tensors[n].contiguous()
+        raw = t.numpy().tobytes()
+        header[n] = {"dtype": _DT[t.dtype], "shape": list(t.shape), "data_offsets": [off, off + len(raw)]}
+        blobs.append(raw)
+        off += len(raw)
+    hj = json.dumps(header, separators=(",", ":")).encode()
+    hj += b" " * ((8 - len(hj) % 8) % 8)
+    tmp = path + ".tmp"
+    with open(tmp, "wb") as f:
+        f.write(struct.pack("<Q", len(hj)))
+        f.write(hj)
+        for raw in blobs:
+            f.write(raw)
+    os.replace(tmp, path)
+    back = load_file(path)       # read back through the official reader
+    assert sorted(back) == names and all(torch.equal(back[n], tensors[n]) for n in names)
+
+
 def generator_meta():
     return json.dumps({"torch": torch.__version__, "transformers": transformers.__version__,
                        "safetensors": safetensors.__version__, "python": sys.version.split()[0],
@@ -848,7 +878,7 @@ def write_case(case, cfg_text, model, tokens, fwd=None):
     train["no_decay_params"] = [n for n, p in model.named_parameters() if is_no_decay(n, p)]
     meta = {"case": case, "config": cfg_text, "train": json.dumps(train), "generator": generator_meta()}
     os.makedirs(OUT_DIR, exist_ok=True)
-    save_file(t, os.path.join(OUT_DIR, case + ".safetensors"), metadata=meta)
+    write_safetensors(os.path.join(OUT_DIR, case + ".safetensors"), t, meta)
     print(f"{case:28s} loss {loss.item():.6f}  losses {' '.join(f'{x:.5f}' for x in losses)}  "
           f"gnorm0 {norms[0]:.3f}", flush=True)
     return logits, loss, grads
@@ -1025,8 +1055,8 @@ def metrics_baseline(tokens):
     meta = {"case": "metrics_baseline", "config": config_json_text(N_HEADS, "baseline"),
             "generator": generator_meta(),
             "notes": "weights = param.* of baseline.safetensors; batch = batch.tokens; fp64"}
-    save_file({k: v.contiguous() for k, v in out.items()},
-              os.path.join(OUT_DIR, "metrics_baseline.safetensors"), metadata=meta)
+    write_safetensors(os.path.join(OUT_DIR, "metrics_baseline.safetensors"),
+                      {k: v.contiguous() for k, v in out.items()}, meta)
     print("metrics:", {k: [round(x, 5) for x in v.flatten().tolist()[:6]] for k, v in out.items() if k.startswith("metric")})
 
 
