@@ -891,6 +891,61 @@ def maxdiff(a, b):
     return (a - b).abs().max().item()
 
 
+def spec_forward(model, tokens, variant):
+    """SPEC §1/§4 written out literally with plain tensor ops (no transformers module called), for a
+    few value-path variants; the self-checks compare it with the patched transformers path."""
+    P = dict(model.named_parameters())
+    nm, o = parse_variant(variant)
+    nkv = model.config.num_key_value_heads
+    Bsz, Tlen = tokens.shape
+
+    def rms(x, g):
+        return x * torch.rsqrt((x * x).mean(-1, keepdim=True) + 1e-5) * g
+
+    inv = torch.tensor([10000.0 ** (-2 * i / HD) for i in range(HD // 2)])
+    ang = torch.arange(Tlen, dtype=torch.float64)[:, None] * inv[None]        # [T, hd/2]
+    cos, sin = torch.cos(ang), torch.sin(ang)
+
+    def rope(x):                                   # x [B,h,T,hd], NeoX half split
+        x1, x2 = x[..., :HD // 2], x[..., HD // 2:]
+        return torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin], -1)
+
+    def heads(x, h):
+        return x.view(Bsz, Tlen, h, HD).transpose(1, 2)
+
+    x = P["model.embed_tokens.weight"][tokens]
+    causal = torch.ones(Tlen, Tlen, dtype=torch.bool).tril()
+    V1 = None
+    for i in range(L):
+        n, pre = i + 1, f"model.layers.{i}."
+        hN = rms(x, P[pre + "input_layernorm.weight"])
+        q = hN @ P[pre + "self_attn.q_proj.weight"].T
+        k = hN @ P[pre + "self_attn.k_proj.weight"].T
+        v = hN @ P[pre + "self_attn.v_proj.weight"].T                       # V_n, flat [B,T,nkv*hd]
+        if n == 1:
+            V1 = v
+        vmix, corr = v, None
+        if n >= 2 and nm == "resformer":
+            vmix = 0.5 * V1 + 0.5 * v
+        if n >= 2 and nm == "neutreno":
+            corr = float(o["lambda"][0]) * (V1 - v)
+        qh, kh = rope(heads(q, N_HEADS)), rope(heads(k, nkv))
+        rep = N_HEADS // nkv
+        kh = kh.repeat_interleave(rep, dim=1)
+        vh = heads(vmix, nkv).repeat_interleave(rep, dim=1)
+        s = (qh @ kh.transpose(-1, -2)) / math.sqrt(HD)
+        s = s.masked_fill(~causal, float("-inf"))
+        U = torch.softmax(s, -1) @ vh
+        if corr is not None:
+            U = U + heads(corr, nkv).repeat_interleave(rep, dim=1)
+        x = x + U.transpose(1, 2).reshape(Bsz, Tlen, D) @ P[pre + "self_attn.o_proj.weight"].T
+        hN = rms(x, P[pre + "post_attention_layernorm.weight"])
+        g = hN @ P[pre + "mlp.gate_proj.weight"].T
+        u = hN @ P[pre + "mlp.up_proj.weight"].T
+        x = x + (F.silu(g) * u) @ P[pre + "mlp.down_proj.weight"].T
+    return rms(x, P["model.norm.weight"]) @ P["lm_head.weight"].T
+
+
 def self_checks(tokens):
     check_clip_formula()
     # 1. patched baseline == unpatched transformers, bit for bit, in both precision modes
@@ -981,6 +1036,15 @@ def self_checks(tokens):
     # 12. Sinkhorn output is doubly stochastic
     S = sinkhorn(torch.exp(torch.randn(4, 4, generator=torch.Generator().manual_seed(0))), 20)
     assert torch.allclose(S.sum(0), torch.ones(4), atol=1e-12) and torch.allclose(S.sum(1), torch.ones(4), atol=1e-6)
+    # 13. the literal SPEC formulas (spec_forward) agree with the patched transformers path
+    for v, nkv in (("baseline", 4), ("resformer", 4), ("resformer", 2), ("neutreno:lambda=0.4", 4),
+                   ("neutreno:lambda=0.4", 1), ("baseline", 1)):
+        mdl = build_llama(v, nkv)
+        lg, _ = forward(mdl, tokens)
+        with torch.no_grad():
+            ls = spec_forward(mdl, tokens, v)
+        assert maxdiff(lg, ls) < 1e-12, (v, nkv, maxdiff(lg, ls))
+    print("check: literal SPEC forward == patched transformers (baseline, resformer, neutreno; MHA/GQA/MQA)")
     print("check: all self-checks passed")
 
 
