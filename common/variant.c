@@ -12,6 +12,25 @@
  * into data (value_path.c, stream.c); docs/variants.md gives the formulas. */
 const VariantInfo variant_registry[] = {
     {"baseline", FAMILY_NONE, "the LLaMA baseline of SPEC.md §1"},
+    /* value path, SPEC.md §4 (value_path.c) */
+    {"resformer", FAMILY_VALUE, "V_1 residual: identity, general, constant, sparse, learnable, learnable-plus, dense; V source ablations"},
+    {"svformer", FAMILY_VALUE, "layers >= 2 reuse V_1 (optionally refreshed at anchor layers) and carry no W^V"},
+    {"neutreno", FAMILY_VALUE, "U_n = A_n V_n + lambda (V_1 - V_n)"},
+    {"neutreno_resformer", FAMILY_VALUE, "NeuTRENO on top of identity ResFormer"},
+    {"cla", FAMILY_VALUE, "cross-layer attention: layer 2k reuses layer 2k-1's K and V"},
+    {"query_residual", FAMILY_VALUE, "ablation: 0.5 Q_1 + 0.5 Q_n"},
+    {"key_residual", FAMILY_VALUE, "ablation: 0.5 K_1 + 0.5 K_n"},
+    {"attn_residual", FAMILY_VALUE, "ablation: 0.5 A_1 + 0.5 A_n"},
+    {"hidden_residual", FAMILY_VALUE, "ablation: attention input RMSNorm(0.5 x_{n-1} + 0.5 H_0)"},
+    {"shared_q", FAMILY_VALUE, "ablation: every layer uses layer 1's Q"},
+    {"shared_k", FAMILY_VALUE, "ablation: every layer uses layer 1's K"},
+    {"cross_layer", FAMILY_VALUE, "Eq. 2: attend over [K_n; K_m], [V_n; V_m], m = 1 or n-1"},
+    {"identity_mapping", FAMILY_VALUE, "Eq. 6: U_n = A_n V_n + mean of earlier V_i"},
+    /* residual stream, SPEC.md §5 (stream.c) */
+    {"denseformer", FAMILY_STREAM, "depth-weighted averages of block outputs (dilation, period)"},
+    {"attnres", FAMILY_STREAM, "Attention Residuals, full or block: softmax over earlier sublayer outputs"},
+    {"hc", FAMILY_STREAM, "Hyper-Connections: n streams, static and dynamic maps"},
+    {"mhc", FAMILY_STREAM, "manifold-constrained HC: sigmoid maps, Sinkhorn-Knopp residual map"},
 };
 const int variant_registry_size = (int)(sizeof variant_registry / sizeof variant_registry[0]);
 
@@ -34,6 +53,15 @@ static int parse_part(char *text, VariantPart *p, const char *origin) {
     char *save = NULL;
     for (char *kv = strtok_r(colon + 1, ",", &save); kv; kv = strtok_r(NULL, ",", &save)) {
         char *eq = strchr(kv, '=');
+        if (!eq && p->n_opts) {
+            /* A piece without '=' continues the previous value as a list: lambda1=0.3,0.7 */
+            VariantOpt *prev = &p->opts[p->n_opts - 1];
+            size_t len = strlen(prev->value);
+            if (len + 1 + strlen(kv) >= sizeof prev->value)
+                return vrl_error("%s: variant %s: option %s too long", origin, p->name, prev->key);
+            snprintf(prev->value + len, sizeof prev->value - len, ",%s", kv);
+            continue;
+        }
         if (!eq || eq == kv || !eq[1]) return vrl_error("%s: variant %s: \"%s\" is not key=value", origin, p->name, kv);
         *eq = '\0';
         if (p->n_opts == VARIANT_MAX_OPTS) return vrl_error("%s: variant %s: too many options", origin, p->name);

@@ -1,8 +1,9 @@
 /* variant.h: the `--variant` string, recorded in config.json as "vrl_variant".
  *
  * Grammar:   variant := part ('+' part)*        part := NAME [':' key=value (',' key=value)*]
- * e.g. "resformer", "resformer:mode=constant,lambda=2", "attnres-block:size=2+resformer".
- * A value may hold '-' and ';' but not ',' or '+' (e.g. layers=6-8, anchors=1;4).
+ * e.g. "resformer", "resformer:mode=constant,lambda=2", "attnres:mode=block,size=2+resformer".
+ * A piece without '=' continues the previous value as a comma list, so
+ * "svformer:anchors=1,3" gives anchors = "1,3". Values may not hold '+'.
  *
  * Parts come in two families, each turning its parts into data for the model code:
  *   - value-path variants (SPEC.md §4): per-layer coefficient tables (value_path.h);
@@ -50,7 +51,8 @@ int variant_parse(const char *text, VariantSpec *out, const char *origin);
 VariantPart *variant_part(VariantSpec *s, VariantFamily f);
 
 /* Option getters: return 1 if present (and parsed), 0 if absent (out keeps its default),
- * -1 on a malformed value (error names origin, part and key). */
+ * -1 on a malformed value (error names origin, part and key). List values ("0.3,0.7")
+ * come back whole from variant_opt_str; the family code splits them. */
 int variant_opt_str(VariantPart *p, const char *key, const char **out);
 int variant_opt_double(VariantPart *p, const char *key, double *out, const char *origin);
 int variant_opt_int(VariantPart *p, const char *key, int *out, const char *origin);
