@@ -48,3 +48,15 @@ foreach(t test_tokenizer test_mixture)
 endforeach()
 # The data tests drive `vrl data` through cmd_data() directly.
 vrl_test(test_data SOURCES conformance/test_data.c cli/cmd_data.c LIBS vrl_common)
+
+# ---------------------------------------------------------------- fast/ (CUDA) against ref/
+# Plain C: exits 77 (skipped) with "no CUDA device: ..." on a machine without a GPU.
+if(VRL_HAVE_CUDA)
+  add_executable(test_fast_vs_ref conformance/test_fast_vs_ref.c)
+  target_include_directories(test_fast_vs_ref PRIVATE ${CMAKE_SOURCE_DIR})
+  target_compile_definitions(test_fast_vs_ref PRIVATE VRL_FP64=1)
+  target_link_libraries(test_fast_vs_ref PRIVATE vrl_fast vrl_ref32 vrl_ref64 vrl_common)
+  add_test(NAME test_fast_vs_ref COMMAND test_fast_vs_ref)
+  set_tests_properties(test_fast_vs_ref PROPERTIES SKIP_RETURN_CODE 77
+    ENVIRONMENT "TMPDIR=${VRL_TEST_TMP}")
+endif()
