@@ -28,6 +28,15 @@ void blas_destroy(Blas *b) {
     b->lt = NULL;
 }
 
+/* Largest power of two (<= 256) dividing a pointer's address: cuBLASLt's heuristic assumes
+ * 256-byte aligned operands unless told otherwise, and weights inside the flat parameter
+ * buffer are only as aligned as their table offsets. */
+static uint32_t ptr_align(const void *p) {
+    uint32_t a = 256;
+    while (a > 1 && ((uintptr_t)p % a)) a >>= 1;
+    return a;
+}
+
 /* Column-major D [m,n] = op(A) [m,k] · op(B) [k,n] + beta·C, A and B bf16, fp32
  * accumulation, C and D of type dt (bf16 or fp32). C may differ from D (the residual).
  * Row-major callers pass their matrices transposed (see the three uses below). */
@@ -57,6 +66,13 @@ static int lt_matmul(Blas *b, void *D, cudaDataType_t dt, const void *C, const b
     LT(cublasLtMatmulPreferenceCreate(&pref));
     LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &b->workspace_bytes,
                                             sizeof b->workspace_bytes));
+    {
+        const uint32_t al_a = ptr_align(A), al_b = ptr_align(B), al_c = ptr_align(C ? C : D), al_d = ptr_align(D);
+        LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &al_a, sizeof al_a));
+        LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &al_b, sizeof al_b));
+        LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &al_c, sizeof al_c));
+        LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &al_d, sizeof al_d));
+    }
     LT(cublasLtMatmulAlgoGetHeuristic(b->lt, op, la, lb, lc, ld, pref, 1, &heur, &found));
     if (found == 0) {
         vrl_error("fast: cuBLASLt has no algorithm for m=%d n=%d k=%d", m, n, k);
