@@ -8,6 +8,7 @@
 #include "error.h"
 #include "hash.h"
 #include "rng.h"
+#include "variant.h"
 
 int param_table_add(ParamTable *t, const char *name, int ndim, const int64_t *shape, int decay, InitKind init,
                     double init_value) {
@@ -75,7 +76,13 @@ static int build_llama(const ModelConfig *c, ParamTable *t) {
 
 int param_table_build(const ModelConfig *c, ParamTable *t) {
     memset(t, 0, sizeof *t);
-    if (config_validate(c, c->preset[0] ? c->preset : "config") < 0) return -1;
+    const char *origin = c->preset[0] ? c->preset : "config";
+    if (config_validate(c, origin) < 0) return -1;
+    /* A variant this build has no tensors and formulas for is an error, never a silent
+     * baseline run (each family's code replaces this check as it lands). */
+    VariantSpec vs;
+    if (variant_parse(c->variant, &vs, origin) < 0) return -1;
+    if (vs.n_parts) return vrl_error("%s: variant \"%s\" is not implemented in this build", origin, c->variant);
     int rc = -1;
     switch (c->arch) {
     case ARCH_LLAMA: rc = build_llama(c, t); break;

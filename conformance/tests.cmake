@@ -48,3 +48,15 @@ foreach(t test_tokenizer test_mixture)
 endforeach()
 # The data tests drive `vrl data` through cmd_data() directly.
 vrl_test(test_data SOURCES conformance/test_data.c cli/cmd_data.c LIBS vrl_common)
+
+# ---------------------------------------------------------------- golden fixtures (PyTorch oracle)
+# test_golden: every case of conformance/golden/fixtures in fp32 and fp64 (variants ref does
+# not build yet skip); golden_report prints docs/conformance.md's table (golden/report.sh).
+vrl_test(test_golden SOURCES conformance/test_golden.c conformance/golden_check.c
+  LIBS vrl_ref32 vrl_ref64 vrl_common)
+add_executable(golden_report conformance/golden_report.c conformance/golden_check.c)
+target_include_directories(golden_report PRIVATE ${CMAKE_SOURCE_DIR})
+target_link_libraries(golden_report PRIVATE vrl_ref32 vrl_ref64 vrl_common)
+foreach(t test_golden golden_report)
+  target_compile_definitions(${t} PRIVATE VRL_GOLDEN_DIR="${CMAKE_SOURCE_DIR}/conformance/golden/fixtures")
+endforeach()
