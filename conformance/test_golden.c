@@ -8,9 +8,9 @@
  * A case whose variant or architecture ref does not build yet is SKIPPED with the reason;
  * a tensor-set or decay-flag mismatch FAILS.
  *
- * Tolerances (docs/conformance.md explains each; relative error = max|a−b| / max|b| per
- * tensor, b the float64 oracle): fp64 must agree to rounding (a formula difference shows
- * as ≥ 1e-6), fp32 to float32 rounding through the network. */
+ * Tolerances (docs/conformance.md explains each; relative error as in golden_check.h,
+ * b the float64 oracle): fp64 must agree to rounding (the mutation check's formula
+ * changes show as ≥ 5e-4), fp32 to float32 rounding through the network and AdamW. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 
@@ -22,16 +22,17 @@ typedef struct {
     double logits, loss, grad, train_loss, grad_norm, lr, final;
 } Tolerance;
 
-/* Order: logits, loss, grads, train losses, grad norms, lrs, final weights.
- * fp64: measured ≤ 5e-15 on every quantity (docs/conformance.md). 1e-10 leaves room for
- * longer chains in other variants yet sits far below any formula change (the mutation
- * check's RMSNorm eps 1e-5 → 1e-6, a 1e-4-sized change of the norm, moves logits by 1e-6). */
+/* Order: logits, loss, grads, train losses, grad norms, lrs, final weights. Reasons and
+ * measurements: docs/conformance.md ("Tolerances").
+ * fp64: measured ≤ 1e-14 on every quantity. 1e-10 leaves room for longer chains yet sits
+ * far below any formula change (the mutation check's RMSNorm eps 1e-5 → 1e-6 moves logits
+ * by 5e-4). Never widen these to make a case pass: a larger gap is a formula difference. */
 static const Tolerance TOL_FP64 = {1e-10, 1e-10, 1e-10, 1e-10, 1e-10, 1e-14, 1e-10};
-/* fp32: float32 rounding (2^-24 ≈ 6e-8) through L = 4 layers and BLAS accumulation order;
- * training adds AdamW's g/√v, which turns tiny gradient noise into update noise. Measured
- * worst: logits 1.1e-6, loss 2.6e-8, grads 1.9e-6, train losses 6.4e-8, norms 6.1e-7,
- * final weights 3.3e-6; each bound is ~10-25x that, for variants with longer chains. */
-static const Tolerance TOL_FP32 = {1e-5, 1e-6, 5e-5, 1e-6, 1e-5, 1e-14, 5e-5};
+/* fp32: float32 rounding (2^-24 ≈ 6e-8) through L = 4 layers and BLAS accumulation order
+ * (logits ≤ 2.3e-6, loss ≤ 3e-8, grads ≤ 3.4e-6 measured). Training: AdamW's m/(√v + eps)
+ * turns float32 noise in gradients near eps into O(lr) update differences once lr is
+ * real (step 3 on), so losses/norms drift to ≤ 2.4e-6 / 5e-5 — the bounds are ~20-40x. */
+static const Tolerance TOL_FP32 = {2e-5, 1e-6, 5e-5, 1e-4, 1e-3, 1e-14, 1e-4};
 
 static void check(const char *name, const Backend *be, const Tolerance *tol) {
     GoldenResult r;
