@@ -117,16 +117,6 @@ const ParamInfo *param_table_find(const ParamTable *t, const char *name) {
     return NULL;
 }
 
-size_t param_offset(const ParamTable *t, const char *name) {
-    const ParamInfo *p = param_table_find(t, name);
-    if (!p) {
-        /* A model asking for a tensor its own table did not build is a programming error. */
-        fprintf(stderr, "vrl: internal error: parameter %s is not in the table\n", name);
-        abort();
-    }
-    return p->offset;
-}
-
 void params_init_f64(const ParamTable *t, uint64_t seed, double *out) {
     for (int i = 0; i < t->n; i++) {
         const ParamInfo *p = &t->p[i];

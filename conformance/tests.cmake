@@ -14,7 +14,8 @@ function(vrl_test NAME)
   target_include_directories(${NAME} PRIVATE ${CMAKE_SOURCE_DIR})
   target_compile_definitions(${NAME} PRIVATE VRL_SHARED_DATA="${VRL_SHARED_DATA}")
   target_link_libraries(${NAME} PRIVATE ${T_LIBS} PkgConfig::CRITERION)
-  add_test(NAME ${NAME} COMMAND ${NAME} ${T_ARGS})
+  # --verbose: Criterion prints each [SKIP] with its reason into the ctest log.
+  add_test(NAME ${NAME} COMMAND ${NAME} --verbose ${T_ARGS})
   set_tests_properties(${NAME} PROPERTIES
     ENVIRONMENT "TMPDIR=${VRL_TEST_TMP};VRL_SHARED_DATA=${VRL_SHARED_DATA}")
 endfunction()
