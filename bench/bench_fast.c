@@ -29,9 +29,11 @@ static int bench_one(const char *preset, const char *variant, int B, int T, int 
     ModelConfig c;
     ParamTable t = {0};
     if (config_preset(preset, &c) < 0) return -1;
-    snprintf(c.variant, sizeof c.variant, "%s", variant);
     if (T > c.max_seq) c.max_seq = T;
+    /* the baseline's table: until common/value_path.h lands, param_table_build refuses
+     * value-path variants, which add no tensors here */
     if (param_table_build(&c, &t) < 0) return -1;
+    snprintf(c.variant, sizeof c.variant, "%s", variant);
     const size_t P = t.total, N = (size_t)B * T;
     float *w = malloc(P * sizeof *w);
     double *init = malloc(P * sizeof *init);

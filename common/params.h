@@ -49,9 +49,6 @@ int param_table_add(ParamTable *t, const char *name, int ndim, const int64_t *sh
 /* Entry by name, or NULL. */
 const ParamInfo *param_table_find(const ParamTable *t, const char *name);
 
-/* Offset of a tensor that must exist (the model code asks for what the table built). */
-size_t param_offset(const ParamTable *t, const char *name);
-
 /* Deterministic initialisation from a seed, independent of the backend and precision:
  * each tensor draws from its own stream keyed by (seed, name), so adding a tensor
  * does not change the others. Values are produced in double; out has t->total elements. */

@@ -14,7 +14,8 @@ function(vrl_test NAME)
   target_include_directories(${NAME} PRIVATE ${CMAKE_SOURCE_DIR})
   target_compile_definitions(${NAME} PRIVATE VRL_SHARED_DATA="${VRL_SHARED_DATA}")
   target_link_libraries(${NAME} PRIVATE ${T_LIBS} PkgConfig::CRITERION)
-  add_test(NAME ${NAME} COMMAND ${NAME} ${T_ARGS})
+  # --verbose: Criterion prints each [SKIP] with its reason into the ctest log.
+  add_test(NAME ${NAME} COMMAND ${NAME} --verbose ${T_ARGS})
   set_tests_properties(${NAME} PROPERTIES
     ENVIRONMENT "TMPDIR=${VRL_TEST_TMP};VRL_SHARED_DATA=${VRL_SHARED_DATA}")
 endfunction()
@@ -48,6 +49,23 @@ foreach(t test_tokenizer test_mixture)
 endforeach()
 # The data tests drive `vrl data` through cmd_data() directly.
 vrl_test(test_data SOURCES conformance/test_data.c cli/cmd_data.c LIBS vrl_common)
+
+# ---------------------------------------------------------------- golden fixtures (PyTorch oracle)
+# test_golden: every case of conformance/golden/fixtures in fp32 and fp64 (variants ref does
+# not build yet skip); golden_report prints docs/conformance.md's table (golden/report.sh).
+vrl_test(test_golden SOURCES conformance/test_golden.c conformance/golden_check.c
+  LIBS vrl_ref32 vrl_ref64 vrl_common)
+add_executable(golden_report conformance/golden_report.c conformance/golden_check.c)
+target_include_directories(golden_report PRIVATE ${CMAKE_SOURCE_DIR})
+target_link_libraries(golden_report PRIVATE vrl_ref32 vrl_ref64 vrl_common)
+foreach(t test_golden golden_report)
+  target_compile_definitions(${t} PRIVATE VRL_GOLDEN_DIR="${CMAKE_SOURCE_DIR}/conformance/golden/fixtures")
+endforeach()
+# The suite can fail: a wrong RMSNorm eps, RoPE theta or decay split in a copy of ref/ must
+# be caught (conformance/golden/mutation_check.sh; ~10 s).
+add_test(NAME golden_mutation_check
+  COMMAND ${CMAKE_SOURCE_DIR}/conformance/golden/mutation_check.sh rmsnorm_eps rope_theta decay_all)
+set_tests_properties(golden_mutation_check PROPERTIES ENVIRONMENT "TMPDIR=${VRL_TEST_TMP};MUTATION_JOBS=2" TIMEOUT 300)
 
 # ---------------------------------------------------------------- fast/ (CUDA) against ref/
 # Plain C: exits 77 (skipped) with "no CUDA device: ..." on a machine without a GPU.

@@ -156,7 +156,11 @@ static int bind_tensors(FastModel *m) {
         BIND(ln1, "input_layernorm.weight", d);
         BIND(wq, "self_attn.q_proj.weight", qC * d);
         BIND(wk, "self_attn.k_proj.weight", kvC * d);
-        BIND(wv, "self_attn.v_proj.weight", kvC * d);
+        /* W_v may be absent (SVFormer's table drops it for layers >= 2): checked in create
+         * against the value plan, which says whether the layer computes a V. */
+        snprintf(name, sizeof name, "model.layers.%d.self_attn.v_proj.weight", l);
+        o->wv = (size_t)-1;
+        if (param_table_find(t, name) && lookup(t, name, kvC * d, &o->wv)) return -1;
         BIND(wo, "self_attn.o_proj.weight", d * qC);
         BIND(ln2, "post_attention_layernorm.weight", d);
         BIND(wgate, "mlp.gate_proj.weight", F * d);
@@ -288,6 +292,12 @@ extern "C" void *fast_model_create(const ModelConfig *c, const ParamTable *t, in
     }
     if (bind_tensors(m) < 0 || fast_value_plan(c, m->coef) < 0) goto fail;
     value_flags(m);
+    for (int l = 0; l < L; l++)
+        if (m->v_needed[l] && m->lo[l].wv == (size_t)-1) {
+            vrl_error("fast model: layer %d computes V but model.layers.%d.self_attn.v_proj.weight is not in the table",
+                      l, l);
+            goto fail;
+        }
     if (blas_create(&m->blas) < 0) goto fail;
     m->arena_bytes = layout(m, NULL);
     {
