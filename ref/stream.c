@@ -425,7 +425,7 @@ static void hc_maps_backward(RefModel *m, StreamState *st, int s, const real *da
 
 /* Sinkhorn-Knopp: mats[0] = M, then mats[2k+1] = rows of mats[2k] normalised,
  * mats[2k+2] = columns of mats[2k+1] normalised; returns mats[2·iters]. */
-static real *sinkhorn(real *mats, int n, int iters) {
+real *stream_sinkhorn(real *mats, int n, int iters) {
     const int nn = n * n;
     for (int k = 0; k < 2 * iters; k++) {
         const real *a = mats + (size_t)k * nn;
@@ -489,7 +489,7 @@ static void mhc_maps(RefModel *m, StreamState *st, int s) {
         }
         real *M = st->sk;
         for (int k = 0; k < nn; k++) M[k] = (real)exp(ares * pr[2 * n + k] + bres[k]);
-        const real *Hres = sinkhorn(M, n, st->plan.iters);
+        const real *Hres = stream_sinkhorn(M, n, st->plan.iters);
         /* H'[a] = Σ_b Hres[a,b] H[b]: in R's [source, target] layout R[b,a] = Hres[a,b] */
         for (int a = 0; a < n; a++)
             for (int b = 0; b < n; b++) st->R[s][(size_t)t * nn + b * n + a] = Hres[a * n + b];
@@ -520,7 +520,7 @@ static void mhc_maps_backward(RefModel *m, StreamState *st, int s, const real *d
         }
         /* replay Sinkhorn for this token, then back through it and exp */
         for (int k = 0; k < nn; k++) M[k] = (real)exp(ares * pr[2 * n + k] + bres[k]);
-        sinkhorn(M, n, it);
+        stream_sinkhorn(M, n, it);
         for (int a = 0; a < n; a++)
             for (int b = 0; b < n; b++) g[a * n + b] = dR[b * n + a];
         sinkhorn_backward(M, g, tmp, n, it);

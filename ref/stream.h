@@ -22,6 +22,7 @@ typedef struct StreamState StreamState;
 #define stream_backward_begin REF(stream_backward_begin)
 #define stream_backward REF(stream_backward)
 #define stream_depth_weights REF(stream_depth_weights)
+#define stream_sinkhorn REF(stream_sinkhorn)
 
 /* Build the plan from m->c and bind its parameters (after the model's own tensors). */
 StreamState *stream_create(struct RefModel *m);
@@ -36,5 +37,10 @@ const real *stream_backward(struct RefModel *m, int s, const real *din);
 /* AttnRes only: the softmax weights of step s over its sources from the last forward,
  * [N, *n_src] row-major, and the plan (for labels); NULL for other kinds. */
 const real *stream_depth_weights(const struct RefModel *m, int s, int *n_src, const StreamPlan **plan);
+
+/* Sinkhorn-Knopp as mHC runs it: mats [(2·iters+1)·n²]; mats[0] = the positive input
+ * matrix [n,n]; each iteration normalises rows, then columns, keeping every stage (the
+ * backward replays them). Returns the last stage. */
+real *stream_sinkhorn(real *mats, int n, int iters);
 
 #endif
