@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "../common/error.h"
+#include "gpt2.h"
 #include "model_impl.h"
 #include "ops.h"
 
@@ -145,10 +146,6 @@ static int bind_tensors(RefModel *m) {
 
 RefModel *model_create(const ModelConfig *c, const ParamTable *t, int batch, int seq) {
     if (config_validate(c, c->preset[0] ? c->preset : "config") < 0) return NULL;
-    if (c->arch != ARCH_LLAMA) {
-        vrl_error("model: the reference implements the llama architecture only");
-        return NULL;
-    }
     if (batch < 1) {
         vrl_error("model: batch must be >= 1 (got %d)", batch);
         return NULL;
@@ -158,6 +155,7 @@ RefModel *model_create(const ModelConfig *c, const ParamTable *t, int batch, int
         vrl_error("model: seq must be in [2, max_position_embeddings = %d] (got %d)", c->max_seq, seq);
         return NULL;
     }
+    if (c->arch == ARCH_GPT2) return gpt2_create(c, t, batch, seq);
     RefModel *m = calloc(1, sizeof *m);
     if (!m) {
         vrl_error("model: out of memory");
@@ -211,6 +209,7 @@ RefModel *model_create(const ModelConfig *c, const ParamTable *t, int batch, int
 void model_destroy(RefModel *m) {
     if (!m) return;
     stream_destroy(m->stream);
+    if (m->gpt2) gpt2_destroy(m->gpt2);
     free(m->arena);
     free(m);
 }
@@ -230,6 +229,7 @@ double model_forward(RefModel *m, const int32_t *tokens) {
         m->have_forward = 0; /* so a following backward adds nothing */
         return NAN;
     }
+    if (m->gpt2) return gpt2_forward(m, tokens);
     const int B = m->B, T = m->T, N = m->N, d = m->d, qC = m->qC, kvC = m->kvC, F = m->F, V = m->V;
     const double eps = m->c.norm_eps;
     memcpy(m->tokens, tokens, (size_t)N * sizeof *tokens);
@@ -274,6 +274,10 @@ static void zero(real *p, size_t n) { memset(p, 0, n * sizeof *p); }
 
 void model_backward(RefModel *m, double grad_scale) {
     if (!m->have_forward) return; /* nothing to differentiate (a rejected batch) */
+    if (m->gpt2) {
+        gpt2_backward(m, grad_scale);
+        return;
+    }
     const int B = m->B, T = m->T, N = m->N, d = m->d, qC = m->qC, kvC = m->kvC, F = m->F, V = m->V;
     const size_t Nd = (size_t)N * d;
     GradActs *g = &m->g;
@@ -343,3 +347,6 @@ long model_step_count(const RefModel *m) { return m->step; }
 void model_set_step_count(RefModel *m, long step) { m->step = step; }
 const real *model_attention(const RefModel *m, int layer) { return m->acts[layer].att; }
 const real *model_values(const RefModel *m, int layer) { return m->acts[layer].v; }
+void model_set_dropout(RefModel *m, int training, uint64_t seed, uint64_t step, uint64_t micro) {
+    if (m->gpt2) gpt2_set_dropout(m, training, seed, step, micro); /* llama has no dropout (SPEC §1) */
+}
