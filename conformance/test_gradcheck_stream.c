@@ -173,3 +173,18 @@ Test(gradcheck_stream, gpt2_dropout) {
     gradcheck(&c, 29);
     dropout_on = 0;
 }
+
+/* Composition: a value-path variant inside an AttnRes model (V_1 still from layer 1's
+ * attention; the trainable λ get gradients through the depth mixer). Runs once the
+ * value-path code (wt-value) is in the build: until then `resformer` parses but adds no
+ * tensor, so the test skips rather than check a baseline under another name. */
+Test(gradcheck_stream, attnres_with_resformer_learnable) {
+    ModelConfig c;
+    small_config(&c, "attnres:mode=block,size=2+resformer:mode=learnable");
+    ParamTable t;
+    cr_assert_eq(param_table_build(&c, &t), 0, "%s", vrl_last_error());
+    const int have = param_table_find(&t, "model.layers.1.self_attn.v_residual_lambda") != NULL;
+    param_table_free(&t);
+    if (!have) cr_skip_test("value-path variants are not in this build (no v_residual_lambda): composition unchecked");
+    gradcheck(&c, 30);
+}
