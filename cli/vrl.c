@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "analyze_depth.h"
 #include "commands.h"
 
 typedef struct {
@@ -15,6 +16,7 @@ static const Command commands[] = {
     {"info", cmd_info, "print a model's shape and parameter counts"},
     {"tokenize", cmd_tokenize, "encode text to token ids, or decode ids to text"},
     {"data", cmd_data, "reorganize | select | tokenize | inspect training data"},
+    {"depth-attention", cmd_depth_attention, "AttnRes: each sublayer's weights over earlier sublayers (PNG)"},
 };
 #define N_COMMANDS (int)(sizeof commands / sizeof commands[0])
 
@@ -23,7 +25,7 @@ static void usage(FILE *f) {
             "vrl: train and study LLaMA-style models whose layers share information across depth\n"
             "(value residuals, SVFormer, NeuTRENO, DenseFormer, Hyper-Connections, mHC, AttnRes).\n\n"
             "usage: vrl COMMAND [flags]    (vrl COMMAND --help for its flags)\n\ncommands:\n");
-    for (int i = 0; i < N_COMMANDS; i++) fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
+    for (int i = 0; i < N_COMMANDS; i++) fprintf(f, "  %-16s %s\n", commands[i].name, commands[i].summary);
 }
 
 int main(int argc, char **argv) {

@@ -1,6 +1,7 @@
 /* params.c: building the named parameter table and initialising it from a seed. */
 #include "params.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,6 +9,7 @@
 #include "error.h"
 #include "hash.h"
 #include "rng.h"
+#include "stream.h"
 #include "variant.h"
 
 int param_table_add(ParamTable *t, const char *name, int ndim, const int64_t *shape, int decay, InitKind init,
@@ -71,6 +73,56 @@ static int build_llama(const ModelConfig *c, ParamTable *t) {
     }
     if (!rc) rc = add_norm(t, "model.norm.weight", d);
     if (!rc) rc = add_linear(t, "lm_head.weight", c->vocab_size, d, std);
+    if (rc) return -1;
+    /* Residual-stream variants (SPEC §5) append their mixing parameters (common/stream.c). */
+    StreamPlan plan;
+    if (stream_plan_build(c, &plan, c->preset[0] ? c->preset : "config") < 0) return -1;
+    rc = stream_add_params(&plan, c, t);
+    stream_plan_free(&plan);
+    return rc;
+}
+
+/* GPT-2 baseline (SPEC §1) in transformers' GPT2LMHeadModel names. Linear weights use
+ * GPT-2's Conv1D layout [in, out]; c_attn's output columns are q | k | v. Init as HF:
+ * N(0, std) for weights and both embeddings, c_proj weights N(0, std/√(2L)), biases 0,
+ * LayerNorm weight 1 / bias 0. Biases and LayerNorm parameters are not decayed. */
+static int build_gpt2(const ModelConfig *c, ParamTable *t) {
+    const char *origin = c->preset[0] ? c->preset : "config";
+    VariantSpec vs;
+    if (variant_parse(c->variant, &vs, origin) < 0) return -1;
+    /* The variants are defined on the LLaMA block (RMSNorm, RoPE, SwiGLU; SPEC §4-5). */
+    if (vs.n_parts)
+        return vrl_error("%s: variant \"%s\" is not supported with model_type gpt2 (the GPT-2 baseline is "
+                         "plain; variants are defined on the llama block)", origin, c->variant);
+    const int64_t d = c->d_model, F = c->d_ffn, V = c->vocab_size;
+    const double std = c->init_std, std_proj = c->init_std / sqrt(2.0 * c->n_layers);
+    char name[PARAM_NAME_LEN];
+    int64_t s2[2], s1[1];
+#define W2(nm, a, b, sd) (s2[0] = (a), s2[1] = (b), param_table_add(t, nm, 2, s2, 1, INIT_NORMAL, sd))
+#define W1(nm, a, v) (s1[0] = (a), param_table_add(t, nm, 1, s1, 0, INIT_CONST, v))
+    int rc = W2("transformer.wte.weight", V, d, std);
+    rc |= W2("transformer.wpe.weight", c->max_seq, d, std);
+    for (int i = 0; i < c->n_layers && !rc; i++) {
+#define LAYER(fmt) (snprintf(name, sizeof name, "transformer.h.%d." fmt, i), name)
+        rc |= W1(LAYER("ln_1.weight"), d, 1.0);
+        rc |= W1(LAYER("ln_1.bias"), d, 0.0);
+        rc |= W2(LAYER("attn.c_attn.weight"), d, 3 * d, std);
+        rc |= W1(LAYER("attn.c_attn.bias"), 3 * d, 0.0);
+        rc |= W2(LAYER("attn.c_proj.weight"), d, d, std_proj);
+        rc |= W1(LAYER("attn.c_proj.bias"), d, 0.0);
+        rc |= W1(LAYER("ln_2.weight"), d, 1.0);
+        rc |= W1(LAYER("ln_2.bias"), d, 0.0);
+        rc |= W2(LAYER("mlp.c_fc.weight"), d, F, std);
+        rc |= W1(LAYER("mlp.c_fc.bias"), F, 0.0);
+        rc |= W2(LAYER("mlp.c_proj.weight"), F, d, std_proj);
+        rc |= W1(LAYER("mlp.c_proj.bias"), d, 0.0);
+#undef LAYER
+    }
+    if (!rc) rc |= W1("transformer.ln_f.weight", d, 1.0);
+    if (!rc) rc |= W1("transformer.ln_f.bias", d, 0.0);
+    if (!rc) rc |= W2("lm_head.weight", V, d, std);
+#undef W1
+#undef W2
     return rc ? -1 : 0;
 }
 
@@ -85,10 +137,6 @@ static int check_unbuilt_families(const ModelConfig *c) {
     if (variant_part(&vs, FAMILY_VALUE))
         return vrl_error("%s: value-path variant \"%s\" is not implemented in this build", origin, c->variant);
 #endif
-#if !__has_include("stream.h")
-    if (variant_part(&vs, FAMILY_STREAM))
-        return vrl_error("%s: residual-stream variant \"%s\" is not implemented in this build", origin, c->variant);
-#endif
     (void)vs;
     return 0;
 }
@@ -100,7 +148,7 @@ int param_table_build(const ModelConfig *c, ParamTable *t) {
     int rc = -1;
     switch (c->arch) {
     case ARCH_LLAMA: rc = build_llama(c, t); break;
-    case ARCH_GPT2: rc = vrl_error("config: the gpt2 architecture is not part of this build"); break;
+    case ARCH_GPT2: rc = build_gpt2(c, t); break;
     }
     if (rc < 0) param_table_free(t);
     return rc;
@@ -123,6 +171,10 @@ void params_init_f64(const ParamTable *t, uint64_t seed, double *out) {
         double *x = out + p->offset;
         if (p->init == INIT_CONST) {
             for (size_t j = 0; j < p->numel; j++) x[j] = p->init_value;
+        } else if (p->init == INIT_EYE || p->init == INIT_ONEHOT) {
+            const size_t n = (size_t)p->shape[0];
+            for (size_t j = 0; j < p->numel; j++)
+                x[j] = (p->init == INIT_EYE ? j % (n + 1) == 0 : j == p->init_index) ? p->init_value : 0.0;
         } else {
             /* The stream is keyed by the tensor's name, not its position in the table. */
             Rng r;

@@ -19,6 +19,8 @@
 typedef enum {
     INIT_NORMAL = 0, /* N(0, init_value^2): linears and embeddings, std 0.02 */
     INIT_CONST = 1,  /* every element = init_value: norm gains (1), mixing coefficients */
+    INIT_EYE = 2,    /* square [n,n]: init_value on the diagonal, 0 elsewhere (HC/mHC maps) */
+    INIT_ONEHOT = 3, /* init_value at element init_index, 0 elsewhere (DWA alpha, HC alpha_m) */
 } InitKind;
 
 typedef struct {
@@ -29,7 +31,8 @@ typedef struct {
     size_t numel;
     int decay;                 /* 1 if AdamW weight decay applies (SPEC §2) */
     InitKind init;
-    double init_value;         /* std for INIT_NORMAL, value for INIT_CONST */
+    double init_value;         /* std for INIT_NORMAL, value for INIT_CONST / EYE / ONEHOT */
+    size_t init_index;         /* INIT_ONEHOT: the element that gets init_value */
 } ParamInfo;
 
 typedef struct {

@@ -50,6 +50,12 @@ endforeach()
 # The data tests drive `vrl data` through cmd_data() directly.
 vrl_test(test_data SOURCES conformance/test_data.c cli/cmd_data.c LIBS vrl_common)
 
+# ---------------------------------------------------------------- residual-stream variants, GPT-2
+foreach(t test_gradcheck_stream test_stream_equivalence)
+  vrl_test(${t} SOURCES conformance/${t}.c LIBS vrl_ref64 vrl_common)
+  target_compile_definitions(${t} PRIVATE VRL_FP64=1)
+endforeach()
+
 # ---------------------------------------------------------------- golden fixtures (PyTorch oracle)
 # test_golden: every case of conformance/golden/fixtures in fp32 and fp64 (variants ref does
 # not build yet skip); golden_report prints docs/conformance.md's table (golden/report.sh).

@@ -8,12 +8,18 @@
  *
  * The baseline's vcoef is the identity (v_in = V_l). Keeping the raw V_l of every layer
  * and the separate v_in buffer is what lets the value-residual variants (SPEC §4) be a
- * different vcoef table: the backward already routes d(v_in) to every V_i it read. */
+ * different vcoef table: the backward already routes d(v_in) to every V_i it read.
+ *
+ * The residual stream is the depth mixer's (ref/stream.c): the model hands it each
+ * sublayer's raw output y and asks it for the next sublayer's input. The baseline's
+ * mixer is x + y (so "h" and "out" above); DenseFormer, AttnRes, HC and mHC (SPEC §5)
+ * are other mixers, and the attention and MLP code below never depends on which. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../common/error.h"
+#include "gpt2.h"
 #include "model_impl.h"
 #include "ops.h"
 
@@ -54,21 +60,21 @@ static size_t layout(RefModel *m, char *base) {
         CARVE(a->vin, N * m->kvC);
         CARVE(a->att, (size_t)m->B * m->NH * m->T * m->T);
         CARVE(a->atty, N * m->qC);
-        CARVE(a->h, N * m->d);
+        CARVE(a->y_attn, N * m->d);
         CARVE(a->ln2, N * m->d);
         CARVE(a->ln2_rstd, N);
         CARVE(a->gate, N * m->F);
         CARVE(a->up, N * m->F);
         CARVE(a->swi, N * m->F);
-        CARVE(a->out, N * m->d);
+        CARVE(a->y_mlp, N * m->d);
     }
-    CARVE(m->proj, N * m->d);
+    CARVE(m->y, 2 * m->L + 1);
     CARVE(m->lnf, N * m->d);
     CARVE(m->lnf_rstd, N);
     CARVE(m->logits, N * m->V);
     CARVE(m->losses, N);
     GradActs *g = &m->g;
-    CARVE(g->dres, N * m->d);
+    CARVE(g->dxin, N * m->d);
     CARVE(g->dln, N * m->d);
     CARVE(g->dq, N * m->qC);
     CARVE(g->dqr, N * m->qC);
@@ -140,10 +146,6 @@ static int bind_tensors(RefModel *m) {
 
 RefModel *model_create(const ModelConfig *c, const ParamTable *t, int batch, int seq) {
     if (config_validate(c, c->preset[0] ? c->preset : "config") < 0) return NULL;
-    if (c->arch != ARCH_LLAMA) {
-        vrl_error("model: the reference implements the llama architecture only");
-        return NULL;
-    }
     if (batch < 1) {
         vrl_error("model: batch must be >= 1 (got %d)", batch);
         return NULL;
@@ -153,6 +155,7 @@ RefModel *model_create(const ModelConfig *c, const ParamTable *t, int batch, int
         vrl_error("model: seq must be in [2, max_position_embeddings = %d] (got %d)", c->max_seq, seq);
         return NULL;
     }
+    if (c->arch == ARCH_GPT2) return gpt2_create(c, t, batch, seq);
     RefModel *m = calloc(1, sizeof *m);
     if (!m) {
         vrl_error("model: out of memory");
@@ -189,12 +192,24 @@ RefModel *model_create(const ModelConfig *c, const ParamTable *t, int batch, int
         m->vcoef[(size_t)l * m->L + l] = 1.0;
         m->vsrc[l] = m->acts[l].v;
     }
+    /* The depth mixer's sources: the embedding and every sublayer's raw output. */
+    m->y[0] = m->emb;
+    for (int l = 0; l < m->L; l++) {
+        m->y[2 * l + 1] = m->acts[l].y_attn;
+        m->y[2 * l + 2] = m->acts[l].y_mlp;
+    }
+    if (!(m->stream = stream_create(m))) {
+        model_destroy(m);
+        return NULL;
+    }
     rope_tables(m->cos_t, m->sin_t, m->T, m->hd, c->rope_theta);
     return m;
 }
 
 void model_destroy(RefModel *m) {
     if (!m) return;
+    stream_destroy(m->stream);
+    if (m->gpt2) gpt2_destroy(m->gpt2);
     free(m->arena);
     free(m);
 }
@@ -214,16 +229,18 @@ double model_forward(RefModel *m, const int32_t *tokens) {
         m->have_forward = 0; /* so a following backward adds nothing */
         return NAN;
     }
+    if (m->gpt2) return gpt2_forward(m, tokens);
     const int B = m->B, T = m->T, N = m->N, d = m->d, qC = m->qC, kvC = m->kvC, F = m->F, V = m->V;
     const double eps = m->c.norm_eps;
     memcpy(m->tokens, tokens, (size_t)N * sizeof *tokens);
 
     embedding_forward(m->emb, tokens, m->mp.wte, N, d);
-    real *x = m->emb; /* [N,d] the residual stream entering the layer */
     for (int l = 0; l < m->L; l++) {
         const LayerTensors *w = &m->lp[l];
         LayerActs *a = &m->acts[l];
-        a->x_in = x;
+        const real *x = stream_forward(m, 2 * l); /* [N,d] the attention sublayer's input */
+        a->x_in = (real *)x;
+        if (l > 0) m->acts[l - 1].out = a->x_in;
         /* attention sublayer */
         rmsnorm_forward(a->ln1, a->ln1_rstd, x, w->ln1, N, d, eps);
         matmul_forward(a->q, a->ln1, w->wq, N, d, qC);
@@ -233,17 +250,18 @@ double model_forward(RefModel *m, const int32_t *tokens) {
         rope_forward(a->k, a->k, m->cos_t, m->sin_t, B, T, m->NKV, m->hd);
         mix_forward(a->vin, m->vsrc, m->vcoef + (size_t)l * m->L, l + 1, (size_t)N * kvC);
         attention_forward(a->atty, a->att, a->q, a->k, a->vin, B, T, m->NH, m->NKV, m->hd);
-        matmul_forward(m->proj, a->atty, w->wo, N, qC, d);
-        residual_forward(a->h, x, m->proj, (size_t)N * d);
+        matmul_forward(a->y_attn, a->atty, w->wo, N, qC, d);
+        a->h = (real *)stream_forward(m, 2 * l + 1); /* baseline: h = x + y_attn */
         /* MLP sublayer */
         rmsnorm_forward(a->ln2, a->ln2_rstd, a->h, w->ln2, N, d, eps);
         matmul_forward(a->gate, a->ln2, w->wgate, N, d, F);
         matmul_forward(a->up, a->ln2, w->wup, N, d, F);
         swiglu_forward(a->swi, a->gate, a->up, (size_t)N * F);
-        matmul_forward(m->proj, a->swi, w->wdown, N, F, d);
-        residual_forward(a->out, a->h, m->proj, (size_t)N * d);
-        x = a->out;
+        matmul_forward(a->y_mlp, a->swi, w->wdown, N, F, d);
     }
+    const real *x = stream_forward(m, 2 * m->L); /* baseline: x_L = h + y_mlp */
+    m->x_final = x;
+    m->acts[m->L - 1].out = (real *)x;
     rmsnorm_forward(m->lnf, m->lnf_rstd, x, m->mp.lnf, N, d, eps);
     matmul_forward(m->logits, m->lnf, m->mp.lm_head, N, d, V);
     m->have_forward = 1;
@@ -256,18 +274,23 @@ static void zero(real *p, size_t n) { memset(p, 0, n * sizeof *p); }
 
 void model_backward(RefModel *m, double grad_scale) {
     if (!m->have_forward) return; /* nothing to differentiate (a rejected batch) */
+    if (m->gpt2) {
+        gpt2_backward(m, grad_scale);
+        return;
+    }
     const int B = m->B, T = m->T, N = m->N, d = m->d, qC = m->qC, kvC = m->kvC, F = m->F, V = m->V;
     const size_t Nd = (size_t)N * d;
     GradActs *g = &m->g;
-    const real *x_last = m->acts[m->L - 1].out; /* config_validate guarantees L >= 1 */
 
     /* head: loss -> logits -> lnf -> residual stream */
     zero(g->dlogits, (size_t)N * V);
     crossentropy_backward(g->dlogits, m->logits, m->tokens, B, T, V, grad_scale);
     zero(g->dln, Nd);
     matmul_backward(g->dln, m->mg.lm_head, g->dlogits, m->lnf, m->mp.lm_head, N, d, V);
-    zero(g->dres, Nd);
-    rmsnorm_backward(g->dres, m->mg.lnf, g->dln, x_last, m->mp.lnf, m->lnf_rstd, N, d);
+    zero(g->dxin, Nd);
+    rmsnorm_backward(g->dxin, m->mg.lnf, g->dln, m->x_final, m->mp.lnf, m->lnf_rstd, N, d);
+    stream_backward_begin(m);
+    const real *dy = stream_backward(m, 2 * m->L, g->dxin); /* [N,d] dLoss/dy_mlp of the last layer */
 
     for (int l = 0; l < m->L; l++) zero(g->dv[l], (size_t)N * kvC);
 
@@ -275,20 +298,20 @@ void model_backward(RefModel *m, double grad_scale) {
         const LayerTensors *w = &m->lp[l];
         LayerTensors *dw = &m->lg[l];
         LayerActs *a = &m->acts[l];
-        /* g->dres holds dLoss/dx' here. x' = h + W_down·swi: d(h) is dres itself (added to
-         * below), and d(W_down·swi) = dres. */
+        /* dy = dLoss/d(W_down·swi), complete: only later sublayers' inputs read it. */
         zero(g->dswi, (size_t)N * F);
-        matmul_backward(g->dswi, dw->wdown, g->dres, a->swi, w->wdown, N, F, d);
+        matmul_backward(g->dswi, dw->wdown, dy, a->swi, w->wdown, N, F, d);
         zero(g->dgate, (size_t)N * F);
         zero(g->dup, (size_t)N * F);
         swiglu_backward(g->dgate, g->dup, g->dswi, a->gate, a->up, (size_t)N * F);
         zero(g->dln, Nd);
         matmul_backward(g->dln, dw->wgate, g->dgate, a->ln2, w->wgate, N, d, F);
         matmul_backward(g->dln, dw->wup, g->dup, a->ln2, w->wup, N, d, F);
-        rmsnorm_backward(g->dres, dw->ln2, g->dln, a->h, w->ln2, a->ln2_rstd, N, d);
-        /* g->dres is now dLoss/dh. h = x + W_o·U: d(x) is dres, d(W_o·U) = dres. */
+        zero(g->dxin, Nd);
+        rmsnorm_backward(g->dxin, dw->ln2, g->dln, a->h, w->ln2, a->ln2_rstd, N, d);
+        dy = stream_backward(m, 2 * l + 1, g->dxin); /* dLoss/d(W_o·U) */
         zero(g->datty, (size_t)N * qC);
-        matmul_backward(g->datty, dw->wo, g->dres, a->atty, w->wo, N, qC, d);
+        matmul_backward(g->datty, dw->wo, dy, a->atty, w->wo, N, qC, d);
         zero(g->dqr, (size_t)N * qC);
         zero(g->dkr, (size_t)N * kvC);
         zero(g->dvin, (size_t)N * kvC);
@@ -305,10 +328,11 @@ void model_backward(RefModel *m, double grad_scale) {
         matmul_backward(g->dln, dw->wq, g->dq, a->ln1, w->wq, N, d, qC);
         matmul_backward(g->dln, dw->wk, g->dk, a->ln1, w->wk, N, d, kvC);
         matmul_backward(g->dln, dw->wv, g->dv[l], a->ln1, w->wv, N, d, kvC);
-        rmsnorm_backward(g->dres, dw->ln1, g->dln, a->x_in, w->ln1, a->ln1_rstd, N, d);
-        /* g->dres is now dLoss/dx, the previous layer's output */
+        zero(g->dxin, Nd);
+        rmsnorm_backward(g->dxin, dw->ln1, g->dln, a->x_in, w->ln1, a->ln1_rstd, N, d);
+        dy = stream_backward(m, 2 * l, g->dxin); /* the previous MLP's output, or (l = 0) the embedding */
     }
-    embedding_backward(m->mg.wte, g->dres, m->tokens, N, d);
+    embedding_backward(m->mg.wte, dy, m->tokens, N, d);
 }
 
 /* ------------------------------------------------------------------ accessors */
@@ -323,3 +347,6 @@ long model_step_count(const RefModel *m) { return m->step; }
 void model_set_step_count(RefModel *m, long step) { m->step = step; }
 const real *model_attention(const RefModel *m, int layer) { return m->acts[layer].att; }
 const real *model_values(const RefModel *m, int layer) { return m->acts[layer].v; }
+void model_set_dropout(RefModel *m, int training, uint64_t seed, uint64_t step, uint64_t micro) {
+    if (m->gpt2) gpt2_set_dropout(m, training, seed, step, micro); /* llama has no dropout (SPEC §1) */
+}

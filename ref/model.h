@@ -29,6 +29,7 @@ typedef struct RefModel RefModel;
 #define model_set_step_count REF(model_set_step_count)
 #define model_attention REF(model_attention)
 #define model_values REF(model_values)
+#define model_set_dropout REF(model_set_dropout)
 
 /* A model for [batch, seq] inputs. Parameters start at zero: fill them through
  * model_params() (params_init_f64 + conversion, or a checkpoint). */
@@ -61,6 +62,11 @@ void model_set_step_count(RefModel *m, long step); /* restoring a checkpoint */
  * [batch, n_heads, seq, seq] and raw values V [batch, seq, n_kv_heads*head_dim]. */
 const real *model_attention(const RefModel *m, int layer);
 const real *model_values(const RefModel *m, int layer);
+
+/* Dropout (GPT-2 only; the rate is config.dropout): training = 1 turns it on for the
+ * following forwards, with masks keyed by (seed, step, micro) (ref/gpt2.c); 0 turns it
+ * off (evaluation, gradient checks). A no-op for llama, which has no dropout. */
+void model_set_dropout(RefModel *m, int training, uint64_t seed, uint64_t step, uint64_t micro);
 
 /* Global-norm clipping then AdamW (SPEC §2) on every tensor; returns the pre-clip norm. */
 double model_adamw_step(RefModel *m, const AdamWConfig *opt, double lr);

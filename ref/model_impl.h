@@ -8,6 +8,7 @@
 #define VRL_REF_MODEL_IMPL_H
 
 #include "model.h"
+#include "stream.h"
 
 /* One layer's tensors inside a flat buffer (parameters, or their gradients). */
 typedef struct {
@@ -31,7 +32,7 @@ typedef struct {
 
 /* What the forward of layer l keeps for the backward and for analysis. */
 typedef struct {
-    real *x_in;     /* [N,d]   the layer's input x (points at the previous layer's out, or emb) */
+    real *x_in;     /* [N,d]   the attention sublayer's input (owned by the depth mixer, ref/stream.c) */
     real *ln1;      /* [N,d]   RMSNorm(x) · g1 */
     real *ln1_rstd; /* [N]     */
     real *q;        /* [N,qC]  queries after RoPE */
@@ -40,18 +41,20 @@ typedef struct {
     real *vin;      /* [N,kvC] the value input attention consumes: Σ_i vcoef[l][i] · V_i */
     real *att;      /* [B,NH,T,T] causal softmax probabilities A_n */
     real *atty;     /* [N,qC]  U_n = A_n · vin, heads concatenated, before W_o */
-    real *h;        /* [N,d]   x + W_o · U_n */
+    real *y_attn;   /* [N,d]   W_o · U_n, the attention sublayer's raw output */
+    real *h;        /* [N,d]   the MLP sublayer's input (baseline: x + W_o · U_n; owned by the mixer) */
     real *ln2;      /* [N,d]   RMSNorm(h) · g2 */
     real *ln2_rstd; /* [N]     */
     real *gate;     /* [N,F]   ln2 · W_gateᵀ */
     real *up;       /* [N,F]   ln2 · W_upᵀ */
     real *swi;      /* [N,F]   silu(gate) ⊙ up */
-    real *out;      /* [N,d]   h + W_down · swi, the layer's output x' */
+    real *y_mlp;    /* [N,d]   W_down · swi, the MLP sublayer's raw output */
+    real *out;      /* [N,d]   the next layer's input (baseline: h + W_down · swi; owned by the mixer) */
 } LayerActs;
 
 /* Gradient scratch for the backward (reused by every layer, except dv). */
 typedef struct {
-    real *dres;    /* [N,d]   dLoss/d(residual stream) flowing down the layers */
+    real *dxin;    /* [N,d]   dLoss/d(input of the current sublayer), handed to the depth mixer */
     real *dln;     /* [N,d]   d(ln1) or d(ln2) or d(lnf) */
     real *dq;      /* [N,qC]  d(queries before RoPE) */
     real *dqr;     /* [N,qC]  d(queries after RoPE) */
@@ -74,6 +77,7 @@ struct RefModel {
     real *params, *grads;     /* [t->total] each, laid out by the table */
     real *exp_avg, *exp_avg_sq; /* AdamW moments, [t->total] each */
     long step;                /* AdamW steps taken (torch's state["step"]) */
+    long drop_step, drop_micro; /* dropout key of the current update (ref/backend.c) */
 
     LayerTensors *lp, *lg;    /* [L] views of params / grads */
     ModelTensors mp, mg;
@@ -88,7 +92,10 @@ struct RefModel {
     int32_t *tokens;          /* [N] the last forward's tokens */
     real *emb;                /* [N,d] x_0, the embedding output */
     LayerActs *acts;          /* [L] */
-    real *proj;               /* [N,d] scratch: W_o·U or W_down·swi before the residual add */
+    real **y;                 /* [2L+1] depth-mixer sources: y[0] = emb, y[2l+1] = y_attn, y[2l+2] = y_mlp */
+    StreamState *stream;      /* the depth mixer (SPEC §5; plain residuals for the baseline) */
+    const real *x_final;      /* [N,d] the head's input (from the mixer) */
+    struct Gpt2Acts *gpt2;    /* GPT-2 activations (ref/gpt2.c); NULL for llama */
     real *lnf, *lnf_rstd;     /* [N,d], [N] final RMSNorm */
     real *logits;             /* [N,V] */
     real *losses;             /* [N] per-position loss (0 at each sequence's last position) */

@@ -1,0 +1,230 @@
+/* analyze_depth.c: `vrl depth-attention` — which earlier sublayers each AttnRes sublayer
+ * reads from, after training. Row s is the input of sublayer s (L{i}.attn, L{i}.mlp, then
+ * head), column g its g-th source in the plan's order (the embedding, then each finished
+ * block's sum, then the current block's partial sum; full mode: each sublayer output);
+ * entries are the softmax weights α averaged over every token of the batches. */
+#include "analyze_depth.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/args.h"
+#include "common/checkpoint.h"
+#include "common/error.h"
+#include "common/fsutil.h"
+#include "common/loader.h"
+#include "common/trainer.h"
+#include "ref/model_impl.h" /* float32 build: stream_depth_weights_f32 */
+
+static void sub_name(char *buf, size_t n, int s, int L) {
+    if (s == 2 * L) snprintf(buf, n, "head");
+    else snprintf(buf, n, "L%d.%s", s / 2, s % 2 ? "mlp" : "attn");
+}
+
+/* Label of source g of step s: "emb", a sublayer ("L0.attn"), or a block sum ("L0.attn..L0.mlp"). */
+static void src_name(char *buf, size_t n, const StreamRange *r, int L) {
+    char a[32], b[32];
+    if (r->lo == 0) {
+        snprintf(buf, n, "emb");
+        return;
+    }
+    sub_name(a, sizeof a, r->lo - 1, L);
+    sub_name(b, sizeof b, r->hi - 2, L);
+    if (r->hi - r->lo == 1) snprintf(buf, n, "%s", a);
+    else snprintf(buf, n, "%s..%s", a, b);
+}
+
+int analyze_depth_attention(const char *run_dir, const char *out_dir, const char *data, int batches) {
+    char path[4200];
+    ModelConfig c;
+    ParamTable t = {0};
+    RefModel *m = NULL;
+    DataLoader *dl = NULL;
+    int32_t *tok = NULL;
+    double *avg = NULL;
+    void *mom = NULL;
+    int rc = -1;
+    snprintf(path, sizeof path, "%s/config.json", run_dir);
+    if (config_load_json(path, &c) < 0) return -1;
+    StreamPlan plan;
+    if (stream_plan_build(&c, &plan, path) < 0) return -1;
+    const StreamKind kind = plan.kind;
+    stream_plan_free(&plan);
+    if (kind != STREAM_ATTNRES)
+        return vrl_error("%s: variant \"%s\" has no depth attention (an attnres variant has)", path, c.variant);
+    if (param_table_build(&c, &t) < 0) return -1;
+
+    /* the run's batch shape and validation data, from its training state */
+    TrainState st;
+    TrainArgs a;
+    train_args_defaults(&a);
+    a.model = c;
+    if (!(mom = malloc(2 * t.total * sizeof(float)))) {
+        vrl_error("out of memory");
+        goto done;
+    }
+    if (checkpoint_load_state(run_dir, &t, DT_F32, mom, (float *)mom + t.total, &st) < 0) goto done;
+    snprintf(path, sizeof path, "%s/train_state.safetensors", run_dir);
+    if (train_args_from_json(st.train_args_json, &a, path) < 0) goto done;
+    if (!data) data = a.val_data;
+    if (!*data) {
+        vrl_error("%s: the run trained on the synthetic corpus; give --data SHARDS", run_dir);
+        goto done;
+    }
+    if (!(dl = loader_open(data, a.batch, a.seq, c.vocab_size, a.seed))) goto done;
+    if (!(m = model_create(&c, &t, a.batch, a.seq))) goto done;
+    if (checkpoint_load_model(run_dir, &t, DT_F32, model_params(m)) < 0) goto done;
+
+    const int L = c.n_layers, S = 2 * L + 1, N = a.batch * a.seq;
+    tok = malloc((size_t)a.seq * a.batch * sizeof *tok);
+    avg = calloc((size_t)S * S, sizeof *avg); /* [S][max sources] */
+    if (!tok || !avg) {
+        vrl_error("out of memory");
+        goto done;
+    }
+    const uint64_t nwin = loader_windows(dl);
+    if (batches < 1 || (uint64_t)batches * a.batch > nwin) batches = (int)(nwin / a.batch);
+    if (batches < 1) {
+        vrl_error("%s: fewer than %d sequences of %d tokens", data, a.batch, a.seq);
+        goto done;
+    }
+    const StreamPlan *pl = NULL;
+    for (int b = 0; b < batches; b++) {
+        for (int i = 0; i < a.batch; i++) loader_window(dl, (uint64_t)b * a.batch + i, tok + (size_t)i * a.seq);
+        if (isnan(model_forward(m, tok))) goto done;
+        for (int s = 0; s < S; s++) {
+            int ns;
+            const float *w = stream_depth_weights(m, s, &ns, &pl);
+            for (int n = 0; n < N; n++)
+                for (int g = 0; g < ns; g++) avg[(size_t)s * S + g] += w[(size_t)n * ns + g] / ((double)N * batches);
+        }
+    }
+
+    /* print, CSV, gnuplot matrix */
+    if (make_dirs(out_dir) < 0) goto done;
+    FILE *csv, *dat, *gp;
+    snprintf(path, sizeof path, "%s/depth_attention.csv", out_dir);
+    if (!(csv = fopen(path, "w"))) {
+        vrl_error("%s: cannot write", path);
+        goto done;
+    }
+    snprintf(path, sizeof path, "%s/depth_attention.dat", out_dir);
+    if (!(dat = fopen(path, "w"))) {
+        fclose(csv);
+        vrl_error("%s: cannot write", path);
+        goto done;
+    }
+    int maxsrc = 0;
+    for (int s = 0; s < S; s++) maxsrc = pl->n_src[s] > maxsrc ? pl->n_src[s] : maxsrc;
+    printf("depth attention of %s (%s), %d x %d tokens of %s; row = sublayer input, then its sources: weight\n",
+           run_dir, c.variant, batches, N, data);
+    fprintf(csv, "sublayer,source_index,source,weight\n");
+    for (int s = 0; s < S; s++) {
+        char rn[32], sn[80];
+        sub_name(rn, sizeof rn, s, L);
+        printf("%-8s", rn);
+        for (int g = 0; g < maxsrc; g++) {
+            if (g < pl->n_src[s]) {
+                src_name(sn, sizeof sn, &pl->src[(size_t)s * S + g], L);
+                printf("  %s %.3f", sn, avg[(size_t)s * S + g]);
+                fprintf(csv, "%s,%d,%s,%.6f\n", rn, g, sn, avg[(size_t)s * S + g]);
+                fprintf(dat, "%d %d %.6f\n", g, s, avg[(size_t)s * S + g]);
+            } else {
+                fprintf(dat, "%d %d NaN\n", g, s); /* not a source of this sublayer: blank */
+            }
+        }
+        printf("\n");
+        fprintf(dat, "\n");
+    }
+    fclose(csv);
+    fclose(dat);
+    snprintf(path, sizeof path, "%s/depth_attention.gp", out_dir);
+    if (!(gp = fopen(path, "w"))) {
+        vrl_error("%s: cannot write", path);
+        goto done;
+    }
+    /* y labels: sublayers; x labels: source index (block mode: emb, block 1, ...) */
+    fprintf(gp, "set terminal pngcairo size 900,700 font ',10'\nset output '%s/depth_attention.png'\n", out_dir);
+    fprintf(gp, "set title 'AttnRes depth attention: %s (mean softmax weight over %d tokens)' noenhanced\n", c.variant,
+            batches * N);
+    fprintf(gp, "set xlabel 'source (0 = embedding%s)'\nset ylabel 'input of'\n",
+            pl->block ? ", then finished block sums, then the partial block" : ", then sublayer outputs in order");
+    fprintf(gp, "set yrange [%d.5:-0.5]\nset xrange [-0.5:%d.5]\nset cbrange [0:1]\nset palette rgb 33,13,10\n", S - 1,
+            maxsrc - 1);
+    fprintf(gp, "set ytics (");
+    for (int s = 0; s < S; s++) {
+        char rn[32];
+        sub_name(rn, sizeof rn, s, L);
+        fprintf(gp, "%s'%s' %d", s ? ", " : "", rn, s);
+    }
+    fprintf(gp, ")\nset xtics 1\nplot '%s/depth_attention.dat' using 1:2:3 with image notitle, \\\n"
+                "     '' using 1:2:(strcol(3) eq 'NaN' ? '' : sprintf('%%.2f', $3)) with labels font ',8' notitle\n",
+            out_dir);
+    fclose(gp);
+    if (system("command -v gnuplot > /dev/null 2>&1") != 0) {
+        fprintf(stderr, "vrl depth-attention: gnuplot is not installed; wrote %s/depth_attention.csv only\n", out_dir);
+    } else {
+        snprintf(path, sizeof path, "gnuplot '%s/depth_attention.gp'", out_dir);
+        if (system(path) != 0) {
+            vrl_error("%s/depth_attention.gp: gnuplot failed", out_dir);
+            goto done;
+        }
+        printf("wrote %s/depth_attention.png (and .csv, .dat, .gp)\n", out_dir);
+    }
+    rc = 0;
+done:
+    free(mom);
+    free(tok);
+    free(avg);
+    model_destroy(m);
+    loader_close(dl);
+    param_table_free(&t);
+    return rc;
+}
+
+int cmd_depth_attention(int argc, char **argv) {
+    Args p = {.argc = argc, .argv = argv, .i = 1, .cmd = "vrl depth-attention"};
+    const char *run = NULL, *out = NULL, *data = NULL, *v;
+    int batches = 4, r;
+    while (p.i < argc) {
+        if (args_switch(&p, "--help") || args_switch(&p, "-h")) {
+            printf("usage: vrl depth-attention --ckpt RUN [--out DIR (RUN/analysis)] [--data SHARDS] [--batches N (4)]\n"
+                   "  AttnRes runs: each sublayer's softmax weights over its sources, averaged over the\n"
+                   "  tokens of N validation batches; prints them, writes depth_attention.{csv,png}.\n");
+            return 0;
+        }
+        if ((r = args_take(&p, "--ckpt", &v)) != 0) {
+            if (r < 0) goto fail;
+            run = v;
+            continue;
+        }
+        if ((r = args_take(&p, "--out", &v)) != 0) {
+            if (r < 0) goto fail;
+            out = v;
+            continue;
+        }
+        if ((r = args_take(&p, "--data", &v)) != 0) {
+            if (r < 0) goto fail;
+            data = v;
+            continue;
+        }
+        if ((r = args_take(&p, "--batches", &v)) != 0) {
+            if (r < 0 || parse_int("--batches", v, 1, 1 << 20, &batches) < 0) goto fail;
+            continue;
+        }
+        fprintf(stderr, "vrl depth-attention: unknown argument \"%s\" (see --help)\n", argv[p.i]);
+        return 2;
+    }
+    if (!run) {
+        fprintf(stderr, "vrl depth-attention: --ckpt RUN is required\n");
+        return 2;
+    }
+    char dir[4200];
+    if (!out) snprintf(dir, sizeof dir, "%s/analysis", run), out = dir;
+    if (analyze_depth_attention(run, out, data, batches) < 0) goto fail;
+    return 0;
+fail:
+    fprintf(stderr, "vrl depth-attention: %s\n", vrl_last_error());
+    return 1;
+}

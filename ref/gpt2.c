@@ -1,0 +1,375 @@
+/* gpt2.c: the GPT-2 baseline of SPEC §1 (transformers' GPT2LMHeadModel), forward and
+ * backward, inside the same RefModel (parameters, gradients, AdamW moments, logits), so
+ * the trainer, checkpoints and optimizer need nothing new. Compiled twice (real.h).
+ *
+ *   x_0 = drop(wte[tok] + wpe[t])
+ *   layer l (0-based): a = LN_1(x);  [q|k|v] = a·W_attn + b_attn   (Conv1D: W [in, out])
+ *                      U = drop_A(softmax(q kᵀ/√hd, causal))·v      (heads of hd = d/NH)
+ *                      h = x + drop(U·W_proj + b_proj)
+ *                      x' = h + drop(gelu_tanh(LN_2(h)·W_fc + b_fc)·W_mproj + b_mproj)
+ *   logits = LN_f(x_L)·lm_headᵀ (untied);  LN: (x − mean)/sqrt(var + eps)·w + b, eps 1e-5
+ *
+ * Dropout (rate c.dropout, all three places, as the official runs): only in training
+ * forwards (model_set_dropout), inverted scaling 1/(1 − p). The mask element i of site
+ * `site` is keep ⇔ u ≥ p with u = uniform(splitmix64-mix of (seed, step, micro, site, i)),
+ * so a mask is a pure function of its key: reproducible, independent of thread order, and
+ * the same in forward, backward and a finite-difference check. Sites: 0 = embeddings,
+ * 1 + 3l = attention probabilities, 2 + 3l = attention residual, 3 + 3l = MLP residual. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../common/error.h"
+#include "gpt2.h"
+#include "ops.h"
+
+struct Gpt2Acts {
+    real *wte, *wpe, *lnfw, *lnfb, *lm_head;            /* param views */
+    real *x0, *m0;                                       /* [N,d] embeddings after dropout, mask */
+    real **x, **ln1, **mean1, **rstd1, **qkv, **att, **mA, **atty, **ya, **mya, **h;
+    real **ln2, **mean2, **rstd2, **fc, **gel, **ym, **mym;
+    real *lnf, *meanf, *rstdf;
+    real *dx, *dln, *dqkv, *datty, *dy, *dfc, *dgel, *dlogits, *datt_row;
+    size_t (*off)[12];                                   /* per layer param offsets */
+    uint64_t seed, step, micro;
+    int training;
+};
+
+enum { LN1W, LN1B, AW, AB, PW, PB, LN2W, LN2B, FW, FB, MW, MB };
+static const char *lnames[12] = {"ln_1.weight", "ln_1.bias", "attn.c_attn.weight", "attn.c_attn.bias",
+                                 "attn.c_proj.weight", "attn.c_proj.bias", "ln_2.weight", "ln_2.bias",
+                                 "mlp.c_fc.weight", "mlp.c_fc.bias", "mlp.c_proj.weight", "mlp.c_proj.bias"};
+
+/* ------------------------------------------------------------------ ops (GPT-2 only) */
+
+/* out = inp·W + b (Conv1D).  out [N,OC], inp [N,C], W [C,OC], b [OC] */
+static void conv1d_forward(real *out, const real *inp, const real *W, const real *b, int N, int C, int OC) {
+    cblas_gemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, OC, C, 1, inp, C, W, OC, 0, out, OC);
+    for (int n = 0; n < N; n++)
+        for (int o = 0; o < OC; o++) out[(size_t)n * OC + o] += b[o];
+}
+/* dinp += dout·Wᵀ, dW += inpᵀ·dout, db += Σ_n dout. */
+static void conv1d_backward(real *dinp, real *dW, real *db, const real *dout, const real *inp, const real *W, int N,
+                            int C, int OC) {
+    cblas_gemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, C, OC, 1, dout, OC, W, OC, 1, dinp, C);
+    cblas_gemm(CblasRowMajor, CblasTrans, CblasNoTrans, C, OC, N, 1, inp, C, dout, OC, 1, dW, OC);
+    for (int n = 0; n < N; n++)
+        for (int o = 0; o < OC; o++) db[o] += dout[(size_t)n * OC + o];
+}
+
+/* LayerNorm (biased variance).  out [N,C], mean/rstd [N], inp [N,C], w/b [C] */
+static void layernorm_forward(real *out, real *mean, real *rstd, const real *inp, const real *w, const real *b, int N,
+                              int C, double eps) {
+    for (int n = 0; n < N; n++) {
+        const real *x = inp + (size_t)n * C;
+        double mu = 0, var = 0;
+        for (int i = 0; i < C; i++) mu += x[i];
+        mu /= C;
+        for (int i = 0; i < C; i++) var += (x[i] - mu) * (x[i] - mu);
+        const double r = 1.0 / sqrt(var / C + eps);
+        for (int i = 0; i < C; i++) out[(size_t)n * C + i] = (real)((x[i] - mu) * r) * w[i] + b[i];
+        mean[n] = (real)mu;
+        rstd[n] = (real)r;
+    }
+}
+/* dx = r·(g − mean(g) − x̂·mean(g·x̂)), g = dout·w; dw += dout·x̂; db += dout. */
+static void layernorm_backward(real *dinp, real *dw, real *db, const real *dout, const real *inp, const real *w,
+                               const real *mean, const real *rstd, int N, int C) {
+    for (int n = 0; n < N; n++) {
+        const real *x = inp + (size_t)n * C, *g = dout + (size_t)n * C;
+        const double mu = mean[n], r = rstd[n];
+        double mg = 0, mgx = 0;
+        for (int i = 0; i < C; i++) {
+            const double xh = (x[i] - mu) * r, gi = (double)g[i] * w[i];
+            mg += gi;
+            mgx += gi * xh;
+            dw[i] += (real)(g[i] * xh);
+            db[i] += g[i];
+        }
+        mg /= C;
+        mgx /= C;
+        for (int i = 0; i < C; i++) {
+            const double xh = (x[i] - mu) * r;
+            dinp[(size_t)n * C + i] += (real)(r * ((double)g[i] * w[i] - mg - xh * mgx));
+        }
+    }
+}
+
+#define GELU_K 0.7978845608028654 /* sqrt(2/pi) */
+static void gelu_forward(real *out, const real *x, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        const double u = x[i];
+        out[i] = (real)(0.5 * u * (1 + tanh(GELU_K * (u + 0.044715 * u * u * u))));
+    }
+}
+static void gelu_backward(real *dx, const real *dout, const real *x, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        const double u = x[i], th = tanh(GELU_K * (u + 0.044715 * u * u * u));
+        const double dth = (1 - th * th) * GELU_K * (1 + 3 * 0.044715 * u * u);
+        dx[i] += (real)(dout[i] * (0.5 * (1 + th) + 0.5 * u * dth));
+    }
+}
+
+static uint64_t mix64(uint64_t z) {
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+/* Mask of a dropout site: 1/(1−p) kept, 0 dropped; all 1 when not training or p = 0. */
+static void dropout_mask(const Gpt2Acts *g, real *mask, size_t n, int site, double p) {
+    if (!g->training || p <= 0) {
+        for (size_t i = 0; i < n; i++) mask[i] = 1;
+        return;
+    }
+    const uint64_t key = mix64(mix64(mix64(mix64(g->seed) ^ g->step) ^ g->micro) ^ (uint64_t)site);
+    const real keep = (real)(1.0 / (1.0 - p));
+    for (size_t i = 0; i < n; i++) mask[i] = (double)(mix64(key ^ (i * 0x9e3779b97f4a7c15ULL)) >> 11) * 0x1.0p-53 < p ? 0 : keep;
+}
+static void mul(real *out, const real *a, const real *b, size_t n) {
+    for (size_t i = 0; i < n; i++) out[i] = a[i] * b[i];
+}
+
+/* Causal multi-head attention on q|k|v packed per row [N,3d]; P the softmax, M its
+ * dropout mask; out = (P ⊙ M)·v.  att/mask [B,NH,T,T], out [N,d] */
+static void attn_forward(real *out, real *att, const real *mask, const real *qkv, int B, int T, int NH, int hd) {
+    const int d = NH * hd, C3 = 3 * d;
+    const double scale = 1.0 / sqrt((double)hd);
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < NH; h++)
+            for (int t = 0; t < T; t++) {
+                const real *q = qkv + (size_t)(b * T + t) * C3 + h * hd;
+                real *a = att + (((size_t)b * NH + h) * T + t) * T;
+                const real *mk = mask + (((size_t)b * NH + h) * T + t) * T;
+                double mx = -INFINITY, z = 0;
+                for (int u = 0; u <= t; u++) {
+                    const real *k = qkv + (size_t)(b * T + u) * C3 + d + h * hd;
+                    double s = 0;
+                    for (int i = 0; i < hd; i++) s += (double)q[i] * k[i];
+                    a[u] = (real)(s * scale);
+                    if (a[u] > mx) mx = a[u];
+                }
+                for (int u = 0; u <= t; u++) z += (a[u] = (real)exp(a[u] - mx));
+                for (int u = 0; u < T; u++) a[u] = u <= t ? (real)(a[u] / z) : 0;
+                real *o = out + (size_t)(b * T + t) * d + h * hd;
+                for (int i = 0; i < hd; i++) o[i] = 0;
+                for (int u = 0; u <= t; u++) {
+                    const real *v = qkv + (size_t)(b * T + u) * C3 + 2 * d + h * hd, w = a[u] * mk[u];
+                    for (int i = 0; i < hd; i++) o[i] += w * v[i];
+                }
+            }
+}
+static void attn_backward(real *dqkv, real *drow, const real *dout, const real *att, const real *mask,
+                          const real *qkv, int B, int T, int NH, int hd) {
+    const int d = NH * hd, C3 = 3 * d;
+    const double scale = 1.0 / sqrt((double)hd);
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < NH; h++)
+            for (int t = 0; t < T; t++) {
+                const real *a = att + (((size_t)b * NH + h) * T + t) * T;
+                const real *mk = mask + (((size_t)b * NH + h) * T + t) * T;
+                const real *dy = dout + (size_t)(b * T + t) * d + h * hd, *q = qkv + (size_t)(b * T + t) * C3 + h * hd;
+                double s = 0;
+                for (int u = 0; u <= t; u++) { /* dP = mask ⊙ (dout·v), dv += (P ⊙ mask)·dout */
+                    const real *v = qkv + (size_t)(b * T + u) * C3 + 2 * d + h * hd;
+                    real *dv = dqkv + (size_t)(b * T + u) * C3 + 2 * d + h * hd;
+                    double dp = 0;
+                    for (int i = 0; i < hd; i++) {
+                        dp += (double)dy[i] * v[i];
+                        dv[i] += a[u] * mk[u] * dy[i];
+                    }
+                    drow[u] = (real)(dp * mk[u]);
+                    s += (double)a[u] * drow[u];
+                }
+                real *dq = dqkv + (size_t)(b * T + t) * C3 + h * hd;
+                for (int u = 0; u <= t; u++) {
+                    const real ds = (real)(a[u] * (drow[u] - s) * scale);
+                    const real *k = qkv + (size_t)(b * T + u) * C3 + d + h * hd;
+                    real *dk = dqkv + (size_t)(b * T + u) * C3 + d + h * hd;
+                    for (int i = 0; i < hd; i++) {
+                        dq[i] += ds * k[i];
+                        dk[i] += ds * q[i];
+                    }
+                }
+            }
+}
+
+/* ------------------------------------------------------------------ model */
+
+/* Carve n elements from the arena at *off (64-byte aligned); with base == NULL only count. */
+static void *take(char *base, size_t *off, size_t n, size_t size) {
+    size_t at = (*off + 63) & ~(size_t)63;
+    *off = at + n * size;
+    return base ? base + at : NULL;
+}
+
+/* Every buffer of the model, carved twice: once to size the arena, once to fill it. */
+static size_t layout(RefModel *m, Gpt2Acts *g, char *base) {
+    const size_t N = m->N, d = m->d, F = m->F, V = m->V, P = m->t->total;
+    const size_t att = (size_t)m->B * m->NH * m->T * m->T;
+    size_t off = 0;
+#define R(n) take(base, &off, (n), sizeof(real))
+    m->params = R(P), m->grads = R(P), m->exp_avg = R(P), m->exp_avg_sq = R(P);
+    m->tokens = take(base, &off, N, sizeof(int32_t));
+    m->logits = R(N * V), m->losses = R(N);
+    g->x0 = R(N * d), g->m0 = R(N * d);
+    for (int l = 0; l < m->L; l++) {
+        g->ln1[l] = R(N * d), g->mean1[l] = R(N), g->rstd1[l] = R(N), g->qkv[l] = R(N * 3 * d), g->att[l] = R(att);
+        g->mA[l] = R(att), g->atty[l] = R(N * d), g->ya[l] = R(N * d), g->mya[l] = R(N * d), g->h[l] = R(N * d);
+        g->ln2[l] = R(N * d), g->mean2[l] = R(N), g->rstd2[l] = R(N), g->fc[l] = R(N * F), g->gel[l] = R(N * F);
+        g->ym[l] = R(N * d), g->mym[l] = R(N * d), g->x[l] = R(N * d);
+    }
+    g->lnf = R(N * d), g->meanf = R(N), g->rstdf = R(N);
+    g->dx = R(N * d), g->dln = R(N * d), g->dqkv = R(N * 3 * d), g->datty = R(N * d), g->dy = R(N * d);
+    g->dfc = R(N * F), g->dgel = R(N * F), g->dlogits = R(N * V), g->datt_row = R((size_t)m->T);
+#undef R
+    return off;
+}
+
+void gpt2_destroy(Gpt2Acts *g) { free(g); }
+
+RefModel *gpt2_create(const ModelConfig *c, const ParamTable *t, int batch, int seq) {
+    RefModel *m = calloc(1, sizeof *m);
+    const size_t L = (size_t)c->n_layers;
+    /* the activations' struct, its per-layer pointer arrays and offsets in one block */
+    Gpt2Acts *g = calloc(1, sizeof *g + L * (18 * sizeof(real *) + sizeof(size_t[12])));
+    if (!m || !g) {
+        free(m);
+        free(g);
+        vrl_error("model: out of memory");
+        return NULL;
+    }
+    real ***arrays[18] = {&g->x, &g->ln1, &g->mean1, &g->rstd1, &g->qkv, &g->att, &g->mA, &g->atty, &g->ya,
+                          &g->mya, &g->h, &g->ln2, &g->mean2, &g->rstd2, &g->fc, &g->gel, &g->ym, &g->mym};
+    real **next = (real **)(g + 1);
+    for (int k = 0; k < 18; k++, next += L) *arrays[k] = next;
+    g->off = (size_t(*)[12])next;
+    m->gpt2 = g;
+    m->c = *c, m->t = t, m->B = batch, m->T = seq, m->N = batch * seq, m->d = c->d_model, m->NH = c->n_heads;
+    m->NKV = c->n_heads, m->hd = c->d_model / c->n_heads, m->qC = m->kvC = m->d, m->F = c->d_ffn, m->V = c->vocab_size;
+    m->L = c->n_layers;
+    const size_t V = m->V, d = m->d, F = m->F;
+    size_t bytes = layout(m, g, NULL);
+    if (!(m->arena = calloc(1, bytes))) {
+        vrl_error("model: out of memory (%zu bytes for %d x %d)", bytes, batch, seq);
+        model_destroy(m);
+        return NULL;
+    }
+    layout(m, g, m->arena);
+    char name[PARAM_NAME_LEN];
+    const ParamInfo *pi;
+#define OFF(dst, nm, cnt)                                                                                   \
+    do {                                                                                                        \
+        if (!(pi = param_table_find(t, nm)) || pi->numel != (size_t)(cnt)) {                                  \
+            vrl_error("model: gpt2 parameter %s missing or of the wrong size", nm);                             \
+            model_destroy(m);                                                                                   \
+            return NULL;                                                                                        \
+        }                                                                                                       \
+        dst = pi->offset;                                                                                       \
+    } while (0)
+    size_t o;
+    OFF(o, "transformer.wte.weight", V * d);
+    g->wte = m->params + o;
+    OFF(o, "transformer.wpe.weight", (size_t)c->max_seq * d);
+    g->wpe = m->params + o;
+    OFF(o, "transformer.ln_f.weight", d);
+    g->lnfw = m->params + o;
+    OFF(o, "transformer.ln_f.bias", d);
+    g->lnfb = m->params + o;
+    OFF(o, "lm_head.weight", V * d);
+    g->lm_head = m->params + o;
+    const size_t numel[12] = {d, d, d * 3 * d, 3 * d, d * d, d, d, d, d * F, F, F * d, d};
+    for (size_t l = 0; l < L; l++)
+        for (int k = 0; k < 12; k++) {
+            snprintf(name, sizeof name, "transformer.h.%zu.%s", l, lnames[k]);
+            OFF(g->off[l][k], name, numel[k]);
+        }
+#undef OFF
+    return m;
+}
+
+void gpt2_set_dropout(RefModel *m, int training, uint64_t seed, uint64_t step, uint64_t micro) {
+    Gpt2Acts *g = m->gpt2;
+    g->training = training, g->seed = seed, g->step = step, g->micro = micro;
+}
+
+double gpt2_forward(RefModel *m, const int32_t *tokens) {
+    Gpt2Acts *g = m->gpt2;
+    const int B = m->B, T = m->T, N = m->N, d = m->d, F = m->F, V = m->V, NH = m->NH, hd = m->hd;
+    const size_t Nd = (size_t)N * d, att = (size_t)B * NH * T * T;
+    const double eps = m->c.norm_eps, p = m->c.dropout;
+    memcpy(m->tokens, tokens, (size_t)N * sizeof *tokens);
+    for (int n = 0; n < N; n++)
+        for (int i = 0; i < d; i++)
+            g->x0[(size_t)n * d + i] = g->wte[(size_t)tokens[n] * d + i] + g->wpe[(size_t)(n % T) * d + i];
+    dropout_mask(g, g->m0, Nd, 0, p);
+    mul(g->x0, g->x0, g->m0, Nd); /* in place: the backward needs only the mask */
+    const real *x = g->x0;
+    for (int l = 0; l < m->L; l++) {
+        const real *W = m->params;
+        const size_t *o = g->off[l];
+        layernorm_forward(g->ln1[l], g->mean1[l], g->rstd1[l], x, W + o[LN1W], W + o[LN1B], N, d, eps);
+        conv1d_forward(g->qkv[l], g->ln1[l], W + o[AW], W + o[AB], N, d, 3 * d);
+        dropout_mask(g, g->mA[l], att, 1 + 3 * l, p);
+        attn_forward(g->atty[l], g->att[l], g->mA[l], g->qkv[l], B, T, NH, hd);
+        conv1d_forward(g->ya[l], g->atty[l], W + o[PW], W + o[PB], N, d, d);
+        dropout_mask(g, g->mya[l], Nd, 2 + 3 * l, p);
+        for (size_t i = 0; i < Nd; i++) g->h[l][i] = x[i] + g->ya[l][i] * g->mya[l][i];
+        layernorm_forward(g->ln2[l], g->mean2[l], g->rstd2[l], g->h[l], W + o[LN2W], W + o[LN2B], N, d, eps);
+        conv1d_forward(g->fc[l], g->ln2[l], W + o[FW], W + o[FB], N, d, F);
+        gelu_forward(g->gel[l], g->fc[l], (size_t)N * F);
+        conv1d_forward(g->ym[l], g->gel[l], W + o[MW], W + o[MB], N, F, d);
+        dropout_mask(g, g->mym[l], Nd, 3 + 3 * l, p);
+        for (size_t i = 0; i < Nd; i++) g->x[l][i] = g->h[l][i] + g->ym[l][i] * g->mym[l][i];
+        x = g->x[l];
+    }
+    layernorm_forward(g->lnf, g->meanf, g->rstdf, x, g->lnfw, g->lnfb, N, d, eps);
+    matmul_forward(m->logits, g->lnf, g->lm_head, N, d, V);
+    m->have_forward = 1;
+    return crossentropy_forward(m->losses, m->logits, tokens, B, T, V);
+}
+
+void gpt2_backward(RefModel *m, double grad_scale) {
+    Gpt2Acts *g = m->gpt2;
+    const int B = m->B, T = m->T, N = m->N, d = m->d, F = m->F, V = m->V, NH = m->NH, hd = m->hd;
+    const size_t Nd = (size_t)N * d;
+    real *G = m->grads;
+    const real *W = m->params;
+    const size_t lnf_w = (size_t)(g->lnfw - m->params), lnf_b = (size_t)(g->lnfb - m->params);
+    memset(g->dlogits, 0, (size_t)N * V * sizeof(real));
+    crossentropy_backward(g->dlogits, m->logits, m->tokens, B, T, V, grad_scale);
+    memset(g->dln, 0, Nd * sizeof(real));
+    matmul_backward(g->dln, G + (g->lm_head - m->params), g->dlogits, g->lnf, g->lm_head, N, d, V);
+    memset(g->dx, 0, Nd * sizeof(real)); /* dLoss/d(residual stream), carried down */
+    layernorm_backward(g->dx, G + lnf_w, G + lnf_b, g->dln, m->L ? g->x[m->L - 1] : g->x0, g->lnfw, g->meanf,
+                       g->rstdf, N, d);
+    for (int l = m->L - 1; l >= 0; l--) {
+        const size_t *o = g->off[l];
+        const real *x = l ? g->x[l - 1] : g->x0;
+        /* x' = h + drop(ym): d(ym) = dx ⊙ mask */
+        mul(g->dy, g->dx, g->mym[l], Nd);
+        memset(g->dgel, 0, (size_t)N * F * sizeof(real));
+        conv1d_backward(g->dgel, G + o[MW], G + o[MB], g->dy, g->gel[l], W + o[MW], N, F, d);
+        memset(g->dfc, 0, (size_t)N * F * sizeof(real));
+        gelu_backward(g->dfc, g->dgel, g->fc[l], (size_t)N * F);
+        memset(g->dln, 0, Nd * sizeof(real));
+        conv1d_backward(g->dln, G + o[FW], G + o[FB], g->dfc, g->ln2[l], W + o[FW], N, d, F);
+        layernorm_backward(g->dx, G + o[LN2W], G + o[LN2B], g->dln, g->h[l], W + o[LN2W], g->mean2[l], g->rstd2[l], N, d);
+        /* h = x + drop(ya) */
+        mul(g->dy, g->dx, g->mya[l], Nd);
+        memset(g->datty, 0, Nd * sizeof(real));
+        conv1d_backward(g->datty, G + o[PW], G + o[PB], g->dy, g->atty[l], W + o[PW], N, d, d);
+        memset(g->dqkv, 0, Nd * 3 * sizeof(real));
+        attn_backward(g->dqkv, g->datt_row, g->datty, g->att[l], g->mA[l], g->qkv[l], B, T, NH, hd);
+        memset(g->dln, 0, Nd * sizeof(real));
+        conv1d_backward(g->dln, G + o[AW], G + o[AB], g->dqkv, g->ln1[l], W + o[AW], N, d, 3 * d);
+        layernorm_backward(g->dx, G + o[LN1W], G + o[LN1B], g->dln, x, W + o[LN1W], g->mean1[l], g->rstd1[l], N, d);
+    }
+    /* x_0 = drop(wte[tok] + wpe[t]) */
+    real *dwte = G + (g->wte - m->params), *dwpe = G + (g->wpe - m->params);
+    for (int n = 0; n < N; n++)
+        for (int i = 0; i < d; i++) {
+            const real v = g->dx[(size_t)n * d + i] * g->m0[(size_t)n * d + i];
+            dwte[(size_t)m->tokens[n] * d + i] += v;
+            dwpe[(size_t)(n % T) * d + i] += v;
+        }
+}
