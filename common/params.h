@@ -18,7 +18,8 @@
 
 typedef enum {
     INIT_NORMAL = 0, /* N(0, init_value^2): linears and embeddings, std 0.02 */
-    INIT_CONST = 1,  /* every element = init_value: norm gains (1), mixing coefficients */
+    INIT_CONST = 1,  /* every element = init_value: norm gains (1) */
+    INIT_VALUES = 2, /* element j = init_values[j]: mixing coefficients (value_path.h) */
 } InitKind;
 
 typedef struct {
@@ -30,6 +31,7 @@ typedef struct {
     int decay;                 /* 1 if AdamW weight decay applies (SPEC §2) */
     InitKind init;
     double init_value;         /* std for INIT_NORMAL, value for INIT_CONST */
+    double *init_values;       /* [numel] for INIT_VALUES, owned by the table, else NULL */
 } ParamInfo;
 
 typedef struct {
@@ -45,6 +47,9 @@ void param_table_free(ParamTable *t);
 /* Append one tensor (used by param_table_build and by variants adding coefficients). */
 int param_table_add(ParamTable *t, const char *name, int ndim, const int64_t *shape,
                     int decay, InitKind init, double init_value);
+
+/* Append a tensor whose elements start at values[0..numel) (copied; INIT_VALUES, no decay). */
+int param_table_add_values(ParamTable *t, const char *name, int ndim, const int64_t *shape, const double *values);
 
 /* Entry by name, or NULL. */
 const ParamInfo *param_table_find(const ParamTable *t, const char *name);

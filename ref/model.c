@@ -16,6 +16,7 @@
 #include "../common/error.h"
 #include "model_impl.h"
 #include "ops.h"
+#include "value_path.h"
 
 /* ------------------------------------------------------------------ memory layout */
 
@@ -73,7 +74,6 @@ static size_t layout(RefModel *m, char *base) {
     CARVE(g->dq, N * m->qC);
     CARVE(g->dqr, N * m->qC);
     CARVE(g->dk, N * m->kvC);
-    CARVE(g->dkr, N * m->kvC);
     CARVE(g->dvin, N * m->kvC);
     CARVE(g->datty, N * m->qC);
     CARVE(g->dswi, N * m->F);
@@ -103,7 +103,7 @@ static int lookup(const ParamTable *t, const char *name, size_t numel, size_t *o
 /* Fill the per-layer views of params and grads, looking every name up once. */
 static int bind_tensors(RefModel *m) {
     const ParamTable *t = m->t;
-    const size_t d = m->d, V = m->V, F = m->F, qC = m->qC, kvC = m->kvC;
+    const size_t d = m->d, V = m->V, F = m->F, qC = m->qC;
     size_t o;
     char name[PARAM_NAME_LEN];
 #define BIND(field, nm, numel)                                                                                   \
@@ -125,9 +125,7 @@ static int bind_tensors(RefModel *m) {
         m->lg[l].field = m->grads + o;                                                                                \
     } while (0)
         BIND(ln1, "input_layernorm.weight", d);
-        BIND(wq, "self_attn.q_proj.weight", qC * d);
-        BIND(wk, "self_attn.k_proj.weight", kvC * d);
-        BIND(wv, "self_attn.v_proj.weight", kvC * d);
+        /* q/k/v_proj and v_residual_lambda depend on the variant: vp_model_init binds them */
         BIND(wo, "self_attn.o_proj.weight", d * qC);
         BIND(ln2, "post_attention_layernorm.weight", d);
         BIND(wgate, "mlp.gate_proj.weight", F * d);
@@ -180,14 +178,10 @@ RefModel *model_create(const ModelConfig *c, const ParamTable *t, int batch, int
         return NULL;
     }
     layout(m, m->arena);
-    if (bind_tensors(m) < 0) {
+    /* The value path (SPEC §4) fills vcoef, vsrc and the variant's own tensors. */
+    if (bind_tensors(m) < 0 || vp_model_init(m) < 0) {
         model_destroy(m);
         return NULL;
-    }
-    /* Baseline value path: each layer's attention reads its own V. */
-    for (int l = 0; l < m->L; l++) {
-        m->vcoef[(size_t)l * m->L + l] = 1.0;
-        m->vsrc[l] = m->acts[l].v;
     }
     rope_tables(m->cos_t, m->sin_t, m->T, m->hd, c->rope_theta);
     return m;
@@ -195,6 +189,7 @@ RefModel *model_create(const ModelConfig *c, const ParamTable *t, int batch, int
 
 void model_destroy(RefModel *m) {
     if (!m) return;
+    vp_model_free(m);
     free(m->arena);
     free(m);
 }
@@ -214,7 +209,7 @@ double model_forward(RefModel *m, const int32_t *tokens) {
         m->have_forward = 0; /* so a following backward adds nothing */
         return NAN;
     }
-    const int B = m->B, T = m->T, N = m->N, d = m->d, qC = m->qC, kvC = m->kvC, F = m->F, V = m->V;
+    const int B = m->B, T = m->T, N = m->N, d = m->d, qC = m->qC, F = m->F, V = m->V;
     const double eps = m->c.norm_eps;
     memcpy(m->tokens, tokens, (size_t)N * sizeof *tokens);
 
@@ -224,15 +219,8 @@ double model_forward(RefModel *m, const int32_t *tokens) {
         const LayerTensors *w = &m->lp[l];
         LayerActs *a = &m->acts[l];
         a->x_in = x;
-        /* attention sublayer */
-        rmsnorm_forward(a->ln1, a->ln1_rstd, x, w->ln1, N, d, eps);
-        matmul_forward(a->q, a->ln1, w->wq, N, d, qC);
-        matmul_forward(a->k, a->ln1, w->wk, N, d, kvC);
-        matmul_forward(a->v, a->ln1, w->wv, N, d, kvC);
-        rope_forward(a->q, a->q, m->cos_t, m->sin_t, B, T, m->NH, m->hd);
-        rope_forward(a->k, a->k, m->cos_t, m->sin_t, B, T, m->NKV, m->hd);
-        mix_forward(a->vin, m->vsrc, m->vcoef + (size_t)l * m->L, l + 1, (size_t)N * kvC);
-        attention_forward(a->atty, a->att, a->q, a->k, a->vin, B, T, m->NH, m->NKV, m->hd);
+        /* attention sublayer: the value path of SPEC §4 (ref/value_path.c) up to U, then W_o */
+        vp_attention_forward(m, l, x);
         matmul_forward(m->proj, a->atty, w->wo, N, qC, d);
         residual_forward(a->h, x, m->proj, (size_t)N * d);
         /* MLP sublayer */
@@ -256,7 +244,7 @@ static void zero(real *p, size_t n) { memset(p, 0, n * sizeof *p); }
 
 void model_backward(RefModel *m, double grad_scale) {
     if (!m->have_forward) return; /* nothing to differentiate (a rejected batch) */
-    const int B = m->B, T = m->T, N = m->N, d = m->d, qC = m->qC, kvC = m->kvC, F = m->F, V = m->V;
+    const int B = m->B, T = m->T, N = m->N, d = m->d, qC = m->qC, F = m->F, V = m->V;
     const size_t Nd = (size_t)N * d;
     GradActs *g = &m->g;
     const real *x_last = m->acts[m->L - 1].out; /* config_validate guarantees L >= 1 */
@@ -269,7 +257,7 @@ void model_backward(RefModel *m, double grad_scale) {
     zero(g->dres, Nd);
     rmsnorm_backward(g->dres, m->mg.lnf, g->dln, x_last, m->mp.lnf, m->lnf_rstd, N, d);
 
-    for (int l = 0; l < m->L; l++) zero(g->dv[l], (size_t)N * kvC);
+    vp_backward_begin(m);
 
     for (int l = m->L - 1; l >= 0; l--) {
         const LayerTensors *w = &m->lp[l];
@@ -289,25 +277,12 @@ void model_backward(RefModel *m, double grad_scale) {
         /* g->dres is now dLoss/dh. h = x + W_o·U: d(x) is dres, d(W_o·U) = dres. */
         zero(g->datty, (size_t)N * qC);
         matmul_backward(g->datty, dw->wo, g->dres, a->atty, w->wo, N, qC, d);
-        zero(g->dqr, (size_t)N * qC);
-        zero(g->dkr, (size_t)N * kvC);
-        zero(g->dvin, (size_t)N * kvC);
-        attention_backward(g->dqr, g->dkr, g->dvin, g->datty, a->q, a->k, a->vin, a->att, B, T, m->NH, m->NKV,
-                           m->hd);
-        /* v_in = Σ_i vcoef[l][i]·V_i: every V_i read here gets its share; V_l's gradient is
-         * complete now because all later layers ran their backward first. */
-        mix_backward(g->dv, NULL, g->dvin, m->vsrc, m->vcoef + (size_t)l * m->L, l + 1, (size_t)N * kvC);
-        zero(g->dq, (size_t)N * qC);
-        zero(g->dk, (size_t)N * kvC);
-        rope_backward(g->dq, g->dqr, m->cos_t, m->sin_t, B, T, m->NH, m->hd);
-        rope_backward(g->dk, g->dkr, m->cos_t, m->sin_t, B, T, m->NKV, m->hd);
-        zero(g->dln, Nd);
-        matmul_backward(g->dln, dw->wq, g->dq, a->ln1, w->wq, N, d, qC);
-        matmul_backward(g->dln, dw->wk, g->dk, a->ln1, w->wk, N, d, kvC);
-        matmul_backward(g->dln, dw->wv, g->dv[l], a->ln1, w->wv, N, d, kvC);
-        rmsnorm_backward(g->dres, dw->ln1, g->dln, a->x_in, w->ln1, a->ln1_rstd, N, d);
+        /* The value path: V_l's (and Q_l's, K_l's, A_l's) gradient is complete here because all
+         * later layers, which may read them, ran their backward first. */
+        vp_attention_backward(m, l, g->dres);
         /* g->dres is now dLoss/dx, the previous layer's output */
     }
+    vp_backward_end(m, g->dres); /* hidden residuals read H_0 = the embedding output */
     embedding_backward(m->mg.wte, g->dres, m->tokens, N, d);
 }
 
