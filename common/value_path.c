@@ -60,6 +60,15 @@ static int plan_alloc(ValuePlan *p, int L) {
     return 0;
 }
 
+int value_plan_set_variant(ModelConfig *c, const char *text, const char *origin) {
+    if (text && snprintf(c->variant, sizeof c->variant, "%s", text) >= (int)sizeof c->variant)
+        return vrl_error("%s: variant string longer than %d characters", origin, VRL_VARIANT_LEN - 1);
+    ValuePlan p;
+    if (value_plan_build(c, &p, origin) < 0) return -1;
+    value_plan_free(&p);
+    return 0;
+}
+
 int value_plan_read_later(const ValuePlan *p, const double *tab, int i) {
     for (int n = i + 1; n < p->L; n++)
         if (AT(tab, n, i) != 0) return 1;

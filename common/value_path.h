@@ -48,6 +48,10 @@ typedef struct {
 int value_plan_build(const ModelConfig *c, ValuePlan *p, const char *origin);
 void value_plan_free(ValuePlan *p);
 
+/* Set c->variant to text and check it (parse, registry, this family's options against the
+ * model's shape); errors name origin ("--variant" or the config file). text NULL: check only. */
+int value_plan_set_variant(ModelConfig *c, const char *text, const char *origin);
+
 /* 1 if any layer after i reads source i of the [L,L] table tab (cv, ce, cq, ck or ca). */
 int value_plan_read_later(const ValuePlan *p, const double *tab, int i);
 
