@@ -47,7 +47,7 @@ foreach(t test_tokenizer test_mixture)
   target_compile_definitions(${t} PRIVATE VRL_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
 endforeach()
 # The data tests drive `vrl data` through cmd_data() directly.
-vrl_test(test_data SOURCES conformance/test_data.c cli/cmd_data.c LIBS vrl_common)
+vrl_test(test_data SOURCES conformance/test_data.c cli/cmd_data.c cli/cmd_data_bytes.c cli/args.c LIBS vrl_common)
 
 # ---------------------------------------------------------------- value-path variants (SPEC §4)
 foreach(t test_gradcheck_variants test_variant_equivalence)
