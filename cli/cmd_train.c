@@ -10,6 +10,9 @@
 #include "common/trainer.h"
 #include "common/value_path.h"
 #include "ref/model.h"
+#if VRL_HAVE_CUDA
+#include "fast/fast.h"
+#endif
 
 static void usage(FILE *f) {
     fprintf(f,
@@ -104,14 +107,22 @@ int cmd_train(int argc, char **argv) {
         return 2;
     }
     if (!strcmp(device, "cuda")) {
+#if VRL_HAVE_CUDA
+        if (fast_device_check() < 0) {
+            char why[VRL_ERROR_LEN];
+            snprintf(why, sizeof why, "%s", vrl_last_error());
+            vrl_error("--device cuda: %s", why);
+            goto fail;
+        }
+        a.backend = &fast_backend_cuda; /* bf16 with fp32 master weights; --precision is for cpu */
+#else
         vrl_error("--device cuda: this build of vrl has no CUDA backend (fast/ is not built)");
         goto fail;
-    }
-    if (strcmp(device, "cpu")) {
+#endif
+    } else if (strcmp(device, "cpu")) {
         vrl_error("--device: \"%s\" is not cpu or cuda", device);
         goto fail;
-    }
-    if (!strcmp(precision, "fp32")) a.backend = &ref_backend_f32;
+    } else if (!strcmp(precision, "fp32")) a.backend = &ref_backend_f32;
     else if (!strcmp(precision, "fp64")) a.backend = &ref_backend_f64;
     else {
         vrl_error("--precision: \"%s\" is not fp32 or fp64", precision);

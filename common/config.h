@@ -48,6 +48,10 @@ int config_validate(const ModelConfig *c, const char *origin);
  * offending key or line. */
 int config_load_json(const char *path, ModelConfig *c);
 
+/* The same from JSON text in memory (e.g. a safetensors file's "config" metadata);
+ * `origin` names the source in errors. */
+int config_parse_json(const char *text, ModelConfig *c, const char *origin);
+
 /* Write config.json atomically (temp file, fsync, rename). */
 int config_save_json(const char *path, const ModelConfig *c);
 

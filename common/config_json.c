@@ -191,7 +191,9 @@ static int load_gpt2(const char *path, json_t *root, ModelConfig *c) {
     return 0;
 }
 
-int config_load_json(const char *path, ModelConfig *c) {
+/* Parse config JSON text; `path` names the origin (a file, or e.g. a fixture's metadata)
+ * in every error. */
+static int parse_text(const char *text, size_t n, const char *path, ModelConfig *c) {
     memset(c, 0, sizeof *c);
     snprintf(c->preset, sizeof c->preset, "custom");
     snprintf(c->variant, sizeof c->variant, "baseline");
@@ -201,12 +203,8 @@ int config_load_json(const char *path, ModelConfig *c) {
     c->rope_theta = 10000.0;
     c->init_std = 0.02;
 
-    void *text;
-    size_t n;
-    if (read_file_all(path, &text, &n) < 0) return -1;
     json_error_t err;
     json_t *root = json_loadb(text, n, JSON_REJECT_DUPLICATES, &err);
-    free(text);
     if (!root) return vrl_error("%s:%d: %s", path, err.line, err.text);
     int rc = -1;
     json_t *mt = json_object_get(root, "model_type");
@@ -224,6 +222,19 @@ int config_load_json(const char *path, ModelConfig *c) {
     json_decref(root);
     if (rc < 0) return -1;
     return config_validate(c, path);
+}
+
+int config_parse_json(const char *text, ModelConfig *c, const char *origin) {
+    return parse_text(text, strlen(text), origin, c);
+}
+
+int config_load_json(const char *path, ModelConfig *c) {
+    void *text;
+    size_t n;
+    if (read_file_all(path, &text, &n) < 0) return -1;
+    int rc = parse_text(text, n, path, c);
+    free(text);
+    return rc;
 }
 
 /* ------------------------------------------------------------------ writing */

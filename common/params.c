@@ -8,6 +8,7 @@
 #include "error.h"
 #include "hash.h"
 #include "rng.h"
+#include "variant.h"
 #include "value_path.h"
 
 #define PARAM_MAX_LAMBDA 1024 /* dense ResFormer: one coefficient per earlier layer */
@@ -93,9 +94,29 @@ static int build_llama(const ModelConfig *c, ParamTable *t, const ValuePlan *vp)
     return rc ? -1 : 0;
 }
 
+/* A variant family whose tensors and formulas are not in this build is an error, never a
+ * silent baseline run. Each family's guard lifts itself when the family's plan header
+ * (common/value_path.h, common/stream.h) is in the tree, whatever order they merge in. */
+static int check_unbuilt_families(const ModelConfig *c) {
+    const char *origin = c->preset[0] ? c->preset : "config";
+    VariantSpec vs;
+    if (variant_parse(c->variant, &vs, origin) < 0) return -1;
+#if !__has_include("value_path.h")
+    if (variant_part(&vs, FAMILY_VALUE))
+        return vrl_error("%s: value-path variant \"%s\" is not implemented in this build", origin, c->variant);
+#endif
+#if !__has_include("stream.h")
+    if (variant_part(&vs, FAMILY_STREAM))
+        return vrl_error("%s: residual-stream variant \"%s\" is not implemented in this build", origin, c->variant);
+#endif
+    (void)vs;
+    return 0;
+}
+
 int param_table_build(const ModelConfig *c, ParamTable *t) {
     memset(t, 0, sizeof *t);
     if (config_validate(c, c->preset[0] ? c->preset : "config") < 0) return -1;
+    if (check_unbuilt_families(c) < 0) return -1;
     int rc = -1;
     ValuePlan vp;
     switch (c->arch) {
@@ -121,16 +142,6 @@ const ParamInfo *param_table_find(const ParamTable *t, const char *name) {
     for (int i = 0; i < t->n; i++)
         if (!strcmp(t->p[i].name, name)) return &t->p[i];
     return NULL;
-}
-
-size_t param_offset(const ParamTable *t, const char *name) {
-    const ParamInfo *p = param_table_find(t, name);
-    if (!p) {
-        /* A model asking for a tensor its own table did not build is a programming error. */
-        fprintf(stderr, "vrl: internal error: parameter %s is not in the table\n", name);
-        abort();
-    }
-    return p->offset;
 }
 
 void params_init_f64(const ParamTable *t, uint64_t seed, double *out) {

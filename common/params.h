@@ -54,9 +54,6 @@ int param_table_add_values(ParamTable *t, const char *name, int ndim, const int6
 /* Entry by name, or NULL. */
 const ParamInfo *param_table_find(const ParamTable *t, const char *name);
 
-/* Offset of a tensor that must exist (the model code asks for what the table built). */
-size_t param_offset(const ParamTable *t, const char *name);
-
 /* Deterministic initialisation from a seed, independent of the backend and precision:
  * each tensor draws from its own stream keyed by (seed, name), so adding a tensor
  * does not change the others. Values are produced in double; out has t->total elements. */

@@ -14,7 +14,8 @@ function(vrl_test NAME)
   target_include_directories(${NAME} PRIVATE ${CMAKE_SOURCE_DIR})
   target_compile_definitions(${NAME} PRIVATE VRL_SHARED_DATA="${VRL_SHARED_DATA}")
   target_link_libraries(${NAME} PRIVATE ${T_LIBS} PkgConfig::CRITERION)
-  add_test(NAME ${NAME} COMMAND ${NAME} ${T_ARGS})
+  # --verbose: Criterion prints each [SKIP] with its reason into the ctest log.
+  add_test(NAME ${NAME} COMMAND ${NAME} --verbose ${T_ARGS})
   set_tests_properties(${NAME} PROPERTIES
     ENVIRONMENT "TMPDIR=${VRL_TEST_TMP};VRL_SHARED_DATA=${VRL_SHARED_DATA}")
 endfunction()
@@ -55,3 +56,32 @@ foreach(t test_gradcheck_variants test_variant_equivalence)
   target_compile_definitions(${t} PRIVATE VRL_FP64=1)
 endforeach()
 vrl_test(test_value_plan SOURCES conformance/test_value_plan.c LIBS vrl_common)
+
+# ---------------------------------------------------------------- golden fixtures (PyTorch oracle)
+# test_golden: every case of conformance/golden/fixtures in fp32 and fp64 (variants ref does
+# not build yet skip); golden_report prints docs/conformance.md's table (golden/report.sh).
+vrl_test(test_golden SOURCES conformance/test_golden.c conformance/golden_check.c
+  LIBS vrl_ref32 vrl_ref64 vrl_common)
+add_executable(golden_report conformance/golden_report.c conformance/golden_check.c)
+target_include_directories(golden_report PRIVATE ${CMAKE_SOURCE_DIR})
+target_link_libraries(golden_report PRIVATE vrl_ref32 vrl_ref64 vrl_common)
+foreach(t test_golden golden_report)
+  target_compile_definitions(${t} PRIVATE VRL_GOLDEN_DIR="${CMAKE_SOURCE_DIR}/conformance/golden/fixtures")
+endforeach()
+# The suite can fail: a wrong RMSNorm eps, RoPE theta or decay split in a copy of ref/ must
+# be caught (conformance/golden/mutation_check.sh; ~10 s).
+add_test(NAME golden_mutation_check
+  COMMAND ${CMAKE_SOURCE_DIR}/conformance/golden/mutation_check.sh rmsnorm_eps rope_theta decay_all)
+set_tests_properties(golden_mutation_check PROPERTIES ENVIRONMENT "TMPDIR=${VRL_TEST_TMP};MUTATION_JOBS=2" TIMEOUT 300)
+
+# ---------------------------------------------------------------- fast/ (CUDA) against ref/
+# Plain C: exits 77 (skipped) with "no CUDA device: ..." on a machine without a GPU.
+if(VRL_HAVE_CUDA)
+  add_executable(test_fast_vs_ref conformance/test_fast_vs_ref.c)
+  target_include_directories(test_fast_vs_ref PRIVATE ${CMAKE_SOURCE_DIR})
+  target_compile_definitions(test_fast_vs_ref PRIVATE VRL_FP64=1)
+  target_link_libraries(test_fast_vs_ref PRIVATE vrl_fast vrl_ref32 vrl_ref64 vrl_common)
+  add_test(NAME test_fast_vs_ref COMMAND test_fast_vs_ref)
+  set_tests_properties(test_fast_vs_ref PROPERTIES SKIP_RETURN_CODE 77
+    ENVIRONMENT "TMPDIR=${VRL_TEST_TMP}")
+endif()

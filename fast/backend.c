@@ -1,0 +1,50 @@
+/* backend.c: the CUDA model behind the Backend table (common/backend.h), the twin of
+ * ref/backend.c. Host views are fp32 (DT_F32): the master weights and AdamW moments
+ * are fp32 on the device, so get/set_state are plain copies; the bf16 copy the
+ * kernels read is rebuilt from the master weights on every set_state and step.
+ *
+ * The table's void functions cannot return an error: a failure there leaves its message
+ * in vrl_last_error() and the next forward or step reports it (NaN). */
+#include "../common/error.h"
+#include "fast.h"
+#include "model.h"
+
+static void *be_create(const ModelConfig *c, const ParamTable *t, int batch, int seq) {
+    return fast_model_create(c, t, batch, seq);
+}
+
+static void be_destroy(void *m) { fast_model_destroy(m); }
+
+static double be_forward_backward(void *m, const int32_t *tokens, double grad_scale) {
+    return fast_model_forward(m, tokens, grad_scale, 1);
+}
+
+static double be_forward_loss(void *m, const int32_t *tokens) { return fast_model_forward(m, tokens, 0.0, 0); }
+
+static void be_zero_grad(void *m) { (void)fast_model_zero_grad(m); }
+
+static double be_step(void *m, const AdamWConfig *opt, double lr, long t) { return fast_model_step(m, opt, lr, t); }
+
+static void be_get_state(void *m, void *params, void *grads, void *exp_avg, void *exp_avg_sq) {
+    (void)fast_model_get_state(m, params, grads, exp_avg, exp_avg_sq);
+}
+
+static void be_set_state(void *m, const void *params, const void *exp_avg, const void *exp_avg_sq) {
+    (void)fast_model_set_state(m, params, exp_avg, exp_avg_sq);
+}
+
+static void be_get_logits(void *m, void *out) { (void)fast_model_get_logits(m, out); }
+
+const Backend fast_backend_cuda = {
+    .name = "cuda-bf16",
+    .dtype = DT_F32,
+    .create = be_create,
+    .destroy = be_destroy,
+    .forward_backward = be_forward_backward,
+    .forward_loss = be_forward_loss,
+    .zero_grad = be_zero_grad,
+    .step = be_step,
+    .get_state = be_get_state,
+    .set_state = be_set_state,
+    .get_logits = be_get_logits,
+};

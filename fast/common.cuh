@@ -1,0 +1,41 @@
+/* common.cuh: what every fast/ CUDA source shares: bf16, error checks, sizes.
+ *
+ * Library code never exits: a failing CUDA or cuBLASLt call becomes vrl_error("fast:
+ * ...") and the caller returns -1 (or NaN for a loss), as everywhere in vrl. */
+#ifndef VRL_FAST_COMMON_CUH
+#define VRL_FAST_COMMON_CUH
+
+#include <cublasLt.h>
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+#include <stddef.h>
+#include <stdint.h>
+
+extern "C" {
+#include "../common/error.h"
+}
+
+typedef __nv_bfloat16 bf16;
+
+/* Return -1 with a one-line error when a CUDA runtime call fails. */
+#define CUDA_CHECK(call)                                                                                     \
+    do {                                                                                                     \
+        cudaError_t err_ = (call);                                                                           \
+        if (err_ != cudaSuccess)                                                                             \
+            return vrl_error("fast: %s (%s:%d)", cudaGetErrorString(err_), __FILE__, __LINE__);             \
+    } while (0)
+/* After a kernel launch: a bad configuration shows up here. */
+#define LAUNCH_CHECK() CUDA_CHECK(cudaGetLastError())
+#define CUBLAS_CHECK(call)                                                                                   \
+    do {                                                                                                     \
+        cublasStatus_t st_ = (call);                                                                         \
+        if (st_ != CUBLAS_STATUS_SUCCESS)                                                                    \
+            return vrl_error("fast: cuBLASLt status %d (%s:%d)", (int)st_, __FILE__, __LINE__);              \
+    } while (0)
+
+static inline unsigned cdiv(size_t a, size_t b) { return (unsigned)((a + b - 1) / b); }
+
+/* Upper bound on layers the value-path tables and kernel arguments hold. */
+#define FAST_MAX_LAYERS 64
+
+#endif

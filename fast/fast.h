@@ -1,0 +1,48 @@
+/* fast.h: the CUDA backend's C interface (fast/, docs/fast.md).
+ *
+ * Everything the host C code needs from fast/: the Backend table, a device check that
+ * turns "no GPU" into one error line, the value-path plan, and the hooks the
+ * conformance test and the benchmark use. The CUDA sources implement these with
+ * extern "C" linkage, so C11 code links against them unchanged. */
+#ifndef VRL_FAST_H
+#define VRL_FAST_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include "../common/backend.h"
+#include "../common/config.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* bf16 parameters and activations, fp32 master weights, gradients and AdamW moments;
+ * the host view (get_state / set_state / get_logits) is DT_F32. */
+extern const Backend fast_backend_cuda;
+
+/* 0 if at least one CUDA device is usable; else -1 with
+ * vrl_error("no CUDA device (cudaGetDeviceCount: <reason>)"). */
+int fast_device_check(void);
+
+/* The value-path plan of SPEC §4 for config.variant: coef [L*L], row n (0-based layer)
+ * holds c[n][i], the weight of raw V_i in layer n's value input (entries i > n unused).
+ * Minimal reading until common/value_path.h lands: baseline, resformer (mode=identity
+ * default, mode=constant with lambda, mode=general with lambda1/lambda2), svformer.
+ * Anything else is -1 with vrl_error naming it. */
+int fast_value_plan(const ModelConfig *c, double *coef);
+
+/* Benchmark hooks. Bytes of device memory the model holds (arena + workspaces). */
+size_t fast_model_device_bytes(void *model);
+/* Measured dense bf16 GEMM rate in TFLOP/s (cuBLASLt, bf16 in, fp32 accumulate,
+ * n x n x n), the ceiling MFU is computed against; < 0 with vrl_error on failure. */
+double fast_bench_peak_bf16(int n);
+/* Time every kernel of one training step of this model at [batch, seq] and print one
+ * line per kernel: name, µs, bytes moved, FLOPs, GB/s, TFLOP/s. 0 or -1. */
+int fast_bench_kernels(void *model, FILE *out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

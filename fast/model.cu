@@ -1,0 +1,574 @@
+/* model.cu: the LLaMA of SPEC.md §1 on CUDA, forward and backward, the twin of
+ * ref/model.c (same sequence of ops, same names), in bf16 with fp32 statistics.
+ *
+ *   x_0 = embed(tokens)
+ *   layer l:  h  = x + W_o · Attn(RoPE(W_q·RMSNorm(x)), RoPE(W_k·RMSNorm(x)), v_in = Σ_i c[l][i]·V_i)
+ *             x' = h + W_down · (silu(W_gate·RMSNorm(h)) ⊙ W_up·RMSNorm(h))
+ *   logits = lm_head · RMSNorm(x_L), in chunks of rows, each chunk's cross-entropy and
+ *            gradient computed at once, so fp32 logits never exist whole
+ *
+ * Precision: parameters are read as bf16 (a copy of the fp32 master weights), activations
+ * are bf16, GEMMs accumulate in fp32 (cuBLASLt), RMSNorm statistics, softmax and the loss
+ * are fp32. Gradients of parameters, of the residual stream and of the values shared
+ * across layers are fp32; gradients that feed a GEMM get a bf16 copy.
+ *
+ * Memory: one cudaMalloc arena, laid out like ref/model.c's (count pass, then carve). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model.cuh"
+
+extern "C" {
+#include "fast.h"
+#include "model.h"
+}
+
+/* ------------------------------------------------------------------ device check */
+
+extern "C" int fast_device_check(void) {
+    int n = 0;
+    cudaError_t e = cudaGetDeviceCount(&n);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError(); /* clear the sticky "no device" error */
+        return vrl_error("no CUDA device (cudaGetDeviceCount: %s)", cudaGetErrorString(e));
+    }
+    if (n == 0) return vrl_error("no CUDA device (cudaGetDeviceCount: 0 devices)");
+    return 0;
+}
+
+/* ------------------------------------------------------------------ memory layout */
+
+/* Carve n elements of `size` bytes at *off (256-byte aligned, for 16-byte vector loads
+ * and cuBLASLt); with base == NULL it only counts. */
+static void *carve(char *base, size_t *off, size_t n, size_t size) {
+    size_t at = (*off + 255) & ~(size_t)255;
+    *off = at + n * size;
+    return base ? base + at : NULL;
+}
+#define CARVE(ptr, n) ((ptr) = (__typeof__(ptr))carve(base, &off, (size_t)(n), sizeof *(ptr)))
+
+static size_t layout(FastModel *m, char *base) {
+    const size_t N = m->N, P = m->t->total, d = m->d, F = m->F, qC = m->qC, kvC = m->kvC;
+    size_t off = 0, mark = 0;
+    /* parameters and optimizer */
+    CARVE(m->params32, P);
+    CARVE(m->params16, P);
+    m->bytes_params = off - mark, mark = off;
+    CARVE(m->grads, P);
+    m->bytes_grads = off - mark, mark = off;
+    CARVE(m->exp_avg, P);
+    CARVE(m->exp_avg_sq, P);
+    CARVE(m->norm_partial, ADAMW_NORM_BLOCKS);
+    m->bytes_opt = off - mark, mark = off;
+    /* activations kept from the forward to the backward */
+    CARVE(m->tokens, N);
+    CARVE(m->targets, N);
+    CARVE(m->emb_uniq, N);
+    CARVE(m->emb_offsets, N + 1);
+    CARVE(m->emb_pos, N);
+    CARVE(m->cos_t, (size_t)m->T * (m->hd / 2));
+    CARVE(m->sin_t, (size_t)m->T * (m->hd / 2));
+    CARVE(m->emb, N * d);
+    bf16 *ln1_shared = NULL, *ln2_shared = NULL, *swi_shared = NULL;
+    if (m->recompute) {
+        CARVE(ln1_shared, N * d);
+        CARVE(ln2_shared, N * d);
+        CARVE(swi_shared, N * F);
+    }
+    for (int l = 0; l < m->L; l++) {
+        FastActs dummy, *a = base ? &m->acts[l] : &dummy;
+        memset(&dummy, 0, sizeof dummy);
+        if (m->recompute) a->ln1 = ln1_shared, a->ln2 = ln2_shared, a->swi = swi_shared;
+        else {
+            CARVE(a->ln1, N * d);
+            CARVE(a->ln2, N * d);
+            CARVE(a->swi, N * F);
+        }
+        CARVE(a->ln1_rstd, N);
+        CARVE(a->q, N * qC);
+        CARVE(a->k, N * kvC);
+        a->v = NULL;
+        if (m->v_needed[l]) CARVE(a->v, N * kvC);
+        if (m->v_identity[l]) a->vin = a->v;
+        else CARVE(a->vin, N * kvC);
+        CARVE(a->atty, N * qC);
+        CARVE(a->lse, (size_t)m->B * m->NH * m->T);
+        CARVE(a->h, N * d);
+        CARVE(a->ln2_rstd, N);
+        CARVE(a->gate, N * F);
+        CARVE(a->up, N * F);
+        CARVE(a->out, N * d);
+    }
+    CARVE(m->lnf, N * d);
+    CARVE(m->lnf_rstd, N);
+    CARVE(m->losses, N);
+    m->bytes_acts = off - mark, mark = off;
+    /* backward and cross-entropy scratch */
+    CARVE(m->logits, (size_t)m->ce_rows * m->V);
+    CARVE(m->dlogits, (size_t)m->ce_rows * m->V);
+    CARVE(m->dres32, N * d);
+    CARVE(m->dres16, N * d);
+    CARVE(m->dln32, N * d);
+    CARVE(m->dswi, N * F);
+    CARVE(m->dgate, N * F);
+    CARVE(m->dup, N * F);
+    CARVE(m->datty, N * qC);
+    CARVE(m->dq, N * qC);
+    CARVE(m->dk, N * kvC);
+    CARVE(m->dvin, N * kvC);
+    CARVE(m->dv16, N * kvC);
+    CARVE(m->dv_own, N * kvC);
+    for (int l = 0; l < m->L; l++) {
+        float *dummy = NULL, **p = base ? &m->dv_keep[l] : &dummy;
+        *p = NULL;
+        if (m->v_later[l]) CARVE(*p, N * kvC);
+    }
+    CARVE(m->attD, (size_t)m->B * m->NH * m->T);
+    CARVE(m->norm_scratch, (size_t)cdiv(N, RMSNORM_WEIGHT_ROWS) * d);
+    m->bytes_scratch = off - mark;
+    return off;
+}
+#undef CARVE
+
+static int lookup(const ParamTable *t, const char *name, size_t numel, size_t *offset) {
+    const ParamInfo *p = param_table_find(t, name);
+    if (!p) return vrl_error("fast model: parameter %s is not in the table", name);
+    if (p->numel != numel)
+        return vrl_error("fast model: parameter %s has %zu elements, the config needs %zu", name, p->numel, numel);
+    *offset = p->offset;
+    return 0;
+}
+
+static int bind_tensors(FastModel *m) {
+    const ParamTable *t = m->t;
+    const size_t d = m->d, V = m->V, F = m->F, qC = m->qC, kvC = m->kvC;
+    char name[PARAM_NAME_LEN];
+    if (lookup(t, "model.embed_tokens.weight", V * d, &m->o_wte) || lookup(t, "model.norm.weight", d, &m->o_lnf) ||
+        lookup(t, "lm_head.weight", V * d, &m->o_lm_head))
+        return -1;
+    for (int l = 0; l < m->L; l++) {
+        LayerOffsets *o = &m->lo[l];
+#define BIND(field, suffix, numel)                                            \
+    snprintf(name, sizeof name, "model.layers.%d.%s", l, suffix);             \
+    if (lookup(t, name, numel, &o->field)) return -1;
+        BIND(ln1, "input_layernorm.weight", d);
+        BIND(wq, "self_attn.q_proj.weight", qC * d);
+        BIND(wk, "self_attn.k_proj.weight", kvC * d);
+        /* W_v may be absent (SVFormer's table drops it for layers >= 2): checked in create
+         * against the value plan, which says whether the layer computes a V. */
+        snprintf(name, sizeof name, "model.layers.%d.self_attn.v_proj.weight", l);
+        o->wv = (size_t)-1;
+        if (param_table_find(t, name) && lookup(t, name, kvC * d, &o->wv)) return -1;
+        BIND(wo, "self_attn.o_proj.weight", d * qC);
+        BIND(ln2, "post_attention_layernorm.weight", d);
+        BIND(wgate, "mlp.gate_proj.weight", F * d);
+        BIND(wup, "mlp.up_proj.weight", F * d);
+        BIND(wdown, "mlp.down_proj.weight", d * F);
+#undef BIND
+    }
+    return 0;
+}
+
+/* Which raw values must exist, and which gradients outlive their own layer. */
+static void value_flags(FastModel *m) {
+    const int L = m->L;
+    for (int i = 0; i < L; i++) {
+        m->v_needed[i] = m->v_later[i] = 0;
+        for (int n = i; n < L; n++)
+            if (m->coef[(size_t)n * L + i] != 0) {
+                m->v_needed[i] = 1;
+                if (n > i) m->v_later[i] = 1;
+            }
+        int ident = m->coef[(size_t)i * L + i] == 1.0;
+        for (int j = 0; j < i; j++) ident = ident && m->coef[(size_t)i * L + j] == 0;
+        m->v_identity[i] = ident;
+    }
+}
+
+static void mib_line(const char *what, size_t bytes) {
+    fprintf(stderr, "vrl fast:   %-12s %10.1f MiB\n", what, bytes / 1048576.0);
+}
+
+static void memory_report(const FastModel *m) {
+    size_t free_b = 0, total_b = 0;
+    cudaMemGetInfo(&free_b, &total_b);
+    fprintf(stderr, "vrl fast: memory for %zu parameters, batch %d x seq %d%s, logits chunk %d rows\n", m->t->total,
+            m->B, m->T, m->recompute ? ", recomputing ln1/ln2/swiglu" : "", m->ce_rows);
+    mib_line("parameters", m->bytes_params);
+    mib_line("gradients", m->bytes_grads);
+    mib_line("optimizer", m->bytes_opt);
+    mib_line("activations", m->bytes_acts);
+    mib_line("scratch", m->bytes_scratch);
+    mib_line("cuBLASLt", m->blas.workspace_bytes);
+    fprintf(stderr, "vrl fast:   peak estimate %.2f GiB of %.2f GiB free on the device\n",
+            (m->arena_bytes + m->blas.workspace_bytes) / 1073741824.0, free_b / 1073741824.0);
+}
+
+/* ------------------------------------------------------------------ create / destroy */
+
+#define CE_CHUNK_BYTES ((size_t)512 << 20) /* fp32 + bf16 logits chunk */
+
+extern "C" void fast_model_destroy(void *vm) {
+    FastModel *m = (FastModel *)vm;
+    if (!m) return;
+    if (m->arena) cudaFree(m->arena);
+    blas_destroy(&m->blas);
+    free(m->lo);
+    free(m->coef);
+    free(m->v_needed);
+    free(m->v_later);
+    free(m->v_identity);
+    free(m->acts);
+    free(m->dv_keep);
+    free(m->h_tokens);
+    free(m->h_targets);
+    free(m->h_uniq);
+    free(m->h_offsets);
+    free(m->h_pos);
+    free(m->h_count);
+    free(m->h_losses);
+    free(m);
+}
+
+extern "C" void *fast_model_create(const ModelConfig *c, const ParamTable *t, int batch, int seq) {
+    if (config_validate(c, c->preset[0] ? c->preset : "config") < 0) return NULL;
+    if (c->arch != ARCH_LLAMA) {
+        vrl_error("fast model: the CUDA backend implements the llama architecture only");
+        return NULL;
+    }
+    if (batch < 1 || seq < 2 || seq > c->max_seq) {
+        vrl_error("fast model: need batch >= 1 and seq in [2, %d] (got %d x %d)", c->max_seq, batch, seq);
+        return NULL;
+    }
+    if (c->n_layers > FAST_MAX_LAYERS) {
+        vrl_error("fast model: at most %d layers (got %d)", FAST_MAX_LAYERS, c->n_layers);
+        return NULL;
+    }
+    const int hd = config_head_dim(c);
+    if (hd != 8 && hd != 16 && hd != 32 && hd != 64 && hd != 128) {
+        vrl_error("fast model: head_dim must be 8, 16, 32, 64 or 128 (got %d)", hd);
+        return NULL;
+    }
+    if ((size_t)batch * seq > (size_t)1 << 30) {
+        vrl_error("fast model: batch x seq too large");
+        return NULL;
+    }
+    if (fast_device_check() < 0) return NULL;
+    FastModel *m = (FastModel *)calloc(1, sizeof *m);
+    if (!m) {
+        vrl_error("fast model: out of memory");
+        return NULL;
+    }
+    m->c = *c;
+    m->t = t;
+    m->B = batch, m->T = seq, m->N = batch * seq;
+    m->d = c->d_model, m->NH = c->n_heads, m->NKV = c->n_kv_heads, m->hd = hd;
+    m->qC = m->NH * hd, m->kvC = m->NKV * hd, m->F = c->d_ffn, m->V = c->vocab_size, m->L = c->n_layers;
+    const char *rc_env = getenv("VRL_FAST_RECOMPUTE");
+    m->recompute = rc_env && rc_env[0] == '1';
+    size_t rows = CE_CHUNK_BYTES / ((size_t)m->V * (sizeof(float) + sizeof(bf16)));
+    m->ce_rows = (int)(rows < 1 ? 1 : rows > (size_t)m->N ? (size_t)m->N : rows);
+    const int L = m->L, N = m->N;
+    m->lo = (LayerOffsets *)calloc(L, sizeof *m->lo);
+    m->coef = (double *)calloc((size_t)L * L, sizeof *m->coef);
+    m->v_needed = (int *)calloc(L, sizeof(int));
+    m->v_later = (int *)calloc(L, sizeof(int));
+    m->v_identity = (int *)calloc(L, sizeof(int));
+    m->acts = (FastActs *)calloc(L, sizeof *m->acts);
+    m->dv_keep = (float **)calloc(L, sizeof(float *));
+    m->h_tokens = (int32_t *)malloc((size_t)N * sizeof(int32_t));
+    m->h_targets = (int32_t *)malloc((size_t)N * sizeof(int32_t));
+    m->h_uniq = (int32_t *)malloc((size_t)N * sizeof(int32_t));
+    m->h_offsets = (int32_t *)malloc(((size_t)N + 1) * sizeof(int32_t));
+    m->h_pos = (int32_t *)malloc((size_t)N * sizeof(int32_t));
+    m->h_count = (int32_t *)malloc((size_t)m->V * sizeof(int32_t));
+    m->h_losses = (float *)malloc((size_t)N * sizeof(float));
+    if (!m->lo || !m->coef || !m->v_needed || !m->v_later || !m->v_identity || !m->acts || !m->dv_keep ||
+        !m->h_tokens || !m->h_targets || !m->h_uniq || !m->h_offsets || !m->h_pos || !m->h_count || !m->h_losses) {
+        vrl_error("fast model: out of host memory");
+        goto fail;
+    }
+    if (bind_tensors(m) < 0 || fast_value_plan(c, m->coef) < 0) goto fail;
+    value_flags(m);
+    for (int l = 0; l < L; l++)
+        if (m->v_needed[l] && m->lo[l].wv == (size_t)-1) {
+            vrl_error("fast model: layer %d computes V but model.layers.%d.self_attn.v_proj.weight is not in the table",
+                      l, l);
+            goto fail;
+        }
+    if (blas_create(&m->blas) < 0) goto fail;
+    m->arena_bytes = layout(m, NULL);
+    {
+        cudaError_t e = cudaMalloc(&m->arena, m->arena_bytes);
+        if (e != cudaSuccess) {
+            m->arena = NULL;
+            vrl_error("fast model: cannot allocate %.2f GiB on the device for %d x %d (%s); try a smaller --batch "
+                      "or VRL_FAST_RECOMPUTE=1",
+                      m->arena_bytes / 1073741824.0, batch, seq, cudaGetErrorString(e));
+            goto fail;
+        }
+    }
+    layout(m, (char *)m->arena);
+    if (cudaMemset(m->arena, 0, m->arena_bytes) != cudaSuccess) { /* parameters and moments start at zero */
+        vrl_error("fast model: cudaMemset failed");
+        goto fail;
+    }
+    {
+        /* RoPE tables in double, rounded once (ref/ops.c's rope_tables) */
+        const int h2 = hd / 2;
+        float *ct = (float *)malloc((size_t)seq * h2 * sizeof(float)), *st = (float *)malloc((size_t)seq * h2 * sizeof(float));
+        if (!ct || !st) {
+            free(ct), free(st);
+            vrl_error("fast model: out of host memory");
+            goto fail;
+        }
+        for (int tt = 0; tt < seq; tt++)
+            for (int i = 0; i < h2; i++) {
+                double a = tt * pow(c->rope_theta, -2.0 * i / hd);
+                ct[tt * h2 + i] = (float)cos(a);
+                st[tt * h2 + i] = (float)sin(a);
+            }
+        cudaError_t e1 = cudaMemcpy(m->cos_t, ct, (size_t)seq * h2 * sizeof(float), cudaMemcpyHostToDevice);
+        cudaError_t e2 = cudaMemcpy(m->sin_t, st, (size_t)seq * h2 * sizeof(float), cudaMemcpyHostToDevice);
+        free(ct), free(st);
+        if (e1 != cudaSuccess || e2 != cudaSuccess) {
+            vrl_error("fast model: cannot upload the RoPE tables");
+            goto fail;
+        }
+    }
+    memory_report(m);
+    return m;
+fail:
+    fast_model_destroy(m);
+    return NULL;
+}
+
+/* ------------------------------------------------------------------ forward */
+
+#define W16(off) (m->params16 + (off))
+#define G32(off) (m->grads + (off))
+#define TRY(call) \
+    if ((call) < 0) return -1
+
+/* Tokens to the device; targets (next token in the sequence, −1 at its end); with
+ * backward, the embedding-gradient plan: positions grouped by token (counting sort). */
+static int upload_tokens(FastModel *m, const int32_t *tokens, int backward) {
+    const int N = m->N, T = m->T, V = m->V;
+    for (int n = 0; n < N; n++)
+        if (tokens[n] < 0 || tokens[n] >= V)
+            return vrl_error("token id %d at batch %d position %d is outside the vocabulary [0, %d)", (int)tokens[n],
+                             n / T, n % T, V);
+    for (int n = 0; n < N; n++) m->h_targets[n] = n % T == T - 1 ? -1 : tokens[n + 1];
+    CUDA_CHECK(cudaMemcpy(m->tokens, tokens, (size_t)N * sizeof(int32_t), cudaMemcpyHostToDevice));
+    CUDA_CHECK(cudaMemcpy(m->targets, m->h_targets, (size_t)N * sizeof(int32_t), cudaMemcpyHostToDevice));
+    memcpy(m->h_tokens, tokens, (size_t)N * sizeof(int32_t));
+    if (!backward) return 0;
+    memset(m->h_count, 0, (size_t)V * sizeof(int32_t));
+    for (int n = 0; n < N; n++) m->h_count[tokens[n]]++;
+    int U = 0, at = 0;
+    for (int v = 0; v < V; v++)
+        if (m->h_count[v]) {
+            m->h_uniq[U] = v;
+            m->h_offsets[U++] = at;
+            at += m->h_count[v];
+            m->h_count[v] = m->h_offsets[U - 1]; /* now the next free slot of token v */
+        }
+    m->h_offsets[U] = at;
+    for (int n = 0; n < N; n++) m->h_pos[m->h_count[tokens[n]]++] = n; /* positions in order */
+    m->emb_U = U;
+    CUDA_CHECK(cudaMemcpy(m->emb_uniq, m->h_uniq, (size_t)U * sizeof(int32_t), cudaMemcpyHostToDevice));
+    CUDA_CHECK(cudaMemcpy(m->emb_offsets, m->h_offsets, ((size_t)U + 1) * sizeof(int32_t), cudaMemcpyHostToDevice));
+    CUDA_CHECK(cudaMemcpy(m->emb_pos, m->h_pos, (size_t)N * sizeof(int32_t), cudaMemcpyHostToDevice));
+    return 0;
+}
+
+/* The mixer's sources for layer l (non-zero coefficients only) and where each one's
+ * gradient accumulates: dv_keep[i] when a later layer reads V_i too, else dv_own. */
+static void mix_args(const FastModel *m, int l, MixArgs *a) {
+    a->n = 0;
+    for (int i = 0; i <= l; i++) {
+        const double c = m->coef[(size_t)l * m->L + i];
+        if (c == 0) continue;
+        a->src[a->n] = m->acts[i].v;
+        a->dsrc[a->n] = m->v_later[i] ? m->dv_keep[i] : m->dv_own;
+        a->coef[a->n] = (float)c;
+        a->n++;
+    }
+}
+
+static int layer_forward(FastModel *m, int l, const bf16 *x) {
+    const int B = m->B, T = m->T, N = m->N, d = m->d, qC = m->qC, kvC = m->kvC, F = m->F;
+    const LayerOffsets *o = &m->lo[l];
+    FastActs *a = &m->acts[l];
+    Blas *bl = &m->blas;
+    a->x_in = x;
+    /* attention sublayer */
+    TRY(rmsnorm_forward(a->ln1, a->ln1_rstd, x, W16(o->ln1), N, d, (float)m->c.norm_eps));
+    TRY(matmul_forward(bl, a->q, a->ln1, W16(o->wq), NULL, N, d, qC));
+    TRY(matmul_forward(bl, a->k, a->ln1, W16(o->wk), NULL, N, d, kvC));
+    if (m->v_needed[l]) TRY(matmul_forward(bl, a->v, a->ln1, W16(o->wv), NULL, N, d, kvC));
+    TRY(rope_forward(a->q, m->cos_t, m->sin_t, B, T, m->NH, m->hd));
+    TRY(rope_forward(a->k, m->cos_t, m->sin_t, B, T, m->NKV, m->hd));
+    if (!m->v_identity[l]) {
+        MixArgs mix;
+        mix_args(m, l, &mix);
+        TRY(mix_forward(a->vin, &mix, (size_t)N * kvC));
+    }
+    TRY(attention_forward(a->atty, a->lse, a->q, a->k, a->vin, B, T, m->NH, m->NKV, m->hd));
+    TRY(matmul_forward(bl, a->h, a->atty, W16(o->wo), x, N, qC, d)); /* h = x + W_o·U */
+    /* MLP sublayer */
+    TRY(rmsnorm_forward(a->ln2, a->ln2_rstd, a->h, W16(o->ln2), N, d, (float)m->c.norm_eps));
+    TRY(matmul_forward(bl, a->gate, a->ln2, W16(o->wgate), NULL, N, d, F));
+    TRY(matmul_forward(bl, a->up, a->ln2, W16(o->wup), NULL, N, d, F));
+    TRY(swiglu_forward(a->swi, a->gate, a->up, (size_t)N * F));
+    TRY(matmul_forward(bl, a->out, a->swi, W16(o->wdown), a->h, N, F, d)); /* x' = h + W_down·swi */
+    return 0;
+}
+
+/* Head: final norm, then per chunk of rows the fp32 logits, their loss and (backward)
+ * the bf16 gradient, whose two GEMMs run before the next chunk overwrites it. */
+static int head_forward(FastModel *m, const bf16 *x_last, double grad_scale, int backward) {
+    const int N = m->N, d = m->d, V = m->V;
+    const float w = (float)(grad_scale / ((double)m->B * (m->T - 1)));
+    TRY(rmsnorm_forward(m->lnf, m->lnf_rstd, x_last, W16(m->o_lnf), N, d, (float)m->c.norm_eps));
+    for (int r0 = 0; r0 < N; r0 += m->ce_rows) {
+        const int R = N - r0 < m->ce_rows ? N - r0 : m->ce_rows;
+        TRY(matmul_forward_f32(&m->blas, m->logits, m->lnf + (size_t)r0 * d, W16(m->o_lm_head), R, d, V));
+        TRY(crossentropy_forward_backward(m->losses + r0, backward ? m->dlogits : NULL, m->logits, m->targets + r0,
+                                          R, V, w));
+        if (backward)
+            TRY(matmul_backward(&m->blas, m->dln32 + (size_t)r0 * d, 0, NULL, G32(m->o_lm_head), m->dlogits,
+                                m->lnf + (size_t)r0 * d, W16(m->o_lm_head), R, d, V));
+    }
+    return 0;
+}
+
+static int layer_backward(FastModel *m, int l) {
+    const int B = m->B, T = m->T, N = m->N, d = m->d, qC = m->qC, kvC = m->kvC, F = m->F;
+    const LayerOffsets *o = &m->lo[l];
+    FastActs *a = &m->acts[l];
+    Blas *bl = &m->blas;
+    const float eps = (float)m->c.norm_eps;
+    if (m->recompute) { /* the MLP's inputs, exactly as the forward made them */
+        TRY(rmsnorm_forward(a->ln2, a->ln2_rstd, a->h, W16(o->ln2), N, d, eps));
+        TRY(swiglu_forward(a->swi, a->gate, a->up, (size_t)N * F));
+    }
+    /* dres32/dres16 hold dLoss/dx'. x' = h + W_down·swi. */
+    TRY(matmul_backward(bl, NULL, 0, m->dswi, G32(o->wdown), m->dres16, a->swi, W16(o->wdown), N, F, d));
+    TRY(swiglu_backward(m->dgate, m->dup, m->dswi, a->gate, a->up, (size_t)N * F));
+    TRY(matmul_backward(bl, m->dln32, 0, NULL, G32(o->wgate), m->dgate, a->ln2, W16(o->wgate), N, d, F));
+    TRY(matmul_backward(bl, m->dln32, 1, NULL, G32(o->wup), m->dup, a->ln2, W16(o->wup), N, d, F));
+    TRY(rmsnorm_backward(m->dres32, m->dres16, m->dln32, a->h, W16(o->ln2), a->ln2_rstd, N, d));
+    TRY(rmsnorm_backward_weight(G32(o->ln2), m->norm_scratch, m->dln32, a->h, a->ln2_rstd, N, d));
+    /* dres is now dLoss/dh. h = x + W_o·U. */
+    TRY(matmul_backward(bl, NULL, 0, m->datty, G32(o->wo), m->dres16, a->atty, W16(o->wo), N, qC, d));
+    TRY(attention_backward(m->dq, m->dk, m->dvin, m->attD, m->datty, a->atty, a->q, a->k, a->vin, a->lse, B, T,
+                           m->NH, m->NKV, m->hd));
+    /* v_in = Σ_i c[l][i]·V_i: each V_i read here gets its share. V_l's own accumulator is
+     * dv_own unless a later layer also reads V_l (then dv_keep[l] already holds theirs). */
+    MixArgs mix;
+    mix_args(m, l, &mix);
+    if (m->v_needed[l] && !m->v_later[l]) CUDA_CHECK(cudaMemset(m->dv_own, 0, (size_t)N * kvC * sizeof(float)));
+    TRY(mix_backward(&mix, m->dvin, (size_t)N * kvC));
+    TRY(rope_backward(m->dq, m->cos_t, m->sin_t, B, T, m->NH, m->hd));
+    TRY(rope_backward(m->dk, m->cos_t, m->sin_t, B, T, m->NKV, m->hd));
+    if (m->recompute) TRY(rmsnorm_forward(a->ln1, a->ln1_rstd, a->x_in, W16(o->ln1), N, d, eps));
+    TRY(matmul_backward(bl, m->dln32, 0, NULL, G32(o->wq), m->dq, a->ln1, W16(o->wq), N, d, qC));
+    TRY(matmul_backward(bl, m->dln32, 1, NULL, G32(o->wk), m->dk, a->ln1, W16(o->wk), N, d, kvC));
+    if (m->v_needed[l]) { /* every reader of V_l (layers >= l) has run its backward */
+        TRY(cast_to_bf16(m->dv16, m->v_later[l] ? m->dv_keep[l] : m->dv_own, (size_t)N * kvC));
+        TRY(matmul_backward(bl, m->dln32, 1, NULL, G32(o->wv), m->dv16, a->ln1, W16(o->wv), N, d, kvC));
+    }
+    TRY(rmsnorm_backward(m->dres32, m->dres16, m->dln32, a->x_in, W16(o->ln1), a->ln1_rstd, N, d));
+    TRY(rmsnorm_backward_weight(G32(o->ln1), m->norm_scratch, m->dln32, a->x_in, a->ln1_rstd, N, d));
+    return 0; /* dres is now dLoss/dx, the previous layer's output */
+}
+
+static int forward_backward(FastModel *m, const int32_t *tokens, double grad_scale, int backward, double *loss) {
+    const int N = m->N, d = m->d, kvC = m->kvC;
+    m->have_forward = 0;
+    TRY(upload_tokens(m, tokens, backward));
+    TRY(embedding_forward(m->emb, m->tokens, W16(m->o_wte), N, d));
+    const bf16 *x = m->emb;
+    for (int l = 0; l < m->L; l++) {
+        TRY(layer_forward(m, l, x));
+        x = m->acts[l].out;
+    }
+    TRY(head_forward(m, x, grad_scale, backward));
+    CUDA_CHECK(cudaMemcpy(m->h_losses, m->losses, (size_t)N * sizeof(float), cudaMemcpyDeviceToHost));
+    double total = 0;
+    for (int n = 0; n < N; n++) total += m->h_losses[n]; /* fixed order: deterministic */
+    *loss = total / ((double)m->B * (m->T - 1));
+    m->have_forward = 1;
+    if (!backward) return 0;
+    /* head backward: dln32 holds d(lnf) from the chunks */
+    CUDA_CHECK(cudaMemset(m->dres32, 0, (size_t)N * d * sizeof(float)));
+    TRY(rmsnorm_backward(m->dres32, m->dres16, m->dln32, x, W16(m->o_lnf), m->lnf_rstd, N, d));
+    TRY(rmsnorm_backward_weight(G32(m->o_lnf), m->norm_scratch, m->dln32, x, m->lnf_rstd, N, d));
+    for (int l = 0; l < m->L; l++)
+        if (m->v_later[l]) CUDA_CHECK(cudaMemset(m->dv_keep[l], 0, (size_t)N * kvC * sizeof(float)));
+    for (int l = m->L - 1; l >= 0; l--) TRY(layer_backward(m, l));
+    TRY(embedding_backward(G32(m->o_wte), m->dres32, m->emb_uniq, m->emb_offsets, m->emb_pos, m->emb_U, d));
+    CUDA_CHECK(cudaDeviceSynchronize()); /* surface asynchronous faults inside this call */
+    return 0;
+}
+
+extern "C" double fast_model_forward(void *vm, const int32_t *tokens, double grad_scale, int backward) {
+    double loss = NAN;
+    if (forward_backward((FastModel *)vm, tokens, grad_scale, backward, &loss) < 0) return NAN;
+    return loss;
+}
+
+/* ------------------------------------------------------------------ state */
+
+extern "C" int fast_model_zero_grad(void *vm) {
+    FastModel *m = (FastModel *)vm;
+    CUDA_CHECK(cudaMemset(m->grads, 0, m->t->total * sizeof(float)));
+    return 0;
+}
+
+extern "C" double fast_model_step(void *vm, const AdamWConfig *opt, double lr, long t) {
+    return fast_adamw_step((FastModel *)vm, opt, lr, t);
+}
+
+extern "C" int fast_model_get_state(void *vm, float *params, float *grads, float *exp_avg, float *exp_avg_sq) {
+    FastModel *m = (FastModel *)vm;
+    const size_t bytes = m->t->total * sizeof(float);
+    if (params) CUDA_CHECK(cudaMemcpy(params, m->params32, bytes, cudaMemcpyDeviceToHost));
+    if (grads) CUDA_CHECK(cudaMemcpy(grads, m->grads, bytes, cudaMemcpyDeviceToHost));
+    if (exp_avg) CUDA_CHECK(cudaMemcpy(exp_avg, m->exp_avg, bytes, cudaMemcpyDeviceToHost));
+    if (exp_avg_sq) CUDA_CHECK(cudaMemcpy(exp_avg_sq, m->exp_avg_sq, bytes, cudaMemcpyDeviceToHost));
+    return 0;
+}
+
+extern "C" int fast_model_set_state(void *vm, const float *params, const float *exp_avg, const float *exp_avg_sq) {
+    FastModel *m = (FastModel *)vm;
+    const size_t P = m->t->total, bytes = P * sizeof(float);
+    if (params) {
+        CUDA_CHECK(cudaMemcpy(m->params32, params, bytes, cudaMemcpyHostToDevice));
+        TRY(cast_to_bf16(m->params16, m->params32, P));
+    }
+    if (exp_avg) CUDA_CHECK(cudaMemcpy(m->exp_avg, exp_avg, bytes, cudaMemcpyHostToDevice));
+    if (exp_avg_sq) CUDA_CHECK(cudaMemcpy(m->exp_avg_sq, exp_avg_sq, bytes, cudaMemcpyHostToDevice));
+    CUDA_CHECK(cudaDeviceSynchronize());
+    return 0;
+}
+
+extern "C" int fast_model_get_logits(void *vm, float *out) {
+    FastModel *m = (FastModel *)vm;
+    if (!m->have_forward) return vrl_error("fast model: no forward to take logits from");
+    for (int r0 = 0; r0 < m->N; r0 += m->ce_rows) {
+        const int R = m->N - r0 < m->ce_rows ? m->N - r0 : m->ce_rows;
+        TRY(matmul_forward_f32(&m->blas, m->logits, m->lnf + (size_t)r0 * m->d, W16(m->o_lm_head), R, m->d, m->V));
+        CUDA_CHECK(cudaMemcpy(out + (size_t)r0 * m->V, m->logits, (size_t)R * m->V * sizeof(float),
+                              cudaMemcpyDeviceToHost));
+    }
+    return 0;
+}
+
+extern "C" size_t fast_model_device_bytes(void *vm) {
+    FastModel *m = (FastModel *)vm;
+    return m->arena_bytes + m->blas.workspace_bytes;
+}

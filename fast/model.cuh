@@ -1,0 +1,102 @@
+/* model.cuh: the inside of FastModel, shared by model.cu, adamw.cu and bench.cu.
+ *
+ * Shapes: B batch, T seq, N = B*T, d width, NH query heads, NKV kv heads, hd head dim,
+ * qC = NH*hd, kvC = NKV*hd, F ffn width, V vocab, L layers (0-based: layer l here is
+ * layer n = l+1 of SPEC.md). P = parameters in the table. All pointers are device memory
+ * carved from one cudaMalloc arena unless marked host. */
+#ifndef VRL_FAST_MODEL_CUH
+#define VRL_FAST_MODEL_CUH
+
+#include "ops.cuh"
+
+extern "C" {
+#include "../common/backend.h"
+}
+
+/* Offsets of one layer's tensors in the flat parameter table. */
+typedef struct {
+    size_t ln1, wq, wk, wv, wo, ln2, wgate, wup, wdown;
+} LayerOffsets;
+
+/* What the forward of layer l keeps for the backward. */
+typedef struct {
+    const bf16 *x_in; /* [N,d]   the layer's input (emb or the previous layer's out) */
+    bf16 *ln1;        /* [N,d]   RMSNorm(x)·g1 (a shared scratch when recomputing) */
+    float *ln1_rstd;  /* [N]     */
+    bf16 *q;          /* [N,qC]  queries after RoPE */
+    bf16 *k;          /* [N,kvC] keys after RoPE */
+    bf16 *v;          /* [N,kvC] raw V_l (NULL when no layer reads it, e.g. SVFormer n >= 2) */
+    bf16 *vin;        /* [N,kvC] Σ_i c[l][i]·V_i; equals v when the row is the identity */
+    bf16 *atty;       /* [N,qC]  U_l, attention output before W_o */
+    float *lse;       /* [B,NH,T] softmax log-sum-exp per query row */
+    bf16 *h;          /* [N,d]   x + W_o·U */
+    bf16 *ln2;        /* [N,d]   (scratch when recomputing) */
+    float *ln2_rstd;  /* [N]     */
+    bf16 *gate, *up;  /* [N,F]   */
+    bf16 *swi;        /* [N,F]   silu(gate)⊙up (scratch when recomputing) */
+    bf16 *out;        /* [N,d]   the layer's output */
+} FastActs;
+
+typedef struct FastModel {
+    ModelConfig c;
+    const ParamTable *t; /* not owned */
+    int B, T, N, d, NH, NKV, hd, qC, kvC, F, V, L;
+    int recompute;       /* VRL_FAST_RECOMPUTE=1: ln1, ln2, swi recomputed in the backward */
+    int ce_rows;         /* rows of the logits chunk */
+
+    /* parameters and optimizer, flat in table order */
+    float *params32;     /* [P] fp32 master weights */
+    bf16 *params16;      /* [P] bf16 copy every kernel and GEMM reads */
+    float *grads;        /* [P] fp32, accumulated over micro-batches */
+    float *exp_avg, *exp_avg_sq; /* [P] fp32 AdamW moments */
+    double *norm_partial;        /* [ADAMW_NORM_BLOCKS] */
+    LayerOffsets *lo;    /* host [L] */
+    size_t o_wte, o_lnf, o_lm_head;
+
+    /* value path: host tables */
+    double *coef;        /* host [L*L] c[l][i] */
+    int *v_needed;       /* host [L] some layer n >= l reads V_l */
+    int *v_later;        /* host [L] some layer n > l reads V_l (its gradient outlives layer l) */
+    int *v_identity;     /* host [L] row l is exactly V_l (vin aliases v) */
+
+    /* activations */
+    int32_t *tokens, *targets; /* [N] each; target −1 at each sequence's last position */
+    int32_t *emb_uniq, *emb_offsets, *emb_pos; /* [N], [N+1], [N] embedding backward plan */
+    int32_t *h_tokens, *h_targets, *h_uniq, *h_offsets, *h_pos, *h_count; /* host mirrors; h_count [V] */
+    int emb_U;
+    float *cos_t, *sin_t; /* [T, hd/2] */
+    bf16 *emb;            /* [N,d] */
+    FastActs *acts;       /* host [L] */
+    bf16 *lnf;            /* [N,d] */
+    float *lnf_rstd;      /* [N] */
+    float *losses;        /* [N] fp32 per position */
+    float *h_losses;      /* host [N] */
+    float *logits;        /* [ce_rows,V] fp32 chunk */
+    bf16 *dlogits;        /* [ce_rows,V] bf16 chunk */
+
+    /* backward scratch */
+    float *dres32;        /* [N,d] residual-stream gradient */
+    bf16 *dres16;         /* [N,d] its bf16 copy for the GEMMs */
+    float *dln32;         /* [N,d] d(ln1|ln2|lnf) accumulated over GEMMs in fp32 */
+    bf16 *dswi, *dgate, *dup; /* [N,F] */
+    bf16 *datty, *dq, *dk;    /* [N,qC], [N,qC], [N,kvC] */
+    float *dvin;          /* [N,kvC] d(value input) from attention */
+    bf16 *dv16;           /* [N,kvC] d(V_l) for the W_v GEMMs */
+    float *dv_own;        /* [N,kvC] d(V_l) when only layer l reads V_l */
+    float **dv_keep;      /* host [L]; [N,kvC] each where v_later, else NULL */
+    float *attD;          /* [B,NH,T] */
+    float *norm_scratch;  /* [ceil(N/256), d] RMSNorm weight-gradient partials */
+
+    Blas blas;
+    void *arena;
+    size_t arena_bytes;
+    size_t bytes_params, bytes_grads, bytes_opt, bytes_acts, bytes_scratch;
+    int have_forward;
+} FastModel;
+
+#define ADAMW_NORM_BLOCKS 1024
+
+/* AdamW (adamw.cu): clip to the global norm and update; returns the pre-clip norm or NaN. */
+double fast_adamw_step(FastModel *m, const AdamWConfig *opt, double lr, long t);
+
+#endif

@@ -1,0 +1,32 @@
+/* model.h: the CUDA model's C entry points (model.cu), used by backend.c and tests.
+ * A FastModel is opaque to C; every call returns an error through vrl_error. */
+#ifndef VRL_FAST_MODEL_H
+#define VRL_FAST_MODEL_H
+
+#include <stdint.h>
+
+#include "../common/backend.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+void *fast_model_create(const ModelConfig *c, const ParamTable *t, int batch, int seq);
+void fast_model_destroy(void *m);
+/* Mean loss over the batch's B*(T-1) predictions; with backward, adds grad_scale *
+ * dLoss/dParam into the fp32 gradients. NaN with vrl_error on failure. */
+double fast_model_forward(void *m, const int32_t *tokens /* [B,T] */, double grad_scale, int backward);
+int fast_model_zero_grad(void *m);
+double fast_model_step(void *m, const AdamWConfig *opt, double lr, long t);
+/* Host copies in fp32, laid out by the table; any pointer may be NULL. */
+int fast_model_get_state(void *m, float *params, float *grads, float *exp_avg, float *exp_avg_sq);
+int fast_model_set_state(void *m, const float *params, const float *exp_avg, const float *exp_avg_sq);
+/* Logits of the last forward [B,T,V] fp32, recomputed chunk by chunk from the kept
+ * final-norm output (the forward never holds them whole). */
+int fast_model_get_logits(void *m, float *out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

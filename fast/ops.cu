@@ -1,0 +1,695 @@
+/* ops.cu: the fast ops (shapes and contracts in ops.cuh), each the twin of the
+ * function with the same name in ref/ops.c.
+ *
+ * Kernels are kept plain so that a reader can check them against the ref line by line:
+ * one thread per element for elementwise ops, one warp per row for row reductions,
+ * one block per row for the cross-entropy, and a one-thread-per-query (or per-key)
+ * flash attention on CUDA cores. Every reduction has a fixed order (warp shuffles with a
+ * fixed pattern, partial sums reduced in index order), so a run repeats bit for bit. */
+#include <math.h>
+
+#include "ops.cuh"
+
+/* ================================================================== matmul (cuBLASLt) */
+
+#define BLAS_WORKSPACE (32u << 20) /* cuBLASLt's recommendation for Hopper */
+
+int blas_create(Blas *b) {
+    CUBLAS_CHECK(cublasLtCreate(&b->lt));
+    b->workspace_bytes = BLAS_WORKSPACE;
+    CUDA_CHECK(cudaMalloc(&b->workspace, b->workspace_bytes));
+    return 0;
+}
+
+void blas_destroy(Blas *b) {
+    if (b->workspace) cudaFree(b->workspace);
+    if (b->lt) cublasLtDestroy(b->lt);
+    b->workspace = NULL;
+    b->lt = NULL;
+}
+
+/* Largest power of two (<= 256) dividing a pointer's address: cuBLASLt's heuristic assumes
+ * 256-byte aligned operands unless told otherwise, and weights inside the flat parameter
+ * buffer are only as aligned as their table offsets. */
+static uint32_t ptr_align(const void *p) {
+    uint32_t a = 256;
+    while (a > 1 && ((uintptr_t)p % a)) a >>= 1;
+    return a;
+}
+
+/* Column-major D [m,n] = op(A) [m,k] · op(B) [k,n] + beta·C, A and B bf16, fp32
+ * accumulation, C and D of type dt (bf16 or fp32). C may differ from D (the residual).
+ * Row-major callers pass their matrices transposed (see the three uses below). */
+static int lt_matmul(Blas *b, void *D, cudaDataType_t dt, const void *C, const bf16 *A, int transA, int lda,
+                     const bf16 *B, int transB, int ldb, int m, int n, int k, float beta) {
+    cublasLtMatmulDesc_t op = NULL;
+    cublasLtMatrixLayout_t la = NULL, lb = NULL, lc = NULL, ld = NULL;
+    cublasLtMatmulPreference_t pref = NULL;
+    cublasLtMatmulHeuristicResult_t heur;
+    int found = 0, rc = -1;
+    const float alpha = 1.0f;
+    cublasOperation_t ta = transA ? CUBLAS_OP_T : CUBLAS_OP_N, tb = transB ? CUBLAS_OP_T : CUBLAS_OP_N;
+    cublasStatus_t st;
+#define LT(call)                                                                                             \
+    if ((st = (call)) != CUBLAS_STATUS_SUCCESS) {                                                            \
+        vrl_error("fast: cuBLASLt status %d in %s (m=%d n=%d k=%d)", (int)st, #call, m, n, k);            \
+        goto done;                                                                                           \
+    }
+    LT(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
+    LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
+    /* stored shapes: op(A) is m x k, so A is k x m when transposed */
+    LT(cublasLtMatrixLayoutCreate(&la, CUDA_R_16BF, transA ? k : m, transA ? m : k, lda));
+    LT(cublasLtMatrixLayoutCreate(&lb, CUDA_R_16BF, transB ? n : k, transB ? k : n, ldb));
+    LT(cublasLtMatrixLayoutCreate(&lc, dt, m, n, m));
+    LT(cublasLtMatrixLayoutCreate(&ld, dt, m, n, m));
+    LT(cublasLtMatmulPreferenceCreate(&pref));
+    LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &b->workspace_bytes,
+                                            sizeof b->workspace_bytes));
+    {
+        const uint32_t al_a = ptr_align(A), al_b = ptr_align(B), al_c = ptr_align(C ? C : D), al_d = ptr_align(D);
+        LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &al_a, sizeof al_a));
+        LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &al_b, sizeof al_b));
+        LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &al_c, sizeof al_c));
+        LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &al_d, sizeof al_d));
+    }
+    LT(cublasLtMatmulAlgoGetHeuristic(b->lt, op, la, lb, lc, ld, pref, 1, &heur, &found));
+    if (found == 0) {
+        vrl_error("fast: cuBLASLt has no algorithm for m=%d n=%d k=%d", m, n, k);
+        goto done;
+    }
+    LT(cublasLtMatmul(b->lt, op, &alpha, A, la, B, lb, &beta, C ? C : D, lc, D, ld, &heur.algo, b->workspace,
+                      b->workspace_bytes, 0));
+    rc = 0;
+done:
+#undef LT
+    if (pref) cublasLtMatmulPreferenceDestroy(pref);
+    if (ld) cublasLtMatrixLayoutDestroy(ld);
+    if (lc) cublasLtMatrixLayoutDestroy(lc);
+    if (lb) cublasLtMatrixLayoutDestroy(lb);
+    if (la) cublasLtMatrixLayoutDestroy(la);
+    if (op) cublasLtMatmulDescDestroy(op);
+    return rc;
+}
+
+/* Row-major out [N,OC] is column-major OC x N; weight [OC,C] row-major is C x OC
+ * column-major, so out = opT(weight) · inp with inp as C x N. */
+int matmul_forward(Blas *b, bf16 *out, const bf16 *inp, const bf16 *weight, const bf16 *residual, int N, int C,
+                   int OC) {
+    return lt_matmul(b, out, CUDA_R_16BF, residual, weight, 1, C, inp, 0, C, OC, N, C, residual ? 1.0f : 0.0f);
+}
+
+int matmul_forward_f32(Blas *b, float *out, const bf16 *inp, const bf16 *weight, int N, int C, int OC) {
+    return lt_matmul(b, out, CUDA_R_32F, NULL, weight, 1, C, inp, 0, C, OC, N, C, 0.0f);
+}
+
+int matmul_backward(Blas *b, float *dinp32, int accumulate, bf16 *dinp16, float *dweight, const bf16 *dout,
+                    const bf16 *inp, const bf16 *weight, int N, int C, int OC) {
+    /* dinp [N,C] = dout [N,OC] · weight [OC,C]: column-major C x N = (C x OC) · (OC x N) */
+    if (dinp32 && lt_matmul(b, dinp32, CUDA_R_32F, NULL, weight, 0, C, dout, 0, OC, C, N, OC,
+                            accumulate ? 1.0f : 0.0f))
+        return -1;
+    if (!dinp32 && dinp16 && lt_matmul(b, dinp16, CUDA_R_16BF, NULL, weight, 0, C, dout, 0, OC, C, N, OC, 0.0f))
+        return -1;
+    /* dweight [OC,C] += doutᵀ · inp: column-major C x OC = (C x N) · (N x OC) */
+    if (dweight && lt_matmul(b, dweight, CUDA_R_32F, NULL, inp, 0, C, dout, 1, OC, C, OC, N, 1.0f)) return -1;
+    return 0;
+}
+
+int matmul_raw(Blas *b, float *D, const bf16 *A, const bf16 *B_, int m, int n, int k) {
+    return lt_matmul(b, D, CUDA_R_32F, NULL, A, 0, m, B_, 0, k, m, n, k, 0.0f);
+}
+
+/* ================================================================== helpers */
+
+__device__ __forceinline__ float warp_sum(float v) {
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+
+__device__ __forceinline__ float bf(bf16 x) { return __bfloat162float(x); }
+
+/* ================================================================== embedding */
+
+__global__ void embedding_forward_kernel(bf16 *out, const int32_t *tokens, const bf16 *wte, int N, int C) {
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= (size_t)N * C) return;
+    size_t n = i / C, c = i % C;
+    out[i] = wte[(size_t)tokens[n] * C + c];
+}
+
+int embedding_forward(bf16 *out, const int32_t *tokens, const bf16 *wte, int N, int C) {
+    embedding_forward_kernel<<<cdiv((size_t)N * C, 256), 256>>>(out, tokens, wte, N, C);
+    LAUNCH_CHECK();
+    return 0;
+}
+
+/* grid: one block per distinct token; threads stride over channels */
+__global__ void embedding_backward_kernel(float *dwte, const float *dout, const int32_t *uniq,
+                                          const int32_t *offsets, const int32_t *pos, int C) {
+    const int u = blockIdx.x, tok = uniq[u], p0 = offsets[u], p1 = offsets[u + 1];
+    for (int c = threadIdx.x; c < C; c += blockDim.x) {
+        float s = 0;
+        for (int p = p0; p < p1; p++) s += dout[(size_t)pos[p] * C + c]; /* positions in order */
+        dwte[(size_t)tok * C + c] += s;
+    }
+}
+
+int embedding_backward(float *dwte, const float *dout, const int32_t *uniq, const int32_t *offsets,
+                       const int32_t *pos, int U, int C) {
+    if (U == 0) return 0;
+    embedding_backward_kernel<<<U, 256>>>(dwte, dout, uniq, offsets, pos, C);
+    LAUNCH_CHECK();
+    return 0;
+}
+
+/* ================================================================== rmsnorm */
+
+/* one warp per row; 8 rows per 256-thread block */
+__global__ void rmsnorm_forward_kernel(bf16 *out, float *rstd, const bf16 *inp, const bf16 *weight, int N, int C,
+                                       float eps) {
+    const int row = blockIdx.x * 8 + threadIdx.x / 32, lane = threadIdx.x % 32;
+    if (row >= N) return;
+    const bf16 *x = inp + (size_t)row * C;
+    bf16 *y = out + (size_t)row * C;
+    float ss = 0;
+    for (int i = lane; i < C; i += 32) {
+        float v = bf(x[i]);
+        ss += v * v;
+    }
+    ss = warp_sum(ss);
+    const float r = rsqrtf(ss / C + eps);
+    for (int i = lane; i < C; i += 32) {
+        /* HF order: weight * (x * rstd).to(bf16) */
+        bf16 xn = __float2bfloat16(bf(x[i]) * r);
+        y[i] = __float2bfloat16(bf(weight[i]) * bf(xn));
+    }
+    if (lane == 0) rstd[row] = r;
+}
+
+int rmsnorm_forward(bf16 *out, float *rstd, const bf16 *inp, const bf16 *weight, int N, int C, float eps) {
+    rmsnorm_forward_kernel<<<cdiv(N, 8), 256>>>(out, rstd, inp, weight, N, C, eps);
+    LAUNCH_CHECK();
+    return 0;
+}
+
+/* dx_j = r g_j dy_j − (r³/C) x_j Σ_i dy_i g_i x_i  (ref/ops.c); one warp per row */
+__global__ void rmsnorm_backward_kernel(float *dinp32, bf16 *dinp16, const float *dout, const bf16 *inp,
+                                        const bf16 *weight, const float *rstd, int N, int C) {
+    const int row = blockIdx.x * 8 + threadIdx.x / 32, lane = threadIdx.x % 32;
+    if (row >= N) return;
+    const size_t o = (size_t)row * C;
+    const float r = rstd[row];
+    float dot = 0;
+    for (int i = lane; i < C; i += 32) dot += dout[o + i] * bf(weight[i]) * bf(inp[o + i]);
+    dot = warp_sum(dot);
+    const float c = r * r * r * dot / C;
+    for (int i = lane; i < C; i += 32) {
+        float d = dinp32[o + i] + (r * bf(weight[i]) * dout[o + i] - c * bf(inp[o + i]));
+        dinp32[o + i] = d;
+        if (dinp16) dinp16[o + i] = __float2bfloat16(d);
+    }
+}
+
+int rmsnorm_backward(float *dinp32, bf16 *dinp16, const float *dout, const bf16 *inp, const bf16 *weight,
+                     const float *rstd, int N, int C) {
+    rmsnorm_backward_kernel<<<cdiv(N, 8), 256>>>(dinp32, dinp16, dout, inp, weight, rstd, N, C);
+    LAUNCH_CHECK();
+    return 0;
+}
+
+/* pass 1: block (32 columns x 8 row lanes) sums a chunk of RMSNORM_WEIGHT_ROWS rows;
+ * grid (column tiles, row chunks); partial [chunk, C] */
+__global__ void rmsnorm_weight_partial_kernel(float *partial, const float *dout, const bf16 *inp,
+                                              const float *rstd, int N, int C) {
+    __shared__ float sh[8][33];
+    const int c = blockIdx.x * 32 + threadIdx.x, chunk = blockIdx.y;
+    const int r0 = chunk * RMSNORM_WEIGHT_ROWS, r1 = min(r0 + RMSNORM_WEIGHT_ROWS, N);
+    float s = 0;
+    if (c < C)
+        for (int r = r0 + threadIdx.y; r < r1; r += 8) s += dout[(size_t)r * C + c] * (bf(inp[(size_t)r * C + c]) * rstd[r]);
+    sh[threadIdx.y][threadIdx.x] = s;
+    __syncthreads();
+    if (threadIdx.y == 0 && c < C) {
+        float t = 0;
+        for (int y = 0; y < 8; y++) t += sh[y][threadIdx.x];
+        partial[(size_t)chunk * C + c] = t;
+    }
+}
+
+/* pass 2: dweight[c] += Σ_chunk partial[chunk, c], chunks in order */
+__global__ void rmsnorm_weight_reduce_kernel(float *dweight, const float *partial, int chunks, int C) {
+    const int c = blockIdx.x * blockDim.x + threadIdx.x;
+    if (c >= C) return;
+    float t = 0;
+    for (int k = 0; k < chunks; k++) t += partial[(size_t)k * C + c];
+    dweight[c] += t;
+}
+
+int rmsnorm_backward_weight(float *dweight, float *partial, const float *dout, const bf16 *inp, const float *rstd,
+                            int N, int C) {
+    const int chunks = (int)cdiv(N, RMSNORM_WEIGHT_ROWS);
+    rmsnorm_weight_partial_kernel<<<dim3(cdiv(C, 32), chunks), dim3(32, 8)>>>(partial, dout, inp, rstd, N, C);
+    LAUNCH_CHECK();
+    rmsnorm_weight_reduce_kernel<<<cdiv(C, 256), 256>>>(dweight, partial, chunks, C);
+    LAUNCH_CHECK();
+    return 0;
+}
+
+/* ================================================================== rope */
+
+/* one thread per (row, head, i < hd/2) pair; dir = +1 forward, −1 backward (Rᵀ) */
+__global__ void rope_kernel(bf16 *x, const float *cos_t, const float *sin_t, int N, int T, int NHX, int hd,
+                            float dir) {
+    const int h2 = hd / 2;
+    size_t idx = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx >= (size_t)N * NHX * h2) return;
+    const int i = (int)(idx % h2);
+    const size_t rh = idx / h2; /* row * NHX + head */
+    const int t = (int)((rh / NHX) % T);
+    bf16 *p = x + rh * hd;
+    const float c = cos_t[t * h2 + i], s = dir * sin_t[t * h2 + i];
+    const float x1 = bf(p[i]), x2 = bf(p[i + h2]);
+    /* forward: [x1 c − x2 s, x2 c + x1 s]; backward uses −s (the transpose) */
+    p[i] = __float2bfloat16(x1 * c - x2 * s);
+    p[i + h2] = __float2bfloat16(x2 * c + x1 * s);
+}
+
+int rope_forward(bf16 *x, const float *cos_t, const float *sin_t, int B, int T, int NHX, int hd) {
+    const size_t n = (size_t)B * T * NHX * (hd / 2);
+    rope_kernel<<<cdiv(n, 256), 256>>>(x, cos_t, sin_t, B * T, T, NHX, hd, 1.0f);
+    LAUNCH_CHECK();
+    return 0;
+}
+
+int rope_backward(bf16 *x, const float *cos_t, const float *sin_t, int B, int T, int NHX, int hd) {
+    const size_t n = (size_t)B * T * NHX * (hd / 2);
+    rope_kernel<<<cdiv(n, 256), 256>>>(x, cos_t, sin_t, B * T, T, NHX, hd, -1.0f);
+    LAUNCH_CHECK();
+    return 0;
+}
+
+/* ================================================================== swiglu */
+
+__global__ void swiglu_forward_kernel(bf16 *out, const bf16 *gate, const bf16 *up, size_t n) {
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    const float g = bf(gate[i]);
+    const bf16 silu = __float2bfloat16(g / (1.0f + expf(-g))); /* torch: act_fn(gate) in bf16 */
+    out[i] = __float2bfloat16(bf(silu) * bf(up[i]));
+}
+
+int swiglu_forward(bf16 *out, const bf16 *gate, const bf16 *up, size_t n) {
+    swiglu_forward_kernel<<<cdiv(n, 256), 256>>>(out, gate, up, n);
+    LAUNCH_CHECK();
+    return 0;
+}
+
+__global__ void swiglu_backward_kernel(bf16 *dgate, bf16 *dup, const bf16 *dout, const bf16 *gate, const bf16 *up,
+                                       size_t n) {
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    /* silu'(g) = σ(g)·(1 + g·(1 − σ(g))) */
+    const float g = bf(gate[i]), u = bf(up[i]), dy = bf(dout[i]);
+    const float sig = 1.0f / (1.0f + expf(-g));
+    dgate[i] = __float2bfloat16(dy * u * sig * (1.0f + g * (1.0f - sig)));
+    dup[i] = __float2bfloat16(dy * g * sig);
+}
+
+int swiglu_backward(bf16 *dgate, bf16 *dup, const bf16 *dout, const bf16 *gate, const bf16 *up, size_t n) {
+    swiglu_backward_kernel<<<cdiv(n, 256), 256>>>(dgate, dup, dout, gate, up, n);
+    LAUNCH_CHECK();
+    return 0;
+}
+
+/* ================================================================== value mixing */
+
+__global__ void mix_forward_kernel(bf16 *out, MixArgs a, size_t n) {
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    float s = 0;
+    for (int k = 0; k < a.n; k++) s += a.coef[k] * bf(a.src[k][i]);
+    out[i] = __float2bfloat16(s);
+}
+
+int mix_forward(bf16 *out, const MixArgs *a, size_t n) {
+    mix_forward_kernel<<<cdiv(n, 256), 256>>>(out, *a, n);
+    LAUNCH_CHECK();
+    return 0;
+}
+
+__global__ void mix_backward_kernel(MixArgs a, const float *dout, size_t n) {
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    const float d = dout[i];
+    for (int k = 0; k < a.n; k++) a.dsrc[k][i] += a.coef[k] * d;
+}
+
+int mix_backward(const MixArgs *a, const float *dout, size_t n) {
+    mix_backward_kernel<<<cdiv(n, 256), 256>>>(*a, dout, n);
+    LAUNCH_CHECK();
+    return 0;
+}
+
+/* ================================================================== attention */
+
+/* Tiles: a block of ATT_BQ threads owns ATT_BQ consecutive queries (forward, dq) or keys
+ * (dk/dv); the other side streams through shared memory ATT_BK (forward, dq) or ATT_BQ2
+ * (dk/dv) rows at a time. Rows of q/k/v are HD bf16 = HD/8 16-byte words. */
+#define ATT_BQ 64
+#define ATT_BK 32
+#define ATT_BQ2 16
+
+/* Copy rows [r0, r0+R) of one head (R x HD bf16) into shared memory, zeros past T.
+ * src row r starts at base + r*stride (elements). */
+template <int HD>
+__device__ __forceinline__ void load_tile(bf16 *dst, const bf16 *base, size_t stride, int r0, int R, int T) {
+    const int W = HD / 8; /* 16-byte words per row */
+    for (int w = threadIdx.x; w < R * W; w += blockDim.x) {
+        const int r = w / W, c = w % W;
+        int4 val = make_int4(0, 0, 0, 0);
+        if (r0 + r < T) val = *(const int4 *)(base + (size_t)(r0 + r) * stride + c * 8);
+        *(int4 *)(dst + r * HD + c * 8) = val;
+    }
+}
+
+/* grid (T/ATT_BQ, B*NH), block ATT_BQ: thread = query i, q and the output accumulator in
+ * registers; per key tile, scores go to shared memory (one column per thread), then one
+ * rescale of the accumulator per tile (online softmax). */
+template <int HD>
+__global__ void __launch_bounds__(ATT_BQ) attention_forward_kernel(bf16 *out, float *lse, const bf16 *q,
+                                                                   const bf16 *k, const bf16 *v, int T, int NH,
+                                                                   int NKV, float scale) {
+    __shared__ __align__(16) bf16 ks[ATT_BK * HD];
+    __shared__ __align__(16) bf16 vs[ATT_BK * HD];
+    __shared__ float sc[ATT_BK][ATT_BQ];
+    const int b = blockIdx.y / NH, h = blockIdx.y % NH, kh = h / (NH / NKV);
+    const int qC = NH * HD, kvC = NKV * HD;
+    const int i = blockIdx.x * ATT_BQ + threadIdx.x, tid = threadIdx.x;
+    const int i_last = min((int)(blockIdx.x * ATT_BQ + ATT_BQ), T) - 1; /* keys needed: 0..i_last */
+    const bool active = i < T;
+    const bf16 *kb = k + (size_t)b * T * kvC + kh * HD, *vb = v + (size_t)b * T * kvC + kh * HD;
+    float qr[HD], acc[HD];
+#pragma unroll
+    for (int d = 0; d < HD; d++) {
+        qr[d] = active ? bf(q[((size_t)b * T + i) * qC + h * HD + d]) : 0.0f;
+        acc[d] = 0.0f;
+    }
+    float m = -INFINITY, l = 0.0f;
+    for (int j0 = 0; j0 <= i_last; j0 += ATT_BK) {
+        __syncthreads(); /* the previous tile is no longer read */
+        load_tile<HD>(ks, kb, kvC, j0, ATT_BK, T);
+        load_tile<HD>(vs, vb, kvC, j0, ATT_BK, T);
+        __syncthreads();
+        if (!active || j0 > i) continue; /* every key of this tile is in this query's future */
+        const int jn = min(ATT_BK, i - j0 + 1); /* keys j0..i of this tile are visible */
+        float tmax = -INFINITY;
+        for (int jj = 0; jj < jn; jj++) {
+            const bf16 *kr = ks + jj * HD;
+            float s = 0.0f;
+#pragma unroll
+            for (int d = 0; d < HD; d++) s += qr[d] * bf(kr[d]);
+            s *= scale;
+            sc[jj][tid] = s;
+            tmax = fmaxf(tmax, s);
+        }
+        const float m_new = fmaxf(m, tmax);
+        const float corr = expf(m - m_new); /* 0 on the first tile (m = −inf) */
+        l *= corr;
+#pragma unroll
+        for (int d = 0; d < HD; d++) acc[d] *= corr;
+        for (int jj = 0; jj < jn; jj++) {
+            const float p = expf(sc[jj][tid] - m_new);
+            const bf16 *vr = vs + jj * HD;
+            l += p;
+#pragma unroll
+            for (int d = 0; d < HD; d++) acc[d] += p * bf(vr[d]);
+        }
+        m = m_new;
+    }
+    if (!active) return;
+    const float inv = 1.0f / l;
+    bf16 *o = out + ((size_t)b * T + i) * qC + h * HD;
+#pragma unroll
+    for (int d = 0; d < HD; d++) o[d] = __float2bfloat16(acc[d] * inv);
+    lse[((size_t)b * NH + h) * T + i] = m + logf(l);
+}
+
+/* D[b,h,i] = Σ_d dout·out over the head's HD entries; one thread per (row, head) */
+__global__ void attention_backward_D_kernel(float *D, const bf16 *dout, const bf16 *out, int B, int T, int NH,
+                                            int hd) {
+    size_t idx = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx >= (size_t)B * T * NH) return;
+    const int h = (int)(idx % NH);
+    const size_t row = idx / NH; /* b*T + t */
+    const int b = (int)(row / T), t = (int)(row % T);
+    const bf16 *dy = dout + idx * hd, *y = out + idx * hd;
+    float s = 0;
+    for (int d = 0; d < hd; d++) s += bf(dy[d]) * bf(y[d]);
+    D[((size_t)b * NH + h) * T + t] = s;
+}
+
+/* grid (T/ATT_BQ, B*NKV), block ATT_BQ: thread = key j of kv head kh. Its k and v rows
+ * sit in shared memory (row stride HD+2, an odd number of words, so a warp reading
+ * its own rows hits 32 different banks); dk and dv accumulate in registers over every
+ * query head of the group and every query i >= j:
+ *   p = exp(s − lse_i), dv += p·dO_i, ds = p·(dO_i·v_j − D_i)·scale, dk += ds·q_i */
+template <int HD>
+__global__ void __launch_bounds__(ATT_BQ) attention_backward_dkdv_kernel(bf16 *dk, float *dv, const bf16 *dout,
+                                                                         const bf16 *q, const bf16 *k,
+                                                                         const bf16 *v, const float *lse,
+                                                                         const float *D, int T, int NH, int NKV,
+                                                                         float scale) {
+    const int RS = HD + 2;
+    __shared__ __align__(16) bf16 kown[ATT_BQ * (HD + 2)];
+    __shared__ __align__(16) bf16 vown[ATT_BQ * (HD + 2)];
+    __shared__ __align__(16) bf16 qs[ATT_BQ2 * HD];
+    __shared__ __align__(16) bf16 dos[ATT_BQ2 * HD];
+    __shared__ float lses[ATT_BQ2], Ds[ATT_BQ2];
+    const int b = blockIdx.y / NKV, kh = blockIdx.y % NKV, group = NH / NKV;
+    const int qC = NH * HD, kvC = NKV * HD;
+    const int j0 = blockIdx.x * ATT_BQ, j = j0 + threadIdx.x, tid = threadIdx.x;
+    const bool active = j < T;
+    for (int d = 0; d < HD; d++) {
+        kown[tid * RS + d] = active ? k[((size_t)b * T + j) * kvC + kh * HD + d] : __float2bfloat16(0.0f);
+        vown[tid * RS + d] = active ? v[((size_t)b * T + j) * kvC + kh * HD + d] : __float2bfloat16(0.0f);
+    }
+    float dka[HD], dva[HD];
+#pragma unroll
+    for (int d = 0; d < HD; d++) dka[d] = dva[d] = 0.0f;
+    const bf16 *kr = kown + tid * RS, *vr = vown + tid * RS;
+    for (int h = kh * group; h < (kh + 1) * group; h++) {
+        const bf16 *qb = q + (size_t)b * T * qC + h * HD, *db = dout + (size_t)b * T * qC + h * HD;
+        const float *lb = lse + ((size_t)b * NH + h) * T, *Db = D + ((size_t)b * NH + h) * T;
+        for (int i0 = (j0 / ATT_BQ2) * ATT_BQ2; i0 < T; i0 += ATT_BQ2) {
+            __syncthreads(); /* previous tile done (and own rows written, first time) */
+            load_tile<HD>(qs, qb, qC, i0, ATT_BQ2, T);
+            load_tile<HD>(dos, db, qC, i0, ATT_BQ2, T);
+            if (tid < ATT_BQ2) {
+                lses[tid] = i0 + tid < T ? lb[i0 + tid] : 0.0f;
+                Ds[tid] = i0 + tid < T ? Db[i0 + tid] : 0.0f;
+            }
+            __syncthreads();
+            if (!active) continue;
+            for (int ii = 0; ii < ATT_BQ2; ii++) {
+                const int i = i0 + ii;
+                if (i < j || i >= T) continue; /* causal: query i sees key j only if j <= i */
+                const bf16 *qi = qs + ii * HD, *doi = dos + ii * HD;
+                float s = 0.0f, dp = 0.0f;
+#pragma unroll
+                for (int d = 0; d < HD; d++) {
+                    s += bf(qi[d]) * bf(kr[d]);
+                    dp += bf(doi[d]) * bf(vr[d]);
+                }
+                const float p = expf(s * scale - lses[ii]);
+                const float ds = p * (dp - Ds[ii]) * scale;
+#pragma unroll
+                for (int d = 0; d < HD; d++) {
+                    dva[d] += p * bf(doi[d]);
+                    dka[d] += ds * bf(qi[d]);
+                }
+            }
+        }
+    }
+    if (!active) return;
+    const size_t o = ((size_t)b * T + j) * kvC + kh * HD;
+#pragma unroll
+    for (int d = 0; d < HD; d++) {
+        dk[o + d] = __float2bfloat16(dka[d]);
+        dv[o + d] = dva[d];
+    }
+}
+
+/* grid (T/ATT_BQ, B*NH), block ATT_BQ: thread = query i; q and dq in registers, dO's
+ * row in shared memory (padded like above), keys and values streamed in tiles:
+ *   p = exp(s − lse_i), ds = p·(dO_i·v_j − D_i)·scale, dq += ds·k_j */
+template <int HD>
+__global__ void __launch_bounds__(ATT_BQ) attention_backward_dq_kernel(bf16 *dq, const bf16 *dout, const bf16 *q,
+                                                                       const bf16 *k, const bf16 *v,
+                                                                       const float *lse, const float *D, int T,
+                                                                       int NH, int NKV, float scale) {
+    const int RS = HD + 2;
+    __shared__ __align__(16) bf16 doown[ATT_BQ * (HD + 2)];
+    __shared__ __align__(16) bf16 ks[ATT_BK * HD];
+    __shared__ __align__(16) bf16 vs[ATT_BK * HD];
+    const int b = blockIdx.y / NH, h = blockIdx.y % NH, kh = h / (NH / NKV);
+    const int qC = NH * HD, kvC = NKV * HD;
+    const int i = blockIdx.x * ATT_BQ + threadIdx.x, tid = threadIdx.x;
+    const int i_last = min((int)(blockIdx.x * ATT_BQ + ATT_BQ), T) - 1;
+    const bool active = i < T;
+    const size_t qo = ((size_t)b * T + i) * qC + h * HD;
+    float qr[HD], dqa[HD];
+#pragma unroll
+    for (int d = 0; d < HD; d++) {
+        qr[d] = active ? bf(q[qo + d]) : 0.0f;
+        dqa[d] = 0.0f;
+        doown[tid * RS + d] = active ? dout[qo + d] : __float2bfloat16(0.0f);
+    }
+    const float li = active ? lse[((size_t)b * NH + h) * T + i] : 0.0f;
+    const float Di = active ? D[((size_t)b * NH + h) * T + i] : 0.0f;
+    const bf16 *dor = doown + tid * RS;
+    const bf16 *kb = k + (size_t)b * T * kvC + kh * HD, *vb = v + (size_t)b * T * kvC + kh * HD;
+    for (int j0 = 0; j0 <= i_last; j0 += ATT_BK) {
+        __syncthreads();
+        load_tile<HD>(ks, kb, kvC, j0, ATT_BK, T);
+        load_tile<HD>(vs, vb, kvC, j0, ATT_BK, T);
+        __syncthreads();
+        if (!active || j0 > i) continue;
+        const int jn = min(ATT_BK, i - j0 + 1);
+        for (int jj = 0; jj < jn; jj++) {
+            const bf16 *kr = ks + jj * HD, *vr = vs + jj * HD;
+            float s = 0.0f, dp = 0.0f;
+#pragma unroll
+            for (int d = 0; d < HD; d++) {
+                s += qr[d] * bf(kr[d]);
+                dp += bf(dor[d]) * bf(vr[d]);
+            }
+            const float p = expf(s * scale - li);
+            const float ds = p * (dp - Di) * scale;
+#pragma unroll
+            for (int d = 0; d < HD; d++) dqa[d] += ds * bf(kr[d]);
+        }
+    }
+    if (!active) return;
+#pragma unroll
+    for (int d = 0; d < HD; d++) dq[qo + d] = __float2bfloat16(dqa[d]);
+}
+
+#define ATT_DISPATCH(HD_VALUE, CALL) \
+    case HD_VALUE: {                 \
+        const int HDc = HD_VALUE;    \
+        CALL;                        \
+        break;                       \
+    }
+
+int attention_forward(bf16 *out, float *lse, const bf16 *q, const bf16 *k, const bf16 *v, int B, int T, int NH,
+                      int NKV, int hd) {
+    const float scale = 1.0f / sqrtf((float)hd);
+    const dim3 grid(cdiv(T, ATT_BQ), B * NH);
+#define FWD attention_forward_kernel<HDc><<<grid, ATT_BQ>>>(out, lse, q, k, v, T, NH, NKV, scale)
+    switch (hd) {
+        ATT_DISPATCH(8, FWD)
+        ATT_DISPATCH(16, FWD)
+        ATT_DISPATCH(32, FWD)
+        ATT_DISPATCH(64, FWD)
+        ATT_DISPATCH(128, FWD)
+    default: return vrl_error("fast: attention supports head_dim 8, 16, 32, 64 or 128 (got %d)", hd);
+    }
+#undef FWD
+    LAUNCH_CHECK();
+    return 0;
+}
+
+int attention_backward(bf16 *dq, bf16 *dk, float *dv, float *Dscratch, const bf16 *dout, const bf16 *out,
+                       const bf16 *q, const bf16 *k, const bf16 *v, const float *lse, int B, int T, int NH, int NKV,
+                       int hd) {
+    const float scale = 1.0f / sqrtf((float)hd);
+    const size_t rows = (size_t)B * T * NH;
+    attention_backward_D_kernel<<<cdiv(rows, 256), 256>>>(Dscratch, dout, out, B, T, NH, hd);
+    LAUNCH_CHECK();
+    const dim3 gkv(cdiv(T, ATT_BQ), B * NKV), gq(cdiv(T, ATT_BQ), B * NH);
+#define BWD                                                                                                   \
+    attention_backward_dkdv_kernel<HDc><<<gkv, ATT_BQ>>>(dk, dv, dout, q, k, v, lse, Dscratch, T, NH, NKV, scale); \
+    attention_backward_dq_kernel<HDc><<<gq, ATT_BQ>>>(dq, dout, q, k, v, lse, Dscratch, T, NH, NKV, scale)
+    switch (hd) {
+        ATT_DISPATCH(8, BWD)
+        ATT_DISPATCH(16, BWD)
+        ATT_DISPATCH(32, BWD)
+        ATT_DISPATCH(64, BWD)
+        ATT_DISPATCH(128, BWD)
+    default: return vrl_error("fast: attention supports head_dim 8, 16, 32, 64 or 128 (got %d)", hd);
+    }
+#undef BWD
+    LAUNCH_CHECK();
+    return 0;
+}
+
+/* ================================================================== cross-entropy */
+
+#define CE_THREADS 256
+
+/* combine two (max, sum of exp(x − max)) pairs */
+__device__ __forceinline__ void lse_combine(float &m, float &s, float m2, float s2) {
+    const float M = fmaxf(m, m2);
+    if (M == -INFINITY) return; /* both empty */
+    s = s * expf(m - M) + s2 * expf(m2 - M);
+    m = M;
+}
+
+__global__ void __launch_bounds__(CE_THREADS) crossentropy_kernel(float *losses, bf16 *dlogits,
+                                                                  const float *logits, const int32_t *targets,
+                                                                  int V, float w) {
+    __shared__ float shm[CE_THREADS / 32], shs[CE_THREADS / 32];
+    const int row = blockIdx.x, tgt = targets[row], tid = threadIdx.x;
+    const float *x = logits + (size_t)row * V;
+    bf16 *dx = dlogits ? dlogits + (size_t)row * V : NULL;
+    if (tgt < 0) { /* a sequence's last position: no next token */
+        if (tid == 0) losses[row] = 0.0f;
+        if (dx)
+            for (int i = tid; i < V; i += CE_THREADS) dx[i] = __float2bfloat16(0.0f);
+        return;
+    }
+    /* pass 1: online max and sum of exponentials, per thread then fixed-order reduce */
+    float m = -INFINITY, s = 0.0f;
+    for (int i = tid; i < V; i += CE_THREADS) lse_combine(m, s, x[i], 1.0f);
+    for (int o = 16; o > 0; o >>= 1) {
+        const float m2 = __shfl_xor_sync(0xffffffffu, m, o), s2 = __shfl_xor_sync(0xffffffffu, s, o);
+        lse_combine(m, s, m2, s2);
+    }
+    if (tid % 32 == 0) {
+        shm[tid / 32] = m;
+        shs[tid / 32] = s;
+    }
+    __syncthreads();
+    m = shm[0];
+    s = shs[0];
+    for (int k = 1; k < CE_THREADS / 32; k++) lse_combine(m, s, shm[k], shs[k]);
+    const float lse = m + logf(s);
+    if (tid == 0) losses[row] = lse - x[tgt];
+    /* pass 2: the gradient of the weighted loss */
+    if (dx)
+        for (int i = tid; i < V; i += CE_THREADS) {
+            const float p = expf(x[i] - lse);
+            dx[i] = __float2bfloat16(w * (p - (i == tgt ? 1.0f : 0.0f)));
+        }
+}
+
+int crossentropy_forward_backward(float *losses, bf16 *dlogits, const float *logits, const int32_t *targets, int R,
+                                  int V, float w) {
+    crossentropy_kernel<<<R, CE_THREADS>>>(losses, dlogits, logits, targets, V, w);
+    LAUNCH_CHECK();
+    return 0;
+}
+
+/* ================================================================== elementwise */
+
+__global__ void cast_to_bf16_kernel(bf16 *out, const float *inp, size_t n) {
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = __float2bfloat16(inp[i]);
+}
+
+int cast_to_bf16(bf16 *out, const float *inp, size_t n) {
+    cast_to_bf16_kernel<<<cdiv(n, 256), 256>>>(out, inp, n);
+    LAUNCH_CHECK();
+    return 0;
+}

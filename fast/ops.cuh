@@ -1,0 +1,118 @@
+/* ops.cuh: the fast ops, one launcher per op with the name of its ref/ops.h twin.
+ *
+ * Conventions (differences from ref/ops.h are deliberate and marked):
+ *  - Shapes as in ref/ops.h: N = B*T rows, C channels, OC output channels, V vocab,
+ *    F ffn width, NH query heads, NKV kv heads, hd head dim.
+ *  - Activations are bf16; statistics (RMSNorm rstd, softmax lse, losses) are fp32;
+ *    parameter gradients are fp32 and ADDED to (+=), so micro-batches accumulate.
+ *  - Activation gradients are WRITTEN (=) unless the comment says +=: each is produced
+ *    once per layer, so the ref's zero-then-add is a plain store here.
+ *  - Every launcher runs on the default stream and returns 0, or -1 with vrl_error. */
+#ifndef VRL_FAST_OPS_CUH
+#define VRL_FAST_OPS_CUH
+
+#include "common.cuh"
+
+/* ------------------------------------------------------------------ matmul (cuBLASLt) */
+/* One cuBLASLt handle and workspace, owned by the model. */
+typedef struct {
+    cublasLtHandle_t lt;
+    void *workspace;
+    size_t workspace_bytes;
+} Blas;
+int blas_create(Blas *b);
+void blas_destroy(Blas *b);
+
+/* out = inp · weightᵀ (+ residual).  out [N,OC] bf16, inp [N,C], weight [OC,C],
+ * residual [N,OC] or NULL (the residual add rides on the GEMM's beta = 1). */
+int matmul_forward(Blas *b, bf16 *out, const bf16 *inp, const bf16 *weight, const bf16 *residual, int N, int C,
+                   int OC);
+/* The same product into fp32 (the logits chunk).  out [N,OC] fp32 */
+int matmul_forward_f32(Blas *b, float *out, const bf16 *inp, const bf16 *weight, int N, int C, int OC);
+/* Input gradient, either dinp32 (fp32, = or += by accumulate) or dinp16 (bf16, =), and
+ * dweight += doutᵀ · inp (fp32). Any output may be NULL.
+ * dinp [N,C], dweight [OC,C], dout [N,OC], inp [N,C], weight [OC,C] */
+int matmul_backward(Blas *b, float *dinp32, int accumulate, bf16 *dinp16, float *dweight, const bf16 *dout,
+                    const bf16 *inp, const bf16 *weight, int N, int C, int OC);
+/* bf16 x bf16 -> fp32 GEMM in plain column-major terms, for the peak benchmark. */
+int matmul_raw(Blas *b, float *D, const bf16 *A, const bf16 *B_, int m, int n, int k);
+
+/* ------------------------------------------------------------------ embedding */
+/* out[n] = wte[tokens[n]].  out [N,C], tokens [N] (checked on the host), wte [V,C] */
+int embedding_forward(bf16 *out, const int32_t *tokens, const bf16 *wte, int N, int C);
+/* dwte[tok] += Σ dout[n] over the positions n holding tok, in position order, one block
+ * per distinct token (deterministic; no atomics). The host sorts positions by token:
+ * uniq [U] distinct tokens, offsets [U+1] into pos [N] positions.  dwte [V,C] fp32, dout [N,C] fp32 */
+int embedding_backward(float *dwte, const float *dout, const int32_t *uniq, const int32_t *offsets,
+                       const int32_t *pos, int U, int C);
+
+/* ------------------------------------------------------------------ rmsnorm */
+/* out = weight · bf16(inp · rstd) as HF's LlamaRMSNorm in bf16; statistics in fp32.
+ * out [N,C], rstd [N] fp32, inp [N,C], weight [C] */
+int rmsnorm_forward(bf16 *out, float *rstd, const bf16 *inp, const bf16 *weight, int N, int C, float eps);
+/* dinp32 += dx (fp32 residual-stream gradient) and dinp16 = bf16(dinp32) after the add
+ * (the copy the next GEMMs read; may be NULL).
+ * dinp32 [N,C], dinp16 [N,C], dout [N,C] fp32, inp [N,C], weight [C], rstd [N] */
+int rmsnorm_backward(float *dinp32, bf16 *dinp16, const float *dout, const bf16 *inp, const bf16 *weight,
+                     const float *rstd, int N, int C);
+/* dweight += Σ_n dout[n] ⊙ inp[n]·rstd[n], two deterministic passes (row chunks, then
+ * chunks in order).  dweight [C], partial [ceil(N/256), C] scratch, dout [N,C] fp32 */
+int rmsnorm_backward_weight(float *dweight, float *partial, const float *dout, const bf16 *inp, const float *rstd,
+                            int N, int C);
+#define RMSNORM_WEIGHT_ROWS 256
+
+/* ------------------------------------------------------------------ rope */
+/* In place NeoX half-split rotation of every head.  x [B,T,NHX*hd], cos_t/sin_t [T,hd/2] fp32 */
+int rope_forward(bf16 *x, const float *cos_t, const float *sin_t, int B, int T, int NHX, int hd);
+/* In place dx = Rᵀ · dy (the transpose rotation).  x [B,T,NHX*hd] */
+int rope_backward(bf16 *x, const float *cos_t, const float *sin_t, int B, int T, int NHX, int hd);
+
+/* ------------------------------------------------------------------ swiglu */
+/* out = bf16(bf16(silu(gate)) · up).  out, gate, up [N,F] (n = N*F) */
+int swiglu_forward(bf16 *out, const bf16 *gate, const bf16 *up, size_t n);
+/* dgate = dout·up·silu'(gate), dup = dout·silu(gate) (written).  [N,F] each */
+int swiglu_backward(bf16 *dgate, bf16 *dup, const bf16 *dout, const bf16 *gate, const bf16 *up, size_t n);
+
+/* ------------------------------------------------------------------ value mixing */
+/* Up to FAST_MAX_LAYERS sources with non-zero weights, passed by value to the kernel. */
+typedef struct {
+    int n;
+    const bf16 *src[FAST_MAX_LAYERS];
+    float *dsrc[FAST_MAX_LAYERS];
+    float coef[FAST_MAX_LAYERS];
+} MixArgs;
+/* out = Σ_i coef[i]·src[i], summed in fp32, rounded once.  out [n], src[i] [n] (the flat
+ * [N, NKV*hd] values, before any GQA head sharing, SPEC §4) */
+int mix_forward(bf16 *out, const MixArgs *a, size_t n);
+/* dsrc[i] += coef[i]·dout for every source.  dsrc[i] [n] fp32, dout [n] fp32 */
+int mix_backward(const MixArgs *a, const float *dout, size_t n);
+
+/* ------------------------------------------------------------------ attention */
+/* Causal flash attention: online softmax in fp32 over key tiles, no [T,T] matrix; query
+ * head h reads kv head h / (NH/NKV). hd must be 8, 16, 32, 64 or 128.
+ * out [B,T,NH*hd], lse [B,NH,T] fp32 (log-sum-exp of each scaled score row, kept for
+ * the backward), q [B,T,NH*hd] (after RoPE), k [B,T,NKV*hd], v [B,T,NKV*hd] */
+int attention_forward(bf16 *out, float *lse, const bf16 *q, const bf16 *k, const bf16 *v, int B, int T, int NH,
+                      int NKV, int hd);
+/* Recomputes the probabilities from q, k and lse. Three deterministic kernels: D = Σ dout⊙out
+ * per row, then dk/dv (each key's thread loops over every query and every head of its
+ * group), then dq (each query's thread loops over its keys). No atomics.
+ * dq [B,T,NH*hd] bf16, dk [B,T,NKV*hd] bf16, dv [B,T,NKV*hd] fp32 (goes to the value mixer),
+ * Dscratch [B,NH,T] fp32, dout and out [B,T,NH*hd] */
+int attention_backward(bf16 *dq, bf16 *dk, float *dv, float *Dscratch, const bf16 *dout, const bf16 *out,
+                       const bf16 *q, const bf16 *k, const bf16 *v, const float *lse, int B, int T, int NH, int NKV,
+                       int hd);
+
+/* ------------------------------------------------------------------ cross-entropy */
+/* One block per row of a logits chunk: loss = logsumexp(x) − x[target] (fp32, online
+ * max/sum); if dlogits is not NULL it gets w·(softmax(x) − onehot(target)) in bf16.
+ * target < 0 (each sequence's last position) gives loss 0 and a zero gradient row.
+ * losses [R] fp32, dlogits [R,V] bf16 or NULL, logits [R,V] fp32, targets [R] */
+int crossentropy_forward_backward(float *losses, bf16 *dlogits, const float *logits, const int32_t *targets, int R,
+                                  int V, float w);
+
+/* ------------------------------------------------------------------ elementwise */
+/* out = bf16(inp).  [n] */
+int cast_to_bf16(bf16 *out, const float *inp, size_t n);
+
+#endif
