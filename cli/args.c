@@ -1,6 +1,8 @@
 /* args.c: command-line parsing helpers (args.h). */
 #include "args.h"
 
+#include "common/variant.h"
+
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
@@ -67,4 +69,10 @@ int parse_u64(const char *flag, const char *s, uint64_t *out) {
     if (errno || end == s || *end) return vrl_error("%s: \"%s\" is not an unsigned integer", flag, s);
     *out = v;
     return 0;
+}
+
+void args_print_variants(FILE *f) {
+    fprintf(f, "variants (--variant NAME[:key=value,...], combined with '+'; docs/variants.md):\n");
+    for (int i = 0; i < variant_registry_size; i++)
+        fprintf(f, "  %-20s %s\n", variant_registry[i].name, variant_registry[i].summary);
 }

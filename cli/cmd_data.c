@@ -838,7 +838,8 @@ static const char DATA_USAGE[] =
     "  reorganize  SlimPajama chunk files -> one JSONL per domain and split\n"
     "  select      a seeded sample of N tokens per domain (SPEC §3 budgets, --scale)\n"
     "  tokenize    JSONL -> EOS-separated, chunked token shards per domain\n"
-    "  inspect     counts, domains and a decoded sample of shards\n";
+    "  inspect     counts, domains and a decoded sample of shards\n"
+    "  bytes       a text file -> byte-level train/val shards (vocab 256, small CPU runs)\n";
 
 int cmd_data(int argc, char **argv) {
     if (argc < 2) { fputs(DATA_USAGE, stderr); return 2; }
@@ -848,6 +849,7 @@ int cmd_data(int argc, char **argv) {
     if (strcmp(sub, "select") == 0) return data_select(argc - 1, argv + 1);
     if (strcmp(sub, "tokenize") == 0) return data_tokenize(argc - 1, argv + 1);
     if (strcmp(sub, "inspect") == 0) return data_inspect(argc - 1, argv + 1);
+    if (strcmp(sub, "bytes") == 0) return data_bytes(argc - 1, argv + 1); /* cmd_data_bytes.c */
     fprintf(stderr, "vrl data: unknown subcommand \"%s\"\n%s", sub, DATA_USAGE);
     return 2;
 }

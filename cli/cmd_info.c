@@ -7,17 +7,19 @@
 #include "common/config.h"
 #include "common/error.h"
 #include "common/params.h"
+#include "common/value_path.h"
 
 static void usage(FILE *f) {
     fprintf(f,
-            "usage: vrl info [--model PRESET|FILE] [--tensors]\n\n"
+            "usage: vrl info [--model PRESET|FILE] [--variant SPEC] [--tensors]\n\n"
             "Print the model's shape and its parameter count (what the paper's tables call\n"
-            "the model size). --tensors lists every tensor with its Hugging Face name.\n");
+            "the model size). --tensors lists every tensor with its Hugging Face name.\n\n");
+    args_print_variants(f);
 }
 
 int cmd_info(int argc, char **argv) {
     Args p = {.argc = argc, .argv = argv, .i = 1, .cmd = "vrl info"};
-    const char *model = "small", *v;
+    const char *model = "small", *variant = NULL, *v;
     int tensors = 0, r;
     while (p.i < argc) {
         if (args_switch(&p, "--help") || args_switch(&p, "-h")) {
@@ -33,12 +35,19 @@ int cmd_info(int argc, char **argv) {
             model = v;
             continue;
         }
+        if ((r = args_take(&p, "--variant", &v)) != 0) {
+            if (r < 0) goto fail;
+            variant = v;
+            continue;
+        }
         fprintf(stderr, "vrl info: unknown argument \"%s\" (see vrl info --help)\n", argv[p.i]);
         return 2;
     }
     ModelConfig c;
     ParamTable t;
-    if (config_from_arg(model, &c) < 0 || param_table_build(&c, &t) < 0) goto fail;
+    if (config_from_arg(model, &c) < 0 || value_plan_set_variant(&c, variant, variant ? "--variant" : model) < 0 ||
+        param_table_build(&c, &t) < 0)
+        goto fail;
     printf("model %s: %s, L=%d, d=%d, heads=%d, kv_heads=%d, head_dim=%d, ffn=%d, vocab=%d, max_seq=%d\n",
            c.preset, c.arch == ARCH_LLAMA ? "llama" : "gpt2", c.n_layers, c.d_model, c.n_heads, c.n_kv_heads,
            config_head_dim(&c), c.d_ffn, c.vocab_size, c.max_seq);

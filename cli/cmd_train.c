@@ -8,6 +8,7 @@
 #include "common/config.h"
 #include "common/error.h"
 #include "common/trainer.h"
+#include "common/value_path.h"
 #include "ref/model.h"
 #if VRL_HAVE_CUDA
 #include "fast/fast.h"
@@ -25,6 +26,7 @@ static void usage(FILE *f) {
             "  --model PRESET|FILE   preset (%s) or a config.json [small]\n"
             "  --device cpu|cuda     where to train [cpu]\n"
             "  --precision fp32|fp64 reference precision on cpu [fp32]\n"
+            "  --variant SPEC        model variant, e.g. resformer or svformer:anchors=1,5 [baseline]\n"
             "data\n"
             "  --data SHARDS         comma-separated token shards [synthetic corpus]\n"
             "  --val-data SHARDS     validation shards [synthetic validation set]\n"
@@ -49,15 +51,16 @@ static void usage(FILE *f) {
             "  --eval-every N        validation every N steps, 0 = at the end [100]\n"
             "  --eval-batches N      validation batches per evaluation [8]\n"
             "  --save-every N        checkpoint every N steps, 0 = at the end [500]\n"
-            "  --quiet               no progress line\n",
+            "  --quiet               no progress line\n\n",
             config_preset_names());
+    args_print_variants(f);
 }
 
 int cmd_train(int argc, char **argv) {
     TrainArgs a;
     train_args_defaults(&a);
     Args p = {.argc = argc, .argv = argv, .i = 1, .cmd = "vrl train"};
-    const char *model = "small", *device = "cpu", *precision = "fp32", *v, *resume = NULL, *out = NULL;
+    const char *model = "small", *device = "cpu", *precision = "fp32", *v, *resume = NULL, *out = NULL, *variant = NULL;
     int steps_given = 0, r;
     while (p.i < argc) {
         if (args_switch(&p, "--help") || args_switch(&p, "-h")) {
@@ -76,6 +79,7 @@ int cmd_train(int argc, char **argv) {
         FLAG("--model", (model = v, 0));
         FLAG("--device", (device = v, 0));
         FLAG("--precision", (precision = v, 0));
+        FLAG("--variant", (variant = v, 0));
         FLAG("--data", snprintf(a.data, sizeof a.data, "%s", v) >= (int)sizeof a.data ? vrl_error("--data: too long") : 0);
         FLAG("--val-data", snprintf(a.val_data, sizeof a.val_data, "%s", v) >= (int)sizeof a.val_data ? vrl_error("--val-data: too long") : 0);
         FLAG("--synthetic-tokens", parse_long("--synthetic-tokens", v, 1024, 1L << 34, &a.synthetic_tokens));
@@ -133,6 +137,10 @@ int cmd_train(int argc, char **argv) {
             vrl_error("--out and --resume name different folders; a resumed run continues in its own folder");
             goto fail;
         }
+        if (variant) {
+            vrl_error("--variant: a resumed run keeps the variant in %s/config.json", resume);
+            goto fail;
+        }
         snprintf(a.out, sizeof a.out, "%s", resume);
         a.resume = 1;
         if (!steps_given) a.steps = 0;
@@ -144,6 +152,8 @@ int cmd_train(int argc, char **argv) {
             strftime(a.out, sizeof a.out, "runs/%Y%m%d-%H%M%S", localtime(&now));
         }
         if (config_from_arg(model, &a.model) < 0) goto fail;
+        /* recorded in config.json as vrl_variant, so the run folder rebuilds the model */
+        if (value_plan_set_variant(&a.model, variant, variant ? "--variant" : model) < 0) goto fail;
     }
     if (train_run(&a) < 0) goto fail;
     return 0;

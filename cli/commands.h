@@ -8,5 +8,6 @@ int cmd_train(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv);
 int cmd_data(int argc, char **argv);
+int data_bytes(int argc, char **argv); /* `vrl data bytes` (cmd_data_bytes.c) */
 
 #endif

@@ -11,6 +11,9 @@
 #include "rng.h"
 #include "stream.h"
 #include "variant.h"
+#include "value_path.h"
+
+#define PARAM_MAX_LAMBDA 1024 /* dense ResFormer: one coefficient per earlier layer */
 
 int param_table_add(ParamTable *t, const char *name, int ndim, const int64_t *shape, int decay, InitKind init,
                     double init_value) {
@@ -41,6 +44,15 @@ int param_table_add(ParamTable *t, const char *name, int ndim, const int64_t *sh
     return 0;
 }
 
+int param_table_add_values(ParamTable *t, const char *name, int ndim, const int64_t *shape, const double *values) {
+    if (param_table_add(t, name, ndim, shape, 0, INIT_VALUES, 0) < 0) return -1;
+    ParamInfo *p = &t->p[t->n - 1];
+    p->init_values = malloc(p->numel * sizeof *p->init_values);
+    if (!p->init_values) return vrl_error("out of memory building the parameter table");
+    memcpy(p->init_values, values, p->numel * sizeof *values);
+    return 0;
+}
+
 /* Shorthands for the two shapes the baseline uses. */
 static int add_linear(ParamTable *t, const char *name, int64_t out, int64_t in, double std) {
     int64_t shape[2] = {out, in};
@@ -52,7 +64,7 @@ static int add_norm(ParamTable *t, const char *name, int64_t d) {
     return param_table_add(t, name, 1, shape, 0, INIT_CONST, 1.0);
 }
 
-static int build_llama(const ModelConfig *c, ParamTable *t) {
+static int build_llama(const ModelConfig *c, ParamTable *t, const ValuePlan *vp) {
     const int64_t d = c->d_model, hd = config_head_dim(c);
     const int64_t q_dim = (int64_t)c->n_heads * hd, kv_dim = (int64_t)c->n_kv_heads * hd;
     const double std = c->init_std;
@@ -61,10 +73,18 @@ static int build_llama(const ModelConfig *c, ParamTable *t) {
     for (int i = 0; i < c->n_layers && !rc; i++) {
 #define LAYER(fmt) (snprintf(name, sizeof name, "model.layers.%d." fmt, i), name)
         rc |= add_norm(t, LAYER("input_layernorm.weight"), d);
-        rc |= add_linear(t, LAYER("self_attn.q_proj.weight"), q_dim, d, std);
-        rc |= add_linear(t, LAYER("self_attn.k_proj.weight"), kv_dim, d, std);
-        rc |= add_linear(t, LAYER("self_attn.v_proj.weight"), kv_dim, d, std);
+        /* The value-path plan drops projections nobody reads (SVFormer, CLA, shared Q/K). */
+        if (vp->has_q[i]) rc |= add_linear(t, LAYER("self_attn.q_proj.weight"), q_dim, d, std);
+        if (vp->has_k[i]) rc |= add_linear(t, LAYER("self_attn.k_proj.weight"), kv_dim, d, std);
+        if (vp->has_v[i]) rc |= add_linear(t, LAYER("self_attn.v_proj.weight"), kv_dim, d, std);
         rc |= add_linear(t, LAYER("self_attn.o_proj.weight"), d, q_dim, std);
+        if (vp->n_train[i]) { /* trainable value coefficients, starting at the plan's values */
+            double init[PARAM_MAX_LAMBDA];
+            int64_t shape[1] = {vp->n_train[i]};
+            for (int j = 0; j < vp->n_train[i]; j++)
+                init[j] = vp->cv[(size_t)i * vp->L + vp->train_src[(size_t)i * vp->L + j]];
+            rc |= param_table_add_values(t, LAYER("self_attn.v_residual_lambda"), 1, shape, init);
+        }
         rc |= add_norm(t, LAYER("post_attention_layernorm.weight"), d);
         rc |= add_linear(t, LAYER("mlp.gate_proj.weight"), c->d_ffn, d, std);
         rc |= add_linear(t, LAYER("mlp.up_proj.weight"), c->d_ffn, d, std);
@@ -126,28 +146,18 @@ static int build_gpt2(const ModelConfig *c, ParamTable *t) {
     return rc ? -1 : 0;
 }
 
-/* A variant family whose tensors and formulas are not in this build is an error, never a
- * silent baseline run. Each family's guard lifts itself when the family's plan header
- * (common/value_path.h, common/stream.h) is in the tree, whatever order they merge in. */
-static int check_unbuilt_families(const ModelConfig *c) {
-    const char *origin = c->preset[0] ? c->preset : "config";
-    VariantSpec vs;
-    if (variant_parse(c->variant, &vs, origin) < 0) return -1;
-#if !__has_include("value_path.h")
-    if (variant_part(&vs, FAMILY_VALUE))
-        return vrl_error("%s: value-path variant \"%s\" is not implemented in this build", origin, c->variant);
-#endif
-    (void)vs;
-    return 0;
-}
-
 int param_table_build(const ModelConfig *c, ParamTable *t) {
     memset(t, 0, sizeof *t);
     if (config_validate(c, c->preset[0] ? c->preset : "config") < 0) return -1;
-    if (check_unbuilt_families(c) < 0) return -1;
     int rc = -1;
+    ValuePlan vp;
     switch (c->arch) {
-    case ARCH_LLAMA: rc = build_llama(c, t); break;
+    case ARCH_LLAMA:
+        if (value_plan_build(c, &vp, c->preset[0] ? c->preset : "config") < 0) break;
+        rc = c->n_layers > PARAM_MAX_LAMBDA ? vrl_error("config: at most %d layers", PARAM_MAX_LAMBDA)
+                                            : build_llama(c, t, &vp);
+        value_plan_free(&vp);
+        break;
     case ARCH_GPT2: rc = build_gpt2(c, t); break;
     }
     if (rc < 0) param_table_free(t);
@@ -155,6 +165,7 @@ int param_table_build(const ModelConfig *c, ParamTable *t) {
 }
 
 void param_table_free(ParamTable *t) {
+    for (int i = 0; i < t->n; i++) free(t->p[i].init_values);
     free(t->p);
     memset(t, 0, sizeof *t);
 }
@@ -175,6 +186,8 @@ void params_init_f64(const ParamTable *t, uint64_t seed, double *out) {
             const size_t n = (size_t)p->shape[0];
             for (size_t j = 0; j < p->numel; j++)
                 x[j] = (p->init == INIT_EYE ? j % (n + 1) == 0 : j == p->init_index) ? p->init_value : 0.0;
+        } else if (p->init == INIT_VALUES) {
+            for (size_t j = 0; j < p->numel; j++) x[j] = p->init_values[j];
         } else {
             /* The stream is keyed by the tensor's name, not its position in the table. */
             Rng r;

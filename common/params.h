@@ -21,6 +21,7 @@ typedef enum {
     INIT_CONST = 1,  /* every element = init_value: norm gains (1), mixing coefficients */
     INIT_EYE = 2,    /* square [n,n]: init_value on the diagonal, 0 elsewhere (HC/mHC maps) */
     INIT_ONEHOT = 3, /* init_value at element init_index, 0 elsewhere (DWA alpha, HC alpha_m) */
+    INIT_VALUES = 4, /* element j = init_values[j]: per-layer value coefficients (value_path.h) */
 } InitKind;
 
 typedef struct {
@@ -33,6 +34,7 @@ typedef struct {
     InitKind init;
     double init_value;         /* std for INIT_NORMAL, value for INIT_CONST / EYE / ONEHOT */
     size_t init_index;         /* INIT_ONEHOT: the element that gets init_value */
+    double *init_values;       /* [numel] for INIT_VALUES, owned by the table, else NULL */
 } ParamInfo;
 
 typedef struct {
@@ -48,6 +50,9 @@ void param_table_free(ParamTable *t);
 /* Append one tensor (used by param_table_build and by variants adding coefficients). */
 int param_table_add(ParamTable *t, const char *name, int ndim, const int64_t *shape,
                     int decay, InitKind init, double init_value);
+
+/* Append a tensor whose elements start at values[0..numel) (copied; INIT_VALUES, no decay). */
+int param_table_add_values(ParamTable *t, const char *name, int ndim, const int64_t *shape, const double *values);
 
 /* Entry by name, or NULL. */
 const ParamInfo *param_table_find(const ParamTable *t, const char *name);

@@ -61,5 +61,16 @@ expect_error corrupt_state "train_state.safetensors" $VRL train --quiet --resume
 
 expect_error cuda_absent "CUDA" $T --device cuda --out "$tmp/r6"
 
+# value-path variants (common/value_path.c): the origin is --variant or the config file
+expect_error variant_layers "--variant: variant resformer: layers=\"9-12\" names layers outside 2..4" \
+  $T --model small --variant resformer:mode=sparse,layers=9-12 --out "$tmp/r7"
+check no_folder_for_bad_variant test ! -e "$tmp/r7"
+expect_error variant_unknown "--variant: unknown variant \"resformr\"" $T --variant resformr --out "$tmp/r8"
+sed 's/"rope_theta": 10000.0}/"rope_theta": 10000.0, "vrl_variant": "svformer:anchors=2"}/' "$tmp/bad.json" |
+  sed 's/"hidden_size": 30/"hidden_size": 32/' >"$tmp/badvar.json"
+expect_error variant_in_config "badvar.json: variant svformer: anchors=\"2\" must include layer 1" \
+  $T --model "$tmp/badvar.json" --out "$tmp/r9"
+expect_error info_variant "--variant: variant resformer: unknown mode" $VRL info --variant resformer:mode=x
+
 echo "$passes passed, $fails failed"
 [ "$fails" -eq 0 ]

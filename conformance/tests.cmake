@@ -48,7 +48,14 @@ foreach(t test_tokenizer test_mixture)
   target_compile_definitions(${t} PRIVATE VRL_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
 endforeach()
 # The data tests drive `vrl data` through cmd_data() directly.
-vrl_test(test_data SOURCES conformance/test_data.c cli/cmd_data.c LIBS vrl_common)
+vrl_test(test_data SOURCES conformance/test_data.c cli/cmd_data.c cli/cmd_data_bytes.c cli/args.c LIBS vrl_common)
+
+# ---------------------------------------------------------------- value-path variants (SPEC §4)
+foreach(t test_gradcheck_variants test_variant_equivalence)
+  vrl_test(${t} SOURCES conformance/${t}.c LIBS vrl_ref64 vrl_common)
+  target_compile_definitions(${t} PRIVATE VRL_FP64=1)
+endforeach()
+vrl_test(test_value_plan SOURCES conformance/test_value_plan.c LIBS vrl_common)
 
 # ---------------------------------------------------------------- residual-stream variants, GPT-2
 foreach(t test_gradcheck_stream test_stream_equivalence)

@@ -22,6 +22,7 @@
 #include "gpt2.h"
 #include "model_impl.h"
 #include "ops.h"
+#include "value_path.h"
 
 /* ------------------------------------------------------------------ memory layout */
 
@@ -79,7 +80,6 @@ static size_t layout(RefModel *m, char *base) {
     CARVE(g->dq, N * m->qC);
     CARVE(g->dqr, N * m->qC);
     CARVE(g->dk, N * m->kvC);
-    CARVE(g->dkr, N * m->kvC);
     CARVE(g->dvin, N * m->kvC);
     CARVE(g->datty, N * m->qC);
     CARVE(g->dswi, N * m->F);
@@ -109,7 +109,7 @@ static int lookup(const ParamTable *t, const char *name, size_t numel, size_t *o
 /* Fill the per-layer views of params and grads, looking every name up once. */
 static int bind_tensors(RefModel *m) {
     const ParamTable *t = m->t;
-    const size_t d = m->d, V = m->V, F = m->F, qC = m->qC, kvC = m->kvC;
+    const size_t d = m->d, V = m->V, F = m->F, qC = m->qC;
     size_t o;
     char name[PARAM_NAME_LEN];
 #define BIND(field, nm, numel)                                                                                   \
@@ -131,9 +131,7 @@ static int bind_tensors(RefModel *m) {
         m->lg[l].field = m->grads + o;                                                                                \
     } while (0)
         BIND(ln1, "input_layernorm.weight", d);
-        BIND(wq, "self_attn.q_proj.weight", qC * d);
-        BIND(wk, "self_attn.k_proj.weight", kvC * d);
-        BIND(wv, "self_attn.v_proj.weight", kvC * d);
+        /* q/k/v_proj and v_residual_lambda depend on the variant: vp_model_init binds them */
         BIND(wo, "self_attn.o_proj.weight", d * qC);
         BIND(ln2, "post_attention_layernorm.weight", d);
         BIND(wgate, "mlp.gate_proj.weight", F * d);
@@ -183,14 +181,10 @@ RefModel *model_create(const ModelConfig *c, const ParamTable *t, int batch, int
         return NULL;
     }
     layout(m, m->arena);
-    if (bind_tensors(m) < 0) {
+    /* The value path (SPEC §4) fills vcoef, vsrc and the variant's own tensors. */
+    if (bind_tensors(m) < 0 || vp_model_init(m) < 0) {
         model_destroy(m);
         return NULL;
-    }
-    /* Baseline value path: each layer's attention reads its own V. */
-    for (int l = 0; l < m->L; l++) {
-        m->vcoef[(size_t)l * m->L + l] = 1.0;
-        m->vsrc[l] = m->acts[l].v;
     }
     /* The depth mixer's sources: the embedding and every sublayer's raw output. */
     m->y[0] = m->emb;
@@ -210,6 +204,7 @@ void model_destroy(RefModel *m) {
     if (!m) return;
     stream_destroy(m->stream);
     if (m->gpt2) gpt2_destroy(m->gpt2);
+    vp_model_free(m);
     free(m->arena);
     free(m);
 }
@@ -230,7 +225,7 @@ double model_forward(RefModel *m, const int32_t *tokens) {
         return NAN;
     }
     if (m->gpt2) return gpt2_forward(m, tokens);
-    const int B = m->B, T = m->T, N = m->N, d = m->d, qC = m->qC, kvC = m->kvC, F = m->F, V = m->V;
+    const int B = m->B, T = m->T, N = m->N, d = m->d, qC = m->qC, F = m->F, V = m->V;
     const double eps = m->c.norm_eps;
     memcpy(m->tokens, tokens, (size_t)N * sizeof *tokens);
 
@@ -241,15 +236,8 @@ double model_forward(RefModel *m, const int32_t *tokens) {
         const real *x = stream_forward(m, 2 * l); /* [N,d] the attention sublayer's input */
         a->x_in = (real *)x;
         if (l > 0) m->acts[l - 1].out = a->x_in;
-        /* attention sublayer */
-        rmsnorm_forward(a->ln1, a->ln1_rstd, x, w->ln1, N, d, eps);
-        matmul_forward(a->q, a->ln1, w->wq, N, d, qC);
-        matmul_forward(a->k, a->ln1, w->wk, N, d, kvC);
-        matmul_forward(a->v, a->ln1, w->wv, N, d, kvC);
-        rope_forward(a->q, a->q, m->cos_t, m->sin_t, B, T, m->NH, m->hd);
-        rope_forward(a->k, a->k, m->cos_t, m->sin_t, B, T, m->NKV, m->hd);
-        mix_forward(a->vin, m->vsrc, m->vcoef + (size_t)l * m->L, l + 1, (size_t)N * kvC);
-        attention_forward(a->atty, a->att, a->q, a->k, a->vin, B, T, m->NH, m->NKV, m->hd);
+        /* attention sublayer: the value path of SPEC §4 (ref/value_path.c) up to U, then W_o */
+        vp_attention_forward(m, l, x);
         matmul_forward(a->y_attn, a->atty, w->wo, N, qC, d);
         a->h = (real *)stream_forward(m, 2 * l + 1); /* baseline: h = x + y_attn */
         /* MLP sublayer */
@@ -278,7 +266,7 @@ void model_backward(RefModel *m, double grad_scale) {
         gpt2_backward(m, grad_scale);
         return;
     }
-    const int B = m->B, T = m->T, N = m->N, d = m->d, qC = m->qC, kvC = m->kvC, F = m->F, V = m->V;
+    const int B = m->B, T = m->T, N = m->N, d = m->d, qC = m->qC, F = m->F, V = m->V;
     const size_t Nd = (size_t)N * d;
     GradActs *g = &m->g;
 
@@ -292,7 +280,7 @@ void model_backward(RefModel *m, double grad_scale) {
     stream_backward_begin(m);
     const real *dy = stream_backward(m, 2 * m->L, g->dxin); /* [N,d] dLoss/dy_mlp of the last layer */
 
-    for (int l = 0; l < m->L; l++) zero(g->dv[l], (size_t)N * kvC);
+    vp_backward_begin(m);
 
     for (int l = m->L - 1; l >= 0; l--) {
         const LayerTensors *w = &m->lp[l];
@@ -312,27 +300,16 @@ void model_backward(RefModel *m, double grad_scale) {
         dy = stream_backward(m, 2 * l + 1, g->dxin); /* dLoss/d(W_o·U) */
         zero(g->datty, (size_t)N * qC);
         matmul_backward(g->datty, dw->wo, dy, a->atty, w->wo, N, qC, d);
-        zero(g->dqr, (size_t)N * qC);
-        zero(g->dkr, (size_t)N * kvC);
-        zero(g->dvin, (size_t)N * kvC);
-        attention_backward(g->dqr, g->dkr, g->dvin, g->datty, a->q, a->k, a->vin, a->att, B, T, m->NH, m->NKV,
-                           m->hd);
-        /* v_in = Σ_i vcoef[l][i]·V_i: every V_i read here gets its share; V_l's gradient is
-         * complete now because all later layers ran their backward first. */
-        mix_backward(g->dv, NULL, g->dvin, m->vsrc, m->vcoef + (size_t)l * m->L, l + 1, (size_t)N * kvC);
-        zero(g->dq, (size_t)N * qC);
-        zero(g->dk, (size_t)N * kvC);
-        rope_backward(g->dq, g->dqr, m->cos_t, m->sin_t, B, T, m->NH, m->hd);
-        rope_backward(g->dk, g->dkr, m->cos_t, m->sin_t, B, T, m->NKV, m->hd);
-        zero(g->dln, Nd);
-        matmul_backward(g->dln, dw->wq, g->dq, a->ln1, w->wq, N, d, qC);
-        matmul_backward(g->dln, dw->wk, g->dk, a->ln1, w->wk, N, d, kvC);
-        matmul_backward(g->dln, dw->wv, g->dv[l], a->ln1, w->wv, N, d, kvC);
+        /* The value path: V_l's (and Q_l's, K_l's, A_l's) gradient is complete here because all
+         * later layers, which may read them, ran their backward first. */
         zero(g->dxin, Nd);
-        rmsnorm_backward(g->dxin, dw->ln1, g->dln, a->x_in, w->ln1, a->ln1_rstd, N, d);
+        vp_attention_backward(m, l, g->dxin);
         dy = stream_backward(m, 2 * l, g->dxin); /* the previous MLP's output, or (l = 0) the embedding */
     }
-    embedding_backward(m->mg.wte, dy, m->tokens, N, d);
+    /* Hidden residuals read H_0 = the embedding output: add their share to its gradient. */
+    if (dy != g->dxin) memcpy(g->dxin, dy, Nd * sizeof *g->dxin);
+    vp_backward_end(m, g->dxin);
+    embedding_backward(m->mg.wte, g->dxin, m->tokens, N, d);
 }
 
 /* ------------------------------------------------------------------ accessors */

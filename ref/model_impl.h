@@ -7,15 +7,17 @@
 #ifndef VRL_REF_MODEL_IMPL_H
 #define VRL_REF_MODEL_IMPL_H
 
+#include "../common/value_path.h"
 #include "model.h"
 #include "stream.h"
 
 /* One layer's tensors inside a flat buffer (parameters, or their gradients). */
 typedef struct {
     real *ln1;   /* input_layernorm.weight            [d] */
-    real *wq;    /* self_attn.q_proj.weight           [qC, d] */
-    real *wk;    /* self_attn.k_proj.weight           [kvC, d] */
-    real *wv;    /* self_attn.v_proj.weight           [kvC, d] */
+    real *wq;    /* self_attn.q_proj.weight           [qC, d]  (NULL where the plan drops it) */
+    real *wk;    /* self_attn.k_proj.weight           [kvC, d] (NULL where the plan drops it) */
+    real *wv;    /* self_attn.v_proj.weight           [kvC, d] (NULL where the plan drops it) */
+    real *lam;   /* self_attn.v_residual_lambda       [n_train] trainable value coefficients, or NULL */
     real *wo;    /* self_attn.o_proj.weight           [d, qC] */
     real *ln2;   /* post_attention_layernorm.weight   [d] */
     real *wgate; /* mlp.gate_proj.weight              [F, d] */
@@ -32,16 +34,22 @@ typedef struct {
 
 /* What the forward of layer l keeps for the backward and for analysis. */
 typedef struct {
-    real *x_in;     /* [N,d]   the attention sublayer's input (owned by the depth mixer, ref/stream.c) */
-    real *ln1;      /* [N,d]   RMSNorm(x) · g1 */
+    real *x_in;     /* [N,d]   the attention sublayer's input x (owned by the depth mixer, ref/stream.c) */
+    real *ln1;      /* [N,d]   RMSNorm(xn) · g1 */
     real *ln1_rstd; /* [N]     */
-    real *q;        /* [N,qC]  queries after RoPE */
-    real *k;        /* [N,kvC] keys after RoPE */
+    real *q;        /* [N,qC]  queries after mixing (Σ cq·Q_i) and RoPE */
+    real *k;        /* [N,kvC] keys after mixing (Σ ck·K_i) and RoPE */
     real *v;        /* [N,kvC] raw V_n = ln1 · W_vᵀ, never rotated: what later layers may mix in */
     real *vin;      /* [N,kvC] the value input attention consumes: Σ_i vcoef[l][i] · V_i */
-    real *att;      /* [B,NH,T,T] causal softmax probabilities A_n */
-    real *atty;     /* [N,qC]  U_n = A_n · vin, heads concatenated, before W_o */
+    real *att;      /* [B,NH,T,W] causal softmax A_n; W = 2T for Eq. 2 layers (own keys, then K_m) */
+    real *atty;     /* [N,qC]  U_n = P_n · vin (+ corrections), heads concatenated, before W_o */
     real *y_attn;   /* [N,d]   W_o · U_n, the attention sublayer's raw output */
+    /* value-path extras (ref/value_path.c, SPEC §4) */
+    real *xn;       /* [N,d]   attention norm input hx·x + hh·H_0 (= x but for the hidden residual) */
+    real *qraw;     /* [N,qC]  raw Q_n = ln1 · W_qᵀ before mixing and RoPE (unused without q_proj) */
+    real *kraw;     /* [N,kvC] raw K_n */
+    real *attp;     /* [B,NH,T,W] probabilities applied to the values: Σ_i ca[l][i]·A_i */
+    real *corr;     /* [N,kvC] output correction Σ_i ce[l][i]·V_i (kv space) */
     real *h;        /* [N,d]   the MLP sublayer's input (baseline: x + W_o · U_n; owned by the mixer) */
     real *ln2;      /* [N,d]   RMSNorm(h) · g2 */
     real *ln2_rstd; /* [N]     */
@@ -59,8 +67,17 @@ typedef struct {
     real *dq;      /* [N,qC]  d(queries before RoPE) */
     real *dqr;     /* [N,qC]  d(queries after RoPE) */
     real *dk;      /* [N,kvC] */
-    real *dkr;     /* [N,kvC] */
     real *dvin;    /* [N,kvC] d(value input) */
+    /* value path (ref/value_path.c): per-layer accumulators, complete once every reader is done */
+    real **dqraw;  /* [L] × [N,qC]  d(raw Q_i) */
+    real **dkraw;  /* [L] × [N,kvC] d(raw K_i) */
+    real **dkrot;  /* [L] × [N,kvC] d(post-RoPE keys of layer i): Eq. 2 reads layer m's */
+    real **datt;   /* [L] × [B,NH,T,W] d(A_i) */
+    real *dattp;   /* [B,NH,T,2T] d(applied probabilities), scratch */
+    real *dcorr;   /* [N,kvC] d(correction), scratch */
+    real *dxn;     /* [N,d]   d(attention norm input), scratch */
+    real *demb;    /* [N,d]   d(H_0) from hidden residuals, added to the embedding's gradient */
+    double *dcoef; /* [L]     Σ dV'·V_i of one layer, for its trainable coefficients */
     real *datty;   /* [N,qC]  */
     real *dswi;    /* [N,F]   */
     real *dgate;   /* [N,F]   */
@@ -87,6 +104,10 @@ struct RefModel {
      * the value-residual variants of SPEC §4 fill this table (and may train it). */
     double *vcoef;
     const real **vsrc;        /* [L] the raw values V_0..V_{L-1} (acts[i].v), the mixer's sources */
+    ValuePlan plan;           /* the value-path tables (common/value_path.h); vcoef = plan.cv with
+                               * the trainable entries refreshed from the parameters each forward */
+    const real **qsrc, **ksrc, **asrc; /* [L] raw Q_i, raw K_i, A_i: sources of cq, ck, ca */
+    void *vp_arena;           /* the value-path buffers above (ref/value_path.c) */
 
     real *cos_t, *sin_t;      /* RoPE tables [T, hd/2] */
     int32_t *tokens;          /* [N] the last forward's tokens */
