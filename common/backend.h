@@ -30,6 +30,11 @@ typedef struct Backend {
     /* Forward and backward of one micro-batch; gradients are *added* to the gradient
      * buffer scaled by grad_scale (1/accum). Returns the micro-batch's mean loss. */
     double (*forward_backward)(void *m, const int32_t *tokens /* [batch, seq] */, double grad_scale);
+    /* Key the randomness of the next training forward (GPT-2 dropout masks) by the run's
+     * seed, the update about to be taken (1-based) and the micro-batch within it, so a
+     * resumed run draws exactly the masks the uninterrupted run drew. NULL if the
+     * backend's training forward is deterministic. */
+    void (*set_rng_key)(void *m, uint64_t seed, long step, int micro);
     /* Forward only: mean loss over the batch's B*(T-1) predictions. */
     double (*forward_loss)(void *m, const int32_t *tokens /* [batch, seq] */);
     void (*zero_grad)(void *m);

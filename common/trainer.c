@@ -265,6 +265,7 @@ int train_run(TrainArgs *a) {
         double loss = 0;
         for (int micro = 0; micro < a->accum; micro++) {
             loader_next(train, tokens);
+            if (be->set_rng_key) be->set_rng_key(model, a->seed, step, micro);
             loss += be->forward_backward(model, tokens, 1.0 / a->accum);
         }
         loss /= a->accum;

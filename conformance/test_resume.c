@@ -52,7 +52,7 @@ static int read_losses(const char *dir, double *losses, int max_step) {
     return n;
 }
 
-static void check_resume(const Backend *be) {
+static void check_resume_model(const Backend *be, const ModelConfig *model) {
     char root[] = "/tmp/vrl_resume_XXXXXX", one[256], two[256];
     cr_assert(mkdtemp(root));
     snprintf(one, sizeof one, "%s/one", root);
@@ -60,9 +60,11 @@ static void check_resume(const Backend *be) {
 
     TrainArgs a;
     base_args(&a, be, one, 20);
+    if (model) a.model = *model;
     cr_assert_eq(train_run(&a), 0, "%s", vrl_last_error());
 
     base_args(&a, be, two, 10);
+    if (model) a.model = *model;
     cr_assert_eq(train_run(&a), 0, "%s", vrl_last_error());
     TrainArgs r;
     train_args_defaults(&r);
@@ -95,8 +97,27 @@ static void check_resume(const Backend *be) {
     free(w2);
 }
 
-Test(resume, bit_exact_fp32) { check_resume(&ref_backend_f32); }
-Test(resume, bit_exact_fp64) { check_resume(&ref_backend_f64); }
+Test(resume, bit_exact_fp32) { check_resume_model(&ref_backend_f32, NULL); }
+Test(resume, bit_exact_fp64) { check_resume_model(&ref_backend_f64, NULL); }
+
+/* GPT-2 with dropout 0.1: the masks are keyed by (seed, update, micro-batch), so the
+ * resumed half draws the same masks as the uninterrupted run. */
+Test(resume, bit_exact_gpt2_dropout) {
+    ModelConfig c;
+    cr_assert_eq(config_preset("tiny", &c), 0);
+    c.arch = ARCH_GPT2;
+    c.d_ffn = 4 * c.d_model;
+    c.dropout = 0.1;
+    check_resume_model(&ref_backend_f32, &c);
+}
+
+/* A value-path and a residual-stream variant with trainable coefficients. */
+Test(resume, bit_exact_variants) {
+    ModelConfig c;
+    cr_assert_eq(config_preset("tiny", &c), 0);
+    snprintf(c.variant, sizeof c.variant, "attnres:mode=block,size=2+resformer:mode=learnable");
+    check_resume_model(&ref_backend_f64, &c);
+}
 
 Test(resume, refuses_finished_run_and_existing_folder) {
     char root[] = "/tmp/vrl_resume_XXXXXX", dir[256];

@@ -17,14 +17,18 @@ static void *be_create(const ModelConfig *c, const ParamTable *t, int batch, int
 
 static void be_destroy(void *m) { model_destroy(m); }
 
-/* Training forwards use dropout (GPT-2 only); its masks are keyed by the update about to
- * be taken (the AdamW count + 1) and the micro-batch index within it. The Backend does
- * not receive the trainer's seed, so the key's seed part is fixed (0) for now, and a
- * resumed run restarts the count at its first update (the trainer sets it through step). */
+/* Training forwards use dropout (GPT-2 only); its masks are keyed by set_rng_key:
+ * (seed, update, micro-batch), all zero until a trainer sets them. */
+static void be_set_rng_key(void *vm, uint64_t seed, long step, int micro) {
+    RefModel *m = vm;
+    m->drop_seed = seed;
+    m->drop_step = step;
+    m->drop_micro = micro;
+}
+
 static double be_forward_backward(void *vm, const int32_t *tokens, double grad_scale) {
     RefModel *m = vm;
-    if (m->drop_step != m->step + 1) m->drop_step = m->step + 1, m->drop_micro = 0;
-    model_set_dropout(m, 1, 0, (uint64_t)m->drop_step, (uint64_t)m->drop_micro++);
+    model_set_dropout(m, 1, m->drop_seed, (uint64_t)m->drop_step, (uint64_t)m->drop_micro);
     double loss = model_forward(m, tokens);
     model_backward(m, grad_scale); /* a no-op after a rejected batch */
     model_set_dropout(m, 0, 0, 0, 0);
@@ -74,6 +78,7 @@ const Backend REF(ref_backend) = {
     .create = be_create,
     .destroy = be_destroy,
     .forward_backward = be_forward_backward,
+    .set_rng_key = be_set_rng_key,
     .forward_loss = be_forward_loss,
     .zero_grad = be_zero_grad,
     .step = be_step,

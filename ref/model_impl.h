@@ -94,7 +94,8 @@ struct RefModel {
     real *params, *grads;     /* [t->total] each, laid out by the table */
     real *exp_avg, *exp_avg_sq; /* AdamW moments, [t->total] each */
     long step;                /* AdamW steps taken (torch's state["step"]) */
-    long drop_step, drop_micro; /* dropout key of the current update (ref/backend.c) */
+    uint64_t drop_seed;       /* dropout key of the next training forward (ref/backend.c): */
+    long drop_step, drop_micro; /* run seed, update (1-based), micro-batch */
 
     LayerTensors *lp, *lg;    /* [L] views of params / grads */
     ModelTensors mp, mg;
