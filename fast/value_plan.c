@@ -1,17 +1,28 @@
 /* value_plan.c: the value-path table c[n][i] of SPEC §4 for the CUDA backend.
  *
- * A stopgap: the value-path plan of common/value_path.h (per-layer coefficient tables,
- * DESIGN-NOTES "Two mechanisms") had not landed on main when fast/ was written, so this
- * reads config.variant minimally. When value_path.h lands, fast_value_plan becomes a
- * call to it and this file goes away; the model code only ever sees the table.
+ * The plan comes from common/value_path.h, the same tables the reference runs. The CUDA
+ * model implements the value mix V'_l = Σ_i cv[l][i]·V_i with constant coefficients
+ * (baseline, ResFormer identity / general / constant / sparse / V-source ablations,
+ * SVFormer with or without anchors, all with GQA/MQA). A plan that needs anything else
+ * (trainable coefficients, corrections, Q/K/attention mixing, Eq. 2, hidden residual)
+ * is refused by name, so the CUDA backend never trains a different model than ref.
  *
  * Layers are 0-based here: row l is layer n = l+1, and V_0 is SPEC's V_1. */
 #include <stdio.h>
 #include <string.h>
 
 #include "../common/error.h"
+#include "../common/value_path.h"
 #include "../common/variant.h"
 #include "fast.h"
+
+/* 1 if the [L,L] table is the identity (each layer reads only its own source). */
+static int is_identity(const double *tab, int L) {
+    for (int l = 0; l < L; l++)
+        for (int i = 0; i <= l; i++)
+            if (tab[(size_t)l * L + i] != (i == l ? 1.0 : 0.0)) return 0;
+    return 1;
+}
 
 int fast_value_plan(const ModelConfig *c, double *coef) {
     const int L = c->n_layers;
@@ -21,38 +32,29 @@ int fast_value_plan(const ModelConfig *c, double *coef) {
     VariantPart *stream = variant_part(&spec, FAMILY_STREAM);
     if (stream)
         return vrl_error("fast backend: residual-stream variant \"%s\" is not implemented on CUDA yet", stream->name);
-    memset(coef, 0, (size_t)L * L * sizeof *coef);
-    for (int l = 0; l < L; l++) coef[(size_t)l * L + l] = 1.0; /* baseline: U_n = A_n V_n */
-    VariantPart *p = variant_part(&spec, FAMILY_VALUE);
-    if (!p) return 0;
-    if (!strcmp(p->name, "resformer")) {
-        /* identity: 0.5·V_1 + 0.5·V_n; constant: λ·V_1 + V_n (λ = 2, the paper's best);
-         * general: λ1·V_1 + λ2·V_n */
-        const char *mode = "identity";
-        double l1 = 0.5, l2 = 0.5;
-        if (variant_opt_str(p, "mode", &mode) < 0) return -1;
-        if (!strcmp(mode, "constant")) {
-            l1 = 2.0, l2 = 1.0;
-            if (variant_opt_double(p, "lambda", &l1, origin) < 0) return -1;
-        } else if (!strcmp(mode, "general")) {
-            if (variant_opt_double(p, "lambda1", &l1, origin) < 0) return -1;
-            if (variant_opt_double(p, "lambda2", &l2, origin) < 0) return -1;
-        } else if (strcmp(mode, "identity"))
-            return vrl_error("fast backend: resformer mode=%s is not implemented on CUDA yet "
-                             "(identity, constant, general are)", mode);
-        for (int l = 1; l < L; l++) {
-            coef[(size_t)l * L + 0] = l1;
-            coef[(size_t)l * L + l] = l2;
-        }
-    } else if (!strcmp(p->name, "svformer")) {
-        /* U_n = A_n V_1: layers >= 2 compute no V of their own */
-        for (int l = 1; l < L; l++) {
-            coef[(size_t)l * L + 0] = 1.0;
-            coef[(size_t)l * L + l] = 0.0;
-        }
-    } else {
-        return vrl_error("fast backend: value-path variant \"%s\" is not implemented on CUDA yet "
-                         "(baseline, resformer, svformer are)", p->name);
+    ValuePlan p;
+    if (value_plan_build(c, &p, origin) < 0) return -1;
+    const char *missing = NULL;
+    int trainable = 0, corrections = 0, cross = 0, hidden = 0;
+    for (int l = 0; l < L; l++) {
+        trainable |= p.n_train[l] != 0;
+        cross |= p.cross[l] >= 0;
+        hidden |= p.hx[l] != 1.0 || p.hh[l] != 0.0;
+        for (int i = 0; i <= l; i++) corrections |= p.ce[(size_t)l * L + i] != 0.0;
     }
-    return variant_check_used(&spec, origin);
+    if (trainable) missing = "trainable value coefficients";
+    else if (corrections) missing = "output corrections (NeuTRENO, Eq. 6)";
+    else if (!is_identity(p.cq, L) || !is_identity(p.ck, L)) missing = "query/key mixing or sharing";
+    else if (!is_identity(p.ca, L)) missing = "attention-matrix mixing";
+    else if (cross) missing = "cross-layer attention (Eq. 2)";
+    else if (hidden) missing = "the hidden residual to H_0";
+    if (missing) {
+        vrl_error("fast backend: variant \"%s\" needs %s, not implemented on CUDA yet (constant value mixing is)",
+                  c->variant, missing);
+        value_plan_free(&p);
+        return -1;
+    }
+    memcpy(coef, p.cv, (size_t)L * L * sizeof *coef);
+    value_plan_free(&p);
+    return 0;
 }
