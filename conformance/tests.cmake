@@ -48,3 +48,7 @@ foreach(t test_tokenizer test_mixture)
 endforeach()
 # The data tests drive `vrl data` through cmd_data() directly.
 vrl_test(test_data SOURCES conformance/test_data.c cli/cmd_data.c LIBS vrl_common)
+
+# ---------------------------------------------------------------- analysis metrics and evaluation
+vrl_test(test_metrics SOURCES conformance/test_metrics.c LIBS vrl_ref64 vrl_common)
+target_compile_definitions(test_metrics PRIVATE VRL_FP64=1 VRL_SOURCE_DIR="${CMAKE_SOURCE_DIR}")

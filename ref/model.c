@@ -323,3 +323,8 @@ long model_step_count(const RefModel *m) { return m->step; }
 void model_set_step_count(RefModel *m, long step) { m->step = step; }
 const real *model_attention(const RefModel *m, int layer) { return m->acts[layer].att; }
 const real *model_values(const RefModel *m, int layer) { return m->acts[layer].v; }
+const real *model_hidden(const RefModel *m, int s) {
+    return s == 0 ? m->emb : s == m->L ? m->lnf : m->acts[s - 1].out;
+}
+const real *model_keys(const RefModel *m, int layer) { return m->acts[layer].k; }
+const real *model_queries(const RefModel *m, int layer) { return m->acts[layer].q; }
