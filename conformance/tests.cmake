@@ -52,3 +52,5 @@ vrl_test(test_data SOURCES conformance/test_data.c cli/cmd_data.c LIBS vrl_commo
 # ---------------------------------------------------------------- analysis metrics and evaluation
 vrl_test(test_metrics SOURCES conformance/test_metrics.c LIBS vrl_ref64 vrl_common)
 target_compile_definitions(test_metrics PRIVATE VRL_FP64=1 VRL_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
+vrl_test(test_lmeval SOURCES conformance/test_lmeval.c LIBS vrl_common)
+target_compile_definitions(test_lmeval PRIVATE VRL_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
