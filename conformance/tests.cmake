@@ -54,3 +54,4 @@ vrl_test(test_metrics SOURCES conformance/test_metrics.c LIBS vrl_ref64 vrl_comm
 target_compile_definitions(test_metrics PRIVATE VRL_FP64=1 VRL_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
 vrl_test(test_lmeval SOURCES conformance/test_lmeval.c LIBS vrl_common)
 target_compile_definitions(test_lmeval PRIVATE VRL_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
+vrl_test(test_curves SOURCES conformance/test_curves.c LIBS vrl_common ${MATH_LIB})
