@@ -8,5 +8,7 @@ int cmd_train(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv);
 int cmd_data(int argc, char **argv);
+int cmd_eval(int argc, char **argv);
+int cmd_analyze(int argc, char **argv);
 
 #endif

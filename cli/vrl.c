@@ -15,6 +15,8 @@ static const Command commands[] = {
     {"info", cmd_info, "print a model's shape and parameter counts"},
     {"tokenize", cmd_tokenize, "encode text to token ids, or decode ids to text"},
     {"data", cmd_data, "reorganize | select | tokenize | inspect training data"},
+    {"eval", cmd_eval, "per-domain loss, WikiText perplexity, zero-shot accuracy of a run"},
+    {"analyze", cmd_analyze, "per-layer entropy, similarity, spectrum, relative loss; plots"},
 };
 #define N_COMMANDS (int)(sizeof commands / sizeof commands[0])
 

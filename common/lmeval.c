@@ -105,29 +105,38 @@ int scorer_loglik(Scorer *s, LLRequest *req, size_t n) {
     return 0;
 }
 
-int scorer_rolling(Scorer *s, const uint32_t *tokens, size_t n, int64_t prefix, double *nll, size_t *n_pred) {
-    const size_t T = (size_t)s->T;
-    *nll = 0, *n_pred = 0;
-    if (n == 0 || (prefix < 0 && n < 2)) return 0;
-    const uint32_t pre = prefix >= 0 ? (uint32_t)prefix : 0;
-    size_t cap = n / T + 2, k = 0;
-    LLRequest *req = calloc(cap, sizeof *req);
-    if (!req) return vrl_error("evaluation: out of memory");
-    /* First window: the prefix (or the first token) as context, up to T predictions. */
-    size_t first = n < T ? n : T, predicted;
-    if (prefix >= 0) {
-        req[k++] = (LLRequest){.ctx = &pre, .n_ctx = 1, .cont = tokens, .n_cont = first};
-    } else {
-        req[k++] = (LLRequest){.ctx = tokens, .n_ctx = 1, .cont = tokens + 1, .n_cont = first - 1};
+int rolling_requests(const uint32_t *tokens, size_t n, int T_, const uint32_t *prefix, LLRequest **req, size_t *k,
+                     size_t *cap) {
+    const size_t T = (size_t)T_;
+    if (n == 0 || (!prefix && n < 2)) return 0;
+    const size_t need = *k + n / T + 2;
+    if (need > *cap) {
+        const size_t c = need > 2 * *cap ? need : 2 * *cap;
+        LLRequest *r = realloc(*req, c * sizeof *r);
+        if (!r) return vrl_error("evaluation: out of memory");
+        *req = r, *cap = c;
     }
-    predicted = first;
+    /* First window: the prefix (or the first token) as context, up to T predictions. */
+    const size_t first = n < T ? n : T;
+    if (prefix) (*req)[(*k)++] = (LLRequest){.ctx = prefix, .n_ctx = 1, .cont = tokens, .n_cont = first};
+    else (*req)[(*k)++] = (LLRequest){.ctx = tokens, .n_ctx = 1, .cont = tokens + 1, .n_cont = first - 1};
     /* Later windows: the next <= T tokens, each window's input the T tokens before its end. */
-    while (predicted < n) {
+    for (size_t predicted = first; predicted < n;) {
         const size_t pl = n - predicted < T ? n - predicted : T, end = predicted + pl;
-        req[k++] = (LLRequest){.ctx = tokens + end - T - 1, .n_ctx = T + 1 - pl, .cont = tokens + end - pl, .n_cont = pl};
+        (*req)[(*k)++] =
+            (LLRequest){.ctx = tokens + end - T - 1, .n_ctx = T + 1 - pl, .cont = tokens + end - pl, .n_cont = pl};
         predicted += pl;
     }
-    int rc = scorer_loglik(s, req, k);
+    return 0;
+}
+
+int scorer_rolling(Scorer *s, const uint32_t *tokens, size_t n, int64_t prefix, double *nll, size_t *n_pred) {
+    const uint32_t pre = prefix >= 0 ? (uint32_t)prefix : 0;
+    LLRequest *req = NULL;
+    size_t k = 0, cap = 0;
+    *nll = 0, *n_pred = 0;
+    int rc = rolling_requests(tokens, n, s->T, prefix >= 0 ? &pre : NULL, &req, &k, &cap);
+    if (rc == 0) rc = scorer_loglik(s, req, k);
     for (size_t i = 0; rc == 0 && i < k; i++) *nll -= req[i].logprob, *n_pred += req[i].n_scored;
     free(req);
     return rc;
@@ -621,24 +630,31 @@ int wikitext_evaluate(Scorer *s, const Tokenizer *tok, const char *path, int64_t
     int rc = wikitext_documents(text, (size_t)sz, &docs, &n);
     free(text);
     if (rc == 0 && n == 0) rc = vrl_error("%s: no documents", path);
-    TokIds ids = {0};
-    for (size_t i = 0; rc == 0 && i < n && (limit == 0 || i < limit); i++) {
+    /* every document's rolling windows in one request list, so batches are full */
+    const size_t nd = limit && limit < n ? limit : n;
+    TokIds *ids = calloc(nd ? nd : 1, sizeof *ids); /* [nd] token ids per document */
+    LLRequest *req = NULL;
+    size_t k = 0, cap = 0;
+    const uint32_t pre = (uint32_t)eos;
+    if (!ids) rc = vrl_error("WikiText: out of memory");
+    for (size_t i = 0; rc == 0 && i < nd; i++) {
         char *d = wikitext_detokenize(docs[i]);
         if (!d) {
             rc = vrl_error("%s: document %zu: %s", path, i + 1, vrl_last_error());
             break;
         }
-        ids.n = 0;
-        rc = tok_encode(tok, d, strlen(d), &ids);
-        double nll;
-        size_t np;
-        if (rc == 0) rc = scorer_rolling(s, ids.ids, ids.n, eos, &nll, &np);
-        if (rc == 0) r->nll += nll, r->tokens += np, r->words += count_words(d), r->docs++;
+        rc = tok_encode(tok, d, strlen(d), &ids[i]);
+        r->words += count_words(d), r->docs++;
         free(d);
     }
+    for (size_t i = 0; rc == 0 && i < nd; i++) rc = rolling_requests(ids[i].ids, ids[i].n, s->T, &pre, &req, &k, &cap);
+    if (rc == 0) rc = scorer_loglik(s, req, k);
+    for (size_t i = 0; rc == 0 && i < k; i++) r->nll -= req[i].logprob, r->tokens += req[i].n_scored;
     for (size_t i = 0; i < n; i++) free(docs[i]);
     free(docs);
-    tok_ids_free(&ids);
+    for (size_t i = 0; ids && i < nd; i++) tok_ids_free(&ids[i]);
+    free(ids);
+    free(req);
     if (rc == 0) {
         r->token_ppl = exp(r->nll / (double)r->tokens);
         r->word_ppl = exp(r->nll / (double)r->words);

@@ -59,6 +59,12 @@ int scorer_loglik(Scorer *s, LLRequest *req, size_t n);
  * *n_pred their count. prefix >= 0: it is put before the sequence so every token is
  * predicted (lm-eval's loglikelihood_rolling, prefix = EOS); prefix < 0: the first
  * token is context only (n − 1 predictions, like training on a chunk). */
+/* The same windows as requests appended to *req (k used, cap allocated; realloc'd),
+ * for batching many sequences; they point into tokens and prefix (NULL = no prefix),
+ * which must outlive them. */
+int rolling_requests(const uint32_t *tokens, size_t n, int T, const uint32_t *prefix, LLRequest **req, size_t *k,
+                     size_t *cap);
+
 int scorer_rolling(Scorer *s, const uint32_t *tokens, size_t n, int64_t prefix, double *nll, size_t *n_pred);
 
 /* ------------------------------------------------------------------ zero-shot tasks */
