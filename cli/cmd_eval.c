@@ -163,9 +163,19 @@ int cmd_eval(int argc, char **argv) {
         vrl_error("--tokenizer FILE is needed for zero-shot tasks and WikiText");
         goto fail;
     }
+    /* every task file is read and checked before the model is touched */
+    static TaskSet sets[16];
+    for (int i = 0; i < n_sel; i++)
+        if (task_load(sel[i], task_path[i], (size_t)limit, &sets[i]) < 0) {
+            for (int j = 0; j < i; j++) task_free(&sets[j]);
+            goto fail;
+        }
 
     RunModel run;
-    if (run_load(ckpt, be->dtype, &run) < 0) goto fail;
+    if (run_load(ckpt, be->dtype, &run) < 0) {
+        for (int i = 0; i < n_sel; i++) task_free(&sets[i]);
+        goto fail;
+    }
     if (!seq) seq = run.config.max_seq;
     Tokenizer *tok = NULL;
     void *model = NULL;
@@ -208,12 +218,8 @@ int cmd_eval(int argc, char **argv) {
         printf("  %-14s %8s %9s %7s\n", "task", "acc", "acc_norm", "n");
         double sa = 0, sn = 0;
         for (int i = 0; i < n_sel; i++) {
-            TaskSet ts;
             TaskResult tr;
-            if (task_load(sel[i], task_path[i], (size_t)limit, &ts) < 0) goto done;
-            int trc = task_evaluate(&sc, tok, &ts, &tr);
-            task_free(&ts);
-            if (trc < 0) goto done;
+            if (task_evaluate(&sc, tok, &sets[i], &tr) < 0) goto done;
             printf("  %-14s %8.4f %9.4f %7zu\n", sel[i]->name, tr.acc, tr.acc_norm, tr.n);
             fflush(stdout);
             json_object_set_new(jt, sel[i]->name,
@@ -235,6 +241,7 @@ done:
     if (model) be->destroy(model);
     tok_free(tok);
     run_free(&run);
+    for (int i = 0; i < n_sel; i++) task_free(&sets[i]);
     json_decref(out), json_decref(jt), json_decref(jd);
     if (rc == 0) return 0;
 fail:
