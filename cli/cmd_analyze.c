@@ -62,9 +62,10 @@ static int plot(const Analysis *a, const char *name, const char *title, const ch
             "# %s: redraw with `gnuplot %s.gp` in this folder\n"
             "set terminal pngcairo size 800,520 noenhanced\nset output '%s.png'\n"
             "set datafile separator ','\nset key outside right top\nset grid\n"
-            "set title '%s'\nset xlabel '%s'\nset ylabel '%s'\n%s"
+            "set title '%s'\nset xlabel '%s'\nset ylabel '%s'\n%s%s"
             "plot ",
-            name, name, name, title, xlabel, ylabel, logy ? "set logscale y\n" : "");
+            name, name, name, title, xlabel, ylabel, logy ? "set logscale y\n" : "",
+            strcmp(xlabel, "step") ? "set xtics 1\n" : ""); /* layers are integers */
     for (int i = 0; i < n_series; i++)
         fprintf(f, "%s'%s.csv' using 1:%d with linespoints lw 2 title '%s'", i ? ", " : "", name, i + 2, series[i]);
     fprintf(f, "\n");
