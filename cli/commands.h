@@ -9,5 +9,7 @@ int cmd_info(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv);
 int cmd_data(int argc, char **argv);
 int data_bytes(int argc, char **argv); /* `vrl data bytes` (cmd_data_bytes.c) */
+int cmd_eval(int argc, char **argv);
+int cmd_analyze(int argc, char **argv);
 
 #endif

@@ -17,6 +17,8 @@ static const Command commands[] = {
     {"tokenize", cmd_tokenize, "encode text to token ids, or decode ids to text"},
     {"data", cmd_data, "reorganize | select | tokenize | inspect training data"},
     {"depth-attention", cmd_depth_attention, "AttnRes: each sublayer's weights over earlier sublayers (PNG)"},
+    {"eval", cmd_eval, "per-domain loss, WikiText perplexity, zero-shot accuracy of a run"},
+    {"analyze", cmd_analyze, "per-layer entropy, similarity, spectrum, relative loss; plots"},
 };
 #define N_COMMANDS (int)(sizeof commands / sizeof commands[0])
 

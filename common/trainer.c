@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "checkpoint.h"
+#include "domainval.h"
 #include "error.h"
 #include "fsutil.h"
 #include "loader.h"
@@ -113,8 +114,13 @@ static DataLoader *open_synthetic(const TrainArgs *a, long n_tokens, uint64_t st
     return l;
 }
 
-static int open_data(const TrainArgs *a, DataLoader **train, DataLoader **val) {
+static int open_data(const TrainArgs *a, DataLoader **train, DataLoader **val, Mixture **mix) {
     *train = *val = NULL;
+    *mix = NULL;
+    if (a->data[0] && is_mixture_dir(a->data)) { /* `vrl data tokenize` output: SPEC §3 mixture, per-domain val */
+        if (a->val_data[0]) return vrl_error("--val-data: %s is a data folder with its own validation/", a->data);
+        return mixture_open(a->data, NULL, NULL, 0, (uint32_t)a->seq, a->seed, mix);
+    }
     if (a->data[0]) {
         *train = loader_open(a->data, a->batch, a->seq, a->model.vocab_size, a->seed);
         if (*train && a->val_data[0]) *val = loader_open(a->val_data, a->batch, a->seq, a->model.vocab_size, a->seed);
@@ -153,10 +159,12 @@ typedef struct {
     void *params, *exp_avg, *exp_avg_sq; /* host views [table.total] in backend dtype */
 } HostState;
 
-static int save_run(const TrainArgs *a, void *model, HostState *h, DataLoader *train, long step, const Rng *rng) {
+static int save_run(const TrainArgs *a, void *model, HostState *h, DataLoader *train, const Mixture *mix, long step,
+                    const Rng *rng) {
     a->backend->get_state(model, h->params, NULL, h->exp_avg, h->exp_avg_sq);
     TrainState s = {.step = step, .rng = *rng};
-    s.n_data_pos = loader_get_pos(train, s.data_pos);
+    if (mix) mixture_state_export(mix, s.data_pos, &s.n_data_pos);
+    else s.n_data_pos = loader_get_pos(train, s.data_pos);
     if (train_args_to_json(a, s.train_args_json, sizeof s.train_args_json) < 0) return -1;
     if (checkpoint_save_model(a->out, &a->model, &h->table, a->backend->dtype, h->params) < 0) return -1;
     return checkpoint_save_state(a->out, &h->table, a->backend->dtype, h->exp_avg, h->exp_avg_sq, &s);
@@ -194,6 +202,7 @@ static void init_params(HostState *h, DType dt, uint64_t seed) {
 int train_run(TrainArgs *a) {
     HostState h = {0};
     DataLoader *train = NULL, *val = NULL;
+    Mixture *mix = NULL; /* instead of train/val when --data is a tokenized data folder */
     void *model = NULL;
     int32_t *tokens = NULL;
     Metrics met = {0};
@@ -235,8 +244,10 @@ int train_run(TrainArgs *a) {
         vrl_error("--seq %d exceeds the model's max_position_embeddings %d", a->seq, a->model.max_seq);
         goto done;
     }
-    if (open_data(a, &train, &val) < 0) goto done;
-    if (a->resume && loader_set_pos(train, st.data_pos, st.n_data_pos) < 0) goto done;
+    if (open_data(a, &train, &val, &mix) < 0) goto done;
+    if (a->resume && (mix ? mixture_state_import(mix, st.data_pos, st.n_data_pos)
+                          : loader_set_pos(train, st.data_pos, st.n_data_pos)) < 0)
+        goto done;
     if (!(model = be->create(&a->model, &h.table, a->batch, a->seq))) goto done;
     be->set_state(model, h.params, h.exp_avg, h.exp_avg_sq);
 
@@ -262,16 +273,25 @@ int train_run(TrainArgs *a) {
     for (long step = st.step + 1; step <= a->steps; step++) {
         const double t0 = now_seconds();
         be->zero_grad(model);
+        vrl_clear_error();
         double loss = 0;
         for (int micro = 0; micro < a->accum; micro++) {
-            loader_next(train, tokens);
+            if (mix) {
+                if (mixture_next_batch(mix, a->batch, tokens, NULL) < 0) goto done;
+            } else loader_next(train, tokens);
             if (be->set_rng_key) be->set_rng_key(model, a->seed, step, micro);
             loss += be->forward_backward(model, tokens, 1.0 / a->accum);
         }
         loss /= a->accum;
         if (!isfinite(loss)) {
-            vrl_error("step %ld: training loss is %g (diverged); the last checkpoint in %s is intact", step, loss,
-                      a->out);
+            if (strstr(vrl_last_error(), "outside the vocabulary")) { /* the batch was refused, not a divergence */
+                char why[VRL_ERROR_LEN];
+                snprintf(why, sizeof why, "%s", vrl_last_error());
+                vrl_error("%s: step %ld: %s (does the model's vocab_size match the data's tokenizer?)", a->data, step,
+                          why);
+            } else
+                vrl_error("step %ld: training loss is %g (diverged); the last checkpoint in %s is intact", step, loss,
+                          a->out);
             goto done;
         }
         const double lr = schedule_lr(&a->sched, step - 1);
@@ -289,8 +309,26 @@ int train_run(TrainArgs *a) {
                 fprintf(stderr, "step %ld: val loss %.4f\n", step, vl);
             }
         }
+        if (mix && ((a->eval_every > 0 && step % a->eval_every == 0) || step == a->steps)) {
+            /* per-domain validation, then the mean over the domains that have chunks */
+            double sum = 0;
+            int nd = 0;
+            for (int d = 0; d < mixture_n_domains(mix); d++) {
+                const double vl = domain_val_loss(be, model, mix, d, a->batch, a->seq, a->eval_batches, tokens);
+                if (isnan(vl)) continue;
+                metrics_log_eval(&met, step, "val", mixture_domain(mix, d), vl);
+                sum += vl, nd++;
+            }
+            if (nd) {
+                metrics_log_eval(&met, step, "val", NULL, sum / nd);
+                if (!a->quiet) {
+                    progress_end(&met);
+                    fprintf(stderr, "step %ld: val loss %.4f (mean of %d domains)\n", step, sum / nd, nd);
+                }
+            }
+        }
         if ((a->save_every > 0 && step % a->save_every == 0) || step == a->steps)
-            if (save_run(a, model, &h, train, step, &st.rng) < 0) goto done;
+            if (save_run(a, model, &h, train, mix, step, &st.rng) < 0) goto done;
     }
     if (!a->quiet) {
         progress_end(&met);
@@ -303,6 +341,7 @@ done:
     if (model) be->destroy(model);
     loader_close(train);
     loader_close(val);
+    mixture_close(mix);
     host_state_free(&h);
     return rc;
 }

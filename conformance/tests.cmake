@@ -91,3 +91,11 @@ if(VRL_HAVE_CUDA)
   set_tests_properties(test_fast_vs_ref PROPERTIES SKIP_RETURN_CODE 77
     ENVIRONMENT "TMPDIR=${VRL_TEST_TMP}")
 endif()
+
+# ---------------------------------------------------------------- analysis metrics and evaluation
+vrl_test(test_metrics SOURCES conformance/test_metrics.c LIBS vrl_ref64 vrl_common)
+target_compile_definitions(test_metrics PRIVATE VRL_FP64=1 VRL_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
+vrl_test(test_lmeval SOURCES conformance/test_lmeval.c LIBS vrl_common)
+target_compile_definitions(test_lmeval PRIVATE VRL_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
+vrl_test(test_curves SOURCES conformance/test_curves.c LIBS vrl_common ${MATH_LIB})
+add_test(NAME test_eval_cli COMMAND ${CMAKE_SOURCE_DIR}/conformance/test_eval_cli.sh $<TARGET_FILE:vrl>)

@@ -327,3 +327,8 @@ const real *model_values(const RefModel *m, int layer) { return m->acts[layer].v
 void model_set_dropout(RefModel *m, int training, uint64_t seed, uint64_t step, uint64_t micro) {
     if (m->gpt2) gpt2_set_dropout(m, training, seed, step, micro); /* llama has no dropout (SPEC §1) */
 }
+const real *model_hidden(const RefModel *m, int s) {
+    return s == 0 ? m->emb : s == m->L ? m->lnf : m->acts[s - 1].out;
+}
+const real *model_keys(const RefModel *m, int layer) { return m->acts[layer].k; }
+const real *model_queries(const RefModel *m, int layer) { return m->acts[layer].q; }

@@ -30,6 +30,9 @@ typedef struct RefModel RefModel;
 #define model_attention REF(model_attention)
 #define model_values REF(model_values)
 #define model_set_dropout REF(model_set_dropout)
+#define model_hidden REF(model_hidden)
+#define model_keys REF(model_keys)
+#define model_queries REF(model_queries)
 
 /* A model for [batch, seq] inputs. Parameters start at zero: fill them through
  * model_params() (params_init_f64 + conversion, or a checkpoint). */
@@ -62,6 +65,13 @@ void model_set_step_count(RefModel *m, long step); /* restoring a checkpoint */
  * [batch, n_heads, seq, seq] and raw values V [batch, seq, n_kv_heads*head_dim]. */
 const real *model_attention(const RefModel *m, int layer);
 const real *model_values(const RefModel *m, int layer);
+/* Hidden state s = 0..L of the last forward, [batch, seq, d], transformers'
+ * output_hidden_states convention (SPEC §6): 0 the embedding output, s = 1..L-1 the
+ * output of layer s (1-based), L the final post-norm output. */
+const real *model_hidden(const RefModel *m, int s);
+/* Post-RoPE keys [batch, seq, n_kv_heads*head_dim] and queries [batch, seq, n_heads*head_dim]. */
+const real *model_keys(const RefModel *m, int layer);
+const real *model_queries(const RefModel *m, int layer);
 
 /* Dropout (GPT-2 only; the rate is config.dropout): training = 1 turns it on for the
  * following forwards, with masks keyed by (seed, step, micro) (ref/gpt2.c); 0 turns it

@@ -1,0 +1,442 @@
+/* cmd_analyze.c: `vrl analyze` — SPEC.md §6 analysis of trained runs: attention
+ * entropy, token similarity, value spectrum and Fig. 3 cross-layer cosines per layer
+ * for one or more runs side by side, and the relative training loss of two runs.
+ * Numbers go to CSV and analysis.json, plots to PNG through gnuplot (data + script are
+ * kept, so a plot can be redrawn by hand). The math is ref/metrics.c (fp64 build) and
+ * common/curves.c. New per-run metrics are one row of METRICS below. */
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "args.h"
+#include "commands.h"
+#include "common/curves.h"
+#include "common/domainval.h"
+#include "common/error.h"
+#include "common/fsutil.h"
+#include "common/loader.h"
+#include "common/mixture.h"
+#include "common/synthetic.h"
+#include "runload.h"
+
+/* Analysis runs the fp64 reference: the plain ref names below map to their _f64 builds. */
+#define VRL_FP64 1
+#include "ref/metrics.h"
+
+#define MAX_RUNS 8
+
+typedef struct {
+    const char *dir;
+    char label[256];    /* the run folder's last path component */
+    ModelConfig config;
+    MetricSums s;       /* means over the analysed samples */
+} RunMetrics;
+
+typedef struct {
+    RunMetrics run[MAX_RUNS];
+    int n;
+    const char *out;    /* output folder */
+    int have_gnuplot;
+} Analysis;
+
+/* ------------------------------------------------------------------ output helpers */
+
+static FILE *open_out(const Analysis *a, const char *name, char *path, size_t n) {
+    snprintf(path, n, "%s/%s", a->out, name);
+    FILE *f = fopen(path, "w");
+    if (!f) vrl_error("%s: cannot create", path);
+    return f;
+}
+
+/* Write NAME.gp (lines: one per run from NAME.csv, columns 2..n+1 over column 1) and
+ * run gnuplot on it for NAME.png. */
+static int plot(const Analysis *a, const char *name, const char *title, const char *xlabel, const char *ylabel,
+                int n_series, const char *const *series, int logy) {
+    char path[4200];
+    snprintf(path, sizeof path, "%s/%s.gp", a->out, name);
+    FILE *f = fopen(path, "w");
+    if (!f) return vrl_error("%s: cannot create", path);
+    fprintf(f,
+            "# %s: redraw with `gnuplot %s.gp` in this folder\n"
+            "set terminal pngcairo size 800,520 noenhanced\nset output '%s.png'\n"
+            "set datafile separator ','\nset key outside right top\nset grid\n"
+            "set title '%s'\nset xlabel '%s'\nset ylabel '%s'\n%s%s"
+            "plot ",
+            name, name, name, title, xlabel, ylabel, logy ? "set logscale y\n" : "",
+            strcmp(xlabel, "step") ? "set xtics 1\n" : ""); /* layers are integers */
+    for (int i = 0; i < n_series; i++)
+        fprintf(f, "%s'%s.csv' using 1:%d with linespoints lw 2 title '%s'", i ? ", " : "", name, i + 2, series[i]);
+    fprintf(f, "\n");
+    fclose(f);
+    if (!a->have_gnuplot) return 0;
+    char cmd[9000];
+    snprintf(cmd, sizeof cmd, "cd '%s' && gnuplot '%s.gp'", a->out, name);
+    if (system(cmd) != 0) return vrl_error("%s/%s.gp: gnuplot failed", a->out, name);
+    return 0;
+}
+
+/* CSV with one row per x in [x0, x1] and one column per run of values v(run, x). */
+static int write_table(const Analysis *a, const char *name, const char *xname, int x0, int x1,
+                       double (*v)(const RunMetrics *, int x)) {
+    char file[300], path[4200];
+    snprintf(file, sizeof file, "%s.csv", name);
+    FILE *f = open_out(a, file, path, sizeof path);
+    if (!f) return -1;
+    fprintf(f, "%s", xname);
+    for (int r = 0; r < a->n; r++) fprintf(f, ",%s", a->run[r].label);
+    fprintf(f, "\n");
+    for (int x = x0; x <= x1; x++) {
+        fprintf(f, "%d", x);
+        for (int r = 0; r < a->n; r++) {
+            const double y = x - x0 < a->run[r].s.L + 1 ? v(&a->run[r], x) : NAN;
+            if (isnan(y)) fprintf(f, ",");
+            else fprintf(f, ",%.10g", y);
+        }
+        fprintf(f, "\n");
+    }
+    fclose(f);
+    return 0;
+}
+
+static int max_layers(const Analysis *a) {
+    int L = 0;
+    for (int r = 0; r < a->n; r++) L = a->run[r].s.L > L ? a->run[r].s.L : L;
+    return L;
+}
+
+static const char *const *labels(const Analysis *a) {
+    static const char *l[MAX_RUNS];
+    for (int r = 0; r < a->n; r++) l[r] = a->run[r].label;
+    return l;
+}
+
+/* ------------------------------------------------------------------ the metrics */
+
+/* x is the paper's 1-based layer n (similarity: hidden state 0..L). NaN past a run's depth. */
+static double v_entropy(const RunMetrics *r, int n) { return n <= r->s.L ? r->s.entropy[n - 1] : NAN; }
+static double v_sim(const RunMetrics *r, int s) { return s <= r->s.L ? r->s.sim_hidden[s] : NAN; }
+static double v_sim_keys(const RunMetrics *r, int n) { return n <= r->s.L ? r->s.sim_keys_avg[n - 1] : NAN; }
+static double v_spec_max(const RunMetrics *r, int n) { return n <= r->s.L ? r->s.spectrum[(size_t)(n - 1) * r->s.kvC] : NAN; }
+static double v_cos3(const RunMetrics *r, int n) { return n <= r->s.L ? r->s.cos_eq3[n - 1] : NAN; }
+static double v_cos6(const RunMetrics *r, int n) { return n <= r->s.L ? r->s.cos_eq6[n - 1] : NAN; }
+
+static int m_entropy(const Analysis *a) {
+    if (write_table(a, "entropy", "layer", 1, max_layers(a), v_entropy) < 0) return -1;
+    return plot(a, "entropy", "Attention entropy per layer (Eq. 11)", "layer", "entropy (nats)", a->n, labels(a), 0);
+}
+
+static int m_similarity(const Analysis *a) {
+    if (write_table(a, "similarity", "hidden_state", 0, max_layers(a), v_sim) < 0) return -1;
+    if (write_table(a, "similarity_keys", "layer", 1, max_layers(a), v_sim_keys) < 0) return -1;
+    if (plot(a, "similarity_keys", "Token similarity of post-RoPE keys, heads averaged (Eq. 13)", "layer",
+             "mean pairwise cosine", a->n, labels(a), 0) < 0)
+        return -1;
+    return plot(a, "similarity", "Token similarity of hidden states (Eq. 13; 0 = embedding, L = final norm)",
+                "hidden state", "mean pairwise cosine", a->n, labels(a), 0);
+}
+
+static int m_spectrum(const Analysis *a) {
+    if (write_table(a, "spectrum_max", "layer", 1, max_layers(a), v_spec_max) < 0) return -1;
+    for (int r = 0; r < a->n; r++) { /* the full spectra: one file per run, row = layer */
+        char name[300], path[4200];
+        snprintf(name, sizeof name, "spectrum_%s.csv", a->run[r].label);
+        FILE *f = open_out(a, name, path, sizeof path);
+        if (!f) return -1;
+        const MetricSums *s = &a->run[r].s;
+        fprintf(f, "layer");
+        for (int i = 0; i < s->kvC; i++) fprintf(f, ",eig%d", i + 1);
+        fprintf(f, "\n");
+        for (int l = 0; l < s->L; l++) {
+            fprintf(f, "%d", l + 1);
+            for (int i = 0; i < s->kvC; i++) fprintf(f, ",%.10g", s->spectrum[(size_t)l * s->kvC + i]);
+            fprintf(f, "\n");
+        }
+        fclose(f);
+    }
+    return plot(a, "spectrum_max", "Largest eigenvalue of the value covariance (Eq. 12)", "layer", "lambda_max",
+                a->n, labels(a), 1);
+}
+
+static int m_cross_layer(const Analysis *a) {
+    if (write_table(a, "cross_layer_eq3", "layer", 2, max_layers(a), v_cos3) < 0) return -1;
+    if (write_table(a, "cross_layer_eq6", "layer", 2, max_layers(a), v_cos6) < 0) return -1;
+    if (plot(a, "cross_layer_eq3", "cos(Eq. 2, 1/2 A_n(V_n + V_m)), m = n-1 (Fig. 3)", "layer n", "cosine", a->n,
+             labels(a), 0) < 0)
+        return -1;
+    return plot(a, "cross_layer_eq6", "cos(Eq. 2, 1/2 (A_n V_n + V_m)), m = n-1 (Fig. 3)", "layer n", "cosine", a->n,
+                labels(a), 0);
+}
+
+/* The per-run metrics, by --metric name; `vrl depth-attention` (AttnRes) can add a row. */
+typedef struct {
+    const char *name;
+    int (*write)(const Analysis *a);
+    const char *summary;
+} MetricCmd;
+
+static const MetricCmd METRICS[] = {
+    {"entropy", m_entropy, "attention entropy per layer (Eq. 11)"},
+    {"similarity", m_similarity, "token similarity per hidden state and of keys (Eq. 13)"},
+    {"spectrum", m_spectrum, "value covariance spectrum per layer (Eq. 12)"},
+    {"cross-layer", m_cross_layer, "Fig. 3 cosines of Eq. 2 against Eq. 3 / Eq. 6 forms"},
+};
+#define N_METRICS (int)(sizeof METRICS / sizeof METRICS[0])
+
+/* ------------------------------------------------------------------ computing */
+
+/* Batches of [B, T] tokens from --data: a tokenized data folder (validation chunks of
+ * every domain in turn), comma-separated shards (windows in order), or the synthetic
+ * corpus for the model's vocabulary. */
+typedef struct {
+    Mixture *mx;
+    DataLoader *ld;
+    int B, T;
+    long next;
+} Source;
+
+static int source_open(Source *s, const char *data, const ModelConfig *c, int B, int T) {
+    memset(s, 0, sizeof *s);
+    s->B = B, s->T = T;
+    if (data && is_mixture_dir(data)) return mixture_open(data, NULL, NULL, 0, (uint32_t)T, 0, &s->mx);
+    if (data) return (s->ld = loader_open(data, B, T, c->vocab_size, 0)) ? 0 : -1;
+    enum { N = 1 << 18 };
+    uint32_t *tok = malloc(N * sizeof *tok);
+    if (!tok) return vrl_error("out of memory");
+    int rc = synthetic_corpus(tok, N, c->vocab_size, 1234, 2); /* the trainer's synthetic validation stream */
+    if (rc == 0) s->ld = loader_from_tokens(tok, N, "synthetic corpus", B, T, 0);
+    free(tok);
+    return rc == 0 && s->ld ? 0 : -1;
+}
+
+/* Fill tokens [B,T] with the next batch; 0, or 1 when the data is exhausted. */
+static int source_next(Source *s, int32_t *tokens) {
+    for (int i = 0; i < s->B; i++, s->next++) {
+        if (s->mx) {
+            long k = s->next;
+            int d = 0;
+            while (d < mixture_n_domains(s->mx) && (uint64_t)k >= mixture_val_chunks(s->mx, d))
+                k -= (long)mixture_val_chunks(s->mx, d++);
+            if (d == mixture_n_domains(s->mx)) return 1;
+            if (mixture_val_chunk(s->mx, d, (uint64_t)k, tokens + (size_t)i * s->T) < 0) return -1;
+        } else {
+            if ((uint64_t)s->next >= loader_windows(s->ld)) return 1;
+            loader_window(s->ld, (uint64_t)s->next, tokens + (size_t)i * s->T);
+        }
+    }
+    return 0;
+}
+
+static void source_close(Source *s) {
+    mixture_close(s->mx);
+    loader_close(s->ld);
+}
+
+static int analyze_run(RunMetrics *r, const char *data, int B, int T, int batches) {
+    RunModel run;
+    if (run_load(r->dir, DT_F64, &run) < 0) return -1;
+    r->config = run.config;
+    if (T > run.config.max_seq) T = run.config.max_seq;
+    const int kvC = run.config.n_kv_heads * (run.config.d_model / run.config.n_heads);
+    int rc = -1;
+    Source src;
+    int32_t *tokens = malloc((size_t)B * T * sizeof *tokens); /* [B,T] */
+    RefModel *m = NULL;
+    if (!tokens || metric_sums_init(&r->s, run.config.n_layers, kvC) < 0) {
+        vrl_error("out of memory");
+        goto done;
+    }
+    if (source_open(&src, data, &run.config, B, T) < 0) goto done_nosrc;
+    if (!(m = model_create(&run.config, &run.table, B, T))) goto done_src;
+    memcpy(model_params(m), run.params, run.table.total * sizeof(double));
+    for (int b = 0; b < batches; b++) {
+        int s = source_next(&src, tokens);
+        if (s < 0) goto done_src;
+        if (s > 0) break;
+        if (metrics_accumulate(m, tokens, &r->s) < 0) goto done_src;
+    }
+    if (r->s.n_samples == 0) {
+        vrl_error("%s: not one full batch of %d x %d tokens", data ? data : "synthetic corpus", B, T);
+        goto done_src;
+    }
+    fprintf(stderr, "vrl analyze: %s: %ld sequences of %d tokens\n", r->dir, r->s.n_samples, T);
+    metric_sums_mean(&r->s);
+    rc = 0;
+done_src:
+    source_close(&src);
+done_nosrc:
+    model_destroy(m);
+done:
+    free(tokens);
+    run_free(&run);
+    return rc;
+}
+
+static json_t *jarr(const double *v, int n) {
+    json_t *a = json_array();
+    for (int i = 0; i < n; i++) json_array_append_new(a, isnan(v[i]) ? json_null() : json_real(v[i]));
+    return a;
+}
+
+static int write_json(const Analysis *a) {
+    json_t *root = json_object();
+    for (int r = 0; r < a->n; r++) {
+        const MetricSums *s = &a->run[r].s;
+        json_t *o = json_object(), *spec = json_array();
+        for (int l = 0; l < s->L; l++) json_array_append_new(spec, jarr(s->spectrum + (size_t)l * s->kvC, s->kvC));
+        json_object_set_new(o, "run", json_string(a->run[r].dir));
+        json_object_set_new(o, "samples", json_integer(s->n_samples));
+        json_object_set_new(o, "attention_entropy", jarr(s->entropy, s->L));
+        json_object_set_new(o, "token_similarity_hidden", jarr(s->sim_hidden, s->L + 1));
+        json_object_set_new(o, "token_similarity_keys_avg", jarr(s->sim_keys_avg, s->L));
+        json_object_set_new(o, "token_similarity_keys_concat", jarr(s->sim_keys_cat, s->L));
+        json_object_set_new(o, "value_spectrum", spec);
+        json_object_set_new(o, "cross_layer_cos_eq3", jarr(s->cos_eq3 + 1, s->L - 1)); /* layers 2..L */
+        json_object_set_new(o, "cross_layer_cos_eq6", jarr(s->cos_eq6 + 1, s->L - 1));
+        json_object_set_new(root, a->run[r].label, o);
+    }
+    char path[4200];
+    snprintf(path, sizeof path, "%s/analysis.json", a->out);
+    char *text = json_dumps(root, JSON_INDENT(2) | JSON_REAL_PRECISION(12));
+    json_decref(root);
+    int rc = text ? write_file_atomic(path, text, strlen(text)) : vrl_error("out of memory");
+    free(text);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ relative loss */
+
+static int relative_loss(Analysis *a, const char *base, const char *method, int w) {
+    Curve cb, cm, rel;
+    if (curve_read(base, &cb) < 0) return -1;
+    if (curve_read(method, &cm) < 0) {
+        curve_free(&cb);
+        return -1;
+    }
+    int rc = curve_relative(&cb, &cm, w, &rel);
+    curve_free(&cb);
+    curve_free(&cm);
+    if (rc < 0) return -1;
+    if (rel.n == 0) {
+        curve_free(&rel);
+        return vrl_error("%s, %s: no common steps after a moving average of %d", base, method, w);
+    }
+    char path[4200];
+    FILE *f = open_out(a, "relative_loss.csv", path, sizeof path);
+    if (!f) {
+        curve_free(&rel);
+        return -1;
+    }
+    fprintf(f, "step,relative_loss\n");
+    double mean = 0;
+    for (size_t i = 0; i < rel.n; i++) fprintf(f, "%ld,%.10g\n", rel.step[i], rel.loss[i]), mean += rel.loss[i];
+    fclose(f);
+    printf("relative training loss (method - baseline, moving average %d): %zu points, last %.4f at step %ld, mean "
+           "%.4f -> %s\n",
+           w, rel.n, rel.loss[rel.n - 1], rel.step[rel.n - 1], mean / rel.n, path);
+    curve_free(&rel);
+    const char *series[1] = {"method - baseline"};
+    char title[512];
+    snprintf(title, sizeof title, "Relative training loss (moving average %d)", w);
+    return plot(a, "relative_loss", title, "step", "loss difference", 1, series, 0);
+}
+
+/* ------------------------------------------------------------------ the command */
+
+static void usage(FILE *f) {
+    fprintf(f,
+            "usage: vrl analyze --ckpt RUN [--ckpt RUN2 ...] --metric NAME|all --out DIR [flags]\n"
+            "       vrl analyze --relative-loss BASE/metrics.jsonl METHOD/metrics.jsonl [--window 10] --out DIR\n"
+            "\n"
+            "Per-layer analysis of trained runs side by side (SPEC.md §6), fp64 reference:\n");
+    for (int i = 0; i < N_METRICS; i++) fprintf(f, "  %-12s %s\n", METRICS[i].name, METRICS[i].summary);
+    fprintf(f,
+            "Writes NAME.csv, NAME.gp and NAME.png (gnuplot) per plot and analysis.json.\n"
+            "\n"
+            "  --data SHARDS     tokenized data folder (its validation chunks), comma-separated\n"
+            "                    shards, or omitted for the synthetic validation corpus\n"
+            "  --batches N       batches to average over [4]\n"
+            "  --batch B         sequences per batch [4]\n"
+            "  --seq T           tokens per sequence [128, at most the model's]\n"
+            "  --window W        moving average for --relative-loss [10]\n");
+}
+
+int cmd_analyze(int argc, char **argv) {
+    Args p = {.argc = argc, .argv = argv, .i = 1, .cmd = "vrl analyze"};
+    static Analysis an;
+    memset(&an, 0, sizeof an);
+    const char *metric = NULL, *data = NULL, *rel_base = NULL, *rel_method = NULL, *v;
+    int batches = 4, B = 4, T = 128, window = 10, r;
+    while (p.i < argc) {
+        if (args_switch(&p, "--help") || args_switch(&p, "-h")) {
+            usage(stdout);
+            return 0;
+        }
+        if (!strcmp(argv[p.i], "--relative-loss")) {
+            if (p.i + 2 >= argc) {
+                fprintf(stderr, "vrl analyze: --relative-loss needs BASE/metrics.jsonl METHOD/metrics.jsonl\n");
+                return 2;
+            }
+            rel_base = argv[p.i + 1], rel_method = argv[p.i + 2];
+            p.i += 3;
+            continue;
+        }
+#define FLAG(name, action)                                                                                  \
+    if ((r = args_take(&p, name, &v)) != 0) {                                                               \
+        if (r < 0 || (action) < 0) goto fail;                                                               \
+        continue;                                                                                           \
+    }
+        FLAG("--ckpt", an.n == MAX_RUNS ? vrl_error("--ckpt: at most %d runs", MAX_RUNS) : (an.run[an.n++].dir = v, 0));
+        FLAG("--metric", (metric = v, 0));
+        FLAG("--data", (data = v, 0));
+        FLAG("--out", (an.out = v, 0));
+        FLAG("--batches", parse_int("--batches", v, 1, 1 << 20, &batches));
+        FLAG("--batch", parse_int("--batch", v, 1, 4096, &B));
+        FLAG("--seq", parse_int("--seq", v, 2, 1 << 20, &T));
+        FLAG("--window", parse_int("--window", v, 1, 1 << 20, &window));
+#undef FLAG
+        fprintf(stderr, "vrl analyze: unknown argument \"%s\" (see vrl analyze --help)\n", argv[p.i]);
+        return 2;
+    }
+    if (!an.out || (!rel_base && (!an.n || !metric))) {
+        fprintf(stderr, "vrl analyze: needs --out DIR and either --ckpt RUN --metric NAME|all or --relative-loss "
+                        "(see vrl analyze --help)\n");
+        return 2;
+    }
+    int want[N_METRICS] = {0}, any = 0;
+    if (metric) {
+        for (int i = 0; i < N_METRICS; i++) want[i] = !strcmp(metric, "all") || !strcmp(metric, METRICS[i].name);
+        for (int i = 0; i < N_METRICS; i++) any |= want[i];
+        if (!any) {
+            vrl_error("--metric: \"%s\" is not entropy, similarity, spectrum, cross-layer or all", metric);
+            goto fail;
+        }
+    }
+    if (make_dirs(an.out) < 0) goto fail;
+    an.have_gnuplot = system("command -v gnuplot >/dev/null 2>&1") == 0;
+    if (!an.have_gnuplot) printf("vrl analyze: gnuplot not found; writing CSV and .gp scripts only\n");
+    if (rel_base && relative_loss(&an, rel_base, rel_method, window) < 0) goto fail;
+    if (an.n) {
+        for (int i = 0; i < an.n; i++) {
+            const char *slash = strrchr(an.run[i].dir, '/');
+            const char *base = slash && slash[1] ? slash + 1 : an.run[i].dir;
+            snprintf(an.run[i].label, sizeof an.run[i].label, "%s", base);
+            for (int j = 0; j < i; j++) /* two runs with the same folder name: number them */
+                if (!strcmp(an.run[j].label, an.run[i].label))
+                    snprintf(an.run[i].label, sizeof an.run[i].label, "%s_%d", base, i + 1);
+        }
+        int rc = 0;
+        for (int i = 0; rc == 0 && i < an.n; i++) rc = analyze_run(&an.run[i], data, B, T, batches);
+        for (int i = 0; rc == 0 && i < N_METRICS; i++)
+            if (want[i]) rc = METRICS[i].write(&an);
+        if (rc == 0) rc = write_json(&an);
+        for (int i = 0; i < an.n; i++) metric_sums_free(&an.run[i].s);
+        if (rc < 0) goto fail;
+        printf("vrl analyze: %d run(s) -> %s (analysis.json, CSV%s)\n", an.n, an.out, an.have_gnuplot ? ", PNG" : "");
+    }
+    return 0;
+fail:
+    fprintf(stderr, "vrl analyze: %s\n", vrl_last_error());
+    return 1;
+}

@@ -1,0 +1,35 @@
+/* runload.c: a run folder's model into memory (runload.h). */
+#include "runload.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/checkpoint.h"
+#include "common/error.h"
+
+int run_load(const char *dir, DType dtype, RunModel *r) {
+    memset(r, 0, sizeof *r);
+    char path[4200];
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    if (config_load_json(path, &r->config) < 0) return -1;
+    if (r->config.arch != ARCH_LLAMA) return vrl_error("%s: only llama models can be evaluated by the reference", path);
+    if (param_table_build(&r->config, &r->table) < 0) return -1;
+    r->dtype = dtype;
+    r->params = malloc(r->table.total * dtype_size(dtype));
+    if (!r->params) {
+        run_free(r);
+        return vrl_error("%s: out of memory for %zu parameters", dir, r->table.total);
+    }
+    if (checkpoint_load_model(dir, &r->table, dtype, r->params) < 0) {
+        run_free(r);
+        return -1;
+    }
+    return 0;
+}
+
+void run_free(RunModel *r) {
+    free(r->params);
+    param_table_free(&r->table);
+    r->params = NULL;
+}

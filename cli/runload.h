@@ -1,0 +1,22 @@
+/* runload.h: reading a run folder (config.json + model.safetensors) for the commands
+ * that use a trained model (eval, analyze). */
+#ifndef VRL_RUNLOAD_H
+#define VRL_RUNLOAD_H
+
+#include "common/config.h"
+#include "common/params.h"
+#include "common/safetensors.h"
+
+typedef struct {
+    ModelConfig config;
+    ParamTable table;
+    void *params;        /* [table.total] in dtype */
+    DType dtype;
+} RunModel;
+
+/* Load RUN/config.json and RUN/model.safetensors converted to dtype. A checkpoint whose
+ * tensors do not match its config is an error naming the file and the tensor. */
+int run_load(const char *dir, DType dtype, RunModel *r);
+void run_free(RunModel *r);
+
+#endif
