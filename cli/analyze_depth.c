@@ -1,4 +1,4 @@
-/* analyze_depth.c: `vrl depth-attention` — which earlier sublayers each AttnRes sublayer
+/* analyze_depth.c: `vrl analyze --metric depth-attention` — which earlier sublayers each AttnRes sublayer
  * reads from, after training. Row s is the input of sublayer s (L{i}.attn, L{i}.mlp, then
  * head), column g its g-th source in the plan's order (the embedding, then each finished
  * block's sum, then the current block's partial sum; full mode: each sublayer output);
@@ -9,11 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/args.h"
 #include "common/checkpoint.h"
 #include "common/error.h"
 #include "common/fsutil.h"
 #include "common/loader.h"
+#include "common/synthetic.h"
 #include "common/trainer.h"
 #include "ref/model_impl.h" /* float32 build: stream_depth_weights_f32 */
 
@@ -68,11 +68,10 @@ int analyze_depth_attention(const char *run_dir, const char *out_dir, const char
     snprintf(path, sizeof path, "%s/train_state.safetensors", run_dir);
     if (train_args_from_json(st.train_args_json, &a, path) < 0) goto done;
     if (!data) data = a.val_data;
-    if (!*data) {
-        vrl_error("%s: the run trained on the synthetic corpus; give --data SHARDS", run_dir);
-        goto done;
-    }
-    if (!(dl = loader_open(data, a.batch, a.seq, c.vocab_size, a.seed))) goto done;
+    /* the run's validation data: its shards, or the synthetic validation stream */
+    dl = *data ? loader_open(data, a.batch, a.seq, c.vocab_size, a.seed)
+               : loader_synthetic(c.vocab_size, SYNTHETIC_VAL_STREAM, SYNTHETIC_VAL_TOKENS, a.batch, a.seq, a.seed);
+    if (!dl) goto done;
     if (!(m = model_create(&c, &t, a.batch, a.seq))) goto done;
     if (checkpoint_load_model(run_dir, &t, DT_F32, model_params(m)) < 0) goto done;
 
@@ -118,7 +117,7 @@ int analyze_depth_attention(const char *run_dir, const char *out_dir, const char
     int maxsrc = 0;
     for (int s = 0; s < S; s++) maxsrc = pl->n_src[s] > maxsrc ? pl->n_src[s] : maxsrc;
     printf("depth attention of %s (%s), %d x %d tokens of %s; row = sublayer input, then its sources: weight\n",
-           run_dir, c.variant, batches, N, data);
+           run_dir, c.variant, batches, N, *data ? data : "the synthetic validation stream");
     fprintf(csv, "sublayer,source_index,source,weight\n");
     for (int s = 0; s < S; s++) {
         char rn[32], sn[80];
@@ -163,7 +162,7 @@ int analyze_depth_attention(const char *run_dir, const char *out_dir, const char
             out_dir);
     fclose(gp);
     if (system("command -v gnuplot > /dev/null 2>&1") != 0) {
-        fprintf(stderr, "vrl depth-attention: gnuplot is not installed; wrote %s/depth_attention.csv only\n", out_dir);
+        fprintf(stderr, "vrl analyze: gnuplot is not installed; wrote %s/depth_attention.csv only\n", out_dir);
     } else {
         snprintf(path, sizeof path, "gnuplot '%s/depth_attention.gp'", out_dir);
         if (system(path) != 0) {
@@ -181,50 +180,4 @@ done:
     loader_close(dl);
     param_table_free(&t);
     return rc;
-}
-
-int cmd_depth_attention(int argc, char **argv) {
-    Args p = {.argc = argc, .argv = argv, .i = 1, .cmd = "vrl depth-attention"};
-    const char *run = NULL, *out = NULL, *data = NULL, *v;
-    int batches = 4, r;
-    while (p.i < argc) {
-        if (args_switch(&p, "--help") || args_switch(&p, "-h")) {
-            printf("usage: vrl depth-attention --ckpt RUN [--out DIR (RUN/analysis)] [--data SHARDS] [--batches N (4)]\n"
-                   "  AttnRes runs: each sublayer's softmax weights over its sources, averaged over the\n"
-                   "  tokens of N validation batches; prints them, writes depth_attention.{csv,png}.\n");
-            return 0;
-        }
-        if ((r = args_take(&p, "--ckpt", &v)) != 0) {
-            if (r < 0) goto fail;
-            run = v;
-            continue;
-        }
-        if ((r = args_take(&p, "--out", &v)) != 0) {
-            if (r < 0) goto fail;
-            out = v;
-            continue;
-        }
-        if ((r = args_take(&p, "--data", &v)) != 0) {
-            if (r < 0) goto fail;
-            data = v;
-            continue;
-        }
-        if ((r = args_take(&p, "--batches", &v)) != 0) {
-            if (r < 0 || parse_int("--batches", v, 1, 1 << 20, &batches) < 0) goto fail;
-            continue;
-        }
-        fprintf(stderr, "vrl depth-attention: unknown argument \"%s\" (see --help)\n", argv[p.i]);
-        return 2;
-    }
-    if (!run) {
-        fprintf(stderr, "vrl depth-attention: --ckpt RUN is required\n");
-        return 2;
-    }
-    char dir[4200];
-    if (!out) snprintf(dir, sizeof dir, "%s/analysis", run), out = dir;
-    if (analyze_depth_attention(run, out, data, batches) < 0) goto fail;
-    return 0;
-fail:
-    fprintf(stderr, "vrl depth-attention: %s\n", vrl_last_error());
-    return 1;
 }

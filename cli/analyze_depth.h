@@ -9,7 +9,4 @@
  * vrl_error() set (not an AttnRes run, missing files, bad data). */
 int analyze_depth_attention(const char *run_dir, const char *out_dir, const char *data, int batches);
 
-/* `vrl depth-attention --ckpt RUN [--out DIR] [--data SHARDS] [--batches N]` */
-int cmd_depth_attention(int argc, char **argv);
-
 #endif

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analyze_depth.h"
 #include "args.h"
 #include "commands.h"
 #include "common/curves.h"
@@ -169,7 +170,8 @@ static int m_cross_layer(const Analysis *a) {
                 labels(a), 0);
 }
 
-/* The per-run metrics, by --metric name; `vrl depth-attention` (AttnRes) can add a row. */
+/* The per-run metrics, by --metric name (depth-attention, for AttnRes runs only, is
+ * cli/analyze_depth.c and handled on its own in cmd_analyze). */
 typedef struct {
     const char *name;
     int (*write)(const Analysis *a);
@@ -201,13 +203,9 @@ static int source_open(Source *s, const char *data, const ModelConfig *c, int B,
     s->B = B, s->T = T;
     if (data && is_mixture_dir(data)) return mixture_open(data, NULL, NULL, 0, (uint32_t)T, 0, &s->mx);
     if (data) return (s->ld = loader_open(data, B, T, c->vocab_size, 0)) ? 0 : -1;
-    enum { N = 1 << 18 };
-    uint32_t *tok = malloc(N * sizeof *tok);
-    if (!tok) return vrl_error("out of memory");
-    int rc = synthetic_corpus(tok, N, c->vocab_size, 1234, 2); /* the trainer's synthetic validation stream */
-    if (rc == 0) s->ld = loader_from_tokens(tok, N, "synthetic corpus", B, T, 0);
-    free(tok);
-    return rc == 0 && s->ld ? 0 : -1;
+    /* the trainer's synthetic validation stream */
+    s->ld = loader_synthetic(c->vocab_size, SYNTHETIC_VAL_STREAM, SYNTHETIC_VAL_TOKENS, B, T, 0);
+    return s->ld ? 0 : -1;
 }
 
 /* Fill tokens [B,T] with the next batch; 0, or 1 when the data is exhausted. */
@@ -350,7 +348,9 @@ static void usage(FILE *f) {
             "       vrl analyze --relative-loss BASE/metrics.jsonl METHOD/metrics.jsonl [--window 10] --out DIR\n"
             "\n"
             "Per-layer analysis of trained runs side by side (SPEC.md §6), fp64 reference:\n");
-    for (int i = 0; i < N_METRICS; i++) fprintf(f, "  %-12s %s\n", METRICS[i].name, METRICS[i].summary);
+    for (int i = 0; i < N_METRICS; i++) fprintf(f, "  %-16s %s\n", METRICS[i].name, METRICS[i].summary);
+    fprintf(f, "  %-16s %s\n", "depth-attention",
+            "AttnRes runs: each sublayer's softmax weights over its sources (not in 'all')");
     fprintf(f,
             "Writes NAME.csv, NAME.gp and NAME.png (gnuplot) per plot and analysis.json.\n"
             "\n"
@@ -404,12 +404,23 @@ int cmd_analyze(int argc, char **argv) {
                         "(see vrl analyze --help)\n");
         return 2;
     }
+    if (metric && !strcmp(metric, "depth-attention")) {
+        /* One matrix per run, in OUT (one run) or OUT/RUN-NAME (several). */
+        for (int i = 0; i < an.n; i++) {
+            char dir[4200];
+            const char *slash = strrchr(an.run[i].dir, '/');
+            snprintf(dir, sizeof dir, "%s/%s", an.out, slash && slash[1] ? slash + 1 : an.run[i].dir);
+            if (analyze_depth_attention(an.run[i].dir, an.n > 1 ? dir : an.out, data, batches) < 0) goto fail;
+        }
+        return 0;
+    }
     int want[N_METRICS] = {0}, any = 0;
     if (metric) {
         for (int i = 0; i < N_METRICS; i++) want[i] = !strcmp(metric, "all") || !strcmp(metric, METRICS[i].name);
         for (int i = 0; i < N_METRICS; i++) any |= want[i];
         if (!any) {
-            vrl_error("--metric: \"%s\" is not entropy, similarity, spectrum, cross-layer or all", metric);
+            vrl_error("--metric: \"%s\" is not entropy, similarity, spectrum, cross-layer, depth-attention or all",
+                      metric);
             goto fail;
         }
     }

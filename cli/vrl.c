@@ -2,7 +2,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "analyze_depth.h"
 #include "commands.h"
 
 typedef struct {
@@ -16,7 +15,6 @@ static const Command commands[] = {
     {"info", cmd_info, "print a model's shape and parameter counts"},
     {"tokenize", cmd_tokenize, "encode text to token ids, or decode ids to text"},
     {"data", cmd_data, "reorganize | select | tokenize | inspect training data"},
-    {"depth-attention", cmd_depth_attention, "AttnRes: each sublayer's weights over earlier sublayers (PNG)"},
     {"eval", cmd_eval, "per-domain loss, WikiText perplexity, zero-shot accuracy of a run"},
     {"analyze", cmd_analyze, "per-layer entropy, similarity, spectrum, relative loss; plots"},
 };

@@ -8,6 +8,7 @@
 #include "error.h"
 #include "rng.h"
 #include "shard.h"
+#include "synthetic.h"
 
 struct DataLoader {
     uint32_t *tokens;     /* [n_tokens] every shard, concatenated in the order given */
@@ -104,6 +105,19 @@ DataLoader *loader_from_tokens(const uint32_t *tokens, uint64_t n, const char *n
     l->seq = seq;
     l->seed = seed;
     return finish_open(l, name);
+}
+
+DataLoader *loader_synthetic(int vocab, uint64_t stream, uint64_t n, int batch, int seq, uint64_t seed) {
+    uint32_t *tok = malloc(n * sizeof *tok);
+    if (!tok) {
+        vrl_error("synthetic corpus: out of memory for %llu tokens", (unsigned long long)n);
+        return NULL;
+    }
+    DataLoader *l = NULL;
+    if (synthetic_corpus(tok, n, vocab, SYNTHETIC_LANGUAGE_SEED, stream) == 0)
+        l = loader_from_tokens(tok, n, "synthetic corpus", batch, seq, seed);
+    free(tok);
+    return l;
 }
 
 void loader_close(DataLoader *l) {

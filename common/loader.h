@@ -18,6 +18,9 @@ DataLoader *loader_open(const char *spec, int batch, int seq, int vocab_size, ui
 /* A loader over tokens already in memory (the synthetic corpus); copies them. */
 DataLoader *loader_from_tokens(const uint32_t *tokens, uint64_t n, const char *name, int batch, int seq,
                                uint64_t seed);
+/* A loader over n tokens of the synthetic corpus's stream (synthetic.h: the training
+ * stream SYNTHETIC_TRAIN_STREAM or the validation stream SYNTHETIC_VAL_STREAM). */
+DataLoader *loader_synthetic(int vocab, uint64_t stream, uint64_t n, int batch, int seq, uint64_t seed);
 void loader_close(DataLoader *l);
 
 /* Next batch: tokens [batch, seq]. */

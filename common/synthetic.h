@@ -14,6 +14,13 @@
 
 #include <stdint.h>
 
+/* The corpus `vrl train` uses without --data: one fixed language, so every default run
+ * learns the same toy language; the training seed changes only initialisation and order. */
+#define SYNTHETIC_LANGUAGE_SEED 1234
+#define SYNTHETIC_TRAIN_STREAM 1
+#define SYNTHETIC_VAL_STREAM 2
+#define SYNTHETIC_VAL_TOKENS 65536
+
 #define SYN_EOS 0
 #define SYN_COPY 1
 #define SYN_FIRST_WORD 2   /* ordinary tokens are SYN_FIRST_WORD .. vocab-1 */

@@ -16,13 +16,6 @@
 #include "params.h"
 #include "synthetic.h"
 
-/* The synthetic language is fixed so every default run learns the same toy language;
- * the training seed only changes initialisation and data order. */
-#define SYNTHETIC_LANGUAGE_SEED 1234
-#define SYNTHETIC_TRAIN_STREAM 1
-#define SYNTHETIC_VAL_STREAM 2
-#define SYNTHETIC_VAL_TOKENS 65536
-
 void train_args_defaults(TrainArgs *a) {
     memset(a, 0, sizeof *a);
     a->steps = 300;
@@ -101,19 +94,6 @@ int train_args_from_json(const char *text, TrainArgs *a, const char *origin) {
 
 /* ------------------------------------------------------------------ data */
 
-static DataLoader *open_synthetic(const TrainArgs *a, long n_tokens, uint64_t stream) {
-    uint32_t *tok = malloc((size_t)n_tokens * sizeof *tok);
-    if (!tok) {
-        vrl_error("synthetic corpus: out of memory for %ld tokens", n_tokens);
-        return NULL;
-    }
-    DataLoader *l = NULL;
-    if (synthetic_corpus(tok, (uint64_t)n_tokens, a->model.vocab_size, SYNTHETIC_LANGUAGE_SEED, stream) == 0)
-        l = loader_from_tokens(tok, (uint64_t)n_tokens, "synthetic corpus", a->batch, a->seq, a->seed);
-    free(tok);
-    return l;
-}
-
 static int open_data(const TrainArgs *a, DataLoader **train, DataLoader **val, Mixture **mix) {
     *train = *val = NULL;
     *mix = NULL;
@@ -129,8 +109,9 @@ static int open_data(const TrainArgs *a, DataLoader **train, DataLoader **val, M
             *train = NULL;
         }
     } else {
-        *train = open_synthetic(a, a->synthetic_tokens, SYNTHETIC_TRAIN_STREAM);
-        if (*train) *val = open_synthetic(a, SYNTHETIC_VAL_TOKENS, SYNTHETIC_VAL_STREAM);
+        const int V = a->model.vocab_size;
+        *train = loader_synthetic(V, SYNTHETIC_TRAIN_STREAM, (uint64_t)a->synthetic_tokens, a->batch, a->seq, a->seed);
+        if (*train) *val = loader_synthetic(V, SYNTHETIC_VAL_STREAM, SYNTHETIC_VAL_TOKENS, a->batch, a->seq, a->seed);
         if (*train && !*val) {
             loader_close(*train);
             *train = NULL;
