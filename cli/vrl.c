@@ -11,7 +11,7 @@ typedef struct {
 } Command;
 
 static const Command commands[] = {
-    {"train", cmd_train, "train a model (ref on CPU), write a run folder"},
+    {"train", cmd_train, "train a model (reference on the CPU, or --device cuda), write a run folder"},
     {"info", cmd_info, "print a model's shape and parameter counts"},
     {"tokenize", cmd_tokenize, "encode text to token ids, or decode ids to text"},
     {"data", cmd_data, "reorganize | select | tokenize | inspect training data"},
