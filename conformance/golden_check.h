@@ -48,13 +48,15 @@ double golden_rel_err_floor(const double *ours, const double *want, size_t n, do
 GoldenStatus golden_run(const char *dir, const char *name, const Backend *be, GoldenResult *r);
 
 /* Every case of the fixture set, in report order (metrics_baseline is not a model case). */
-#define GOLDEN_CASES(X)                                                                                  \
-    X(baseline) X(gqa) X(mqa) X(resformer) X(resformer_general) X(resformer_constant) X(resformer_sparse) \
-    X(resformer_learnable) X(resformer_dense) X(resformer_gqa) X(svformer) X(svformer_anchors)           \
-    X(svformer_gqa) X(neutreno) X(neutreno_mqa) X(neutreno_resformer) X(cla) X(ablation_query_residual)  \
-    X(ablation_key_residual) X(ablation_attn_residual) X(ablation_v_prev) X(ablation_v_mean)             \
-    X(ablation_v_layer2) X(ablation_hidden_residual) X(ablation_shared_q) X(ablation_shared_k)           \
-    X(ablation_cross_layer_m1) X(ablation_cross_layer_prev) X(ablation_identity_mapping) X(denseformer)  \
-    X(denseformer_k2_p2) X(attnres_full) X(attnres_block) X(hc) X(mhc) X(gpt2)
+#define GOLDEN_CASES(X)                                                                                 \
+    X(baseline) X(gqa) X(mqa) X(resformer) X(resformer_general) X(resformer_constant)                   \
+    X(resformer_sparse) X(resformer_learnable) X(resformer_dense) X(resformer_learnable_plus)           \
+    X(resformer_gqa) X(svformer) X(svformer_anchors) X(svformer_gqa) X(neutreno) X(neutreno_mqa)        \
+    X(neutreno_resformer) X(cla) X(ablation_query_residual) X(ablation_key_residual)                    \
+    X(ablation_attn_residual) X(ablation_v_prev) X(ablation_v_mean) X(ablation_v_layer2)                \
+    X(ablation_hidden_residual) X(ablation_shared_q) X(ablation_shared_k) X(ablation_cross_layer_m1)    \
+    X(ablation_cross_layer_prev) X(ablation_identity_mapping) X(denseformer) X(denseformer_k2_p2)       \
+    X(attnres_full) X(attnres_block) X(hc) X(mhc) X(attnres_block_resformer) X(denseformer_svformer)    \
+    X(mhc_resformer_learnable) X(gpt2)
 
 #endif

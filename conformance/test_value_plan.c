@@ -91,6 +91,9 @@ Test(value_plan, coefficient_initial_values) {
     expect_init("resformer:mode=learnable-plus", 8, 1, (double[]){0.5, 0.5}, 2);
     expect_init("resformer:mode=learnable-plus", 8, 4, (double[]){1.25, 0.5}, 2);
     expect_init("resformer:mode=learnable-plus", 8, 7, (double[]){2.0, 0.5}, 2);
+    /* L = 4, the golden fixture resformer_learnable_plus (make_golden.py's own rule): 0.5, 1.25, 2 */
+    expect_init("resformer:mode=learnable-plus", 4, 2, (double[]){1.25, 0.5}, 2);
+    expect_init("resformer:mode=learnable-plus", 4, 3, (double[]){2.0, 0.5}, 2);
     expect_init("resformer:mode=learnable-plus,lambda1_first=1,lambda1_last=3,lambda2=1", 3, 2, (double[]){3, 1}, 2);
 }
 

@@ -211,7 +211,7 @@ class VCtx:
         if self.name != "resformer" or n == 1:
             return 0
         mode = self.opt("mode", "identity")
-        if mode == "learnable":
+        if mode in ("learnable", "learnable-plus"):
             return 2
         if mode == "dense":
             return n
@@ -255,7 +255,8 @@ def mix_value(ctx, attn, n, v):
             if n in parse_layers(ctx.opts["layers"]):
                 return lam * V[1] + 1.0 * v, None
             return v, None
-        if mode == "learnable":
+        if mode in ("learnable", "learnable-plus"):
+            # trainable (lambda_{n,1}, lambda_{n,2}); the two modes differ only in the init
             lam = attn.v_residual_lambda
             return lam[0] * V[1] + lam[1] * v, None
         if mode == "dense":
@@ -452,6 +453,8 @@ def build_llama(variant="baseline", n_kv=N_HEADS, patched=True):
     def special(name, p):
         if name.endswith("v_residual_lambda"):
             nl = p.numel()
+            if nl == 2 and ctx.opt("mode") == "learnable-plus":
+                return learnable_plus_init(ctx, int(name.split(".")[2]) + 1)
             if nl == 2:
                 return [0.5, 0.5]           # learnable: init 0.5 / 0.5
             v = [0.0] * nl                  # dense: init as identity ResFormer
@@ -461,6 +464,17 @@ def build_llama(variant="baseline", n_kv=N_HEADS, patched=True):
         return None
     init_params(model, special)
     return model
+
+
+def learnable_plus_init(ctx, n):
+    """docs/variants.md, resformer:mode=learnable-plus [A]: lambda_{n,1} linear in depth from
+    lambda1_first at n = 2 to lambda1_last at n = L (= first when L = 2), lambda_{n,2} = lambda2;
+    defaults first 0.5, last 2, lambda2 0.5 (L = 4: (0.5, 0.5), (1.25, 0.5), (2, 0.5))."""
+    first = float(ctx.opt("lambda1_first", "0.5"))
+    last = float(ctx.opt("lambda1_last", "2"))
+    l2 = float(ctx.opt("lambda2", "0.5"))
+    l1 = first if L == 2 else first + (last - first) * (n - 2) / (L - 2)
+    return [l1, l2]
 
 
 def ce_loss(logits, tokens):
@@ -661,15 +675,28 @@ def resstream_forward(model, tokens):
 RESSTREAM = {"denseformer", "attnres", "hc", "mhc"}
 
 
+def split_variant(variant):
+    """"STREAM[:opts]+VALUE[:opts]" (either order, docs/variants.md) -> (stream part, value part);
+    a stream part alone has the value part "baseline"."""
+    parts = variant.split("+")
+    stream = [p for p in parts if parse_variant(p)[0] in RESSTREAM]
+    value = [p for p in parts if parse_variant(p)[0] not in RESSTREAM]
+    assert len(stream) == 1 and len(value) <= 1, variant
+    return stream[0], (value[0] if value else "baseline")
+
+
 def build_resstream(variant):
-    model = build_llama("baseline", N_HEADS)
-    ctx = VCtx(variant)
+    """A residual-stream model (SPEC §5). With a value-path part ("attnres:...+resformer") the
+    attention inside each sublayer is the patched value-path attention of build_llama (its own
+    context: V_1 from layer 1's attention, every layer reads it); the stream part only changes
+    what each sublayer receives as input."""
+    stream, value = split_variant(variant)
+    model = build_llama(value, N_HEADS)
+    # the attention layers keep build_llama's value-path context (baseline for a stream alone)
+    assert all(layer.self_attn.vrl_ctx is model.vrl_ctx for layer in model.model.layers)
+    model.vrl_bctx = model.vrl_ctx
+    ctx = VCtx(stream)
     model.vrl_ctx = ctx
-    # attention itself is plain: the layers get their own baseline context
-    bctx = VCtx("baseline")
-    for layer in model.model.layers:
-        layer.self_attn.vrl_ctx = bctx
-    model.vrl_bctx = bctx
     add_resstream_params(model, ctx)    # depth-mixer params keep their constructed init
     return model
 
@@ -775,6 +802,7 @@ VALUE_CASES = [
     ("resformer_sparse", "resformer:mode=sparse,layers=3-4,lambda=5", 4),
     ("resformer_learnable", "resformer:mode=learnable", 4),
     ("resformer_dense", "resformer:mode=dense", 4),
+    ("resformer_learnable_plus", "resformer:mode=learnable-plus", 4),
     ("svformer", "svformer", 4),
     ("svformer_anchors", "svformer:anchors=1,3", 4),
     ("neutreno", "neutreno:lambda=0.4", 4),
@@ -805,9 +833,14 @@ RESSTREAM_CASES = [
     ("attnres_block", "attnres:mode=block,size=3", 4),
     ("hc", "hc:n=4", 4),
     ("mhc", "mhc:n=4,iters=20", 4),
+    # compositions (SPEC §4: value-path variants compose with the stream variants)
+    ("attnres_block_resformer", "attnres:mode=block,size=3+resformer", 4),
+    ("denseformer_svformer", "denseformer+svformer", 4),
+    ("mhc_resformer_learnable", "mhc:n=4,iters=20+resformer:mode=learnable", 4),
 ]
 SAVE_FINAL = {"baseline"}                                 # all final.* tensors
-SAVE_FINAL_COEFF = {"resformer_learnable", "resformer_dense"}  # final.* of the coefficients only
+SAVE_FINAL_COEFF = {"resformer_learnable", "resformer_dense",   # final.* of the coefficients only
+                    "resformer_learnable_plus", "mhc_resformer_learnable"}
 
 
 _DT = {torch.float32: "F32", torch.float64: "F64", torch.int64: "I64"}
@@ -993,6 +1026,13 @@ def self_checks(tokens):
     f, _ = run("resformer:mode=learnable")
     g_, _ = run("resformer:mode=dense")
     assert maxdiff(f, a) < 1e-14 and maxdiff(g_, a) < 1e-14
+    # 5b. learnable-plus at init == general form with the documented default rule (L = 4:
+    #     lambda_1 = 0.5, 1.25, 2; lambda_2 = 0.5), and == identity when first = last = 0.5
+    lp, _ = run("resformer:mode=learnable-plus")
+    lg_, _ = run("resformer:mode=general,lambda1=0.5,1.25,2,lambda2=0.5,0.5,0.5")
+    assert maxdiff(lp, lg_) < 1e-14, maxdiff(lp, lg_)
+    lp1, _ = run("resformer:mode=learnable-plus,lambda1_first=0.5,lambda1_last=0.5,lambda2=0.5")
+    assert maxdiff(lp1, a) < 1e-14
     # 6. source=1 == identity; source=prev at L=2 only differs from n >= 3
     h, _ = run("resformer:source=1")
     assert maxdiff(h, a) == 0.0
@@ -1024,6 +1064,18 @@ def self_checks(tokens):
         lg, _ = forward(mr, tokens, rs_fwd)
         dd = maxdiff(lg, base)
         print(f"check: {v} at init vs baseline logits: max diff {dd:.2e}")
+    # 10b. compositions: stream + "baseline" value part == the stream alone; DenseFormer (== the
+    #      baseline stream at init) + a value part == that value-path model, logits and grads
+    for v in ("attnres:mode=block,size=3", "mhc:n=4,iters=20"):
+        l1, _, g1 = grads_at_init(build_resstream(v), tokens, rs_fwd)
+        l2, _, g2 = grads_at_init(build_resstream(v + "+baseline"), tokens, rs_fwd)
+        assert maxdiff(l1, l2) == 0.0 and all(maxdiff(g1[n], g2[n]) == 0.0 for n in g1), v
+    for vp in ("svformer", "resformer", "resformer:mode=learnable"):
+        lv, _, gv = grads_at_init(build_llama(vp), tokens)
+        ld, _, gd = grads_at_init(build_resstream("denseformer+" + vp), tokens, rs_fwd)
+        assert maxdiff(lv, ld) < 1e-14, (vp, maxdiff(lv, ld))
+        assert all(maxdiff(gv[n], gd[n]) < 1e-13 for n in gv), vp
+    print("check: stream+baseline == stream; denseformer+value-path at init == value-path model")
     # 11. with every AttnRes block of size 1, block == full
     fa = build_resstream("attnres:mode=full"); fb = build_resstream("attnres:mode=block,size=1")
     with torch.no_grad():
