@@ -111,13 +111,7 @@ static int load_split(Mixture *m, const char *split, int is_val) {
 static void shuffle(Mixture *m, Domain *d) {
     Rng r;
     rng_seed_stream(&r, m->seed ^ fnv1a64(d->name, strlen(d->name), FNV1A64_INIT), d->epoch + 1);
-    for (uint64_t i = 0; i < d->n_train; i++) d->perm[i] = i;
-    for (uint64_t i = d->n_train; i > 1; i--) {
-        uint64_t j = rng_below(&r, i);
-        uint64_t t = d->perm[i - 1];
-        d->perm[i - 1] = d->perm[j];
-        d->perm[j] = t;
-    }
+    rng_permutation(&r, d->perm, d->n_train);
 }
 
 int mixture_open(const char *dir, const char *const *domains, const double *weights, int n_domains,

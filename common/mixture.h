@@ -9,7 +9,7 @@
  * tokens when T < chunk_len), so a trainer uses row[0..T-1) as input and row[1..T) as
  * targets. For each row the domain is drawn from a seeded xoshiro256** generator with
  * probability proportional to its weight; within a domain, chunks are visited in a
- * seeded random permutation, a fresh one each epoch (Fisher-Yates with the stream
+ * seeded random permutation, a fresh one each epoch (rng_permutation with the stream
  * seed ^ fnv1a64(domain name), epoch + 1), looping forever.
  *
  * Resuming: the whole position is the domain generator (4 words) and, per domain, the
