@@ -127,7 +127,7 @@ int analyze_depth_attention(const char *run_dir, const char *out_dir, const char
             if (g < pl->n_src[s]) {
                 src_name(sn, sizeof sn, &pl->src[(size_t)s * S + g], L);
                 printf("  %s %.3f", sn, avg[(size_t)s * S + g]);
-                fprintf(csv, "%s,%d,%s,%.6f\n", rn, g, sn, avg[(size_t)s * S + g]);
+                fprintf(csv, "%s,%d,%s,%.9f\n", rn, g, sn, avg[(size_t)s * S + g]); /* rows sum to 1 within 1e-6 */
                 fprintf(dat, "%d %d %.6f\n", g, s, avg[(size_t)s * S + g]);
             } else {
                 fprintf(dat, "%d %d NaN\n", g, s); /* not a source of this sublayer: blank */

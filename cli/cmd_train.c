@@ -7,6 +7,7 @@
 #include "commands.h"
 #include "common/config.h"
 #include "common/error.h"
+#include "common/mixture.h"
 #include "common/trainer.h"
 #include "common/value_path.h"
 #include "ref/model.h"
@@ -28,7 +29,14 @@ static void usage(FILE *f) {
             "  --precision fp32|fp64 reference precision on cpu [fp32]\n"
             "  --variant SPEC        model variant, e.g. resformer or svformer:anchors=1,5 [baseline]\n"
             "data\n"
-            "  --data SHARDS         comma-separated token shards [synthetic corpus]\n"
+            "  --data SHARDS|DIR     comma-separated token shards, or a folder written by\n"
+            "                        `vrl data tokenize` (train/, validation/: the SPEC §3\n"
+            "                        domain mixture, per-domain validation) [synthetic corpus]\n"
+            "  --mixture NAME=W,...  with --data DIR: domain weights instead of SPEC §3's, names\n"
+            "                        as in the shards' domain tags, e.g.\n"
+            "                        RedPajamaC4=0.5,RedPajamaGithub=0.5 (W >= 0, normalised;\n"
+            "                        W = 0: validation only; domains not named are not read;\n"
+            "                        kept by --resume) [SPEC §3: all 7 RedPajama domains]\n"
             "  --val-data SHARDS     validation shards [synthetic validation set]\n"
             "  --synthetic-tokens N  size of the synthetic training corpus [2000000]\n"
             "batch\n"
@@ -60,7 +68,8 @@ int cmd_train(int argc, char **argv) {
     TrainArgs a;
     train_args_defaults(&a);
     Args p = {.argc = argc, .argv = argv, .i = 1, .cmd = "vrl train"};
-    const char *model = "small", *device = "cpu", *precision = "fp32", *v, *resume = NULL, *out = NULL, *variant = NULL;
+    const char *model = "small", *device = "cpu", *precision = "fp32", *v, *resume = NULL, *out = NULL, *variant = NULL,
+               *mixture = NULL;
     int steps_given = 0, r;
     while (p.i < argc) {
         if (args_switch(&p, "--help") || args_switch(&p, "-h")) {
@@ -81,6 +90,7 @@ int cmd_train(int argc, char **argv) {
         FLAG("--precision", (precision = v, 0));
         FLAG("--variant", (variant = v, 0));
         FLAG("--data", snprintf(a.data, sizeof a.data, "%s", v) >= (int)sizeof a.data ? vrl_error("--data: too long") : 0);
+        FLAG("--mixture", (mixture = v, 0));
         FLAG("--val-data", snprintf(a.val_data, sizeof a.val_data, "%s", v) >= (int)sizeof a.val_data ? vrl_error("--val-data: too long") : 0);
         FLAG("--synthetic-tokens", parse_long("--synthetic-tokens", v, 1024, 1L << 34, &a.synthetic_tokens));
         FLAG("--steps", (steps_given = 1, parse_long("--steps", v, 0, 1L << 40, &a.steps)));
@@ -141,6 +151,10 @@ int cmd_train(int argc, char **argv) {
             vrl_error("--variant: a resumed run keeps the variant in %s/config.json", resume);
             goto fail;
         }
+        if (mixture) {
+            vrl_error("--mixture: a resumed run keeps the weights stored in %s/train_state.safetensors", resume);
+            goto fail;
+        }
         snprintf(a.out, sizeof a.out, "%s", resume);
         a.resume = 1;
         if (!steps_given) a.steps = 0;
@@ -154,6 +168,19 @@ int cmd_train(int argc, char **argv) {
         if (config_from_arg(model, &a.model) < 0) goto fail;
         /* recorded in config.json as vrl_variant, so the run folder rebuilds the model */
         if (value_plan_set_variant(&a.model, variant, variant ? "--variant" : model) < 0) goto fail;
+    }
+    if (mixture) { /* the names are checked against the folder by the trainer, before anything is written */
+        MixtureWeights w;
+        if (mixture_weights_parse(mixture, &w) < 0) {
+            char why[VRL_ERROR_LEN];
+            snprintf(why, sizeof why, "%s", vrl_last_error());
+            vrl_error("--mixture: %s", why);
+            goto fail;
+        }
+        if (snprintf(a.mixture, sizeof a.mixture, "%s", mixture) >= (int)sizeof a.mixture) {
+            vrl_error("--mixture: longer than %zu characters", sizeof a.mixture - 1);
+            goto fail;
+        }
     }
     if (train_run(&a) < 0) goto fail;
     return 0;

@@ -20,17 +20,11 @@ struct DataLoader {
     uint64_t epoch, index;/* the position: next window is order[index] of `epoch` */
 };
 
-/* The permutation of an epoch depends only on (seed, epoch): Fisher-Yates. */
+/* The permutation of an epoch depends only on (seed, epoch): Fisher-Yates (rng.h). */
 static void shuffle_epoch(DataLoader *l) {
     Rng r;
     rng_seed_stream(&r, l->seed, l->epoch);
-    for (uint64_t i = 0; i < l->n_windows; i++) l->order[i] = i;
-    for (uint64_t i = l->n_windows; i > 1; i--) {
-        uint64_t j = rng_below(&r, i);
-        uint64_t t = l->order[i - 1];
-        l->order[i - 1] = l->order[j];
-        l->order[j] = t;
-    }
+    rng_permutation(&r, l->order, l->n_windows);
 }
 
 static DataLoader *finish_open(DataLoader *l, const char *name) {

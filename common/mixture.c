@@ -5,6 +5,8 @@
 #include "shard.h"
 
 #include <dirent.h>
+#include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +29,7 @@ typedef struct {
     uint64_t n_val;
     uint64_t *perm;            /* [n_train] this epoch's chunk order */
     uint64_t epoch, pos;       /* next chunk = perm[pos] */
+    int present;               /* some shard in train/ or validation/ carries this tag */
 } Domain;
 
 struct Mixture {
@@ -38,6 +41,8 @@ struct Mixture {
     double cum[MIXTURE_MAX_DOMAINS];   /* cumulative normalised weights */
     Rng pick;
     uint32_t fingerprint;
+    char found[64][SHARD_DOMAIN_LEN + 1]; /* domain tags seen in train/ and validation/, for messages */
+    int n_found;
 };
 
 static int cmp_str(const void *a, const void *b) {
@@ -76,10 +81,14 @@ static int load_split(Mixture *m, const char *split, int is_val) {
         snprintf(file, sizeof file, "%s/%s", path, names[i]);
         Shard s;
         if (shard_read(file, &s)) { rc = -1; break; }
-        int k = -1;
+        int k = -1, seen = 0;
         for (int j = 0; j < m->n; j++)
             if (strcmp(m->dom[j].name, s.domain) == 0) k = j;
+        for (int j = 0; j < m->n_found; j++) seen |= strcmp(m->found[j], s.domain) == 0;
+        if (!seen && m->n_found < (int)(sizeof m->found / sizeof m->found[0]))
+            snprintf(m->found[m->n_found++], sizeof m->found[0], "%s", s.domain);
         if (k >= 0) {
+            m->dom[k].present = 1;
             if (s.chunk_len == 0 || s.n_tokens % s.chunk_len != 0)
                 rc = vrl_error("%s: not a chunked shard (chunk_len %u, %llu tokens)", file, s.chunk_len,
                                (unsigned long long)s.n_tokens);
@@ -111,13 +120,7 @@ static int load_split(Mixture *m, const char *split, int is_val) {
 static void shuffle(Mixture *m, Domain *d) {
     Rng r;
     rng_seed_stream(&r, m->seed ^ fnv1a64(d->name, strlen(d->name), FNV1A64_INIT), d->epoch + 1);
-    for (uint64_t i = 0; i < d->n_train; i++) d->perm[i] = i;
-    for (uint64_t i = d->n_train; i > 1; i--) {
-        uint64_t j = rng_below(&r, i);
-        uint64_t t = d->perm[i - 1];
-        d->perm[i - 1] = d->perm[j];
-        d->perm[j] = t;
-    }
+    rng_permutation(&r, d->perm, d->n_train);
 }
 
 int mixture_open(const char *dir, const char *const *domains, const double *weights, int n_domains,
@@ -159,6 +162,16 @@ int mixture_open(const char *dir, const char *const *domains, const double *weig
     double c = 0;
     for (int i = 0; i < m->n; i++) {
         Domain *d = &m->dom[i];
+        if (!d->present) {
+            char list[64 * (SHARD_DOMAIN_LEN + 4)] = "";
+            for (int j = 0; j < m->n_found; j++)
+                snprintf(list + strlen(list), sizeof list - strlen(list), "%s\"%s\"", j ? ", " : "",
+                         m->found[j][0] ? m->found[j] : "(untagged)");
+            vrl_error("%s: no shards of domain \"%s\"; the folder holds %s", dir, d->name,
+                      m->n_found ? list : "no shards");
+            mixture_close(m);
+            return -1;
+        }
         if (d->weight > 0 && d->n_train == 0) {
             mixture_close(m);
             return vrl_error("%s/train: no chunks for domain \"%s\"", dir, d->name);
@@ -191,6 +204,41 @@ int mixture_open(const char *dir, const char *const *domains, const double *weig
     m->fingerprint = (uint32_t)(h ^ (h >> 32));
     *out = m;
     return 0;
+}
+
+int mixture_weights_parse(const char *spec, MixtureWeights *w) {
+    memset(w, 0, sizeof *w);
+    const char *p = spec;
+    if (!*p) return vrl_error("empty list; expected NAME=W,NAME=W,...");
+    for (;;) {
+        const char *end = strchr(p, ','), *eq = strchr(p, '=');
+        const size_t len = end ? (size_t)(end - p) : strlen(p);
+        if (!eq || eq >= p + len) return vrl_error("\"%.*s\" is not NAME=W", (int)len, p);
+        const size_t nl = (size_t)(eq - p);
+        if (nl == 0 || nl > SHARD_DOMAIN_LEN)
+            return vrl_error("domain name \"%.*s\" must be 1 to %d characters", (int)nl, p, SHARD_DOMAIN_LEN);
+        if (w->n == MIXTURE_MAX_DOMAINS) return vrl_error("more than %d domains", MIXTURE_MAX_DOMAINS);
+        char num[64];
+        const size_t wl = len - nl - 1;
+        if (wl == 0 || wl >= sizeof num) return vrl_error("weight of \"%.*s\" is missing or too long", (int)nl, p);
+        memcpy(num, eq + 1, wl);
+        num[wl] = '\0';
+        char *stop;
+        errno = 0;
+        const double x = strtod(num, &stop);
+        if (errno || stop == num || *stop || !isfinite(x) || x < 0)
+            return vrl_error("weight \"%s\" of \"%.*s\" is not a finite number >= 0", num, (int)nl, p);
+        memcpy(w->name[w->n], p, nl);
+        w->name[w->n][nl] = '\0';
+        for (int i = 0; i < w->n; i++)
+            if (!strcmp(w->name[i], w->name[w->n])) return vrl_error("domain \"%s\" given twice", w->name[i]);
+        w->weight[w->n++] = x;
+        if (!end) break;
+        p = end + 1;
+    }
+    double total = 0;
+    for (int i = 0; i < w->n; i++) total += w->weight[i];
+    return total > 0 ? 0 : vrl_error("all weights are zero");
 }
 
 void mixture_close(Mixture *m) {

@@ -9,7 +9,7 @@
  * tokens when T < chunk_len), so a trainer uses row[0..T-1) as input and row[1..T) as
  * targets. For each row the domain is drawn from a seeded xoshiro256** generator with
  * probability proportional to its weight; within a domain, chunks are visited in a
- * seeded random permutation, a fresh one each epoch (Fisher-Yates with the stream
+ * seeded random permutation, a fresh one each epoch (rng_permutation with the stream
  * seed ^ fnv1a64(domain name), epoch + 1), looping forever.
  *
  * Resuming: the whole position is the domain generator (4 words) and, per domain, the
@@ -24,6 +24,8 @@
 
 #include <stdint.h>
 
+#include "shard.h"
+
 #define MIXTURE_STATE_WORDS 16
 #define MIXTURE_MAX_DOMAINS 11
 
@@ -35,11 +37,23 @@ extern const char *const MIXTURE_DEFAULT_DOMAINS[7];
 extern const double MIXTURE_DEFAULT_WEIGHTS[7];
 
 /* Open DIR. domains/weights: n_domains names and weights >= 0 (not all zero); NULL
- * and 0 for the defaults. Every domain with weight > 0 needs train chunks. seq_len T:
- * 1 <= T <= chunk_len, or 0 for chunk_len. */
+ * and 0 for the defaults. Every domain named must have shards in DIR (an unknown name
+ * is an error listing the domains DIR holds), and every domain with weight > 0 train
+ * chunks; shards of domains not named are ignored. seq_len T: 1 <= T <= chunk_len, or
+ * 0 for chunk_len. */
 int mixture_open(const char *dir, const char *const *domains, const double *weights, int n_domains,
                  uint32_t seq_len, uint64_t seed, Mixture **out);
 void mixture_close(Mixture *m);
+
+/* Weights written as "NAME=W,NAME=W,..." (`vrl train --mixture`): names as in the
+ * shards' domain tags, weights finite and >= 0, not all zero, no name twice. */
+typedef struct {
+    int n;
+    char name[MIXTURE_MAX_DOMAINS][SHARD_DOMAIN_LEN + 1];
+    double weight[MIXTURE_MAX_DOMAINS];
+} MixtureWeights;
+/* 0, or -1 with vrl_error() saying what is wrong (without a prefix: the caller names the flag). */
+int mixture_weights_parse(const char *spec, MixtureWeights *w);
 
 int mixture_n_domains(const Mixture *m);
 const char *mixture_domain(const Mixture *m, int d);

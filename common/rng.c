@@ -53,3 +53,17 @@ double rng_normal(Rng *r) {
     double u2 = rng_uniform(r);
     return sqrt(-2.0 * log(u1)) * cos(2.0 * M_PI * u2);
 }
+
+void rng_shuffle_u64(Rng *r, uint64_t *a, uint64_t n) {
+    for (uint64_t i = n; i > 1; i--) {
+        const uint64_t j = rng_below(r, i);
+        const uint64_t t = a[i - 1];
+        a[i - 1] = a[j];
+        a[j] = t;
+    }
+}
+
+void rng_permutation(Rng *r, uint64_t *a, uint64_t n) {
+    for (uint64_t i = 0; i < n; i++) a[i] = i;
+    rng_shuffle_u64(r, a, n);
+}

@@ -17,5 +17,10 @@ double rng_uniform(Rng *r);
 uint64_t rng_below(Rng *r, uint64_t n);
 /* Standard normal (Box-Muller, no cached second value so the state is the whole story). */
 double rng_normal(Rng *r);
+/* Fisher-Yates, in place: for i = n down to 2, swap a[i-1] with a[rng_below(r, i)].
+ * The data loaders' epoch orders are this shuffle, so its draw order is fixed for good. */
+void rng_shuffle_u64(Rng *r, uint64_t *a, uint64_t n);
+/* a[0..n) = a uniformly random permutation of 0..n-1: the identity, then rng_shuffle_u64. */
+void rng_permutation(Rng *r, uint64_t *a, uint64_t n);
 
 #endif

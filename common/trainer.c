@@ -50,6 +50,7 @@ int train_args_to_json(const TrainArgs *a, char *buf, size_t n) {
     char seed[32];
     snprintf(seed, sizeof seed, "%llu", (unsigned long long)a->seed);
     json_object_set_new(o, "seed", json_string(seed));
+    json_object_set_new(o, "mixture", json_string(a->mixture));
     char *text = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS | JSON_REAL_PRECISION(17));
     json_decref(o);
     if (!text || strlen(text) >= n) {
@@ -65,21 +66,23 @@ int train_args_from_json(const char *text, TrainArgs *a, const char *origin) {
     json_error_t e;
     json_t *o = json_loads(text, 0, &e);
     if (!o) return vrl_error("%s: training arguments: %s", origin, e.text);
-    const char *data, *val, *sched, *seed, *backend;
+    const char *data, *val, *sched, *seed, *backend, *mixture = "";
     json_int_t steps, warmup, decay_end, eval_every, save_every, synth;
     int rc = json_unpack_ex(o, &e, JSON_STRICT,
                             "{s:s, s:s, s:s, s:I, s:i, s:i, s:i, s:s, s:F, s:F, s:I, s:I, s:F, s:F, s:F, s:F, s:F, "
-                            "s:s, s:I, s:i, s:I, s:I}",
+                            "s:s, s:I, s:i, s:I, s:I, s?s}",
                             "backend", &backend, "data", &data, "val_data", &val, "steps", &steps, "batch", &a->batch,
                             "seq", &a->seq, "accum", &a->accum, "schedule", &sched, "lr", &a->sched.peak, "lr_end",
                             &a->sched.end, "warmup", &warmup, "decay_end", &decay_end, "beta1", &a->opt.beta1,
                             "beta2", &a->opt.beta2, "eps", &a->opt.eps, "wd", &a->opt.weight_decay, "clip",
                             &a->opt.clip, "seed", &seed, "eval_every", &eval_every, "eval_batches",
-                            &a->eval_batches, "save_every", &save_every, "synthetic_tokens", &synth);
+                            &a->eval_batches, "save_every", &save_every, "synthetic_tokens", &synth, "mixture",
+                            &mixture);
     if (rc == 0 && schedule_kind_parse(sched, &a->sched.kind) < 0) rc = -1, snprintf(e.text, sizeof e.text, "schedule \"%s\"", sched);
     if (rc == 0) {
         snprintf(a->data, sizeof a->data, "%s", data);
         snprintf(a->val_data, sizeof a->val_data, "%s", val);
+        snprintf(a->mixture, sizeof a->mixture, "%s", mixture); /* absent in older states: SPEC §3 weights */
         a->steps = steps;
         a->sched.warmup = warmup;
         a->sched.decay_end = decay_end;
@@ -97,9 +100,33 @@ int train_args_from_json(const char *text, TrainArgs *a, const char *origin) {
 static int open_data(const TrainArgs *a, DataLoader **train, DataLoader **val, Mixture **mix) {
     *train = *val = NULL;
     *mix = NULL;
-    if (a->data[0] && is_mixture_dir(a->data)) { /* `vrl data tokenize` output: SPEC §3 mixture, per-domain val */
+    const int folder = a->data[0] && is_mixture_dir(a->data);
+    if (a->mixture[0] && !folder) {
+        if (!a->data[0]) return vrl_error("--mixture: needs --data DIR, a folder written by `vrl data tokenize`");
+        return vrl_error("--mixture: --data %s is not a folder written by `vrl data tokenize` (train/ and validation/)",
+                         a->data);
+    }
+    if (folder) { /* `vrl data tokenize` output: SPEC §3 mixture or --mixture, per-domain val */
         if (a->val_data[0]) return vrl_error("--val-data: %s is a data folder with its own validation/", a->data);
-        return mixture_open(a->data, NULL, NULL, 0, (uint32_t)a->seq, a->seed, mix);
+        char why[VRL_ERROR_LEN];
+        if (!a->mixture[0]) {
+            if (mixture_open(a->data, NULL, NULL, 0, (uint32_t)a->seq, a->seed, mix) == 0) return 0;
+            if (!strstr(vrl_last_error(), "no shards of domain")) return -1;
+            snprintf(why, sizeof why, "%s", vrl_last_error());
+            return vrl_error("%s (the SPEC §3 mixture needs all 7; choose the domains with --mixture NAME=W,...)",
+                             why);
+        }
+        MixtureWeights w;
+        const char *names[MIXTURE_MAX_DOMAINS];
+        if (mixture_weights_parse(a->mixture, &w) < 0) {
+            snprintf(why, sizeof why, "%s", vrl_last_error());
+            return vrl_error("--mixture: %s", why);
+        }
+        for (int i = 0; i < w.n; i++) names[i] = w.name[i];
+        if (mixture_open(a->data, names, w.weight, w.n, (uint32_t)a->seq, a->seed, mix) == 0) return 0;
+        if (!strstr(vrl_last_error(), "domain \"")) return -1; /* not about the names: I/O, shard, --seq */
+        snprintf(why, sizeof why, "%s", vrl_last_error());
+        return vrl_error("--mixture: %s", why);
     }
     if (a->data[0]) {
         *train = loader_open(a->data, a->batch, a->seq, a->model.vocab_size, a->seed);
@@ -226,6 +253,8 @@ int train_run(TrainArgs *a) {
         goto done;
     }
     if (open_data(a, &train, &val, &mix) < 0) goto done;
+    /* the flags must fit the training state, or the first checkpoint would fail after the work */
+    if (train_args_to_json(a, st.train_args_json, sizeof st.train_args_json) < 0) goto done;
     if (a->resume && (mix ? mixture_state_import(mix, st.data_pos, st.n_data_pos)
                           : loader_set_pos(train, st.data_pos, st.n_data_pos)) < 0)
         goto done;

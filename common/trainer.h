@@ -20,6 +20,7 @@ typedef struct {
     const Backend *backend;
     char data[TRAIN_PATH_LEN];     /* comma-separated shards; "" = the synthetic corpus */
     char val_data[TRAIN_PATH_LEN]; /* comma-separated shards; "" = synthetic val (or none) */
+    char mixture[1024];            /* with a data folder: "NAME=W,..." (mixture.h); "" = SPEC §3 weights */
     long steps;                    /* total optimizer updates of the run */
     int batch, seq, accum;
     Schedule sched;
@@ -40,7 +41,10 @@ void train_args_defaults(TrainArgs *a);
 /* Train. Returns 0, or -1 with vrl_error() set (bad input, NaN loss, I/O failure). */
 int train_run(TrainArgs *a);
 
-/* The training flags as JSON (stored in the training state) and back. */
+/* The training flags as JSON (stored in the training state) and back. Every key is
+ * required and unknown keys are refused, except "mixture": a state written before
+ * --mixture existed has none, and its run trained on the SPEC §3 weights, which is
+ * what "" means. */
 int train_args_to_json(const TrainArgs *a, char *buf, size_t n);
 int train_args_from_json(const char *json, TrainArgs *a, const char *origin);
 

@@ -72,5 +72,14 @@ expect_error variant_in_config "badvar.json: variant svformer: anchors=\"2\" mus
   $T --model "$tmp/badvar.json" --out "$tmp/r9"
 expect_error info_variant "--variant: variant resformer: unknown mode" $VRL info --variant resformer:mode=x
 
+# --mixture: weights for a `vrl data tokenize` folder (names checked against the folder: test_resume.c)
+expect_error mixture_no_data "--mixture: needs --data DIR" $T --mixture RedPajamaC4=1 --out "$tmp/r10"
+check no_folder_for_mixture_no_data test ! -e "$tmp/r10"
+expect_error mixture_syntax "--mixture: \"RedPajamaC4\" is not NAME=W" $T --mixture RedPajamaC4 --out "$tmp/r11"
+expect_error mixture_weight "--mixture: weight \"x\" of \"RedPajamaC4\" is not a finite number >= 0" \
+  $T --mixture RedPajamaC4=x --out "$tmp/r12"
+expect_error mixture_on_resume "--mixture: a resumed run keeps the weights" \
+  $VRL train --quiet --resume "$tmp/run" --steps 4 --mixture RedPajamaC4=1
+
 echo "$passes passed, $fails failed"
 [ "$fails" -eq 0 ]

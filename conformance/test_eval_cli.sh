@@ -3,7 +3,9 @@
 # synthetic corpus: bad input (a checkpoint of another shape than its config, a task
 # file with a missing field, an unknown metric) gives one line naming the file and a
 # non-zero exit; analyze writes the per-layer CSVs, analysis.json and (with gnuplot)
-# PNGs for two runs side by side; the relative loss of a run against itself is 0.
+# PNGs for two runs side by side; the relative loss of a run against itself is 0;
+# depth-attention of an AttnRes run writes a CSV whose rows sum to 1, and of a baseline
+# run is a one-line error.
 # usage: test_eval_cli.sh PATH/TO/vrl
 set -u
 VRL=$1
@@ -59,6 +61,29 @@ $VRL analyze --relative-loss "$tmp/a/metrics.jsonl" "$tmp/a/metrics.jsonl" --win
 check relative_self_runs test $? -eq 0
 check relative_self_zero test "$(tail -n +2 "$tmp/rel/relative_loss.csv" | cut -d, -f2 | sort -u)" = "0"
 check relative_points test "$(tail -n +2 "$tmp/rel/relative_loss.csv" | wc -l)" -eq 2
+
+# depth attention of an AttnRes run: one row per (sublayer, source) for the 2L+1 sublayer
+# inputs of the tiny model (L = 2), each sublayer's softmax weights summing to 1
+$VRL train --quiet --model tiny --variant attnres:mode=block,size=2 --steps 3 --batch 4 --seq 16 \
+  --synthetic-tokens 4096 --out "$tmp/ar" || { echo "FAIL training run ar"; exit 1; }
+$VRL analyze --ckpt "$tmp/ar" --metric depth-attention --out "$tmp/dep" >"$tmp/out" 2>&1
+check depth_runs test $? -eq 0
+check depth_csv test -s "$tmp/dep/depth_attention.csv"
+check depth_header test "$(head -1 "$tmp/dep/depth_attention.csv")" = "sublayer,source_index,source,weight"
+check depth_sublayers test "$(tail -n +2 "$tmp/dep/depth_attention.csv" | cut -d, -f1 | uniq | tr '\n' ' ')" = \
+  "L0.attn L0.mlp L1.attn L1.mlp head "
+check depth_rows_sum_to_1 awk -F, 'NR > 1 { if (!($1 in s)) order[n++] = $1; s[$1] += $4; w = $4 + 0
+    if (w < 0 || w > 1) bad = 1 }
+  END { if (n != 5) bad = 1
+        for (i = 0; i < n; i++) { d = s[order[i]] - 1; if (d < 0) d = -d
+          if (d > 1e-6) { printf "  %s sums to %.9f\n", order[i], s[order[i]]; bad = 1 } }
+        exit bad }' "$tmp/dep/depth_attention.csv"
+if command -v gnuplot >/dev/null; then
+  check depth_png test -s "$tmp/dep/depth_attention.png"
+fi
+expect_error depth_baseline "a/config.json: variant \"baseline\" has no depth attention" \
+  $VRL analyze --ckpt "$tmp/a" --metric depth-attention --out "$tmp/dep_a"
+check depth_baseline_no_output test ! -e "$tmp/dep_a"
 
 echo "$passes passed, $fails failed"
 [ "$fails" -eq 0 ]

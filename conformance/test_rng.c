@@ -112,3 +112,69 @@ Test(rng, uniform_and_below) {
     for (int i = 0; i < 70000; i++) count[rng_below(&r, 7)]++;
     for (int b = 0; b < 7; b++) cr_assert(abs(count[b] - 10000) < 463, "bucket %d: %d", b, count[b]);
 }
+
+/* Fisher-Yates written out again from the published generator (splitmix64 seeding,
+ * xoshiro256**, rejection sampling for an unbiased index), independent of rng.c. */
+static void ref_permutation(uint64_t seed, uint64_t *a, uint64_t n) {
+    uint64_t x = seed, s[4];
+    for (int i = 0; i < 4; i++) s[i] = ref_splitmix(&x);
+    for (uint64_t i = 0; i < n; i++) a[i] = i;
+    for (uint64_t i = n; i > 1; i--) {
+        const uint64_t limit = UINT64_MAX - UINT64_MAX % i;
+        uint64_t v;
+        do v = ref_next(s);
+        while (v >= limit);
+        const uint64_t j = v % i, t = a[i - 1];
+        a[i - 1] = a[j], a[j] = t;
+    }
+}
+
+/* The loaders' epoch orders (loader.c, mixture.c) are rng_permutation: a change here
+ * would silently reorder every existing shard, so the draw order is pinned. */
+Test(rng, permutation) {
+    /* a known permutation for a fixed seed, frozen */
+    const uint64_t known[10] = {5, 4, 6, 0, 2, 9, 7, 1, 3, 8};
+    uint64_t a[1000], b[1000];
+    Rng r;
+    rng_seed(&r, 2024);
+    rng_permutation(&r, a, 10);
+    for (int i = 0; i < 10; i++) cr_assert_eq(a[i], known[i], "seed 2024, position %d: %llu, expected %llu", i,
+                                               (unsigned long long)a[i], (unsigned long long)known[i]);
+    const uint64_t ns[] = {0, 1, 2, 3, 10, 1000};
+    for (size_t k = 0; k < sizeof ns / sizeof ns[0]; k++)
+        for (uint64_t seed = 0; seed < 20; seed++) {
+            const uint64_t n = ns[k];
+            /* the same order as the independent reference */
+            rng_seed(&r, seed);
+            rng_permutation(&r, a, n);
+            ref_permutation(seed, b, n);
+            cr_assert_eq(memcmp(a, b, n * sizeof *a), 0, "n %llu seed %llu differs from the reference",
+                         (unsigned long long)n, (unsigned long long)seed);
+            /* a permutation: every index exactly once */
+            unsigned char seen[1000] = {0};
+            for (uint64_t i = 0; i < n; i++) {
+                cr_assert_lt(a[i], n);
+                cr_assert_eq(seen[a[i]], 0, "n %llu seed %llu: %llu twice", (unsigned long long)n,
+                             (unsigned long long)seed, (unsigned long long)a[i]);
+                seen[a[i]] = 1;
+            }
+            /* same seed, same order; rng_shuffle_u64 of the identity is the same draw */
+            for (uint64_t i = 0; i < n; i++) b[i] = i;
+            rng_seed(&r, seed);
+            rng_shuffle_u64(&r, b, n);
+            cr_assert_eq(memcmp(a, b, n * sizeof *a), 0);
+        }
+    /* another seed gives another order (1000! orders: a collision is impossible in practice) */
+    rng_seed(&r, 1);
+    rng_permutation(&r, a, 1000);
+    rng_seed(&r, 2);
+    rng_permutation(&r, b, 1000);
+    cr_assert_neq(memcmp(a, b, 1000 * sizeof *a), 0, "seeds 1 and 2 gave the same order");
+    /* rng_shuffle_u64 moves the values, whatever they are */
+    uint64_t v[5] = {50, 40, 30, 20, 10}, p[5];
+    rng_seed(&r, 3);
+    rng_permutation(&r, p, 5);
+    rng_seed(&r, 3);
+    rng_shuffle_u64(&r, v, 5);
+    for (int i = 0; i < 5; i++) cr_assert_eq(v[i], 50 - 10 * p[i]);
+}
