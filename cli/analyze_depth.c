@@ -9,10 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli/evalbatches.h"
 #include "common/checkpoint.h"
+#include "common/domainval.h"
 #include "common/error.h"
 #include "common/fsutil.h"
-#include "common/loader.h"
 #include "common/synthetic.h"
 #include "common/trainer.h"
 #include "ref/model_impl.h" /* float32 build: stream_depth_weights_f32 */
@@ -40,7 +41,8 @@ int analyze_depth_attention(const char *run_dir, const char *out_dir, const char
     ModelConfig c;
     ParamTable t = {0};
     RefModel *m = NULL;
-    DataLoader *dl = NULL;
+    EvalBatches eb;
+    int eb_open = 0;
     int32_t *tok = NULL;
     double *avg = NULL;
     void *mom = NULL;
@@ -67,11 +69,11 @@ int analyze_depth_attention(const char *run_dir, const char *out_dir, const char
     if (checkpoint_load_state(run_dir, &t, DT_F32, mom, (float *)mom + t.total, &st) < 0) goto done;
     snprintf(path, sizeof path, "%s/train_state.safetensors", run_dir);
     if (train_args_from_json(st.train_args_json, &a, path) < 0) goto done;
-    if (!data) data = a.val_data;
-    /* the run's validation data: its shards, or the synthetic validation stream */
-    dl = *data ? loader_open(data, a.batch, a.seq, c.vocab_size, a.seed)
-               : loader_synthetic(c.vocab_size, SYNTHETIC_VAL_STREAM, SYNTHETIC_VAL_TOKENS, a.batch, a.seq, a.seed);
-    if (!dl) goto done;
+    /* Held-out data: --data, else the run's own validation shards, else the validation
+     * chunks of its tokenized data folder, else the synthetic validation stream. */
+    if (!data) data = a.val_data[0] ? a.val_data : is_mixture_dir(a.data) ? a.data : NULL;
+    if (eval_batches_open(&eb, data, c.vocab_size, a.batch, a.seq) < 0) goto done;
+    eb_open = 1;
     if (!(m = model_create(&c, &t, a.batch, a.seq))) goto done;
     if (checkpoint_load_model(run_dir, &t, DT_F32, model_params(m)) < 0) goto done;
 
@@ -82,23 +84,25 @@ int analyze_depth_attention(const char *run_dir, const char *out_dir, const char
         vrl_error("out of memory");
         goto done;
     }
-    const uint64_t nwin = loader_windows(dl);
-    if (batches < 1 || (uint64_t)batches * a.batch > nwin) batches = (int)(nwin / a.batch);
-    if (batches < 1) {
-        vrl_error("%s: fewer than %d sequences of %d tokens", data, a.batch, a.seq);
-        goto done;
-    }
     const StreamPlan *pl = NULL;
-    for (int b = 0; b < batches; b++) {
-        for (int i = 0; i < a.batch; i++) loader_window(dl, (uint64_t)b * a.batch + i, tok + (size_t)i * a.seq);
+    int used = 0;
+    for (; used < batches; used++) {
+        const int got = eval_batches_next(&eb, tok);
+        if (got < 0) goto done;
+        if (got > 0) break; /* the held-out data is shorter than asked: average what there is */
         if (isnan(model_forward(m, tok))) goto done;
         for (int s = 0; s < S; s++) {
             int ns;
             const float *w = stream_depth_weights(m, s, &ns, &pl);
             for (int n = 0; n < N; n++)
-                for (int g = 0; g < ns; g++) avg[(size_t)s * S + g] += w[(size_t)n * ns + g] / ((double)N * batches);
+                for (int g = 0; g < ns; g++) avg[(size_t)s * S + g] += w[(size_t)n * ns + g];
         }
     }
+    if (used == 0) {
+        vrl_error("%s: not one batch of %d x %d held-out tokens", data ? data : "synthetic stream", a.batch, a.seq);
+        goto done;
+    }
+    for (size_t i = 0; i < (size_t)S * S; i++) avg[i] /= (double)N * used; /* mean over every token */
 
     /* print, CSV, gnuplot matrix */
     if (make_dirs(out_dir) < 0) goto done;
@@ -117,7 +121,7 @@ int analyze_depth_attention(const char *run_dir, const char *out_dir, const char
     int maxsrc = 0;
     for (int s = 0; s < S; s++) maxsrc = pl->n_src[s] > maxsrc ? pl->n_src[s] : maxsrc;
     printf("depth attention of %s (%s), %d x %d tokens of %s; row = sublayer input, then its sources: weight\n",
-           run_dir, c.variant, batches, N, *data ? data : "the synthetic validation stream");
+           run_dir, c.variant, used, N, data ? data : "the synthetic validation stream");
     fprintf(csv, "sublayer,source_index,source,weight\n");
     for (int s = 0; s < S; s++) {
         char rn[32], sn[80];
@@ -146,7 +150,7 @@ int analyze_depth_attention(const char *run_dir, const char *out_dir, const char
     /* y labels: sublayers; x labels: source index (block mode: emb, block 1, ...) */
     fprintf(gp, "set terminal pngcairo size 900,700 font ',10'\nset output '%s/depth_attention.png'\n", out_dir);
     fprintf(gp, "set title 'AttnRes depth attention: %s (mean softmax weight over %d tokens)' noenhanced\n", c.variant,
-            batches * N);
+            used * N);
     fprintf(gp, "set xlabel 'source (0 = embedding%s)'\nset ylabel 'input of'\n",
             pl->block ? ", then finished block sums, then the partial block" : ", then sublayer outputs in order");
     fprintf(gp, "set yrange [%d.5:-0.5]\nset xrange [-0.5:%d.5]\nset cbrange [0:1]\nset palette rgb 33,13,10\n", S - 1,
@@ -177,7 +181,7 @@ done:
     free(tok);
     free(avg);
     model_destroy(m);
-    loader_close(dl);
+    if (eb_open) eval_batches_close(&eb);
     param_table_free(&t);
     return rc;
 }

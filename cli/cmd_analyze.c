@@ -13,6 +13,7 @@
 #include "analyze_depth.h"
 #include "args.h"
 #include "commands.h"
+#include "evalbatches.h"
 #include "common/curves.h"
 #include "common/domainval.h"
 #include "common/error.h"
@@ -188,49 +189,6 @@ static const MetricCmd METRICS[] = {
 
 /* ------------------------------------------------------------------ computing */
 
-/* Batches of [B, T] tokens from --data: a tokenized data folder (validation chunks of
- * every domain in turn), comma-separated shards (windows in order), or the synthetic
- * corpus for the model's vocabulary. */
-typedef struct {
-    Mixture *mx;
-    DataLoader *ld;
-    int B, T;
-    long next;
-} Source;
-
-static int source_open(Source *s, const char *data, const ModelConfig *c, int B, int T) {
-    memset(s, 0, sizeof *s);
-    s->B = B, s->T = T;
-    if (data && is_mixture_dir(data)) return mixture_open(data, NULL, NULL, 0, (uint32_t)T, 0, &s->mx);
-    if (data) return (s->ld = loader_open(data, B, T, c->vocab_size, 0)) ? 0 : -1;
-    /* the trainer's synthetic validation stream */
-    s->ld = loader_synthetic(c->vocab_size, SYNTHETIC_VAL_STREAM, SYNTHETIC_VAL_TOKENS, B, T, 0);
-    return s->ld ? 0 : -1;
-}
-
-/* Fill tokens [B,T] with the next batch; 0, or 1 when the data is exhausted. */
-static int source_next(Source *s, int32_t *tokens) {
-    for (int i = 0; i < s->B; i++, s->next++) {
-        if (s->mx) {
-            long k = s->next;
-            int d = 0;
-            while (d < mixture_n_domains(s->mx) && (uint64_t)k >= mixture_val_chunks(s->mx, d))
-                k -= (long)mixture_val_chunks(s->mx, d++);
-            if (d == mixture_n_domains(s->mx)) return 1;
-            if (mixture_val_chunk(s->mx, d, (uint64_t)k, tokens + (size_t)i * s->T) < 0) return -1;
-        } else {
-            if ((uint64_t)s->next >= loader_windows(s->ld)) return 1;
-            loader_window(s->ld, (uint64_t)s->next, tokens + (size_t)i * s->T);
-        }
-    }
-    return 0;
-}
-
-static void source_close(Source *s) {
-    mixture_close(s->mx);
-    loader_close(s->ld);
-}
-
 static int analyze_run(RunMetrics *r, const char *data, int B, int T, int batches) {
     RunModel run;
     if (run_load(r->dir, DT_F64, &run) < 0) return -1;
@@ -238,18 +196,18 @@ static int analyze_run(RunMetrics *r, const char *data, int B, int T, int batche
     if (T > run.config.max_seq) T = run.config.max_seq;
     const int kvC = run.config.n_kv_heads * (run.config.d_model / run.config.n_heads);
     int rc = -1;
-    Source src;
+    EvalBatches src;
     int32_t *tokens = malloc((size_t)B * T * sizeof *tokens); /* [B,T] */
     RefModel *m = NULL;
     if (!tokens || metric_sums_init(&r->s, run.config.n_layers, kvC) < 0) {
         vrl_error("out of memory");
         goto done;
     }
-    if (source_open(&src, data, &run.config, B, T) < 0) goto done_nosrc;
+    if (eval_batches_open(&src, data, run.config.vocab_size, B, T) < 0) goto done_nosrc;
     if (!(m = model_create(&run.config, &run.table, B, T))) goto done_src;
     memcpy(model_params(m), run.params, run.table.total * sizeof(double));
     for (int b = 0; b < batches; b++) {
-        int s = source_next(&src, tokens);
+        int s = eval_batches_next(&src, tokens);
         if (s < 0) goto done_src;
         if (s > 0) break;
         if (metrics_accumulate(m, tokens, &r->s) < 0) goto done_src;
@@ -262,7 +220,7 @@ static int analyze_run(RunMetrics *r, const char *data, int B, int T, int batche
     metric_sums_mean(&r->s);
     rc = 0;
 done_src:
-    source_close(&src);
+    eval_batches_close(&src);
 done_nosrc:
     model_destroy(m);
 done:
