@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "common/rng.h"
+#include "ref/attn_ops.h"
 #include "ref/ops.h"
 
 #define FD_H 1e-5
@@ -131,44 +132,63 @@ Test(gradcheck_ops, rope) {
     cr_assert_eq(memcmp(y, rp_out, sizeof y), 0);
 }
 
-/* ------------------------------------------------------------------ attention */
-enum { AB = 2, AT = 5, AH = 4, AD = 3 };
-static int a_nkv;
-static real at_q[AB * AT * AH * AD], at_k[AB * AT * AH * AD], at_v[AB * AT * AH * AD];
-static real at_out[AB * AT * AH * AD], at_dout[AB * AT * AH * AD], at_att[AB * AH * AT * AT];
-static double at_loss(void) {
-    attention_forward(at_out, at_att, at_q, at_k, at_v, AB, AT, AH, a_nkv, AD);
-    return dot(at_out, at_dout, AB * AT * AH * AD);
+/* ------------------------------------------------------------------ attention (attn_ops.h) */
+/* The two halves of attention, each against its own differences: the probabilities
+ * P = causal softmax(q·[k; k2]ᵀ/√hd) w.r.t. q, k, k2, and out = P·[v; v2] w.r.t. P, v, v2.
+ * W = T (plain causal attention) or 2T (SPEC §4 Eq. 2: a second key/value set, one softmax
+ * over both halves); MHA, GQA and MQA head groupings. */
+enum { AB = 2, AT = 5, AH = 4, AD = 3, AQ = AB * AT * AH * AD, AATT = AB * AH * AT * 2 * AT };
+static int a_nkv, a_two; /* kv heads; 1: the second key/value set (W = 2T) */
+static real at_q[AQ], at_k[AQ], at_k2[AQ], at_v[AQ], at_v2[AQ];
+static real at_att[AATT], at_watt[AATT], at_p[AATT], at_out[AQ], at_wout[AQ];
+static size_t att_n(void) { return (size_t)AB * AH * AT * (a_two ? 2 : 1) * AT; }
+static double probs_loss(void) {
+    attn_probs_forward(at_att, at_q, at_k, a_two ? at_k2 : NULL, AB, AT, AH, a_nkv, AD);
+    return dot(at_att, at_watt, att_n());
 }
-static void attention_case(int nkv, const char *tag) {
-    rng_seed(&rng, 5 + nkv);
-    a_nkv = nkv;
-    const int nq = AB * AT * AH * AD, nk = AB * AT * nkv * AD;
-    fill(at_q, nq, 1), fill(at_k, nk, 1), fill(at_v, nk, 1), fill(at_dout, nq, 1);
-    at_loss();
-    /* probabilities: rows sum to 1, zero above the diagonal */
+static double apply_loss(void) {
+    attn_apply_forward(at_out, at_p, at_v, a_two ? at_v2 : NULL, AB, AT, AH, a_nkv, AD);
+    return dot(at_out, at_wout, AQ);
+}
+static void att_check(const char *what, const char *tag, real *x, size_t n, const real *g, double (*loss)(void)) {
+    char name[64];
+    snprintf(name, sizeof name, "attn %s%s", what, tag);
+    cr_assert_lt(fd_check(name, x, n, g, loss), TOL);
+}
+static void attention_case(int nkv, int two, const char *tag) {
+    rng_seed(&rng, 5 + nkv + 10 * two);
+    a_nkv = nkv, a_two = two;
+    const int nk = AB * AT * nkv * AD, W = two ? 2 * AT : AT;
+    const size_t na = att_n();
+    fill(at_q, AQ, 1), fill(at_k, nk, 1), fill(at_k2, nk, 1), fill(at_v, nk, 1), fill(at_v2, nk, 1);
+    fill(at_watt, na, 1), fill(at_wout, AQ, 1);
+    probs_loss();
+    /* probabilities: each row sums to 1 over both halves, zero past the diagonal in each */
     for (int r = 0; r < AB * AH * AT; r++) {
-        int t = r % AT;
+        const int t = r % AT;
         double s = 0;
-        for (int j = 0; j < AT; j++) {
-            s += at_att[r * AT + j];
-            if (j > t) cr_assert_eq(at_att[r * AT + j], 0);
+        for (int j = 0; j < W; j++) {
+            s += at_att[r * W + j];
+            if (j % AT > t) cr_assert_eq(at_att[r * W + j], 0);
         }
         cr_assert_float_eq(s, 1.0, 1e-14);
     }
-    real dq[AB * AT * AH * AD] = {0}, dk[AB * AT * AH * AD] = {0}, dv[AB * AT * AH * AD] = {0};
-    attention_backward(dq, dk, dv, at_dout, at_q, at_k, at_v, at_att, AB, AT, AH, nkv, AD);
-    char name[64];
-    snprintf(name, sizeof name, "attention%s d(q)", tag);
-    cr_assert_lt(fd_check(name, at_q, nq, dq, at_loss), TOL);
-    snprintf(name, sizeof name, "attention%s d(k)", tag);
-    cr_assert_lt(fd_check(name, at_k, nk, dk, at_loss), TOL);
-    snprintf(name, sizeof name, "attention%s d(v)", tag);
-    cr_assert_lt(fd_check(name, at_v, nk, dv, at_loss), TOL);
+    memcpy(at_p, at_att, na * sizeof *at_p); /* the apply half reads real probabilities */
+    real dq[AQ] = {0}, dk[AQ] = {0}, dk2[AQ] = {0}, dv[AQ] = {0}, dv2[AQ] = {0}, datt[AATT] = {0};
+    attn_probs_backward(dq, dk, two ? dk2 : NULL, at_watt, at_att, at_q, at_k, two ? at_k2 : NULL, AB, AT, AH, nkv, AD);
+    attn_apply_backward(datt, dv, two ? dv2 : NULL, at_wout, at_p, at_v, two ? at_v2 : NULL, AB, AT, AH, nkv, AD);
+    att_check("probs d(q)", tag, at_q, AQ, dq, probs_loss);
+    att_check("probs d(k)", tag, at_k, nk, dk, probs_loss);
+    if (two) att_check("probs d(k2)", tag, at_k2, nk, dk2, probs_loss);
+    att_check("apply d(att)", tag, at_p, na, datt, apply_loss);
+    att_check("apply d(v)", tag, at_v, nk, dv, apply_loss);
+    if (two) att_check("apply d(v2)", tag, at_v2, nk, dv2, apply_loss);
 }
-Test(gradcheck_ops, attention_mha) { attention_case(AH, " MHA"); }
-Test(gradcheck_ops, attention_gqa) { attention_case(2, " GQA 4q/2kv"); }
-Test(gradcheck_ops, attention_mqa) { attention_case(1, " MQA 4q/1kv"); }
+Test(gradcheck_ops, attention_mha) { attention_case(AH, 0, " MHA"); }
+Test(gradcheck_ops, attention_gqa) { attention_case(2, 0, " GQA 4q/2kv"); }
+Test(gradcheck_ops, attention_mqa) { attention_case(1, 0, " MQA 4q/1kv"); }
+Test(gradcheck_ops, attention_two_key_sets_mha) { attention_case(AH, 1, " W=2T MHA"); }
+Test(gradcheck_ops, attention_two_key_sets_gqa) { attention_case(2, 1, " W=2T GQA 4q/2kv"); }
 
 /* ------------------------------------------------------------------ swiglu */
 enum { SN = 24 };

@@ -1,6 +1,5 @@
 /* attn_ops.c: attention as probabilities and their application (shapes in attn_ops.h).
- * The loops and the order of every sum are those of attention_forward / attention_backward
- * in ops.c, so the split path gives the fused op's numbers for plain attention. */
+ * Scores and products accumulate in real, each softmax denominator in double (as ops.c). */
 #include "attn_ops.h"
 
 #include <math.h>

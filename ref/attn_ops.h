@@ -1,7 +1,11 @@
-/* attn_ops.h: attention split into its two products, so the value path (SPEC.md §4) can mix
- * attention matrices (A residual), attend over two key sets at once (Eq. 2) and add kv-space
- * corrections, all with one forward and one backward each (conventions of ops.h: backward
- * functions ADD into their outputs, NULL outputs are skipped).
+/* attn_ops.h: the reference's one causal attention, split into its two products, so the value
+ * path (SPEC.md §4) can mix attention matrices (A residual), attend over two key sets at once
+ * (Eq. 2) and add kv-space corrections, and GPT-2 (gpt2.c) can drop out probabilities between
+ * them, all with one forward and one backward each (conventions of ops.h: backward functions
+ * ADD into their outputs, NULL outputs are skipped).
+ *
+ * fast/ops.cu's attention_forward / attention_backward (flash attention, no [T,T] matrix) compute
+ * attn_apply_forward(attn_probs_forward(q, k), v) with W = T and its backward, fused.
  *
  * W is the row width of att: T for plain causal attention, 2T for Eq. 2, where row t holds the
  * scores of keys 0..t of k at columns 0..t and of keys 0..t of k2 at columns T..T+t; one softmax

@@ -9,6 +9,9 @@
  *                      x' = h + drop(gelu_tanh(LN_2(h)·W_fc + b_fc)·W_mproj + b_mproj)
  *   logits = LN_f(x_L)·lm_headᵀ (untied);  LN: (x − mean)/sqrt(var + eps)·w + b, eps 1e-5
  *
+ * The attention is the value path's (attn_ops.h): P = attn_probs(q, k), U = attn_apply(P ⊙ M, v)
+ * with M the dropout mask of P, on q, k, v split from the packed projection.
+ *
  * Dropout (rate c.dropout, all three places, as the official runs): only in training
  * forwards (model_set_dropout), inverted scaling 1/(1 − p). The mask element i of site
  * `site` is keep ⇔ u ≥ p with u = uniform(splitmix64-mix of (seed, step, micro, site, i)),
@@ -20,16 +23,19 @@
 #include <string.h>
 
 #include "../common/error.h"
+#include "attn_ops.h"
 #include "gpt2.h"
 #include "ops.h"
 
 struct Gpt2Acts {
     real *wte, *wpe, *lnfw, *lnfb, *lm_head;            /* param views */
     real *x0, *m0;                                       /* [N,d] embeddings after dropout, mask */
-    real **x, **ln1, **mean1, **rstd1, **qkv, **att, **mA, **atty, **ya, **mya, **h;
+    real **x, **ln1, **mean1, **rstd1, **q, **k, **v, **att, **mA, **atty, **ya, **mya, **h;
     real **ln2, **mean2, **rstd2, **fc, **gel, **ym, **mym;
     real *lnf, *meanf, *rstdf;
-    real *dx, *dln, *dqkv, *datty, *dy, *dfc, *dgel, *dlogits, *datt_row;
+    real *qkv;                                           /* [N,3d] the packed projection, or its gradient */
+    real *attd, *datt;                                   /* [B,NH,T,T] P ⊙ mask, and a gradient */
+    real *dx, *dln, *dq, *dk, *dv, *datty, *dy, *dfc, *dgel, *dlogits;
     size_t (*off)[12];                                   /* per layer param offsets */
     uint64_t seed, step, micro;
     int training;
@@ -129,68 +135,23 @@ static void mul(real *out, const real *a, const real *b, size_t n) {
     for (size_t i = 0; i < n; i++) out[i] = a[i] * b[i];
 }
 
-/* Causal multi-head attention on q|k|v packed per row [N,3d]; P the softmax, M its
- * dropout mask; out = (P ⊙ M)·v.  att/mask [B,NH,T,T], out [N,d] */
-static void attn_forward(real *out, real *att, const real *mask, const real *qkv, int B, int T, int NH, int hd) {
-    const int d = NH * hd, C3 = 3 * d;
-    const double scale = 1.0 / sqrt((double)hd);
-    for (int b = 0; b < B; b++)
-        for (int h = 0; h < NH; h++)
-            for (int t = 0; t < T; t++) {
-                const real *q = qkv + (size_t)(b * T + t) * C3 + h * hd;
-                real *a = att + (((size_t)b * NH + h) * T + t) * T;
-                const real *mk = mask + (((size_t)b * NH + h) * T + t) * T;
-                double mx = -INFINITY, z = 0;
-                for (int u = 0; u <= t; u++) {
-                    const real *k = qkv + (size_t)(b * T + u) * C3 + d + h * hd;
-                    double s = 0;
-                    for (int i = 0; i < hd; i++) s += (double)q[i] * k[i];
-                    a[u] = (real)(s * scale);
-                    if (a[u] > mx) mx = a[u];
-                }
-                for (int u = 0; u <= t; u++) z += (a[u] = (real)exp(a[u] - mx));
-                for (int u = 0; u < T; u++) a[u] = u <= t ? (real)(a[u] / z) : 0;
-                real *o = out + (size_t)(b * T + t) * d + h * hd;
-                for (int i = 0; i < hd; i++) o[i] = 0;
-                for (int u = 0; u <= t; u++) {
-                    const real *v = qkv + (size_t)(b * T + u) * C3 + 2 * d + h * hd, w = a[u] * mk[u];
-                    for (int i = 0; i < hd; i++) o[i] += w * v[i];
-                }
-            }
+/* The projection writes q|k|v packed per row [N,3d]; the attention ops (attn_ops.h) read
+ * q, k, v as three [N,d] tensors. split: qkv -> q, k, v; pack: the reverse (gradients). */
+static void split_qkv(real *q, real *k, real *v, const real *qkv, int N, int d) {
+    for (int n = 0; n < N; n++) {
+        const real *row = qkv + (size_t)n * 3 * d;
+        memcpy(q + (size_t)n * d, row, (size_t)d * sizeof *row);
+        memcpy(k + (size_t)n * d, row + d, (size_t)d * sizeof *row);
+        memcpy(v + (size_t)n * d, row + 2 * d, (size_t)d * sizeof *row);
+    }
 }
-static void attn_backward(real *dqkv, real *drow, const real *dout, const real *att, const real *mask,
-                          const real *qkv, int B, int T, int NH, int hd) {
-    const int d = NH * hd, C3 = 3 * d;
-    const double scale = 1.0 / sqrt((double)hd);
-    for (int b = 0; b < B; b++)
-        for (int h = 0; h < NH; h++)
-            for (int t = 0; t < T; t++) {
-                const real *a = att + (((size_t)b * NH + h) * T + t) * T;
-                const real *mk = mask + (((size_t)b * NH + h) * T + t) * T;
-                const real *dy = dout + (size_t)(b * T + t) * d + h * hd, *q = qkv + (size_t)(b * T + t) * C3 + h * hd;
-                double s = 0;
-                for (int u = 0; u <= t; u++) { /* dP = mask ⊙ (dout·v), dv += (P ⊙ mask)·dout */
-                    const real *v = qkv + (size_t)(b * T + u) * C3 + 2 * d + h * hd;
-                    real *dv = dqkv + (size_t)(b * T + u) * C3 + 2 * d + h * hd;
-                    double dp = 0;
-                    for (int i = 0; i < hd; i++) {
-                        dp += (double)dy[i] * v[i];
-                        dv[i] += a[u] * mk[u] * dy[i];
-                    }
-                    drow[u] = (real)(dp * mk[u]);
-                    s += (double)a[u] * drow[u];
-                }
-                real *dq = dqkv + (size_t)(b * T + t) * C3 + h * hd;
-                for (int u = 0; u <= t; u++) {
-                    const real ds = (real)(a[u] * (drow[u] - s) * scale);
-                    const real *k = qkv + (size_t)(b * T + u) * C3 + d + h * hd;
-                    real *dk = dqkv + (size_t)(b * T + u) * C3 + d + h * hd;
-                    for (int i = 0; i < hd; i++) {
-                        dq[i] += ds * k[i];
-                        dk[i] += ds * q[i];
-                    }
-                }
-            }
+static void pack_qkv(real *qkv, const real *q, const real *k, const real *v, int N, int d) {
+    for (int n = 0; n < N; n++) {
+        real *row = qkv + (size_t)n * 3 * d;
+        memcpy(row, q + (size_t)n * d, (size_t)d * sizeof *row);
+        memcpy(row + d, k + (size_t)n * d, (size_t)d * sizeof *row);
+        memcpy(row + 2 * d, v + (size_t)n * d, (size_t)d * sizeof *row);
+    }
 }
 
 /* ------------------------------------------------------------------ model */
@@ -213,14 +174,16 @@ static size_t layout(RefModel *m, Gpt2Acts *g, char *base) {
     m->logits = R(N * V), m->losses = R(N);
     g->x0 = R(N * d), g->m0 = R(N * d);
     for (int l = 0; l < m->L; l++) {
-        g->ln1[l] = R(N * d), g->mean1[l] = R(N), g->rstd1[l] = R(N), g->qkv[l] = R(N * 3 * d), g->att[l] = R(att);
+        g->ln1[l] = R(N * d), g->mean1[l] = R(N), g->rstd1[l] = R(N), g->q[l] = R(N * d), g->k[l] = R(N * d);
+        g->v[l] = R(N * d), g->att[l] = R(att);
         g->mA[l] = R(att), g->atty[l] = R(N * d), g->ya[l] = R(N * d), g->mya[l] = R(N * d), g->h[l] = R(N * d);
         g->ln2[l] = R(N * d), g->mean2[l] = R(N), g->rstd2[l] = R(N), g->fc[l] = R(N * F), g->gel[l] = R(N * F);
         g->ym[l] = R(N * d), g->mym[l] = R(N * d), g->x[l] = R(N * d);
     }
     g->lnf = R(N * d), g->meanf = R(N), g->rstdf = R(N);
-    g->dx = R(N * d), g->dln = R(N * d), g->dqkv = R(N * 3 * d), g->datty = R(N * d), g->dy = R(N * d);
-    g->dfc = R(N * F), g->dgel = R(N * F), g->dlogits = R(N * V), g->datt_row = R((size_t)m->T);
+    g->qkv = R(N * 3 * d), g->attd = R(att), g->datt = R(att);
+    g->dx = R(N * d), g->dln = R(N * d), g->dq = R(N * d), g->dk = R(N * d), g->dv = R(N * d);
+    g->datty = R(N * d), g->dy = R(N * d), g->dfc = R(N * F), g->dgel = R(N * F), g->dlogits = R(N * V);
 #undef R
     return off;
 }
@@ -231,17 +194,17 @@ RefModel *gpt2_create(const ModelConfig *c, const ParamTable *t, int batch, int 
     RefModel *m = calloc(1, sizeof *m);
     const size_t L = (size_t)c->n_layers;
     /* the activations' struct, its per-layer pointer arrays and offsets in one block */
-    Gpt2Acts *g = calloc(1, sizeof *g + L * (18 * sizeof(real *) + sizeof(size_t[12])));
+    Gpt2Acts *g = calloc(1, sizeof *g + L * (20 * sizeof(real *) + sizeof(size_t[12])));
     if (!m || !g) {
         free(m);
         free(g);
         vrl_error("model: out of memory");
         return NULL;
     }
-    real ***arrays[18] = {&g->x, &g->ln1, &g->mean1, &g->rstd1, &g->qkv, &g->att, &g->mA, &g->atty, &g->ya,
-                          &g->mya, &g->h, &g->ln2, &g->mean2, &g->rstd2, &g->fc, &g->gel, &g->ym, &g->mym};
+    real ***arrays[20] = {&g->x,  &g->ln1, &g->mean1, &g->rstd1, &g->q,     &g->k,     &g->v,  &g->att, &g->mA, &g->atty,
+                          &g->ya, &g->mya, &g->h,     &g->ln2,   &g->mean2, &g->rstd2, &g->fc, &g->gel, &g->ym, &g->mym};
     real **next = (real **)(g + 1);
-    for (int k = 0; k < 18; k++, next += L) *arrays[k] = next;
+    for (int k = 0; k < 20; k++, next += L) *arrays[k] = next;
     g->off = (size_t(*)[12])next;
     m->gpt2 = g;
     m->c = *c, m->t = t, m->B = batch, m->T = seq, m->N = batch * seq, m->d = c->d_model, m->NH = c->n_heads;
@@ -308,9 +271,12 @@ double gpt2_forward(RefModel *m, const int32_t *tokens) {
         const real *W = m->params;
         const size_t *o = g->off[l];
         layernorm_forward(g->ln1[l], g->mean1[l], g->rstd1[l], x, W + o[LN1W], W + o[LN1B], N, d, eps);
-        conv1d_forward(g->qkv[l], g->ln1[l], W + o[AW], W + o[AB], N, d, 3 * d);
+        conv1d_forward(g->qkv, g->ln1[l], W + o[AW], W + o[AB], N, d, 3 * d);
+        split_qkv(g->q[l], g->k[l], g->v[l], g->qkv, N, d);
+        attn_probs_forward(g->att[l], g->q[l], g->k[l], NULL, B, T, NH, NH, hd); /* P */
         dropout_mask(g, g->mA[l], att, 1 + 3 * l, p);
-        attn_forward(g->atty[l], g->att[l], g->mA[l], g->qkv[l], B, T, NH, hd);
+        mul(g->attd, g->att[l], g->mA[l], att);
+        attn_apply_forward(g->atty[l], g->attd, g->v[l], NULL, B, T, NH, NH, hd); /* (P ⊙ mask)·v */
         conv1d_forward(g->ya[l], g->atty[l], W + o[PW], W + o[PB], N, d, d);
         dropout_mask(g, g->mya[l], Nd, 2 + 3 * l, p);
         for (size_t i = 0; i < Nd; i++) g->h[l][i] = x[i] + g->ya[l][i] * g->mya[l][i];
@@ -331,7 +297,7 @@ double gpt2_forward(RefModel *m, const int32_t *tokens) {
 void gpt2_backward(RefModel *m, double grad_scale) {
     Gpt2Acts *g = m->gpt2;
     const int B = m->B, T = m->T, N = m->N, d = m->d, F = m->F, V = m->V, NH = m->NH, hd = m->hd;
-    const size_t Nd = (size_t)N * d;
+    const size_t Nd = (size_t)N * d, att = (size_t)B * NH * T * T;
     real *G = m->grads;
     const real *W = m->params;
     const size_t lnf_w = (size_t)(g->lnfw - m->params), lnf_b = (size_t)(g->lnfb - m->params);
@@ -358,10 +324,17 @@ void gpt2_backward(RefModel *m, double grad_scale) {
         mul(g->dy, g->dx, g->mya[l], Nd);
         memset(g->datty, 0, Nd * sizeof(real));
         conv1d_backward(g->datty, G + o[PW], G + o[PB], g->dy, g->atty[l], W + o[PW], N, d, d);
-        memset(g->dqkv, 0, Nd * 3 * sizeof(real));
-        attn_backward(g->dqkv, g->datt_row, g->datty, g->att[l], g->mA[l], g->qkv[l], B, T, NH, hd);
+        mul(g->attd, g->att[l], g->mA[l], att); /* P ⊙ mask again (the forward's was overwritten) */
+        memset(g->datt, 0, att * sizeof(real));
+        memset(g->dv, 0, Nd * sizeof(real));
+        attn_apply_backward(g->datt, g->dv, NULL, g->datty, g->attd, g->v[l], NULL, B, T, NH, NH, hd);
+        mul(g->datt, g->datt, g->mA[l], att); /* d(P ⊙ mask) -> dP */
+        memset(g->dq, 0, Nd * sizeof(real));
+        memset(g->dk, 0, Nd * sizeof(real));
+        attn_probs_backward(g->dq, g->dk, NULL, g->datt, g->att[l], g->q[l], g->k[l], NULL, B, T, NH, NH, hd);
+        pack_qkv(g->qkv, g->dq, g->dk, g->dv, N, d);
         memset(g->dln, 0, Nd * sizeof(real));
-        conv1d_backward(g->dln, G + o[AW], G + o[AB], g->dqkv, g->ln1[l], W + o[AW], N, d, 3 * d);
+        conv1d_backward(g->dln, G + o[AW], G + o[AB], g->qkv, g->ln1[l], W + o[AW], N, d, 3 * d);
         layernorm_backward(g->dx, G + o[LN1W], G + o[LN1B], g->dln, x, W + o[LN1W], g->mean1[l], g->rstd1[l], N, d);
     }
     /* x_0 = drop(wte[tok] + wpe[t]) */

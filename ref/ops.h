@@ -8,7 +8,9 @@
  *  - Backward functions ADD into their gradient outputs (+=), like PyTorch's
  *    autograd accumulation; the caller zeroes a gradient buffer once before use.
  *    A NULL gradient output is skipped.
- *  - Compiled twice (real.h): the plain names below map to _f32 / _f64. */
+ *  - Compiled twice (real.h): the plain names below map to _f32 / _f64.
+ * Attention is in attn_ops.h (probabilities and their application, two ops). fast/ops.cuh has a
+ * launcher of the same name for each op here, and one fused attention_forward/_backward. */
 #ifndef VRL_REF_OPS_H
 #define VRL_REF_OPS_H
 
@@ -25,8 +27,6 @@
 #define rope_tables REF(rope_tables)
 #define rope_forward REF(rope_forward)
 #define rope_backward REF(rope_backward)
-#define attention_forward REF(attention_forward)
-#define attention_backward REF(attention_backward)
 #define swiglu_forward REF(swiglu_forward)
 #define swiglu_backward REF(swiglu_backward)
 #define crossentropy_forward REF(crossentropy_forward)
@@ -69,17 +69,6 @@ void rope_forward(real *out, const real *inp, const real *cos_t, const real *sin
  * dinp [B,T,NHX*hd], dout [B,T,NHX*hd], cos_t/sin_t [T,hd/2] */
 void rope_backward(real *dinp, const real *dout, const real *cos_t, const real *sin_t, int B, int T, int NHX,
                    int hd);
-
-/* Causal softmax attention with scale 1/sqrt(hd); query head h reads kv head
- * h / (NH/NKV) (GQA; NKV = NH is plain multi-head). att keeps the probabilities
- * (zero above the diagonal) for the backward and for the analysis metrics.
- * out [B,T,NH*hd], att [B,NH,T,T], q [B,T,NH*hd], k [B,T,NKV*hd], v [B,T,NKV*hd] */
-void attention_forward(real *out, real *att, const real *q, const real *k, const real *v, int B, int T, int NH,
-                       int NKV, int hd);
-/* dq [B,T,NH*hd], dk [B,T,NKV*hd], dv [B,T,NKV*hd] (each may be NULL), dout [B,T,NH*hd],
- * q, k, v as in the forward, att [B,NH,T,T] from the forward */
-void attention_backward(real *dq, real *dk, real *dv, const real *dout, const real *q, const real *k,
-                        const real *v, const real *att, int B, int T, int NH, int NKV, int hd);
 
 /* out = silu(gate) ⊙ up.  out [N,F], gate [N,F], up [N,F] (passed as n = N*F) */
 void swiglu_forward(real *out, const real *gate, const real *up, size_t n);
