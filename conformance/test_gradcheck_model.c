@@ -7,10 +7,10 @@
  * larger ones (the GQA config's embedding, lm_head and MLP) on a seeded random subset of
  * 64 elements. Weights: std 0.3 instead of 0.02 and norm gains 1 + N(0, 0.2²), so every
  * nonlinearity is exercised away from its linear regime and the gain gradients do not
- * sit on a symmetric point.
+ * sit on a symmetric point (gradcheck.h).
  *
  * Error of a tensor = max |analytic − numeric| / max |numeric| over its checked elements
- * (see test_gradcheck_ops.c). h = 1e-5. Bound 1e-6: the loss is a composition of ~40 ops,
+ * (gradcheck.h). h = 1e-5. Bound 1e-6: the loss is a composition of ~40 ops,
  * so rounding noise in the differences is ~eps_64·|L|/h ≈ 1e-10 of an O(1) gradient and
  * truncation ~h² ≈ 1e-10; 1e-6 leaves room for tensors whose largest gradient is ~1e-3,
  * while any wrong backward term is orders of magnitude larger. */
@@ -19,78 +19,36 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/rng.h"
+#include "gradcheck.h"
 #include "ref/model.h"
 
-#define FD_H 1e-5
 #define TOL 1e-6
-#define FULL_MAX 1024 /* tensors up to this size are checked element by element */
-#define SUBSET 64     /* elements sampled from a larger tensor */
 
 enum { B = 2, T = 8 };
+
+/* tensors up to 1024 elements element by element, 64 sampled from a larger one */
+static const GradcheckSampling sampling = {1024, 64, 0};
 
 static void gradcheck_config(const ModelConfig *c0, uint64_t seed) {
     ModelConfig c = *c0;
     c.init_std = 0.3;
-    ParamTable t;
-    cr_assert_eq(param_table_build(&c, &t), 0);
-    RefModel *m = model_create(&c, &t, B, T);
-    cr_assert_not_null(m);
-
-    double *init = malloc(t.total * sizeof *init);
-    params_init_f64(&t, seed, init);
-    real *p = model_params(m);
-    Rng r;
-    rng_seed(&r, seed + 1);
-    for (int k = 0; k < t.n; k++) {
-        const ParamInfo *pi = &t.p[k];
-        for (size_t i = 0; i < pi->numel; i++) {
-            double v = init[pi->offset + i];
-            if (pi->init == INIT_CONST) v += 0.2 * rng_normal(&r); /* gains off 1 */
-            p[pi->offset + i] = v;
-        }
-    }
-    free(init);
-
-    int32_t tokens[B * T];
-    for (int i = 0; i < B * T; i++) tokens[i] = (int32_t)rng_below(&r, (uint64_t)c.vocab_size);
-
-    model_zero_grad(m);
-    double loss = model_forward(m, tokens);
-    model_backward(m, 1.0);
+    Gradcheck g;
+    gradcheck_begin(&g, &c, B, T, seed, 0);
     printf("gradcheck model L=%d heads=%d kv=%d d=%d: loss %.6f (ln V = %.6f)\n", c.n_layers, c.n_heads,
-           c.n_kv_heads, c.d_model, loss, log(c.vocab_size));
-    const real *g = model_grads(m);
-
+           c.n_kv_heads, c.d_model, g.loss, log(c.vocab_size));
     double worst = 0;
-    for (int k = 0; k < t.n; k++) {
-        const ParamInfo *pi = &t.p[k];
-        const int full = pi->numel <= FULL_MAX;
-        const size_t n = full ? pi->numel : SUBSET;
-        double max_diff = 0, max_num = 0;
-        for (size_t j = 0; j < n; j++) {
-            size_t i = pi->offset + (full ? j : (size_t)rng_below(&r, pi->numel));
-            real keep = p[i];
-            p[i] = keep + FD_H;
-            double lp = model_forward(m, tokens);
-            p[i] = keep - FD_H;
-            double lm = model_forward(m, tokens);
-            p[i] = keep;
-            double num = (lp - lm) / (2 * FD_H);
-            double diff = fabs(num - g[i]);
-            if (diff > max_diff) max_diff = diff;
-            if (fabs(num) > max_num) max_num = fabs(num);
-        }
-        double err = max_diff / (max_num > 0 ? max_num : 1);
+    for (int k = 0; k < g.t.n; k++) {
+        const ParamInfo *pi = &g.t.p[k];
+        const GradcheckTensor r = gradcheck_tensor(&g, k, &sampling);
+        double err = gradcheck_rel_err(r, 0);
         if (err > worst) worst = err;
-        printf("  %-44s %5zu/%-5zu max|grad| %.3e  rel err %.3e\n", pi->name, n, pi->numel, max_num, err);
-        cr_expect(max_num > 1e-8, "%s: gradient ~0, the check proves nothing", pi->name);
+        printf("  %-44s %5zu/%-5zu max|grad| %.3e  rel err %.3e\n", pi->name, r.n, pi->numel, r.num, err);
+        cr_expect(r.num > 1e-8, "%s: gradient ~0, the check proves nothing", pi->name);
         cr_expect_lt(err, TOL, "%s: rel err %.3e", pi->name, err);
     }
-    printf("  worst rel err %.3e over %d tensors\n", worst, t.n);
+    printf("  worst rel err %.3e over %d tensors\n", worst, g.t.n);
     cr_log_info("L=%d kv=%d: worst rel err %.3e", c.n_layers, c.n_kv_heads, worst);
-    model_destroy(m);
-    param_table_free(&t);
+    gradcheck_end(&g);
 }
 
 Test(gradcheck_model, tiny_every_tensor_fp64) {

@@ -30,78 +30,39 @@
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
-
-#include "common/error.h"
 #include <string.h>
 
-#include "common/rng.h"
-#include "ref/model.h"
+#include "common/error.h"
+#include "gradcheck.h"
+#include "test_configs.h"
 
-#define FD_H 1e-5
 #define TOL 1e-6
 
 enum { B = 2, T = 5 };
 
+static const GradcheckSampling every_element = {SIZE_MAX, 0, 0};
 static double worst_all;
 static int dropout_on; /* training-mode dropout for the next gradcheck */
 
 static void small_config(ModelConfig *c, const char *variant) {
-    cr_assert_eq(config_preset("tiny", c), 0);
-    c->n_layers = 2;
+    test_config_tiny(c, 2, variant);
     c->n_heads = 2;
     c->n_kv_heads = 2;
     c->d_model = 8;
     c->d_ffn = 16;
     c->vocab_size = 32;
-    c->init_std = 0.3;
-    snprintf(c->variant, sizeof c->variant, "%s", variant);
 }
 
 static void gradcheck(const ModelConfig *c, uint64_t seed) {
-    ParamTable t;
-    cr_assert_eq(param_table_build(c, &t), 0, "%s: %s", c->variant, vrl_last_error());
-    RefModel *m = model_create(c, &t, B, T);
-    cr_assert_not_null(m, "%s: %s", c->variant, vrl_last_error());
-    real *p = model_params(m);
-    params_init_f64(&t, seed, p);
-    Rng r;
-    rng_seed(&r, seed + 1);
-    for (int k = 0; k < t.n; k++) {
-        const ParamInfo *pi = &t.p[k];
-        const int scale = strstr(pi->name, "hc_") && (strstr(pi->name, ".scale_") || strstr(pi->name, ".alpha_p") ||
-                                                       strstr(pi->name, ".alpha_res"));
-        const int bres = strstr(pi->name, ".b_res") != NULL;
-        for (size_t i = 0; i < pi->numel && pi->init != INIT_NORMAL; i++) {
-            real *x = &p[pi->offset + i];
-            *x = scale ? 0.5 + 0.2 * rng_normal(&r) : bres ? 0.5 * rng_normal(&r) : *x + 0.2 * rng_normal(&r);
-        }
-    }
-    int32_t tokens[B * T];
-    for (int i = 0; i < B * T; i++) tokens[i] = (int32_t)rng_below(&r, (uint64_t)c->vocab_size);
-
-    model_set_dropout(m, dropout_on, 1234, 7, 1);
-    model_zero_grad(m);
-    double loss = model_forward(m, tokens);
-    model_backward(m, 1.0);
-    const real *g = model_grads(m);
-    printf("gradcheck %s%s: loss %.6f, %d tensors\n", c->arch == ARCH_GPT2 ? "gpt2 " : "", c->variant, loss, t.n);
+    Gradcheck g;
+    gradcheck_begin(&g, c, B, T, seed, dropout_on);
+    const real *grad = model_grads(g.m);
+    printf("gradcheck %s%s: loss %.6f, %d tensors\n", c->arch == ARCH_GPT2 ? "gpt2 " : "", c->variant, g.loss, g.t.n);
     double worst = 0;
-    for (int k = 0; k < t.n; k++) {
-        const ParamInfo *pi = &t.p[k];
-        double max_diff = 0, max_num = 0;
-        for (size_t j = 0; j < pi->numel; j++) {
-            size_t i = pi->offset + j;
-            real keep = p[i];
-            p[i] = keep + FD_H;
-            double lp = model_forward(m, tokens);
-            p[i] = keep - FD_H;
-            double lm = model_forward(m, tokens);
-            p[i] = keep;
-            double num = (lp - lm) / (2 * FD_H);
-            max_diff = fmax(max_diff, fabs(num - g[i]));
-            max_num = fmax(max_num, fabs(num));
-        }
-        double err = max_diff / fmax(max_num, 1e-4);
+    for (int k = 0; k < g.t.n; k++) {
+        const ParamInfo *pi = &g.t.p[k];
+        const GradcheckTensor r = gradcheck_tensor(&g, k, &every_element);
+        const double max_num = r.num, err = gradcheck_rel_err(r, 1e-4);
         printf("  %-40s %5zu  max|grad| %.3e  rel err %.3e\n", pi->name, pi->numel, max_num, err);
         char last_res[PARAM_NAME_LEN];
         snprintf(last_res, sizeof last_res, "model.layers.%d.mhc_mlp.", c->n_layers - 1);
@@ -109,7 +70,7 @@ static void gradcheck(const ModelConfig *c, uint64_t seed) {
                             !strncmp(pi->name, "model.layers.0.mhc_attn.", 24);
         if (!strcmp(pi->name, "model.layers.0.attn_res_query") || (mhc_end && strstr(pi->name, "_res"))) {
             double max_an = 0;
-            for (size_t j = 0; j < pi->numel; j++) max_an = fmax(max_an, fabs(g[pi->offset + j]));
+            for (size_t j = 0; j < pi->numel; j++) max_an = fmax(max_an, fabs(grad[pi->offset + j]));
             cr_expect_lt(max_num, 1e-9, "%s: structural zero has numeric gradient %.3e", pi->name, max_num);
             cr_expect_lt(max_an, 1e-9, "%s: structural zero has analytic gradient %.3e", pi->name, max_an);
             continue;
@@ -122,8 +83,7 @@ static void gradcheck(const ModelConfig *c, uint64_t seed) {
     }
     printf("  worst rel err %.3e\n", worst);
     worst_all = fmax(worst_all, worst);
-    model_destroy(m);
-    param_table_free(&t);
+    gradcheck_end(&g);
 }
 
 static void check_variant(const char *variant, uint64_t seed) {
@@ -153,8 +113,7 @@ Test(gradcheck_stream, attnres_with_baseline_value_path) { check_variant("attnre
 Test(gradcheck_stream, gpt2) {
     ModelConfig c;
     small_config(&c, "baseline");
-    c.arch = ARCH_GPT2;
-    c.d_ffn = 4 * c.d_model;
+    test_config_gpt2(&c, 0);
     c.max_seq = 8; /* rows T..7 of wpe stay at zero gradient */
     gradcheck(&c, 28);
 }
@@ -165,10 +124,8 @@ Test(gradcheck_stream, gpt2) {
 Test(gradcheck_stream, gpt2_dropout) {
     ModelConfig c;
     small_config(&c, "baseline");
-    c.arch = ARCH_GPT2;
-    c.d_ffn = 4 * c.d_model;
+    test_config_gpt2(&c, 0.1);
     c.max_seq = 8;
-    c.dropout = 0.1;
     dropout_on = 1;
     gradcheck(&c, 29);
     dropout_on = 0;

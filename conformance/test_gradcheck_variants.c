@@ -24,86 +24,39 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/error.h"
-#include "common/rng.h"
-#include "ref/model.h"
+#include "gradcheck.h"
+#include "test_configs.h"
 
-#define FD_H 1e-5
 #define TOL 1e-6
-#define FULL_MAX 64
-#define SUBSET 32
 
 enum { B = 2, T = 8 };
 
-static ModelConfig tiny4(int n_kv, const char *variant) {
-    ModelConfig c;
-    cr_assert_eq(config_preset("tiny", &c), 0);
-    c.n_layers = 4;
-    c.n_heads = 4;
-    c.n_kv_heads = n_kv;
-    c.d_model = 16;
-    c.d_ffn = 32;
-    c.init_std = 0.3;
-    snprintf(c.variant, sizeof c.variant, "%s", variant);
-    return c;
-}
+/* tensors up to 64 elements element by element, 32 sampled from a larger one (embedding rows:
+ * of tokens in the batch) */
+static const GradcheckSampling sampling = {64, 32, 1};
 
 /* Returns the worst relative error over the tensors. */
 static double gradcheck(const char *variant, int n_kv, uint64_t seed) {
-    ModelConfig c = tiny4(n_kv, variant);
-    ParamTable t;
-    cr_assert_eq(param_table_build(&c, &t), 0, "%s: %s", variant, vrl_last_error());
-    RefModel *m = model_create(&c, &t, B, T);
-    cr_assert_not_null(m, "%s: %s", variant, vrl_last_error());
-    real *p = model_params(m);
-    params_init_f64(&t, seed, p); /* real is double here */
-    Rng r;
-    rng_seed(&r, seed + 1);
-    for (int k = 0; k < t.n; k++)
-        if (t.p[k].init != INIT_NORMAL)
-            for (size_t i = 0; i < t.p[k].numel; i++) p[t.p[k].offset + i] += 0.2 * rng_normal(&r);
-    int32_t tokens[B * T];
-    for (int i = 0; i < B * T; i++) tokens[i] = (int32_t)rng_below(&r, (uint64_t)c.vocab_size);
-
-    model_zero_grad(m);
-    double loss = model_forward(m, tokens);
-    model_backward(m, 1.0);
-    const real *g = model_grads(m);
+    const ModelConfig c = test_config_value_path(n_kv, variant);
+    Gradcheck g;
+    gradcheck_begin(&g, &c, B, T, seed, 0);
     double worst = 0;
     const char *worst_name = "";
     int checked = 0;
-    for (int k = 0; k < t.n; k++) {
-        const ParamInfo *pi = &t.p[k];
-        const int full = pi->numel <= FULL_MAX;
-        const size_t n = full ? pi->numel : SUBSET;
-        double max_diff = 0, max_num = 0;
-        for (size_t j = 0; j < n; j++) {
-            size_t e = full ? j : (size_t)rng_below(&r, pi->numel);
-            if (!full && !strcmp(pi->name, "model.embed_tokens.weight"))
-                e = (size_t)tokens[rng_below(&r, B * T)] * c.d_model + e % (size_t)c.d_model;
-            size_t i = pi->offset + e;
-            real keep = p[i];
-            p[i] = keep + FD_H;
-            double lp = model_forward(m, tokens);
-            p[i] = keep - FD_H;
-            double lm = model_forward(m, tokens);
-            p[i] = keep;
-            double num = (lp - lm) / (2 * FD_H);
-            max_diff = fmax(max_diff, fabs(num - g[i]));
-            max_num = fmax(max_num, fabs(num));
-        }
-        double err = max_diff / (max_num > 0 ? max_num : 1);
+    for (int k = 0; k < g.t.n; k++) {
+        const ParamInfo *pi = &g.t.p[k];
+        const GradcheckTensor r = gradcheck_tensor(&g, k, &sampling);
+        double err = gradcheck_rel_err(r, 0);
         if (err > worst) worst = err, worst_name = pi->name;
         checked++;
-        cr_expect(max_num > 1e-8, "%s: %s: gradient ~0, the check proves nothing", variant, pi->name);
+        cr_expect(r.num > 1e-8, "%s: %s: gradient ~0, the check proves nothing", variant, pi->name);
         cr_expect_lt(err, TOL, "%s kv=%d: %s rel err %.3e", variant, n_kv, pi->name, err);
         if (strstr(pi->name, "v_residual_lambda") || strstr(pi->name, "layers.0.self_attn.v_proj"))
-            printf("    %-44s %3zu/%-4zu max|grad| %.3e  rel err %.3e\n", pi->name, n, pi->numel, max_num, err);
+            printf("    %-44s %3zu/%-4zu max|grad| %.3e  rel err %.3e\n", pi->name, r.n, pi->numel, r.num, err);
     }
-    printf("%-62s kv=%d loss %.4f  %2d tensors  worst rel err %.2e (%s)\n", variant, n_kv, loss, checked, worst,
+    printf("%-62s kv=%d loss %.4f  %2d tensors  worst rel err %.2e (%s)\n", variant, n_kv, g.loss, checked, worst,
            worst_name);
-    model_destroy(m);
-    param_table_free(&t);
+    gradcheck_end(&g);
     return worst;
 }
 

@@ -19,6 +19,7 @@
 #include "common/synthetic.h"
 #include "common/trainer.h"
 #include "ref/model.h"
+#include "test_configs.h"
 
 #define MIX_CHUNK 17 /* chunk_len >= --seq: the mixture reads each chunk's first 16 tokens */
 
@@ -192,9 +193,7 @@ Test(resume, bit_exact_fp64) { check_resume_model(&ref_backend_f64, NULL); }
 Test(resume, bit_exact_gpt2_dropout) {
     ModelConfig c;
     cr_assert_eq(config_preset("tiny", &c), 0);
-    c.arch = ARCH_GPT2;
-    c.d_ffn = 4 * c.d_model;
-    c.dropout = 0.1;
+    test_config_gpt2(&c, 0.1);
     check_resume_model(&ref_backend_f32, &c);
 }
 

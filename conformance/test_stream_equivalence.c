@@ -21,31 +21,19 @@
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
-
-#include "common/error.h"
 #include <string.h>
 
 #include "common/rng.h"
+#include "model_compare.h"
 #include "ref/model_impl.h"
+#include "test_configs.h"
 
 enum { B = 2, T = 6 };
 
-typedef struct {
-    ModelConfig c;
-    ParamTable t;
-    RefModel *m;
-    double loss;
-} Run;
-
 static void setup(Run *r, const char *variant, int n_layers, uint64_t seed, double query_std) {
-    cr_assert_eq(config_preset("tiny", &r->c), 0);
-    r->c.n_layers = n_layers;
-    r->c.init_std = 0.3;
-    snprintf(r->c.variant, sizeof r->c.variant, "%s", variant);
-    cr_assert_eq(param_table_build(&r->c, &r->t), 0, "%s", vrl_last_error());
-    r->m = model_create(&r->c, &r->t, B, T);
-    cr_assert_not_null(r->m, "%s", vrl_last_error());
-    params_init_f64(&r->t, seed, model_params(r->m)); /* keyed by name: shared tensors agree */
+    ModelConfig c;
+    test_config_tiny(&c, n_layers, variant);
+    run_build(r, &c, B, T, seed); /* keyed by name: shared tensors agree */
     Rng g;
     rng_seed(&g, seed + 7);
     for (int k = 0; k < r->t.n; k++)
@@ -53,26 +41,16 @@ static void setup(Run *r, const char *variant, int n_layers, uint64_t seed, doub
             for (size_t i = 0; i < r->t.p[k].numel; i++) model_params(r->m)[r->t.p[k].offset + i] = query_std * rng_normal(&g);
     int32_t tok[B * T];
     for (int i = 0; i < B * T; i++) tok[i] = (int32_t)((i * 11 + 5) % r->c.vocab_size);
-    model_zero_grad(r->m);
-    r->loss = model_forward(r->m, tok);
-    model_backward(r->m, 1.0);
+    run_step(r, tok);
 }
 
-static void teardown(Run *r) {
-    model_destroy(r->m);
-    param_table_free(&r->t);
-}
-
-/* Largest |difference| of logits and of the gradients of every tensor of `a`'s table. */
+/* Largest |difference| of the loss, the logits and the gradients of every tensor of `a`'s table. */
 static double compare(Run *a, Run *b) {
-    double worst = fabs(a->loss - b->loss);
-    const size_t nl = (size_t)B * T * a->c.vocab_size;
-    for (size_t i = 0; i < nl; i++) worst = fmax(worst, fabs(model_logits(a->m)[i] - model_logits(b->m)[i]));
+    double worst = fmax(fabs(a->loss - b->loss), run_logits_diff(a, b));
     for (int k = 0; k < a->t.n; k++) {
-        const ParamInfo *pa = &a->t.p[k], *pb = param_table_find(&b->t, pa->name);
-        cr_assert_not_null(pb, "%s missing in %s", pa->name, b->c.variant);
-        for (size_t i = 0; i < pa->numel; i++)
-            worst = fmax(worst, fabs(model_grads(a->m)[pa->offset + i] - model_grads(b->m)[pb->offset + i]));
+        double diff, mx;
+        cr_assert(run_grad_diff(a, b, a->t.p[k].name, &diff, &mx), "%s missing in %s", a->t.p[k].name, b->c.variant);
+        worst = fmax(worst, diff);
     }
     return worst;
 }
@@ -85,8 +63,8 @@ static void expect_same_as_baseline(const char *variant) {
     printf("%s at init vs baseline: loss %.17g vs %.17g, max |diff| (loss, logits, grads) = %.3e\n", variant, v.loss,
            base.loss, diff);
     cr_expect_eq(diff, 0, "%s at init differs from the baseline by %.3e", variant, diff);
-    teardown(&base);
-    teardown(&v);
+    run_release(&base);
+    run_release(&v);
 }
 
 Test(stream_equivalence, denseformer_identity_init_is_baseline) { expect_same_as_baseline("denseformer"); }
@@ -114,7 +92,7 @@ Test(stream_equivalence, attnres_zero_queries_is_uniform_mean) {
     printf("attnres full, zero queries: max |input - mean of sources| = %.3e (max |mean| %.3e)\n", worst, scale);
     cr_expect_gt(scale, 0.1);
     cr_expect_lt(worst, 1e-14 * scale);
-    teardown(&r);
+    run_release(&r);
 }
 
 Test(stream_equivalence, attnres_block_of_one_is_full) {
@@ -128,9 +106,9 @@ Test(stream_equivalence, attnres_block_of_one_is_full) {
     Run b2;
     setup(&b2, "attnres:mode=block,size=2", 3, 33, 0.5);
     cr_expect_gt(fabs(b2.loss - full.loss), 1e-9);
-    teardown(&full);
-    teardown(&blk);
-    teardown(&b2);
+    run_release(&full);
+    run_release(&blk);
+    run_release(&b2);
 }
 
 /* Worst |column sum − 1| (*col) and |row sum − 1| (return) over 100 matrices

@@ -12,38 +12,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/error.h"
 #include "common/rng.h"
-#include "ref/model.h"
+#include "model_compare.h"
+#include "test_configs.h"
 
 enum { B = 2, T = 8 };
 
-typedef struct {
-    ModelConfig c;
-    ParamTable t;
-    RefModel *m;
-    double loss;
-} Run;
-
-static ModelConfig tiny4(int n_kv, const char *variant) {
-    ModelConfig c;
-    cr_assert_eq(config_preset("tiny", &c), 0);
-    c.n_layers = 4;
-    c.n_heads = 4;
-    c.n_kv_heads = n_kv;
-    c.d_model = 16;
-    c.d_ffn = 32;
-    c.init_std = 0.3;
-    snprintf(c.variant, sizeof c.variant, "%s", variant);
-    return c;
-}
-
 static void build(Run *r, int n_kv, const char *variant) {
-    r->c = tiny4(n_kv, variant);
-    cr_assert_eq(param_table_build(&r->c, &r->t), 0, "%s: %s", variant, vrl_last_error());
-    r->m = model_create(&r->c, &r->t, B, T);
-    cr_assert_not_null(r->m, "%s: %s", variant, vrl_last_error());
-    params_init_f64(&r->t, 7, model_params(r->m));
+    const ModelConfig c = test_config_value_path(n_kv, variant);
+    run_build(r, &c, B, T, 7);
 }
 
 static void run(Run *r) {
@@ -51,39 +28,25 @@ static void run(Run *r) {
     Rng g;
     rng_seed(&g, 99);
     for (int i = 0; i < B * T; i++) tokens[i] = (int32_t)rng_below(&g, (uint64_t)r->c.vocab_size);
-    model_zero_grad(r->m);
-    r->loss = model_forward(r->m, tokens);
-    model_backward(r->m, 1.0);
-}
-
-static void release(Run *r) {
-    model_destroy(r->m);
-    param_table_free(&r->t);
+    run_step(r, tokens);
 }
 
 /* tol 0: exact. Returns the number of tensors compared. */
 static int compare(Run *a, Run *b, double tol, int expect_shared) {
-    const size_t nl = (size_t)B * T * a->c.vocab_size;
-    double dl = 0;
-    for (size_t i = 0; i < nl; i++) dl = fmax(dl, fabs(model_logits(a->m)[i] - model_logits(b->m)[i]));
+    const double dl = run_logits_diff(a, b);
     cr_expect_eq(dl, 0, "%s vs %s: logits differ by %.3e", a->c.variant, b->c.variant, dl);
     cr_expect_eq(a->loss, b->loss, "%s vs %s: loss %.17g vs %.17g", a->c.variant, b->c.variant, a->loss, b->loss);
     int shared = 0;
     double worst = 0;
     for (int k = 0; k < a->t.n; k++) {
-        const ParamInfo *pa = &a->t.p[k], *pb = param_table_find(&b->t, pa->name);
-        if (!pb) continue;
+        const char *name = a->t.p[k].name;
+        double diff, mx;
+        if (!run_grad_diff(a, b, name, &diff, &mx)) continue;
         shared++;
-        const real *ga = model_grads(a->m) + pa->offset, *gb = model_grads(b->m) + pb->offset;
-        double diff = 0, mx = 0;
-        for (size_t i = 0; i < pa->numel; i++) {
-            diff = fmax(diff, fabs(ga[i] - gb[i]));
-            mx = fmax(mx, fabs(ga[i]));
-        }
         double rel = diff / (mx > 0 ? mx : 1);
         worst = fmax(worst, rel);
-        if (tol == 0) cr_expect_eq(diff, 0, "%s vs %s: %s differs by %.3e", a->c.variant, b->c.variant, pa->name, diff);
-        else cr_expect_leq(rel, tol, "%s vs %s: %s rel %.3e", a->c.variant, b->c.variant, pa->name, rel);
+        if (tol == 0) cr_expect_eq(diff, 0, "%s vs %s: %s differs by %.3e", a->c.variant, b->c.variant, name, diff);
+        else cr_expect_leq(rel, tol, "%s vs %s: %s rel %.3e", a->c.variant, b->c.variant, name, rel);
     }
     cr_expect_eq(shared, expect_shared, "%s vs %s: %d shared tensors, expected %d", a->c.variant, b->c.variant, shared,
                  expect_shared);
@@ -100,8 +63,8 @@ static void exact(const char *va, const char *vb, int expect_shared) {
     run(&a);
     run(&b);
     compare(&a, &b, 0, expect_shared);
-    release(&a);
-    release(&b);
+    run_release(&a);
+    run_release(&b);
 }
 
 /* 4 layers × 9 tensors + embedding, final norm, lm_head */
@@ -167,8 +130,8 @@ static void gqa_vs_duplicated(const char *variant) {
                     gr[(size_t)head * hd * d + i] = gr[(size_t)2 * head * hd * d + i] + gr[(size_t)(2 * head + 1) * hd * d + i];
         }
     compare(&g, &h, 1e-13, g.t.n);
-    release(&g);
-    release(&h);
+    run_release(&g);
+    run_release(&h);
 }
 
 Test(variant_equivalence, gqa_is_mha_with_duplicated_kv_heads) {

@@ -30,10 +30,15 @@ vrl_test(test_checkpoint SOURCES conformance/test_checkpoint.c LIBS vrl_common)
 # ---------------------------------------------------------------- ref/
 # Gradient checks and AdamW link the float64 reference (`real` is double there);
 # the others reach both precisions through the Backend tables.
-foreach(t test_gradcheck_ops test_gradcheck_model test_adamw)
+# conformance/gradcheck.c: the finite-difference check of a whole model, shared by the
+# three test_gradcheck_{model,variants,stream}.
+foreach(t test_gradcheck_ops test_adamw)
   vrl_test(${t} SOURCES conformance/${t}.c LIBS vrl_ref64 vrl_common)
   target_compile_definitions(${t} PRIVATE VRL_FP64=1)
 endforeach()
+vrl_test(test_gradcheck_model SOURCES conformance/test_gradcheck_model.c conformance/gradcheck.c
+  LIBS vrl_ref64 vrl_common)
+target_compile_definitions(test_gradcheck_model PRIVATE VRL_FP64=1)
 foreach(t test_overfit test_precision)
   vrl_test(${t} SOURCES conformance/${t}.c LIBS vrl_ref32 vrl_ref64 vrl_common ${MATH_LIB})
 endforeach()
@@ -50,18 +55,18 @@ endforeach()
 # The data tests drive `vrl data` through cmd_data() directly.
 vrl_test(test_data SOURCES conformance/test_data.c cli/cmd_data.c cli/cmd_data_bytes.c cli/args.c LIBS vrl_common)
 
-# ---------------------------------------------------------------- value-path variants (SPEC §4)
-foreach(t test_gradcheck_variants test_variant_equivalence)
-  vrl_test(${t} SOURCES conformance/${t}.c LIBS vrl_ref64 vrl_common)
+# ---------------------------------------------------------------- value-path (SPEC §4) and residual-stream (§5) variants, GPT-2
+foreach(t test_gradcheck_variants test_gradcheck_stream)
+  vrl_test(${t} SOURCES conformance/${t}.c conformance/gradcheck.c LIBS vrl_ref64 vrl_common)
+  target_compile_definitions(${t} PRIVATE VRL_FP64=1)
+endforeach()
+# conformance/model_compare.c: two models on the same weights compared tensor by tensor.
+foreach(t test_variant_equivalence test_stream_equivalence)
+  vrl_test(${t} SOURCES conformance/${t}.c conformance/model_compare.c LIBS vrl_ref64 vrl_common)
   target_compile_definitions(${t} PRIVATE VRL_FP64=1)
 endforeach()
 vrl_test(test_value_plan SOURCES conformance/test_value_plan.c LIBS vrl_common)
 
-# ---------------------------------------------------------------- residual-stream variants, GPT-2
-foreach(t test_gradcheck_stream test_stream_equivalence)
-  vrl_test(${t} SOURCES conformance/${t}.c LIBS vrl_ref64 vrl_common)
-  target_compile_definitions(${t} PRIVATE VRL_FP64=1)
-endforeach()
 
 # ---------------------------------------------------------------- golden fixtures (PyTorch oracle)
 # test_golden: every case of conformance/golden/fixtures in fp32 and fp64 (variants ref does
