@@ -3,12 +3,13 @@
 
 #include <math.h>
 
-static uint64_t splitmix64(uint64_t *x) {
-    uint64_t z = (*x += 0x9e3779b97f4a7c15ULL);
+uint64_t rng_mix64(uint64_t z) {
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
     return z ^ (z >> 31);
 }
+
+static uint64_t splitmix64(uint64_t *x) { return rng_mix64(*x += 0x9e3779b97f4a7c15ULL); }
 
 void rng_seed(Rng *r, uint64_t seed) {
     uint64_t x = seed;

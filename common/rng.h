@@ -7,6 +7,10 @@
 
 typedef struct { uint64_t s[4]; } Rng;
 
+/* splitmix64's output function: a bijective 64-bit mix (its state advances by the golden
+ * gamma 0x9e3779b97f4a7c15 before each call). Also keys GPT-2's dropout masks (ref/gpt2.c). */
+uint64_t rng_mix64(uint64_t z);
+
 void rng_seed(Rng *r, uint64_t seed);
 /* A generator for sub-stream `stream` of `seed` (e.g. one per parameter tensor). */
 void rng_seed_stream(Rng *r, uint64_t seed, uint64_t stream);

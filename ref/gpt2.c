@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "../common/error.h"
+#include "../common/rng.h"
 #include "attn_ops.h"
 #include "gpt2.h"
 #include "ops.h"
@@ -116,20 +117,16 @@ static void gelu_backward(real *dx, const real *dout, const real *x, size_t n) {
     }
 }
 
-static uint64_t mix64(uint64_t z) {
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
 /* Mask of a dropout site: 1/(1−p) kept, 0 dropped; all 1 when not training or p = 0. */
 static void dropout_mask(const Gpt2Acts *g, real *mask, size_t n, int site, double p) {
     if (!g->training || p <= 0) {
         for (size_t i = 0; i < n; i++) mask[i] = 1;
         return;
     }
-    const uint64_t key = mix64(mix64(mix64(mix64(g->seed) ^ g->step) ^ g->micro) ^ (uint64_t)site);
+    const uint64_t key = rng_mix64(rng_mix64(rng_mix64(rng_mix64(g->seed) ^ g->step) ^ g->micro) ^ (uint64_t)site);
     const real keep = (real)(1.0 / (1.0 - p));
-    for (size_t i = 0; i < n; i++) mask[i] = (double)(mix64(key ^ (i * 0x9e3779b97f4a7c15ULL)) >> 11) * 0x1.0p-53 < p ? 0 : keep;
+    for (size_t i = 0; i < n; i++)
+        mask[i] = (double)(rng_mix64(key ^ (i * 0x9e3779b97f4a7c15ULL)) >> 11) * 0x1.0p-53 < p ? 0 : keep;
 }
 static void mul(real *out, const real *a, const real *b, size_t n) {
     for (size_t i = 0; i < n; i++) out[i] = a[i] * b[i];
@@ -156,21 +153,15 @@ static void pack_qkv(real *qkv, const real *q, const real *k, const real *v, int
 
 /* ------------------------------------------------------------------ model */
 
-/* Carve n elements from the arena at *off (64-byte aligned); with base == NULL only count. */
-static void *take(char *base, size_t *off, size_t n, size_t size) {
-    size_t at = (*off + 63) & ~(size_t)63;
-    *off = at + n * size;
-    return base ? base + at : NULL;
-}
-
-/* Every buffer of the model, carved twice: once to size the arena, once to fill it. */
+/* Every buffer of the model, carved twice (ref_carve, model_impl.h): once to size the arena,
+ * once to fill it. */
 static size_t layout(RefModel *m, Gpt2Acts *g, char *base) {
     const size_t N = m->N, d = m->d, F = m->F, V = m->V, P = m->t->total;
     const size_t att = (size_t)m->B * m->NH * m->T * m->T;
     size_t off = 0;
-#define R(n) take(base, &off, (n), sizeof(real))
+#define R(n) ref_carve(base, &off, (n), sizeof(real))
     m->params = R(P), m->grads = R(P), m->exp_avg = R(P), m->exp_avg_sq = R(P);
-    m->tokens = take(base, &off, N, sizeof(int32_t));
+    m->tokens = ref_carve(base, &off, N, sizeof(int32_t));
     m->logits = R(N * V), m->losses = R(N);
     g->x0 = R(N * d), g->m0 = R(N * d);
     for (int l = 0; l < m->L; l++) {
@@ -201,8 +192,9 @@ RefModel *gpt2_create(const ModelConfig *c, const ParamTable *t, int batch, int 
         vrl_error("model: out of memory");
         return NULL;
     }
-    real ***arrays[20] = {&g->x,  &g->ln1, &g->mean1, &g->rstd1, &g->q,     &g->k,     &g->v,  &g->att, &g->mA, &g->atty,
-                          &g->ya, &g->mya, &g->h,     &g->ln2,   &g->mean2, &g->rstd2, &g->fc, &g->gel, &g->ym, &g->mym};
+    real ***arrays[20] = {&g->x,   &g->ln1, &g->mean1, &g->rstd1, &g->q,   &g->k,     &g->v,
+                          &g->att, &g->mA,  &g->atty,  &g->ya,    &g->mya, &g->h,     &g->ln2,
+                          &g->mean2, &g->rstd2, &g->fc, &g->gel, &g->ym, &g->mym};
     real **next = (real **)(g + 1);
     for (int k = 0; k < 20; k++, next += L) *arrays[k] = next;
     g->off = (size_t(*)[12])next;

@@ -26,15 +26,6 @@
 
 /* ------------------------------------------------------------------ memory layout */
 
-/* Carve n elements of `size` bytes from the arena at *off (64-byte aligned). With
- * base == NULL it only counts, so the same code sizes and then fills the arena. */
-static void *carve(char *base, size_t *off, size_t n, size_t size) {
-    size_t at = (*off + 63) & ~(size_t)63;
-    *off = at + n * size;
-    return base ? base + at : NULL;
-}
-#define CARVE(ptr, n) ((ptr) = carve(base, &off, (size_t)(n), sizeof *(ptr)))
-
 static size_t layout(RefModel *m, char *base) {
     const size_t N = (size_t)m->N, P = m->t->total;
     size_t off = 0;

@@ -127,4 +127,14 @@ struct RefModel {
     void *arena;              /* every buffer above is carved from this one allocation */
 };
 
+/* Carve n elements of `size` bytes from an arena at *off (64-byte aligned). With base == NULL
+ * it only counts, so one layout function sizes and then fills its arena (model.c, value_path.c,
+ * gpt2.c). CARVE(ptr, n) uses the caller's `base` and `off`. */
+static inline void *ref_carve(char *base, size_t *off, size_t n, size_t size) {
+    size_t at = (*off + 63) & ~(size_t)63;
+    *off = at + n * size;
+    return base ? base + at : NULL;
+}
+#define CARVE(ptr, n) ((ptr) = ref_carve(base, &off, (size_t)(n), sizeof *(ptr)))
+
 #endif

@@ -26,14 +26,6 @@
 
 static void zero(real *p, size_t n) { memset(p, 0, n * sizeof *p); }
 
-/* Carve n elements from the arena (64-byte aligned); base NULL only counts. */
-static void *carve(char *base, size_t *off, size_t n, size_t size) {
-    size_t at = (*off + 63) & ~(size_t)63;
-    *off = at + n * size;
-    return base ? base + at : NULL;
-}
-#define CARVE(ptr, n) ((ptr) = carve(base, &off, (size_t)(n), sizeof *(ptr)))
-
 /* Width of layer l's attention rows: 2T for Eq. 2 layers. */
 static int width(const RefModel *m, int l) { return m->plan.cross[l] >= 0 ? 2 * m->T : m->T; }
 
