@@ -198,12 +198,14 @@ int cmd_eval(int argc, char **argv) {
     json_object_set_new(out, "limit", json_integer(limit));
 
     if (data) {
+        sc.label = "per-domain validation";
         if (eval_domains(&sc, data, (size_t)limit, jd) < 0) goto done;
         json_object_set(out, "domains", jd);
     }
     if (wiki) {
         int64_t eos = tok_token_id(tok, "<|endoftext|>");
         WikiResult w;
+        sc.label = "WikiText-2";
         if (wikitext_evaluate(&sc, tok, wiki, eos < 0 ? 0 : eos, (size_t)limit, &w) < 0) goto done;
         printf("\nWikiText-2 (%zu documents, rolling windows of %d, EOS prefix)\n", w.docs, seq);
         printf("  token perplexity %.3f  (%zu tokens)\n  word perplexity  %.3f  (%zu words)\n", w.token_ppl, w.tokens,
@@ -219,6 +221,7 @@ int cmd_eval(int argc, char **argv) {
         double sa = 0, sn = 0;
         for (int i = 0; i < n_sel; i++) {
             TaskResult tr;
+            sc.label = sel[i]->name;
             if (task_evaluate(&sc, tok, &sets[i], &tr) < 0) goto done;
             printf("  %-14s %8.4f %9.4f %7zu\n", sel[i]->name, tr.acc, tr.acc_norm, tr.n);
             fflush(stdout);

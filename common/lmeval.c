@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "error.h"
+#include "metrics.h"
 #include "textio.h"
 
 /* ------------------------------------------------------------------ scoring */
@@ -59,9 +60,22 @@ static double logprob_at(const Scorer *s, int row, int pos, uint32_t target, int
 /* The i-th token of ctx ++ cont. */
 static uint32_t whole_at(const LLRequest *r, size_t i) { return i < r->n_ctx ? r->ctx[i] : r->cont[i - r->n_ctx]; }
 
+/* A line on stderr at about every tenth of the work, so a long evaluation shows it moves. */
+static void progress(const Scorer *s, size_t done, size_t n, double t0) {
+    if (!s->label) return;
+    const double dt = now_seconds() - t0, rate = dt > 0 ? (double)done / dt : 0;
+    fprintf(stderr, "vrl eval: %s: %zu/%zu sequences, %.1f seq/s, ETA %.0fs\n", s->label, done, n, rate,
+            rate > 0 ? (double)(n - done) / rate : 0.0);
+}
+
 int scorer_loglik(Scorer *s, LLRequest *req, size_t n) {
     const int B = s->B, T = s->T;
+    const double t0 = now_seconds();
+    /* about ten reports for work of 20 batches or more; quiet for small sets */
+    const size_t every = n >= 20 * (size_t)B ? n / 10 : n + 1;
+    size_t reported = 0;
     for (size_t start = 0; start < n; start += (size_t)B) {
+        if (start - reported >= every) progress(s, reported = start, n, t0);
         const int rows = n - start < (size_t)B ? (int)(n - start) : B;
         memset(s->tokens, 0, (size_t)B * T * sizeof *s->tokens); /* padding: token 0 */
         for (int r = 0; r < rows; r++) {

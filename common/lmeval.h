@@ -34,6 +34,7 @@ typedef struct {
     int B, T, V;
     int32_t *tokens;     /* [B,T] the batch being built */
     void *logits;        /* [B,T,V] host copy in be->dtype */
+    const char *label;   /* progress on stderr ("piqa: 120/400 sequences ...") when set */
 } Scorer;
 
 int scorer_init(Scorer *s, const Backend *be, void *model, int B, int T, int V);
