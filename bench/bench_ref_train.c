@@ -63,9 +63,12 @@ static void run(const char *preset, int B, int T, const Precision *pr) {
     }
     const double secs = now_seconds() - t0, mm = pr->matmul_seconds() - mm0;
     const double tokens = (double)B * T * steps;
-    /* FLOPs per token: 6N for the weights, plus attention scores and mixing: 6·L·T·d
-     * (QKᵀ and AV, forward and backward, causal half counted as full as in PaLM's MFU). */
-    const double flops = tokens * (6.0 * (double)t.total + 6.0 * c.n_layers * T * c.d_model);
+    /* FLOPs per token: 6 per weight that takes part in a matrix product (every parameter
+     * but the input embedding, a table lookup), plus attention scores and mixing:
+     * 6·L·T·d (QKᵀ and AV, forward and backward, the causal half counted as full, as in
+     * PaLM's MFU). */
+    const double matmul_params = (double)t.total - (double)c.vocab_size * c.d_model;
+    const double flops = tokens * (6.0 * matmul_params + 6.0 * c.n_layers * T * c.d_model);
     printf("%-5s %-9s B=%-2d T=%-4d params=%-10zu %9.0f tokens/s  %6.2f GFLOP/s  %5.1f%% in matmul  (%d steps, %.2f s/step)\n",
            preset, pr->be->name, B, T, t.total, tokens / secs, flops / secs * 1e-9, 100.0 * mm / secs, steps,
            secs / steps);
