@@ -163,6 +163,7 @@ static size_t layout(RefModel *m, Gpt2Acts *g, char *base) {
     m->params = R(P), m->grads = R(P), m->exp_avg = R(P), m->exp_avg_sq = R(P);
     m->tokens = ref_carve(base, &off, N, sizeof(int32_t));
     m->logits = R(N * V), m->losses = R(N);
+    m->lse = ref_carve(base, &off, N, sizeof(double));
     g->x0 = R(N * d), g->m0 = R(N * d);
     for (int l = 0; l < m->L; l++) {
         g->ln1[l] = R(N * d), g->mean1[l] = R(N), g->rstd1[l] = R(N), g->q[l] = R(N * d), g->k[l] = R(N * d);
@@ -283,7 +284,7 @@ double gpt2_forward(RefModel *m, const int32_t *tokens) {
     layernorm_forward(g->lnf, g->meanf, g->rstdf, x, g->lnfw, g->lnfb, N, d, eps);
     matmul_forward(m->logits, g->lnf, g->lm_head, N, d, V);
     m->have_forward = 1;
-    return crossentropy_forward(m->losses, m->logits, tokens, B, T, V);
+    return crossentropy_forward(m->losses, m->lse, m->logits, tokens, B, T, V);
 }
 
 void gpt2_backward(RefModel *m, double grad_scale) {
@@ -294,7 +295,7 @@ void gpt2_backward(RefModel *m, double grad_scale) {
     const real *W = m->params;
     const size_t lnf_w = (size_t)(g->lnfw - m->params), lnf_b = (size_t)(g->lnfb - m->params);
     memset(g->dlogits, 0, (size_t)N * V * sizeof(real));
-    crossentropy_backward(g->dlogits, m->logits, m->tokens, B, T, V, grad_scale);
+    crossentropy_backward(g->dlogits, m->logits, m->lse, m->tokens, B, T, V, grad_scale);
     memset(g->dln, 0, Nd * sizeof(real));
     matmul_backward(g->dln, G + (g->lm_head - m->params), g->dlogits, g->lnf, g->lm_head, N, d, V);
     memset(g->dx, 0, Nd * sizeof(real)); /* dLoss/d(residual stream), carried down */

@@ -65,6 +65,7 @@ static size_t layout(RefModel *m, char *base) {
     CARVE(m->lnf_rstd, N);
     CARVE(m->logits, N * m->V);
     CARVE(m->losses, N);
+    CARVE(m->lse, N);
     GradActs *g = &m->g;
     CARVE(g->dxin, N * m->d);
     CARVE(g->dln, N * m->d);
@@ -244,7 +245,7 @@ double model_forward(RefModel *m, const int32_t *tokens) {
     rmsnorm_forward(m->lnf, m->lnf_rstd, x, m->mp.lnf, N, d, eps);
     matmul_forward(m->logits, m->lnf, m->mp.lm_head, N, d, V);
     m->have_forward = 1;
-    return crossentropy_forward(m->losses, m->logits, tokens, B, T, V);
+    return crossentropy_forward(m->losses, m->lse, m->logits, tokens, B, T, V);
 }
 
 /* ------------------------------------------------------------------ backward */
@@ -263,7 +264,7 @@ void model_backward(RefModel *m, double grad_scale) {
 
     /* head: loss -> logits -> lnf -> residual stream */
     zero(g->dlogits, (size_t)N * V);
-    crossentropy_backward(g->dlogits, m->logits, m->tokens, B, T, V, grad_scale);
+    crossentropy_backward(g->dlogits, m->logits, m->lse, m->tokens, B, T, V, grad_scale);
     zero(g->dln, Nd);
     matmul_backward(g->dln, m->mg.lm_head, g->dlogits, m->lnf, m->mp.lm_head, N, d, V);
     zero(g->dxin, Nd);

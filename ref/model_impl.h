@@ -121,6 +121,7 @@ struct RefModel {
     real *lnf, *lnf_rstd;     /* [N,d], [N] final RMSNorm */
     real *logits;             /* [N,V] */
     real *losses;             /* [N] per-position loss (0 at each sequence's last position) */
+    double *lse;              /* [N] log Σ exp of each logits row, kept for the backward */
     GradActs g;
     int have_forward;         /* backward needs the activations of a forward */
 

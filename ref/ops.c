@@ -171,35 +171,37 @@ static double logsumexp(const real *x, int V) {
     return maxv + log(s);
 }
 
-double crossentropy_forward(real *losses, const real *logits, const int32_t *tokens, int B, int T, int V) {
+double crossentropy_forward(real *losses, double *lse, const real *logits, const int32_t *tokens, int B, int T,
+                            int V) {
     double total = 0;
     for (int b = 0; b < B; b++)
         for (int t = 0; t < T; t++) {
             size_t n = (size_t)b * T + t;
             if (t == T - 1) { /* no next token inside this sequence */
                 losses[n] = 0;
+                lse[n] = 0;
                 continue;
             }
             const real *x = logits + n * V;
-            double l = logsumexp(x, V) - x[tokens[n + 1]];
+            lse[n] = logsumexp(x, V);
+            double l = lse[n] - x[tokens[n + 1]];
             losses[n] = (real)l;
             total += l;
         }
     return total / ((double)B * (T - 1));
 }
 
-void crossentropy_backward(real *dlogits, const real *logits, const int32_t *tokens, int B, int T, int V,
-                           double scale) {
+void crossentropy_backward(real *dlogits, const real *logits, const double *lse, const int32_t *tokens, int B, int T,
+                           int V, double scale) {
     const double w = scale / ((double)B * (T - 1)); /* d(mean)/d(loss_n) times the caller's scale */
     for (int b = 0; b < B; b++)
         for (int t = 0; t < T - 1; t++) {
             size_t n = (size_t)b * T + t;
             const real *x = logits + n * V;
             real *dx = dlogits + n * V;
-            double lse = logsumexp(x, V);
             int target = tokens[n + 1];
             for (int i = 0; i < V; i++) {
-                double p = exp(x[i] - lse);
+                double p = exp(x[i] - lse[n]);
                 dx[i] += (real)(w * (p - (i == target)));
             }
         }

@@ -77,14 +77,17 @@ void swiglu_backward(real *dgate, real *dup, const real *dout, const real *gate,
 
 /* Next-token cross-entropy inside each sequence: position t < T-1 predicts
  * tokens[b, t+1]; the last position of every sequence has no target (loss 0).
- * Log-softmax with the max subtracted, accumulated in double. Returns the mean over
- * the B·(T−1) predictions.  losses [B,T], logits [B,T,V], tokens [B,T] */
-double crossentropy_forward(real *losses, const real *logits, const int32_t *tokens, int B, int T, int V);
+ * Log-softmax with the max subtracted, accumulated in double; lse keeps each row's
+ * log Σ exp for the backward (the exps are most of the reference's time at a 50k vocab).
+ * Returns the mean over the B·(T−1) predictions.
+ * losses [B,T], lse [B,T] (double), logits [B,T,V], tokens [B,T] */
+double crossentropy_forward(real *losses, double *lse, const real *logits, const int32_t *tokens, int B, int T,
+                            int V);
 /* dlogits += scale · d(mean loss)/dlogits = scale · (softmax − onehot) / (B·(T−1)),
  * zero contribution at each sequence's last position.
- * dlogits [B,T,V], logits [B,T,V], tokens [B,T] */
-void crossentropy_backward(real *dlogits, const real *logits, const int32_t *tokens, int B, int T, int V,
-                           double scale);
+ * dlogits [B,T,V], logits [B,T,V], lse [B,T] from the forward, tokens [B,T] */
+void crossentropy_backward(real *dlogits, const real *logits, const double *lse, const int32_t *tokens, int B, int T,
+                           int V, double scale);
 
 /* out = a + b.  out [n], a [n], b [n] (out may alias a or b) */
 void residual_forward(real *out, const real *a, const real *b, size_t n);
