@@ -8,8 +8,9 @@ bash scripts/build.sh
 rc=0
 ctest --test-dir build --output-on-failure -j"$(nproc)" "$@" || rc=$?
 log=build/Testing/Temporary/LastTest.log
-if [ -f "$log" ] && grep -q '\[SKIP\]' "$log"; then
+# Criterion prints "[SKIP] suite::test: reason"; plain test programs print "SKIP: reason".
+if [ -f "$log" ] && grep -qE '\[SKIP\]|^SKIP: ' "$log"; then
   echo "skipped checks (with reasons):"
-  grep -o '\[SKIP\].*' "$log" | sort -u | sed 's/^/  /'
+  grep -oE '\[SKIP\].*|^SKIP: .*' "$log" | sort -u | sed 's/^/  /'
 fi
 exit $rc
