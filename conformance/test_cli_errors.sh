@@ -4,25 +4,7 @@
 # usage: test_cli_errors.sh PATH/TO/vrl
 set -u
 VRL=$1
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fails=0 passes=0
-
-# expect_error NAME PATTERN CMD...: exit 1 (not a signal), exactly one stderr line matching PATTERN.
-expect_error() {
-  local name=$1 pattern=$2; shift 2
-  "$@" >"$tmp/out" 2>"$tmp/err"; local rc=$?
-  local lines; lines=$(wc -l <"$tmp/err")
-  if [ "$rc" -eq 1 ] && [ "$lines" -eq 1 ] && grep -q -- "$pattern" "$tmp/err"; then
-    passes=$((passes + 1)); echo "ok   $name: $(cat "$tmp/err")"
-  else
-    fails=$((fails + 1)); echo "FAIL $name: exit $rc, $lines lines, expected /$pattern/:"; cat "$tmp/err"
-  fi
-}
-check() { # check NAME CONDITION-COMMAND...
-  local name=$1; shift
-  if "$@"; then passes=$((passes + 1)); echo "ok   $name"; else fails=$((fails + 1)); echo "FAIL $name"; fi
-}
+. "$(dirname "$0")/cli_test_lib.sh"
 
 T="$VRL train --quiet --model tiny --batch 2 --seq 16 --steps 2"
 
@@ -81,5 +63,4 @@ expect_error mixture_weight "--mixture: weight \"x\" of \"RedPajamaC4\" is not a
 expect_error mixture_on_resume "--mixture: a resumed run keeps the weights" \
   $VRL train --quiet --resume "$tmp/run" --steps 4 --mixture RedPajamaC4=1
 
-echo "$passes passed, $fails failed"
-[ "$fails" -eq 0 ]
+finish

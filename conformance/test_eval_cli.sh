@@ -9,20 +9,7 @@
 # usage: test_eval_cli.sh PATH/TO/vrl
 set -u
 VRL=$1
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fails=0 passes=0
-expect_error() { # NAME PATTERN CMD...: exit 1, exactly one stderr line matching PATTERN
-  local name=$1 pattern=$2; shift 2
-  "$@" >"$tmp/out" 2>"$tmp/err"; local rc=$?
-  local lines; lines=$(wc -l <"$tmp/err")
-  if [ "$rc" -eq 1 ] && [ "$lines" -eq 1 ] && grep -q -- "$pattern" "$tmp/err"; then
-    passes=$((passes + 1)); echo "ok   $name: $(cat "$tmp/err")"
-  else
-    fails=$((fails + 1)); echo "FAIL $name: exit $rc, $lines lines, expected /$pattern/:"; cat "$tmp/err"
-  fi
-}
-check() { local name=$1; shift; if "$@"; then passes=$((passes + 1)); echo "ok   $name"; else fails=$((fails + 1)); echo "FAIL $name"; fi; }
+. "$(dirname "$0")/cli_test_lib.sh"
 
 T="$VRL train --quiet --model tiny --batch 2 --seq 16 --steps 3 --synthetic-tokens 4096"
 $T --seed 1 --out "$tmp/a" || { echo "FAIL training run a"; exit 1; }
@@ -85,5 +72,4 @@ expect_error depth_baseline "a/config.json: variant \"baseline\" has no depth at
   $VRL analyze --ckpt "$tmp/a" --metric depth-attention --out "$tmp/dep_a"
 check depth_baseline_no_output test ! -e "$tmp/dep_a"
 
-echo "$passes passed, $fails failed"
-[ "$fails" -eq 0 ]
+finish
