@@ -69,7 +69,8 @@ static int plot(const Analysis *a, const char *name, const char *title, const ch
             name, name, name, title, xlabel, ylabel, logy ? "set logscale y\n" : "",
             strcmp(xlabel, "step") ? "set xtics 1\n" : ""); /* layers are integers */
     for (int i = 0; i < n_series; i++)
-        fprintf(f, "%s'%s.csv' using 1:%d with linespoints lw 2 title '%s'", i ? ", " : "", name, i + 2, series[i]);
+        fprintf(f, "%s'%s.csv' using 1:%d with %s lw 2 title '%s'", i ? ", " : "", name, i + 2,
+                strcmp(xlabel, "step") ? "linespoints" : "lines", series[i]); /* curves over steps: no markers */
     fprintf(f, "\n");
     fclose(f);
     if (!a->have_gnuplot) return 0;
@@ -298,12 +299,61 @@ static int relative_loss(Analysis *a, const char *base, const char *method, int 
     return plot(a, "relative_loss", title, "step", "loss difference", 1, series, 0);
 }
 
+/* Training loss of several runs (RUN/metrics.jsonl), each smoothed by a moving average
+ * of w, on one plot; the CSV has one row per step any run logged. */
+static int loss_curves(Analysis *a, char *const *runs, int n, int w) {
+    Curve raw, sm[MAX_RUNS];
+    const char *labels[MAX_RUNS];
+    char path[4200];
+    int rc = 0, got = 0;
+    for (; got < n; got++) {
+        snprintf(path, sizeof path, "%s/metrics.jsonl", runs[got]);
+        if (curve_read(path, &raw) < 0) break;
+        rc = curve_smooth(&raw, w, &sm[got]);
+        curve_free(&raw);
+        if (rc < 0) break;
+        const char *slash = strrchr(runs[got], '/');
+        labels[got] = slash && slash[1] ? slash + 1 : runs[got];
+    }
+    if (got < n) rc = -1;
+    FILE *f = rc == 0 ? open_out(a, "loss_curves.csv", path, sizeof path) : NULL;
+    if (rc == 0 && !f) rc = -1;
+    if (f) {
+        fprintf(f, "step");
+        for (int r = 0; r < n; r++) fprintf(f, ",%s", labels[r]);
+        fprintf(f, "\n");
+        size_t at[MAX_RUNS] = {0};
+        for (;;) { /* merge the runs' step lists, which are increasing */
+            long step = -1;
+            for (int r = 0; r < n; r++)
+                if (at[r] < sm[r].n && (step < 0 || sm[r].step[at[r]] < step)) step = sm[r].step[at[r]];
+            if (step < 0) break;
+            fprintf(f, "%ld", step);
+            for (int r = 0; r < n; r++) {
+                if (at[r] < sm[r].n && sm[r].step[at[r]] == step) fprintf(f, ",%.10g", sm[r].loss[at[r]++]);
+                else fprintf(f, ",");
+            }
+            fprintf(f, "\n");
+        }
+        fclose(f);
+        for (int r = 0; r < n; r++)
+            printf("%-24s last smoothed training loss %.4f at step %ld\n", labels[r],
+                   sm[r].n ? sm[r].loss[sm[r].n - 1] : NAN, sm[r].n ? sm[r].step[sm[r].n - 1] : 0L);
+        char title[256];
+        snprintf(title, sizeof title, "Training loss (moving average %d)", w);
+        rc = plot(a, "loss_curves", title, "step", "training loss", n, labels, 0);
+    }
+    for (int r = 0; r < got; r++) curve_free(&sm[r]);
+    return rc;
+}
+
 /* ------------------------------------------------------------------ the command */
 
 static void usage(FILE *f) {
     fprintf(f,
             "usage: vrl analyze --ckpt RUN [--ckpt RUN2 ...] --metric NAME|all --out DIR [flags]\n"
             "       vrl analyze --relative-loss BASE/metrics.jsonl METHOD/metrics.jsonl [--window 10] --out DIR\n"
+            "       vrl analyze --loss RUN [RUN ...] [--window 10] --out DIR   (training loss curves)\n"
             "\n"
             "Per-layer analysis of trained runs side by side (SPEC.md §6), fp64 reference:\n");
     for (int i = 0; i < N_METRICS; i++) fprintf(f, "  %-16s %s\n", METRICS[i].name, METRICS[i].summary);
@@ -325,11 +375,23 @@ int cmd_analyze(int argc, char **argv) {
     static Analysis an;
     memset(&an, 0, sizeof an);
     const char *metric = NULL, *data = NULL, *rel_base = NULL, *rel_method = NULL, *v;
+    char **loss_runs = NULL;
+    int n_loss = 0;
     int batches = 4, B = 4, T = 128, window = 10, r;
     while (p.i < argc) {
         if (args_switch(&p, "--help") || args_switch(&p, "-h")) {
             usage(stdout);
             return 0;
+        }
+        if (!strcmp(argv[p.i], "--loss")) {
+            /* every following argument up to the next flag is a run folder */
+            loss_runs = argv + p.i + 1;
+            for (p.i++; p.i < argc && strncmp(argv[p.i], "--", 2); p.i++) n_loss++;
+            if (n_loss < 1 || n_loss > MAX_RUNS) {
+                fprintf(stderr, "vrl analyze: --loss needs 1 to %d run folders\n", MAX_RUNS);
+                return 2;
+            }
+            continue;
         }
         if (!strcmp(argv[p.i], "--relative-loss")) {
             if (p.i + 2 >= argc) {
@@ -357,8 +419,8 @@ int cmd_analyze(int argc, char **argv) {
         fprintf(stderr, "vrl analyze: unknown argument \"%s\" (see vrl analyze --help)\n", argv[p.i]);
         return 2;
     }
-    if (!an.out || (!rel_base && (!an.n || !metric))) {
-        fprintf(stderr, "vrl analyze: needs --out DIR and either --ckpt RUN --metric NAME|all or --relative-loss "
+    if (!an.out || (!rel_base && !n_loss && (!an.n || !metric))) {
+        fprintf(stderr, "vrl analyze: needs --out DIR and --ckpt RUN --metric NAME|all, --relative-loss or --loss "
                         "(see vrl analyze --help)\n");
         return 2;
     }
@@ -386,6 +448,7 @@ int cmd_analyze(int argc, char **argv) {
     an.have_gnuplot = system("command -v gnuplot >/dev/null 2>&1") == 0;
     if (!an.have_gnuplot) printf("vrl analyze: gnuplot not found; writing CSV and .gp scripts only\n");
     if (rel_base && relative_loss(&an, rel_base, rel_method, window) < 0) goto fail;
+    if (n_loss && loss_curves(&an, loss_runs, n_loss, window) < 0) goto fail;
     if (an.n) {
         for (int i = 0; i < an.n; i++) {
             const char *slash = strrchr(an.run[i].dir, '/');

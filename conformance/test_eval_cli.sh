@@ -49,6 +49,15 @@ check relative_self_runs test $? -eq 0
 check relative_self_zero test "$(tail -n +2 "$tmp/rel/relative_loss.csv" | cut -d, -f2 | sort -u)" = "0"
 check relative_points test "$(tail -n +2 "$tmp/rel/relative_loss.csv" | wc -l)" -eq 2
 
+# training-loss curves: with window 1 each column is the run's own logged losses
+$VRL analyze --loss "$tmp/a" "$tmp/b" --window 1 --out "$tmp/lc" >"$tmp/out" 2>&1
+check loss_curves_runs test $? -eq 0
+check loss_curves_header test "$(head -1 "$tmp/lc/loss_curves.csv")" = "step,a,b"
+logged=$(grep -o '"loss":[^,]*' "$tmp/b/metrics.jsonl" | cut -d: -f2 | awk '{printf "%.6f\n", $1}')
+plotted=$(tail -n +2 "$tmp/lc/loss_curves.csv" | cut -d, -f3 | awk '{printf "%.6f\n", $1}')
+check loss_curves_values test "$logged" = "$plotted"
+expect_error loss_curves_missing "nope/metrics.jsonl" $VRL analyze --loss "$tmp/nope" --out "$tmp/lc2"
+
 # depth attention of an AttnRes run: one row per (sublayer, source) for the 2L+1 sublayer
 # inputs of the tiny model (L = 2), each sublayer's softmax weights summing to 1
 $VRL train --quiet --model tiny --variant attnres:mode=block,size=2 --steps 3 --batch 4 --seq 16 \
