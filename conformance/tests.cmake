@@ -79,10 +79,10 @@ target_link_libraries(golden_report PRIVATE vrl_ref32 vrl_ref64 vrl_common)
 foreach(t test_golden golden_report)
   target_compile_definitions(${t} PRIVATE VRL_GOLDEN_DIR="${CMAKE_SOURCE_DIR}/conformance/golden/fixtures")
 endforeach()
-# The suite can fail: a wrong RMSNorm eps, RoPE theta or decay split in a copy of ref/ must
+# The suite can fail: a wrong RMSNorm eps, RoPE theta, decay split or ResFormer lambda (0.4) in a copy must
 # be caught (conformance/golden/mutation_check.sh; ~10 s).
 add_test(NAME golden_mutation_check
-  COMMAND ${CMAKE_SOURCE_DIR}/conformance/golden/mutation_check.sh rmsnorm_eps rope_theta decay_all)
+  COMMAND ${CMAKE_SOURCE_DIR}/conformance/golden/mutation_check.sh rmsnorm_eps rope_theta decay_all resformer_half)
 set_tests_properties(golden_mutation_check PROPERTIES ENVIRONMENT "TMPDIR=${VRL_TEST_TMP};MUTATION_JOBS=2" TIMEOUT 300)
 
 # ---------------------------------------------------------------- fast/ (CUDA) against ref/
