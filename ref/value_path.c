@@ -47,7 +47,7 @@ static size_t vp_layout(RefModel *m, char *base) {
     CARVE(g->dcoef, m->L);
     for (int l = 0; l < m->L; l++) {
         LayerActs dummy, *a = base ? &m->acts[l] : &dummy;
-        real *dq, *dk, *dkr, *da, *att2;
+        real *dq, *dk, *dkr, *da, *att2 = NULL;
         const size_t W = (size_t)width(m, l);
         CARVE(a->xn, N * m->d);
         CARVE(a->qraw, N * m->qC);
