@@ -36,6 +36,7 @@ struct Mixture {
     char dir[4096];
     uint64_t seed;
     uint32_t chunk_len, seq_len;
+    uint32_t vocab_size;        /* the largest vocab_size of any shard read: ids are below it */
     int n;
     Domain dom[MIXTURE_MAX_DOMAINS];
     double cum[MIXTURE_MAX_DOMAINS];   /* cumulative normalised weights */
@@ -81,6 +82,7 @@ static int load_split(Mixture *m, const char *split, int is_val) {
         snprintf(file, sizeof file, "%s/%s", path, names[i]);
         Shard s;
         if (shard_read(file, &s)) { rc = -1; break; }
+        if (s.vocab_size > m->vocab_size) m->vocab_size = s.vocab_size;
         int k = -1, seen = 0;
         for (int j = 0; j < m->n; j++)
             if (strcmp(m->dom[j].name, s.domain) == 0) k = j;
@@ -255,6 +257,7 @@ int mixture_n_domains(const Mixture *m) { return m->n; }
 const char *mixture_domain(const Mixture *m, int d) { return m->dom[d].name; }
 uint32_t mixture_seq_len(const Mixture *m) { return m->seq_len; }
 uint32_t mixture_chunk_len(const Mixture *m) { return m->chunk_len; }
+uint32_t mixture_vocab_size(const Mixture *m) { return m->vocab_size; }
 uint64_t mixture_train_chunks(const Mixture *m, int d) { return m->dom[d].n_train; }
 uint64_t mixture_val_chunks(const Mixture *m, int d) { return m->dom[d].n_val; }
 

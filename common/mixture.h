@@ -59,6 +59,8 @@ int mixture_n_domains(const Mixture *m);
 const char *mixture_domain(const Mixture *m, int d);
 uint32_t mixture_seq_len(const Mixture *m);
 uint32_t mixture_chunk_len(const Mixture *m);
+/* Every token id of the folder's shards is below this (the shards' largest vocab_size). */
+uint32_t mixture_vocab_size(const Mixture *m);
 uint64_t mixture_train_chunks(const Mixture *m, int d);
 
 /* Fill tokens[B * T]; domains[B] (may be NULL) receives each row's domain index. */

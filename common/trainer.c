@@ -110,23 +110,33 @@ static int open_data(const TrainArgs *a, DataLoader **train, DataLoader **val, M
         if (a->val_data[0]) return vrl_error("--val-data: %s is a data folder with its own validation/", a->data);
         char why[VRL_ERROR_LEN];
         if (!a->mixture[0]) {
-            if (mixture_open(a->data, NULL, NULL, 0, (uint32_t)a->seq, a->seed, mix) == 0) return 0;
-            if (!strstr(vrl_last_error(), "no shards of domain")) return -1;
-            snprintf(why, sizeof why, "%s", vrl_last_error());
-            return vrl_error("%s (the SPEC §3 mixture needs all 7; choose the domains with --mixture NAME=W,...)",
-                             why);
+            if (mixture_open(a->data, NULL, NULL, 0, (uint32_t)a->seq, a->seed, mix) < 0) {
+                snprintf(why, sizeof why, "%s", vrl_last_error());
+                return vrl_error("%s (the SPEC §3 mixture needs all 7; choose the domains with --mixture NAME=W,...)",
+                                 why);
+            }
+        } else {
+            MixtureWeights w;
+            const char *names[MIXTURE_MAX_DOMAINS];
+            if (mixture_weights_parse(a->mixture, &w) < 0) {
+                snprintf(why, sizeof why, "%s", vrl_last_error());
+                return vrl_error("--mixture: %s", why);
+            }
+            for (int i = 0; i < w.n; i++) names[i] = w.name[i];
+            if (mixture_open(a->data, names, w.weight, w.n, (uint32_t)a->seq, a->seed, mix) < 0) {
+                snprintf(why, sizeof why, "%s", vrl_last_error());
+                return vrl_error("--mixture: %s", why);
+            }
         }
-        MixtureWeights w;
-        const char *names[MIXTURE_MAX_DOMAINS];
-        if (mixture_weights_parse(a->mixture, &w) < 0) {
-            snprintf(why, sizeof why, "%s", vrl_last_error());
-            return vrl_error("--mixture: %s", why);
+        /* Checked once here, so no batch can hold an id the model cannot embed. */
+        if (mixture_vocab_size(*mix) > (uint32_t)a->model.vocab_size) {
+            vrl_error("%s: token ids go up to %u but the model's vocab_size is %d (tokenizer and model differ)",
+                      a->data, mixture_vocab_size(*mix) - 1, a->model.vocab_size);
+            mixture_close(*mix);
+            *mix = NULL;
+            return -1;
         }
-        for (int i = 0; i < w.n; i++) names[i] = w.name[i];
-        if (mixture_open(a->data, names, w.weight, w.n, (uint32_t)a->seq, a->seed, mix) == 0) return 0;
-        if (!strstr(vrl_last_error(), "domain \"")) return -1; /* not about the names: I/O, shard, --seq */
-        snprintf(why, sizeof why, "%s", vrl_last_error());
-        return vrl_error("--mixture: %s", why);
+        return 0;
     }
     if (a->data[0]) {
         *train = loader_open(a->data, a->batch, a->seq, a->model.vocab_size, a->seed);
@@ -294,12 +304,8 @@ int train_run(TrainArgs *a) {
         }
         loss /= a->accum;
         if (!isfinite(loss)) {
-            if (strstr(vrl_last_error(), "outside the vocabulary")) { /* the batch was refused, not a divergence */
-                char why[VRL_ERROR_LEN];
-                snprintf(why, sizeof why, "%s", vrl_last_error());
-                vrl_error("%s: step %ld: %s (does the model's vocab_size match the data's tokenizer?)", a->data, step,
-                          why);
-            } else
+            /* A backend that refused the batch said why; otherwise the run diverged. */
+            if (!vrl_last_error()[0])
                 vrl_error("step %ld: training loss is %g (diverged); the last checkpoint in %s is intact", step, loss,
                           a->out);
             goto done;

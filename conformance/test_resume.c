@@ -162,8 +162,9 @@ static void check_resume_model(const Backend *be, const ModelConfig *model) {
 
 /* DIR/train and DIR/validation as `vrl data tokenize` writes them, for the first
  * n_domains SPEC §3 domains: 30 train and 6 validation chunks each, every domain its
- * own synthetic language (so the weights change what is learnt), ids < tiny's vocab. */
-static void make_mixture_dir(const char *dir, int n_domains) {
+ * own synthetic language (so the weights change what is learnt), ids < vocab (tiny's
+ * vocab, or 0 for it). */
+static void make_mixture_dir(const char *dir, int n_domains, int vocab) {
     char p[512];
     cr_assert_eq(make_dirs(dir), 0);
     snprintf(p, sizeof p, "%s/train", dir);
@@ -172,6 +173,7 @@ static void make_mixture_dir(const char *dir, int n_domains) {
     cr_assert_eq(mkdir(p, 0755), 0);
     ModelConfig c;
     cr_assert_eq(config_preset("tiny", &c), 0);
+    if (vocab) c.vocab_size = vocab;
     const uint64_t nt = 30 * MIX_CHUNK, nv = 6 * MIX_CHUNK;
     uint32_t tok[30 * MIX_CHUNK];
     for (int d = 0; d < n_domains; d++) {
@@ -236,7 +238,7 @@ Test(resume, bit_exact_mixture_folder) {
     char root[] = "/tmp/vrl_resume_XXXXXX", data[256];
     cr_assert(mkdtemp(root));
     snprintf(data, sizeof data, "%s/data", root);
-    make_mixture_dir(data, 7);
+    make_mixture_dir(data, 7, 0);
     double def[21] = {0}, mix[21] = {0};
     check_resume(&ref_backend_f32, NULL, data, NULL, def);
     check_resume(&ref_backend_f32, NULL, data, "RedPajamaC4=0.5,RedPajamaGithub=0.5", mix);
@@ -252,8 +254,11 @@ Test(resume, mixture_flag_errors) {
     snprintf(data, sizeof data, "%s/data", root);
     snprintf(two, sizeof two, "%s/two", root);
     snprintf(out, sizeof out, "%s/run", root);
-    make_mixture_dir(data, 7);
-    make_mixture_dir(two, 2);
+    make_mixture_dir(data, 7, 0);
+    make_mixture_dir(two, 2, 0);
+    char wide[300];
+    snprintf(wide, sizeof wide, "%s/wide", root);
+    make_mixture_dir(wide, 7, 128); /* ids up to 127 for tiny's 64-token vocabulary */
     snprintf(shard, sizeof shard, "%s/train/RedPajamaC4-00000.bin", data);
     const struct {
         const char *data, *mixture, *error;
@@ -271,6 +276,8 @@ Test(resume, mixture_flag_errors) {
         /* the SPEC §3 mixture on a folder of two domains: the way out is --mixture */
         {two, "", "no shards of domain \"RedPajamaGithub\"; the folder holds \"RedPajamaC4\", "
                   "\"RedPajamaCommonCrawl\" (the SPEC §3 mixture needs all 7; choose the domains with --mixture"},
+        /* data tokenized for a larger vocabulary than the model's: refused before training */
+        {wide, "", "wide: token ids go up to 127 but the model's vocab_size is 64"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         TrainArgs a;
