@@ -45,7 +45,6 @@ int analyze_depth_attention(const char *run_dir, const char *out_dir, const char
     int eb_open = 0;
     int32_t *tok = NULL;
     double *avg = NULL;
-    void *mom = NULL;
     int rc = -1;
     snprintf(path, sizeof path, "%s/config.json", run_dir);
     if (config_load_json(path, &c) < 0) return -1;
@@ -62,11 +61,7 @@ int analyze_depth_attention(const char *run_dir, const char *out_dir, const char
     TrainArgs a;
     train_args_defaults(&a);
     a.model = c;
-    if (!(mom = malloc(2 * t.total * sizeof(float)))) {
-        vrl_error("out of memory");
-        goto done;
-    }
-    if (checkpoint_load_state(run_dir, &t, DT_F32, mom, (float *)mom + t.total, &st) < 0) goto done;
+    if (checkpoint_load_state(run_dir, &t, DT_F32, NULL, NULL, &st) < 0) goto done; /* its flags only */
     snprintf(path, sizeof path, "%s/train_state.safetensors", run_dir);
     if (train_args_from_json(st.train_args_json, &a, path) < 0) goto done;
     /* Held-out data: --data, else the run's own validation shards, else the validation
@@ -177,7 +172,6 @@ int analyze_depth_attention(const char *run_dir, const char *out_dir, const char
     }
     rc = 0;
 done:
-    free(mom);
     free(tok);
     free(avg);
     model_destroy(m);

@@ -271,7 +271,7 @@ int checkpoint_load_state(const char *dir, const ParamTable *t, DType dtype, voi
     const char *const prefixes[2] = {"exp_avg.", "exp_avg_sq."};
     if (check_no_extra(path, &f, t, prefixes, 2) < 0) goto out;
     char name[160];
-    for (int i = 0; i < t->n; i++) {
+    for (int i = 0; m && v && i < t->n; i++) { /* m = v = NULL: the metadata alone */
         snprintf(name, sizeof name, "exp_avg.%s", t->p[i].name);
         if (load_one(path, &f, name, &t->p[i], dtype, m) < 0) goto out;
         snprintf(name, sizeof name, "exp_avg_sq.%s", t->p[i].name);

@@ -40,6 +40,7 @@ int checkpoint_load_model(const char *dir, const ParamTable *t, DType dtype, voi
 /* Write/read train_state.safetensors: moments m and v laid out by `t` in dtype. */
 int checkpoint_save_state(const char *dir, const ParamTable *t, DType dtype,
                           const void *m, const void *v, const TrainState *s);
+/* m = v = NULL reads and checks only the metadata (step, RNG, data position, flags). */
 int checkpoint_load_state(const char *dir, const ParamTable *t, DType dtype,
                           void *m, void *v, TrainState *s);
 

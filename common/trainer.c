@@ -205,14 +205,16 @@ static void host_state_free(HostState *h) {
     param_table_free(&h->table);
 }
 
-static void init_params(HostState *h, DType dt, uint64_t seed) {
-    double *init = malloc(h->table.total * sizeof *init);
+static int init_params(HostState *h, DType dt, uint64_t seed) {
+    double *init = malloc(h->table.total * sizeof *init); /* [total] the draw, in double */
+    if (!init) return vrl_error("out of memory initialising %zu parameters", h->table.total);
     params_init_f64(&h->table, seed, init);
     for (size_t i = 0; i < h->table.total; i++) {
         if (dt == DT_F64) ((double *)h->params)[i] = init[i];
         else ((float *)h->params)[i] = (float)init[i];
     }
     free(init);
+    return 0;
 }
 
 /* ------------------------------------------------------------------ the loop */
@@ -255,7 +257,7 @@ int train_run(TrainArgs *a) {
         }
         if (a->sched.decay_end < 0) a->sched.decay_end = a->steps;
         if (host_state_alloc(&h, &a->model, be->dtype) < 0) goto done;
-        init_params(&h, be->dtype, a->seed);
+        if (init_params(&h, be->dtype, a->seed) < 0) goto done;
         rng_seed(&st.rng, a->seed);
     }
     if (a->seq > a->model.max_seq) {
