@@ -13,10 +13,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "common/config.h"
-#include "common/error.h"
-#include "common/params.h"
-#include "common/rng.h"
+#include "common/model/config.h"
+#include "common/base/error.h"
+#include "common/model/params.h"
+#include "common/base/rng.h"
 #include "fast/fast.h"
 
 static double now(void) {
@@ -30,7 +30,7 @@ static int bench_one(const char *preset, const char *variant, int B, int T, int 
     ParamTable t = {0};
     if (config_preset(preset, &c) < 0) return -1;
     if (T > c.max_seq) c.max_seq = T;
-    /* the baseline's table: until common/value_path.h lands, param_table_build refuses
+    /* the baseline's table: until common/model/value_path.h lands, param_table_build refuses
      * value-path variants, which add no tensors here */
     if (param_table_build(&c, &t) < 0) return -1;
     snprintf(c.variant, sizeof c.variant, "%s", variant);

@@ -10,10 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/error.h"
-#include "common/metrics.h"
-#include "common/params.h"
-#include "common/rng.h"
+#include "common/base/error.h"
+#include "common/run/metrics.h"
+#include "common/model/params.h"
+#include "common/base/rng.h"
 #include "ref/model.h"
 #include "ref/profile.h"
 

@@ -2,8 +2,8 @@
  * thread and on all threads. Usage: bench_tokenizer TOKENIZER.json TEXT_FILE [THREADS]
  * The text is split into ~4 KB documents at line ends; threads take documents from a
  * shared counter. bench/tokenizer.sh runs this beside the PyPI `tokenizers` figure. */
-#include "common/error.h"
-#include "common/tokenizer.h"
+#include "common/base/error.h"
+#include "common/data/tokenizer.h"
 
 #include <pthread.h>
 #include <stdatomic.h>

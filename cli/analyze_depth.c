@@ -3,19 +3,19 @@
  * head), column g its g-th source in the plan's order (the embedding, then each finished
  * block's sum, then the current block's partial sum; full mode: each sublayer output);
  * entries are the softmax weights α averaged over every token of the batches. */
-#include "analyze_depth.h"
+#include "cli/analyze_depth.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli/evalbatches.h"
-#include "common/checkpoint.h"
-#include "common/domainval.h"
-#include "common/error.h"
-#include "common/fsutil.h"
-#include "common/synthetic.h"
-#include "common/trainer.h"
+#include "common/run/checkpoint.h"
+#include "common/eval/domainval.h"
+#include "common/base/error.h"
+#include "common/base/fsutil.h"
+#include "common/data/synthetic.h"
+#include "common/run/trainer.h"
 #include "ref/model_impl.h" /* float32 build: stream_depth_weights_f32 */
 
 static void sub_name(char *buf, size_t n, int s, int L) {

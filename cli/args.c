@@ -1,14 +1,14 @@
 /* args.c: command-line parsing helpers (args.h). */
-#include "args.h"
+#include "cli/args.h"
 
-#include "common/variant.h"
+#include "common/model/variant.h"
 
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/error.h"
+#include "common/base/error.h"
 
 int args_take(Args *a, const char *flag, const char **value) {
     if (a->i >= a->argc) return 0;

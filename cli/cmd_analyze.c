@@ -3,25 +3,25 @@
  * for one or more runs side by side, and the relative training loss of two runs.
  * Numbers go to CSV and analysis.json, plots to PNG through gnuplot (data + script are
  * kept, so a plot can be redrawn by hand). The math is ref/metrics.c (fp64 build) and
- * common/curves.c. New per-run metrics are one row of METRICS below. */
+ * common/eval/curves.c. New per-run metrics are one row of METRICS below. */
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "analyze_depth.h"
-#include "args.h"
-#include "commands.h"
-#include "evalbatches.h"
-#include "common/curves.h"
-#include "common/domainval.h"
-#include "common/error.h"
-#include "common/fsutil.h"
-#include "common/loader.h"
-#include "common/mixture.h"
-#include "common/synthetic.h"
-#include "runload.h"
+#include "cli/analyze_depth.h"
+#include "cli/args.h"
+#include "cli/commands.h"
+#include "cli/evalbatches.h"
+#include "common/eval/curves.h"
+#include "common/eval/domainval.h"
+#include "common/base/error.h"
+#include "common/base/fsutil.h"
+#include "common/data/loader.h"
+#include "common/data/mixture.h"
+#include "common/data/synthetic.h"
+#include "cli/runload.h"
 
 /* Analysis runs the fp64 reference: the plain ref names below map to their _f64 builds. */
 #define VRL_FP64 1

@@ -10,13 +10,13 @@
  * do not depend on the thread count: documents are encoded in parallel but always
  * consumed in input order. */
 #include "cli/commands.h"
-#include "common/error.h"
-#include "common/fsutil.h"
-#include "common/outfile.h"
-#include "common/rng.h"
-#include "common/shard.h"
-#include "common/textio.h"
-#include "common/tokenizer.h"
+#include "common/base/error.h"
+#include "common/base/fsutil.h"
+#include "common/base/outfile.h"
+#include "common/base/rng.h"
+#include "common/data/shard.h"
+#include "common/data/textio.h"
+#include "common/data/tokenizer.h"
 
 #include <dirent.h>
 #include <errno.h>

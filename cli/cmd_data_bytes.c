@@ -10,9 +10,9 @@
 
 #include "cli/args.h"
 #include "cli/commands.h"
-#include "common/error.h"
-#include "common/fsutil.h"
-#include "common/shard.h"
+#include "common/base/error.h"
+#include "common/base/fsutil.h"
+#include "common/data/shard.h"
 
 static const char USAGE[] =
     "usage: vrl data bytes --in FILE --out DIR [--val-fraction 0.1]\n"

@@ -1,20 +1,20 @@
 /* cmd_eval.c: `vrl eval` — a trained run's per-domain validation loss, WikiText-2
  * perplexity and zero-shot accuracies (SPEC.md §7), printed as a Table-1-style table
- * and written to RUN/eval.json. The arithmetic is common/lmeval.c. */
+ * and written to RUN/eval.json. The arithmetic is common/eval/lmeval.c. */
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "args.h"
-#include "commands.h"
-#include "common/error.h"
-#include "common/fsutil.h"
-#include "common/lmeval.h"
-#include "common/mixture.h"
+#include "cli/args.h"
+#include "cli/commands.h"
+#include "common/base/error.h"
+#include "common/base/fsutil.h"
+#include "common/eval/lmeval.h"
+#include "common/data/mixture.h"
 #include "ref/model.h"
-#include "runload.h"
+#include "cli/runload.h"
 
 static void usage(FILE *f) {
     fprintf(f,

@@ -2,12 +2,12 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "args.h"
-#include "commands.h"
-#include "common/config.h"
-#include "common/error.h"
-#include "common/params.h"
-#include "common/value_path.h"
+#include "cli/args.h"
+#include "cli/commands.h"
+#include "common/model/config.h"
+#include "common/base/error.h"
+#include "common/model/params.h"
+#include "common/model/value_path.h"
 
 static void usage(FILE *f) {
     fprintf(f,

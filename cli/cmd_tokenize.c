@@ -1,7 +1,7 @@
 /* cmd_tokenize.c: `vrl tokenize` -- text to ids, or ids to text with --decode. */
 #include "cli/commands.h"
-#include "common/error.h"
-#include "common/tokenizer.h"
+#include "common/base/error.h"
+#include "common/data/tokenizer.h"
 
 #include <errno.h>
 #include <stdio.h>

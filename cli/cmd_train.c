@@ -3,13 +3,13 @@
 #include <string.h>
 #include <time.h>
 
-#include "args.h"
-#include "commands.h"
-#include "common/config.h"
-#include "common/error.h"
-#include "common/mixture.h"
-#include "common/trainer.h"
-#include "common/value_path.h"
+#include "cli/args.h"
+#include "cli/commands.h"
+#include "common/model/config.h"
+#include "common/base/error.h"
+#include "common/data/mixture.h"
+#include "common/run/trainer.h"
+#include "common/model/value_path.h"
 #include "ref/model.h"
 #if VRL_HAVE_CUDA
 #include "fast/fast.h"

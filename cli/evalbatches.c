@@ -1,10 +1,10 @@
 /* evalbatches.c: fixed held-out batches from a data folder, shards or the synthetic stream. */
-#include "evalbatches.h"
+#include "cli/evalbatches.h"
 
 #include <string.h>
 
-#include "common/domainval.h"
-#include "common/synthetic.h"
+#include "common/eval/domainval.h"
+#include "common/data/synthetic.h"
 
 int eval_batches_open(EvalBatches *e, const char *data, int vocab_size, int B, int T) {
     memset(e, 0, sizeof *e);

@@ -9,8 +9,8 @@
 
 #include <stdint.h>
 
-#include "common/loader.h"
-#include "common/mixture.h"
+#include "common/data/loader.h"
+#include "common/data/mixture.h"
 
 typedef struct {
     Mixture *mx;

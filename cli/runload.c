@@ -1,12 +1,12 @@
 /* runload.c: a run folder's model into memory (runload.h). */
-#include "runload.h"
+#include "cli/runload.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/checkpoint.h"
-#include "common/error.h"
+#include "common/run/checkpoint.h"
+#include "common/base/error.h"
 
 int run_load(const char *dir, DType dtype, RunModel *r) {
     memset(r, 0, sizeof *r);

@@ -3,9 +3,9 @@
 #ifndef VRL_RUNLOAD_H
 #define VRL_RUNLOAD_H
 
-#include "common/config.h"
-#include "common/params.h"
-#include "common/safetensors.h"
+#include "common/model/config.h"
+#include "common/model/params.h"
+#include "common/base/safetensors.h"
 
 typedef struct {
     ModelConfig config;

@@ -10,7 +10,7 @@
  *      has other tensors than the oracle cannot be compared, and is wrong);
  *   4. forward/backward at init: logits, loss, every gradient;
  *   5. the 5 clipped AdamW updates: losses, pre-clip norms, lrs, and final.* when present. */
-#include "golden_check.h"
+#include "conformance/golden_check.h"
 
 #include <jansson.h>
 #include <math.h>
@@ -19,10 +19,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/config.h"
-#include "common/error.h"
-#include "common/safetensors.h"
-#include "common/schedule.h"
+#include "common/model/config.h"
+#include "common/base/error.h"
+#include "common/base/safetensors.h"
+#include "common/run/schedule.h"
 
 double golden_rel_err_floor(const double *ours, const double *want, size_t n, double floor) {
     double d = 0, m = 0;

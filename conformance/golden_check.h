@@ -12,9 +12,9 @@
 #ifndef VRL_GOLDEN_CHECK_H
 #define VRL_GOLDEN_CHECK_H
 
-#include "common/backend.h"
-#include "common/config.h"
-#include "common/params.h"
+#include "common/model/backend.h"
+#include "common/model/config.h"
+#include "common/model/params.h"
 
 typedef enum {
     GOLDEN_OK = 0,   /* ran; the errors below are measured */

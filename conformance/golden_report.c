@@ -7,7 +7,7 @@
  * test_golden's job. Exit status 1 if any case FAILs structurally. */
 #include <stdio.h>
 
-#include "golden_check.h"
+#include "conformance/golden_check.h"
 
 extern const Backend ref_backend_f32, ref_backend_f64;
 

@@ -1,12 +1,12 @@
 /* gradcheck.c: see gradcheck.h. */
-#include "gradcheck.h"
+#include "conformance/gradcheck.h"
 
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/error.h"
+#include "common/base/error.h"
 
 void gradcheck_begin(Gradcheck *g, const ModelConfig *c, int B, int T, uint64_t seed, int dropout) {
     memset(g, 0, sizeof *g);

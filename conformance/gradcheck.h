@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "common/rng.h"
+#include "common/base/rng.h"
 #include "ref/model.h"
 
 #define GRADCHECK_STEP 1e-5

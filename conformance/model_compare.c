@@ -1,10 +1,10 @@
 /* model_compare.c: see model_compare.h. */
-#include "model_compare.h"
+#include "conformance/model_compare.h"
 
 #include <criterion/criterion.h>
 #include <math.h>
 
-#include "common/error.h"
+#include "common/base/error.h"
 
 void run_build(Run *r, const ModelConfig *c, int B, int T, uint64_t seed) {
     r->c = *c, r->B = B, r->T = T, r->loss = 0;

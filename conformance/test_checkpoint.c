@@ -3,9 +3,9 @@
  * checkpoint survives failed or interrupted saves. */
 #include <math.h>
 
-#include "common/checkpoint.h"
-#include "common/fsutil.h"
-#include "common/hash.h"
+#include "common/run/checkpoint.h"
+#include "common/base/fsutil.h"
+#include "common/base/hash.h"
 #include "conformance/test_util.h"
 
 /* ------------------------------------------------------------------ safetensors */

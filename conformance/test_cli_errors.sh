@@ -43,7 +43,7 @@ expect_error corrupt_state "train_state.safetensors" $VRL train --quiet --resume
 
 expect_error cuda_absent "CUDA" $T --device cuda --out "$tmp/r6"
 
-# value-path variants (common/value_path.c): the origin is --variant or the config file
+# value-path variants (common/model/value_path.c): the origin is --variant or the config file
 expect_error variant_layers "--variant: variant resformer: layers=\"9-12\" names layers outside 2..4" \
   $T --model small --variant resformer:mode=sparse,layers=9-12 --out "$tmp/r7"
 check no_folder_for_bad_variant test ! -e "$tmp/r7"

@@ -2,8 +2,8 @@
  * rejection a user can hit, each checked by the fragment of its message. */
 #include <jansson.h>
 
-#include "common/config.h"
-#include "common/params.h"
+#include "common/model/config.h"
+#include "common/model/params.h"
 #include "conformance/test_util.h"
 
 Test(config, presets_validate) {

@@ -1,12 +1,12 @@
 /* test_configs.h: the model configs several tests build on (header only: it needs nothing but
- * common/config.h, so precision-agnostic tests such as test_resume.c can use it too). */
+ * common/model/config.h, so precision-agnostic tests such as test_resume.c can use it too). */
 #ifndef VRL_TEST_CONFIGS_H
 #define VRL_TEST_CONFIGS_H
 
 #include <criterion/criterion.h>
 #include <stdio.h>
 
-#include "common/config.h"
+#include "common/model/config.h"
 
 /* The "tiny" preset with n_layers layers, weights std 0.3 (so every nonlinearity works away
  * from its linear regime) and the variant string. */

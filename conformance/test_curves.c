@@ -1,11 +1,11 @@
-/* test_curves.c: the relative training loss (common/curves.c): window arithmetic on a
+/* test_curves.c: the relative training loss (common/eval/curves.c): window arithmetic on a
  * hand example, a curve against itself, and reading metrics.jsonl. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <string.h>
 
-#include "common/curves.h"
-#include "common/error.h"
+#include "common/eval/curves.h"
+#include "common/base/error.h"
 #include "conformance/test_util.h"
 
 Test(curves, window_arithmetic_by_hand) {

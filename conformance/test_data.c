@@ -4,8 +4,8 @@
  * unsupported tokenizer -- each a non-zero exit, an error naming file and line, and no
  * output file left behind. */
 #include "cli/commands.h"
-#include "common/error.h"
-#include "common/fsutil.h"
+#include "common/base/error.h"
+#include "common/base/fsutil.h"
 
 #include <criterion/criterion.h>
 #include <dirent.h>

@@ -15,11 +15,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/error.h"
-#include "common/fsutil.h"
-#include "common/rng.h"
-#include "common/schedule.h"
-#include "common/trainer.h"
+#include "common/base/error.h"
+#include "common/base/fsutil.h"
+#include "common/base/rng.h"
+#include "common/run/schedule.h"
+#include "common/run/trainer.h"
 #include "fast/fast.h"
 #include "ref/model.h"
 

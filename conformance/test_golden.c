@@ -14,7 +14,7 @@
 #include <criterion/criterion.h>
 #include <stdio.h>
 
-#include "golden_check.h"
+#include "conformance/golden_check.h"
 
 extern const Backend ref_backend_f32, ref_backend_f64;
 

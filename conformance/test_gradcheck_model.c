@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gradcheck.h"
+#include "conformance/gradcheck.h"
 #include "ref/model.h"
 
 #define TOL 1e-6

@@ -15,7 +15,7 @@
 #include <criterion/logging.h>
 #include <string.h>
 
-#include "common/rng.h"
+#include "common/base/rng.h"
 #include "ref/attn_ops.h"
 #include "ref/ops.h"
 

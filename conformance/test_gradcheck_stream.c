@@ -32,9 +32,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/error.h"
-#include "gradcheck.h"
-#include "test_configs.h"
+#include "common/base/error.h"
+#include "conformance/gradcheck.h"
+#include "conformance/test_configs.h"
 
 #define TOL 1e-6
 

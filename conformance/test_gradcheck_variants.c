@@ -24,8 +24,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gradcheck.h"
-#include "test_configs.h"
+#include "conformance/gradcheck.h"
+#include "conformance/test_configs.h"
 
 #define TOL 1e-6
 

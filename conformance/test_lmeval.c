@@ -1,4 +1,4 @@
-/* test_lmeval.c: evaluation (common/lmeval.c) against a fake model whose
+/* test_lmeval.c: evaluation (common/eval/lmeval.c) against a fake model whose
  * log-probabilities are fixed by construction, with a byte-level tokenizer (one token
  * per byte, id = byte value) written by the test: multiple-choice acc / acc_norm,
  * per-token positions, rolling windows, HellaSwag preprocessing on the fixture in the
@@ -10,9 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/error.h"
-#include "common/lmeval.h"
-#include "common/tokenizer.h"
+#include "common/base/error.h"
+#include "common/eval/lmeval.h"
+#include "common/data/tokenizer.h"
 #include "conformance/test_util.h"
 
 /* ---------------------------------------------------------------- a fake model */

@@ -8,10 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/config.h"
-#include "common/error.h"
-#include "common/params.h"
-#include "common/safetensors.h"
+#include "common/model/config.h"
+#include "common/base/error.h"
+#include "common/model/params.h"
+#include "common/base/safetensors.h"
 #include "conformance/test_util.h"
 #include "ref/metrics.h"
 #include "ref/model.h"

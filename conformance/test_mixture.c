@@ -1,9 +1,9 @@
 /* test_mixture.c: the mixture loader on synthetic shards -- seeded determinism, one
  * visit per chunk per epoch, domain frequencies, exact resume from exported state,
  * refusal of a foreign state, and validation access. */
-#include "common/error.h"
-#include "common/mixture.h"
-#include "common/shard.h"
+#include "common/base/error.h"
+#include "common/data/mixture.h"
+#include "common/data/shard.h"
 
 #include <criterion/criterion.h>
 #include <stdio.h>

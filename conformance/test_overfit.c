@@ -13,9 +13,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "common/backend.h"
-#include "common/error.h"
-#include "common/rng.h"
+#include "common/model/backend.h"
+#include "common/base/error.h"
+#include "common/base/rng.h"
 
 extern const Backend ref_backend_f32, ref_backend_f64;
 

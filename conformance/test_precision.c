@@ -17,9 +17,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/backend.h"
-#include "common/error.h"
-#include "common/rng.h"
+#include "common/model/backend.h"
+#include "common/base/error.h"
+#include "common/base/rng.h"
 
 extern const Backend ref_backend_f32, ref_backend_f64;
 

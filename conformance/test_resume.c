@@ -12,14 +12,14 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "common/error.h"
-#include "common/fsutil.h"
-#include "common/mixture.h"
-#include "common/shard.h"
-#include "common/synthetic.h"
-#include "common/trainer.h"
+#include "common/base/error.h"
+#include "common/base/fsutil.h"
+#include "common/data/mixture.h"
+#include "common/data/shard.h"
+#include "common/data/synthetic.h"
+#include "common/run/trainer.h"
 #include "ref/model.h"
-#include "test_configs.h"
+#include "conformance/test_configs.h"
 
 #define MIX_CHUNK 17 /* chunk_len >= --seq: the mixture reads each chunk's first 16 tokens */
 

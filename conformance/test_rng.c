@@ -5,7 +5,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "common/rng.h"
+#include "common/base/rng.h"
 
 /* The published algorithms, written out again here (Vigna, prng.di.unimi.it). */
 static uint64_t ref_splitmix(uint64_t *x) {

@@ -18,7 +18,7 @@
 #include <criterion/criterion.h>
 #include <math.h>
 
-#include "common/schedule.h"
+#include "common/run/schedule.h"
 
 static const double B = 6e-4, E = 6e-5;
 static const long W = 120, S = 10000;

@@ -1,7 +1,7 @@
 /* test_shard.c: token shards round trip at both widths, and every way a file can be
  * wrong is rejected with a message naming the file and the problem. */
-#include "common/fsutil.h"
-#include "common/shard.h"
+#include "common/base/fsutil.h"
+#include "common/data/shard.h"
 #include "conformance/test_util.h"
 
 static void round_trip(uint32_t vocab, uint32_t expect_width) {

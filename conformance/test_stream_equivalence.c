@@ -23,10 +23,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/rng.h"
-#include "model_compare.h"
+#include "common/base/rng.h"
+#include "conformance/model_compare.h"
 #include "ref/model_impl.h"
-#include "test_configs.h"
+#include "conformance/test_configs.h"
 
 enum { B = 2, T = 6 };
 

@@ -1,9 +1,9 @@
 /* test_tokenizer.c: the C tokenizer against golden ids from HF `tokenizers`
  * (conformance/tokenizer/golden.json, made by make_golden.py), the decode round trip,
  * encoding from several threads, and refusal of unsupported tokenizer.json kinds. */
-#include "common/error.h"
-#include "common/textio.h"
-#include "common/tokenizer.h"
+#include "common/base/error.h"
+#include "common/data/textio.h"
+#include "common/data/tokenizer.h"
 
 #include <criterion/criterion.h>
 #include <jansson.h>

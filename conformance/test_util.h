@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "common/error.h"
+#include "common/base/error.h"
 
 /* mkdtemp under $TMPDIR (ctest points it at build/tmp), else /tmp. */
 static inline const char *test_tmpdir(void) {

@@ -1,13 +1,13 @@
-/* test_value_plan.c: the value-path plans (common/value_path.c) as the parameter table sees
+/* test_value_plan.c: the value-path plans (common/model/value_path.c) as the parameter table sees
  * them: the paper's parameter counts, which tensors each variant drops or adds with which
  * initial values, and one clear error (naming its origin) for every kind of bad variant string. */
 #include <criterion/criterion.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/params.h"
-#include "common/value_path.h"
-#include "test_util.h"
+#include "common/model/params.h"
+#include "common/model/value_path.h"
+#include "conformance/test_util.h"
 
 static size_t count(const char *preset, const char *variant) {
     ModelConfig c;

@@ -12,9 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/rng.h"
-#include "model_compare.h"
-#include "test_configs.h"
+#include "common/base/rng.h"
+#include "conformance/model_compare.h"
+#include "conformance/test_configs.h"
 
 enum { B = 2, T = 8 };
 

@@ -9,7 +9,7 @@
  * the _rn intrinsics so the compiler cannot fuse them into FMAs: the order is torch's. */
 #include <math.h>
 
-#include "model.cuh"
+#include "fast/model.cuh"
 
 #define ADAMW_THREADS 256
 

@@ -1,13 +1,13 @@
-/* backend.c: the CUDA model behind the Backend table (common/backend.h), the twin of
+/* backend.c: the CUDA model behind the Backend table (common/model/backend.h), the twin of
  * ref/backend.c. Host views are fp32 (DT_F32): the master weights and AdamW moments
  * are fp32 on the device, so get/set_state are plain copies; the bf16 copy the
  * kernels read is rebuilt from the master weights on every set_state and step.
  *
  * The table's void functions cannot return an error: a failure there leaves its message
  * in vrl_last_error() and the next forward or step reports it (NaN). */
-#include "../common/error.h"
-#include "fast.h"
-#include "model.h"
+#include "common/base/error.h"
+#include "fast/fast.h"
+#include "fast/model.h"
 
 static void *be_create(const ModelConfig *c, const ParamTable *t, int batch, int seq) {
     return fast_model_create(c, t, batch, seq);

@@ -4,10 +4,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "model.cuh"
+#include "fast/model.cuh"
 
 extern "C" {
-#include "fast.h"
+#include "fast/fast.h"
 }
 
 /* Elapsed milliseconds of `reps` runs of a statement, CUDA events around them. */

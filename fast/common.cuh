@@ -12,7 +12,7 @@
 #include <stdint.h>
 
 extern "C" {
-#include "../common/error.h"
+#include "common/base/error.h"
 }
 
 typedef __nv_bfloat16 bf16;

@@ -10,8 +10,8 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "../common/backend.h"
-#include "../common/config.h"
+#include "common/model/backend.h"
+#include "common/model/config.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -27,7 +27,7 @@ int fast_device_check(void);
 
 /* The value-path plan of SPEC §4 for config.variant: coef [L*L], row n (0-based layer)
  * holds c[n][i], the weight of raw V_i in layer n's value input (entries i > n unused).
- * Minimal reading until common/value_path.h lands: baseline, resformer (mode=identity
+ * Minimal reading until common/model/value_path.h lands: baseline, resformer (mode=identity
  * default, mode=constant with lambda, mode=general with lambda1/lambda2), svformer.
  * Anything else is -1 with vrl_error naming it. */
 int fast_value_plan(const ModelConfig *c, double *coef);

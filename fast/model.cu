@@ -18,11 +18,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "model.cuh"
+#include "fast/model.cuh"
 
 extern "C" {
-#include "fast.h"
-#include "model.h"
+#include "fast/fast.h"
+#include "fast/model.h"
 }
 
 /* ------------------------------------------------------------------ device check */

@@ -7,10 +7,10 @@
 #ifndef VRL_FAST_MODEL_CUH
 #define VRL_FAST_MODEL_CUH
 
-#include "ops.cuh"
+#include "fast/ops.cuh"
 
 extern "C" {
-#include "../common/backend.h"
+#include "common/model/backend.h"
 }
 
 /* Offsets of one layer's tensors in the flat parameter table. */

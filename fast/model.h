@@ -5,7 +5,7 @@
 
 #include <stdint.h>
 
-#include "../common/backend.h"
+#include "common/model/backend.h"
 
 #ifdef __cplusplus
 extern "C" {

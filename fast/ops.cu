@@ -8,7 +8,7 @@
  * fixed pattern, partial sums reduced in index order), so a run repeats bit for bit. */
 #include <math.h>
 
-#include "ops.cuh"
+#include "fast/ops.cuh"
 
 /* ================================================================== matmul (cuBLASLt) */
 

@@ -11,7 +11,7 @@
 #ifndef VRL_FAST_OPS_CUH
 #define VRL_FAST_OPS_CUH
 
-#include "common.cuh"
+#include "fast/common.cuh"
 
 /* ------------------------------------------------------------------ matmul (cuBLASLt) */
 /* One cuBLASLt handle and workspace, owned by the model. */

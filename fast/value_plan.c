@@ -1,6 +1,6 @@
 /* value_plan.c: the value-path table c[n][i] of SPEC §4 for the CUDA backend.
  *
- * The plan comes from common/value_path.h, the same tables the reference runs. The CUDA
+ * The plan comes from common/model/value_path.h, the same tables the reference runs. The CUDA
  * model implements the value mix V'_l = Σ_i cv[l][i]·V_i with constant coefficients
  * (baseline, ResFormer identity / general / constant / sparse / V-source ablations,
  * SVFormer with or without anchors, all with GQA/MQA). A plan that needs anything else
@@ -11,10 +11,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../common/error.h"
-#include "../common/value_path.h"
-#include "../common/variant.h"
-#include "fast.h"
+#include "common/base/error.h"
+#include "common/model/value_path.h"
+#include "common/model/variant.h"
+#include "fast/fast.h"
 
 /* 1 if the [L,L] table is the identity (each layer reads only its own source). */
 static int is_identity(const double *tab, int L) {

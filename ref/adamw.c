@@ -12,9 +12,9 @@
  *   v   ← v·β2 + (1 − β2)·g·g                    (mul_ then addcmul_)
  *   denom = sqrt(v) / sqrt(1 − β2^t) + eps
  *   p   ← p + (−lr / (1 − β1^t))·m / denom       (addcdiv_) */
-#include "adamw.h"
+#include "ref/adamw.h"
 
-#include "model_impl.h"
+#include "ref/model_impl.h"
 
 double adamw_update(const ParamTable *t, real *params, real *g, real *exp_avg, real *exp_avg_sq, long step,
                     const AdamWConfig *opt, double lr) {

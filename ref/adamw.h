@@ -3,9 +3,9 @@
 #ifndef VRL_REF_ADAMW_H
 #define VRL_REF_ADAMW_H
 
-#include "../common/backend.h"
-#include "../common/params.h"
-#include "real.h"
+#include "common/model/backend.h"
+#include "common/model/params.h"
+#include "ref/real.h"
 
 #define adamw_update REF(adamw_update)
 

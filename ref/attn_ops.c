@@ -1,6 +1,6 @@
 /* attn_ops.c: attention as probabilities and their application (shapes in attn_ops.h).
  * Scores and products accumulate in real, each softmax denominator in double (as ops.c). */
-#include "attn_ops.h"
+#include "ref/attn_ops.h"
 
 #include <math.h>
 

@@ -13,7 +13,7 @@
 #ifndef VRL_REF_ATTN_OPS_H
 #define VRL_REF_ATTN_OPS_H
 
-#include "real.h"
+#include "ref/real.h"
 
 #define attn_probs_forward REF(attn_probs_forward)
 #define attn_probs_backward REF(attn_probs_backward)

@@ -1,4 +1,4 @@
-/* backend.c: the reference model behind the Backend table (common/backend.h), once
+/* backend.c: the reference model behind the Backend table (common/model/backend.h), once
  * per precision: ref_backend_f32 from the float build, ref_backend_f64 from the double
  * build. Host views are in the build's own dtype, so get/set_state are plain copies.
  *
@@ -7,9 +7,9 @@
  * an error message instead of an out-of-bounds read. */
 #include <string.h>
 
-#include "../common/error.h"
-#include "adamw.h"
-#include "model_impl.h"
+#include "common/base/error.h"
+#include "ref/adamw.h"
+#include "ref/model_impl.h"
 
 static void *be_create(const ModelConfig *c, const ParamTable *t, int batch, int seq) {
     return model_create(c, t, batch, seq);

@@ -22,11 +22,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../common/error.h"
-#include "../common/rng.h"
-#include "attn_ops.h"
-#include "gpt2.h"
-#include "ops.h"
+#include "common/base/error.h"
+#include "common/base/rng.h"
+#include "ref/attn_ops.h"
+#include "ref/gpt2.h"
+#include "ref/ops.h"
 
 struct Gpt2Acts {
     real *wte, *wpe, *lnfw, *lnfb, *lm_head;            /* param views */

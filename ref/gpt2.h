@@ -3,7 +3,7 @@
 #ifndef VRL_REF_GPT2_H
 #define VRL_REF_GPT2_H
 
-#include "model_impl.h"
+#include "ref/model_impl.h"
 
 typedef struct Gpt2Acts Gpt2Acts;
 

@@ -1,13 +1,13 @@
 /* metrics.c: SPEC.md §6 analysis metrics (metrics.h). Inputs are the build's `real`;
  * every sum is in double so the fp32 build loses nothing beyond its inputs. */
-#include "metrics.h"
+#include "ref/metrics.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "../common/error.h"
-#include "model_impl.h"
+#include "common/base/error.h"
+#include "ref/model_impl.h"
 
 /* LAPACK's symmetric eigensolver (OpenBLAS ships it). The trailing lengths are the
  * hidden CHARACTER arguments of the gfortran ABI. */

@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "model.h"
-#include "real.h"
+#include "ref/model.h"
+#include "ref/real.h"
 
 #define metric_attention_entropy REF(metric_attention_entropy)
 #define metric_token_similarity REF(metric_token_similarity)

@@ -18,11 +18,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../common/error.h"
-#include "gpt2.h"
-#include "model_impl.h"
-#include "ops.h"
-#include "value_path.h"
+#include "common/base/error.h"
+#include "ref/gpt2.h"
+#include "ref/model_impl.h"
+#include "ref/ops.h"
+#include "ref/value_path.h"
 
 /* ------------------------------------------------------------------ memory layout */
 

@@ -6,10 +6,10 @@
 
 #include <stdint.h>
 
-#include "../common/backend.h"
-#include "../common/config.h"
-#include "../common/params.h"
-#include "real.h"
+#include "common/model/backend.h"
+#include "common/model/config.h"
+#include "common/model/params.h"
+#include "ref/real.h"
 
 typedef struct RefModel RefModel;
 

@@ -7,9 +7,9 @@
 #ifndef VRL_REF_MODEL_IMPL_H
 #define VRL_REF_MODEL_IMPL_H
 
-#include "../common/value_path.h"
-#include "model.h"
-#include "stream.h"
+#include "common/model/value_path.h"
+#include "ref/model.h"
+#include "ref/stream.h"
 
 /* One layer's tensors inside a flat buffer (parameters, or their gradients). */
 typedef struct {
@@ -105,7 +105,7 @@ struct RefModel {
      * the value-residual variants of SPEC §4 fill this table (and may train it). */
     double *vcoef;
     const real **vsrc;        /* [L] the raw values V_0..V_{L-1} (acts[i].v), the mixer's sources */
-    ValuePlan plan;           /* the value-path tables (common/value_path.h); vcoef = plan.cv with
+    ValuePlan plan;           /* the value-path tables (common/model/value_path.h); vcoef = plan.cv with
                                * the trainable entries refreshed from the parameters each forward */
     const real **qsrc, **ksrc, **asrc; /* [L] raw Q_i, raw K_i, A_i: sources of cq, ck, ca */
     void *vp_arena;           /* the value-path buffers above (ref/value_path.c) */

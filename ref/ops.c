@@ -5,12 +5,12 @@
  * accumulated in double, so the float32 build is at least as accurate as torch's fp32
  * and the float64 build is exact to rounding. Nothing here is threaded except BLAS,
  * so results do not depend on the number of cores. */
-#include "ops.h"
+#include "ref/ops.h"
 
 #include <string.h>
 #include <time.h>
 
-#include "profile.h"
+#include "ref/profile.h"
 
 /* ------------------------------------------------------------------ matmul */
 

@@ -16,7 +16,7 @@
 
 #include <stdint.h>
 
-#include "real.h"
+#include "ref/real.h"
 
 #define matmul_forward REF(matmul_forward)
 #define matmul_backward REF(matmul_backward)

@@ -16,14 +16,14 @@
  *                     R[i,j] = Sinkhorn(exp(α_res mat(x̃φ_res) + b_res))[j,i]
  *                HC and mHC share the stream arithmetic; only the maps differ.
  * Dot products accumulate in double, like ref/ops.c's norms. */
-#include "stream.h"
+#include "ref/stream.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "../common/error.h"
-#include "model_impl.h"
+#include "common/base/error.h"
+#include "ref/model_impl.h"
 
 enum { HC_AM, HC_AR, HC_B, HC_WM, HC_WR, HC_WB, HC_SA, HC_SB, HC_NP };
 enum { MH_PHI_PRE, MH_PHI_POST, MH_PHI_RES, MH_B_PRE, MH_B_POST, MH_B_RES, MH_A_PRE, MH_A_POST, MH_A_RES, MH_NP };

@@ -5,13 +5,13 @@
  * input of sublayer s (s = 2L: the head's input, before the final norm). Backward runs
  * the steps in reverse: given d(input of s) it returns dLoss/dy_s, complete at that
  * point because y_s is only read by steps ≥ s (s = 0: dLoss/d(embedding output)).
- * The attention and MLP code never sees which mixer runs. The plan (common/stream.h)
+ * The attention and MLP code never sees which mixer runs. The plan (common/model/stream.h)
  * says what is mixed; this file does the arithmetic for each plan kind. */
 #ifndef VRL_REF_STREAM_H
 #define VRL_REF_STREAM_H
 
-#include "../common/stream.h"
-#include "real.h"
+#include "common/model/stream.h"
+#include "ref/real.h"
 
 struct RefModel;
 typedef struct StreamState StreamState;

@@ -1,6 +1,6 @@
 /* value_path.c (ref): the attention sublayer of SPEC.md §4, one path for every variant.
  *
- * For layer l (0-based), with the tables of common/value_path.h (c = the plan):
+ * For layer l (0-based), with the tables of common/model/value_path.h (c = the plan):
  *
  *   xn   = hx·x + hh·H_0                       [N,d]    (hidden residual; x otherwise)
  *   Q_l, K_l, V_l = RMSNorm(xn)·W_{q,k,v}ᵀ     raw, kept for later layers (absent weights: unused)
@@ -14,15 +14,15 @@
  * every layer that reads them; the accumulators are per layer and complete when the backward
  * reaches that layer. V_1 is never detached. With the baseline's identity tables each mix is
  * a copy and the numbers are those of plain attention. */
-#include "value_path.h"
+#include "ref/value_path.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "../common/error.h"
-#include "attn_ops.h"
-#include "ops.h"
+#include "common/base/error.h"
+#include "ref/attn_ops.h"
+#include "ref/ops.h"
 
 static void zero(real *p, size_t n) { memset(p, 0, n * sizeof *p); }
 

@@ -1,9 +1,9 @@
 /* value_path.h (ref): the attention sublayer of every value-path variant (SPEC.md §4), driven
- * by the tables of common/value_path.h. model.c calls these around W_o; nothing else does. */
+ * by the tables of common/model/value_path.h. model.c calls these around W_o; nothing else does. */
 #ifndef VRL_REF_VALUE_PATH_H
 #define VRL_REF_VALUE_PATH_H
 
-#include "model_impl.h"
+#include "ref/model_impl.h"
 
 #define vp_model_init REF(vp_model_init)
 #define vp_model_free REF(vp_model_free)

@@ -1,0 +1,159 @@
+/* fsutil.c: atomic writes and whole-file reads shared by every vrl writer.
+ *
+ * An atomic write goes to `path.tmp.PID` in the same directory (so rename() stays on
+ * one file system), is fsync'd, renamed over `path`, and then the directory is fsync'd
+ * so the rename itself survives a power loss. Any failure removes the temp file and
+ * leaves the old `path` untouched. */
+#include "common/base/fsutil.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/base/error.h"
+
+/* write() may write less than asked (signals, pipes); loop until done. */
+static int write_all(int fd, const void *data, size_t n) {
+    const char *p = data;
+    while (n > 0) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0) {
+            if (errno == EINTR) continue;
+            return -1;
+        }
+        p += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+/* fsync the directory holding `path` so the rename is durable. */
+static int fsync_parent(const char *path) {
+    char dir[PATH_MAX];
+    const char *slash = strrchr(path, '/');
+    if (!slash) snprintf(dir, sizeof dir, ".");
+    else if (slash == path) snprintf(dir, sizeof dir, "/");
+    else snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
+    int fd = open(dir, O_RDONLY | O_DIRECTORY);
+    if (fd < 0) return vrl_error("%s: cannot open directory: %s", dir, strerror(errno));
+    int rc = fsync(fd);
+    /* Some file systems refuse fsync on directories (EINVAL); the rename is still done. */
+    if (rc < 0 && errno != EINVAL) {
+        int e = errno;
+        close(fd);
+        return vrl_error("%s: fsync failed: %s", dir, strerror(e));
+    }
+    close(fd);
+    return 0;
+}
+
+int write_file_atomic_parts(const char *path, const void *const *parts, const size_t *sizes, int n_parts) {
+    char tmp[PATH_MAX];
+    if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof tmp)
+        return vrl_error("%s: path too long", path);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) return vrl_error("%s: cannot create: %s", tmp, strerror(errno));
+    for (int i = 0; i < n_parts; i++) {
+        if (sizes[i] && write_all(fd, parts[i], sizes[i]) < 0) {
+            int e = errno;
+            close(fd);
+            unlink(tmp);
+            return vrl_error("%s: write failed: %s", tmp, strerror(e));
+        }
+    }
+    if (fsync(fd) < 0) {
+        int e = errno;
+        close(fd);
+        unlink(tmp);
+        return vrl_error("%s: fsync failed: %s", tmp, strerror(e));
+    }
+    if (close(fd) < 0) {
+        int e = errno;
+        unlink(tmp);
+        return vrl_error("%s: close failed: %s", tmp, strerror(e));
+    }
+    if (rename(tmp, path) < 0) {
+        int e = errno;
+        unlink(tmp);
+        return vrl_error("%s: rename from %s failed: %s", path, tmp, strerror(e));
+    }
+    return fsync_parent(path);
+}
+
+int write_file_atomic(const char *path, const void *data, size_t n) {
+    const void *parts[1] = {data};
+    size_t sizes[1] = {n};
+    return write_file_atomic_parts(path, parts, sizes, 1);
+}
+
+int read_file_all(const char *path, void **data, size_t *n) {
+    *data = NULL;
+    *n = 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return vrl_error("%s: cannot open: %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) < 0) {
+        int e = errno;
+        close(fd);
+        return vrl_error("%s: cannot stat: %s", path, strerror(e));
+    }
+    if (S_ISDIR(st.st_mode)) {
+        close(fd);
+        return vrl_error("%s: is a directory", path);
+    }
+    size_t size = (size_t)st.st_size;
+    char *buf = malloc(size + 1); /* +1: room for the convenience NUL */
+    if (!buf) {
+        close(fd);
+        return vrl_error("%s: out of memory reading %zu bytes", path, size);
+    }
+    size_t got = 0;
+    while (got < size) {
+        ssize_t r = read(fd, buf + got, size - got);
+        if (r < 0) {
+            if (errno == EINTR) continue;
+            int e = errno;
+            free(buf);
+            close(fd);
+            return vrl_error("%s: read failed: %s", path, strerror(e));
+        }
+        if (r == 0) break; /* shrank while reading: take what is there */
+        got += (size_t)r;
+    }
+    close(fd);
+    buf[got] = '\0';
+    *data = buf;
+    *n = got;
+    return 0;
+}
+
+int make_dirs(const char *path) {
+    char buf[PATH_MAX];
+    if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf) return vrl_error("%s: path too long", path);
+    size_t len = strlen(buf);
+    if (len == 0) return vrl_error("make_dirs: empty path");
+    while (len > 1 && buf[len - 1] == '/') buf[--len] = '\0';
+    /* Create each prefix in turn; EEXIST is fine as long as it is a directory. */
+    for (char *p = buf + 1;; p++) {
+        if (*p == '/' || *p == '\0') {
+            char saved = *p;
+            *p = '\0';
+            if (mkdir(buf, 0755) < 0 && errno != EEXIST) return vrl_error("%s: cannot create: %s", buf, strerror(errno));
+            struct stat st;
+            if (stat(buf, &st) < 0 || !S_ISDIR(st.st_mode)) return vrl_error("%s: exists and is not a directory", buf);
+            *p = saved;
+            if (saved == '\0') break;
+        }
+    }
+    return 0;
+}
+
+int file_exists(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0;
+}

@@ -1,0 +1,677 @@
+/* lmeval.c: log-likelihood scoring, zero-shot tasks and WikiText perplexity (lmeval.h),
+ * following lm-evaluation-harness (HFLM._loglikelihood_tokens, get_rolling_token_windows,
+ * the piqa/arc/openbookqa/winogrande/hellaswag task definitions, wikitext's
+ * preprocess_wikitext). */
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include "common/eval/lmeval.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <pcre2.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/base/error.h"
+#include "common/run/metrics.h"
+#include "common/data/textio.h"
+
+/* ------------------------------------------------------------------ scoring */
+
+int scorer_init(Scorer *s, const Backend *be, void *model, int B, int T, int V) {
+    memset(s, 0, sizeof *s);
+    s->be = be, s->model = model, s->B = B, s->T = T, s->V = V;
+    s->tokens = calloc((size_t)B * T, sizeof *s->tokens);
+    s->logits = malloc((size_t)B * T * V * dtype_size(be->dtype));
+    if (!s->tokens || !s->logits) {
+        scorer_free(s);
+        return vrl_error("evaluation: out of memory for a %d x %d x %d logits batch", B, T, V);
+    }
+    return 0;
+}
+
+void scorer_free(Scorer *s) {
+    free(s->tokens);
+    free(s->logits);
+    s->tokens = NULL, s->logits = NULL;
+}
+
+/* log p(target) at (row, pos) of the logits, and whether target is the argmax. */
+static double logprob_at(const Scorer *s, int row, int pos, uint32_t target, int *is_max) {
+    const size_t off = ((size_t)row * s->T + pos) * s->V;
+    double mx = -INFINITY, z = 0;
+    int arg = 0;
+    if (s->be->dtype == DT_F64) {
+        const double *x = (const double *)s->logits + off;
+        for (int v = 0; v < s->V; v++)
+            if (x[v] > mx) mx = x[v], arg = v;
+        for (int v = 0; v < s->V; v++) z += exp(x[v] - mx);
+        *is_max = arg == (int)target;
+        return x[target] - mx - log(z);
+    }
+    const float *x = (const float *)s->logits + off;
+    for (int v = 0; v < s->V; v++)
+        if (x[v] > mx) mx = x[v], arg = v;
+    for (int v = 0; v < s->V; v++) z += exp((double)x[v] - mx);
+    *is_max = arg == (int)target;
+    return (double)x[target] - mx - log(z);
+}
+
+/* The i-th token of ctx ++ cont. */
+static uint32_t whole_at(const LLRequest *r, size_t i) { return i < r->n_ctx ? r->ctx[i] : r->cont[i - r->n_ctx]; }
+
+/* A line on stderr at about every tenth of the work, so a long evaluation shows it moves. */
+static void progress(const Scorer *s, size_t done, size_t n, double t0) {
+    if (!s->label) return;
+    const double dt = now_seconds() - t0, rate = dt > 0 ? (double)done / dt : 0;
+    fprintf(stderr, "vrl eval: %s: %zu/%zu sequences, %.1f seq/s, ETA %.0fs\n", s->label, done, n, rate,
+            rate > 0 ? (double)(n - done) / rate : 0.0);
+}
+
+int scorer_loglik(Scorer *s, LLRequest *req, size_t n) {
+    const int B = s->B, T = s->T;
+    const double t0 = now_seconds();
+    /* about ten reports for work of 20 batches or more; quiet for small sets */
+    const size_t every = n >= 20 * (size_t)B ? n / 10 : n + 1;
+    size_t reported = 0;
+    for (size_t start = 0; start < n; start += (size_t)B) {
+        if (start - reported >= every) progress(s, reported = start, n, t0);
+        const int rows = n - start < (size_t)B ? (int)(n - start) : B;
+        memset(s->tokens, 0, (size_t)B * T * sizeof *s->tokens); /* padding: token 0 */
+        for (int r = 0; r < rows; r++) {
+            LLRequest *q = &req[start + r];
+            if (q->n_ctx < 1 || q->n_cont < 1) return vrl_error("evaluation: empty context or continuation");
+            const size_t total = q->n_ctx + q->n_cont;
+            const size_t keep = total < (size_t)T + 1 ? total : (size_t)T + 1; /* (ctx+cont)[-(T+1):] */
+            const size_t first = total - keep;
+            for (size_t i = 0; i + 1 < keep; i++) { /* ...[:-1] is the input */
+                const uint32_t id = whole_at(q, first + i);
+                if (id >= (uint32_t)s->V)
+                    return vrl_error("evaluation: token id %u is outside the model's vocabulary of %d (tokenizer and "
+                                     "model do not match)",
+                                     id, s->V);
+                s->tokens[(size_t)r * T + i] = (int32_t)id;
+            }
+            if (q->cont[q->n_cont - 1] >= (uint32_t)s->V)
+                return vrl_error("evaluation: token id %u is outside the model's vocabulary of %d (tokenizer and "
+                                 "model do not match)",
+                                 q->cont[q->n_cont - 1], s->V);
+        }
+        if (isnan(s->be->forward_loss(s->model, s->tokens))) return -1;
+        s->be->get_logits(s->model, s->logits);
+        for (int r = 0; r < rows; r++) {
+            LLRequest *q = &req[start + r];
+            const size_t total = q->n_ctx + q->n_cont;
+            const size_t keep = total < (size_t)T + 1 ? total : (size_t)T + 1;
+            const size_t first = total - keep;
+            q->n_scored = q->n_cont < keep - 1 ? q->n_cont : keep - 1;
+            q->logprob = 0;
+            q->greedy = 1;
+            /* whole token i (i >= total - n_scored) is predicted at input position i - first - 1 */
+            for (size_t i = total - q->n_scored; i < total; i++) {
+                int is_max;
+                q->logprob += logprob_at(s, r, (int)(i - first - 1), whole_at(q, i), &is_max);
+                q->greedy &= is_max;
+            }
+            if (!isfinite(q->logprob)) return vrl_error("evaluation: the model's log-probabilities are not finite");
+        }
+    }
+    return 0;
+}
+
+int rolling_requests(const uint32_t *tokens, size_t n, int T_, const uint32_t *prefix, LLRequest **req, size_t *k,
+                     size_t *cap) {
+    const size_t T = (size_t)T_;
+    if (n == 0 || (!prefix && n < 2)) return 0;
+    const size_t need = *k + n / T + 2;
+    if (need > *cap) {
+        const size_t c = need > 2 * *cap ? need : 2 * *cap;
+        LLRequest *r = realloc(*req, c * sizeof *r);
+        if (!r) return vrl_error("evaluation: out of memory");
+        *req = r, *cap = c;
+    }
+    /* First window: the prefix (or the first token) as context, up to T predictions. */
+    const size_t first = n < T ? n : T;
+    if (prefix) (*req)[(*k)++] = (LLRequest){.ctx = prefix, .n_ctx = 1, .cont = tokens, .n_cont = first};
+    else (*req)[(*k)++] = (LLRequest){.ctx = tokens, .n_ctx = 1, .cont = tokens + 1, .n_cont = first - 1};
+    /* Later windows: the next <= T tokens, each window's input the T tokens before its end. */
+    for (size_t predicted = first; predicted < n;) {
+        const size_t pl = n - predicted < T ? n - predicted : T, end = predicted + pl;
+        (*req)[(*k)++] =
+            (LLRequest){.ctx = tokens + end - T - 1, .n_ctx = T + 1 - pl, .cont = tokens + end - pl, .n_cont = pl};
+        predicted += pl;
+    }
+    return 0;
+}
+
+int scorer_rolling(Scorer *s, const uint32_t *tokens, size_t n, int64_t prefix, double *nll, size_t *n_pred) {
+    const uint32_t pre = prefix >= 0 ? (uint32_t)prefix : 0;
+    LLRequest *req = NULL;
+    size_t k = 0, cap = 0;
+    *nll = 0, *n_pred = 0;
+    int rc = rolling_requests(tokens, n, s->T, prefix >= 0 ? &pre : NULL, &req, &k, &cap);
+    if (rc == 0) rc = scorer_loglik(s, req, k);
+    for (size_t i = 0; rc == 0 && i < k; i++) *nll -= req[i].logprob, *n_pred += req[i].n_scored;
+    free(req);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ strings */
+
+/* Python's str.replace: every non-overlapping occurrence, left to right. Frees s. */
+static char *replace_all(char *s, const char *from, const char *to) {
+    if (!s) return NULL;
+    const size_t lf = strlen(from), lt = strlen(to);
+    size_t count = 0;
+    for (const char *p = s; (p = strstr(p, from)); p += lf) count++;
+    if (!count) return s;
+    char *out = malloc(strlen(s) + count * lt + 1); /* an upper bound */
+    if (!out) {
+        free(s);
+        return NULL;
+    }
+    char *o = out;
+    const char *p = s, *q;
+    while ((q = strstr(p, from))) {
+        memcpy(o, p, (size_t)(q - p)), o += q - p;
+        memcpy(o, to, lt), o += lt;
+        p = q + lf;
+    }
+    strcpy(o, p);
+    free(s);
+    return out;
+}
+
+/* Python's re.sub(pattern, repl, s) with PCRE2 (UTF + Unicode properties, so \s is
+ * Unicode whitespace as in Python 3). repl uses PCRE2's $1 syntax. Frees s. */
+static char *regex_sub(char *s, const char *pattern, const char *repl) {
+    if (!s) return NULL;
+    int err;
+    PCRE2_SIZE eoff;
+    pcre2_code *re = pcre2_compile((PCRE2_SPTR)pattern, PCRE2_ZERO_TERMINATED, PCRE2_UTF | PCRE2_UCP, &err, &eoff, NULL);
+    if (!re) {
+        vrl_error("internal: bad regex %s", pattern);
+        free(s);
+        return NULL;
+    }
+    PCRE2_SIZE cap = strlen(s) * 2 + 64;
+    char *out = NULL;
+    for (int tries = 0; tries < 2; tries++) {
+        out = malloc(cap);
+        if (!out) break;
+        PCRE2_SIZE olen = cap;
+        int rc = pcre2_substitute(re, (PCRE2_SPTR)s, PCRE2_ZERO_TERMINATED, 0,
+                                  PCRE2_SUBSTITUTE_GLOBAL | PCRE2_SUBSTITUTE_OVERFLOW_LENGTH, NULL, NULL,
+                                  (PCRE2_SPTR)repl, PCRE2_ZERO_TERMINATED, (PCRE2_UCHAR *)out, &olen);
+        if (rc >= 0) break;
+        free(out);
+        out = NULL;
+        if (rc == PCRE2_ERROR_NOMEMORY) {
+            cap = olen + 1;
+            continue;
+        }
+        vrl_error("text is not valid UTF-8 (PCRE2 error %d)", rc);
+        break;
+    }
+    pcre2_code_free(re);
+    free(s);
+    return out;
+}
+
+static char *dup_str(const char *s) {
+    char *d = malloc(strlen(s) + 1);
+    if (d) strcpy(d, s);
+    return d;
+}
+
+static char *concat3(const char *a, const char *b, const char *c) {
+    const size_t la = strlen(a), lb = strlen(b), lc = strlen(c);
+    char *d = malloc(la + lb + lc + 1);
+    if (!d) return NULL;
+    memcpy(d, a, la), memcpy(d + la, b, lb), memcpy(d + la + lb, c, lc + 1);
+    return d;
+}
+
+/* Python's str.strip() for ASCII whitespace. Frees s. */
+static char *strip(char *s) {
+    if (!s) return NULL;
+    size_t a = 0, b = strlen(s);
+    while (a < b && strchr(" \t\n\r\v\f", s[a])) a++;
+    while (b > a && strchr(" \t\n\r\v\f", s[b - 1])) b--;
+    memmove(s, s + a, b - a);
+    s[b - a] = 0;
+    return s;
+}
+
+/* Unicode code points of UTF-8 text (Python's len()). */
+static size_t utf8_len(const char *s) {
+    size_t n = 0;
+    for (; *s; s++) n += ((unsigned char)*s & 0xC0) != 0x80;
+    return n;
+}
+
+char *hellaswag_preprocess(const char *text) {
+    char *s = strip(dup_str(text));
+    s = replace_all(s, " [title]", ". ");
+    s = regex_sub(s, "\\[.*?\\]", "");
+    return replace_all(s, "  ", " ");
+}
+
+/* Python's str.capitalize() for ASCII: first character upper, the rest lower (non-ASCII
+ * bytes are left as they are). */
+static char *capitalize(const char *text) {
+    char *s = dup_str(text);
+    if (!s) return NULL;
+    for (size_t i = 0; s[i]; i++)
+        if ((unsigned char)s[i] < 128) s[i] = (char)(i == 0 ? (s[i] >= 'a' && s[i] <= 'z' ? s[i] - 32 : s[i])
+                                                           : (s[i] >= 'A' && s[i] <= 'Z' ? s[i] + 32 : s[i]));
+    return s;
+}
+
+/* ------------------------------------------------------------------ tasks */
+
+const TaskInfo LMEVAL_TASKS[] = {
+    {"hellaswag", "hellaswag.jsonl", TASK_HELLASWAG, 0},
+    {"openbook_qa", "openbook_qa.jsonl", TASK_MC, 0},
+    {"winogrande", "winogrande.jsonl", TASK_WINOGRANDE, 0},
+    {"arc_easy", "arc_easy.jsonl", TASK_MC, 1},
+    {"arc_challenge", "arc_challenge.jsonl", TASK_MC, 1},
+    {"piqa", "piqa.jsonl", TASK_MC, 1},
+    {NULL, NULL, 0, 0},
+};
+
+const TaskInfo *lmeval_task(const char *name) {
+    for (const TaskInfo *t = LMEVAL_TASKS; t->name; t++)
+        if (!strcmp(t->name, name)) return t;
+    return NULL;
+}
+
+static void doc_free(TaskDoc *d) {
+    for (int i = 0; i < d->n; i++) {
+        if (d->ctx) free(d->ctx[i]);
+        if (d->cont) free(d->cont[i]);
+    }
+    free(d->ctx), free(d->cont), free(d->len_norm);
+    memset(d, 0, sizeof *d);
+}
+
+void task_free(TaskSet *t) {
+    for (size_t i = 0; i < t->n; i++) doc_free(&t->docs[i]);
+    free(t->docs);
+    memset(t, 0, sizeof *t);
+}
+
+/* A required string field. */
+static const char *field_str(json_t *o, const char *key, const char *path, uint64_t line) {
+    json_t *v = json_object_get(o, key);
+    if (!v) return vrl_error("%s:%llu: missing field \"%s\"", path, (unsigned long long)line, key), NULL;
+    if (!json_is_string(v)) return vrl_error("%s:%llu: field \"%s\" is not a string", path, (unsigned long long)line, key), NULL;
+    return json_string_value(v);
+}
+
+/* A required array of >= 2 strings. */
+static json_t *field_strings(json_t *o, const char *key, const char *path, uint64_t line) {
+    json_t *v = json_object_get(o, key);
+    if (!v) return vrl_error("%s:%llu: missing field \"%s\"", path, (unsigned long long)line, key), NULL;
+    if (!json_is_array(v) || json_array_size(v) < 2)
+        return vrl_error("%s:%llu: field \"%s\" is not a list of at least 2 strings", path, (unsigned long long)line, key),
+               NULL;
+    for (size_t i = 0; i < json_array_size(v); i++)
+        if (!json_is_string(json_array_get(v, i)))
+            return vrl_error("%s:%llu: field \"%s\" entry %zu is not a string", path, (unsigned long long)line, key, i),
+                   NULL;
+    return v;
+}
+
+/* A required integer in [0, n) (an integer or a decimal string, as HF datasets store labels). */
+static int field_index(json_t *o, const char *key, int n, const char *path, uint64_t line, int *out) {
+    json_t *v = json_object_get(o, key);
+    if (!v) return vrl_error("%s:%llu: missing field \"%s\"", path, (unsigned long long)line, key);
+    long x = -1;
+    char *end = NULL;
+    if (json_is_integer(v)) x = (long)json_integer_value(v);
+    else if (json_is_string(v) && *json_string_value(v)) {
+        x = strtol(json_string_value(v), &end, 10);
+        if (*end) x = -1;
+    } else return vrl_error("%s:%llu: field \"%s\" is not an integer", path, (unsigned long long)line, key);
+    if (x < 0 || x >= n)
+        return vrl_error("%s:%llu: field \"%s\" = %ld is not a choice index in [0, %d)", path, (unsigned long long)line,
+                         key, x, n);
+    *out = (int)x;
+    return 0;
+}
+
+static int doc_alloc(TaskDoc *d, int n) {
+    d->n = n;
+    d->ctx = calloc((size_t)n, sizeof *d->ctx);
+    d->cont = calloc((size_t)n, sizeof *d->cont);
+    d->len_norm = calloc((size_t)n, sizeof *d->len_norm);
+    return d->ctx && d->cont && d->len_norm ? 0 : vrl_error("out of memory");
+}
+
+/* One jsonl line -> one document, per the task's format. */
+static int parse_doc(const TaskInfo *info, json_t *o, const char *path, uint64_t line, TaskDoc *d) {
+    if (info->kind == TASK_MC) {
+        const char *query = field_str(o, "query", path, line);
+        json_t *ch = query ? field_strings(o, "choices", path, line) : NULL;
+        if (!ch || doc_alloc(d, (int)json_array_size(ch)) < 0) return -1;
+        if (field_index(o, "gold", d->n, path, line, &d->gold) < 0) return -1;
+        char *ctx = dup_str(query);
+        if (info->answer_prompt && ctx) { /* lm-eval: "Question: ...\nAnswer:" */
+            char *q = concat3(strip(ctx), "\nAnswer:", "");
+            free(ctx);
+            ctx = q;
+        }
+        for (int i = 0; i < d->n && ctx; i++) {
+            const char *c = json_string_value(json_array_get(ch, (size_t)i));
+            d->ctx[i] = dup_str(ctx);
+            d->cont[i] = concat3(" ", c, "");
+            d->len_norm[i] = (double)utf8_len(c);
+        }
+        free(ctx);
+    } else if (info->kind == TASK_WINOGRANDE) {
+        json_t *opts = field_strings(o, "context_options", path, line);
+        const char *cont = opts ? field_str(o, "continuation", path, line) : NULL;
+        if (!cont || doc_alloc(d, (int)json_array_size(opts)) < 0) return -1;
+        if (field_index(o, "gold", d->n, path, line, &d->gold) < 0) return -1;
+        for (int i = 0; i < d->n; i++) { /* partial scoring: only the continuation is scored */
+            d->ctx[i] = dup_str(json_string_value(json_array_get(opts, (size_t)i)));
+            d->cont[i] = concat3(" ", cont, "");
+            d->len_norm[i] = (double)utf8_len(cont);
+        }
+    } else { /* HellaSwag, lm-eval's _process_doc */
+        const char *label = field_str(o, "activity_label", path, line);
+        json_t *ends = label ? field_strings(o, "endings", path, line) : NULL;
+        if (!ends) return -1;
+        char *ctx;
+        if (json_object_get(o, "ctx_a") && json_object_get(o, "ctx_b")) {
+            const char *a = field_str(o, "ctx_a", path, line), *b = a ? field_str(o, "ctx_b", path, line) : NULL;
+            if (!b) return -1;
+            char *cb = capitalize(b);
+            ctx = cb ? concat3(a, " ", cb) : NULL;
+            free(cb);
+        } else {
+            const char *c = field_str(o, "ctx", path, line);
+            if (!c) return -1;
+            ctx = dup_str(c);
+        }
+        char *q = ctx ? concat3(label, ": ", ctx) : NULL;
+        free(ctx);
+        char *query = q ? hellaswag_preprocess(q) : NULL;
+        free(q);
+        if (!query || doc_alloc(d, (int)json_array_size(ends)) < 0) return free(query), -1;
+        if (field_index(o, "label", d->n, path, line, &d->gold) < 0) return free(query), -1;
+        for (int i = 0; i < d->n; i++) {
+            char *e = hellaswag_preprocess(json_string_value(json_array_get(ends, (size_t)i)));
+            d->ctx[i] = dup_str(query);
+            d->cont[i] = e ? concat3(" ", e, "") : NULL;
+            d->len_norm[i] = e ? (double)utf8_len(e) : 0;
+            free(e);
+        }
+        free(query);
+    }
+    for (int i = 0; i < d->n; i++)
+        if (!d->ctx[i] || !d->cont[i]) return vrl_error("%s:%llu: out of memory", path, (unsigned long long)line);
+    return 0;
+}
+
+int task_load(const TaskInfo *info, const char *path, size_t limit, TaskSet *out) {
+    memset(out, 0, sizeof *out);
+    out->info = info;
+    LineReader *r;
+    if (lr_open(path, &r) < 0) return -1;
+    const char *buf;
+    size_t len, cap = 0;
+    int rc, status = 0;
+    while ((limit == 0 || out->n < limit) && (rc = lr_next(r, &buf, &len)) == 1) {
+        const uint64_t line = lr_line(r);
+        size_t k = 0;
+        while (k < len && strchr(" \t\r", buf[k])) k++;
+        if (k == len) continue; /* blank line */
+        json_error_t e;
+        json_t *o = json_loadb(buf, len, 0, &e);
+        if (!o || !json_is_object(o)) {
+            json_decref(o);
+            status = vrl_error("%s:%llu: not a JSON object%s%s", path, (unsigned long long)line, o ? "" : ": ",
+                               o ? "" : e.text);
+            break;
+        }
+        if (out->n == cap) {
+            cap = cap ? 2 * cap : 256;
+            TaskDoc *d = realloc(out->docs, cap * sizeof *d);
+            if (!d) {
+                json_decref(o);
+                status = vrl_error("%s: out of memory", path);
+                break;
+            }
+            out->docs = d;
+        }
+        memset(&out->docs[out->n], 0, sizeof out->docs[out->n]);
+        int prc = parse_doc(info, o, path, line, &out->docs[out->n]);
+        json_decref(o);
+        out->n++;
+        if (prc < 0) {
+            status = -1;
+            break;
+        }
+    }
+    if (status == 0 && rc < 0) status = -1;
+    if (status == 0 && out->n == 0) status = vrl_error("%s: no documents", path);
+    lr_close(r);
+    if (status < 0) task_free(out);
+    return status;
+}
+
+void mc_decide(const double *lp, const double *len, int n, int *pred, int *pred_norm) {
+    *pred = 0, *pred_norm = 0;
+    for (int i = 1; i < n; i++) {
+        if (lp[i] > lp[*pred]) *pred = i;
+        if (lp[i] / len[i] > lp[*pred_norm] / len[*pred_norm]) *pred_norm = i;
+    }
+}
+
+/* lm-eval's _encode_pair: trailing spaces of the context move to the continuation; the
+ * continuation's ids are those of encode(ctx + cont) after encode(ctx)'s length. */
+static int encode_pair(const Tokenizer *tok, const char *ctx, const char *cont, int64_t eos, TokIds *c, TokIds *w,
+                       size_t *n_ctx) {
+    size_t lc = strlen(ctx), sp = 0;
+    while (sp < lc && ctx[lc - 1 - sp] == ' ') sp++;
+    c->n = w->n = 0;
+    char *whole = concat3(ctx, cont, "");
+    if (!whole) return vrl_error("out of memory");
+    int rc = tok_encode(tok, ctx, lc - sp, c);
+    if (rc == 0) rc = tok_encode(tok, whole, strlen(whole), w);
+    free(whole);
+    if (rc < 0) return -1;
+    if (lc - sp == 0) { /* empty context: EOS before the continuation, as lm-eval */
+        w->n = 0;
+        if (tok_ids_push(w, (uint32_t)eos) < 0 || tok_encode(tok, cont, strlen(cont), w) < 0) return -1;
+        *n_ctx = 1;
+        return 0;
+    }
+    *n_ctx = c->n <= w->n ? c->n : w->n;
+    return 0;
+}
+
+int task_evaluate(Scorer *s, const Tokenizer *tok, const TaskSet *t, TaskResult *res) {
+    int64_t eos = tok_token_id(tok, "<|endoftext|>");
+    if (eos < 0) eos = 0;
+    size_t n_req = 0;
+    for (size_t i = 0; i < t->n; i++) n_req += (size_t)t->docs[i].n;
+    LLRequest *req = calloc(n_req, sizeof *req);
+    TokIds *ids = calloc(n_req, sizeof *ids); /* [n_req] whole ctx+cont ids per request */
+    TokIds ctx = {0};
+    int rc = req && ids ? 0 : vrl_error("out of memory");
+    for (size_t i = 0, k = 0; rc == 0 && i < t->n; i++)
+        for (int j = 0; rc == 0 && j < t->docs[i].n; j++, k++) {
+            size_t n_ctx = 0;
+            rc = encode_pair(tok, t->docs[i].ctx[j], t->docs[i].cont[j], eos, &ctx, &ids[k], &n_ctx);
+            if (rc == 0 && n_ctx == 0)
+                rc = vrl_error("%s: document %zu: the context tokenizes to nothing", t->info->name, i + 1);
+            if (rc == 0)
+                req[k] = (LLRequest){.ctx = ids[k].ids, .n_ctx = n_ctx, .cont = ids[k].ids + n_ctx, .n_cont = ids[k].n - n_ctx};
+        }
+    /* a continuation that tokenizes to nothing scores 0 (nothing to predict) */
+    size_t n_live = 0;
+    LLRequest **live = rc == 0 ? malloc(n_req * sizeof *live) : NULL;
+    LLRequest *batch = rc == 0 ? malloc(n_req * sizeof *batch) : NULL;
+    if (rc == 0 && (!live || !batch)) rc = vrl_error("out of memory");
+    for (size_t k = 0; rc == 0 && k < n_req; k++)
+        if (req[k].n_cont > 0) live[n_live] = &req[k], batch[n_live++] = req[k];
+    if (rc == 0) rc = scorer_loglik(s, batch, n_live);
+    for (size_t k = 0; rc == 0 && k < n_live; k++) *live[k] = batch[k];
+    double acc = 0, accn = 0;
+    for (size_t i = 0, k = 0; rc == 0 && i < t->n; k += (size_t)t->docs[i].n, i++) {
+        const TaskDoc *d = &t->docs[i];
+        double lp[64];
+        double len[64];
+        if (d->n > 64) {
+            rc = vrl_error("%s: a document has %d choices (at most 64)", t->info->name, d->n);
+            break;
+        }
+        for (int j = 0; j < d->n; j++) lp[j] = req[k + j].logprob, len[j] = d->len_norm[j] > 0 ? d->len_norm[j] : 1;
+        int p, pn;
+        mc_decide(lp, len, d->n, &p, &pn);
+        acc += p == d->gold;
+        accn += pn == d->gold;
+    }
+    if (rc == 0) *res = (TaskResult){.acc = acc / (double)t->n, .acc_norm = accn / (double)t->n, .n = t->n};
+    for (size_t k = 0; ids && k < n_req; k++) tok_ids_free(&ids[k]);
+    tok_ids_free(&ctx);
+    free(ids), free(req), free(live), free(batch);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ WikiText */
+
+/* A top-level heading line: " = Title = " (then '\n'), with no "= =" nesting. */
+static int is_title(const char *line, size_t len) {
+    if (len < 6 || memcmp(line, " = ", 3) != 0 || line[3] == '=') return 0;
+    size_t e = len;
+    if (e && line[e - 1] == '\n') e--;
+    return e >= 6 && memcmp(line + e - 3, " = ", 3) == 0 && line[e - 4] != '=';
+}
+
+int wikitext_documents(const char *text, size_t len, char ***docs, size_t *n) {
+    *docs = NULL, *n = 0;
+    size_t cap = 0, start = 0;
+    int seen_title = 0; /* text before the first heading belongs to the first document */
+    for (size_t p = 0;; ) {
+        const char *nl = p < len ? memchr(text + p, '\n', len - p) : NULL;
+        const size_t next = nl ? (size_t)(nl - text) + 1 : len;
+        const int title = p < len && is_title(text + p, next - p);
+        if ((p == len || (title && seen_title)) && p > start) {
+            if (*n == cap) {
+                cap = cap ? cap * 2 : 64;
+                char **d = realloc(*docs, cap * sizeof *d);
+                if (!d) return vrl_error("WikiText: out of memory");
+                *docs = d;
+            }
+            char *doc = malloc(p - start + 1);
+            if (!doc) return vrl_error("WikiText: out of memory");
+            memcpy(doc, text + start, p - start);
+            doc[p - start] = 0;
+            (*docs)[(*n)++] = doc;
+            start = p;
+        }
+        seen_title |= title;
+        if (p == len) break;
+        p = next;
+    }
+    return 0;
+}
+
+char *wikitext_detokenize(const char *text) {
+    char *s = dup_str(text);
+    s = replace_all(s, "s '", "s'");
+    s = regex_sub(s, "/' [0-9]/", "/'[0-9]/");
+    s = replace_all(s, " @-@ ", "-");
+    s = replace_all(s, " @,@ ", ",");
+    s = replace_all(s, " @.@ ", ".");
+    s = replace_all(s, " : ", ": ");
+    s = replace_all(s, " ; ", "; ");
+    s = replace_all(s, " . ", ". ");
+    s = replace_all(s, " ! ", "! ");
+    s = replace_all(s, " ? ", "? ");
+    s = replace_all(s, " , ", ", ");
+    s = regex_sub(s, "\\(\\s*([^\\)]*?)\\s*\\)", "($1)");
+    s = regex_sub(s, "\\[\\s*([^\\]]*?)\\s*\\]", "[$1]");
+    s = regex_sub(s, "{\\s*([^}]*?)\\s*}", "{$1}");
+    s = regex_sub(s, "\"\\s*([^\"]*?)\\s*\"", "\"$1\"");
+    s = regex_sub(s, "'\\s*([^']*?)\\s*'", "'$1'");
+    s = replace_all(s, "= = = =", "====");
+    s = replace_all(s, "= = =", "===");
+    s = replace_all(s, "= =", "==");
+    s = replace_all(s, " \xC2\xB0 ", "\xC2\xB0"); /* chr(176) */
+    s = replace_all(s, " \n", "\n");
+    s = replace_all(s, "\n ", "\n");
+    s = replace_all(s, " N ", " 1 ");
+    s = replace_all(s, " 's", "'s");
+    if (!s && !vrl_last_error()[0]) vrl_error("out of memory");
+    return s;
+}
+
+size_t count_words(const char *text) {
+    /* re.split(r"\s+") gives one more piece than there are whitespace runs. \s here is
+     * ASCII whitespace; Python's also matches Unicode spaces (rare in WikiText). */
+    size_t runs = 0;
+    for (const char *p = text; *p;) {
+        if (strchr(" \t\n\r\v\f", *p)) {
+            runs++;
+            while (*p && strchr(" \t\n\r\v\f", *p)) p++;
+        } else p++;
+    }
+    return runs + 1;
+}
+
+int wikitext_evaluate(Scorer *s, const Tokenizer *tok, const char *path, int64_t eos, size_t limit, WikiResult *r) {
+    memset(r, 0, sizeof *r);
+    FILE *f = fopen(path, "rb");
+    if (!f) return vrl_error("%s: cannot open", path);
+    fseek(f, 0, SEEK_END);
+    long sz = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *text = sz >= 0 ? malloc((size_t)sz + 1) : NULL;
+    if (!text || fread(text, 1, (size_t)sz, f) != (size_t)sz) {
+        fclose(f);
+        free(text);
+        return vrl_error("%s: cannot read", path);
+    }
+    fclose(f);
+    text[sz] = 0;
+    char **docs;
+    size_t n;
+    int rc = wikitext_documents(text, (size_t)sz, &docs, &n);
+    free(text);
+    if (rc == 0 && n == 0) rc = vrl_error("%s: no documents", path);
+    /* every document's rolling windows in one request list, so batches are full */
+    const size_t nd = limit && limit < n ? limit : n;
+    TokIds *ids = calloc(nd ? nd : 1, sizeof *ids); /* [nd] token ids per document */
+    LLRequest *req = NULL;
+    size_t k = 0, cap = 0;
+    const uint32_t pre = (uint32_t)eos;
+    if (!ids) rc = vrl_error("WikiText: out of memory");
+    for (size_t i = 0; rc == 0 && i < nd; i++) {
+        char *d = wikitext_detokenize(docs[i]);
+        if (!d) {
+            rc = vrl_error("%s: document %zu: %s", path, i + 1, vrl_last_error());
+            break;
+        }
+        rc = tok_encode(tok, d, strlen(d), &ids[i]);
+        r->words += count_words(d), r->docs++;
+        free(d);
+    }
+    for (size_t i = 0; rc == 0 && i < nd; i++) rc = rolling_requests(ids[i].ids, ids[i].n, s->T, &pre, &req, &k, &cap);
+    if (rc == 0) rc = scorer_loglik(s, req, k);
+    for (size_t i = 0; rc == 0 && i < k; i++) r->nll -= req[i].logprob, r->tokens += req[i].n_scored;
+    for (size_t i = 0; i < n; i++) free(docs[i]);
+    free(docs);
+    for (size_t i = 0; ids && i < nd; i++) tok_ids_free(&ids[i]);
+    free(ids);
+    free(req);
+    if (rc == 0) {
+        r->token_ppl = exp(r->nll / (double)r->tokens);
+        r->word_ppl = exp(r->nll / (double)r->words);
+    }
+    return rc;
+}

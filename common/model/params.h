@@ -1,0 +1,68 @@
+/* params.h: the table of named parameter tensors.
+ *
+ * One table describes the model's parameters for every part of vrl: ref and fast
+ * lay out parameters, gradients and optimizer moments as one flat buffer in table
+ * order; the checkpoint writes one safetensors tensor per entry under its Hugging
+ * Face LLaMA name; the optimizer reads each entry's decay flag; conformance compares
+ * tensor by tensor. Shapes are PyTorch's: a linear weight is [out, in], row-major. */
+#ifndef VRL_PARAMS_H
+#define VRL_PARAMS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/model/config.h"
+
+#define PARAM_NAME_LEN 96
+#define PARAM_MAX_DIM 4
+
+typedef enum {
+    INIT_NORMAL = 0, /* N(0, init_value^2): linears and embeddings, std 0.02 */
+    INIT_CONST = 1,  /* every element = init_value: norm gains (1), mixing coefficients */
+    INIT_EYE = 2,    /* square [n,n]: init_value on the diagonal, 0 elsewhere (HC/mHC maps) */
+    INIT_ONEHOT = 3, /* init_value at element init_index, 0 elsewhere (DWA alpha, HC alpha_m) */
+    INIT_VALUES = 4, /* element j = init_values[j]: per-layer value coefficients (value_path.h) */
+} InitKind;
+
+typedef struct {
+    char name[PARAM_NAME_LEN]; /* Hugging Face name, e.g. "model.layers.0.self_attn.q_proj.weight" */
+    int ndim;
+    int64_t shape[PARAM_MAX_DIM];
+    size_t offset;             /* first element in the flat buffer */
+    size_t numel;
+    int decay;                 /* 1 if AdamW weight decay applies (SPEC §2) */
+    InitKind init;
+    double init_value;         /* std for INIT_NORMAL, value for INIT_CONST / EYE / ONEHOT */
+    size_t init_index;         /* INIT_ONEHOT: the element that gets init_value */
+    double *init_values;       /* [numel] for INIT_VALUES, owned by the table, else NULL */
+} ParamInfo;
+
+typedef struct {
+    ParamInfo *p;
+    int n, cap;
+    size_t total;              /* elements in the flat buffer */
+} ParamTable;
+
+/* Build the table for a config (its arch and variant decide which tensors exist). */
+int param_table_build(const ModelConfig *c, ParamTable *t);
+void param_table_free(ParamTable *t);
+
+/* Append one tensor (used by param_table_build and by variants adding coefficients). */
+int param_table_add(ParamTable *t, const char *name, int ndim, const int64_t *shape,
+                    int decay, InitKind init, double init_value);
+
+/* Append a tensor whose elements start at values[0..numel) (copied; INIT_VALUES, no decay). */
+int param_table_add_values(ParamTable *t, const char *name, int ndim, const int64_t *shape, const double *values);
+
+/* Entry by name, or NULL. */
+const ParamInfo *param_table_find(const ParamTable *t, const char *name);
+
+/* Deterministic initialisation from a seed, independent of the backend and precision:
+ * each tensor draws from its own stream keyed by (seed, name), so adding a tensor
+ * does not change the others. Values are produced in double; out has t->total elements. */
+void params_init_f64(const ParamTable *t, uint64_t seed, double *out);
+
+/* Total parameter count (what `vrl info` prints). */
+static inline size_t param_table_count(const ParamTable *t) { return t->total; }
+
+#endif

@@ -1,0 +1,154 @@
+/* variant.c: parsing `--variant` strings and the registry of variant names. */
+#include "common/model/variant.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/base/error.h"
+
+/* Every variant vrl knows, grouped by family. The family's own file turns the part
+ * into data (value_path.c, stream.c); docs/variants.md gives the formulas. */
+const VariantInfo variant_registry[] = {
+    {"baseline", FAMILY_NONE, "the LLaMA baseline of SPEC.md §1"},
+    /* value path, SPEC.md §4 (value_path.c) */
+    {"resformer", FAMILY_VALUE, "V_1 residual: identity, general, constant, sparse, learnable, learnable-plus, dense; V source ablations"},
+    {"svformer", FAMILY_VALUE, "layers >= 2 reuse V_1 (optionally refreshed at anchor layers) and carry no W^V"},
+    {"neutreno", FAMILY_VALUE, "U_n = A_n V_n + lambda (V_1 - V_n)"},
+    {"neutreno_resformer", FAMILY_VALUE, "NeuTRENO on top of identity ResFormer"},
+    {"cla", FAMILY_VALUE, "cross-layer attention: layer 2k reuses layer 2k-1's K and V"},
+    {"query_residual", FAMILY_VALUE, "ablation: 0.5 Q_1 + 0.5 Q_n"},
+    {"key_residual", FAMILY_VALUE, "ablation: 0.5 K_1 + 0.5 K_n"},
+    {"attn_residual", FAMILY_VALUE, "ablation: 0.5 A_1 + 0.5 A_n"},
+    {"hidden_residual", FAMILY_VALUE, "ablation: attention input RMSNorm(0.5 x_{n-1} + 0.5 H_0)"},
+    {"shared_q", FAMILY_VALUE, "ablation: every layer uses layer 1's Q"},
+    {"shared_k", FAMILY_VALUE, "ablation: every layer uses layer 1's K"},
+    {"cross_layer", FAMILY_VALUE, "Eq. 2: attend over [K_n; K_m], [V_n; V_m], m = 1 or n-1"},
+    {"identity_mapping", FAMILY_VALUE, "Eq. 6: U_n = A_n V_n + mean of earlier V_i"},
+    /* residual stream, SPEC.md §5 (stream.c) */
+    {"denseformer", FAMILY_STREAM, "depth-weighted averages of block outputs (dilation, period)"},
+    {"attnres", FAMILY_STREAM, "Attention Residuals, full or block: softmax over earlier sublayer outputs"},
+    {"hc", FAMILY_STREAM, "Hyper-Connections: n streams, static and dynamic maps"},
+    {"mhc", FAMILY_STREAM, "manifold-constrained HC: sigmoid maps, Sinkhorn-Knopp residual map"},
+};
+const int variant_registry_size = (int)(sizeof variant_registry / sizeof variant_registry[0]);
+
+static const VariantInfo *lookup(const char *name) {
+    for (int i = 0; i < variant_registry_size; i++)
+        if (!strcmp(variant_registry[i].name, name)) return &variant_registry[i];
+    return NULL;
+}
+
+static int parse_part(char *text, VariantPart *p, const char *origin) {
+    memset(p, 0, sizeof *p);
+    char *colon = strchr(text, ':');
+    if (colon) *colon = '\0';
+    if (!*text || strlen(text) >= sizeof p->name) return vrl_error("%s: bad variant name \"%s\"", origin, text);
+    snprintf(p->name, sizeof p->name, "%s", text);
+    const VariantInfo *info = lookup(p->name);
+    if (!info) return vrl_error("%s: unknown variant \"%s\" (vrl train --help lists them)", origin, p->name);
+    p->family = info->family;
+    if (!colon) return 0;
+    char *save = NULL;
+    for (char *kv = strtok_r(colon + 1, ",", &save); kv; kv = strtok_r(NULL, ",", &save)) {
+        char *eq = strchr(kv, '=');
+        if (!eq && p->n_opts) {
+            /* A piece without '=' continues the previous value as a list: lambda1=0.3,0.7 */
+            VariantOpt *prev = &p->opts[p->n_opts - 1];
+            size_t len = strlen(prev->value);
+            if (len + 1 + strlen(kv) >= sizeof prev->value)
+                return vrl_error("%s: variant %s: option %s too long", origin, p->name, prev->key);
+            snprintf(prev->value + len, sizeof prev->value - len, ",%s", kv);
+            continue;
+        }
+        if (!eq || eq == kv || !eq[1]) return vrl_error("%s: variant %s: \"%s\" is not key=value", origin, p->name, kv);
+        *eq = '\0';
+        if (p->n_opts == VARIANT_MAX_OPTS) return vrl_error("%s: variant %s: too many options", origin, p->name);
+        if (strlen(kv) >= sizeof p->opts[0].key || strlen(eq + 1) >= sizeof p->opts[0].value)
+            return vrl_error("%s: variant %s: option \"%s\" too long", origin, p->name, kv);
+        for (int i = 0; i < p->n_opts; i++)
+            if (!strcmp(p->opts[i].key, kv)) return vrl_error("%s: variant %s: %s given twice", origin, p->name, kv);
+        VariantOpt *o = &p->opts[p->n_opts++];
+        snprintf(o->key, sizeof o->key, "%s", kv);
+        snprintf(o->value, sizeof o->value, "%s", eq + 1);
+    }
+    return 0;
+}
+
+int variant_parse(const char *text, VariantSpec *out, const char *origin) {
+    memset(out, 0, sizeof *out);
+    char buf[1024];
+    if (snprintf(buf, sizeof buf, "%s", text) >= (int)sizeof buf) return vrl_error("%s: variant string too long", origin);
+    char *save = NULL;
+    for (char *part = strtok_r(buf, "+", &save); part; part = strtok_r(NULL, "+", &save)) {
+        VariantPart p;
+        if (parse_part(part, &p, origin) < 0) return -1;
+        if (p.family == FAMILY_NONE) {
+            if (p.n_opts) return vrl_error("%s: variant %s takes no options", origin, p.name);
+            continue;
+        }
+        if (variant_part(out, p.family))
+            return vrl_error("%s: variant \"%s\" combines two %s variants", origin, text,
+                             p.family == FAMILY_VALUE ? "value-path" : "residual-stream");
+        if (out->n_parts == VARIANT_MAX_PARTS) return vrl_error("%s: too many variant parts", origin);
+        out->parts[out->n_parts++] = p;
+    }
+    return 0;
+}
+
+VariantPart *variant_part(VariantSpec *s, VariantFamily f) {
+    for (int i = 0; i < s->n_parts; i++)
+        if (s->parts[i].family == f) return &s->parts[i];
+    return NULL;
+}
+
+static VariantOpt *find_opt(VariantPart *p, const char *key) {
+    if (!p) return NULL;
+    for (int i = 0; i < p->n_opts; i++)
+        if (!strcmp(p->opts[i].key, key)) {
+            p->opts[i].used = 1;
+            return &p->opts[i];
+        }
+    return NULL;
+}
+
+int variant_opt_str(VariantPart *p, const char *key, const char **out) {
+    VariantOpt *o = find_opt(p, key);
+    if (!o) return 0;
+    *out = o->value;
+    return 1;
+}
+
+int variant_opt_double(VariantPart *p, const char *key, double *out, const char *origin) {
+    VariantOpt *o = find_opt(p, key);
+    if (!o) return 0;
+    char *end;
+    errno = 0;
+    double v = strtod(o->value, &end);
+    if (errno || end == o->value || *end)
+        return vrl_error("%s: variant %s: %s=\"%s\" is not a number", origin, p->name, key, o->value);
+    *out = v;
+    return 1;
+}
+
+int variant_opt_int(VariantPart *p, const char *key, int *out, const char *origin) {
+    VariantOpt *o = find_opt(p, key);
+    if (!o) return 0;
+    char *end;
+    errno = 0;
+    long v = strtol(o->value, &end, 10);
+    if (errno || end == o->value || *end || v < -1000000 || v > 1000000)
+        return vrl_error("%s: variant %s: %s=\"%s\" is not an integer", origin, p->name, key, o->value);
+    *out = (int)v;
+    return 1;
+}
+
+int variant_check_used(const VariantSpec *s, const char *origin) {
+    for (int i = 0; i < s->n_parts; i++)
+        for (int j = 0; j < s->parts[i].n_opts; j++)
+            if (!s->parts[i].opts[j].used)
+                return vrl_error("%s: variant %s has no option \"%s\"", origin, s->parts[i].name,
+                                 s->parts[i].opts[j].key);
+    return 0;
+}

@@ -1,0 +1,365 @@
+/* trainer.c: the backend-independent training loop (trainer.h). */
+#include "common/run/trainer.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/run/checkpoint.h"
+#include "common/eval/domainval.h"
+#include "common/base/error.h"
+#include "common/base/fsutil.h"
+#include "common/data/loader.h"
+#include "common/run/metrics.h"
+#include "common/model/params.h"
+#include "common/data/synthetic.h"
+
+void train_args_defaults(TrainArgs *a) {
+    memset(a, 0, sizeof *a);
+    a->steps = 300;
+    a->batch = 16;
+    a->seq = 128;
+    a->accum = 1;
+    a->sched = (Schedule){.kind = SCHED_COSINE, .peak = 3e-3, .end = 3e-4, .warmup = 30, .decay_end = -1};
+    a->opt = (AdamWConfig){.beta1 = 0.9, .beta2 = 0.95, .eps = 1e-8, .weight_decay = 0.1, .clip = 1.0};
+    a->seed = 1337;
+    a->eval_every = 100;
+    a->eval_batches = 8;
+    a->save_every = 500;
+    a->synthetic_tokens = 2000000;
+    snprintf(a->out, sizeof a->out, "runs/default");
+}
+
+/* ------------------------------------------------------------------ args <-> JSON */
+
+int train_args_to_json(const TrainArgs *a, char *buf, size_t n) {
+    json_t *o = json_pack("{s:s, s:s, s:s, s:I, s:i, s:i, s:i, s:s, s:f, s:f, s:I, s:I, s:f, s:f, s:f, s:f, s:f, "
+                          "s:s, s:I, s:i, s:I, s:I}",
+                          "backend", a->backend->name, "data", a->data, "val_data", a->val_data, "steps",
+                          (json_int_t)a->steps, "batch", a->batch, "seq", a->seq, "accum", a->accum, "schedule",
+                          schedule_kind_name(a->sched.kind), "lr", a->sched.peak, "lr_end", a->sched.end,
+                          "warmup", (json_int_t)a->sched.warmup, "decay_end", (json_int_t)a->sched.decay_end,
+                          "beta1", a->opt.beta1, "beta2", a->opt.beta2, "eps", a->opt.eps, "wd",
+                          a->opt.weight_decay, "clip", a->opt.clip, "seed", "", "eval_every",
+                          (json_int_t)a->eval_every, "eval_batches", a->eval_batches, "save_every",
+                          (json_int_t)a->save_every, "synthetic_tokens", (json_int_t)a->synthetic_tokens);
+    if (!o) return vrl_error("cannot encode the training arguments");
+    /* The seed is a full 64-bit value: store it as a decimal string. */
+    char seed[32];
+    snprintf(seed, sizeof seed, "%llu", (unsigned long long)a->seed);
+    json_object_set_new(o, "seed", json_string(seed));
+    json_object_set_new(o, "mixture", json_string(a->mixture));
+    char *text = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS | JSON_REAL_PRECISION(17));
+    json_decref(o);
+    if (!text || strlen(text) >= n) {
+        free(text);
+        return vrl_error("training arguments too long to store");
+    }
+    snprintf(buf, n, "%s", text);
+    free(text);
+    return 0;
+}
+
+int train_args_from_json(const char *text, TrainArgs *a, const char *origin) {
+    json_error_t e;
+    json_t *o = json_loads(text, 0, &e);
+    if (!o) return vrl_error("%s: training arguments: %s", origin, e.text);
+    const char *data, *val, *sched, *seed, *backend, *mixture = "";
+    json_int_t steps, warmup, decay_end, eval_every, save_every, synth;
+    int rc = json_unpack_ex(o, &e, JSON_STRICT,
+                            "{s:s, s:s, s:s, s:I, s:i, s:i, s:i, s:s, s:F, s:F, s:I, s:I, s:F, s:F, s:F, s:F, s:F, "
+                            "s:s, s:I, s:i, s:I, s:I, s?s}",
+                            "backend", &backend, "data", &data, "val_data", &val, "steps", &steps, "batch", &a->batch,
+                            "seq", &a->seq, "accum", &a->accum, "schedule", &sched, "lr", &a->sched.peak, "lr_end",
+                            &a->sched.end, "warmup", &warmup, "decay_end", &decay_end, "beta1", &a->opt.beta1,
+                            "beta2", &a->opt.beta2, "eps", &a->opt.eps, "wd", &a->opt.weight_decay, "clip",
+                            &a->opt.clip, "seed", &seed, "eval_every", &eval_every, "eval_batches",
+                            &a->eval_batches, "save_every", &save_every, "synthetic_tokens", &synth, "mixture",
+                            &mixture);
+    if (rc == 0 && schedule_kind_parse(sched, &a->sched.kind) < 0) rc = -1, snprintf(e.text, sizeof e.text, "schedule \"%s\"", sched);
+    if (rc == 0) {
+        snprintf(a->data, sizeof a->data, "%s", data);
+        snprintf(a->val_data, sizeof a->val_data, "%s", val);
+        snprintf(a->mixture, sizeof a->mixture, "%s", mixture); /* absent in older states: SPEC §3 weights */
+        a->steps = steps;
+        a->sched.warmup = warmup;
+        a->sched.decay_end = decay_end;
+        a->eval_every = eval_every;
+        a->save_every = save_every;
+        a->synthetic_tokens = synth;
+        a->seed = strtoull(seed, NULL, 10);
+    }
+    json_decref(o);
+    return rc ? vrl_error("%s: training arguments: %s", origin, e.text) : 0;
+}
+
+/* ------------------------------------------------------------------ data */
+
+static int open_data(const TrainArgs *a, DataLoader **train, DataLoader **val, Mixture **mix) {
+    *train = *val = NULL;
+    *mix = NULL;
+    const int folder = a->data[0] && is_mixture_dir(a->data);
+    if (a->mixture[0] && !folder) {
+        if (!a->data[0]) return vrl_error("--mixture: needs --data DIR, a folder written by `vrl data tokenize`");
+        return vrl_error("--mixture: --data %s is not a folder written by `vrl data tokenize` (train/ and validation/)",
+                         a->data);
+    }
+    if (folder) { /* `vrl data tokenize` output: SPEC §3 mixture or --mixture, per-domain val */
+        if (a->val_data[0]) return vrl_error("--val-data: %s is a data folder with its own validation/", a->data);
+        char why[VRL_ERROR_LEN];
+        if (!a->mixture[0]) {
+            if (mixture_open(a->data, NULL, NULL, 0, (uint32_t)a->seq, a->seed, mix) < 0) {
+                snprintf(why, sizeof why, "%s", vrl_last_error());
+                return vrl_error("%s (the SPEC §3 mixture needs all 7; choose the domains with --mixture NAME=W,...)",
+                                 why);
+            }
+        } else {
+            MixtureWeights w;
+            const char *names[MIXTURE_MAX_DOMAINS];
+            if (mixture_weights_parse(a->mixture, &w) < 0) {
+                snprintf(why, sizeof why, "%s", vrl_last_error());
+                return vrl_error("--mixture: %s", why);
+            }
+            for (int i = 0; i < w.n; i++) names[i] = w.name[i];
+            if (mixture_open(a->data, names, w.weight, w.n, (uint32_t)a->seq, a->seed, mix) < 0) {
+                snprintf(why, sizeof why, "%s", vrl_last_error());
+                return vrl_error("--mixture: %s", why);
+            }
+        }
+        /* Checked once here, so no batch can hold an id the model cannot embed. */
+        if (mixture_vocab_size(*mix) > (uint32_t)a->model.vocab_size) {
+            vrl_error("%s: token ids go up to %u but the model's vocab_size is %d (tokenizer and model differ)",
+                      a->data, mixture_vocab_size(*mix) - 1, a->model.vocab_size);
+            mixture_close(*mix);
+            *mix = NULL;
+            return -1;
+        }
+        return 0;
+    }
+    if (a->data[0]) {
+        *train = loader_open(a->data, a->batch, a->seq, a->model.vocab_size, a->seed);
+        if (*train && a->val_data[0]) *val = loader_open(a->val_data, a->batch, a->seq, a->model.vocab_size, a->seed);
+        if (*train && a->val_data[0] && !*val) {
+            loader_close(*train);
+            *train = NULL;
+        }
+    } else {
+        const int V = a->model.vocab_size;
+        *train = loader_synthetic(V, SYNTHETIC_TRAIN_STREAM, (uint64_t)a->synthetic_tokens, a->batch, a->seq, a->seed);
+        if (*train) *val = loader_synthetic(V, SYNTHETIC_VAL_STREAM, SYNTHETIC_VAL_TOKENS, a->batch, a->seq, a->seed);
+        if (*train && !*val) {
+            loader_close(*train);
+            *train = NULL;
+        }
+    }
+    return *train ? 0 : -1;
+}
+
+/* Mean loss over the first eval_batches full batches of the validation windows, in order. */
+static double evaluate(const TrainArgs *a, void *model, DataLoader *val, int32_t *tokens) {
+    const uint64_t windows = loader_windows(val);
+    const uint64_t batches = windows / (uint64_t)a->batch;
+    const uint64_t use = batches < (uint64_t)a->eval_batches ? batches : (uint64_t)a->eval_batches;
+    double sum = 0;
+    for (uint64_t b = 0; b < use; b++) {
+        for (int i = 0; i < a->batch; i++) loader_window(val, b * a->batch + i, tokens + (size_t)i * a->seq);
+        sum += a->backend->forward_loss(model, tokens);
+    }
+    return use ? sum / (double)use : NAN;
+}
+
+/* ------------------------------------------------------------------ checkpoints */
+
+typedef struct {
+    ParamTable table;
+    void *params, *exp_avg, *exp_avg_sq; /* host views [table.total] in backend dtype */
+} HostState;
+
+static int save_run(const TrainArgs *a, void *model, HostState *h, DataLoader *train, const Mixture *mix, long step,
+                    const Rng *rng) {
+    a->backend->get_state(model, h->params, NULL, h->exp_avg, h->exp_avg_sq);
+    TrainState s = {.step = step, .rng = *rng};
+    if (mix) mixture_state_export(mix, s.data_pos, &s.n_data_pos);
+    else s.n_data_pos = loader_get_pos(train, s.data_pos);
+    if (train_args_to_json(a, s.train_args_json, sizeof s.train_args_json) < 0) return -1;
+    if (checkpoint_save_model(a->out, &a->model, &h->table, a->backend->dtype, h->params) < 0) return -1;
+    return checkpoint_save_state(a->out, &h->table, a->backend->dtype, h->exp_avg, h->exp_avg_sq, &s);
+}
+
+static int host_state_alloc(HostState *h, const ModelConfig *c, DType dt) {
+    if (param_table_build(c, &h->table) < 0) return -1;
+    const size_t bytes = h->table.total * dtype_size(dt);
+    h->params = calloc(1, bytes);
+    h->exp_avg = calloc(1, bytes);
+    h->exp_avg_sq = calloc(1, bytes);
+    if (!h->params || !h->exp_avg || !h->exp_avg_sq) return vrl_error("out of memory for %zu parameters", h->table.total);
+    return 0;
+}
+
+static void host_state_free(HostState *h) {
+    free(h->params);
+    free(h->exp_avg);
+    free(h->exp_avg_sq);
+    param_table_free(&h->table);
+}
+
+static int init_params(HostState *h, DType dt, uint64_t seed) {
+    double *init = malloc(h->table.total * sizeof *init); /* [total] the draw, in double */
+    if (!init) return vrl_error("out of memory initialising %zu parameters", h->table.total);
+    params_init_f64(&h->table, seed, init);
+    for (size_t i = 0; i < h->table.total; i++) {
+        if (dt == DT_F64) ((double *)h->params)[i] = init[i];
+        else ((float *)h->params)[i] = (float)init[i];
+    }
+    free(init);
+    return 0;
+}
+
+/* ------------------------------------------------------------------ the loop */
+
+int train_run(TrainArgs *a) {
+    HostState h = {0};
+    DataLoader *train = NULL, *val = NULL;
+    Mixture *mix = NULL; /* instead of train/val when --data is a tokenized data folder */
+    void *model = NULL;
+    int32_t *tokens = NULL;
+    Metrics met = {0};
+    TrainState st = {0};
+    int rc = -1;
+    const Backend *be = a->backend;
+    char path[TRAIN_PATH_LEN + 64];
+
+    if (a->resume) {
+        /* Everything about the run comes from its folder; only the length may change. */
+        TrainArgs cli = *a;
+        snprintf(path, sizeof path, "%s/config.json", a->out);
+        if (config_load_json(path, &a->model) < 0) goto done;
+        if (host_state_alloc(&h, &a->model, be->dtype) < 0) goto done;
+        if (checkpoint_load_model(a->out, &h.table, be->dtype, h.params) < 0) goto done;
+        if (checkpoint_load_state(a->out, &h.table, be->dtype, h.exp_avg, h.exp_avg_sq, &st) < 0) goto done;
+        snprintf(path, sizeof path, "%s/train_state.safetensors", a->out);
+        if (train_args_from_json(st.train_args_json, a, path) < 0) goto done;
+        if (cli.steps > 0) a->steps = cli.steps;
+        a->quiet = cli.quiet;
+        a->backend = be;
+        if (st.step >= a->steps) {
+            vrl_error("%s: the run is already at step %ld of %ld; give --steps N with N > %ld to continue",
+                      a->out, st.step, a->steps, st.step);
+            goto done;
+        }
+    } else {
+        snprintf(path, sizeof path, "%s/config.json", a->out);
+        if (file_exists(path)) {
+            vrl_error("%s: already holds a run; continue it with --resume %s or choose another --out", a->out, a->out);
+            goto done;
+        }
+        if (a->sched.decay_end < 0) a->sched.decay_end = a->steps;
+        if (host_state_alloc(&h, &a->model, be->dtype) < 0) goto done;
+        if (init_params(&h, be->dtype, a->seed) < 0) goto done;
+        rng_seed(&st.rng, a->seed);
+    }
+    if (a->seq > a->model.max_seq) {
+        vrl_error("--seq %d exceeds the model's max_position_embeddings %d", a->seq, a->model.max_seq);
+        goto done;
+    }
+    if (open_data(a, &train, &val, &mix) < 0) goto done;
+    /* the flags must fit the training state, or the first checkpoint would fail after the work */
+    if (train_args_to_json(a, st.train_args_json, sizeof st.train_args_json) < 0) goto done;
+    if (a->resume && (mix ? mixture_state_import(mix, st.data_pos, st.n_data_pos)
+                          : loader_set_pos(train, st.data_pos, st.n_data_pos)) < 0)
+        goto done;
+    if (!(model = be->create(&a->model, &h.table, a->batch, a->seq))) goto done;
+    be->set_state(model, h.params, h.exp_avg, h.exp_avg_sq);
+
+    /* Inputs are all valid: only now is the run folder created or touched. */
+    if (!a->resume) {
+        if (make_dirs(a->out) < 0) goto done;
+        snprintf(path, sizeof path, "%s/config.json", a->out);
+        if (config_save_json(path, &a->model) < 0) goto done;
+    }
+    if (metrics_open(&met, a->out, a->resume ? st.step : -1) < 0) goto done;
+    tokens = malloc((size_t)a->batch * a->seq * sizeof *tokens);
+    if (!tokens) {
+        vrl_error("out of memory");
+        goto done;
+    }
+    if (!a->quiet)
+        fprintf(stderr, "vrl train: %s, %s preset, %zu parameters, %s, batch %d x seq %d x accum %d, %ld steps -> %s\n",
+                be->name, a->model.preset, h.table.total, a->model.variant, a->batch, a->seq, a->accum, a->steps,
+                a->out);
+
+    const double tokens_per_step = (double)a->batch * a->seq * a->accum;
+    double sec_per_step = 0;
+    for (long step = st.step + 1; step <= a->steps; step++) {
+        const double t0 = now_seconds();
+        be->zero_grad(model);
+        vrl_clear_error();
+        double loss = 0;
+        for (int micro = 0; micro < a->accum; micro++) {
+            if (mix) {
+                if (mixture_next_batch(mix, a->batch, tokens, NULL) < 0) goto done;
+            } else loader_next(train, tokens);
+            if (be->set_rng_key) be->set_rng_key(model, a->seed, step, micro);
+            loss += be->forward_backward(model, tokens, 1.0 / a->accum);
+        }
+        loss /= a->accum;
+        if (!isfinite(loss)) {
+            /* A backend that refused the batch said why; otherwise the run diverged. */
+            if (!vrl_last_error()[0])
+                vrl_error("step %ld: training loss is %g (diverged); the last checkpoint in %s is intact", step, loss,
+                          a->out);
+            goto done;
+        }
+        const double lr = schedule_lr(&a->sched, step - 1);
+        const double norm = be->step(model, &a->opt, lr, step);
+        const double dt = now_seconds() - t0;
+        sec_per_step = sec_per_step == 0 ? dt : 0.9 * sec_per_step + 0.1 * dt;
+        metrics_log_step(&met, step, loss, lr, norm, tokens_per_step / dt);
+        if (!a->quiet && (met.tty || step == st.step + 1 || step % 10 == 0 || step == a->steps))
+            progress_print(&met, step, a->steps, loss, lr, norm, tokens_per_step / sec_per_step, sec_per_step);
+        if (val && ((a->eval_every > 0 && step % a->eval_every == 0) || step == a->steps)) {
+            const double vl = evaluate(a, model, val, tokens);
+            metrics_log_eval(&met, step, "val", NULL, vl);
+            if (!a->quiet) {
+                progress_end(&met);
+                fprintf(stderr, "step %ld: val loss %.4f\n", step, vl);
+            }
+        }
+        if (mix && ((a->eval_every > 0 && step % a->eval_every == 0) || step == a->steps)) {
+            /* per-domain validation, then the mean over the domains that have chunks */
+            double sum = 0;
+            int nd = 0;
+            for (int d = 0; d < mixture_n_domains(mix); d++) {
+                const double vl = domain_val_loss(be, model, mix, d, a->batch, a->seq, a->eval_batches, tokens);
+                if (isnan(vl)) continue;
+                metrics_log_eval(&met, step, "val", mixture_domain(mix, d), vl);
+                sum += vl, nd++;
+            }
+            if (nd) {
+                metrics_log_eval(&met, step, "val", NULL, sum / nd);
+                if (!a->quiet) {
+                    progress_end(&met);
+                    fprintf(stderr, "step %ld: val loss %.4f (mean of %d domains)\n", step, sum / nd, nd);
+                }
+            }
+        }
+        if ((a->save_every > 0 && step % a->save_every == 0) || step == a->steps)
+            if (save_run(a, model, &h, train, mix, step, &st.rng) < 0) goto done;
+    }
+    if (!a->quiet) {
+        progress_end(&met);
+        fprintf(stderr, "vrl train: done; run folder %s\n", a->out);
+    }
+    rc = 0;
+done:
+    free(tokens);
+    metrics_close(&met);
+    if (model) be->destroy(model);
+    loader_close(train);
+    loader_close(val);
+    mixture_close(mix);
+    host_state_free(&h);
+    return rc;
+}

@@ -1,0 +1,51 @@
+/* trainer.h: the training loop, written once for every backend.
+ *
+ * One update = `accum` micro-batches of [batch, seq] tokens, gradients averaged, the
+ * logged loss the mean of the micro-batch means (SPEC.md §2), global-norm clipping,
+ * AdamW at lr(update - 1). The run folder (checkpoint.h) is written at --save-every,
+ * at the end, and never left half-written. */
+#ifndef VRL_TRAINER_H
+#define VRL_TRAINER_H
+
+#include <stdint.h>
+
+#include "common/model/backend.h"
+#include "common/model/config.h"
+#include "common/run/schedule.h"
+
+#define TRAIN_PATH_LEN 4096
+
+typedef struct {
+    ModelConfig model;
+    const Backend *backend;
+    char data[TRAIN_PATH_LEN];     /* comma-separated shards; "" = the synthetic corpus */
+    char val_data[TRAIN_PATH_LEN]; /* comma-separated shards; "" = synthetic val (or none) */
+    char mixture[1024];            /* with a data folder: "NAME=W,..." (mixture.h); "" = SPEC §3 weights */
+    long steps;                    /* total optimizer updates of the run */
+    int batch, seq, accum;
+    Schedule sched;
+    AdamWConfig opt;
+    uint64_t seed;                 /* initialisation and data order */
+    long eval_every;               /* 0: only at the end */
+    int eval_batches;              /* validation batches per evaluation */
+    long save_every;               /* 0: only at the end */
+    long synthetic_tokens;         /* size of the synthetic training corpus */
+    char out[TRAIN_PATH_LEN];      /* the run folder */
+    int resume;                    /* continue the run in `out` */
+    int quiet;                     /* no progress line */
+} TrainArgs;
+
+/* Defaults for everything but the model and backend. */
+void train_args_defaults(TrainArgs *a);
+
+/* Train. Returns 0, or -1 with vrl_error() set (bad input, NaN loss, I/O failure). */
+int train_run(TrainArgs *a);
+
+/* The training flags as JSON (stored in the training state) and back. Every key is
+ * required and unknown keys are refused, except "mixture": a state written before
+ * --mixture existed has none, and its run trained on the SPEC §3 weights, which is
+ * what "" means. */
+int train_args_to_json(const TrainArgs *a, char *buf, size_t n);
+int train_args_from_json(const char *json, TrainArgs *a, const char *origin);
+
+#endif
