@@ -42,7 +42,8 @@ static void usage(FILE *f) {
             "batch\n"
             "  --steps N             optimizer updates in the whole run [300]\n"
             "  --batch B             sequences per micro-batch [16]\n"
-            "  --seq T               tokens per sequence [128]\n"
+            "  --seq T               tokens per sequence [128, or the model's\n"
+            "                        max_position_embeddings when smaller]\n"
             "  --accum K             micro-batches per update [1]\n"
             "optimizer (SPEC.md §2)\n"
             "  --lr X                peak learning rate [3e-3]\n"
@@ -70,7 +71,7 @@ int cmd_train(int argc, char **argv) {
     Args p = {.argc = argc, .argv = argv, .i = 1, .cmd = "vrl train"};
     const char *model = "small", *device = "cpu", *precision = "fp32", *v, *resume = NULL, *out = NULL, *variant = NULL,
                *mixture = NULL;
-    int steps_given = 0, r;
+    int steps_given = 0, seq_given = 0, r;
     while (p.i < argc) {
         if (args_switch(&p, "--help") || args_switch(&p, "-h")) {
             usage(stdout);
@@ -95,7 +96,7 @@ int cmd_train(int argc, char **argv) {
         FLAG("--synthetic-tokens", parse_long("--synthetic-tokens", v, 1024, 1L << 34, &a.synthetic_tokens));
         FLAG("--steps", (steps_given = 1, parse_long("--steps", v, 0, 1L << 40, &a.steps)));
         FLAG("--batch", parse_int("--batch", v, 1, 1 << 20, &a.batch));
-        FLAG("--seq", parse_int("--seq", v, 2, 1 << 20, &a.seq));
+        FLAG("--seq", (seq_given = 1, parse_int("--seq", v, 2, 1 << 20, &a.seq)));
         FLAG("--accum", parse_int("--accum", v, 1, 1 << 20, &a.accum));
         FLAG("--lr", parse_double("--lr", v, &a.sched.peak));
         FLAG("--lr-end", parse_double("--lr-end", v, &a.sched.end));
@@ -168,6 +169,8 @@ int cmd_train(int argc, char **argv) {
         if (config_from_arg(model, &a.model) < 0) goto fail;
         /* recorded in config.json as vrl_variant, so the run folder rebuilds the model */
         if (value_plan_set_variant(&a.model, variant, variant ? "--variant" : model) < 0) goto fail;
+        /* the default length must fit every model, tiny's 64 positions included */
+        if (!seq_given && a.seq > a.model.max_seq) a.seq = a.model.max_seq;
     }
     if (mixture) { /* the names are checked against the folder by the trainer, before anything is written */
         MixtureWeights w;
