@@ -4,6 +4,7 @@
 #include <time.h>
 
 #include "cli/args.h"
+#include "cli/blas_threads.h"
 #include "cli/commands.h"
 #include "common/model/config.h"
 #include "common/base/error.h"
@@ -27,6 +28,8 @@ static void usage(FILE *f) {
             "  --model PRESET|FILE   preset (%s) or a config.json [small]\n"
             "  --device cpu|cuda     where to train [cpu]\n"
             "  --precision fp32|fp64 reference precision on cpu [fp32]\n"
+            "  --threads N           OpenBLAS threads on cpu [OPENBLAS_NUM_THREADS if set, else\n"
+            "                        1 below d_model 512 (they would only spin), else all cores]\n"
             "  --variant SPEC        model variant, e.g. resformer or svformer:anchors=1,5 [baseline]\n"
             "data\n"
             "  --data SHARDS|DIR     comma-separated token shards, or a folder written by\n"
@@ -71,7 +74,7 @@ int cmd_train(int argc, char **argv) {
     Args p = {.argc = argc, .argv = argv, .i = 1, .cmd = "vrl train"};
     const char *model = "small", *device = "cpu", *precision = "fp32", *v, *resume = NULL, *out = NULL, *variant = NULL,
                *mixture = NULL;
-    int steps_given = 0, seq_given = 0, r;
+    int steps_given = 0, seq_given = 0, threads = 0, r;
     while (p.i < argc) {
         if (args_switch(&p, "--help") || args_switch(&p, "-h")) {
             usage(stdout);
@@ -90,6 +93,7 @@ int cmd_train(int argc, char **argv) {
         FLAG("--device", (device = v, 0));
         FLAG("--precision", (precision = v, 0));
         FLAG("--variant", (variant = v, 0));
+        FLAG("--threads", parse_int("--threads", v, 1, 1024, &threads));
         FLAG("--data", snprintf(a.data, sizeof a.data, "%s", v) >= (int)sizeof a.data ? vrl_error("--data: too long") : 0);
         FLAG("--mixture", (mixture = v, 0));
         FLAG("--val-data", snprintf(a.val_data, sizeof a.val_data, "%s", v) >= (int)sizeof a.val_data ? vrl_error("--val-data: too long") : 0);
@@ -184,6 +188,14 @@ int cmd_train(int argc, char **argv) {
             vrl_error("--mixture: longer than %zu characters", sizeof a.mixture - 1);
             goto fail;
         }
+    }
+    if (a.backend == &ref_backend_f32 || a.backend == &ref_backend_f64) {
+        /* BLAS threads fitted to the model; a resumed run's model is in its folder (when that
+         * cannot be read, train_run says why) */
+        ModelConfig m = a.model;
+        char path[sizeof a.out + 16];
+        snprintf(path, sizeof path, "%s/config.json", a.out);
+        if (!resume || config_load_json(path, &m) == 0) blas_threads_apply(threads, &m);
     }
     if (train_run(&a) < 0) goto fail;
     return 0;
