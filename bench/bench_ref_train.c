@@ -5,7 +5,8 @@
  * GFLOP/s by the 6N + attention count, and the share of the step spent inside
  * OpenBLAS matrix products (timed around every cblas call in ref/ops.c).
  *
- * usage: bench_ref_train [PRESET[:BATCHxSEQ] ...]   (default: 2M:8x256 82M:2x256) */
+ * usage: bench_ref_train [--fp32] [PRESET[:BATCHxSEQ] ...]   (default: 2M:8x256 82M:2x256)
+ *        --fp32: the float32 reference only (bench/ref_vs_torch.sh) */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,8 +83,10 @@ static void run(const char *preset, int B, int T, const Precision *pr) {
 
 int main(int argc, char **argv) {
     const char *defaults[] = {"2M:8x256", "82M:2x256"};
-    const char **specs = argc > 1 ? (const char **)argv + 1 : defaults;
-    const int n = argc > 1 ? argc - 1 : 2;
+    const int fp32_only = argc > 1 && !strcmp(argv[1], "--fp32");
+    const int first = 1 + fp32_only;
+    const char **specs = argc > first ? (const char **)argv + first : defaults;
+    const int n = argc > first ? argc - first : 2;
     const Precision precisions[] = {{&ref_backend_f32, ref_matmul_seconds_f32}, {&ref_backend_f64, ref_matmul_seconds_f64}};
     printf("reference training throughput (forward + backward + AdamW), OpenBLAS, this CPU\n");
     for (int i = 0; i < n; i++) {
@@ -93,7 +96,7 @@ int main(int argc, char **argv) {
             fprintf(stderr, "bench: bad spec %s (PRESET[:BxT])\n", specs[i]);
             return 2;
         }
-        for (int p = 0; p < 2; p++) run(preset, B, T, &precisions[p]);
+        for (int p = 0; p < (fp32_only ? 1 : 2); p++) run(preset, B, T, &precisions[p]);
     }
     return 0;
 }
