@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "common/base/error.h"
 #include "common/run/metrics.h"
@@ -17,6 +18,14 @@
 #include "common/base/rng.h"
 #include "ref/model.h"
 #include "ref/profile.h"
+
+/* CPU time of the whole process (all threads): on a shared machine, where wall time
+ * depends on the load, tokens per CPU-second of a 1-thread run is the steadier figure */
+static double cpu_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return ts.tv_sec + 1e-9 * ts.tv_nsec;
+}
 
 typedef struct {
     const Backend *be;
@@ -56,13 +65,13 @@ static void run(const char *preset, int B, int T, const Precision *pr) {
     pr->be->zero_grad(m);
     pr->be->forward_backward(m, tok, 1.0);
     pr->be->step(m, &opt, 1e-4, 1);
-    const double mm0 = pr->matmul_seconds(), t0 = now_seconds();
+    const double mm0 = pr->matmul_seconds(), t0 = now_seconds(), c0 = cpu_seconds();
     for (int s = 0; s < steps; s++) {
         pr->be->zero_grad(m);
         pr->be->forward_backward(m, tok, 1.0);
         pr->be->step(m, &opt, 1e-4, s + 2);
     }
-    const double secs = now_seconds() - t0, mm = pr->matmul_seconds() - mm0;
+    const double secs = now_seconds() - t0, mm = pr->matmul_seconds() - mm0, cpu = cpu_seconds() - c0;
     const double tokens = (double)B * T * steps;
     /* FLOPs per token: 6 per weight that takes part in a matrix product (every parameter
      * but the input embedding, a table lookup), plus attention scores and mixing:
@@ -70,9 +79,10 @@ static void run(const char *preset, int B, int T, const Precision *pr) {
      * PaLM's MFU). */
     const double matmul_params = (double)t.total - (double)c.vocab_size * c.d_model;
     const double flops = tokens * (6.0 * matmul_params + 6.0 * c.n_layers * T * c.d_model);
-    printf("%-5s %-9s B=%-2d T=%-4d params=%-10zu %9.0f tokens/s  %6.2f GFLOP/s  %5.1f%% in matmul  (%d steps, %.2f s/step)\n",
+    printf("%-5s %-9s B=%-2d T=%-4d params=%-10zu %9.0f tokens/s  %6.2f GFLOP/s  %5.1f%% in matmul  (%d steps, %.2f "
+           "s/step, %.2f CPU-s/step: %.0f tokens per CPU-second)\n",
            preset, pr->be->name, B, T, t.total, tokens / secs, flops / secs * 1e-9, 100.0 * mm / secs, steps,
-           secs / steps);
+           secs / steps, cpu / steps, tokens / cpu);
     fflush(stdout);
     free(tok);
     free(w);

@@ -4,7 +4,9 @@
 One fp32 training step as vrl's reference takes it (forward, cross-entropy, backward,
 global-norm clip 1.0, AdamW), on Hugging Face LlamaForCausalLM in eager mode on the CPU,
 random tokens, with the shape given on the command line. Prints one line:
-"torch <threads> threads: <tokens/s> tokens/s (<steps> steps, <s/step> s/step)".
+"torch <threads> thread(s): <tokens/s> tokens/s (<steps> steps, <s/step> s/step, CPU
+seconds per step and tokens per CPU-second: on a shared machine the steadier figure for a
+1-thread run)".
 
     python3 bench/ref_vs_torch.py --threads 1 --batch 16 --seq 128 \
         --layers 4 --heads 4 --d 128 --ffn 448 --vocab 512
@@ -41,9 +43,10 @@ def step():
 
 
 step()  # warm-up: allocation, AdamW state
-t0 = time.perf_counter()
+t0, c0 = time.perf_counter(), time.process_time()
 for _ in range(a.steps):
     step()
-secs = time.perf_counter() - t0
-print(f"torch {a.threads} threads: {a.batch * a.seq * a.steps / secs:9.0f} tokens/s "
-      f"({a.steps} steps, {secs / a.steps:.2f} s/step)", flush=True)
+secs, cpu = time.perf_counter() - t0, time.process_time() - c0
+tokens = a.batch * a.seq * a.steps
+print(f"torch {a.threads} thread(s): {tokens / secs:9.0f} tokens/s ({a.steps} steps, {secs / a.steps:.2f} s/step, "
+      f"{cpu / a.steps:.2f} CPU-s/step: {tokens / cpu:.0f} tokens per CPU-second)", flush=True)
