@@ -89,12 +89,9 @@ static int plan_attnres(StreamPlan *p, VariantPart *vp, const char *origin) {
     return 0;
 }
 
-int stream_plan_build(const ModelConfig *c, StreamPlan *p, const char *origin) {
+int stream_plan_build(VariantPart *vp, const ModelConfig *c, StreamPlan *p, const char *origin) {
     memset(p, 0, sizeof *p);
     p->L = c->n_layers;
-    VariantSpec vs;
-    if (variant_parse(c->variant, &vs, origin) < 0) return -1;
-    VariantPart *vp = variant_part(&vs, FAMILY_STREAM);
     if (!vp) return 0;
     int rc = 0;
     if (!strcmp(vp->name, "denseformer")) {

@@ -60,15 +60,6 @@ static int plan_alloc(ValuePlan *p, int L) {
     return 0;
 }
 
-int value_plan_set_variant(ModelConfig *c, const char *text, const char *origin) {
-    if (text && snprintf(c->variant, sizeof c->variant, "%s", text) >= (int)sizeof c->variant)
-        return vrl_error("%s: variant string longer than %d characters", origin, VRL_VARIANT_LEN - 1);
-    ValuePlan p;
-    if (value_plan_build(c, &p, origin) < 0) return -1;
-    value_plan_free(&p);
-    return 0;
-}
-
 int value_plan_read_later(const ValuePlan *p, const double *tab, int i) {
     for (int n = i + 1; n < p->L; n++)
         if (AT(tab, n, i) != 0) return 1;
@@ -319,11 +310,8 @@ static void derive_projections(ValuePlan *p) {
     }
 }
 
-int value_plan_build(const ModelConfig *c, ValuePlan *p, const char *origin) {
-    VariantSpec spec;
-    if (variant_parse(c->variant, &spec, origin) < 0) return -1;
+int value_plan_build(VariantPart *v, const ModelConfig *c, ValuePlan *p, const char *origin) {
     if (plan_alloc(p, c->n_layers) < 0) return -1;
-    VariantPart *v = variant_part(&spec, FAMILY_VALUE);
     int rc = 0;
     if (v) {
         snprintf(p->name, sizeof p->name, "%s", v->name);
@@ -342,10 +330,41 @@ int value_plan_build(const ModelConfig *c, ValuePlan *p, const char *origin) {
                 rc = vrl_error("%s: variant %s has no option \"%s\"%s", origin, v->name, v->opts[j].key,
                                !strcmp(v->name, "resformer") ? " for this mode" : "");
     }
-    if (rc) {
-        value_plan_free(p);
-        return -1;
+    if (!rc) derive_projections(p);
+    /* Eq. 2 rows are [T, 2T] wide; a mix of attention matrices needs every row [T, T] */
+    for (int l = 0; l < p->L && !rc; l++)
+        for (int i = 0; i < l && !rc; i++)
+            if (p->cross[l] >= 0 && AT(p->ca, l, i) != 0)
+                rc = vrl_error("%s: variant \"%s\": Eq. 2 layers cannot mix attention matrices", origin, c->variant);
+    if (rc) value_plan_free(p);
+    return rc ? -1 : 0;
+}
+
+/* ------------------------------------------------------------------ parameters */
+
+int value_plan_add_params(const ValuePlan *p, const ModelConfig *c, int l, ParamTable *t) {
+    const int64_t d = c->d_model, hd = config_head_dim(c);
+    const int64_t q_dim = (int64_t)c->n_heads * hd, kv_dim = (int64_t)c->n_kv_heads * hd;
+    char name[PARAM_NAME_LEN];
+    int64_t shape[2];
+#define LINEAR(suffix, out, in)                                                                                      \
+    (snprintf(name, sizeof name, "model.layers.%d.self_attn." suffix, l), shape[0] = (out), shape[1] = (in),          \
+     param_table_add(t, name, 2, shape, 1, INIT_NORMAL, c->init_std))
+    int rc = 0;
+    /* projections nobody reads do not exist (SVFormer, CLA, shared Q/K) */
+    if (p->has_q[l]) rc |= LINEAR("q_proj.weight", q_dim, d);
+    if (p->has_k[l]) rc |= LINEAR("k_proj.weight", kv_dim, d);
+    if (p->has_v[l]) rc |= LINEAR("v_proj.weight", kv_dim, d);
+    rc |= LINEAR("o_proj.weight", d, q_dim);
+#undef LINEAR
+    if (!rc && p->n_train[l]) { /* trainable value coefficients, starting at the plan's values */
+        double *init = malloc((size_t)p->n_train[l] * sizeof *init);
+        if (!init) return vrl_error("out of memory building the parameter table");
+        for (int j = 0; j < p->n_train[l]; j++) init[j] = AT(p->cv, l, AT(p->train_src, l, j));
+        shape[0] = p->n_train[l];
+        value_plan_lambda_name(l, name, sizeof name);
+        rc = param_table_add_values(t, name, 1, shape, init);
+        free(init);
     }
-    derive_projections(p);
-    return 0;
+    return rc ? -1 : 0;
 }
