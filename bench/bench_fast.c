@@ -31,10 +31,8 @@ static int bench_one(const char *preset, const char *variant, int B, int T, int 
     ModelSpec spec = {0};
     if (config_preset(preset, &c) < 0) return -1;
     if (T > c.max_seq) c.max_seq = T;
-    /* the baseline's table: until common/model/value_path.h lands, param_table_build refuses
-     * value-path variants, which add no tensors here */
-    if (model_spec_build(&c, &spec) < 0) return -1;
-    snprintf(c.variant, sizeof c.variant, "%s", variant);
+    /* the variant's own spec: its table drops the projections the plan does not read */
+    if (model_spec_set_variant(&c, variant, "--variant", &spec) < 0) return -1;
     const size_t P = spec.table.total, N = (size_t)B * T;
     float *w = malloc(P * sizeof *w);
     double *init = malloc(P * sizeof *init);

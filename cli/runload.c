@@ -13,7 +13,6 @@ int run_load(const char *dir, DType dtype, RunModel *r) {
     char path[4200];
     snprintf(path, sizeof path, "%s/config.json", dir);
     if (config_load_json(path, &r->config) < 0) return -1;
-    if (r->config.arch != ARCH_LLAMA) return vrl_error("%s: only llama models can be evaluated by the reference", path);
     if (model_spec_build_from(&r->config, path, &r->spec) < 0) return -1;
     r->dtype = dtype;
     r->params = malloc(r->spec.table.total * dtype_size(dtype));
