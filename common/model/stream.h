@@ -43,6 +43,10 @@ typedef struct {
     int n_streams, iters;
 } StreamPlan;
 
+/* The residual-stream variants (name, family, summary), i = 0, 1, ...; NULL past the end
+ * (variant.c's registry). */
+const VariantInfo *stream_variant_info(int i);
+
 /* Build the plan of a parsed residual-stream part (NULL → PLAIN) for c's shape. Errors name
  * `origin`, the variant and the bad option. Called by model_spec_build (spec.h) only. */
 int stream_plan_build(VariantPart *part, const ModelConfig *c, StreamPlan *p, const char *origin);

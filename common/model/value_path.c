@@ -279,11 +279,14 @@ static int plan_simple(ValuePlan *p, VariantPart *v, const char *o) {
             /* Eq. 6: U_n = A_n V_n + (1/(n−1))·Σ_{i<n} V_i */
             for (int i = 0; i < l; i++) AT(p->ce, l, i) = 1.0 / l;
         } else {
-            return vrl_error("%s: variant %s has no value-path plan", o, nm); /* registry and this file disagree */
+            return vrl_error("%s: variant %s has no value-path plan", o, nm); /* the table and this function disagree */
         }
     }
     return 0;
 }
+
+static int plan_neutreno_plain(ValuePlan *p, VariantPart *v, const char *o) { return plan_neutreno(p, v, o, 0); }
+static int plan_neutreno_resformer(ValuePlan *p, VariantPart *v, const char *o) { return plan_neutreno(p, v, o, 1); }
 
 static int plan_cross_layer(ValuePlan *p, VariantPart *v, const char *o) {
     const char *m = "1";
@@ -310,20 +313,49 @@ static void derive_projections(ValuePlan *p) {
     }
 }
 
+/* ------------------------------------------------------------------ the table of variants */
+
+/* Each value-path variant: its name and summary (variant.h's registry) and the function that
+ * fills the baseline's tables for it. A new variant is one row and one function here. */
+typedef struct {
+    VariantInfo info;
+    int (*plan)(ValuePlan *p, VariantPart *v, const char *origin);
+} ValueVariant;
+
+static const ValueVariant value_variants[] = {
+    {{"resformer", FAMILY_VALUE, "V_1 residual: identity, general, constant, sparse, learnable, learnable-plus, dense; "
+                                 "V source ablations"}, plan_resformer},
+    {{"svformer", FAMILY_VALUE, "layers >= 2 reuse V_1 (optionally refreshed at anchor layers) and carry no W^V"},
+     plan_svformer},
+    {{"neutreno", FAMILY_VALUE, "U_n = A_n V_n + lambda (V_1 - V_n)"}, plan_neutreno_plain},
+    {{"neutreno_resformer", FAMILY_VALUE, "NeuTRENO on top of identity ResFormer"}, plan_neutreno_resformer},
+    {{"cla", FAMILY_VALUE, "cross-layer attention: layer 2k reuses layer 2k-1's K and V"}, plan_simple},
+    {{"query_residual", FAMILY_VALUE, "ablation: 0.5 Q_1 + 0.5 Q_n"}, plan_simple},
+    {{"key_residual", FAMILY_VALUE, "ablation: 0.5 K_1 + 0.5 K_n"}, plan_simple},
+    {{"attn_residual", FAMILY_VALUE, "ablation: 0.5 A_1 + 0.5 A_n"}, plan_simple},
+    {{"hidden_residual", FAMILY_VALUE, "ablation: attention input RMSNorm(0.5 x_{n-1} + 0.5 H_0)"}, plan_simple},
+    {{"shared_q", FAMILY_VALUE, "ablation: every layer uses layer 1's Q"}, plan_simple},
+    {{"shared_k", FAMILY_VALUE, "ablation: every layer uses layer 1's K"}, plan_simple},
+    {{"cross_layer", FAMILY_VALUE, "Eq. 2: attend over [K_n; K_m], [V_n; V_m], m = 1 or n-1"}, plan_cross_layer},
+    {{"identity_mapping", FAMILY_VALUE, "Eq. 6: U_n = A_n V_n + mean of earlier V_i"}, plan_simple},
+};
+#define N_VALUE_VARIANTS (int)(sizeof value_variants / sizeof value_variants[0])
+
+const VariantInfo *value_variant_info(int i) { return i >= 0 && i < N_VALUE_VARIANTS ? &value_variants[i].info : NULL; }
+
 int value_plan_build(VariantPart *v, const ModelConfig *c, ValuePlan *p, const char *origin) {
     if (plan_alloc(p, c->n_layers) < 0) return -1;
     int rc = 0;
     if (v) {
+        const ValueVariant *row = NULL;
+        for (int i = 0; i < N_VALUE_VARIANTS && !row; i++)
+            if (!strcmp(value_variants[i].info.name, v->name)) row = &value_variants[i];
         snprintf(p->name, sizeof p->name, "%s", v->name);
-        if (c->arch != ARCH_LLAMA)
+        if (!row) rc = vrl_error("%s: variant %s has no value-path plan", origin, v->name);
+        else if (c->arch != ARCH_LLAMA)
             rc = vrl_error("%s: variant %s: value-path variants are implemented for the llama architecture only",
                            origin, v->name);
-        else if (!strcmp(v->name, "resformer")) rc = plan_resformer(p, v, origin);
-        else if (!strcmp(v->name, "svformer")) rc = plan_svformer(p, v, origin);
-        else if (!strcmp(v->name, "neutreno")) rc = plan_neutreno(p, v, origin, 0);
-        else if (!strcmp(v->name, "neutreno_resformer")) rc = plan_neutreno(p, v, origin, 1);
-        else if (!strcmp(v->name, "cross_layer")) rc = plan_cross_layer(p, v, origin);
-        else rc = plan_simple(p, v, origin);
+        else rc = row->plan(p, v, origin);
         /* only this part's options: the residual-stream part is checked by its own code */
         for (int j = 0; !rc && j < v->n_opts; j++)
             if (!v->opts[j].used)

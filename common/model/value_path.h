@@ -45,6 +45,10 @@ typedef struct {
     int *train_src;  /* [L,L] entry j of layer l's v_residual_lambda multiplies V_{train_src[l][j]} */
 } ValuePlan;
 
+/* The value-path variants (name, family, summary), i = 0, 1, ...; NULL past the end
+ * (variant.c's registry). */
+const VariantInfo *value_variant_info(int i);
+
 /* The plan of a parsed value-family part (NULL: the baseline) for c's shape; every option
  * of the part must be read. origin names the source of the string in errors. Called by
  * model_spec_build (spec.h) only. */
