@@ -56,7 +56,7 @@ static int verify_ids(const ShardMap *s, uint64_t checksum) {
                 }
             }
         }
-        if (s->map_bytes > VERIFY_WINDOW) madvise((void *)(base + w), hi - w, MADV_DONTNEED);
+        madvise((void *)(base + w), hi - w, MADV_DONTNEED);
     }
     if (sum != checksum)
         return vrl_error("%s: checksum mismatch (stored %016llx, computed %016llx): corrupt file", s->path,
@@ -183,6 +183,14 @@ void shard_map_copy(const ShardMap *s, uint64_t first, uint64_t n, int32_t *out)
         const unsigned char *p = s->ids + 4 * first;
         for (uint64_t i = 0; i < n; i++) out[i] = (int32_t)rd32(p + 4 * i);
     }
+}
+
+void shard_map_release(const ShardMap *s, uint64_t first, uint64_t n) {
+    if (!s->map || n == 0) return;
+    const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    const uintptr_t lo = (uintptr_t)(s->ids + first * s->token_bytes) & ~(page - 1);
+    const uintptr_t hi = (uintptr_t)(s->ids + (first + n) * s->token_bytes);
+    madvise((void *)lo, hi - lo, MADV_DONTNEED);
 }
 
 int shard_read(const char *path, Shard *s) {

@@ -63,6 +63,12 @@ int shard_map_tokens(const uint32_t *tokens, uint64_t n, const char *name, Shard
 void shard_unmap(ShardMap *s);
 /* ids [first, first + n) as int32 (the caller keeps first + n <= n_tokens). */
 void shard_map_copy(const ShardMap *s, uint64_t first, uint64_t n, int32_t *out);
+/* Drop the pages holding ids [first, first + n) from the process's resident set (they
+ * stay in the kernel's page cache; a later read faults them back in). Training reads a
+ * chunk once per epoch, so releasing after each read keeps the resident set at a batch,
+ * whatever the size of the set: the kernel otherwise maps whole large folios around
+ * each random read and they would pile up in RSS. */
+void shard_map_release(const ShardMap *s, uint64_t first, uint64_t n);
 
 /* Read and validate a whole shard. On error *s is left empty (nothing to free). */
 int shard_read(const char *path, Shard *s);

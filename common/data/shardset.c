@@ -42,6 +42,7 @@ void shardset_read(const ShardSet *set, uint64_t first, uint64_t n, int32_t *out
         uint64_t at = first - set->first[k];
         uint64_t take = s->n_tokens - at < n ? s->n_tokens - at : n;
         shard_map_copy(s, at, take, out);
+        shard_map_release(s, at, take);
         out += take;
         first += take;
         n -= take;
