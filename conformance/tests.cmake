@@ -114,3 +114,13 @@ target_link_libraries(test_shard_memory PRIVATE vrl_common)
 add_test(NAME test_shard_memory COMMAND test_shard_memory $<TARGET_FILE:vrl>)
 set_tests_properties(test_shard_memory PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600
   ENVIRONMENT "TMPDIR=${VRL_TEST_TMP}")
+
+# ---------------------------------------------------------------- reproduce/ scripts
+# plan: `--dry-run --scale paper` prints the paper's steps, tokens and flags (no data needed).
+# tiny: the four scripts end to end on ../shared/data (skipped when absent), table cells
+# checked against the runs' files.
+add_test(NAME test_reproduce_plan COMMAND ${CMAKE_SOURCE_DIR}/conformance/test_reproduce.sh plan ${CMAKE_BINARY_DIR})
+add_test(NAME test_reproduce_tiny COMMAND ${CMAKE_SOURCE_DIR}/conformance/test_reproduce.sh tiny ${CMAKE_BINARY_DIR})
+set_tests_properties(test_reproduce_plan test_reproduce_tiny PROPERTIES SKIP_RETURN_CODE 77
+  ENVIRONMENT "TMPDIR=${VRL_TEST_TMP};VRL_SHARED_DATA=${VRL_SHARED_DATA}")
+set_tests_properties(test_reproduce_tiny PROPERTIES TIMEOUT 1200)
