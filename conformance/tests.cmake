@@ -66,6 +66,14 @@ foreach(t test_variant_equivalence test_stream_equivalence)
   target_compile_definitions(${t} PRIVATE VRL_FP64=1)
 endforeach()
 vrl_test(test_value_plan SOURCES conformance/test_value_plan.c LIBS vrl_common)
+# One spec for every backend; what each backend declares for it (capabilities, views).
+if(VRL_HAVE_CUDA)
+  vrl_test(test_backend_spec SOURCES conformance/test_backend_spec.c LIBS vrl_fast vrl_ref32 vrl_ref64 vrl_common)
+  target_compile_definitions(test_backend_spec PRIVATE VRL_FP64=1 VRL_HAVE_CUDA=1)
+else()
+  vrl_test(test_backend_spec SOURCES conformance/test_backend_spec.c LIBS vrl_ref32 vrl_ref64 vrl_common)
+  target_compile_definitions(test_backend_spec PRIVATE VRL_FP64=1)
+endif()
 
 
 # ---------------------------------------------------------------- golden fixtures (PyTorch oracle)
