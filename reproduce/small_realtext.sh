@@ -9,12 +9,13 @@
 # overall for both models and writes the training-loss curves and the relative training
 # loss (ResFormer / baseline - 1) as PNGs.
 #
-# The step count is fixed (not the time): on 2 shared cores, 400 steps of 8 x 128 tokens
-# took about 30-40 minutes for the pair. A run this short shows the direction of the
+# The step count is fixed (not the time): 200 steps of 8 x 128 tokens per model, about
+# 10 minutes for the pair on 2 idle cores; much longer when the machine is shared
+# (docs/realtext.md has the figures and the load). A run this short shows the direction of the
 # difference, not the papers' 82M/20B-token numbers (formulas.md §8).
 #
 # Usage: reproduce/small_realtext.sh [BUILD_DIR (build)] [OUT_DIR (runs/small_realtext)]
-# Env:   MODEL (8M), STEPS (400), BATCH (8), SEQ (128), LR (3e-3), WARMUP (40),
+# Env:   MODEL (8M), STEPS (200), BATCH (8), SEQ (128), LR (3e-3), WARMUP (20),
 #        EVAL_EVERY (100), EVAL_BATCHES (4), SEED (1337), SHARED (../shared/data)
 set -eu
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -22,7 +23,7 @@ BUILD=${1:-$ROOT/build}
 OUT=${2:-$ROOT/runs/small_realtext}
 VRL=$BUILD/bin/vrl
 SHARED=${SHARED:-$ROOT/../shared/data}
-MODEL=${MODEL:-8M} STEPS=${STEPS:-400} BATCH=${BATCH:-8} SEQ=${SEQ:-128} LR=${LR:-3e-3} WARMUP=${WARMUP:-40}
+MODEL=${MODEL:-8M} STEPS=${STEPS:-200} BATCH=${BATCH:-8} SEQ=${SEQ:-128} LR=${LR:-3e-3} WARMUP=${WARMUP:-20}
 EVAL_EVERY=${EVAL_EVERY:-100} EVAL_BATCHES=${EVAL_BATCHES:-4} SEED=${SEED:-1337}
 TOK=$SHARED/tokenizers/gpt-neox-20b.tokenizer.json
 CORPUS=$SHARED/corpora/slimpajama-mini
