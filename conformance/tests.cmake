@@ -104,3 +104,6 @@ vrl_test(test_lmeval SOURCES conformance/test_lmeval.c LIBS vrl_common)
 target_compile_definitions(test_lmeval PRIVATE VRL_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
 vrl_test(test_curves SOURCES conformance/test_curves.c LIBS vrl_common ${MATH_LIB})
 add_test(NAME test_eval_cli COMMAND ${CMAKE_SOURCE_DIR}/conformance/test_eval_cli.sh $<TARGET_FILE:vrl>)
+
+# ---------------------------------------------------------------- generation: KV cache and sampling
+vrl_test(test_decode SOURCES conformance/test_decode.c LIBS vrl_ref64 vrl_common)

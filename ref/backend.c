@@ -9,6 +9,7 @@
 
 #include "common/base/error.h"
 #include "ref/adamw.h"
+#include "ref/decode.h"
 #include "ref/model_impl.h"
 
 static void *be_create(const ModelConfig *c, const ParamTable *t, int batch, int seq) {
@@ -68,6 +69,18 @@ static void be_get_logits(void *vm, void *out) {
     memcpy(out, m->logits, (size_t)m->N * m->V * sizeof(real));
 }
 
+static void *be_kv_create(void *vm, int batch, int max_seq) {
+    RefModel *m = vm;
+    return kv_cache_create(&m->c, m->t, m->params, batch, max_seq);
+}
+
+static void be_kv_free(void *kv) { kv_cache_free(kv); }
+
+static int be_decode(void *vm, void *kv, const int32_t *tokens, int n_new, void *logits_out) {
+    (void)vm; /* the cache reads the model's weights in place */
+    return kv_decode(kv, tokens, n_new, logits_out);
+}
+
 const Backend REF(ref_backend) = {
 #if VRL_FP64
     .name = "ref-fp64",
@@ -85,4 +98,7 @@ const Backend REF(ref_backend) = {
     .get_state = be_get_state,
     .set_state = be_set_state,
     .get_logits = be_get_logits,
+    .kv_create = be_kv_create,
+    .kv_free = be_kv_free,
+    .decode = be_decode,
 };

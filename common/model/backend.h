@@ -50,6 +50,16 @@ typedef struct Backend {
 
     /* Last forward's logits [batch, seq, vocab], host copy in dtype (for tests, eval). */
     void (*get_logits)(void *m, void *out);
+
+    /* Incremental decoding (ref/decode.h): a KV cache for `batch` sequences of up to max_seq
+     * positions of model m (whose weights it reads in place), and decode, which feeds the next
+     * n_new tokens of every sequence and writes their logits in dtype. kv_create: NULL with
+     * vrl_error() where the model has no decoder (GPT-2); decode: 0 or -1 with vrl_error().
+     * All three NULL where the backend does not generate. */
+    void *(*kv_create)(void *m, int batch, int max_seq);
+    void (*kv_free)(void *kv);
+    int (*decode)(void *m, void *kv, const int32_t *tokens /* [batch, n_new] */, int n_new,
+                  void *logits_out /* [batch, n_new, vocab] */);
 } Backend;
 
 #endif
