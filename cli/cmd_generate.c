@@ -221,6 +221,7 @@ int cmd_generate(int argc, char **argv) {
     }
     if (as_text && emit(&to, ids.ids, ids.n, 1) < 0) goto done_in;
     printf("\n");
+    fflush(stdout);
     const double secs = now_seconds() - t0 - t_prompt;
     fprintf(stderr, "vrl generate: %d tokens in %.3f s (%.1f tokens/s, %s); prompt %d tokens in %.3f s\n", made,
             secs, secs > 0 ? made / secs : 0.0, be->name, prompt_n, t_prompt);

@@ -108,3 +108,4 @@ add_test(NAME test_eval_cli COMMAND ${CMAKE_SOURCE_DIR}/conformance/test_eval_cl
 # ---------------------------------------------------------------- generation: KV cache and sampling
 vrl_test(test_decode SOURCES conformance/test_decode.c LIBS vrl_ref64 vrl_common)
 vrl_test(test_sample SOURCES conformance/test_sample.c LIBS vrl_common ${MATH_LIB})
+add_test(NAME test_generate_cli COMMAND ${CMAKE_SOURCE_DIR}/conformance/test_generate_cli.sh $<TARGET_FILE:vrl>)

@@ -1,5 +1,6 @@
 /* trainer.c: the backend-independent training loop (trainer.h). */
 #include "common/run/trainer.h"
+#include "common/run/hf_export.h"
 
 #include <jansson.h>
 #include <math.h>
@@ -278,6 +279,7 @@ int train_run(TrainArgs *a) {
         if (make_dirs(a->out) < 0) goto done;
         snprintf(path, sizeof path, "%s/config.json", a->out);
         if (config_save_json(path, &a->model) < 0) goto done;
+        if (hf_export_static(a->out, &a->model, a->data) < 0) goto done;
     }
     if (metrics_open(&met, a->out, a->resume ? st.step : -1) < 0) goto done;
     tokens = malloc((size_t)a->batch * a->seq * sizeof *tokens);
