@@ -4,12 +4,11 @@
   fixtures DIR            every llama fixture of conformance/golden/fixtures: VrlForCausalLM
                           (python/vrl_hf) built from the fixture's config, loaded with its param.*
                           (strict: every name matches), fp64 mode; logits == out.logits within 1e-10.
-  generate RUN IDS N OUT  AutoModelForCausalLM.from_pretrained(RUN, trust_remote_code=True) in
-                          float64 / fp64 mode, greedy generate() of N tokens after the prompt IDS
-                          (comma-separated); prints the class and writes the new ids to OUT.
-  llama_warns RUN         plain LlamaForCausalLM.from_pretrained(RUN) on a non-baseline folder:
-                          prints transformers' warnings (the shell test looks for the model type).
-  tokenizer RUN TEXT      AutoTokenizer.from_pretrained(RUN, trust_remote_code=True).encode(TEXT).
+  runs IDS N RUN...       for each run folder, AutoModelForCausalLM.from_pretrained(RUN,
+                          trust_remote_code=True) in float64 / fp64 mode: greedy generate() of N
+                          tokens after the prompt IDS (comma-separated) and the class; for
+                          non-baseline folders what plain LlamaForCausalLM.from_pretrained logs and
+                          AutoTokenizer's ids (files RUN.hf, RUN.cls, RUN.warn, RUN.tok).
 """
 import glob
 import json
@@ -67,32 +66,42 @@ def fp64(model):
     return model
 
 
-def generate(run, ids, n, out):
-    from transformers import AutoModelForCausalLM
-    model = AutoModelForCausalLM.from_pretrained(run, trust_remote_code=True, dtype=torch.float64)
-    model = fp64(model).eval()
+def runs(ids, n, *folders):
+    """For each run folder: AutoModelForCausalLM in float64 / fp64 mode, greedy generate() of n tokens
+    after the prompt ids; writes RUN.hf (the new ids, EOS dropped as vrl generate drops it) and
+    RUN.cls (the class). For each non-baseline folder also RUN.warn: what plain
+    LlamaForCausalLM.from_pretrained logs; and RUN.tok: AutoTokenizer's ids of "the cat"."""
+    import io
+    import logging
+    from transformers import AutoModelForCausalLM, AutoTokenizer, LlamaForCausalLM
+    from transformers.utils import logging as hf_logging
     prompt = torch.tensor([[int(x) for x in ids.split(",")]])
-    with torch.no_grad():
-        res = model.generate(prompt, max_new_tokens=int(n), do_sample=False, eos_token_id=0, pad_token_id=0)
-    new = res[0, prompt.shape[1]:].tolist()
-    if new and new[-1] == 0:
-        new = new[:-1]   # vrl generate stops at EOS without printing it
-    print(type(model).__name__)
-    with open(out, "w") as f:
-        f.write(" ".join(str(x) for x in new) + "\n")
-
-
-def llama_warns(run):
-    from transformers import LlamaForCausalLM
-    LlamaForCausalLM.from_pretrained(run)
-
-
-def tokenizer(run, text):
-    from transformers import AutoTokenizer
-    tok = AutoTokenizer.from_pretrained(run, trust_remote_code=True)
-    print(" ".join(str(x) for x in tok(text).input_ids))
+    for run in folders:
+        model = AutoModelForCausalLM.from_pretrained(run, trust_remote_code=True, dtype=torch.float64)
+        model = fp64(model).eval()
+        with torch.no_grad():
+            res = model.generate(prompt, max_new_tokens=int(n), do_sample=False, eos_token_id=0, pad_token_id=0)
+        new = res[0, prompt.shape[1]:].tolist()
+        if 0 in new:
+            new = new[:new.index(0)]
+        with open(run + ".hf", "w") as f:
+            f.write(" ".join(str(x) for x in new) + "\n")
+        with open(run + ".cls", "w") as f:
+            f.write(type(model).__name__ + "\n")
+        if type(model).__name__ == "LlamaForCausalLM":
+            continue
+        buf = io.StringIO()
+        handler = logging.StreamHandler(buf)
+        hf_logging.get_logger().addHandler(handler)
+        LlamaForCausalLM.from_pretrained(run)
+        hf_logging.get_logger().removeHandler(handler)
+        with open(run + ".warn", "w") as f:
+            f.write(buf.getvalue())
+        tok = AutoTokenizer.from_pretrained(run, trust_remote_code=True)
+        with open(run + ".tok", "w") as f:
+            f.write(" ".join(str(x) for x in tok("the cat").input_ids) + "\n")
 
 
 if __name__ == "__main__":
     cmd, args = sys.argv[1], sys.argv[2:]
-    {"fixtures": fixtures, "generate": generate, "llama_warns": llama_warns, "tokenizer": tokenizer}[cmd](*args)
+    {"fixtures": fixtures, "runs": runs}[cmd](*args)

@@ -568,6 +568,10 @@ class VrlForCausalLM(LlamaForCausalLM):
             self.vrl_stream = True
         self.generation_config.use_cache = False
 
+    def prepare_inputs_for_generation(self, input_ids, attention_mask=None, **kwargs):
+        # no KV cache: every step recomputes the whole prefix (whatever cache generate() made)
+        return {"input_ids": input_ids, "attention_mask": attention_mask}
+
     def forward(self, input_ids=None, attention_mask=None, labels=None, **kwargs):
         self.vrl_bctx.reset()
         if self.vrl_stream:
