@@ -163,6 +163,7 @@ int cmd_generate(int argc, char **argv) {
         tok_free(tok);
         goto fail;
     }
+    if (!backend_require(be, &rm.spec, BACKEND_CAN_GENERATE)) goto done;
     const int V = rm.config.vocab_size;
     if (prompt ? tok_encode(tok, prompt, strlen(prompt), &ids) < 0 : parse_ids(ids_arg, &ids) < 0) goto done;
     for (size_t i = 0; i < ids.n; i++)
@@ -177,7 +178,7 @@ int cmd_generate(int argc, char **argv) {
     const int prompt_n = (int)ids.n;
     const int total = prompt_n + max_new < rm.config.max_seq ? prompt_n + max_new : rm.config.max_seq;
     const size_t esz = dtype_size(be->dtype);
-    if (!(m = be->create(&rm.config, &rm.table, 1, 2))) goto done;
+    if (!(m = be->create(&rm.spec, 1, 2))) goto done;
     be->set_state(m, rm.params, NULL, NULL);
     if (!(kv = be->kv_create(m, 1, total))) goto done;
     logits = malloc((size_t)prompt_n * V * esz);

@@ -7,8 +7,7 @@
 #include "common/model/config.h"
 #include "common/base/error.h"
 #include "common/model/kv_layout.h"
-#include "common/model/params.h"
-#include "common/model/value_path.h"
+#include "common/model/spec.h"
 
 static void usage(FILE *f) {
     fprintf(f,
@@ -25,11 +24,12 @@ static void usage(FILE *f) {
 }
 
 /* Bytes the KV cache of c's variant holds (common/model/kv_layout.h). */
-static int print_kv_cache(const ModelConfig *c, int seq, const char *dtype) {
+static int print_kv_cache(const ModelSpec *s, int seq, const char *dtype) {
+    const ModelConfig *c = &s->config;
     const int bytes = !strcmp(dtype, "fp32") ? 4 : !strcmp(dtype, "fp64") ? 8 : !strcmp(dtype, "bf16") ? 2 : 0;
     if (!bytes) return vrl_error("--dtype: \"%s\" is not fp32, fp64 or bf16", dtype);
     KvLayout k;
-    if (kv_layout(c, &k) < 0) return -1;
+    kv_layout(s, &k);
     const double per_tok = (double)k.elems_per_token * bytes, per_seq = per_tok * seq;
     printf("kv cache (%s, %d bytes per element): %d key rows + %d value rows per token, each %zu elements "
            "(kv_heads %d x head_dim %d)\n",
@@ -84,12 +84,12 @@ int cmd_info(int argc, char **argv) {
         return 2;
     }
     ModelConfig c;
-    ParamTable t;
+    ModelSpec spec;
     if (config_from_arg(model, &c) < 0) goto fail;
     if (kv_heads) c.n_kv_heads = kv_heads;
-    if (config_validate(&c, model) < 0 || value_plan_set_variant(&c, variant, variant ? "--variant" : model) < 0 ||
-        param_table_build(&c, &t) < 0)
+    if (config_validate(&c, model) < 0 || model_spec_set_variant(&c, variant, variant ? "--variant" : model, &spec) < 0)
         goto fail;
+    const ParamTable t = spec.table;
     printf("model %s: %s, L=%d, d=%d, heads=%d, kv_heads=%d, head_dim=%d, ffn=%d, vocab=%d, max_seq=%d\n",
            c.preset, c.arch == ARCH_LLAMA ? "llama" : "gpt2", c.n_layers, c.d_model, c.n_heads, c.n_kv_heads,
            config_head_dim(&c), c.d_ffn, c.vocab_size, c.max_seq);
@@ -110,8 +110,11 @@ int cmd_info(int argc, char **argv) {
     }
     grouped[o] = '\0';
     printf("parameters: %s\n", grouped);
-    param_table_free(&t);
-    if (kvc && print_kv_cache(&c, seq ? seq : c.max_seq, dtype) < 0) goto fail;
+    if (kvc && print_kv_cache(&spec, seq ? seq : c.max_seq, dtype) < 0) {
+        model_spec_free(&spec);
+        goto fail;
+    }
+    model_spec_free(&spec);
     return 0;
 fail:
     fprintf(stderr, "vrl info: %s\n", vrl_last_error());

@@ -22,17 +22,19 @@ enum { B = 2, T = 12, PROMPT = 5 };
 /* max |cached − full| over all B·T·V logits of c's model. */
 static double decode_vs_full(const ModelConfig *c) {
     const Backend *be = &ref_backend_f64;
-    ParamTable t;
-    cr_assert_eq(param_table_build(c, &t), 0, "%s: %s", c->variant, vrl_last_error());
-    double *w = malloc(t.total * sizeof *w);
-    params_init_f64(&t, 11, w);
+    ModelSpec spec;
+    cr_assert_eq(model_spec_build(c, &spec), 0, "%s: %s", c->variant, vrl_last_error());
+    const ParamTable *t = &spec.table;
+    cr_assert(be->capabilities(&spec, NULL, 0) & BACKEND_CAN_GENERATE, "%s: ref cannot generate", c->variant);
+    double *w = malloc(t->total * sizeof *w);
+    params_init_f64(t, 11, w);
     Rng g;
     rng_seed(&g, 5);
-    for (size_t i = 0; i < t.total; i++) w[i] += 0.1 * rng_normal(&g);
+    for (size_t i = 0; i < t->total; i++) w[i] += 0.1 * rng_normal(&g);
     int32_t tokens[B * T];
     for (int i = 0; i < B * T; i++) tokens[i] = (int32_t)rng_below(&g, (uint64_t)c->vocab_size);
 
-    void *m = be->create(c, &t, B, T);
+    void *m = be->create(&spec, B, T);
     cr_assert_not_null(m, "%s: %s", c->variant, vrl_last_error());
     be->set_state(m, w, NULL, NULL);
     cr_assert(isfinite(be->forward_loss(m, tokens)));
@@ -65,7 +67,7 @@ static double decode_vs_full(const ModelConfig *c) {
     free(step);
     free(full);
     free(w);
-    param_table_free(&t);
+    model_spec_free(&spec);
     return worst;
 }
 
@@ -119,9 +121,9 @@ Test(decode, stream_variants) {
 Test(decode, bad_input) {
     const Backend *be = &ref_backend_f64;
     ModelConfig c = test_config_value_path(4, "baseline");
-    ParamTable t;
-    cr_assert_eq(param_table_build(&c, &t), 0);
-    void *m = be->create(&c, &t, 1, 4);
+    ModelSpec spec;
+    cr_assert_eq(model_spec_build(&c, &spec), 0);
+    void *m = be->create(&spec, 1, 4);
     void *kv = be->kv_create(m, 1, 4);
     cr_assert_not_null(kv);
     double logits[64];
@@ -131,13 +133,14 @@ Test(decode, bad_input) {
     cr_expect_null(be->kv_create(m, 1, c.max_seq + 1));
     be->kv_free(kv);
     be->destroy(m);
-    param_table_free(&t);
-    /* GPT-2 has no decoder: refused by name */
+    model_spec_free(&spec);
+    /* GPT-2 has no decoder: the capability is absent and the cache is refused by name */
     test_config_gpt2(&c, 0);
-    cr_assert_eq(param_table_build(&c, &t), 0);
-    m = be->create(&c, &t, 1, 4);
+    cr_assert_eq(model_spec_build(&c, &spec), 0);
+    cr_expect_eq(be->capabilities(&spec, NULL, 0) & BACKEND_CAN_GENERATE, 0u);
+    m = be->create(&spec, 1, 4);
     cr_expect_null(be->kv_create(m, 1, 4));
     cr_expect(strstr(vrl_last_error(), "GPT-2") != NULL, "%s", vrl_last_error());
     be->destroy(m);
-    param_table_free(&t);
+    model_spec_free(&spec);
 }

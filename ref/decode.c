@@ -25,9 +25,7 @@
 #include <string.h>
 
 #include "common/base/error.h"
-#include "common/model/value_path.h"
 #include "ref/attn_ops.h"
-#include "ref/model_impl.h"
 #include "ref/ops.h"
 #include "ref/stream.h"
 
@@ -37,10 +35,10 @@ typedef struct {
 
 struct KvCache {
     ModelConfig c;
-    const ParamTable *t;
+    const ParamTable *t;      /* the spec's (not owned) */
     const real *params;
     int B, Tmax, pos, d, NH, NKV, hd, qC, kvC, F, V, L;
-    ValuePlan plan;
+    const ValuePlan *plan;    /* the spec's (not owned) */
     double *vcoef;        /* [L,L] plan.cv with the trainable entries read from the weights */
     DecodeLayer *w;       /* [L] */
     const real *wte, *lnf, *lm_head;
@@ -60,8 +58,7 @@ struct KvCache {
     real **y;             /* [2L+1] depth-mixer sources [B,d]: y[0] = emb, y_attn, y_mlp */
     real *gate, *up, *swi; /* [B,F] */
     real *lnf_out, *logits; /* [B,d], [B,V] */
-    RefModel *sm;         /* the depth mixer's host: a RefModel view with N = B (ref/stream.c reads
-                           * c, t, L, N, d, params, emb, y) */
+    StreamState *stream;  /* the depth mixer (ref/stream.c) over N = B tokens, reading y */
 };
 
 static const real *tensor(KvCache *kv, int layer, const char *suffix, size_t numel, int want) {
@@ -79,10 +76,7 @@ static const real *tensor(KvCache *kv, int layer, const char *suffix, size_t num
 
 void kv_cache_free(KvCache *kv) {
     if (!kv) return;
-    if (kv->sm) {
-        stream_destroy(kv->sm->stream);
-        free(kv->sm);
-    }
+    stream_destroy(kv->stream);
     for (int l = 0; l < kv->L && kv->kc; l++) {
         free(kv->kc[l]);
         free(kv->vc[l]);
@@ -94,14 +88,14 @@ void kv_cache_free(KvCache *kv) {
                     kv->rstd, kv->qraw, kv->q, kv->kv_tmp, kv->att, kv->attp, kv->acc, kv->atty, kv->corr, kv->y,
                     kv->gate, kv->up, kv->swi, kv->lnf_out, kv->logits};
     for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) free(bufs[i]);
-    value_plan_free(&kv->plan);
     free(kv);
 }
 
 static void *zalloc(size_t n, size_t size) { return calloc(n ? n : 1, size); }
 #define ALLOC(p, n) (((p) = zalloc((size_t)(n), sizeof *(p))) != NULL)
 
-KvCache *kv_cache_create(const ModelConfig *c, const ParamTable *t, const real *params, int batch, int max_seq) {
+KvCache *kv_cache_create(const ModelSpec *spec, const real *params, int batch, int max_seq) {
+    const ModelConfig *c = &spec->config;
     if (c->arch != ARCH_LLAMA) {
         vrl_error("decode: the KV-cache decoder supports llama models only (this one is GPT-2)");
         return NULL;
@@ -116,7 +110,8 @@ KvCache *kv_cache_create(const ModelConfig *c, const ParamTable *t, const real *
         return NULL;
     }
     kv->c = *c;
-    kv->t = t;
+    kv->t = &spec->table;
+    kv->plan = &spec->value;
     kv->params = params;
     kv->B = batch;
     kv->Tmax = max_seq;
@@ -131,11 +126,7 @@ KvCache *kv_cache_create(const ModelConfig *c, const ParamTable *t, const real *
     kv->L = c->n_layers;
     const int B = batch, L = kv->L, d = kv->d;
     const size_t BT = (size_t)B * max_seq, row2 = (size_t)B * kv->NH * 2 * max_seq;
-    if (value_plan_build(c, &kv->plan, c->preset[0] ? c->preset : "config") < 0) {
-        free(kv);
-        return NULL;
-    }
-    const ValuePlan *p = &kv->plan;
+    const ValuePlan *p = kv->plan;
     int ok = ALLOC(kv->vcoef, (size_t)L * L) && ALLOC(kv->w, L) && ALLOC(kv->kc, L) && ALLOC(kv->vc, L) &&
              ALLOC(kv->qraw, L) && ALLOC(kv->att, L) && ALLOC(kv->y, 2 * L + 1) &&
              ALLOC(kv->cos_t, (size_t)max_seq * (kv->hd / 2)) && ALLOC(kv->sin_t, (size_t)max_seq * (kv->hd / 2)) &&
@@ -179,24 +170,9 @@ KvCache *kv_cache_create(const ModelConfig *c, const ParamTable *t, const real *
         return NULL;
     }
     rope_tables(kv->cos_t, kv->sin_t, max_seq, kv->hd, c->rope_theta);
-    /* the depth mixer runs on one token per sequence: a model view with N = B */
-    RefModel *sm = kv->sm = calloc(1, sizeof *sm);
-    if (!sm) {
-        vrl_error("decode: out of memory");
-        kv_cache_free(kv);
-        return NULL;
-    }
-    sm->c = *c;
-    sm->t = t;
-    sm->L = L;
-    sm->B = B;
-    sm->T = 1;
-    sm->N = B;
-    sm->d = d;
-    sm->params = (real *)params; /* read only: the forward never writes the weights */
-    sm->emb = kv->emb;
-    sm->y = kv->y;
-    if (!(sm->stream = stream_create(sm))) {
+    /* the depth mixer runs on one token per sequence (N = B); its forward only reads the
+     * weights, and without a backward it needs no gradient buffer */
+    if (!(kv->stream = stream_create(spec, B, (real *)params, NULL, (const real *const *)kv->y))) {
         kv_cache_free(kv);
         return NULL;
     }
@@ -207,7 +183,7 @@ int kv_cache_length(const KvCache *kv) { return kv->pos; }
 
 /* Layer l's attention for this token at position p, from kv->ln [B,d] to kv->atty [B,qC]. */
 static void attention_step(KvCache *kv, int l, int p) {
-    const ValuePlan *pl = &kv->plan;
+    const ValuePlan *pl = kv->plan;
     const DecodeLayer *w = &kv->w[l];
     const int B = kv->B, L = kv->L, NH = kv->NH, NKV = kv->NKV, hd = kv->hd, qC = kv->qC, kvC = kv->kvC;
     const int h2 = hd / 2, group = NH / NKV, mp = pl->cross[l], W2 = 2 * kv->Tmax;
@@ -303,28 +279,27 @@ static void attention_step(KvCache *kv, int l, int p) {
 
 /* One position for every sequence: kv->tok [B] in, kv->logits [B,V] out. */
 static void decode_step(KvCache *kv) {
-    const ValuePlan *pl = &kv->plan;
+    const ValuePlan *pl = kv->plan;
     const int B = kv->B, d = kv->d, F = kv->F, p = kv->pos;
     const double eps = kv->c.norm_eps;
-    RefModel *sm = kv->sm;
     embedding_forward(kv->emb, kv->tok, kv->wte, B, d);
     for (int l = 0; l < kv->L; l++) {
         const DecodeLayer *w = &kv->w[l];
-        const real *x = stream_forward(sm, 2 * l); /* [B,d] */
+        const real *x = stream_forward(kv->stream, 2 * l); /* [B,d] */
         const real *hsrc[2] = {x, kv->emb};
         const double hc[2] = {pl->hx[l], pl->hh[l]};
         mix_forward(kv->xn, hsrc, hc, 2, (size_t)B * d);
         rmsnorm_forward(kv->ln, kv->rstd, kv->xn, w->ln1, B, d, eps);
         attention_step(kv, l, p);
         matmul_forward(kv->y[2 * l + 1], kv->atty, w->wo, B, kv->qC, d);
-        const real *h = stream_forward(sm, 2 * l + 1);
+        const real *h = stream_forward(kv->stream, 2 * l + 1);
         rmsnorm_forward(kv->ln, kv->rstd, h, w->ln2, B, d, eps);
         matmul_forward(kv->gate, kv->ln, w->wgate, B, d, F);
         matmul_forward(kv->up, kv->ln, w->wup, B, d, F);
         swiglu_forward(kv->swi, kv->gate, kv->up, (size_t)B * F);
         matmul_forward(kv->y[2 * l + 2], kv->swi, w->wdown, B, F, d);
     }
-    const real *x = stream_forward(sm, 2 * kv->L);
+    const real *x = stream_forward(kv->stream, 2 * kv->L);
     rmsnorm_forward(kv->lnf_out, kv->rstd, x, kv->lnf, B, d, eps);
     matmul_forward(kv->logits, kv->lnf_out, kv->lm_head, B, d, kv->V);
     kv->pos++;
@@ -339,7 +314,7 @@ int kv_decode(KvCache *kv, const int32_t *tokens, int n_new, real *logits) {
             return vrl_error("decode: token id %d at batch %d position %d is outside the vocabulary [0, %d)",
                              (int)tokens[i], i / n_new, kv->pos + i % n_new, V);
     /* trainable value coefficients: their current values, as a forward reads them */
-    const ValuePlan *pl = &kv->plan;
+    const ValuePlan *pl = kv->plan;
     memcpy(kv->vcoef, pl->cv, (size_t)L * L * sizeof *kv->vcoef);
     for (int l = 0; l < L; l++)
         for (int j = 0; j < pl->n_train[l]; j++)

@@ -13,8 +13,7 @@
 
 #include <stdint.h>
 
-#include "common/model/config.h"
-#include "common/model/params.h"
+#include "common/model/spec.h"
 #include "ref/real.h"
 
 typedef struct KvCache KvCache;
@@ -24,9 +23,9 @@ typedef struct KvCache KvCache;
 #define kv_decode REF(kv_decode)
 #define kv_cache_length REF(kv_cache_length)
 
-/* A cache for c's model whose weights are params [t->total] (not owned; must outlive it).
- * NULL with vrl_error on failure. */
-KvCache *kv_cache_create(const ModelConfig *c, const ParamTable *t, const real *params, int batch, int max_seq);
+/* A cache for spec's model whose weights are params [spec->table.total] (spec and params are not
+ * owned and must outlive it). NULL with vrl_error on failure. */
+KvCache *kv_cache_create(const ModelSpec *spec, const real *params, int batch, int max_seq);
 void kv_cache_free(KvCache *kv);
 
 /* Feed tokens [batch, n_new] (row b = the next n_new tokens of sequence b) and write their

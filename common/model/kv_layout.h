@@ -16,7 +16,7 @@
 
 #include <stddef.h>
 
-#include "common/model/config.h"
+#include "common/model/spec.h"
 
 typedef struct {
     int k_rows;             /* layers whose keys are cached */
@@ -25,7 +25,7 @@ typedef struct {
     size_t elems_per_token; /* (k_rows + v_rows) · row_elems, per sequence */
 } KvLayout;
 
-/* The layout of c's variant; -1 with vrl_error on a bad variant. */
-int kv_layout(const ModelConfig *c, KvLayout *out);
+/* The layout of s's model (its value plan's projections). */
+void kv_layout(const ModelSpec *s, KvLayout *out);
 
 #endif
