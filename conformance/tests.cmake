@@ -134,3 +134,12 @@ add_test(NAME test_reproduce_tiny COMMAND ${CMAKE_SOURCE_DIR}/conformance/test_r
 set_tests_properties(test_reproduce_plan test_reproduce_tiny PROPERTIES SKIP_RETURN_CODE 77
   ENVIRONMENT "TMPDIR=${VRL_TEST_TMP};VRL_SHARED_DATA=${VRL_SHARED_DATA}")
 set_tests_properties(test_reproduce_tiny PROPERTIES TIMEOUT 1200)
+
+# ---------------------------------------------------------------- generation: KV cache and sampling
+vrl_test(test_decode SOURCES conformance/test_decode.c LIBS vrl_ref64 vrl_common)
+vrl_test(test_sample SOURCES conformance/test_sample.c LIBS vrl_common ${MATH_LIB})
+add_test(NAME test_generate_cli COMMAND ${CMAKE_SOURCE_DIR}/conformance/test_generate_cli.sh $<TARGET_FILE:vrl>)
+# Hugging Face loading of every variant (python/vrl_hf), with PyTorch: skipped (77) without a
+# Python that imports torch + transformers ($VRL_PYTHON, else python/.venv from python/make_venv.sh).
+add_test(NAME test_hf COMMAND ${CMAKE_SOURCE_DIR}/conformance/test_hf.sh $<TARGET_FILE:vrl>)
+set_tests_properties(test_hf PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 900 ENVIRONMENT "TMPDIR=${VRL_TEST_TMP}")

@@ -81,6 +81,16 @@ typedef struct Backend {
      * vrl_error when this model has no such view (e.g. depth weights without AttnRes).
      * NULL table entry where the backend cannot analyze. */
     const void *(*view)(void *m, BackendView what, int index);
+
+    /* Incremental decoding (ref/decode.h): a KV cache for `batch` sequences of up to max_seq
+     * positions of model m (whose weights it reads in place), and decode, which feeds the next
+     * n_new tokens of every sequence and writes their logits in dtype. kv_create: NULL with
+     * vrl_error() where the model has no decoder (GPT-2); decode: 0 or -1 with vrl_error().
+     * All three NULL where the backend does not generate. */
+    void *(*kv_create)(void *m, int batch, int max_seq);
+    void (*kv_free)(void *kv);
+    int (*decode)(void *m, void *kv, const int32_t *tokens /* [batch, n_new] */, int n_new,
+                  void *logits_out /* [batch, n_new, vocab] */);
 } Backend;
 
 /* 1 if be can do everything in `need` for s; else 0 with vrl_error("NAME: reason"). */

@@ -1,5 +1,6 @@
 /* trainer.c: the backend-independent training loop (trainer.h). */
 #include "common/run/trainer.h"
+#include "common/run/hf_export.h"
 
 #include <jansson.h>
 #include <math.h>
@@ -297,6 +298,7 @@ static int run_open(TrainArgs *a, Run *r) {
         if (make_dirs(a->out) < 0) return -1;
         snprintf(path, sizeof path, "%s/config.json", a->out);
         if (config_save_json(path, &a->model) < 0) return -1;
+        if (hf_export_static(a->out, &a->model, a->data) < 0) return -1;
     }
     if (metrics_open(&r->met, a->out, a->resume ? st->step : -1) < 0) return -1;
     if (!(r->tokens = malloc((size_t)a->batch * a->seq * sizeof *r->tokens))) return vrl_error("out of memory");
