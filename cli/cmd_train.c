@@ -8,6 +8,7 @@
 #include "common/model/config.h"
 #include "common/base/error.h"
 #include "common/data/mixture.h"
+#include "common/run/dist.h"
 #include "common/run/trainer.h"
 #include "common/model/value_path.h"
 #include "ref/model.h"
@@ -43,7 +44,7 @@ static void usage(FILE *f) {
             "  --steps N             optimizer updates in the whole run [300]\n"
             "  --batch B             sequences per micro-batch [16]\n"
             "  --seq T               tokens per sequence [128]\n"
-            "  --accum K             micro-batches per update [1]\n"
+            "  --accum K             micro-batches per update, on each process [1]\n"
             "optimizer (SPEC.md §2)\n"
             "  --lr X                peak learning rate [3e-3]\n"
             "  --lr-end X            final learning rate [3e-4]\n"
@@ -59,7 +60,15 @@ static void usage(FILE *f) {
             "  --eval-every N        validation every N steps, 0 = at the end [100]\n"
             "  --eval-batches N      validation batches per evaluation [8]\n"
             "  --save-every N        checkpoint every N steps, 0 = at the end [500]\n"
-            "  --quiet               no progress line\n\n",
+            "  --quiet               no progress line\n"
+            "data parallel (docs/distributed.md)\n"
+            "  mpirun -np N vrl train ...   N processes (8 GPUs in one node: mpirun -np 8 ...;\n"
+            "                               several nodes: mpirun -np 16 --hostfile FILE ...)\n"
+            "  srun --mpi=pmix -n N vrl train ...   the same under SLURM\n"
+            "                        An update holds --accum x N micro-batches, the same tokens\n"
+            "                        and (on cpu) the same sums as one process with --accum\n"
+            "                        K x N; rank 0 writes the run folder; --resume may change N\n"
+            "                        when it divides the run's micro-batches per update.\n\n",
             config_preset_names());
     args_print_variants(f);
 }
@@ -182,9 +191,15 @@ int cmd_train(int argc, char **argv) {
             goto fail;
         }
     }
+    /* Under mpirun/srun: every process from here on is one rank of the job. */
+    if (dist_init() < 0) goto fail;
+    if (!resume) a.accum *= dist_world(); /* the update of the whole job; a resumed run keeps its own */
     if (train_run(&a) < 0) goto fail;
+    dist_finalize();
     return 0;
 fail:
+    dist_abort("vrl train", vrl_last_error()); /* with other ranks: print with the rank, stop them all */
     fprintf(stderr, "vrl train: %s\n", vrl_last_error());
+    dist_finalize();
     return 1;
 }

@@ -39,6 +39,8 @@ static double be_forward_loss(void *m, const int32_t *tokens) { return model_for
 
 static void be_zero_grad(void *m) { model_zero_grad(m); }
 
+static void *be_grad_buffer(void *m) { return model_grads(m); }
+
 /* The trainer owns the update count t (1-based) so a resumed run continues it exactly. */
 static double be_step(void *vm, const AdamWConfig *opt, double lr, long t) {
     RefModel *m = vm;
@@ -81,6 +83,7 @@ const Backend REF(ref_backend) = {
     .set_rng_key = be_set_rng_key,
     .forward_loss = be_forward_loss,
     .zero_grad = be_zero_grad,
+    .grad_buffer = be_grad_buffer,
     .step = be_step,
     .get_state = be_get_state,
     .set_state = be_set_state,

@@ -38,6 +38,10 @@ typedef struct Backend {
     /* Forward only: mean loss over the batch's B*(T-1) predictions. */
     double (*forward_loss)(void *m, const int32_t *tokens /* [batch, seq] */);
     void (*zero_grad)(void *m);
+    /* The host gradient buffer [table.total] in dtype that forward_backward adds into, for
+     * the trainer to sum micro-batches in a fixed order across processes (common/run/dist.h).
+     * NULL if the gradients live elsewhere (fast/: device memory). */
+    void *(*grad_buffer)(void *m);
 
     /* Clip the gradients to the global norm and apply AdamW update number t (1-based,
      * for the bias corrections) with this lr. Returns the pre-clip global norm. The

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "common/run/checkpoint.h"
+#include "common/run/dist.h"
 #include "common/eval/domainval.h"
 #include "common/base/error.h"
 #include "common/base/fsutil.h"
@@ -217,6 +218,21 @@ static int init_params(HostState *h, DType dt, uint64_t seed) {
     return 0;
 }
 
+/* Rank 0's parameters and moments to every rank, so the replicas start as one. */
+static void share_state(HostState *h, DType dt) {
+    const size_t bytes = h->table.total * dtype_size(dt);
+    dist_broadcast(h->params, bytes);
+    dist_broadcast(h->exp_avg, bytes);
+    dist_broadcast(h->exp_avg_sq, bytes);
+}
+
+/* The next micro-batch of the training stream into tokens [batch, seq]. */
+static int next_batch(const TrainArgs *a, DataLoader *train, Mixture *mix, int32_t *tokens) {
+    if (mix) return mixture_next_batch(mix, a->batch, tokens, NULL);
+    loader_next(train, tokens);
+    return 0;
+}
+
 /* ------------------------------------------------------------------ the loop */
 
 int train_run(TrainArgs *a) {
@@ -224,8 +240,10 @@ int train_run(TrainArgs *a) {
     DataLoader *train = NULL, *val = NULL;
     Mixture *mix = NULL; /* instead of train/val when --data is a tokenized data folder */
     void *model = NULL;
-    int32_t *tokens = NULL;
+    int32_t *tokens = NULL, *skip = NULL; /* skip: other ranks' micro-batches, read and dropped */
     Metrics met = {0};
+    DistGrad dg = {0};
+    const int root = dist_rank() == 0; /* rank 0 alone writes the run folder and reports */
     TrainState st = {0};
     int rc = -1;
     const Backend *be = a->backend;
@@ -242,7 +260,7 @@ int train_run(TrainArgs *a) {
         snprintf(path, sizeof path, "%s/train_state.safetensors", a->out);
         if (train_args_from_json(st.train_args_json, a, path) < 0) goto done;
         if (cli.steps > 0) a->steps = cli.steps;
-        a->quiet = cli.quiet;
+        a->quiet = cli.quiet || !root;
         a->backend = be;
         if (st.step >= a->steps) {
             vrl_error("%s: the run is already at step %ld of %ld; give --steps N with N > %ld to continue",
@@ -259,6 +277,7 @@ int train_run(TrainArgs *a) {
         if (host_state_alloc(&h, &a->model, be->dtype) < 0) goto done;
         if (init_params(&h, be->dtype, a->seed) < 0) goto done;
         rng_seed(&st.rng, a->seed);
+        if (!root) a->quiet = 1;
     }
     if (a->seq > a->model.max_seq) {
         vrl_error("--seq %d exceeds the model's max_position_embeddings %d", a->seq, a->model.max_seq);
@@ -271,17 +290,22 @@ int train_run(TrainArgs *a) {
                           : loader_set_pos(train, st.data_pos, st.n_data_pos)) < 0)
         goto done;
     if (!(model = be->create(&a->model, &h.table, a->batch, a->seq))) goto done;
+    share_state(&h, be->dtype);
     be->set_state(model, h.params, h.exp_avg, h.exp_avg_sq);
+    if (dist_grad_open(&dg, be, h.table.total, a->accum) < 0) goto done;
 
-    /* Inputs are all valid: only now is the run folder created or touched. */
-    if (!a->resume) {
+    /* Inputs are all valid: only now is the run folder created or touched, by rank 0,
+     * after every rank has checked it. */
+    dist_barrier();
+    if (!a->resume && root) {
         if (make_dirs(a->out) < 0) goto done;
         snprintf(path, sizeof path, "%s/config.json", a->out);
         if (config_save_json(path, &a->model) < 0) goto done;
     }
-    if (metrics_open(&met, a->out, a->resume ? st.step : -1) < 0) goto done;
+    if (root && metrics_open(&met, a->out, a->resume ? st.step : -1) < 0) goto done;
     tokens = malloc((size_t)a->batch * a->seq * sizeof *tokens);
-    if (!tokens) {
+    skip = dg.world > 1 ? malloc((size_t)a->batch * a->seq * sizeof *skip) : NULL;
+    if (!tokens || (dg.world > 1 && !skip)) {
         vrl_error("out of memory");
         goto done;
     }
@@ -289,6 +313,9 @@ int train_run(TrainArgs *a) {
         fprintf(stderr, "vrl train: %s, %s preset, %zu parameters, %s, batch %d x seq %d x accum %d, %ld steps -> %s\n",
                 be->name, a->model.preset, h.table.total, a->model.variant, a->batch, a->seq, a->accum, a->steps,
                 a->out);
+    if (!a->quiet && dg.world > 1)
+        fprintf(stderr, "vrl train: %d processes (%s), %d micro-batch%s each per update\n", dg.world,
+                dist_launcher(), dist_grad_rounds(&dg), dist_grad_rounds(&dg) > 1 ? "es" : "");
 
     const double tokens_per_step = (double)a->batch * a->seq * a->accum;
     double sec_per_step = 0;
@@ -296,15 +323,17 @@ int train_run(TrainArgs *a) {
         const double t0 = now_seconds();
         be->zero_grad(model);
         vrl_clear_error();
-        double loss = 0;
-        for (int micro = 0; micro < a->accum; micro++) {
-            if (mix) {
-                if (mixture_next_batch(mix, a->batch, tokens, NULL) < 0) goto done;
-            } else loader_next(train, tokens);
+        /* Micro-batch i of the update is rank i % world's (common/run/dist.h). */
+        for (int round = 0; round < dist_grad_rounds(&dg); round++) {
+            for (int r = 0; r < dg.world; r++) /* every rank reads every batch: the position stays global */
+                if (next_batch(a, train, mix, r == dg.rank ? tokens : skip) < 0) goto done;
+            const int micro = dist_grad_micro(&dg, round);
+            dist_grad_begin_micro(&dg, be, model);
             if (be->set_rng_key) be->set_rng_key(model, a->seed, step, micro);
-            loss += be->forward_backward(model, tokens, 1.0 / a->accum);
+            const double micro_loss = be->forward_backward(model, tokens, 1.0 / a->accum);
+            if (dist_grad_end_micro(&dg, be, model, micro_loss) < 0) goto done;
         }
-        loss /= a->accum;
+        const double loss = dist_grad_finish(&dg, be, model);
         if (!isfinite(loss)) {
             /* A backend that refused the batch said why; otherwise the run diverged. */
             if (!vrl_last_error()[0])
@@ -316,10 +345,10 @@ int train_run(TrainArgs *a) {
         const double norm = be->step(model, &a->opt, lr, step);
         const double dt = now_seconds() - t0;
         sec_per_step = sec_per_step == 0 ? dt : 0.9 * sec_per_step + 0.1 * dt;
-        metrics_log_step(&met, step, loss, lr, norm, tokens_per_step / dt);
+        if (root) metrics_log_step(&met, step, loss, lr, norm, tokens_per_step / dt);
         if (!a->quiet && (met.tty || step == st.step + 1 || step % 10 == 0 || step == a->steps))
             progress_print(&met, step, a->steps, loss, lr, norm, tokens_per_step / sec_per_step, sec_per_step);
-        if (val && ((a->eval_every > 0 && step % a->eval_every == 0) || step == a->steps)) {
+        if (root && val && ((a->eval_every > 0 && step % a->eval_every == 0) || step == a->steps)) {
             const double vl = evaluate(a, model, val, tokens);
             metrics_log_eval(&met, step, "val", NULL, vl);
             if (!a->quiet) {
@@ -327,7 +356,7 @@ int train_run(TrainArgs *a) {
                 fprintf(stderr, "step %ld: val loss %.4f\n", step, vl);
             }
         }
-        if (mix && ((a->eval_every > 0 && step % a->eval_every == 0) || step == a->steps)) {
+        if (root && mix && ((a->eval_every > 0 && step % a->eval_every == 0) || step == a->steps)) {
             /* per-domain validation, then the mean over the domains that have chunks */
             double sum = 0;
             int nd = 0;
@@ -345,8 +374,10 @@ int train_run(TrainArgs *a) {
                 }
             }
         }
-        if ((a->save_every > 0 && step % a->save_every == 0) || step == a->steps)
-            if (save_run(a, model, &h, train, mix, step, &st.rng) < 0) goto done;
+        if ((a->save_every > 0 && step % a->save_every == 0) || step == a->steps) {
+            if (root && save_run(a, model, &h, train, mix, step, &st.rng) < 0) goto done;
+            dist_barrier(); /* the checkpoint is whole before any rank moves on or ends */
+        }
     }
     if (!a->quiet) {
         progress_end(&met);
@@ -355,6 +386,8 @@ int train_run(TrainArgs *a) {
     rc = 0;
 done:
     free(tokens);
+    free(skip);
+    dist_grad_close(&dg);
     metrics_close(&met);
     if (model) be->destroy(model);
     loader_close(train);
