@@ -104,3 +104,13 @@ vrl_test(test_lmeval SOURCES conformance/test_lmeval.c LIBS vrl_common)
 target_compile_definitions(test_lmeval PRIVATE VRL_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
 vrl_test(test_curves SOURCES conformance/test_curves.c LIBS vrl_common ${MATH_LIB})
 add_test(NAME test_eval_cli COMMAND ${CMAKE_SOURCE_DIR}/conformance/test_eval_cli.sh $<TARGET_FILE:vrl>)
+
+# ---------------------------------------------------------------- data parallelism (mpirun; docs/distributed.md)
+# run_compare: two run folders' losses and weights side by side. The test skips (77) without
+# mpirun or without MPI in the build.
+add_executable(run_compare conformance/run_compare.c)
+target_include_directories(run_compare PRIVATE ${CMAKE_SOURCE_DIR})
+target_link_libraries(run_compare PRIVATE vrl_common)
+add_test(NAME test_distributed
+  COMMAND ${CMAKE_SOURCE_DIR}/conformance/test_distributed.sh $<TARGET_FILE:vrl> $<TARGET_FILE:run_compare>)
+set_tests_properties(test_distributed PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 ENVIRONMENT "TMPDIR=${VRL_TEST_TMP}")
