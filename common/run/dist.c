@@ -74,6 +74,11 @@ void dist_finalize(void) {
 }
 
 int dist_rank(void) { return g_rank; }
+int dist_local_rank(void) {
+    long r = env_long("OMPI_COMM_WORLD_LOCAL_RANK");
+    if (r < 0) r = env_long("SLURM_LOCALID");
+    return r < 0 ? 0 : (int)r;
+}
 int dist_world(void) { return g_world; }
 const char *dist_launcher(void) { return g_launcher; }
 
@@ -118,9 +123,20 @@ static void allgather(const void *mine, void *out, size_t bytes) {
     memcpy(out, mine, bytes);
 }
 
+double dist_sum_f64(double x) {
+    if (g_world == 1) return x;
+    double *all = malloc((size_t)g_world * sizeof *all); /* [world] rank order */
+    if (!all) return NAN;
+    allgather(&x, all, sizeof x);
+    double s = 0;
+    for (int r = 0; r < g_world; r++) s += all[r];
+    free(all);
+    return s;
+}
+
 /* ------------------------------------------------------------------ the update's gradient */
 
-int dist_grad_open(DistGrad *g, const Backend *be, size_t n, int accum) {
+int dist_grad_open(DistGrad *g, const Backend *be, void *model, size_t n, int accum) {
     memset(g, 0, sizeof *g);
     g->rank = g_rank, g->world = g_world, g->accum = accum, g->n = n, g->dtype = be->dtype;
     if (accum % g_world)
@@ -129,17 +145,19 @@ int dist_grad_open(DistGrad *g, const Backend *be, size_t n, int accum) {
                          accum, g_world);
     /* Kept apart whenever more than one micro-batch makes an update, so that one process
      * with --accum A and A/K processes with --accum K sum the same numbers in the same order. */
-    g->per_micro = accum > 1 && be->grad_buffer;
-    if (g_world > 1 && !g->per_micro)
-        return vrl_error("backend %s cannot share its gradients between processes", be->name);
-    if (!g->per_micro) return 0;
+    g->mode = be->shard_open ? DIST_SHARDED : accum > 1 && be->grad_buffer ? DIST_HOST_SUM : DIST_IN_PLACE;
+    if (g_world > 1 && g->mode == DIST_IN_PLACE)
+        return vrl_error("backend %s cannot share its gradients between processes (built without NCCL?)", be->name);
+    if (g->mode == DIST_SHARDED && be->shard_open(model) < 0) return -1;
+    g->losses = malloc((size_t)g_world * sizeof *g->losses);
+    if (!g->losses) return vrl_error("out of memory");
+    if (g->mode != DIST_HOST_SUM) return 0;
     const size_t bytes = n * dtype_size(g->dtype);
     if (bytes > INT_MAX)
         return vrl_error("%zu gradients are more than one MPI message holds (%d bytes)", n, INT_MAX);
     g->sum = malloc(bytes);
     g->gathered = malloc(bytes * (size_t)g_world);
-    g->losses = malloc((size_t)g_world * sizeof *g->losses);
-    if (!g->sum || !g->gathered || !g->losses) {
+    if (!g->sum || !g->gathered) {
         dist_grad_close(g);
         return vrl_error("out of memory for %d copies of %zu gradients", g_world + 1, n);
     }
@@ -158,7 +176,8 @@ int dist_grad_rounds(const DistGrad *g) { return g->accum / g->world; }
 int dist_grad_micro(const DistGrad *g, int round) { return round * g->world + g->rank; }
 
 void dist_grad_begin_micro(DistGrad *g, const Backend *be, void *model) {
-    if (g->per_micro) be->zero_grad(model);
+    if (g->mode == DIST_HOST_SUM) be->zero_grad(model);
+    if (g->mode == DIST_SHARDED && g->rounds_done == dist_grad_rounds(g) - 1) be->reduce_next(model);
 }
 
 /* sum (+)= x, elementwise, in the backend's precision */
@@ -179,16 +198,13 @@ static void add_into(DType dt, void *sum, const void *x, size_t n, int first) {
 int dist_grad_end_micro(DistGrad *g, const Backend *be, void *model, double loss) {
     /* A rank whose batch was refused stops here with its own message, before the exchange. */
     if (!isfinite(loss) && vrl_last_error()[0]) return -1;
-    if (!g->per_micro) {
-        g->loss += loss;
-        g->rounds_done++;
-        return 0;
-    }
     const size_t bytes = g->n * dtype_size(g->dtype);
-    allgather(be->grad_buffer(model), g->gathered, bytes);
+    if (g->mode == DIST_HOST_SUM) allgather(be->grad_buffer(model), g->gathered, bytes);
     allgather(&loss, g->losses, sizeof loss);
     for (int r = 0; r < g->world; r++) {
-        add_into(g->dtype, g->sum, (const char *)g->gathered + (size_t)r * bytes, g->n, g->rounds_done == 0 && r == 0);
+        if (g->mode == DIST_HOST_SUM)
+            add_into(g->dtype, g->sum, (const char *)g->gathered + (size_t)r * bytes, g->n,
+                     g->rounds_done == 0 && r == 0);
         g->loss += g->losses[r];
     }
     g->rounds_done++;
@@ -196,7 +212,7 @@ int dist_grad_end_micro(DistGrad *g, const Backend *be, void *model, double loss
 }
 
 double dist_grad_finish(DistGrad *g, const Backend *be, void *model) {
-    if (g->per_micro) memcpy(be->grad_buffer(model), g->sum, g->n * dtype_size(g->dtype));
+    if (g->mode == DIST_HOST_SUM) memcpy(be->grad_buffer(model), g->sum, g->n * dtype_size(g->dtype));
     const double loss = g->loss / g->accum;
     g->loss = 0;
     g->rounds_done = 0;

@@ -36,6 +36,7 @@ int dist_init(void);
 void dist_finalize(void);
 
 int dist_rank(void);  /* 0 .. world-1; 0 without a launcher */
+int dist_local_rank(void); /* the rank among the processes of this node (GPU choice) */
 int dist_world(void); /* processes in the job; 1 without a launcher */
 /* "mpirun", "srun" or "" (one process) */
 const char *dist_launcher(void);
@@ -44,6 +45,8 @@ const char *dist_launcher(void);
 void dist_barrier(void);
 /* Rank 0's `bytes` bytes at buf to every rank. */
 void dist_broadcast(void *buf, size_t bytes);
+/* Every rank's x, summed in rank order (the same bits on every rank, whatever MPI does). */
+double dist_sum_f64(double x);
 /* Print "PREFIX: rank R of W: MESSAGE" on stderr and stop every rank (MPI_Abort), so
  * one rank's error ends the job with its message instead of a hang. Only the CLI calls
  * it; without MPI it returns and the caller exits as usual. */
@@ -51,12 +54,18 @@ void dist_abort(const char *prefix, const char *message);
 
 /* ------------------------------------------------------------------ the update's gradient */
 
+/* How an update's micro-batch gradients become one gradient:
+ *   DIST_HOST_SUM  each micro-batch into a cleared host buffer (Backend.grad_buffer), summed
+ *                  here in global micro-batch order: the reference with accum > 1;
+ *   DIST_SHARDED   the backend accumulates its micro-batches in place and reduce-scatters
+ *                  during the last backward (Backend.shard_open): fast/, world 1 included;
+ *   DIST_IN_PLACE  the backend accumulates in place, one process (accum 1, or no NCCL). */
+enum { DIST_IN_PLACE, DIST_HOST_SUM, DIST_SHARDED };
+
 /* Sums an update's micro-batch gradients in global micro-batch order (see above). */
 typedef struct {
     int rank, world, accum; /* accum: micro-batches of the whole update, a multiple of world */
-    int per_micro;          /* 1: each micro-batch into a cleared buffer, summed here in order;
-                               0: the backend accumulates in place (one process, accum 1, or
-                               a backend without a host gradient buffer) */
+    int mode;               /* DIST_IN_PLACE, DIST_HOST_SUM or DIST_SHARDED (below) */
     size_t n;               /* gradient elements */
     DType dtype;            /* F32 or F64, the backend's */
     void *sum;              /* [n] the update's gradient so far */
@@ -66,10 +75,10 @@ typedef struct {
     int rounds_done;
 } DistGrad;
 
-/* For a model of n parameters trained with `accum` micro-batches per update. -1 with
+/* For `model` of n parameters trained with `accum` micro-batches per update. -1 with
  * vrl_error when accum does not split over the processes or the backend cannot share
  * its gradients. */
-int dist_grad_open(DistGrad *g, const Backend *be, size_t n, int accum);
+int dist_grad_open(DistGrad *g, const Backend *be, void *model, size_t n, int accum);
 void dist_grad_close(DistGrad *g);
 
 /* Rounds per update (accum / world) and the global index of this rank's micro-batch in
@@ -78,7 +87,8 @@ int dist_grad_rounds(const DistGrad *g);
 int dist_grad_micro(const DistGrad *g, int round);
 
 /* Before this rank's micro-batch of a round: clear the backend's gradients when each
- * micro-batch is kept apart. */
+ * micro-batch is kept apart; before the last round of a sharded backend, ask its
+ * backward to reduce-scatter. */
 void dist_grad_begin_micro(DistGrad *g, const Backend *be, void *model);
 /* After it: `loss` is its mean loss. Exchanges the round's gradients and losses and adds
  * them in micro-batch order. */

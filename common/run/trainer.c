@@ -180,7 +180,8 @@ typedef struct {
 
 static int save_run(const TrainArgs *a, void *model, HostState *h, DataLoader *train, const Mixture *mix, long step,
                     const Rng *rng) {
-    a->backend->get_state(model, h->params, NULL, h->exp_avg, h->exp_avg_sq);
+    a->backend->get_state(model, h->params, NULL, h->exp_avg, h->exp_avg_sq); /* every rank: may gather */
+    if (dist_rank() != 0) return 0;                                             /* rank 0 writes */
     TrainState s = {.step = step, .rng = *rng};
     if (mix) mixture_state_export(mix, s.data_pos, &s.n_data_pos);
     else s.n_data_pos = loader_get_pos(train, s.data_pos);
@@ -292,7 +293,7 @@ int train_run(TrainArgs *a) {
     if (!(model = be->create(&a->model, &h.table, a->batch, a->seq))) goto done;
     share_state(&h, be->dtype);
     be->set_state(model, h.params, h.exp_avg, h.exp_avg_sq);
-    if (dist_grad_open(&dg, be, h.table.total, a->accum) < 0) goto done;
+    if (dist_grad_open(&dg, be, model, h.table.total, a->accum) < 0) goto done;
 
     /* Inputs are all valid: only now is the run folder created or touched, by rank 0,
      * after every rank has checked it. */
@@ -375,7 +376,7 @@ int train_run(TrainArgs *a) {
             }
         }
         if ((a->save_every > 0 && step % a->save_every == 0) || step == a->steps) {
-            if (root && save_run(a, model, &h, train, mix, step, &st.rng) < 0) goto done;
+            if (save_run(a, model, &h, train, mix, step, &st.rng) < 0) goto done;
             dist_barrier(); /* the checkpoint is whole before any rank moves on or ends */
         }
     }
