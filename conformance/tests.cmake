@@ -96,6 +96,14 @@ if(VRL_HAVE_CUDA)
   set_tests_properties(test_fast_vs_ref PROPERTIES SKIP_RETURN_CODE 77
     ENVIRONMENT "TMPDIR=${VRL_TEST_TMP}")
 endif()
+# fast/'s NCCL data-parallel path at world size 1 against the plain fast trainer (docs/distributed.md).
+if(VRL_HAVE_CUDA AND VRL_HAVE_NCCL)
+  add_executable(test_fast_nccl conformance/test_fast_nccl.c)
+  target_include_directories(test_fast_nccl PRIVATE ${CMAKE_SOURCE_DIR})
+  target_link_libraries(test_fast_nccl PRIVATE vrl_fast vrl_common)
+  add_test(NAME test_fast_nccl COMMAND test_fast_nccl)
+  set_tests_properties(test_fast_nccl PROPERTIES SKIP_RETURN_CODE 77)
+endif()
 
 # ---------------------------------------------------------------- analysis metrics and evaluation
 vrl_test(test_metrics SOURCES conformance/test_metrics.c LIBS vrl_ref64 vrl_common)
