@@ -17,8 +17,8 @@ extern "C" {
 }
 #else
 /* Without NCCL m->zero is always NULL and these are never reached. */
-static int zero_n_ranges(const FastModel *) { return 1; }
-static void zero_range(const FastModel *, int, size_t *, size_t *, float **) {}
+int zero_n_ranges(const FastModel *) { return 1; }
+void zero_range(const FastModel *, int, size_t *, size_t *, float **) {}
 #endif
 
 #define ADAMW_THREADS 256
@@ -110,8 +110,8 @@ double fast_adamw_step(FastModel *m, const AdamWConfig *opt, double lr, long ste
             size_t x0 = o0, x1 = o1;
             float *g = m->grads + o0;
             if (m->zero) {
-                size_t s, n;
-                float *gs;
+                size_t s = 0, n = 0;
+                float *gs = NULL;
                 zero_range(m, r, &s, &n, &gs);
                 x0 = s > o0 ? s : o0;
                 x1 = s + n < o1 ? s + n : o1;
