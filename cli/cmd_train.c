@@ -194,6 +194,7 @@ int cmd_train(int argc, char **argv) {
     /* Under mpirun/srun: every process from here on is one rank of the job. */
     if (dist_init() < 0) goto fail;
     if (!resume) a.accum *= dist_world(); /* the update of the whole job; a resumed run keeps its own */
+    dist_broadcast(a.out, sizeof a.out);  /* rank 0's folder (a default name holds the time) */
     if (train_run(&a) < 0) goto fail;
     dist_finalize();
     return 0;
