@@ -62,13 +62,14 @@ static void usage(FILE *f) {
             "  --save-every N        checkpoint every N steps, 0 = at the end [500]\n"
             "  --quiet               no progress line\n"
             "data parallel (docs/distributed.md)\n"
-            "  mpirun -np N vrl train ...   N processes (8 GPUs in one node: mpirun -np 8 ...;\n"
-            "                               several nodes: mpirun -np 16 --hostfile FILE ...)\n"
-            "  srun --mpi=pmix -n N vrl train ...   the same under SLURM\n"
-            "                        An update holds --accum x N micro-batches, the same tokens\n"
-            "                        and (on cpu) the same sums as one process with --accum\n"
-            "                        K x N; rank 0 writes the run folder; --resume may change N\n"
-            "                        when it divides the run's micro-batches per update.\n\n",
+            "  mpirun -np N vrl train ...          N processes; 8 GPUs in one node:\n"
+            "                                      mpirun -np 8 vrl train --device cuda ...\n"
+            "  mpirun -np 16 --hostfile FILE ...   several nodes (FILE: \"node1 slots=8\" lines)\n"
+            "  srun --mpi=pmix vrl train ...       the same under SLURM\n"
+            "                        An update then holds K x N micro-batches (K = --accum): the\n"
+            "                        tokens of one process with --accum K*N, and on cpu the same\n"
+            "                        bits. Rank 0 writes the run folder; --resume may change N\n"
+            "                        when N divides the run's micro-batches per update.\n\n",
             config_preset_names());
     args_print_variants(f);
 }
