@@ -3,7 +3,8 @@
 # tiny model, synthetic corpus, a few steps each:
 #   - 2 processes equal one process with --accum 2 (losses and final weights within 1e-12;
 #     the line printed says whether they are bit-identical), 3 processes --accum 3, and
-#     2 processes with --accum 2 each one process with --accum 4;
+#     2 processes with --accum 2 each one process with --accum 4, and a GPT-2 with dropout
+#     (masks keyed by the global micro-batch index) on 2 processes --accum 2 on one;
 #   - a run stopped at step 3 and resumed with the same process count is bit-exact; resumed
 #     2 -> 1 and 1 -> 2 it continues with the same losses and weights within 1e-12;
 #   - a resume whose process count does not divide the update is refused;
@@ -62,6 +63,12 @@ same np3_vs_accum3 accum3 np3 1e-12
 one accum4 1 --steps 3 --accum 4 --out "$tmp/accum4"
 one np2x2 2 --steps 3 --accum 2 --out "$tmp/np2x2"
 same np2_accum2_vs_accum4 accum4 np2x2 1e-12
+# GPT-2 with dropout: each micro-batch's masks are keyed by its global index
+printf '{"model_type": "gpt2", "n_embd": 16, "n_layer": 2, "n_head": 2, "n_positions": 64, "vocab_size": 64, %s}\n' \
+  '"resid_pdrop": 0.1, "embd_pdrop": 0.1, "attn_pdrop": 0.1' >"$tmp/gpt2.json"
+one gpt2_accum2 1 --model "$tmp/gpt2.json" --steps 3 --accum 2 --out "$tmp/gpt2_accum2"
+one gpt2_np2 2 --model "$tmp/gpt2.json" --steps 3 --out "$tmp/gpt2_np2"
+same gpt2_dropout_np2_vs_accum2 gpt2_accum2 gpt2_np2 1e-12
 
 # stop at step 3, resume to 6: same process count, then 2 -> 1 and 1 -> 2
 one r22 2 --steps 3 --out "$tmp/r22" && one r22b 2 --resume "$tmp/r22" --steps 6
