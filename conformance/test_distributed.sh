@@ -97,7 +97,7 @@ one k 2 --steps 3 --out "$tmp/k"
 "${MPI[@]}" -np 2 "$VRL" train --quiet --resume "$tmp/k" --steps 1000000 >"$tmp/out" 2>"$tmp/err" &
 job=$!
 victim=""
-for _ in $(seq 100); do  # up to 10 s for both ranks to start training
+for _ in $(seq 300); do  # up to 30 s for the ranks to start
   sleep 0.1
   for p in $(pgrep -P $job); do
     tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx OMPI_COMM_WORLD_RANK=1 && victim=$p
