@@ -11,11 +11,15 @@
 #   - one rank's error stops the job with that rank's message (no hang), and a killed rank
 #     ends the job with an error naming it and leaves the last checkpoint whole (a
 #     one-process resume from it runs).
+# Three groups, one ctest each so each stays short: split (the first item), resume (the
+# second), errors (the third and the last).
 # Skips (exit 77) when mpirun is absent or vrl was built without MPI.
-# usage: test_distributed.sh PATH/TO/vrl PATH/TO/run_compare
+# usage: test_distributed.sh split|resume|errors PATH/TO/vrl PATH/TO/run_compare
 set -u
-VRL=$1
-CMP=$2
+GROUP=$1
+VRL=$2
+CMP=$3
+case $GROUP in split | resume | errors) ;; *) echo "usage: $0 split|resume|errors VRL RUN_COMPARE"; exit 2 ;; esac
 . "$(dirname "$0")/cli_test_lib.sh"
 
 command -v mpirun >/dev/null || { echo "SKIP: mpirun not found (scripts/deps.sh installs openmpi-bin)"; exit 77; }
@@ -53,6 +57,7 @@ one probe 2 --steps 1 --out "$tmp/probe"
 if grep -q "has no MPI" "$tmp/probe.log"; then echo "SKIP: this build of vrl has no MPI (libopenmpi-dev absent at build time)"; exit 77; fi
 [ -f "$tmp/probe/model.safetensors" ] || { echo "FAIL a two-process run did not write its run folder"; exit 1; }
 
+if [ "$GROUP" = split ]; then
 # the same update, split across processes
 one accum2 1 --steps 6 --accum 2 --out "$tmp/accum2"
 one np2 2 --steps 6 --out "$tmp/np2"
@@ -69,6 +74,11 @@ printf '{"model_type": "gpt2", "n_embd": 16, "n_layer": 2, "n_head": 2, "n_posit
 one gpt2_accum2 1 --model "$tmp/gpt2.json" --steps 3 --accum 2 --out "$tmp/gpt2_accum2"
 one gpt2_np2 2 --model "$tmp/gpt2.json" --steps 3 --out "$tmp/gpt2_np2"
 same gpt2_dropout_np2_vs_accum2 gpt2_accum2 gpt2_np2 1e-12
+fi
+
+if [ "$GROUP" = resume ]; then
+one accum2 1 --steps 6 --accum 2 --out "$tmp/accum2"
+one np2 2 --steps 6 --out "$tmp/np2"
 
 # stop at step 3, resume to 6: same process count, then 2 -> 1 and 1 -> 2
 one r22 2 --steps 3 --out "$tmp/r22" && one r22b 2 --resume "$tmp/r22" --steps 6
@@ -77,7 +87,11 @@ one r21 2 --steps 3 --out "$tmp/r21" && one r21b 1 --resume "$tmp/r21" --steps 6
 same resume_2_to_1 np2 r21 1e-12
 one r12 1 --steps 3 --accum 2 --out "$tmp/r12" && one r12b 2 --resume "$tmp/r12" --steps 6
 same resume_1_to_2 accum2 r12 1e-12
+fi
+
+if [ "$GROUP" = errors ]; then
 # 3 micro-batches per update do not split over 2 processes
+one np3 3 --steps 4 --out "$tmp/np3"
 timeout $LIMIT "${MPI[@]}" -np 2 "$VRL" "${T[@]}" --resume "$tmp/np3" --steps 5 >"$tmp/out" 2>"$tmp/err"
 rc=$?
 check resume_world_must_divide test $rc -ne 0 -a $rc -ne 124
@@ -117,6 +131,7 @@ if [ -n "$victim" ]; then
 else
   kill $job 2>/dev/null; wait $job
   fails=$((fails + 1)); echo "FAIL kill_rank: rank 1 of the job was not found"
+fi
 fi
 
 finish

@@ -119,6 +119,9 @@ add_test(NAME test_eval_cli COMMAND ${CMAKE_SOURCE_DIR}/conformance/test_eval_cl
 add_executable(run_compare conformance/run_compare.c)
 target_include_directories(run_compare PRIVATE ${CMAKE_SOURCE_DIR})
 target_link_libraries(run_compare PRIVATE vrl_common)
-add_test(NAME test_distributed
-  COMMAND ${CMAKE_SOURCE_DIR}/conformance/test_distributed.sh $<TARGET_FILE:vrl> $<TARGET_FILE:run_compare>)
-set_tests_properties(test_distributed PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 ENVIRONMENT "TMPDIR=${VRL_TEST_TMP}")
+foreach(group split resume errors)
+  add_test(NAME test_distributed_${group} COMMAND ${CMAKE_SOURCE_DIR}/conformance/test_distributed.sh ${group}
+    $<TARGET_FILE:vrl> $<TARGET_FILE:run_compare>)
+  set_tests_properties(test_distributed_${group} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300
+    ENVIRONMENT "TMPDIR=${VRL_TEST_TMP}")
+endforeach()
