@@ -24,6 +24,7 @@
 #include "common/base/error.h"
 #include "common/model/config.h"
 #include "common/model/params.h"
+#include "common/model/spec.h"
 
 typedef struct {
     double nvlink_busbw; /* GB/s, 8 GPUs in one node */
@@ -36,7 +37,7 @@ typedef struct {
 static void row(const char *model, const char *where, int W, double busbw, const Assume *a) {
     ModelConfig c;
     ParamTable t;
-    if (config_preset(model, &c) < 0 || param_table_build(&c, &t) < 0) {
+    if (config_preset(model, &c) < 0 || model_spec_table(&c, &t) < 0) {
         fprintf(stderr, "bench_dist_cost: %s\n", vrl_last_error());
         exit(1);
     }

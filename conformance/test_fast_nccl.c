@@ -18,6 +18,7 @@
 #include "common/base/error.h"
 #include "common/base/rng.h"
 #include "common/model/params.h"
+#include "common/model/spec.h"
 #include "fast/fast.h"
 
 #define B 2
@@ -36,21 +37,22 @@ int main(void) {
         return 77;
     }
     ModelConfig c;
-    ParamTable t;
-    if (config_preset("tiny", &c) < 0 || param_table_build(&c, &t) < 0) {
+    ModelSpec spec;
+    if (config_preset("tiny", &c) < 0 || model_spec_build(&c, &spec) < 0) {
         printf("FAIL: tiny config: %s\n", vrl_last_error());
         return 1;
     }
-    const size_t P = t.total;
+    const ParamTable *t = &spec.table;
+    const size_t P = t->total;
     double *init = malloc(P * sizeof *init);          /* [P] */
     float *w32 = malloc(P * sizeof *w32);             /* [P] */
     float *wa = malloc(P * sizeof *wa), *wb = malloc(P * sizeof *wb); /* [P] final weights */
     int32_t *tok = malloc((size_t)B * T * sizeof *tok); /* [B, T] */
     if (!init || !w32 || !wa || !wb || !tok) return 1;
-    params_init_f64(&t, 42, init);
+    params_init_f64(t, 42, init);
     for (size_t i = 0; i < P; i++) w32[i] = (float)init[i];
 
-    void *plain = be->create(&c, &t, B, T), *nccl = be->create(&c, &t, B, T);
+    void *plain = be->create(&spec, B, T), *nccl = be->create(&spec, B, T);
     if (!plain || !nccl || be->shard_open(nccl) < 0) {
         printf("FAIL: create / shard_open: %s\n", vrl_last_error());
         return 1;
@@ -86,7 +88,7 @@ int main(void) {
     if (differ) failures++;
     be->destroy(plain);
     be->destroy(nccl);
-    param_table_free(&t);
+    model_spec_free(&spec);
     free(init), free(w32), free(wa), free(wb), free(tok);
     printf("%s\n", failures ? "FAIL" : "ok: world size 1 through NCCL equals the plain fast trainer");
     return failures ? 1 : 0;
