@@ -120,6 +120,8 @@ vrl_test(test_lmeval SOURCES conformance/test_lmeval.c LIBS vrl_common)
 target_compile_definitions(test_lmeval PRIVATE VRL_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
 vrl_test(test_curves SOURCES conformance/test_curves.c LIBS vrl_common ${MATH_LIB})
 add_test(NAME test_eval_cli COMMAND ${CMAKE_SOURCE_DIR}/conformance/test_eval_cli.sh $<TARGET_FILE:vrl>)
+# every `vrl` command in a ```sh block of README.md and docs/*.md, run as printed
+add_test(NAME test_doc_commands COMMAND ${CMAKE_SOURCE_DIR}/conformance/test_doc_commands.sh $<TARGET_FILE:vrl> ${CMAKE_SOURCE_DIR})
 
 # ---------------------------------------------------------------- data parallelism (mpirun; docs/distributed.md)
 # run_compare: two run folders' losses and weights side by side. The test skips (77) without
