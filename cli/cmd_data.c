@@ -575,6 +575,18 @@ static int data_select(int argc, char **argv) {
 
 /* ------------------------------------------------------------------ tokenize */
 
+/* OUT/tokenizer.json: the tokenizer the shards were made with. */
+static int copy_tokenizer(const char *tokp, const char *out) {
+    void *text;
+    size_t n;
+    char path[4200];
+    if (read_file_all(tokp, &text, &n) < 0) return -1;
+    snprintf(path, sizeof path, "%s/tokenizer.json", out);
+    int rc = write_file_atomic(path, text, n);
+    free(text);
+    return rc;
+}
+
 static const char TOKENIZE_USAGE[] =
     "usage: vrl data tokenize --in DIR --out DIR --tokenizer FILE [--chunk 2048]\n"
     "                         [--threads N] [--shard-chunks 65536] [--eos ID]\n"
@@ -723,6 +735,7 @@ static int data_tokenize(int argc, char **argv) {
         names_free(&files);
     }
     if (rc == 0 && !found) rc = vrl_error("%s: no SPLIT/DOMAIN.jsonl[.zst] files (run `vrl data reorganize` first)", in);
+    if (rc == 0) rc = copy_tokenizer(tokp, out); /* runs trained on this folder carry it (common/run/hf_export.c) */
     if (rc) {                                 /* leave no shard of a failed run behind */
         for (size_t i = 0; i < written.n; i++) unlink(written.v[i]);
     }

@@ -9,6 +9,7 @@
 #include "common/model/config.h"
 #include "common/base/error.h"
 #include "common/data/mixture.h"
+#include "common/run/dist.h"
 #include "common/run/trainer.h"
 #include "common/model/spec.h"
 #include "ref/model.h"
@@ -47,7 +48,7 @@ static void usage(FILE *f) {
             "  --batch B             sequences per micro-batch [16]\n"
             "  --seq T               tokens per sequence [128, or the model's\n"
             "                        max_position_embeddings when smaller]\n"
-            "  --accum K             micro-batches per update [1]\n"
+            "  --accum K             micro-batches per update, on each process [1]\n"
             "optimizer (SPEC.md §2)\n"
             "  --lr X                peak learning rate [3e-3]\n"
             "  --lr-end X            final learning rate [3e-4]\n"
@@ -63,7 +64,16 @@ static void usage(FILE *f) {
             "  --eval-every N        validation every N steps, 0 = at the end [100]\n"
             "  --eval-batches N      validation batches per evaluation [8]\n"
             "  --save-every N        checkpoint every N steps, 0 = at the end [500]\n"
-            "  --quiet               no progress line\n\n",
+            "  --quiet               no progress line\n"
+            "data parallel (docs/distributed.md)\n"
+            "  mpirun -np N vrl train ...          N processes; 8 GPUs in one node:\n"
+            "                                      mpirun -np 8 vrl train --device cuda ...\n"
+            "  mpirun -np 16 --hostfile FILE ...   several nodes (FILE: \"node1 slots=8\" lines)\n"
+            "  srun --mpi=pmix vrl train ...       the same under SLURM\n"
+            "                        An update then holds K x N micro-batches (K = --accum): the\n"
+            "                        tokens of one process with --accum K*N, and on cpu the same\n"
+            "                        bits. Rank 0 writes the run folder; --resume may change N\n"
+            "                        when N divides the run's micro-batches per update.\n\n",
             config_preset_names());
     args_print_variants(f);
 }
@@ -189,6 +199,10 @@ int cmd_train(int argc, char **argv) {
             goto fail;
         }
     }
+    /* Under mpirun/srun: every process from here on is one rank of the job. */
+    if (dist_init() < 0) goto fail;
+    if (!resume) a.accum *= dist_world(); /* the update of the whole job; a resumed run keeps its own */
+    dist_broadcast(a.out, sizeof a.out);  /* rank 0's folder (a default name holds the time) */
     if (a.backend == &ref_backend_f32 || a.backend == &ref_backend_f64) {
         /* BLAS threads fitted to the model; a resumed run's model is in its folder (when that
          * cannot be read, train_run says why) */
@@ -198,8 +212,11 @@ int cmd_train(int argc, char **argv) {
         if (!resume || config_load_json(path, &m) == 0) blas_threads_apply(threads, &m);
     }
     if (train_run(&a) < 0) goto fail;
+    dist_finalize();
     return 0;
 fail:
+    dist_abort("vrl train", vrl_last_error()); /* with other ranks: print with the rank, stop them all */
     fprintf(stderr, "vrl train: %s\n", vrl_last_error());
+    dist_finalize();
     return 1;
 }
