@@ -1,6 +1,7 @@
 /* trainer.c: the backend-independent training loop (trainer.h). */
 #include "common/run/trainer.h"
 
+#include <errno.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -8,6 +9,8 @@
 #include <string.h>
 
 #include "common/run/checkpoint.h"
+#include "common/run/ckpt_folder.h"
+#include "common/run/runlock.h"
 #include "common/eval/domainval.h"
 #include "common/base/error.h"
 #include "common/base/fsutil.h"
@@ -29,6 +32,7 @@ void train_args_defaults(TrainArgs *a) {
     a->eval_batches = 8;
     a->save_every = 500;
     a->synthetic_tokens = 2000000;
+    a->keep_previous = 1;
     snprintf(a->out, sizeof a->out, "runs/default");
 }
 
@@ -89,7 +93,10 @@ int train_args_from_json(const char *text, TrainArgs *a, const char *origin) {
         a->eval_every = eval_every;
         a->save_every = save_every;
         a->synthetic_tokens = synth;
-        a->seed = strtoull(seed, NULL, 10);
+        char *end;
+        errno = 0;
+        a->seed = strtoull(seed, &end, 10);
+        if (!*seed || *end || errno || *seed == '-') rc = -1, snprintf(e.text, sizeof e.text, "seed \"%.40s\" is not a number", seed);
     }
     json_decref(o);
     return rc ? vrl_error("%s: training arguments: %s", origin, e.text) : 0;
@@ -177,6 +184,7 @@ typedef struct {
     void *params, *exp_avg, *exp_avg_sq; /* host views [table.total] in backend dtype */
 } HostState;
 
+/* The whole step goes into a stage folder, then one rename publishes it (ckpt_folder.h). */
 static int save_run(const TrainArgs *a, void *model, HostState *h, DataLoader *train, const Mixture *mix, long step,
                     const Rng *rng) {
     a->backend->get_state(model, h->params, NULL, h->exp_avg, h->exp_avg_sq);
@@ -184,8 +192,15 @@ static int save_run(const TrainArgs *a, void *model, HostState *h, DataLoader *t
     if (mix) mixture_state_export(mix, s.data_pos, &s.n_data_pos);
     else s.n_data_pos = loader_get_pos(train, s.data_pos);
     if (train_args_to_json(a, s.train_args_json, sizeof s.train_args_json) < 0) return -1;
-    if (checkpoint_save_model(a->out, &a->model, &h->table, a->backend->dtype, h->params) < 0) return -1;
-    return checkpoint_save_state(a->out, &h->table, a->backend->dtype, h->exp_avg, h->exp_avg_sq, &s);
+    char stage[TRAIN_PATH_LEN + 64];
+    if (ckpt_stage(a->out, step, stage, sizeof stage) < 0) return -1;
+    if (checkpoint_save_model(stage, &a->model, &h->table, a->backend->dtype, h->params) < 0 ||
+        checkpoint_save_state(stage, &h->table, a->backend->dtype, h->exp_avg, h->exp_avg_sq, &s) < 0 ||
+        ckpt_publish(a->out, step, a->keep_previous) < 0) {
+        ckpt_discard(stage);
+        return -1;
+    }
+    return 0;
 }
 
 static int host_state_alloc(HostState *h, const ModelConfig *c, DType dt) {
@@ -227,12 +242,25 @@ int train_run(TrainArgs *a) {
     int32_t *tokens = NULL;
     Metrics met = {0};
     TrainState st = {0};
-    int rc = -1;
+    int rc = -1, lock = -1;
     const Backend *be = a->backend;
     char path[TRAIN_PATH_LEN + 64];
 
+    char changes[1024] = ""; /* flags a --resume changed, for metrics.jsonl */
+    if (train_args_check(a, NULL) < 0) goto done;
     if (a->resume) {
-        /* Everything about the run comes from its folder; only the length may change. */
+        /* Everything about the run comes from its folder; the flags that may change
+         * are in train_args_resume's rules. The lock comes first: another run may be
+         * writing the folder. */
+        if (!ckpt_exists(a->out)) {
+            snprintf(path, sizeof path, "%s/config.json", a->out);
+            vrl_error(file_exists(path) ? "%s: holds no checkpoint yet (the run stopped before its first save); start "
+                                          "it again with --out %s"
+                                        : "%s: not a run folder (no checkpoint); start a run with --out %s",
+                      a->out, a->out);
+            goto done;
+        }
+        if ((lock = run_lock(a->out)) < 0 || ckpt_clean(a->out) < 0) goto done;
         TrainArgs cli = *a;
         snprintf(path, sizeof path, "%s/config.json", a->out);
         if (config_load_json(path, &a->model) < 0) goto done;
@@ -240,18 +268,17 @@ int train_run(TrainArgs *a) {
         if (checkpoint_load_model(a->out, &h.table, be->dtype, h.params) < 0) goto done;
         if (checkpoint_load_state(a->out, &h.table, be->dtype, h.exp_avg, h.exp_avg_sq, &st) < 0) goto done;
         snprintf(path, sizeof path, "%s/train_state.safetensors", a->out);
-        if (train_args_from_json(st.train_args_json, a, path) < 0) goto done;
-        if (cli.steps > 0) a->steps = cli.steps;
-        a->quiet = cli.quiet;
-        a->backend = be;
+        const ModelConfig model = a->model;
+        if (train_args_resume(st.train_args_json, path, &cli, a, changes, sizeof changes) < 0) goto done;
+        a->model = model;
         if (st.step >= a->steps) {
             vrl_error("%s: the run is already at step %ld of %ld; give --steps N with N > %ld to continue",
                       a->out, st.step, a->steps, st.step);
             goto done;
         }
     } else {
-        snprintf(path, sizeof path, "%s/config.json", a->out);
-        if (file_exists(path)) {
+        /* A folder whose run died before its first save holds no checkpoint: it is reused. */
+        if (ckpt_exists(a->out)) {
             vrl_error("%s: already holds a run; continue it with --resume %s or choose another --out", a->out, a->out);
             goto done;
         }
@@ -265,6 +292,12 @@ int train_run(TrainArgs *a) {
         goto done;
     }
     if (open_data(a, &train, &val, &mix) < 0) goto done;
+    if (val && loader_windows(val) < (uint64_t)a->batch) { /* no full batch: no validation loss to log */
+        vrl_error("%s: %llu validation windows of %d tokens, fewer than one --batch of %d",
+                  a->val_data[0] ? a->val_data : "the synthetic validation set", (unsigned long long)loader_windows(val),
+                  a->seq, a->batch);
+        goto done;
+    }
     /* the flags must fit the training state, or the first checkpoint would fail after the work */
     if (train_args_to_json(a, st.train_args_json, sizeof st.train_args_json) < 0) goto done;
     if (a->resume && (mix ? mixture_state_import(mix, st.data_pos, st.n_data_pos)
@@ -275,11 +308,17 @@ int train_run(TrainArgs *a) {
 
     /* Inputs are all valid: only now is the run folder created or touched. */
     if (!a->resume) {
-        if (make_dirs(a->out) < 0) goto done;
+        if (make_dirs(a->out) < 0 || (lock = run_lock(a->out)) < 0) goto done;
+        if (ckpt_exists(a->out)) { /* a run that started meanwhile and saved */
+            vrl_error("%s: already holds a run; continue it with --resume %s or choose another --out", a->out, a->out);
+            goto done;
+        }
+        if (ckpt_clean(a->out) < 0) goto done;
         snprintf(path, sizeof path, "%s/config.json", a->out);
         if (config_save_json(path, &a->model) < 0) goto done;
     }
     if (metrics_open(&met, a->out, a->resume ? st.step : -1) < 0) goto done;
+    if (changes[0]) metrics_log_resume(&met, st.step, changes);
     tokens = malloc((size_t)a->batch * a->seq * sizeof *tokens);
     if (!tokens) {
         vrl_error("out of memory");
@@ -307,9 +346,11 @@ int train_run(TrainArgs *a) {
         loss /= a->accum;
         if (!isfinite(loss)) {
             /* A backend that refused the batch said why; otherwise the run diverged. */
-            if (!vrl_last_error()[0])
+            if (!vrl_last_error()[0] && ckpt_exists(a->out))
                 vrl_error("step %ld: training loss is %g (diverged); the last checkpoint in %s is intact", step, loss,
                           a->out);
+            else if (!vrl_last_error()[0])
+                vrl_error("step %ld: training loss is %g (diverged) before the first checkpoint", step, loss);
             goto done;
         }
         const double lr = schedule_lr(&a->sched, step - 1);
@@ -361,5 +402,6 @@ done:
     loader_close(val);
     mixture_close(mix);
     host_state_free(&h);
+    run_unlock(lock);
     return rc;
 }
