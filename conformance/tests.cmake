@@ -46,6 +46,11 @@ endforeach()
 # ---------------------------------------------------------------- training loop and the vrl command
 vrl_test(test_resume SOURCES conformance/test_resume.c LIBS vrl_ref32 vrl_ref64 vrl_common)
 add_test(NAME test_cli_errors COMMAND ${CMAKE_SOURCE_DIR}/conformance/test_cli_errors.sh $<TARGET_FILE:vrl>)
+# The run folder: checkpoint layout, lock, --resume rules; and a run killed or out of disk
+# at every file-system step of its saves resumes bit for bit (VRL_FAULT_AT_WRITE hook).
+add_test(NAME test_run_folder COMMAND ${CMAKE_SOURCE_DIR}/conformance/test_run_folder.sh $<TARGET_FILE:vrl>)
+add_test(NAME test_crash_resume COMMAND ${CMAKE_SOURCE_DIR}/conformance/test_crash_resume.sh $<TARGET_FILE:vrl>)
+set_tests_properties(test_crash_resume PROPERTIES TIMEOUT 600)
 
 # ---------------------------------------------------------------- tokenizer, data pipeline, mixture loader
 foreach(t test_tokenizer test_mixture)

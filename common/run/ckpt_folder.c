@@ -102,9 +102,9 @@ static int prune(const char *run, long latest, int keep_previous) {
         long s = step_of(e->d_name, "step-");
         if (s >= 0 && s < latest && n < 256) steps[n++] = s;
         if (s > latest || (s < 0 && step_of(e->d_name, ".stage-") >= 0)) { /* unpublished: never resumed from */
-            if (pathf(path, sizeof path, "%s/%s", dir, e->d_name) < 0 || fault_point("remove unpublished") < 0 ||
-                remove_flat_dir(path) < 0)
-                rc = -1;
+            if (pathf(path, sizeof path, "%s/%s", dir, e->d_name) < 0) rc = -1;
+            else if (fault_point("remove unpublished") < 0) rc = vrl_error("%s: cannot remove: %s", path, strerror(errno));
+            else if (remove_flat_dir(path) < 0) rc = -1;
         }
     }
     closedir(d);
@@ -113,9 +113,9 @@ static int prune(const char *run, long latest, int keep_previous) {
         int newer = 0;
         for (int j = 0; j < n; j++) newer += steps[j] > steps[i];
         if (newer < keep_previous) continue;
-        if (pathf(path, sizeof path, "%s/" STEP_FMT, dir, steps[i]) < 0 || fault_point("remove old step") < 0 ||
-            remove_flat_dir(path) < 0)
-            rc = -1;
+        if (pathf(path, sizeof path, "%s/" STEP_FMT, dir, steps[i]) < 0) rc = -1;
+        else if (fault_point("remove old step") < 0) rc = vrl_error("%s: cannot remove: %s", path, strerror(errno));
+        else if (remove_flat_dir(path) < 0) rc = -1;
     }
     return rc;
 }
@@ -172,7 +172,7 @@ static int is_tmp_name(const char *name) {
     return 1;
 }
 
-int ckpt_clean(const char *run) {
+int ckpt_clean(const char *run, int keep_previous) {
     DIR *d = opendir(run);
     if (!d) return errno == ENOENT ? 0 : vrl_error("%s: cannot open: %s", run, strerror(errno));
     char path[PATH_MAX];
@@ -187,6 +187,6 @@ int ckpt_clean(const char *run) {
     }
     closedir(d);
     if (rc) return rc;
-    /* with no published step, every step folder is unpublished */
-    return prune(run, latest_step(run) >= 0 ? latest_step(run) : -1, INT_MAX);
+    /* with no published step (-1), every step folder is unpublished */
+    return prune(run, latest_step(run), keep_previous);
 }

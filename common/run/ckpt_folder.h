@@ -36,7 +36,8 @@ int ckpt_resolve(const char *run, char *dir, size_t n);
 int ckpt_exists(const char *run);
 
 /* At the start of a run, with the run lock held: remove stage folders, steps that were
- * renamed but never published, and `*.tmp.PID` files that killed writers left. */
-int ckpt_clean(const char *run);
+ * renamed but never published, steps older than the `keep_previous` before the
+ * latest (a save killed while pruning), and `*.tmp.PID` files that killed writers left. */
+int ckpt_clean(const char *run, int keep_previous);
 
 #endif

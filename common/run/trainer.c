@@ -260,7 +260,7 @@ int train_run(TrainArgs *a) {
                       a->out, a->out);
             goto done;
         }
-        if ((lock = run_lock(a->out)) < 0 || ckpt_clean(a->out) < 0) goto done;
+        if ((lock = run_lock(a->out)) < 0 || ckpt_clean(a->out, a->keep_previous) < 0) goto done;
         TrainArgs cli = *a;
         snprintf(path, sizeof path, "%s/config.json", a->out);
         if (config_load_json(path, &a->model) < 0) goto done;
@@ -313,7 +313,7 @@ int train_run(TrainArgs *a) {
             vrl_error("%s: already holds a run; continue it with --resume %s or choose another --out", a->out, a->out);
             goto done;
         }
-        if (ckpt_clean(a->out) < 0) goto done;
+        if (ckpt_clean(a->out, a->keep_previous) < 0) goto done;
         snprintf(path, sizeof path, "%s/config.json", a->out);
         if (config_save_json(path, &a->model) < 0) goto done;
     }
