@@ -59,6 +59,16 @@ check out_reuses_folder_without_checkpoint $T --steps 1 --out "$tmp/empty"
 expect_error out_refuses_folder_with_run "already holds a run" $T --steps 1 --out "$tmp/empty"
 expect_error variant_lambda_inf "neutreno: lambda=\"inf\" is not a finite number" $T --steps 1 --variant neutreno:lambda=inf --out "$tmp/inf"
 check no_folder_for_bad_lambda test ! -e "$tmp/inf"
+expect_error variant_plus "variant \"+\" has an empty part" $T --steps 1 --variant + --out "$tmp/v1"
+expect_error variant_trailing_plus "variant \"baseline+\" has an empty part" $T --steps 1 --variant baseline+ --out "$tmp/v2"
+expect_error lr_negative "--lr -1: must be a finite number > 0" $T --steps 1 --lr -1 --out "$tmp/v3"
+expect_error lr_end_negative "--lr-end -1: must be a finite number >= 0" $T --steps 1 --lr-end -1 --out "$tmp/v4"
+expect_error wd_negative "--wd -5: must be a finite number >= 0" $T --steps 1 --wd -5 --out "$tmp/v5"
+expect_error clip_negative "--clip -1: must be a finite number >= 0" $T --steps 1 --clip -1 --out "$tmp/v6"
+check no_folders_for_bad_flags test ! -e "$tmp/v1" -a ! -e "$tmp/v3" -a ! -e "$tmp/v6"
+# a validation set smaller than one batch: refused before the run, never "val_loss": nan
+expect_error val_smaller_than_batch "synthetic validation set: .* fewer than one --batch of 4000" \
+  $VRL train --quiet --model tiny --steps 1 --batch 4000 --seq 32 --out "$tmp/v7"
 
 # ---- a folder from before checkpoints/ (plain files at the top) resumes into the new layout
 mkdir "$tmp/old"
