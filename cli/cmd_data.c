@@ -700,7 +700,11 @@ static int data_tokenize(int argc, char **argv) {
         if (e < 0) { tok_free(tok); vrl_error("%s: no <|endoftext|> token; give --eos ID", tokp); return fail("tokenize"); }
         eos = (uint64_t)e;
     }
-    if (eos >= tok_vocab_size(tok)) { tok_free(tok); vrl_error("--eos %llu is not below the vocabulary size %u", (unsigned long long)eos, tok_vocab_size(tok)); return fail("tokenize"); }
+    if (eos >= tok_vocab_size(tok)) { /* the message reads the size: free the tokenizer after it */
+        vrl_error("--eos %llu is not below the vocabulary size %u", (unsigned long long)eos, tok_vocab_size(tok));
+        tok_free(tok);
+        return fail("tokenize");
+    }
     Names written = {0};
     int rc = 0, found = 0;
     for (int sp = 0; sp < 3 && rc == 0; sp++) {

@@ -59,6 +59,7 @@ foreach(t test_tokenizer test_mixture)
 endforeach()
 # The data tests drive `vrl data` through cmd_data() directly.
 vrl_test(test_data SOURCES conformance/test_data.c cli/cmd_data.c cli/cmd_data_bytes.c cli/args.c LIBS vrl_common)
+target_compile_definitions(test_data PRIVATE VRL_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
 
 # ---------------------------------------------------------------- value-path (SPEC §4) and residual-stream (§5) variants, GPT-2
 foreach(t test_gradcheck_variants test_gradcheck_stream)
