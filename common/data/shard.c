@@ -45,9 +45,22 @@ int shard_read(const char *path, Shard *s) {
     }
     uint32_t version = rd32(h + 8), tb = rd32(h + 12), chunk = rd32(h + 24), vocab = rd32(h + 28);
     uint64_t n = rd64(h + 16), checksum = rd64(h + 56);
-    if (version != SHARD_VERSION) {
-        vrl_error("%s: unsupported shard version %u (this build reads %d)", path, version, SHARD_VERSION);
+    if (version != 1 && version != SHARD_VERSION) {
+        vrl_error("%s: unsupported shard version %u (this build reads 1 and %d)", path, version, SHARD_VERSION);
         goto out;
+    }
+    /* The domain tag names files and JSON keys downstream: NUL-padded [A-Za-z0-9_.-],
+     * not starting with '.', so it can be neither a path nor break a quote. */
+    for (int i = 0, ended = 0; i < SHARD_DOMAIN_LEN; i++) {
+        const unsigned char c = h[32 + i];
+        ended |= c == 0;
+        const int ok = ended ? c == 0
+                             : ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+                                c == '-' || (c == '.' && i > 0));
+        if (!ok) {
+            vrl_error("%s: domain tag has byte 0x%02x at position %d (letters, digits, '_', '-', '.' only)", path, c, i);
+            goto out;
+        }
     }
     if (tb != 2 && tb != 4) {
         vrl_error("%s: token_bytes %u (must be 2 or 4)", path, tb);
@@ -74,7 +87,9 @@ int shard_read(const char *path, Shard *s) {
         goto out;
     }
     const unsigned char *tok = h + SHARD_HEADER_BYTES;
-    uint64_t sum = fnv1a64(tok, n * tb, FNV1A64_INIT);
+    /* version 2 covers the header fields too; version 1 only the tokens (its chunk_len
+     * and vocab_size are range-checked above and below, nothing more) */
+    uint64_t sum = fnv1a64(tok, n * tb, version >= 2 ? fnv1a64(h, 56, FNV1A64_INIT) : FNV1A64_INIT);
     if (sum != checksum) {
         vrl_error("%s: checksum mismatch (stored %016llx, computed %016llx): corrupt file", path,
                   (unsigned long long)checksum, (unsigned long long)sum);
@@ -121,6 +136,10 @@ int shard_write(const char *path, const uint32_t *tokens, uint64_t n_tokens, uin
                          (unsigned long long)n_tokens);
     if (domain && strlen(domain) > SHARD_DOMAIN_LEN)
         return vrl_error("%s: domain tag \"%s\" longer than %d bytes", path, domain, SHARD_DOMAIN_LEN);
+    for (const char *c = domain; c && *c; c++)
+        if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || *c == '_' ||
+              *c == '-' || (*c == '.' && c != domain)))
+            return vrl_error("%s: domain tag \"%s\": letters, digits, '_', '-', '.' only", path, domain);
     const uint32_t tb = vocab_size <= 65536 ? 2 : 4;
     unsigned char *body = malloc(n_tokens ? n_tokens * tb : 1);
     if (!body) return vrl_error("%s: out of memory for %llu tokens", path, (unsigned long long)n_tokens);
@@ -143,7 +162,7 @@ int shard_write(const char *path, const uint32_t *tokens, uint64_t n_tokens, uin
     wr32(h + 24, chunk_len);
     wr32(h + 28, vocab_size);
     if (domain) memcpy(h + 32, domain, strlen(domain));
-    wr64(h + 56, fnv1a64(body, n_tokens * tb, FNV1A64_INIT));
+    wr64(h + 56, fnv1a64(body, n_tokens * tb, fnv1a64(h, 56, FNV1A64_INIT)));
     const void *parts[2] = {h, body};
     size_t sizes[2] = {SHARD_HEADER_BYTES, n_tokens * tb};
     int rc = write_file_atomic_parts(path, parts, sizes, 2);
