@@ -130,7 +130,9 @@ int variant_opt_double(VariantPart *p, const char *key, double *out, const char 
     char *end;
     errno = 0;
     double v = strtod(o->value, &end);
-    if (errno || end == o->value || *end || !isfinite(v))
+    if (errno || end == o->value || *end)
+        return vrl_error("%s: variant %s: %s=\"%s\" is not a number", origin, p->name, key, o->value);
+    if (!isfinite(v))
         return vrl_error("%s: variant %s: %s=\"%s\" is not a finite number", origin, p->name, key, o->value);
     *out = v;
     return 1;
