@@ -188,11 +188,11 @@ int cmd_eval(int argc, char **argv) {
                   run.config.vocab_size);
         goto done;
     }
-    if (!(model = be->create(&run.config, &run.table, batch, seq))) goto done;
+    if (!(model = be->create(&run.spec, batch, seq))) goto done;
     be->set_state(model, run.params, NULL, NULL);
     if (scorer_init(&sc, be, model, batch, seq, run.config.vocab_size) < 0) goto done;
     printf("vrl eval: %s (%s, %s, %zu parameters), %s, window %d, batch %d%s\n", ckpt, run.config.preset,
-           run.config.variant, run.table.total, be->name, seq, batch, limit ? " (--limit: partial sets)" : "");
+           run.config.variant, run.spec.table.total, be->name, seq, batch, limit ? " (--limit: partial sets)" : "");
     json_object_set_new(out, "run", json_string(ckpt));
     json_object_set_new(out, "window", json_integer(seq));
     json_object_set_new(out, "limit", json_integer(limit));

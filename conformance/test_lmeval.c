@@ -29,8 +29,8 @@ typedef struct {
 
 static Fake g_fake;
 
-static void *fake_create(const ModelConfig *c, const ParamTable *t, int B, int T) {
-    (void)c, (void)t;
+static void *fake_create(const ModelSpec *s, int B, int T) {
+    (void)s;
     g_fake.B = B, g_fake.T = T;
     return &g_fake;
 }
@@ -58,7 +58,7 @@ static const Backend fake_backend = {.name = "fake",
 static void fake_scorer(Scorer *s, int B, int T, int V, int mode) {
     memset(&g_fake, 0, sizeof g_fake);
     g_fake.V = V, g_fake.mode = mode;
-    void *m = fake_backend.create(NULL, NULL, B, T);
+    void *m = fake_backend.create(NULL, B, T);
     cr_assert_eq(scorer_init(s, &fake_backend, m, B, T, V), 0, "%s", vrl_last_error());
 }
 

@@ -16,6 +16,13 @@ check layout_keeps_one_previous test "$(ls "$tmp/run/checkpoints" | tr '\n' ' ')
 check layout_model_link test "$(readlink "$tmp/run/model.safetensors")" = latest/model.safetensors
 check layout_state_link cmp -s "$tmp/run/train_state.safetensors" "$tmp/run/checkpoints/step-000003/train_state.safetensors"
 
+# ---- weights that hold NaN: analyze names the cause instead of an empty message
+cp -r "$tmp/run" "$tmp/nan"
+model=$(readlink -f "$tmp/nan/model.safetensors")
+printf '\x00\x00\xc0\x7f' | dd of="$model" bs=1 seek=$(( $(stat -c %s "$model") - 4 )) conv=notrunc 2>/dev/null
+expect_error analyze_nan_weights "the model's weights hold NaN or Inf" \
+  $VRL analyze --ckpt "$tmp/nan" --metric entropy --seq 16 --batches 1 --out "$tmp/nan-an"
+
 # ---- --resume: flags that shape the trajectory must match, the others are recorded
 expect_error resume_lr "--lr 0.1: the run was started with --lr 0.003" $VRL train --quiet --resume "$tmp/run" --steps 5 --lr 0.1
 expect_error resume_batch "--batch 4: the run was started with --batch 2" $VRL train --quiet --resume "$tmp/run" --steps 5 --batch 4
