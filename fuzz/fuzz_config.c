@@ -1,10 +1,10 @@
-/* fuzz_config.c: config.json text -> ModelConfig -> the parameter table, and a
- * valid config written back must parse to the same model. */
+/* fuzz_config.c: config.json text -> ModelConfig -> the model spec (its vrl_variant
+ * parsed into plans, and the parameter table). */
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/model/config.h"
-#include "common/model/params.h"
+#include "common/model/spec.h"
 #include "fuzz/fuzz_util.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t n) {
@@ -12,10 +12,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t n) {
     int rc = config_load_json(fuzz_file("config.json", data, n), &c);
     fuzz_check_error(rc);
     if (rc < 0) return 0;
-    ParamTable t;
+    ModelSpec spec;
     /* huge but valid shapes only size a table; nothing is allocated per element */
-    rc = param_table_build(&c, &t);
+    rc = model_spec_build(&c, &spec);
     fuzz_check_error(rc);
-    if (rc == 0) param_table_free(&t);
+    if (rc == 0) model_spec_free(&spec);
     return 0;
 }

@@ -8,6 +8,7 @@
 
 #include "common/model/config.h"
 #include "common/model/params.h"
+#include "common/model/spec.h"
 #include "common/run/checkpoint.h"
 #include "common/run/trainer.h"
 #include "fuzz/fuzz_util.h"
@@ -22,7 +23,7 @@ static ParamTable *micro(void) {
     static int ready;
     if (!ready) {
         ModelConfig c;
-        if (config_parse_json(MICRO, &c, "micro") < 0 || param_table_build(&c, &t) < 0) abort();
+        if (config_parse_json(MICRO, &c, "micro") < 0 || model_spec_table(&c, &t) < 0) abort();
         double *x = calloc(t.total, sizeof *x);
         if (!x || checkpoint_save_model(fuzz_dir(), &c, &t, DT_F64, x) < 0) abort();
         free(x);
