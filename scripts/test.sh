@@ -32,10 +32,11 @@ if [ "${VRL_TEST_ASAN:-1}" != 0 ]; then
   CC=$cc cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Release -DVRL_CUDA=OFF -DVRL_SANITIZE=ON -DVRL_FUZZ=$fuzz >/dev/null
   cmake --build build-asan -j"$(nproc)"
   start=$(date +%s)
-  # golden_mutation_check rebuilds test_golden per mutation: it tests the suite, not
-  # memory safety, and runs in the plain pass only.
+  # golden_mutation_check rebuilds test_golden per mutation (it tests the suite, not
+  # memory safety) and test_reproduce_tiny trains a dozen runs through the reproduce
+  # scripts (minutes of arithmetic, no code the other tests do not cover): plain pass only.
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
-    run_suite build-asan -E golden_mutation_check "$@" || rc=$?
+    run_suite build-asan -E "golden_mutation_check|test_reproduce_tiny" "$@" || rc=$?
   echo "vrl: sanitizer suite took $(( $(date +%s) - start )) s"
 fi
 exit $rc
