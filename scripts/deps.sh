@@ -13,6 +13,7 @@ VRL_PACKAGES=(
   libutf8proc-dev      # NFC normalisation
   gnuplot-nox          # PNG plots
   clang libclang-rt-dev  # libFuzzer + sanitizers: fuzz/ in scripts/test.sh's second build
+  libopenmpi-dev openmpi-bin  # `mpirun -np N vrl train`: data-parallel training (docs/distributed.md)
 )
 
 missing=()
