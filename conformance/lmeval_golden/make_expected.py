@@ -5,7 +5,11 @@ committed model in model/ and small slices of each task, with local task YAMLs t
 lm-eval's own prompt templates, preprocessing and metrics, and writes expected.json:
 every metric and every request's log-likelihood. Run by make_expected.sh.
 
-Usage: make_expected.py SHARED_DATA_DIR OUT_JSON
+With --float64-everywhere, transformers' float32 islands in a float64 Llama (RoPE
+angles, RMSNorm, the attention softmax) are computed in float64 too, so every figure is
+the float64 result and vrl's fp64 figures agree to rounding (expected_f64.json).
+
+Usage: make_expected.py SHARED_DATA_DIR OUT_JSON [--float64-everywhere]
 """
 import json
 import math
@@ -16,6 +20,7 @@ import tempfile
 
 SHARED = sys.argv[1]
 OUT = sys.argv[2]
+FLOAT64_EVERYWHERE = "--float64-everywhere" in sys.argv[3:]
 HERE = os.path.dirname(os.path.abspath(__file__))
 WINDOW = 64          # max_length on both sides (vrl eval --seq 64)
 TASK_DOCS = 10       # first documents of each task file (vrl eval --limit 10)
@@ -30,6 +35,34 @@ import lm_eval  # noqa: E402
 import torch  # noqa: E402
 import transformers  # noqa: E402
 from lm_eval.tasks import TaskManager  # noqa: E402
+
+
+def lift_float32_islands():
+    """transformers' Llama computes the RoPE angles, RMSNorm and the eager attention
+    softmax in float32 whatever the model's dtype (about 1e-7 relative on a float64
+    model's log-likelihoods); here they follow the input's dtype instead."""
+    from transformers.models.llama import modeling_llama as m
+
+    def rope_forward(self, x, position_ids):
+        dim = self.config.head_dim
+        theta = self.config.rope_parameters["rope_theta"]
+        inv_freq = 1.0 / (theta ** (torch.arange(0, dim, 2, dtype=torch.float64) / dim))
+        freqs = position_ids[..., None].double() * inv_freq
+        emb = torch.cat((freqs, freqs), dim=-1)
+        return emb.cos().to(x.dtype), emb.sin().to(x.dtype)
+
+    def rmsnorm_forward(self, h):
+        variance = h.pow(2).mean(-1, keepdim=True)
+        return self.weight * (h * torch.rsqrt(variance + self.variance_epsilon))
+
+    softmax = torch.nn.functional.softmax
+
+    def softmax_in_input_dtype(x, dim=None, dtype=None, **kw):
+        return softmax(x, dim=dim, **kw)
+
+    m.LlamaRotaryEmbedding.forward = rope_forward
+    m.LlamaRMSNorm.forward = rmsnorm_forward
+    m.nn.functional.softmax = softmax_in_input_dtype
 
 
 def wikitext_pages(text):
@@ -177,6 +210,8 @@ def main():
         )
 
     torch.set_num_threads(1)
+    if FLOAT64_EVERYWHERE:
+        lift_float32_islands()
     res = lm_eval.simple_evaluate(
         model="hf",
         model_args=f"pretrained={model},dtype=float64,max_length={WINDOW},add_bos_token=False,device=cpu",
@@ -204,6 +239,7 @@ def main():
             "torch": torch.__version__,
             "transformers": transformers.__version__,
             "model": "HFLM, dtype float64, max_length %d, batch_size 4, cpu" % WINDOW,
+            "float64_everywhere": FLOAT64_EVERYWHERE,
         },
         "window": WINDOW,
         "task_docs": TASK_DOCS,

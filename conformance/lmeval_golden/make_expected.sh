@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# make_expected.sh: regenerate conformance/lmeval_golden/expected.json with
+# make_expected.sh: regenerate conformance/lmeval_golden/expected{,_f64}.json with
 # lm-evaluation-harness (HFLM on transformers, CPU, offline). Run by hand when the
 # evaluation's definitions change; CI never needs Python (the file is committed).
 # Needs ../shared/data (task files, WikiText-2 raw, the GPT-NeoX tokenizer).
@@ -18,3 +18,4 @@ if ! "$VENV/bin/python" -c "import lm_eval, torch, transformers, accelerate" 2>/
 fi
 cd "$HERE"
 OMP_NUM_THREADS=1 "$VENV/bin/python" make_expected.py "$SHARED" expected.json
+OMP_NUM_THREADS=1 "$VENV/bin/python" make_expected.py "$SHARED" expected_f64.json --float64-everywhere
