@@ -13,6 +13,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/model/spec.h"
 #include "common/model/config.h"
 #include "common/base/error.h"
 #include "common/model/params.h"
@@ -27,14 +28,12 @@ static double now(void) {
 
 static int bench_one(const char *preset, const char *variant, int B, int T, int steps, int kernels, double peak) {
     ModelConfig c;
-    ParamTable t = {0};
+    ModelSpec spec = {0};
     if (config_preset(preset, &c) < 0) return -1;
     if (T > c.max_seq) c.max_seq = T;
-    /* the baseline's table: until common/model/value_path.h lands, param_table_build refuses
-     * value-path variants, which add no tensors here */
-    if (param_table_build(&c, &t) < 0) return -1;
-    snprintf(c.variant, sizeof c.variant, "%s", variant);
-    const size_t P = t.total, N = (size_t)B * T;
+    /* the variant's own spec: its table drops the projections the plan does not read */
+    if (model_spec_set_variant(&c, variant, "--variant", &spec) < 0) return -1;
+    const size_t P = spec.table.total, N = (size_t)B * T;
     float *w = malloc(P * sizeof *w);
     double *init = malloc(P * sizeof *init);
     int32_t *tok = malloc(N * sizeof *tok);
@@ -44,9 +43,9 @@ static int bench_one(const char *preset, const char *variant, int B, int T, int 
         vrl_error("out of host memory");
         goto done;
     }
-    params_init_f64(&t, 1, init);
+    params_init_f64(&spec.table, 1, init);
     for (size_t i = 0; i < P; i++) w[i] = (float)init[i];
-    if (!(m = fast_backend_cuda.create(&c, &t, B, T))) goto done;
+    if (!(m = fast_backend_cuda.create(&spec, B, T))) goto done;
     fast_backend_cuda.set_state(m, w, NULL, NULL);
     Rng r;
     rng_seed(&r, 7);
@@ -61,7 +60,7 @@ static int bench_one(const char *preset, const char *variant, int B, int T, int 
     }
     const double dt = (now() - t0) / steps;
     /* matmul parameters: all but the embedding table */
-    const ParamInfo *emb = param_table_find(&t, "model.embed_tokens.weight");
+    const ParamInfo *emb = param_table_find(&spec.table, "model.embed_tokens.weight");
     const double n_mm = (double)P - (emb ? (double)emb->numel : 0);
     const double flops_tok = 6.0 * n_mm + 6.0 * c.n_layers * T * (double)c.n_heads * config_head_dim(&c);
     const double tps = N / dt;
@@ -74,7 +73,7 @@ static int bench_one(const char *preset, const char *variant, int B, int T, int 
 done:
     if (m) fast_backend_cuda.destroy(m);
     free(w), free(init), free(tok);
-    param_table_free(&t);
+    model_spec_free(&spec);
     return rc;
 }
 

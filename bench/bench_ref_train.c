@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/model/spec.h"
 #include "common/base/error.h"
 #include "common/run/metrics.h"
 #include "common/model/params.h"
@@ -24,23 +25,23 @@ typedef struct {
 
 static void run(const char *preset, int B, int T, const Precision *pr) {
     ModelConfig c;
-    ParamTable t;
-    if (config_preset(preset, &c) < 0 || param_table_build(&c, &t) < 0) {
+    ModelSpec spec;
+    if (config_preset(preset, &c) < 0 || model_spec_build(&c, &spec) < 0) {
         fprintf(stderr, "bench: %s\n", vrl_last_error());
         exit(1);
     }
     if (T > c.max_seq) T = c.max_seq;
-    const int steps = t.total > 10000000 ? 2 : 5; /* large models: a few seconds per step */
-    void *m = pr->be->create(&c, &t, B, T);
+    const int steps = spec.table.total > 10000000 ? 2 : 5; /* large models: a few seconds per step */
+    void *m = pr->be->create(&spec, B, T);
     if (!m) {
         fprintf(stderr, "bench: %s\n", vrl_last_error());
         exit(1);
     }
     /* weights from the usual initialisation, in the backend's precision */
-    double *init = malloc(t.total * sizeof *init);
-    void *w = malloc(t.total * dtype_size(pr->be->dtype));
-    params_init_f64(&t, 1, init);
-    for (size_t i = 0; i < t.total; i++) {
+    double *init = malloc(spec.table.total * sizeof *init);
+    void *w = malloc(spec.table.total * dtype_size(pr->be->dtype));
+    params_init_f64(&spec.table, 1, init);
+    for (size_t i = 0; i < spec.table.total; i++) {
         if (pr->be->dtype == DT_F64) ((double *)w)[i] = init[i];
         else ((float *)w)[i] = (float)init[i];
     }
@@ -67,17 +68,17 @@ static void run(const char *preset, int B, int T, const Precision *pr) {
      * but the input embedding, a table lookup), plus attention scores and mixing:
      * 6·L·T·d (QKᵀ and AV, forward and backward, the causal half counted as full, as in
      * PaLM's MFU). */
-    const double matmul_params = (double)t.total - (double)c.vocab_size * c.d_model;
+    const double matmul_params = (double)spec.table.total - (double)c.vocab_size * c.d_model;
     const double flops = tokens * (6.0 * matmul_params + 6.0 * c.n_layers * T * c.d_model);
     printf("%-5s %-9s B=%-2d T=%-4d params=%-10zu %9.0f tokens/s  %6.2f GFLOP/s  %5.1f%% in matmul  (%d steps, %.2f s/step)\n",
-           preset, pr->be->name, B, T, t.total, tokens / secs, flops / secs * 1e-9, 100.0 * mm / secs, steps,
+           preset, pr->be->name, B, T, spec.table.total, tokens / secs, flops / secs * 1e-9, 100.0 * mm / secs, steps,
            secs / steps);
     fflush(stdout);
     free(tok);
     free(w);
     free(init);
     pr->be->destroy(m);
-    param_table_free(&t);
+    model_spec_free(&spec);
 }
 
 int main(int argc, char **argv) {

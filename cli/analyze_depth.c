@@ -2,7 +2,8 @@
  * reads from, after training. Row s is the input of sublayer s (L{i}.attn, L{i}.mlp, then
  * head), column g its g-th source in the plan's order (the embedding, then each finished
  * block's sum, then the current block's partial sum; full mode: each sublayer output);
- * entries are the softmax weights α averaged over every token of the batches. */
+ * entries are the softmax weights α averaged over every token of the batches. The model runs
+ * behind the Backend table (ref-fp32); its VIEW_DEPTH_WEIGHTS gives the weights. */
 #include "cli/analyze_depth.h"
 
 #include <stdio.h>
@@ -16,7 +17,8 @@
 #include "common/base/fsutil.h"
 #include "common/data/synthetic.h"
 #include "common/run/trainer.h"
-#include "ref/model_impl.h" /* float32 build: stream_depth_weights_f32 */
+#include "common/model/spec.h"
+#include "ref/model.h" /* ref_backend_f32 */
 
 static void sub_name(char *buf, size_t n, int s, int L) {
     if (s == 2 * L) snprintf(buf, n, "head");
@@ -39,8 +41,10 @@ static void src_name(char *buf, size_t n, const StreamRange *r, int L) {
 int analyze_depth_attention(const char *run_dir, const char *out_dir, const char *data, int batches) {
     char path[4200];
     ModelConfig c;
-    ParamTable t = {0};
-    RefModel *m = NULL;
+    ModelSpec spec = {0};
+    const Backend *be = &ref_backend_f32;
+    void *m = NULL;
+    float *params = NULL; /* [spec.table.total] the run's weights */
     EvalBatches eb;
     int eb_open = 0;
     int32_t *tok = NULL;
@@ -48,20 +52,21 @@ int analyze_depth_attention(const char *run_dir, const char *out_dir, const char
     int rc = -1;
     snprintf(path, sizeof path, "%s/config.json", run_dir);
     if (config_load_json(path, &c) < 0) return -1;
-    StreamPlan plan;
-    if (stream_plan_build(&c, &plan, path) < 0) return -1;
-    const StreamKind kind = plan.kind;
-    stream_plan_free(&plan);
-    if (kind != STREAM_ATTNRES)
-        return vrl_error("%s: variant \"%s\" has no depth attention (an attnres variant has)", path, c.variant);
-    if (param_table_build(&c, &t) < 0) return -1;
+    if (model_spec_build_from(&c, path, &spec) < 0) return -1;
+    const ParamTable *t = &spec.table;
+    const StreamPlan *pl = &spec.stream;
+    if (pl->kind != STREAM_ATTNRES) {
+        vrl_error("%s: variant \"%s\" has no depth attention (an attnres variant has)", path, c.variant);
+        goto done;
+    }
+    if (!backend_require(be, &spec, BACKEND_CAN_ANALYZE)) goto done;
 
     /* the run's batch shape and validation data, from its training state */
     TrainState st;
     TrainArgs a;
     train_args_defaults(&a);
     a.model = c;
-    if (checkpoint_load_state(run_dir, &t, DT_F32, NULL, NULL, &st) < 0) goto done; /* its flags only */
+    if (checkpoint_load_state(run_dir, t, DT_F32, NULL, NULL, &st) < 0) goto done; /* its flags only */
     snprintf(path, sizeof path, "%s/train_state.safetensors", run_dir);
     if (train_args_from_json(st.train_args_json, &a, path) < 0) goto done;
     /* Held-out data: --data, else the run's own validation shards, else the validation
@@ -69,8 +74,13 @@ int analyze_depth_attention(const char *run_dir, const char *out_dir, const char
     if (!data) data = a.val_data[0] ? a.val_data : is_mixture_dir(a.data) ? a.data : NULL;
     if (eval_batches_open(&eb, data, c.vocab_size, a.batch, a.seq) < 0) goto done;
     eb_open = 1;
-    if (!(m = model_create(&c, &t, a.batch, a.seq))) goto done;
-    if (checkpoint_load_model(run_dir, &t, DT_F32, model_params(m)) < 0) goto done;
+    if (!(params = malloc(t->total * sizeof *params))) {
+        vrl_error("out of memory");
+        goto done;
+    }
+    if (checkpoint_load_model(run_dir, t, DT_F32, params) < 0) goto done;
+    if (!(m = be->create(&spec, a.batch, a.seq))) goto done;
+    be->set_state(m, params, NULL, NULL);
 
     const int L = c.n_layers, S = 2 * L + 1, N = a.batch * a.seq;
     tok = malloc((size_t)a.seq * a.batch * sizeof *tok);
@@ -79,16 +89,16 @@ int analyze_depth_attention(const char *run_dir, const char *out_dir, const char
         vrl_error("out of memory");
         goto done;
     }
-    const StreamPlan *pl = NULL;
     int used = 0;
     for (; used < batches; used++) {
         const int got = eval_batches_next(&eb, tok);
         if (got < 0) goto done;
         if (got > 0) break; /* the held-out data is shorter than asked: average what there is */
-        if (isnan(model_forward(m, tok))) goto done;
+        if (isnan(be->forward_loss(m, tok))) goto done;
         for (int s = 0; s < S; s++) {
-            int ns;
-            const float *w = stream_depth_weights(m, s, &ns, &pl);
+            const int ns = pl->n_src[s];
+            const float *w = be->view(m, VIEW_DEPTH_WEIGHTS, s); /* [N, ns] */
+            if (!w) goto done;
             for (int n = 0; n < N; n++)
                 for (int g = 0; g < ns; g++) avg[(size_t)s * S + g] += w[(size_t)n * ns + g];
         }
@@ -174,8 +184,9 @@ int analyze_depth_attention(const char *run_dir, const char *out_dir, const char
 done:
     free(tok);
     free(avg);
-    model_destroy(m);
+    free(params);
+    if (m) be->destroy(m);
     if (eb_open) eval_batches_close(&eb);
-    param_table_free(&t);
+    model_spec_free(&spec);
     return rc;
 }

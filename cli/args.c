@@ -73,6 +73,6 @@ int parse_u64(const char *flag, const char *s, uint64_t *out) {
 
 void args_print_variants(FILE *f) {
     fprintf(f, "variants (--variant NAME[:key=value,...], combined with '+'; docs/variants.md):\n");
-    for (int i = 0; i < variant_registry_size; i++)
-        fprintf(f, "  %-20s %s\n", variant_registry[i].name, variant_registry[i].summary);
+    const VariantInfo *v;
+    for (int i = 0; (v = variant_info(i)); i++) fprintf(f, "  %-20s %s\n", v->name, v->summary);
 }

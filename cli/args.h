@@ -23,7 +23,7 @@ int parse_int(const char *flag, const char *s, int lo, int hi, int *out);
 int parse_double(const char *flag, const char *s, double *out);
 int parse_u64(const char *flag, const char *s, uint64_t *out);
 
-/* The registry of --variant names (common/model/variant.c), one line each, for --help. */
+/* Every --variant name (variant_info, common/model/variant.h), one line each, for --help. */
 #include <stdio.h>
 void args_print_variants(FILE *f);
 

@@ -3,7 +3,9 @@
  * for one or more runs side by side, and the relative training loss of two runs.
  * Numbers go to CSV and analysis.json, plots to PNG through gnuplot (data + script are
  * kept, so a plot can be redrawn by hand). The math is ref/metrics.c (fp64 build) and
- * common/eval/curves.c. New per-run metrics are one row of METRICS below. */
+ * common/eval/curves.c; the model runs behind the Backend table (ref-fp64), which must
+ * declare BACKEND_CAN_ANALYZE for the run's spec. New per-run metrics are one row of
+ * METRICS below. */
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -26,6 +28,7 @@
 /* Analysis runs the fp64 reference: the plain ref names below map to their _f64 builds. */
 #define VRL_FP64 1
 #include "ref/metrics.h"
+#include "ref/model.h" /* ref_backend_f64 */
 
 #define MAX_RUNS 8
 
@@ -199,19 +202,21 @@ static int analyze_run(RunMetrics *r, const char *data, int B, int T, int batche
     int rc = -1;
     EvalBatches src;
     int32_t *tokens = malloc((size_t)B * T * sizeof *tokens); /* [B,T] */
-    RefModel *m = NULL;
+    const Backend *be = &ref_backend_f64;
+    void *m = NULL;
     if (!tokens || metric_sums_init(&r->s, run.config.n_layers, kvC) < 0) {
         vrl_error("out of memory");
         goto done;
     }
     if (eval_batches_open(&src, data, run.config.vocab_size, B, T) < 0) goto done_nosrc;
-    if (!(m = model_create(&run.config, &run.table, B, T))) goto done_src;
-    memcpy(model_params(m), run.params, run.table.total * sizeof(double));
+    if (!backend_require(be, &run.spec, BACKEND_CAN_ANALYZE)) goto done_src;
+    if (!(m = be->create(&run.spec, B, T))) goto done_src;
+    be->set_state(m, run.params, NULL, NULL);
     for (int b = 0; b < batches; b++) {
         int s = eval_batches_next(&src, tokens);
         if (s < 0) goto done_src;
         if (s > 0) break;
-        if (metrics_accumulate(m, tokens, &r->s) < 0) goto done_src;
+        if (metrics_accumulate(be, m, &run.config, B, T, tokens, &r->s) < 0) goto done_src;
     }
     if (r->s.n_samples == 0) {
         vrl_error("%s: not one full batch of %d x %d tokens", data ? data : "synthetic corpus", B, T);
@@ -223,7 +228,7 @@ static int analyze_run(RunMetrics *r, const char *data, int B, int T, int batche
 done_src:
     eval_batches_close(&src);
 done_nosrc:
-    model_destroy(m);
+    if (m) be->destroy(m);
 done:
     free(tokens);
     run_free(&run);

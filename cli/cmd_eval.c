@@ -161,8 +161,8 @@ static int check_output(const char *flag, const char *path, int overwrite) {
 
 /* The first non-finite weight of the checkpoint, as an error naming the tensor. */
 static int check_finite(const char *ckpt, const RunModel *run) {
-    for (int i = 0; i < run->table.n; i++) {
-        const ParamInfo *p = &run->table.p[i];
+    for (int i = 0; i < run->spec.table.n; i++) {
+        const ParamInfo *p = &run->spec.table.p[i];
         for (size_t j = 0; j < p->numel; j++) {
             const size_t at = p->offset + j;
             const double x = run->dtype == DT_F64 ? ((const double *)run->params)[at] : ((const float *)run->params)[at];
@@ -310,13 +310,13 @@ int cmd_eval(int argc, char **argv) {
         vrl_error("--log-samples: %s: cannot create", log_path);
         goto done;
     }
-    if (scorer_init(&sc, be, &run.config, &run.table, run.params, batch, seq) < 0) goto done;
+    if (scorer_init(&sc, be, &run.spec, run.params, batch, seq) < 0) goto done;
     sc.fixed_shape = fixed;
     const int64_t eos_id = tok ? tok_token_id(tok, "<|endoftext|>") : -1;
     const uint32_t prefix = eos_id < 0 ? 0 : (uint32_t)eos_id;
     const double t0 = now_seconds();
     printf("vrl eval: %s (%s, %s, %zu parameters), %s, window %d, batch %d%s%s\n", ckpt, run.config.preset,
-           run.config.variant, run.table.total, be->name, seq, batch, fixed ? ", fixed shape" : "",
+           run.config.variant, run.spec.table.total, be->name, seq, batch, fixed ? ", fixed shape" : "",
            limit ? " (--limit: partial sets)" : "");
     json_object_set_new(out, "run", json_string(ckpt));
     json_object_set_new(out, "backend", json_string(be->name));

@@ -6,8 +6,7 @@
 #include "cli/commands.h"
 #include "common/model/config.h"
 #include "common/base/error.h"
-#include "common/model/params.h"
-#include "common/model/value_path.h"
+#include "common/model/spec.h"
 
 static void usage(FILE *f) {
     fprintf(f,
@@ -44,10 +43,10 @@ int cmd_info(int argc, char **argv) {
         return 2;
     }
     ModelConfig c;
-    ParamTable t;
-    if (config_from_arg(model, &c) < 0 || value_plan_set_variant(&c, variant, variant ? "--variant" : model) < 0 ||
-        param_table_build(&c, &t) < 0)
+    ModelSpec spec;
+    if (config_from_arg(model, &c) < 0 || model_spec_set_variant(&c, variant, variant ? "--variant" : model, &spec) < 0)
         goto fail;
+    const ParamTable t = spec.table;
     printf("model %s: %s, L=%d, d=%d, heads=%d, kv_heads=%d, head_dim=%d, ffn=%d, vocab=%d, max_seq=%d\n",
            c.preset, c.arch == ARCH_LLAMA ? "llama" : "gpt2", c.n_layers, c.d_model, c.n_heads, c.n_kv_heads,
            config_head_dim(&c), c.d_ffn, c.vocab_size, c.max_seq);
@@ -68,7 +67,7 @@ int cmd_info(int argc, char **argv) {
     }
     grouped[o] = '\0';
     printf("parameters: %s\n", grouped);
-    param_table_free(&t);
+    model_spec_free(&spec);
     return 0;
 fail:
     fprintf(stderr, "vrl info: %s\n", vrl_last_error());

@@ -9,7 +9,7 @@
 #include "common/base/error.h"
 #include "common/data/mixture.h"
 #include "common/run/trainer.h"
-#include "common/model/value_path.h"
+#include "common/model/spec.h"
 #include "ref/model.h"
 #if VRL_HAVE_CUDA
 #include "fast/fast.h"
@@ -167,7 +167,7 @@ int cmd_train(int argc, char **argv) {
         }
         if (config_from_arg(model, &a.model) < 0) goto fail;
         /* recorded in config.json as vrl_variant, so the run folder rebuilds the model */
-        if (value_plan_set_variant(&a.model, variant, variant ? "--variant" : model) < 0) goto fail;
+        if (model_spec_set_variant(&a.model, variant, variant ? "--variant" : model, NULL) < 0) goto fail;
     }
     if (mixture) { /* the names are checked against the folder by the trainer, before anything is written */
         MixtureWeights w;

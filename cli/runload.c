@@ -13,15 +13,14 @@ int run_load(const char *dir, DType dtype, RunModel *r) {
     char path[4200];
     snprintf(path, sizeof path, "%s/config.json", dir);
     if (config_load_json(path, &r->config) < 0) return -1;
-    if (r->config.arch != ARCH_LLAMA) return vrl_error("%s: only llama models can be evaluated by the reference", path);
-    if (param_table_build(&r->config, &r->table) < 0) return -1;
+    if (model_spec_build_from(&r->config, path, &r->spec) < 0) return -1;
     r->dtype = dtype;
-    r->params = malloc(r->table.total * dtype_size(dtype));
+    r->params = malloc(r->spec.table.total * dtype_size(dtype));
     if (!r->params) {
         run_free(r);
-        return vrl_error("%s: out of memory for %zu parameters", dir, r->table.total);
+        return vrl_error("%s: out of memory for %zu parameters", dir, r->spec.table.total);
     }
-    if (checkpoint_load_model(dir, &r->table, dtype, r->params) < 0) {
+    if (checkpoint_load_model(dir, &r->spec.table, dtype, r->params) < 0) {
         run_free(r);
         return -1;
     }
@@ -30,6 +29,6 @@ int run_load(const char *dir, DType dtype, RunModel *r) {
 
 void run_free(RunModel *r) {
     free(r->params);
-    param_table_free(&r->table);
+    model_spec_free(&r->spec);
     r->params = NULL;
 }

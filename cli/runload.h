@@ -3,14 +3,13 @@
 #ifndef VRL_RUNLOAD_H
 #define VRL_RUNLOAD_H
 
-#include "common/model/config.h"
-#include "common/model/params.h"
 #include "common/base/safetensors.h"
+#include "common/model/spec.h"
 
 typedef struct {
-    ModelConfig config;
-    ParamTable table;
-    void *params;        /* [table.total] in dtype */
+    ModelConfig config;  /* RUN/config.json (the same as spec.config) */
+    ModelSpec spec;      /* the model built from it, for Backend.create */
+    void *params;        /* [spec.table.total] in dtype */
     DType dtype;
 } RunModel;
 

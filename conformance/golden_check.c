@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/model/spec.h"
 #include "common/model/config.h"
 #include "common/base/error.h"
 #include "common/base/safetensors.h"
@@ -188,7 +189,7 @@ GoldenStatus golden_run(const char *dir, const char *name, const Backend *be, Go
     if (st_read(path, &f) < 0) return set_status(r, GOLDEN_FAIL, "cannot read fixture: %s", vrl_last_error());
 
     json_t *meta = NULL, *train = NULL;
-    ParamTable t = {0};
+    ModelSpec spec = {0};
     void *m = NULL;
     double *p64 = NULL, *g64 = NULL, *got = NULL;
     void *buf = NULL;
@@ -218,13 +219,13 @@ GoldenStatus golden_run(const char *dir, const char *name, const Backend *be, Go
         goto done;
     }
 
-    if (param_table_build(&c, &t) < 0) {
+    if (model_spec_build(&c, &spec) < 0) {
         set_status(r, GOLDEN_SKIP, "case %s: %s %s not implemented in ref: %s", name,
                    c.arch == ARCH_GPT2 ? "architecture" : "variant", c.arch == ARCH_GPT2 ? "gpt2" : c.variant,
                    vrl_last_error());
         goto done;
     }
-    if (check_tensor_set(&f, &t, &ts, r) != GOLDEN_OK) goto done;
+    if (check_tensor_set(&f, &spec.table, &ts, r) != GOLDEN_OK) goto done;
 
     const StTensor *tok = st_find(&f, "batch.tokens");
     if (!tok || tok->ndim != 2) {
@@ -232,7 +233,7 @@ GoldenStatus golden_run(const char *dir, const char *name, const Backend *be, Go
         goto done;
     }
     const int B = (int)tok->shape[0], T = (int)tok->shape[1];
-    const size_t P = t.total, NL = (size_t)B * T * c.vocab_size, esz = dtype_size(be->dtype);
+    const size_t P = spec.table.total, NL = (size_t)B * T * c.vocab_size, esz = dtype_size(be->dtype);
     p64 = malloc(P * sizeof *p64);
     g64 = malloc(P * sizeof *g64);
     got = malloc((P > NL ? P : NL) * sizeof *got);
@@ -248,16 +249,16 @@ GoldenStatus golden_run(const char *dir, const char *name, const Backend *be, Go
     free(tk);
 
     /* weights: F32 in the fixture, exactly representable in either precision */
-    for (int k = 0; k < t.n; k++) {
+    for (int k = 0; k < spec.table.n; k++) {
         char nm[PARAM_NAME_LEN + 8];
-        snprintf(nm, sizeof nm, "param.%s", t.p[k].name);
-        if (st_to_f64(st_find(&f, nm), p64 + t.p[k].offset, t.p[k].numel) < 0) {
+        snprintf(nm, sizeof nm, "param.%s", spec.table.p[k].name);
+        if (st_to_f64(st_find(&f, nm), p64 + spec.table.p[k].offset, spec.table.p[k].numel) < 0) {
             set_status(r, GOLDEN_FAIL, "%s: cannot read %s: %s", path, nm, vrl_last_error());
             goto done;
         }
     }
 
-    m = be->create(&c, &t, B, T);
+    m = be->create(&spec, B, T);
     if (!m) {
         /* the table exists but the model code does not build this case yet */
         set_status(r, GOLDEN_SKIP, "case %s: %s cannot create a model for %s %s (not implemented in ref): %s", name,
@@ -293,20 +294,20 @@ GoldenStatus golden_run(const char *dir, const char *name, const Backend *be, Go
     be->get_state(m, NULL, buf, NULL, NULL);
     from_real(be, buf, g64, P);
     r->grad = -1;
-    const double gfloor = GOLDEN_FLOOR * max_abs_over(&f, &t, "grad.");
-    for (int k = 0; k < t.n; k++) {
+    const double gfloor = GOLDEN_FLOOR * max_abs_over(&f, &spec.table, "grad.");
+    for (int k = 0; k < spec.table.n; k++) {
         char nm[PARAM_NAME_LEN + 8];
-        snprintf(nm, sizeof nm, "grad.%s", t.p[k].name);
-        double *g = tensor_f64(&f, nm, t.p[k].numel);
+        snprintf(nm, sizeof nm, "grad.%s", spec.table.p[k].name);
+        double *g = tensor_f64(&f, nm, spec.table.p[k].numel);
         if (!g) {
             set_status(r, GOLDEN_FAIL, "%s: %s missing or of the wrong size", path, nm);
             goto done;
         }
-        double e = golden_rel_err_floor(g64 + t.p[k].offset, g, t.p[k].numel, gfloor);
+        double e = golden_rel_err_floor(g64 + spec.table.p[k].offset, g, spec.table.p[k].numel, gfloor);
         free(g);
         if (!(e <= r->grad)) {
             r->grad = e;
-            snprintf(r->grad_worst, sizeof r->grad_worst, "%s", t.p[k].name);
+            snprintf(r->grad_worst, sizeof r->grad_worst, "%s", spec.table.p[k].name);
         }
     }
 
@@ -339,28 +340,28 @@ GoldenStatus golden_run(const char *dir, const char *name, const Backend *be, Go
     be->get_state(m, buf, NULL, NULL, NULL);
     from_real(be, buf, p64, P);
     r->final = -1;
-    const double ffloor = GOLDEN_FLOOR * max_abs_over(&f, &t, "final.");
-    for (int k = 0; k < t.n; k++) {
+    const double ffloor = GOLDEN_FLOOR * max_abs_over(&f, &spec.table, "final.");
+    for (int k = 0; k < spec.table.n; k++) {
         char nm[PARAM_NAME_LEN + 8];
-        snprintf(nm, sizeof nm, "final.%s", t.p[k].name);
+        snprintf(nm, sizeof nm, "final.%s", spec.table.p[k].name);
         if (!st_find(&f, nm)) continue;
-        double *w = tensor_f64(&f, nm, t.p[k].numel);
+        double *w = tensor_f64(&f, nm, spec.table.p[k].numel);
         if (!w) {
             set_status(r, GOLDEN_FAIL, "%s: %s has the wrong size", path, nm);
             goto done;
         }
-        double e = golden_rel_err_floor(p64 + t.p[k].offset, w, t.p[k].numel, ffloor);
+        double e = golden_rel_err_floor(p64 + spec.table.p[k].offset, w, spec.table.p[k].numel, ffloor);
         free(w);
         r->has_final = 1;
         r->n_final++;
         if (!(e <= r->final)) {
             r->final = e;
-            snprintf(r->final_worst, sizeof r->final_worst, "%s", t.p[k].name);
+            snprintf(r->final_worst, sizeof r->final_worst, "%s", spec.table.p[k].name);
         }
     }
     /* a final.* tensor the table lacks would otherwise go unchecked */
     for (int i = 0; i < f.n; i++)
-        if (!strncmp(f.t[i].name, "final.", 6) && !param_table_find(&t, f.t[i].name + 6)) {
+        if (!strncmp(f.t[i].name, "final.", 6) && !param_table_find(&spec.table, f.t[i].name + 6)) {
             set_status(r, GOLDEN_FAIL, "%s: %s has no parameter in ref's table", path, f.t[i].name);
             goto done;
         }
@@ -369,7 +370,7 @@ GoldenStatus golden_run(const char *dir, const char *name, const Backend *be, Go
 done:
     if (m) be->destroy(m);
     free(p64), free(g64), free(got), free(buf), free(tokens);
-    param_table_free(&t);
+    model_spec_free(&spec);
     json_decref(train);
     json_decref(meta);
     st_free(&f);

@@ -13,14 +13,18 @@
 #include <stdint.h>
 
 #include "common/base/rng.h"
-#include "ref/model.h"
+#include "common/model/spec.h"
+#include "ref/net.h"
 
 #define GRADCHECK_STEP 1e-5
 
 typedef struct {
     ModelConfig c;
-    ParamTable t;
-    RefModel *m;
+    ModelSpec spec;
+    const ParamTable *t; /* &spec.table */
+    const RefNet *net;   /* the config's architecture (ref/net.h): llama or GPT-2 */
+    void *m;             /* its model */
+    RefBuffers buf;      /* the model's params and grads */
     int B, T;
     int32_t *tokens; /* [B*T] the checked batch */
     Rng r;           /* continues after the weights and tokens: draws sampled elements */
@@ -31,7 +35,7 @@ typedef struct {
  * not start normal moved off its symmetric start by Rng(seed + 1): + N(0, 0.2²), except the
  * HC/mHC scales (hc_*.scale_*, .alpha_p*, .alpha_res*), set to 0.5 + N(0, 0.2²), and mHC's b_res,
  * set to N(0, 0.5²); the same Rng then draws the tokens. Dropout on for `dropout` (GPT-2;
- * mask key (1234, 7, 1)). Runs one forward and backward: model_grads(g->m) is the analytic
+ * mask key (1234, 7, 1)). Runs one forward and backward: g->buf.grads is the analytic
  * gradient, g->loss the loss. */
 void gradcheck_begin(Gradcheck *g, const ModelConfig *c, int B, int T, uint64_t seed, int dropout);
 void gradcheck_end(Gradcheck *g);

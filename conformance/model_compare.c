@@ -8,10 +8,11 @@
 
 void run_build(Run *r, const ModelConfig *c, int B, int T, uint64_t seed) {
     r->c = *c, r->B = B, r->T = T, r->loss = 0;
-    cr_assert_eq(param_table_build(&r->c, &r->t), 0, "%s: %s", c->variant, vrl_last_error());
-    r->m = model_create(&r->c, &r->t, B, T);
+    cr_assert_eq(model_spec_build(&r->c, &r->spec), 0, "%s: %s", c->variant, vrl_last_error());
+    r->t = &r->spec.table;
+    r->m = model_create(&r->spec, B, T);
     cr_assert_not_null(r->m, "%s: %s", c->variant, vrl_last_error());
-    params_init_f64(&r->t, seed, model_params(r->m));
+    params_init_f64(r->t, seed, model_params(r->m));
 }
 
 void run_step(Run *r, const int32_t *tokens) {
@@ -22,7 +23,7 @@ void run_step(Run *r, const int32_t *tokens) {
 
 void run_release(Run *r) {
     model_destroy(r->m);
-    param_table_free(&r->t);
+    model_spec_free(&r->spec);
 }
 
 double run_logits_diff(const Run *a, const Run *b) {
@@ -34,7 +35,7 @@ double run_logits_diff(const Run *a, const Run *b) {
 }
 
 int run_grad_diff(const Run *a, const Run *b, const char *name, double *diff, double *max_a) {
-    const ParamInfo *pa = param_table_find(&a->t, name), *pb = param_table_find(&b->t, name);
+    const ParamInfo *pa = param_table_find(a->t, name), *pb = param_table_find(b->t, name);
     *diff = *max_a = 0;
     if (!pa || !pb) return 0;
     const real *ga = model_grads(a->m) + pa->offset, *gb = model_grads(b->m) + pb->offset;

@@ -10,7 +10,8 @@
 
 typedef struct {
     ModelConfig c;
-    ParamTable t;
+    ModelSpec spec;
+    const ParamTable *t; /* &spec.table */
     RefModel *m;
     int B, T;
     double loss; /* of the last run_step */

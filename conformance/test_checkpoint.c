@@ -3,6 +3,7 @@
  * checkpoint survives failed or interrupted saves. */
 #include <math.h>
 
+#include "common/model/spec.h"
 #include "common/run/checkpoint.h"
 #include "common/base/fsutil.h"
 #include "common/base/hash.h"
@@ -138,7 +139,7 @@ typedef struct {
 
 static void tiny(Model *m) {
     cr_assert_eq(config_preset("tiny", &m->c), 0);
-    cr_assert_eq(param_table_build(&m->c, &m->t), 0, "%s", vrl_last_error());
+    cr_assert_eq(model_spec_table(&m->c, &m->t), 0, "%s", vrl_last_error());
 }
 
 static double *init_params(const Model *m, uint64_t seed) {
@@ -266,7 +267,7 @@ Test(checkpoint, model_rejects) {
     ModelConfig c2 = m.c;
     c2.n_layers = 3;
     ParamTable t2;
-    cr_assert_eq(param_table_build(&c2, &t2), 0);
+    cr_assert_eq(model_spec_table(&c2, &t2), 0);
     double *y2 = malloc(t2.total * sizeof *y2);
     cr_assert_eq(checkpoint_save_model(dir, &m.c, &m.t, DT_F64, x), 0);
     expect_error(checkpoint_load_model(dir, &t2, DT_F64, y2), "missing tensor model.layers.2.");

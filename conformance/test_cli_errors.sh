@@ -63,4 +63,14 @@ expect_error mixture_weight "--mixture: weight \"x\" of \"RedPajamaC4\" is not a
 expect_error mixture_on_resume "--mixture: a resumed run keeps the weights" \
   $VRL train --quiet --resume "$tmp/run" --steps 4 --mixture RedPajamaC4=1
 
+# Capabilities (common/model/backend.h): the reference trains GPT-2 but declares no analysis
+# views for it, so `vrl analyze` refuses by the backend's name before reading any data.
+cat >"$tmp/gpt2.json" <<'JSON'
+{"model_type": "gpt2", "n_embd": 16, "n_layer": 2, "n_head": 2, "vocab_size": 64, "n_positions": 64, "n_inner": null}
+JSON
+$T --model "$tmp/gpt2.json" --out "$tmp/gpt2run" 2>/dev/null
+check gpt2_trains test -s "$tmp/gpt2run/model.safetensors"
+expect_error analyze_gpt2_refused "backend ref-fp64 cannot analyze this model: .*gpt2" \
+  $VRL analyze --ckpt "$tmp/gpt2run" --metric entropy --seq 16 --batches 1 --out "$tmp/an_gpt2"
+
 finish

@@ -2,6 +2,7 @@
  * rejection a user can hit, each checked by the fragment of its message. */
 #include <jansson.h>
 
+#include "common/model/spec.h"
 #include "common/model/config.h"
 #include "common/model/params.h"
 #include "conformance/test_util.h"
@@ -26,7 +27,7 @@ static size_t count(const char *preset) {
     ModelConfig c;
     ParamTable t;
     cr_assert_eq(config_preset(preset, &c), 0);
-    cr_assert_eq(param_table_build(&c, &t), 0, "%s", vrl_last_error());
+    cr_assert_eq(model_spec_table(&c, &t), 0, "%s", vrl_last_error());
     size_t n = param_table_count(&t);
     param_table_free(&t);
     return n;

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/model/spec.h"
 #include "common/base/error.h"
 #include "common/base/fsutil.h"
 #include "common/base/rng.h"
@@ -87,22 +88,22 @@ static double rel_err(const float *a, const double *b, size_t n, double *maxabs)
 
 static void run_case(const Case *k) {
     ModelConfig c;
-    ParamTable t = {0};
+    ModelSpec spec = {0};
     make_config(k, &c);
     /* One table for both sides: the variant's own (SVFormer's later layers have no W_v). */
-    if (param_table_build(&c, &t) < 0) {
+    if (model_spec_build(&c, &spec) < 0) {
         CHECK(0, "%s: %s", k->name, vrl_last_error());
         return;
     }
-    const size_t P = t.total, N = (size_t)k->B * k->T, V = c.vocab_size;
+    const size_t P = spec.table.total, N = (size_t)k->B * k->T, V = c.vocab_size;
     double *init = malloc(P * sizeof *init), *rg = malloc(P * sizeof *rg), *rlog = malloc(N * V * sizeof *rlog);
     float *init32 = malloc(P * sizeof *init32), *fg = malloc(P * sizeof *fg), *flog = malloc(N * V * sizeof *flog);
     int32_t *tok = malloc(N * sizeof *tok);
-    params_init_f64(&t, 42, init);
+    params_init_f64(&spec.table, 42, init);
     for (size_t i = 0; i < P; i++) init32[i] = (float)init[i];
 
-    void *ref = ref_backend_f64.create(&c, &t, k->B, k->T);
-    void *fast = fast_backend_cuda.create(&c, &t, k->B, k->T);
+    void *ref = ref_backend_f64.create(&spec, k->B, k->T);
+    void *fast = fast_backend_cuda.create(&spec, k->B, k->T);
     if (!ref || !fast) {
         CHECK(0, "%s: create: %s", k->name, vrl_last_error());
         goto done;
@@ -129,8 +130,8 @@ static void run_case(const Case *k) {
     fast_backend_cuda.get_state(fast, NULL, fg, NULL, NULL);
     double worst = 0;
     const char *worst_name = "";
-    for (int i = 0; i < t.n; i++) {
-        const ParamInfo *p = &t.p[i];
+    for (int i = 0; i < spec.table.n; i++) {
+        const ParamInfo *p = &spec.table.p[i];
         double ge = rel_err(fg + p->offset, rg + p->offset, p->numel, NULL);
         if (ge > worst) worst = ge, worst_name = p->name;
         CHECK(ge <= TOL_GRAD, "%s: gradient of %s relative error %.3e", k->name, p->name, ge);
@@ -159,7 +160,7 @@ done:
     if (ref) ref_backend_f64.destroy(ref);
     if (fast) fast_backend_cuda.destroy(fast);
     free(init), free(rg), free(rlog), free(init32), free(fg), free(flog), free(tok);
-    param_table_free(&t);
+    model_spec_free(&spec);
 }
 
 /* ------------------------------------------------------------------ through the trainer */

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/model/spec.h"
 #include "conformance/gradcheck.h"
 #include "ref/model.h"
 
@@ -37,8 +38,8 @@ static void gradcheck_config(const ModelConfig *c0, uint64_t seed) {
     printf("gradcheck model L=%d heads=%d kv=%d d=%d: loss %.6f (ln V = %.6f)\n", c.n_layers, c.n_heads,
            c.n_kv_heads, c.d_model, g.loss, log(c.vocab_size));
     double worst = 0;
-    for (int k = 0; k < g.t.n; k++) {
-        const ParamInfo *pi = &g.t.p[k];
+    for (int k = 0; k < g.t->n; k++) {
+        const ParamInfo *pi = &g.t->p[k];
         const GradcheckTensor r = gradcheck_tensor(&g, k, &sampling);
         double err = gradcheck_rel_err(r, 0);
         if (err > worst) worst = err;
@@ -46,7 +47,7 @@ static void gradcheck_config(const ModelConfig *c0, uint64_t seed) {
         cr_expect(r.num > 1e-8, "%s: gradient ~0, the check proves nothing", pi->name);
         cr_expect_lt(err, TOL, "%s: rel err %.3e", pi->name, err);
     }
-    printf("  worst rel err %.3e over %d tensors\n", worst, g.t.n);
+    printf("  worst rel err %.3e over %d tensors\n", worst, g.t->n);
     cr_log_info("L=%d kv=%d: worst rel err %.3e", c.n_layers, c.n_kv_heads, worst);
     gradcheck_end(&g);
 }
@@ -74,25 +75,25 @@ Test(gradcheck_model, gqa_every_tensor_fp64) {
 Test(gradcheck_model, backward_accumulates_scaled) {
     ModelConfig c;
     cr_assert_eq(config_preset("tiny", &c), 0);
-    ParamTable t;
-    cr_assert_eq(param_table_build(&c, &t), 0);
-    RefModel *m = model_create(&c, &t, B, T);
+    ModelSpec spec;
+    cr_assert_eq(model_spec_build(&c, &spec), 0);
+    RefModel *m = model_create(&spec, B, T);
     cr_assert_not_null(m);
-    params_init_f64(&t, 5, model_params(m)); /* real is double here */
+    params_init_f64(&spec.table, 5, model_params(m)); /* real is double here */
     int32_t tokens[B * T];
     for (int i = 0; i < B * T; i++) tokens[i] = (i * 7 + 3) % c.vocab_size;
-    real *g1 = malloc(t.total * sizeof *g1);
+    real *g1 = malloc(spec.table.total * sizeof *g1);
     model_zero_grad(m);
     model_forward(m, tokens);
     model_backward(m, 1.0);
-    memcpy(g1, model_grads(m), t.total * sizeof *g1);
+    memcpy(g1, model_grads(m), spec.table.total * sizeof *g1);
     model_zero_grad(m);
     for (int rep = 0; rep < 2; rep++) {
         model_forward(m, tokens);
         model_backward(m, 0.5);
     }
     double max_diff = 0, max_g = 0;
-    for (size_t i = 0; i < t.total; i++) {
+    for (size_t i = 0; i < spec.table.total; i++) {
         max_diff = fmax(max_diff, fabs(model_grads(m)[i] - g1[i]));
         max_g = fmax(max_g, fabs(g1[i]));
     }
@@ -100,8 +101,8 @@ Test(gradcheck_model, backward_accumulates_scaled) {
     cr_assert_gt(max_g, 0);
     cr_assert_lt(max_diff, 1e-15 * max_g * 4, "0.5+0.5 differs from 1 beyond rounding");
     model_zero_grad(m);
-    for (size_t i = 0; i < t.total; i++) cr_assert_eq(model_grads(m)[i], 0);
+    for (size_t i = 0; i < spec.table.total; i++) cr_assert_eq(model_grads(m)[i], 0);
     free(g1);
     model_destroy(m);
-    param_table_free(&t);
+    model_spec_free(&spec);
 }

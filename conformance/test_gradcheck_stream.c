@@ -32,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/model/spec.h"
 #include "common/base/error.h"
 #include "conformance/gradcheck.h"
 #include "conformance/test_configs.h"
@@ -56,11 +57,11 @@ static void small_config(ModelConfig *c, const char *variant) {
 static void gradcheck(const ModelConfig *c, uint64_t seed) {
     Gradcheck g;
     gradcheck_begin(&g, c, B, T, seed, dropout_on);
-    const real *grad = model_grads(g.m);
-    printf("gradcheck %s%s: loss %.6f, %d tensors\n", c->arch == ARCH_GPT2 ? "gpt2 " : "", c->variant, g.loss, g.t.n);
+    const real *grad = g.buf.grads;
+    printf("gradcheck %s%s: loss %.6f, %d tensors\n", c->arch == ARCH_GPT2 ? "gpt2 " : "", c->variant, g.loss, g.t->n);
     double worst = 0;
-    for (int k = 0; k < g.t.n; k++) {
-        const ParamInfo *pi = &g.t.p[k];
+    for (int k = 0; k < g.t->n; k++) {
+        const ParamInfo *pi = &g.t->p[k];
         const GradcheckTensor r = gradcheck_tensor(&g, k, &every_element);
         const double max_num = r.num, err = gradcheck_rel_err(r, 1e-4);
         printf("  %-40s %5zu  max|grad| %.3e  rel err %.3e\n", pi->name, pi->numel, max_num, err);
@@ -139,7 +140,7 @@ Test(gradcheck_stream, attnres_with_resformer_learnable) {
     ModelConfig c;
     small_config(&c, "attnres:mode=block,size=2+resformer:mode=learnable");
     ParamTable t;
-    cr_assert_eq(param_table_build(&c, &t), 0, "%s", vrl_last_error());
+    cr_assert_eq(model_spec_table(&c, &t), 0, "%s", vrl_last_error());
     const int have = param_table_find(&t, "model.layers.1.self_attn.v_residual_lambda") != NULL;
     param_table_free(&t);
     if (!have) cr_skip_test("value-path variants are not in this build (no v_residual_lambda): composition unchecked");

@@ -43,8 +43,8 @@ static double gradcheck(const char *variant, int n_kv, uint64_t seed) {
     double worst = 0;
     const char *worst_name = "";
     int checked = 0;
-    for (int k = 0; k < g.t.n; k++) {
-        const ParamInfo *pi = &g.t.p[k];
+    for (int k = 0; k < g.t->n; k++) {
+        const ParamInfo *pi = &g.t->p[k];
         const GradcheckTensor r = gradcheck_tensor(&g, k, &sampling);
         double err = gradcheck_rel_err(r, 0);
         if (err > worst) worst = err, worst_name = pi->name;

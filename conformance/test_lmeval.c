@@ -35,10 +35,10 @@ typedef struct {
 } FakeModel;
 
 static Fake g_fake;
-static ModelConfig g_fake_config;
+static ModelSpec g_fake_spec;
 
-static void *fake_create(const ModelConfig *c, const ParamTable *t, int B, int T) {
-    (void)c, (void)t;
+static void *fake_create(const ModelSpec *spec, int B, int T) {
+    (void)spec;
     FakeModel *m = calloc(1, sizeof *m);
     m->B = B, m->T = T;
     m->tok = calloc((size_t)B * T, sizeof *m->tok);
@@ -77,9 +77,9 @@ static const Backend fake_backend = {.name = "fake",
 static void fake_scorer(Scorer *s, int B, int T, int V, int mode) {
     memset(&g_fake, 0, sizeof g_fake);
     g_fake.V = V, g_fake.mode = mode;
-    memset(&g_fake_config, 0, sizeof g_fake_config);
-    g_fake_config.vocab_size = V;
-    cr_assert_eq(scorer_init(s, &fake_backend, &g_fake_config, NULL, NULL, B, T), 0, "%s", vrl_last_error());
+    memset(&g_fake_spec, 0, sizeof g_fake_spec);
+    g_fake_spec.config.vocab_size = V;
+    cr_assert_eq(scorer_init(s, &fake_backend, &g_fake_spec, NULL, B, T), 0, "%s", vrl_last_error());
 }
 
 /* ---------------------------------------------------------------- a byte tokenizer */

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/model/spec.h"
 #include "common/model/config.h"
 #include "common/base/error.h"
 #include "common/model/params.h"
@@ -142,22 +143,26 @@ Test(metrics, golden_baseline_fp64) {
     json_decref(meta);
     ModelConfig c;
     cr_assert_eq(config_load_json(cfg_path, &c), 0, "%s", vrl_last_error());
-    ParamTable t;
-    cr_assert_eq(param_table_build(&c, &t), 0, "%s", vrl_last_error());
+    ModelSpec spec;
+    cr_assert_eq(model_spec_build(&c, &spec), 0, "%s", vrl_last_error());
 
     const StTensor *tok = st_find(&met, "batch.tokens");
     cr_assert_not_null(tok);
     const int B = (int)tok->shape[0], T = (int)tok->shape[1];
-    RefModel *m = model_create(&c, &t, B, T);
+    const Backend *be = &ref_backend_f64; /* the analysis goes through the Backend table */
+    void *m = be->create(&spec, B, T);
     cr_assert_not_null(m, "%s", vrl_last_error());
-    double *params = model_params(m); /* fp64 build: real = double */
-    for (int i = 0; i < t.n; i++) {
+    double *params = calloc(spec.table.total, sizeof *params); /* [total] the fixture's weights */
+    cr_assert_not_null(params);
+    for (int i = 0; i < spec.table.n; i++) {
         char name[160];
-        snprintf(name, sizeof name, "param.%s", t.p[i].name);
+        snprintf(name, sizeof name, "param.%s", spec.table.p[i].name);
         const StTensor *p = st_find(&base, name);
         cr_assert_not_null(p, "fixture lacks %s", name);
-        cr_assert_eq(st_to_f64(p, params + t.p[i].offset, t.p[i].numel), 0, "%s", vrl_last_error());
+        cr_assert_eq(st_to_f64(p, params + spec.table.p[i].offset, spec.table.p[i].numel), 0, "%s", vrl_last_error());
     }
+    be->set_state(m, params, NULL, NULL);
+    free(params);
     double tokd[64]; /* [B,T] as double, then int32 */
     int32_t tokens[64];
     cr_assert(B * T <= 64);
@@ -166,7 +171,7 @@ Test(metrics, golden_baseline_fp64) {
 
     MetricSums s;
     cr_assert_eq(metric_sums_init(&s, c.n_layers, c.n_kv_heads * config_head_dim(&c)), 0);
-    cr_assert_eq(metrics_accumulate(m, tokens, &s), 0, "%s", vrl_last_error());
+    cr_assert_eq(metrics_accumulate(be, m, &c, B, T, tokens, &s), 0, "%s", vrl_last_error());
     metric_sums_mean(&s);
     const int L = c.n_layers, kvC = s.kvC;
 
@@ -209,8 +214,8 @@ Test(metrics, golden_baseline_fp64) {
             worst_diff);
 
     metric_sums_free(&s);
-    model_destroy(m);
-    param_table_free(&t);
+    be->destroy(m);
+    model_spec_free(&spec);
     st_free(&met);
     st_free(&base);
 }

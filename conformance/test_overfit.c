@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "common/model/spec.h"
 #include "common/model/backend.h"
 #include "common/base/error.h"
 #include "common/base/rng.h"
@@ -27,16 +28,16 @@ enum { B = 2, T = 8, MAX_STEPS = 300 };
 static void overfit(const Backend *be) {
     ModelConfig c;
     cr_assert_eq(config_preset("tiny", &c), 0);
-    ParamTable t;
-    cr_assert_eq(param_table_build(&c, &t), 0);
-    void *m = be->create(&c, &t, B, T);
+    ModelSpec spec;
+    cr_assert_eq(model_spec_build(&c, &spec), 0);
+    void *m = be->create(&spec, B, T);
     cr_assert_not_null(m, "%s", vrl_last_error());
 
-    double *p64 = malloc(t.total * sizeof *p64);
-    params_init_f64(&t, 1, p64);
+    double *p64 = malloc(spec.table.total * sizeof *p64);
+    params_init_f64(&spec.table, 1, p64);
     if (be->dtype == DT_F32) {
-        float *p32 = malloc(t.total * sizeof *p32);
-        for (size_t i = 0; i < t.total; i++) p32[i] = (float)p64[i];
+        float *p32 = malloc(spec.table.total * sizeof *p32);
+        for (size_t i = 0; i < spec.table.total; i++) p32[i] = (float)p64[i];
         be->set_state(m, p32, NULL, NULL);
         free(p32);
     } else {
@@ -68,7 +69,7 @@ static void overfit(const Backend *be) {
     cr_assert_float_eq(first, log(64.0), 0.05, "initial loss %.4f should be near ln 64", first);
     cr_assert_lt(loss, TARGET, "%s did not overfit: loss %.4f after %d steps", be->name, loss, step);
     be->destroy(m);
-    param_table_free(&t);
+    model_spec_free(&spec);
 }
 
 Test(overfit, tiny_fp32) { overfit(&ref_backend_f32); }

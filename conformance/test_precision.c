@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/model/spec.h"
 #include "common/model/backend.h"
 #include "common/base/error.h"
 #include "common/base/rng.h"
@@ -25,19 +26,19 @@ extern const Backend ref_backend_f32, ref_backend_f64;
 
 enum { B = 2, T = 8 };
 
-static void setup(ModelConfig *c, ParamTable *t) {
+static void setup(ModelConfig *c, ModelSpec *s) {
     cr_assert_eq(config_preset("tiny", c), 0);
-    cr_assert_eq(param_table_build(c, t), 0);
+    cr_assert_eq(model_spec_build(c, s), 0);
 }
 
 Test(precision, fp32_matches_fp64_logits_loss_grads) {
     ModelConfig c;
-    ParamTable t;
-    setup(&c, &t);
-    const size_t P = t.total, NL = (size_t)B * T * c.vocab_size;
+    ModelSpec spec;
+    setup(&c, &spec);
+    const size_t P = spec.table.total, NL = (size_t)B * T * c.vocab_size;
     double *p64 = malloc(P * sizeof *p64), *g64 = malloc(P * sizeof *g64), *l64 = malloc(NL * sizeof *l64);
     float *p32 = malloc(P * sizeof *p32), *g32 = malloc(P * sizeof *g32), *l32 = malloc(NL * sizeof *l32);
-    params_init_f64(&t, 3, p64);
+    params_init_f64(&spec.table, 3, p64);
     for (size_t i = 0; i < P; i++) p64[i] = p32[i] = (float)p64[i]; /* identical weights */
 
     int32_t tokens[B * T];
@@ -45,7 +46,7 @@ Test(precision, fp32_matches_fp64_logits_loss_grads) {
     rng_seed(&r, 7);
     for (int i = 0; i < B * T; i++) tokens[i] = (int32_t)rng_below(&r, (uint64_t)c.vocab_size);
 
-    void *m32 = ref_backend_f32.create(&c, &t, B, T), *m64 = ref_backend_f64.create(&c, &t, B, T);
+    void *m32 = ref_backend_f32.create(&spec, B, T), *m64 = ref_backend_f64.create(&spec, B, T);
     cr_assert(m32 && m64, "%s", vrl_last_error());
     cr_assert_eq(ref_backend_f32.dtype, DT_F32);
     cr_assert_eq(ref_backend_f64.dtype, DT_F64);
@@ -73,8 +74,8 @@ Test(precision, fp32_matches_fp64_logits_loss_grads) {
     cr_assert_lt(loss_rel, 1e-6);
 
     double worst = 0;
-    for (int k = 0; k < t.n; k++) {
-        const ParamInfo *pi = &t.p[k];
+    for (int k = 0; k < spec.table.n; k++) {
+        const ParamInfo *pi = &spec.table.p[k];
         double d = 0, gm = 0;
         for (size_t i = pi->offset; i < pi->offset + pi->numel; i++) {
             d = fmax(d, fabs(g32[i] - g64[i]));
@@ -89,24 +90,24 @@ Test(precision, fp32_matches_fp64_logits_loss_grads) {
     ref_backend_f32.destroy(m32);
     ref_backend_f64.destroy(m64);
     free(p64), free(g64), free(l64), free(p32), free(g32), free(l32);
-    param_table_free(&t);
+    model_spec_free(&spec);
 }
 
 /* The Backend refuses impossible shapes and out-of-vocabulary ids with a message. */
 Test(precision, backend_validates_inputs) {
     ModelConfig c;
-    ParamTable t;
-    setup(&c, &t);
+    ModelSpec spec;
+    setup(&c, &spec);
     const Backend *bes[2] = {&ref_backend_f32, &ref_backend_f64};
     for (int b = 0; b < 2; b++) {
         const Backend *be = bes[b];
         vrl_clear_error();
-        cr_assert_null(be->create(&c, &t, 1, c.max_seq + 1));
+        cr_assert_null(be->create(&spec, 1, c.max_seq + 1));
         cr_assert(strstr(vrl_last_error(), "seq"), "%s", vrl_last_error());
-        cr_assert_null(be->create(&c, &t, 0, 8));
+        cr_assert_null(be->create(&spec, 0, 8));
         cr_assert(strstr(vrl_last_error(), "batch"), "%s", vrl_last_error());
 
-        void *m = be->create(&c, &t, B, T);
+        void *m = be->create(&spec, B, T);
         cr_assert_not_null(m);
         int32_t tokens[B * T] = {0};
         tokens[11] = c.vocab_size; /* one past the end */
@@ -119,12 +120,12 @@ Test(precision, backend_validates_inputs) {
         tokens[11] = -1;
         cr_assert(isnan(be->forward_loss(m, tokens)));
         /* the rejected batch added nothing to the gradients */
-        size_t gbytes = t.total * (be->dtype == DT_F32 ? 4 : 8);
+        size_t gbytes = spec.table.total * (be->dtype == DT_F32 ? 4 : 8);
         unsigned char *g = malloc(gbytes);
         be->get_state(m, NULL, g, NULL, NULL);
         for (size_t i = 0; i < gbytes; i++) cr_assert_eq(g[i], 0);
         free(g);
         be->destroy(m);
     }
-    param_table_free(&t);
+    model_spec_free(&spec);
 }

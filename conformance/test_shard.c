@@ -2,6 +2,7 @@
  * wrong is rejected with a message naming the file and the problem. */
 #include "common/base/fsutil.h"
 #include "common/data/shard.h"
+#include "common/data/shardset.h"
 #include "conformance/test_util.h"
 
 static void round_trip(uint32_t vocab, uint32_t expect_width) {
@@ -27,6 +28,61 @@ static void round_trip(uint32_t vocab, uint32_t expect_width) {
     cr_assert_eq(memcmp(s.tokens, tok, sizeof tok), 0);
     shard_free(&s);
     cr_assert_null(s.tokens);
+}
+
+/* The mapped reader hands out the same ids at the stored width, from any offset. */
+static void map_round_trip(uint32_t vocab, uint32_t expect_width) {
+    const char *dir = test_tmpdir(), *path = test_path(dir, "m.tok");
+    enum { N = 3000 };
+    static uint32_t tok[N];
+    static int32_t got[N];
+    for (uint32_t i = 0; i < N; i++) tok[i] = (i * 2654435761u + 7) % vocab;
+    tok[N - 1] = vocab - 1;
+    cr_assert_eq(shard_write(path, tok, N, vocab, 1000, "RedPajamaBook"), 0, "%s", vrl_last_error());
+    ShardMap m;
+    cr_assert_eq(shard_map(path, &m), 0, "%s", vrl_last_error());
+    cr_assert_eq(m.token_bytes, expect_width);
+    cr_assert_eq(m.n_tokens, N);
+    cr_assert_eq(m.chunk_len, 1000);
+    cr_assert_str_eq(m.domain, "RedPajamaBook");
+    shard_map_copy(&m, 0, N, got);
+    for (int i = 0; i < N; i++) cr_assert_eq((uint32_t)got[i], tok[i], "id %d", i);
+    shard_map_release(&m, 0, N);
+    shard_map_copy(&m, 1234, 5, got); /* after a release the pages come back from the file */
+    for (int i = 0; i < 5; i++) cr_assert_eq((uint32_t)got[i], tok[1234 + i]);
+    shard_unmap(&m);
+    cr_assert_null(m.map);
+}
+Test(shard, map_u16) { map_round_trip(50277, 2); }
+Test(shard, map_u32) { map_round_trip(100000, 4); }
+
+/* A ShardSet reads across shard boundaries (and past an empty shard) as one sequence. */
+Test(shard, set_reads_across_shards) {
+    const char *dir = test_tmpdir();
+    const uint64_t sizes[4] = {5, 0, 3, 9};
+    const uint32_t vocab[4] = {50277, 50277, 100000, 50277}; /* mixed widths: uint16, uint32 */
+    ShardSet set = {0};
+    uint32_t next = 0;
+    for (int k = 0; k < 4; k++) {
+        uint32_t tok[9];
+        for (uint64_t i = 0; i < sizes[k]; i++) tok[i] = next++;
+        char name[32];
+        snprintf(name, sizeof name, "s%d.tok", k);
+        const char *p = test_path(dir, name);
+        cr_assert_eq(shard_write(p, tok, sizes[k], vocab[k], 0, NULL), 0, "%s", vrl_last_error());
+        ShardMap m;
+        cr_assert_eq(shard_map(p, &m), 0, "%s", vrl_last_error());
+        cr_assert_eq(shardset_add(&set, &m), 0);
+        cr_assert_null(m.map, "the set took the mapping");
+    }
+    cr_assert_eq(set.n_tokens, 17);
+    for (uint64_t first = 0; first < 17; first++)
+        for (uint64_t n = 1; first + n <= 17; n++) {
+            int32_t got[17];
+            shardset_read(&set, first, n, got);
+            for (uint64_t i = 0; i < n; i++) cr_assert_eq(got[i], (int32_t)(first + i), "read %llu+%llu", (unsigned long long)first, (unsigned long long)i);
+        }
+    shardset_free(&set);
 }
 
 Test(shard, round_trip_u16) { round_trip(50277, 2); }

@@ -25,8 +25,8 @@
 
 #include "common/base/rng.h"
 #include "conformance/model_compare.h"
-#include "ref/model_impl.h"
 #include "conformance/test_configs.h"
+#include "ref/stream.h"
 
 enum { B = 2, T = 6 };
 
@@ -36,9 +36,9 @@ static void setup(Run *r, const char *variant, int n_layers, uint64_t seed, doub
     run_build(r, &c, B, T, seed); /* keyed by name: shared tensors agree */
     Rng g;
     rng_seed(&g, seed + 7);
-    for (int k = 0; k < r->t.n; k++)
-        if (strstr(r->t.p[k].name, "res_query"))
-            for (size_t i = 0; i < r->t.p[k].numel; i++) model_params(r->m)[r->t.p[k].offset + i] = query_std * rng_normal(&g);
+    for (int k = 0; k < r->t->n; k++)
+        if (strstr(r->t->p[k].name, "res_query"))
+            for (size_t i = 0; i < r->t->p[k].numel; i++) model_params(r->m)[r->t->p[k].offset + i] = query_std * rng_normal(&g);
     int32_t tok[B * T];
     for (int i = 0; i < B * T; i++) tok[i] = (int32_t)((i * 11 + 5) % r->c.vocab_size);
     run_step(r, tok);
@@ -47,9 +47,9 @@ static void setup(Run *r, const char *variant, int n_layers, uint64_t seed, doub
 /* Largest |difference| of the loss, the logits and the gradients of every tensor of `a`'s table. */
 static double compare(Run *a, Run *b) {
     double worst = fmax(fabs(a->loss - b->loss), run_logits_diff(a, b));
-    for (int k = 0; k < a->t.n; k++) {
+    for (int k = 0; k < a->t->n; k++) {
         double diff, mx;
-        cr_assert(run_grad_diff(a, b, a->t.p[k].name, &diff, &mx), "%s missing in %s", a->t.p[k].name, b->c.variant);
+        cr_assert(run_grad_diff(a, b, a->t->p[k].name, &diff, &mx), "%s missing in %s", a->t->p[k].name, b->c.variant);
         worst = fmax(worst, diff);
     }
     return worst;
@@ -76,14 +76,15 @@ Test(stream_equivalence, hc_one_stream_init_is_baseline) { expect_same_as_baseli
 Test(stream_equivalence, attnres_zero_queries_is_uniform_mean) {
     Run r;
     setup(&r, "attnres:mode=full", 3, 32, 0);
-    RefModel *m = r.m;
-    const size_t Nd = (size_t)m->N * m->d;
+    const RefModel *m = r.m;
+    const int L = r.c.n_layers;
+    const size_t Nd = (size_t)r.B * r.T * r.c.d_model;
     double worst = 0, scale = 0;
-    for (int s = 0; s <= 2 * m->L; s++) {
-        const real *in = s == 2 * m->L ? m->x_final : s % 2 ? m->acts[s / 2].h : m->acts[s / 2].x_in;
+    for (int s = 0; s <= 2 * L; s++) {
+        const real *in = model_stream_input(m, s);
         for (size_t i = 0; i < Nd; i++) {
             double mean = 0;
-            for (int k = 0; k <= s; k++) mean += m->y[k][i];
+            for (int k = 0; k <= s; k++) mean += model_sublayer_output(m, k)[i];
             mean /= s + 1;
             worst = fmax(worst, fabs(in[i] - mean));
             scale = fmax(scale, fabs(mean));

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/model/spec.h"
 #include "common/model/params.h"
 #include "common/model/value_path.h"
 #include "conformance/test_util.h"
@@ -13,8 +14,8 @@ static size_t count(const char *preset, const char *variant) {
     ModelConfig c;
     ParamTable t;
     cr_assert_eq(config_preset(preset, &c), 0);
-    cr_assert_eq(value_plan_set_variant(&c, variant, "--variant"), 0, "%s: %s", variant, vrl_last_error());
-    cr_assert_eq(param_table_build(&c, &t), 0, "%s: %s", variant, vrl_last_error());
+    cr_assert_eq(model_spec_set_variant(&c, variant, "--variant", NULL), 0, "%s: %s", variant, vrl_last_error());
+    cr_assert_eq(model_spec_table(&c, &t), 0, "%s: %s", variant, vrl_last_error());
     size_t n = param_table_count(&t);
     param_table_free(&t);
     return n;
@@ -39,8 +40,8 @@ static ParamTable table(const char *variant, int L) {
     ParamTable t;
     cr_assert_eq(config_preset("tiny", &c), 0);
     c.n_layers = L;
-    cr_assert_eq(value_plan_set_variant(&c, variant, "--variant"), 0, "%s: %s", variant, vrl_last_error());
-    cr_assert_eq(param_table_build(&c, &t), 0);
+    cr_assert_eq(model_spec_set_variant(&c, variant, "--variant", NULL), 0, "%s: %s", variant, vrl_last_error());
+    cr_assert_eq(model_spec_table(&c, &t), 0);
     return t;
 }
 
@@ -100,7 +101,7 @@ Test(value_plan, coefficient_initial_values) {
 static void bad(const char *variant, const char *origin, const char *frag) {
     ModelConfig c;
     cr_assert_eq(config_preset("82M", &c), 0);
-    expect_error(value_plan_set_variant(&c, variant, origin), frag);
+    expect_error(model_spec_set_variant(&c, variant, origin, NULL), frag);
     cr_expect(strstr(vrl_last_error(), origin) != NULL, "error \"%s\" does not name %s", vrl_last_error(), origin);
     cr_expect(strchr(vrl_last_error(), '\n') == NULL, "error is not one line");
 }

@@ -38,8 +38,8 @@ static int compare(Run *a, Run *b, double tol, int expect_shared) {
     cr_expect_eq(a->loss, b->loss, "%s vs %s: loss %.17g vs %.17g", a->c.variant, b->c.variant, a->loss, b->loss);
     int shared = 0;
     double worst = 0;
-    for (int k = 0; k < a->t.n; k++) {
-        const char *name = a->t.p[k].name;
+    for (int k = 0; k < a->t->n; k++) {
+        const char *name = a->t->p[k].name;
         double diff, mx;
         if (!run_grad_diff(a, b, name, &diff, &mx)) continue;
         shared++;
@@ -109,7 +109,7 @@ static void gqa_vs_duplicated(const char *variant) {
         for (int which = 0; which < 2; which++) {
             char name[PARAM_NAME_LEN];
             snprintf(name, sizeof name, "model.layers.%d.self_attn.%s_proj.weight", l, which ? "v" : "k");
-            const ParamInfo *pg = param_table_find(&g.t, name), *ph = param_table_find(&h.t, name);
+            const ParamInfo *pg = param_table_find(g.t, name), *ph = param_table_find(h.t, name);
             if (!pg) continue; /* a projection the variant drops */
             const real *src = model_params(g.m) + pg->offset;
             real *dst = model_params(h.m) + ph->offset;
@@ -122,14 +122,14 @@ static void gqa_vs_duplicated(const char *variant) {
         for (int which = 0; which < 2; which++) {
             char name[PARAM_NAME_LEN];
             snprintf(name, sizeof name, "model.layers.%d.self_attn.%s_proj.weight", l, which ? "v" : "k");
-            const ParamInfo *ph = param_table_find(&h.t, name);
+            const ParamInfo *ph = param_table_find(h.t, name);
             if (!ph) continue;
             real *gr = model_grads(h.m) + ph->offset;
             for (int head = 0; head < 2; head++)
                 for (int i = 0; i < hd * d; i++)
                     gr[(size_t)head * hd * d + i] = gr[(size_t)2 * head * hd * d + i] + gr[(size_t)(2 * head + 1) * hd * d + i];
         }
-    compare(&g, &h, 1e-13, g.t.n);
+    compare(&g, &h, 1e-13, g.t->n);
     run_release(&g);
     run_release(&h);
 }

@@ -66,6 +66,14 @@ foreach(t test_variant_equivalence test_stream_equivalence)
   target_compile_definitions(${t} PRIVATE VRL_FP64=1)
 endforeach()
 vrl_test(test_value_plan SOURCES conformance/test_value_plan.c LIBS vrl_common)
+# One spec for every backend; what each backend declares for it (capabilities, views).
+if(VRL_HAVE_CUDA)
+  vrl_test(test_backend_spec SOURCES conformance/test_backend_spec.c LIBS vrl_fast vrl_ref32 vrl_ref64 vrl_common)
+  target_compile_definitions(test_backend_spec PRIVATE VRL_FP64=1 VRL_HAVE_CUDA=1)
+else()
+  vrl_test(test_backend_spec SOURCES conformance/test_backend_spec.c LIBS vrl_ref32 vrl_ref64 vrl_common)
+  target_compile_definitions(test_backend_spec PRIVATE VRL_FP64=1)
+endif()
 
 
 # ---------------------------------------------------------------- golden fixtures (PyTorch oracle)
@@ -109,3 +117,23 @@ add_executable(lmeval_golden_check conformance/lmeval_golden_check.c)
 target_link_libraries(lmeval_golden_check PRIVATE PkgConfig::JANSSON ${MATH_LIB})
 add_test(NAME test_lmeval_golden COMMAND ${CMAKE_SOURCE_DIR}/conformance/test_lmeval_golden.sh $<TARGET_FILE:vrl>
   $<TARGET_FILE:lmeval_golden_check>)
+
+# ---------------------------------------------------------------- memory-mapped shards at scale
+# Peak RSS of `vrl train` on a 4 GiB generated shard set stays near the model's own memory
+# (written to build/tmp, deleted after; scaled down when the disk is short).
+add_executable(test_shard_memory conformance/test_shard_memory.c)
+target_include_directories(test_shard_memory PRIVATE ${CMAKE_SOURCE_DIR})
+target_link_libraries(test_shard_memory PRIVATE vrl_common)
+add_test(NAME test_shard_memory COMMAND test_shard_memory $<TARGET_FILE:vrl>)
+set_tests_properties(test_shard_memory PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600
+  ENVIRONMENT "TMPDIR=${VRL_TEST_TMP}")
+
+# ---------------------------------------------------------------- reproduce/ scripts
+# plan: `--dry-run --scale paper` prints the paper's steps, tokens and flags (no data needed).
+# tiny: the four scripts end to end on ../shared/data (skipped when absent), table cells
+# checked against the runs' files.
+add_test(NAME test_reproduce_plan COMMAND ${CMAKE_SOURCE_DIR}/conformance/test_reproduce.sh plan ${CMAKE_BINARY_DIR})
+add_test(NAME test_reproduce_tiny COMMAND ${CMAKE_SOURCE_DIR}/conformance/test_reproduce.sh tiny ${CMAKE_BINARY_DIR})
+set_tests_properties(test_reproduce_plan test_reproduce_tiny PROPERTIES SKIP_RETURN_CODE 77
+  ENVIRONMENT "TMPDIR=${VRL_TEST_TMP};VRL_SHARED_DATA=${VRL_SHARED_DATA}")
+set_tests_properties(test_reproduce_tiny PROPERTIES TIMEOUT 1200)

@@ -9,9 +9,7 @@
 #include "fast/fast.h"
 #include "fast/model.h"
 
-static void *be_create(const ModelConfig *c, const ParamTable *t, int batch, int seq) {
-    return fast_model_create(c, t, batch, seq);
-}
+static void *be_create(const ModelSpec *s, int batch, int seq) { return fast_model_create(s, batch, seq); }
 
 static void be_destroy(void *m) { fast_model_destroy(m); }
 
@@ -38,6 +36,7 @@ static void be_get_logits(void *m, void *out) { (void)fast_model_get_logits(m, o
 const Backend fast_backend_cuda = {
     .name = "cuda-bf16",
     .dtype = DT_F32,
+    .capabilities = fast_capabilities, /* training only; no analysis views, no decoding */
     .create = be_create,
     .destroy = be_destroy,
     .forward_backward = be_forward_backward,

@@ -35,7 +35,9 @@ typedef __nv_bfloat16 bf16;
 
 static inline unsigned cdiv(size_t a, size_t b) { return (unsigned)((a + b - 1) / b); }
 
-/* Upper bound on layers the value-path tables and kernel arguments hold. */
-#define FAST_MAX_LAYERS 64
+/* FAST_MAX_LAYERS: fast/fast.h (the capability check reads it too). */
+extern "C" {
+#include "fast/fast.h"
+}
 
 #endif

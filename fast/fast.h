@@ -25,12 +25,15 @@ extern const Backend fast_backend_cuda;
  * vrl_error("no CUDA device (cudaGetDeviceCount: <reason>)"). */
 int fast_device_check(void);
 
-/* The value-path plan of SPEC §4 for config.variant: coef [L*L], row n (0-based layer)
- * holds c[n][i], the weight of raw V_i in layer n's value input (entries i > n unused).
- * Minimal reading until common/model/value_path.h lands: baseline, resformer (mode=identity
- * default, mode=constant with lambda, mode=general with lambda1/lambda2), svformer.
- * Anything else is -1 with vrl_error naming it. */
-int fast_value_plan(const ModelConfig *c, double *coef);
+/* Upper bound on layers the value-path tables and kernel arguments hold. */
+#define FAST_MAX_LAYERS 64
+
+/* What the CUDA backend does for spec (fast_backend_cuda.capabilities, fast/value_plan.c):
+ * BACKEND_CAN_TRAIN for the llama block with constant value mixing (the spec's ValuePlan cv
+ * table: baseline, ResFormer fixed modes and V-source ablations, SVFormer), the plain
+ * residual stream, at most FAST_MAX_LAYERS layers and head_dim 8..128 (a power of two);
+ * else 0 and `why` names the first thing missing. No analysis views, no decoding. */
+unsigned fast_capabilities(const ModelSpec *spec, char *why, size_t why_len);
 
 /* Benchmark hooks. Bytes of device memory the model holds (arena + workspaces). */
 size_t fast_model_device_bytes(void *model);

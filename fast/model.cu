@@ -132,27 +132,18 @@ static size_t layout(FastModel *m, char *base) {
 }
 #undef CARVE
 
-static int lookup(const ParamTable *t, const char *name, size_t numel, size_t *offset) {
-    const ParamInfo *p = param_table_find(t, name);
-    if (!p) return vrl_error("fast model: parameter %s is not in the table", name);
-    if (p->numel != numel)
-        return vrl_error("fast model: parameter %s has %zu elements, the config needs %zu", name, p->numel, numel);
-    *offset = p->offset;
-    return 0;
-}
-
 static int bind_tensors(FastModel *m) {
     const ParamTable *t = m->t;
     const size_t d = m->d, V = m->V, F = m->F, qC = m->qC, kvC = m->kvC;
     char name[PARAM_NAME_LEN];
-    if (lookup(t, "model.embed_tokens.weight", V * d, &m->o_wte) || lookup(t, "model.norm.weight", d, &m->o_lnf) ||
-        lookup(t, "lm_head.weight", V * d, &m->o_lm_head))
+    if (param_table_expect(t, "model.embed_tokens.weight", V * d, &m->o_wte) || param_table_expect(t, "model.norm.weight", d, &m->o_lnf) ||
+        param_table_expect(t, "lm_head.weight", V * d, &m->o_lm_head))
         return -1;
     for (int l = 0; l < m->L; l++) {
         LayerOffsets *o = &m->lo[l];
 #define BIND(field, suffix, numel)                                            \
     snprintf(name, sizeof name, "model.layers.%d.%s", l, suffix);             \
-    if (lookup(t, name, numel, &o->field)) return -1;
+    if (param_table_expect(t, name, numel, &o->field)) return -1;
         BIND(ln1, "input_layernorm.weight", d);
         BIND(wq, "self_attn.q_proj.weight", qC * d);
         BIND(wk, "self_attn.k_proj.weight", kvC * d);
@@ -160,7 +151,7 @@ static int bind_tensors(FastModel *m) {
          * against the value plan, which says whether the layer computes a V. */
         snprintf(name, sizeof name, "model.layers.%d.self_attn.v_proj.weight", l);
         o->wv = (size_t)-1;
-        if (param_table_find(t, name) && lookup(t, name, kvC * d, &o->wv)) return -1;
+        if (param_table_find(t, name) && param_table_expect(t, name, kvC * d, &o->wv)) return -1;
         BIND(wo, "self_attn.o_proj.weight", d * qC);
         BIND(ln2, "post_attention_layernorm.weight", d);
         BIND(wgate, "mlp.gate_proj.weight", F * d);
@@ -232,25 +223,19 @@ extern "C" void fast_model_destroy(void *vm) {
     free(m);
 }
 
-extern "C" void *fast_model_create(const ModelConfig *c, const ParamTable *t, int batch, int seq) {
-    if (config_validate(c, c->preset[0] ? c->preset : "config") < 0) return NULL;
-    if (c->arch != ARCH_LLAMA) {
-        vrl_error("fast model: the CUDA backend implements the llama architecture only");
+extern "C" void *fast_model_create(const ModelSpec *spec, int batch, int seq) {
+    const ModelConfig *c = &spec->config;
+    const ParamTable *t = &spec->table;
+    char why[512];
+    if (!(fast_capabilities(spec, why, sizeof why) & BACKEND_CAN_TRAIN)) {
+        vrl_error("fast model: %s", why);
         return NULL;
     }
     if (batch < 1 || seq < 2 || seq > c->max_seq) {
         vrl_error("fast model: need batch >= 1 and seq in [2, %d] (got %d x %d)", c->max_seq, batch, seq);
         return NULL;
     }
-    if (c->n_layers > FAST_MAX_LAYERS) {
-        vrl_error("fast model: at most %d layers (got %d)", FAST_MAX_LAYERS, c->n_layers);
-        return NULL;
-    }
     const int hd = config_head_dim(c);
-    if (hd != 8 && hd != 16 && hd != 32 && hd != 64 && hd != 128) {
-        vrl_error("fast model: head_dim must be 8, 16, 32, 64 or 128 (got %d)", hd);
-        return NULL;
-    }
     if ((size_t)batch * seq > (size_t)1 << 30) {
         vrl_error("fast model: batch x seq too large");
         return NULL;
@@ -290,7 +275,8 @@ extern "C" void *fast_model_create(const ModelConfig *c, const ParamTable *t, in
         vrl_error("fast model: out of host memory");
         goto fail;
     }
-    if (bind_tensors(m) < 0 || fast_value_plan(c, m->coef) < 0) goto fail;
+    if (bind_tensors(m) < 0) goto fail;
+    memcpy(m->coef, spec->value.cv, (size_t)L * L * sizeof *m->coef); /* constant: fast_capabilities checked */
     value_flags(m);
     for (int l = 0; l < L; l++)
         if (m->v_needed[l] && m->lo[l].wv == (size_t)-1) {

@@ -11,7 +11,8 @@
 extern "C" {
 #endif
 
-void *fast_model_create(const ModelConfig *c, const ParamTable *t, int batch, int seq);
+/* A model of spec (which fast_capabilities must accept; spec outlives it) for [batch, seq]. */
+void *fast_model_create(const ModelSpec *spec, int batch, int seq);
 void fast_model_destroy(void *m);
 /* Mean loss over the batch's B*(T-1) predictions; with backward, adds grad_scale *
  * dLoss/dParam into the fp32 gradients. NaN with vrl_error on failure. */

@@ -14,8 +14,6 @@
  *   p   ← p + (−lr / (1 − β1^t))·m / denom       (addcdiv_) */
 #include "ref/adamw.h"
 
-#include "ref/model_impl.h"
-
 double adamw_update(const ParamTable *t, real *params, real *g, real *exp_avg, real *exp_avg_sq, long step,
                     const AdamWConfig *opt, double lr) {
     const size_t P = t->total;
@@ -53,9 +51,4 @@ double adamw_update(const ParamTable *t, real *params, real *g, real *exp_avg, r
         }
     }
     return norm;
-}
-
-double model_adamw_step(RefModel *m, const AdamWConfig *opt, double lr) {
-    m->step += 1;
-    return adamw_update(m->t, m->params, m->grads, m->exp_avg, m->exp_avg_sq, m->step, opt, lr);
 }

@@ -1,5 +1,5 @@
 /* adamw.h: clipping + AdamW on flat buffers laid out by a ParamTable (SPEC.md §2).
- * model_adamw_step applies it to a RefModel; tests call it on a hand-made table. */
+ * ref/backend.c applies it to a model's buffers; tests call it on a hand-made table. */
 #ifndef VRL_REF_ADAMW_H
 #define VRL_REF_ADAMW_H
 

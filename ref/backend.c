@@ -1,71 +1,128 @@
-/* backend.c: the reference model behind the Backend table (common/model/backend.h), once
+/* backend.c: the reference models behind the Backend table (common/model/backend.h), once
  * per precision: ref_backend_f32 from the float build, ref_backend_f64 from the double
- * build. Host views are in the build's own dtype, so get/set_state are plain copies.
+ * build. The spec's architecture picks the model (ref/net.h: LLaMA in model.c, GPT-2 in
+ * gpt2.c) once, at create; everything else here is the same for both. Host views are in
+ * the build's own dtype, so get/set_state are plain copies.
  *
  * Bad token ids: forward_loss / forward_backward return NaN with vrl_error() set and
  * leave the gradients untouched (model_check_tokens), so a trainer sees a NaN loss and
  * an error message instead of an out-of-bounds read. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/base/error.h"
 #include "ref/adamw.h"
-#include "ref/model_impl.h"
+#include "ref/net.h"
 
-static void *be_create(const ModelConfig *c, const ParamTable *t, int batch, int seq) {
-    return model_create(c, t, batch, seq);
+typedef struct {
+    const RefNet *net;        /* the architecture's table */
+    void *m;                  /* its model */
+    const ModelSpec *spec;    /* not owned */
+    RefBuffers buf;           /* the model's flat buffers, fixed for its life */
+    size_t total, n_logits;   /* elements of each buffer; of the logits [batch, seq, vocab] */
+    uint64_t drop_seed;       /* dropout key of the next training forward (set_rng_key): */
+    long drop_step, drop_micro; /* run seed, update (1-based), micro-batch */
+} RefHandle;
+
+/* The reference runs every spec model_spec_build accepts; it has no incremental decoding
+ * yet, and the SPEC §6 analysis views exist for llama only. */
+static unsigned be_capabilities(const ModelSpec *s, char *why, size_t why_len) {
+    unsigned caps = BACKEND_CAN_TRAIN;
+    if (ref_net(&s->config)->view) caps |= BACKEND_CAN_ANALYZE;
+    else if (why) snprintf(why, why_len, "the analysis views are defined on the llama block, not gpt2");
+    return caps;
 }
 
-static void be_destroy(void *m) { model_destroy(m); }
+static void *be_create(const ModelSpec *s, int batch, int seq) {
+    RefHandle *h = calloc(1, sizeof *h);
+    if (!h) {
+        vrl_error("model: out of memory");
+        return NULL;
+    }
+    h->net = ref_net(&s->config);
+    h->spec = s;
+    if (!(h->m = h->net->create(s, batch, seq))) {
+        free(h);
+        return NULL;
+    }
+    h->buf = h->net->buffers(h->m);
+    h->total = s->table.total;
+    h->n_logits = (size_t)batch * seq * s->config.vocab_size;
+    return h;
+}
+
+static void be_destroy(void *vh) {
+    RefHandle *h = vh;
+    if (!h) return;
+    h->net->destroy(h->m);
+    free(h);
+}
 
 /* Training forwards use dropout (GPT-2 only); its masks are keyed by set_rng_key:
  * (seed, update, micro-batch), all zero until a trainer sets them. */
-static void be_set_rng_key(void *vm, uint64_t seed, long step, int micro) {
-    RefModel *m = vm;
-    m->drop_seed = seed;
-    m->drop_step = step;
-    m->drop_micro = micro;
+static void be_set_rng_key(void *vh, uint64_t seed, long step, int micro) {
+    RefHandle *h = vh;
+    h->drop_seed = seed;
+    h->drop_step = step;
+    h->drop_micro = micro;
 }
 
-static double be_forward_backward(void *vm, const int32_t *tokens, double grad_scale) {
-    RefModel *m = vm;
-    model_set_dropout(m, 1, m->drop_seed, (uint64_t)m->drop_step, (uint64_t)m->drop_micro);
-    double loss = model_forward(m, tokens);
-    model_backward(m, grad_scale); /* a no-op after a rejected batch */
-    model_set_dropout(m, 0, 0, 0, 0);
+static double be_forward_backward(void *vh, const int32_t *tokens, double grad_scale) {
+    RefHandle *h = vh;
+    if (h->net->set_dropout)
+        h->net->set_dropout(h->m, 1, h->drop_seed, (uint64_t)h->drop_step, (uint64_t)h->drop_micro);
+    double loss = h->net->forward(h->m, tokens);
+    h->net->backward(h->m, grad_scale); /* a no-op after a rejected batch */
+    if (h->net->set_dropout) h->net->set_dropout(h->m, 0, 0, 0, 0);
     return loss;
 }
 
-static double be_forward_loss(void *m, const int32_t *tokens) { return model_forward(m, tokens); }
+static double be_forward_loss(void *vh, const int32_t *tokens) {
+    RefHandle *h = vh;
+    return h->net->forward(h->m, tokens);
+}
 
-static void be_zero_grad(void *m) { model_zero_grad(m); }
+static void be_zero_grad(void *vh) {
+    RefHandle *h = vh;
+    memset(h->buf.grads, 0, h->total * sizeof(real));
+}
 
 /* The trainer owns the update count t (1-based) so a resumed run continues it exactly. */
-static double be_step(void *vm, const AdamWConfig *opt, double lr, long t) {
-    RefModel *m = vm;
-    m->step = t;
-    return adamw_update(m->t, m->params, m->grads, m->exp_avg, m->exp_avg_sq, t, opt, lr);
+static double be_step(void *vh, const AdamWConfig *opt, double lr, long t) {
+    RefHandle *h = vh;
+    const RefBuffers *b = &h->buf;
+    return adamw_update(&h->spec->table, b->params, b->grads, b->exp_avg, b->exp_avg_sq, t, opt, lr);
 }
 
-static void be_get_state(void *vm, void *params, void *grads, void *exp_avg, void *exp_avg_sq) {
-    RefModel *m = vm;
-    const size_t bytes = m->t->total * sizeof(real);
-    if (params) memcpy(params, m->params, bytes);
-    if (grads) memcpy(grads, m->grads, bytes);
-    if (exp_avg) memcpy(exp_avg, m->exp_avg, bytes);
-    if (exp_avg_sq) memcpy(exp_avg_sq, m->exp_avg_sq, bytes);
+static void be_get_state(void *vh, void *params, void *grads, void *exp_avg, void *exp_avg_sq) {
+    RefHandle *h = vh;
+    const size_t bytes = h->total * sizeof(real);
+    if (params) memcpy(params, h->buf.params, bytes);
+    if (grads) memcpy(grads, h->buf.grads, bytes);
+    if (exp_avg) memcpy(exp_avg, h->buf.exp_avg, bytes);
+    if (exp_avg_sq) memcpy(exp_avg_sq, h->buf.exp_avg_sq, bytes);
 }
 
-static void be_set_state(void *vm, const void *params, const void *exp_avg, const void *exp_avg_sq) {
-    RefModel *m = vm;
-    const size_t bytes = m->t->total * sizeof(real);
-    if (params) memcpy(m->params, params, bytes);
-    if (exp_avg) memcpy(m->exp_avg, exp_avg, bytes);
-    if (exp_avg_sq) memcpy(m->exp_avg_sq, exp_avg_sq, bytes);
+static void be_set_state(void *vh, const void *params, const void *exp_avg, const void *exp_avg_sq) {
+    RefHandle *h = vh;
+    const size_t bytes = h->total * sizeof(real);
+    if (params) memcpy(h->buf.params, params, bytes);
+    if (exp_avg) memcpy(h->buf.exp_avg, exp_avg, bytes);
+    if (exp_avg_sq) memcpy(h->buf.exp_avg_sq, exp_avg_sq, bytes);
 }
 
-static void be_get_logits(void *vm, void *out) {
-    RefModel *m = vm;
-    memcpy(out, m->logits, (size_t)m->N * m->V * sizeof(real));
+static void be_get_logits(void *vh, void *out) {
+    RefHandle *h = vh;
+    memcpy(out, h->buf.logits, h->n_logits * sizeof(real));
+}
+
+static const void *be_view(void *vh, BackendView what, int index) {
+    RefHandle *h = vh;
+    if (!h->net->view) {
+        vrl_error("model: %s has no analysis views", h->spec->config.variant);
+        return NULL;
+    }
+    return h->net->view(h->m, what, index);
 }
 
 const Backend REF(ref_backend) = {
@@ -75,6 +132,7 @@ const Backend REF(ref_backend) = {
     .name = "ref-fp32",
 #endif
     .dtype = REAL_DTYPE,
+    .capabilities = be_capabilities,
     .create = be_create,
     .destroy = be_destroy,
     .forward_backward = be_forward_backward,
@@ -85,4 +143,5 @@ const Backend REF(ref_backend) = {
     .get_state = be_get_state,
     .set_state = be_set_state,
     .get_logits = be_get_logits,
+    .view = be_view,
 };

@@ -1,6 +1,6 @@
 /* gpt2.c: the GPT-2 baseline of SPEC §1 (transformers' GPT2LMHeadModel), forward and
- * backward, inside the same RefModel (parameters, gradients, AdamW moments, logits), so
- * the trainer, checkpoints and optimizer need nothing new. Compiled twice (real.h).
+ * backward, its own model behind the ref backend (ref/net.h's RefNet table): the trainer,
+ * checkpoints and optimizer see only its flat buffers. Compiled twice (real.h).
  *
  *   x_0 = drop(wte[tok] + wpe[t])
  *   layer l (0-based): a = LN_1(x);  [q|k|v] = a·W_attn + b_attn   (Conv1D: W [in, out])
@@ -13,7 +13,7 @@
  * with M the dropout mask of P, on q, k, v split from the packed projection.
  *
  * Dropout (rate c.dropout, all three places, as the official runs): only in training
- * forwards (model_set_dropout), inverted scaling 1/(1 − p). The mask element i of site
+ * forwards (gpt2_set_dropout), inverted scaling 1/(1 − p). The mask element i of site
  * `site` is keep ⇔ u ≥ p with u = uniform(splitmix64-mix of (seed, step, micro, site, i)),
  * so a mask is a pure function of its key: reproducible, independent of thread order, and
  * the same in forward, backward and a finite-difference check. Sites: 0 = embeddings,
@@ -25,10 +25,22 @@
 #include "common/base/error.h"
 #include "common/base/rng.h"
 #include "ref/attn_ops.h"
+#include "ref/arena.h"
 #include "ref/gpt2.h"
+#include "ref/model.h"
 #include "ref/ops.h"
 
-struct Gpt2Acts {
+/* Shapes: B batch, T seq, N = B*T, d width, NH heads, hd = d/NH, F MLP width, V vocab, L layers. */
+struct Gpt2Model {
+    const ModelSpec *spec;                               /* not owned */
+    int B, T, N, d, NH, hd, F, V, L;
+    double eps, p_drop;                                  /* LayerNorm eps, dropout rate */
+    real *params, *grads, *exp_avg, *exp_avg_sq;         /* [table.total] each */
+    int32_t *tokens;                                     /* [N] the last forward's tokens */
+    real *logits, *losses;                               /* [N,V], [N] */
+    double *lse;                                         /* [N] log Σ exp of each logits row */
+    int have_forward;
+    void *arena;                                         /* every buffer of the model */
     real *wte, *wpe, *lnfw, *lnfb, *lm_head;            /* param views */
     real *x0, *m0;                                       /* [N,d] embeddings after dropout, mask */
     real **x, **ln1, **mean1, **rstd1, **q, **k, **v, **att, **mA, **atty, **ya, **mya, **h;
@@ -118,7 +130,7 @@ static void gelu_backward(real *dx, const real *dout, const real *x, size_t n) {
 }
 
 /* Mask of a dropout site: 1/(1−p) kept, 0 dropped; all 1 when not training or p = 0. */
-static void dropout_mask(const Gpt2Acts *g, real *mask, size_t n, int site, double p) {
+static void dropout_mask(const Gpt2Model *g, real *mask, size_t n, int site, double p) {
     if (!g->training || p <= 0) {
         for (size_t i = 0; i < n; i++) mask[i] = 1;
         return;
@@ -153,10 +165,11 @@ static void pack_qkv(real *qkv, const real *q, const real *k, const real *v, int
 
 /* ------------------------------------------------------------------ model */
 
-/* Every buffer of the model, carved twice (ref_carve, model_impl.h): once to size the arena,
- * once to fill it. */
-static size_t layout(RefModel *m, Gpt2Acts *g, char *base) {
-    const size_t N = m->N, d = m->d, F = m->F, V = m->V, P = m->t->total;
+/* Every buffer of the model, carved twice (ref/arena.h): once to size the arena, once to
+ * fill it. */
+static size_t layout(Gpt2Model *m, char *base) {
+    Gpt2Model *g = m; /* activations and state live in one struct; g-> marks the activations */
+    const size_t N = m->N, d = m->d, F = m->F, V = m->V, P = m->spec->table.total;
     const size_t att = (size_t)m->B * m->NH * m->T * m->T;
     size_t off = 0;
 #define R(n) ref_carve(base, &off, (n), sizeof(real))
@@ -180,79 +193,85 @@ static size_t layout(RefModel *m, Gpt2Acts *g, char *base) {
     return off;
 }
 
-void gpt2_destroy(Gpt2Acts *g) { free(g); }
+void gpt2_destroy(Gpt2Model *m) {
+    if (!m) return;
+    free(m->arena);
+    free(m);
+}
 
-RefModel *gpt2_create(const ModelConfig *c, const ParamTable *t, int batch, int seq) {
-    RefModel *m = calloc(1, sizeof *m);
+Gpt2Model *gpt2_create(const ModelSpec *spec, int batch, int seq) {
+    const ModelConfig *c = &spec->config;
+    if (c->arch != ARCH_GPT2) {
+        vrl_error("model: %s is not a gpt2 config", config_origin(c));
+        return NULL;
+    }
+    if (batch < 1 || seq < 2 || seq > c->max_seq) {
+        vrl_error("model: need batch >= 1 and seq in [2, max_position_embeddings = %d] (got %d x %d)", c->max_seq,
+                  batch, seq);
+        return NULL;
+    }
     const size_t L = (size_t)c->n_layers;
-    /* the activations' struct, its per-layer pointer arrays and offsets in one block */
-    Gpt2Acts *g = calloc(1, sizeof *g + L * (20 * sizeof(real *) + sizeof(size_t[12])));
-    if (!m || !g) {
-        free(m);
-        free(g);
+    /* the model's struct, its per-layer pointer arrays and offsets in one block */
+    Gpt2Model *m = calloc(1, sizeof *m + L * (20 * sizeof(real *) + sizeof(size_t[12])));
+    if (!m) {
         vrl_error("model: out of memory");
         return NULL;
     }
+    Gpt2Model *g = m;
     real ***arrays[20] = {&g->x,   &g->ln1, &g->mean1, &g->rstd1, &g->q,   &g->k,     &g->v,
                           &g->att, &g->mA,  &g->atty,  &g->ya,    &g->mya, &g->h,     &g->ln2,
                           &g->mean2, &g->rstd2, &g->fc, &g->gel, &g->ym, &g->mym};
     real **next = (real **)(g + 1);
     for (int k = 0; k < 20; k++, next += L) *arrays[k] = next;
     g->off = (size_t(*)[12])next;
-    m->gpt2 = g;
-    m->c = *c, m->t = t, m->B = batch, m->T = seq, m->N = batch * seq, m->d = c->d_model, m->NH = c->n_heads;
-    m->NKV = c->n_heads, m->hd = c->d_model / c->n_heads, m->qC = m->kvC = m->d, m->F = c->d_ffn, m->V = c->vocab_size;
-    m->L = c->n_layers;
+    m->spec = spec, m->B = batch, m->T = seq, m->N = batch * seq, m->d = c->d_model, m->NH = c->n_heads;
+    m->hd = c->d_model / c->n_heads, m->F = c->d_ffn, m->V = c->vocab_size, m->L = c->n_layers;
+    m->eps = c->norm_eps, m->p_drop = c->dropout;
     const size_t V = m->V, d = m->d, F = m->F;
-    size_t bytes = layout(m, g, NULL);
+    size_t bytes = layout(m, NULL);
     if (!(m->arena = calloc(1, bytes))) {
         vrl_error("model: out of memory (%zu bytes for %d x %d)", bytes, batch, seq);
-        model_destroy(m);
+        gpt2_destroy(m);
         return NULL;
     }
-    layout(m, g, m->arena);
+    layout(m, m->arena);
+    const ParamTable *t = &spec->table;
     char name[PARAM_NAME_LEN];
-    const ParamInfo *pi;
-#define OFF(dst, nm, cnt)                                                                                   \
-    do {                                                                                                        \
-        if (!(pi = param_table_find(t, nm)) || pi->numel != (size_t)(cnt)) {                                  \
-            vrl_error("model: gpt2 parameter %s missing or of the wrong size", nm);                             \
-            model_destroy(m);                                                                                   \
-            return NULL;                                                                                        \
-        }                                                                                                       \
-        dst = pi->offset;                                                                                       \
-    } while (0)
     size_t o;
-    OFF(o, "transformer.wte.weight", V * d);
-    g->wte = m->params + o;
-    OFF(o, "transformer.wpe.weight", (size_t)c->max_seq * d);
-    g->wpe = m->params + o;
-    OFF(o, "transformer.ln_f.weight", d);
-    g->lnfw = m->params + o;
-    OFF(o, "transformer.ln_f.bias", d);
-    g->lnfb = m->params + o;
-    OFF(o, "lm_head.weight", V * d);
-    g->lm_head = m->params + o;
+    int rc = 0;
+#define VIEW(dst, nm, cnt) (rc = rc ? rc : param_table_expect(t, nm, (cnt), &o), dst = m->params + o)
+    VIEW(g->wte, "transformer.wte.weight", V * d);
+    VIEW(g->wpe, "transformer.wpe.weight", (size_t)c->max_seq * d);
+    VIEW(g->lnfw, "transformer.ln_f.weight", d);
+    VIEW(g->lnfb, "transformer.ln_f.bias", d);
+    VIEW(g->lm_head, "lm_head.weight", V * d);
+#undef VIEW
     const size_t numel[12] = {d, d, d * 3 * d, 3 * d, d * d, d, d, d, d * F, F, F * d, d};
-    for (size_t l = 0; l < L; l++)
-        for (int k = 0; k < 12; k++) {
+    for (size_t l = 0; l < L && !rc; l++)
+        for (int k = 0; k < 12 && !rc; k++) {
             snprintf(name, sizeof name, "transformer.h.%zu.%s", l, lnames[k]);
-            OFF(g->off[l][k], name, numel[k]);
+            rc = param_table_expect(t, name, numel[k], &g->off[l][k]);
         }
-#undef OFF
+    if (rc) {
+        gpt2_destroy(m);
+        return NULL;
+    }
     return m;
 }
 
-void gpt2_set_dropout(RefModel *m, int training, uint64_t seed, uint64_t step, uint64_t micro) {
-    Gpt2Acts *g = m->gpt2;
+void gpt2_set_dropout(Gpt2Model *g, int training, uint64_t seed, uint64_t step, uint64_t micro) {
     g->training = training, g->seed = seed, g->step = step, g->micro = micro;
 }
 
-double gpt2_forward(RefModel *m, const int32_t *tokens) {
-    Gpt2Acts *g = m->gpt2;
+double gpt2_forward(Gpt2Model *m, const int32_t *tokens) {
+    Gpt2Model *g = m;
+    if (model_check_tokens(tokens, m->N, m->T, m->V) < 0) {
+        m->have_forward = 0; /* so a following backward adds nothing */
+        return NAN;
+    }
     const int B = m->B, T = m->T, N = m->N, d = m->d, F = m->F, V = m->V, NH = m->NH, hd = m->hd;
     const size_t Nd = (size_t)N * d, att = (size_t)B * NH * T * T;
-    const double eps = m->c.norm_eps, p = m->c.dropout;
+    const double eps = m->eps, p = m->p_drop;
     memcpy(m->tokens, tokens, (size_t)N * sizeof *tokens);
     for (int n = 0; n < N; n++)
         for (int i = 0; i < d; i++)
@@ -287,8 +306,9 @@ double gpt2_forward(RefModel *m, const int32_t *tokens) {
     return crossentropy_forward(m->losses, m->lse, m->logits, tokens, B, T, V);
 }
 
-void gpt2_backward(RefModel *m, double grad_scale) {
-    Gpt2Acts *g = m->gpt2;
+void gpt2_backward(Gpt2Model *m, double grad_scale) {
+    Gpt2Model *g = m;
+    if (!m->have_forward) return; /* a rejected batch */
     const int B = m->B, T = m->T, N = m->N, d = m->d, F = m->F, V = m->V, NH = m->NH, hd = m->hd;
     const size_t Nd = (size_t)N * d, att = (size_t)B * NH * T * T;
     real *G = m->grads;
@@ -339,3 +359,27 @@ void gpt2_backward(RefModel *m, double grad_scale) {
             dwpe[(size_t)(n % T) * d + i] += v;
         }
 }
+
+/* ------------------------------------------------------------------ the RefNet table (ref/net.h) */
+
+static void *net_create(const ModelSpec *s, int batch, int seq) { return gpt2_create(s, batch, seq); }
+static void net_destroy(void *m) { gpt2_destroy(m); }
+static double net_forward(void *m, const int32_t *tokens) { return gpt2_forward(m, tokens); }
+static void net_backward(void *m, double grad_scale) { gpt2_backward(m, grad_scale); }
+static void net_set_dropout(void *m, int training, uint64_t seed, uint64_t step, uint64_t micro) {
+    gpt2_set_dropout(m, training, seed, step, micro);
+}
+static RefBuffers net_buffers(void *vm) {
+    Gpt2Model *m = vm;
+    return (RefBuffers){m->params, m->grads, m->exp_avg, m->exp_avg_sq, m->logits};
+}
+
+const RefNet ref_net_gpt2 = {
+    .create = net_create,
+    .destroy = net_destroy,
+    .forward = net_forward,
+    .backward = net_backward,
+    .set_dropout = net_set_dropout,
+    .buffers = net_buffers,
+    .view = NULL, /* the SPEC §6 analysis is defined on the llama block */
+};

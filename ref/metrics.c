@@ -7,7 +7,6 @@
 #include <string.h>
 
 #include "common/base/error.h"
-#include "ref/model_impl.h"
 
 /* LAPACK's symmetric eigensolver (OpenBLAS ships it). The trailing lengths are the
  * hidden CHARACTER arguments of the gfortran ABI. */
@@ -153,40 +152,54 @@ int metric_cross_layer(const real *q, const real *k, const real *v, const real *
     return 0;
 }
 
-int metrics_accumulate(RefModel *m, const int32_t *tokens, MetricSums *s) {
-    const int B = m->B, T = m->T, L = m->L, d = m->d, NH = m->NH, NKV = m->NKV, hd = m->hd, qC = m->qC,
-              kvC = m->kvC;
+/* One view of the last forward, or NULL (vrl_error set by the backend). */
+static const real *view(const Backend *be, void *model, BackendView what, int index) {
+    return (const real *)be->view(model, what, index);
+}
+
+int metrics_accumulate(const Backend *be, void *model, const ModelConfig *c, int B, int T, const int32_t *tokens,
+                       MetricSums *s) {
+    const int L = c->n_layers, d = c->d_model, NH = c->n_heads, NKV = c->n_kv_heads, hd = config_head_dim(c),
+              qC = NH * hd, kvC = NKV * hd;
     if (s->L != L || s->kvC != kvC)
         return vrl_error("metrics: sums sized for L=%d, kv width %d; the model has L=%d, %d", s->L, s->kvC, L, kvC);
-    if (isnan(model_forward(m, tokens))) return -1; /* bad ids: vrl_error is set */
+    if (be->dtype != REAL_DTYPE || !be->view)
+        return vrl_error("metrics: backend %s does not give %s analysis views", be->name, REAL_DTYPE == DT_F64 ? "fp64" : "fp32");
+    if (isnan(be->forward_loss(model, tokens))) return -1; /* bad ids: vrl_error is set */
     double *eig = malloc((size_t)kvC * sizeof *eig); /* [kvC] one sample's spectrum */
     if (!eig) return vrl_error("metrics: out of memory");
-    for (int b = 0; b < B; b++) {
-        for (int l = 0; l < L; l++) {
-            const size_t tk = (size_t)b * T * kvC; /* sample b's offset in [B,T,kvC] */
-            s->entropy[l] += metric_attention_entropy(model_attention(m, l) + (size_t)b * NH * T * T, NH, T);
-            s->sim_keys_avg[l] += metric_key_similarity(model_keys(m, l) + tk, T, NKV, hd, 0);
-            s->sim_keys_cat[l] += metric_key_similarity(model_keys(m, l) + tk, T, NKV, hd, 1);
-            if (metric_value_spectrum(model_values(m, l) + tk, T, kvC, eig) < 0) {
-                free(eig);
-                return -1;
+    int rc = 0;
+    for (int b = 0; b < B && !rc; b++) {
+        const size_t tk = (size_t)b * T * kvC; /* sample b's offset in [B,T,kvC] */
+        const real *kprev = NULL, *vprev = NULL;  /* layer l-1's keys and values [B,T,kvC] */
+        for (int l = 0; l < L && !rc; l++) {
+            const real *att = view(be, model, VIEW_ATTENTION, l), *q = view(be, model, VIEW_QUERIES, l),
+                       *k = view(be, model, VIEW_KEYS, l), *v = view(be, model, VIEW_VALUES, l);
+            if (!att || !q || !k || !v) {
+                rc = -1;
+                break;
             }
-            for (int i = 0; i < kvC; i++) s->spectrum[(size_t)l * kvC + i] += eig[i];
-            if (l >= 1) { /* Fig. 3: layer n = l+1 >= 2 against m = n-1 */
+            s->entropy[l] += metric_attention_entropy(att + (size_t)b * NH * T * T, NH, T);
+            s->sim_keys_avg[l] += metric_key_similarity(k + tk, T, NKV, hd, 0);
+            s->sim_keys_cat[l] += metric_key_similarity(k + tk, T, NKV, hd, 1);
+            if (metric_value_spectrum(v + tk, T, kvC, eig) < 0) rc = -1;
+            for (int i = 0; i < kvC && !rc; i++) s->spectrum[(size_t)l * kvC + i] += eig[i];
+            if (l >= 1 && !rc) { /* Fig. 3: layer n = l+1 >= 2 against m = n-1 */
                 double c3, c6;
-                if (metric_cross_layer(model_queries(m, l) + (size_t)b * T * qC, model_keys(m, l) + tk,
-                                       model_values(m, l) + tk, model_keys(m, l - 1) + tk, model_values(m, l - 1) + tk,
-                                       T, NH, NKV, hd, &c3, &c6) < 0) {
-                    free(eig);
-                    return -1;
-                }
+                rc = metric_cross_layer(q + (size_t)b * T * qC, k + tk, v + tk, kprev + tk, vprev + tk, T, NH, NKV, hd,
+                                        &c3, &c6);
                 s->cos_eq3[l] += c3;
                 s->cos_eq6[l] += c6;
             }
+            kprev = k, vprev = v;
         }
-        for (int h = 0; h <= L; h++) s->sim_hidden[h] += metric_token_similarity(model_hidden(m, h) + (size_t)b * T * d, T, d, d);
-        s->n_samples++;
+        for (int h = 0; h <= L && !rc; h++) {
+            const real *x = view(be, model, VIEW_HIDDEN, h);
+            if (!x) rc = -1;
+            else s->sim_hidden[h] += metric_token_similarity(x + (size_t)b * T * d, T, d, d);
+        }
+        if (!rc) s->n_samples++;
     }
     free(eig);
-    return 0;
+    return rc;
 }

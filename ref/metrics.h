@@ -1,8 +1,8 @@
 /* metrics.h: the analysis metrics of SPEC.md §6 (paper Eq. 11-13, Fig. 3).
  *
  * Two layers: per-sample kernels on plain arrays (closed-form tests feed them directly)
- * and metrics_accumulate(), which runs the reference model on a batch and adds every
- * metric of every sample into a MetricSums. All arithmetic is in double whatever the
+ * and metrics_accumulate(), which runs a backend's model on a batch and adds every
+ * metric of every sample, read through the Backend's analysis views, into a MetricSums. All arithmetic is in double whatever the
  * build's `real`; compiled twice like the rest of ref/ (real.h), so use the plain names.
  * Layers are 0-based here (layer l is the paper's n = l + 1). */
 #ifndef VRL_REF_METRICS_H
@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ref/model.h"
+#include "common/model/backend.h"
 #include "ref/real.h"
 
 #define metric_attention_entropy REF(metric_attention_entropy)
@@ -106,9 +106,12 @@ static inline void metric_sums_mean(MetricSums *s) {
     s->n_samples = 1;
 }
 
-/* Run model_forward on tokens [B, T] (the model's own shape) and add every sample's
- * metrics to *s (initialised for the model's L and n_kv*hd). 0, or -1 with vrl_error
- * (bad token ids, eigensolver failure, out of memory). */
-int metrics_accumulate(RefModel *m, const int32_t *tokens /* [B,T] */, MetricSums *s);
+/* Run be's forward_loss on tokens [B, T] (the model's own shape; model created by be for a
+ * spec of config c) and add every sample's metrics, read through be->view (backend.h), to
+ * *s (initialised for c's L and n_kv*hd). be's dtype must be this build's `real` (use the
+ * _f64 build with ref_backend_f64). 0, or -1 with vrl_error (bad token ids, a backend
+ * without the views, eigensolver failure, out of memory). */
+int metrics_accumulate(const Backend *be, void *model, const ModelConfig *c, int B, int T,
+                       const int32_t *tokens /* [B,T] */, MetricSums *s);
 
 #endif

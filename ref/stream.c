@@ -23,7 +23,6 @@
 #include <string.h>
 
 #include "common/base/error.h"
-#include "ref/model_impl.h"
 
 enum { HC_AM, HC_AR, HC_B, HC_WM, HC_WR, HC_WB, HC_SA, HC_SB, HC_NP };
 enum { MH_PHI_PRE, MH_PHI_POST, MH_PHI_RES, MH_B_PRE, MH_B_POST, MH_B_RES, MH_A_PRE, MH_A_POST, MH_A_RES, MH_NP };
@@ -33,7 +32,10 @@ static const char *mhc_names[MH_NP] = {"phi_pre", "phi_post", "phi_res", "b_pre"
                                        "b_res",   "alpha_pre", "alpha_post", "alpha_res"};
 
 struct StreamState {
-    StreamPlan plan;
+    const StreamPlan *plan;  /* the spec's (spec.h), not owned */
+    const real *const *y;    /* [S] the model's history: y[0] the embedding, y[k] sublayer k−1's output [N,d] */
+    real *params, *grads;    /* the model's flat buffers; the mixer's tensors sit at the offsets below */
+    double eps;              /* the config's norm eps */
     int S, n, N, d;
     void **allocs;           /* every buffer below, freed together */
     int n_allocs, cap_allocs;
@@ -47,7 +49,7 @@ struct StreamState {
     size_t *alpha_off;       /* [L] offset of model.dwa.{i}.alpha */
     /* ATTNRES */
     size_t *q_off;           /* [S] offset of the step's query w [d] */
-    real ***srcp;            /* [S][n_src] source pointers [N,d] */
+    const real ***srcp;      /* [S][n_src] source pointers [N,d] */
     real ***sumbuf;          /* [S][n_src] owned range sums (NULL for single y) */
     real **rstd;             /* [S] [n_src][N] */
     real **alpha;            /* [S] [N][n_src] softmax weights */
@@ -83,36 +85,28 @@ void stream_destroy(StreamState *st) {
     if (!st) return;
     for (int i = 0; i < st->n_allocs; i++) free(st->allocs[i]);
     free(st->allocs);
-    stream_plan_free(&st->plan);
     free(st);
 }
 
-static int find(const RefModel *m, const char *name, size_t numel, size_t *off) {
-    const ParamInfo *p = param_table_find(m->t, name);
-    if (!p) return vrl_error("model: parameter %s is not in the table", name);
-    if (p->numel != numel) return vrl_error("model: parameter %s has %zu elements, expected %zu", name, p->numel, numel);
-    *off = p->offset;
-    return 0;
-}
-
-StreamState *stream_create(RefModel *m) {
+StreamState *stream_create(const ModelSpec *spec, int N, real *params, real *grads, const real *const *y) {
     StreamState *st = calloc(1, sizeof *st);
     if (!st) {
         vrl_error("model: out of memory");
         return NULL;
     }
-    if (stream_plan_build(&m->c, &st->plan, m->c.preset[0] ? m->c.preset : "config") < 0) {
-        free(st);
-        return NULL;
-    }
-    const StreamPlan *p = &st->plan;
-    const int L = m->L, S = 2 * L + 1, N = m->N, d = m->d, n = p->n_streams;
+    st->plan = &spec->stream;
+    st->y = y;
+    st->params = params;
+    st->grads = grads;
+    st->eps = spec->config.norm_eps;
+    const StreamPlan *p = st->plan;
+    const int L = p->L, S = 2 * L + 1, d = spec->config.d_model, n = p->n_streams;
     const size_t Nd = (size_t)N * d;
     st->S = S, st->n = n, st->N = N, st->d = d;
     char name[PARAM_NAME_LEN];
     /* HC/mHC keep da [N,n] in an [N,d] buffer during the backward */
     if (n > d) {
-        vrl_error("%s: variant %s: n=%d streams exceeds hidden_size %d", m->c.preset, m->c.variant, n, d);
+        vrl_error("%s: variant %s: n=%d streams exceeds hidden_size %d", config_origin(&spec->config), spec->config.variant, n, d);
         stream_destroy(st);
         return NULL;
     }
@@ -130,7 +124,7 @@ StreamState *stream_create(RefModel *m) {
                  (i == 0 || !p->dwa_n[i - 1] || ALLOC(st->D[i], Nd));
             if (ok && i > 0 && p->dwa_n[i - 1]) {
                 snprintf(name, sizeof name, "model.dwa.%d.alpha", i - 1);
-                if (find(m, name, (size_t)p->dwa_n[i - 1], &st->alpha_off[i - 1]) < 0) goto fail;
+                if (param_table_expect(&spec->table, name, (size_t)p->dwa_n[i - 1], &st->alpha_off[i - 1]) < 0) goto fail;
             }
         }
         break;
@@ -147,7 +141,7 @@ StreamState *stream_create(RefModel *m) {
             if (!ok) break;
             if (s == 2 * L) snprintf(name, sizeof name, "model.final_res_query");
             else snprintf(name, sizeof name, "model.layers.%d.%s_res_query", s / 2, s % 2 ? "mlp" : "attn");
-            if (find(m, name, (size_t)d, &st->q_off[s]) < 0) goto fail;
+            if (param_table_expect(&spec->table, name, (size_t)d, &st->q_off[s]) < 0) goto fail;
         }
         break;
     case STREAM_HC:
@@ -170,7 +164,7 @@ StreamState *stream_create(RefModel *m) {
             for (int k = 0; k < (mhc ? MH_NP : HC_NP) && ok; k++) {
                 snprintf(name, sizeof name, "model.layers.%d.%s_%s.%s", s / 2, mhc ? "mhc" : "hc",
                          s % 2 ? "mlp" : "attn", mhc ? mhc_names[k] : hc_names[k]);
-                if (find(m, name, mhc ? mh_numel[k] : hc_numel[k], &st->po[s][k]) < 0) goto fail;
+                if (param_table_expect(&spec->table, name, mhc ? mh_numel[k] : hc_numel[k], &st->po[s][k]) < 0) goto fail;
             }
         }
         break;
@@ -219,29 +213,29 @@ static void dwa_forward(StreamState *st, const real *alpha, const int *src, int 
     if (first) memset(out, 0, Nd * sizeof *out);
 }
 
-static const real *dense_forward(RefModel *m, StreamState *st, int s) {
-    const StreamPlan *p = &st->plan;
+static const real *dense_forward(StreamState *st, int s) {
+    const StreamPlan *p = st->plan;
     const size_t Nd = (size_t)st->N * st->d;
     if (s == 0) {
-        st->X[0] = st->D[0] = m->emb;
-        return m->emb;
+        st->X[0] = st->D[0] = (real *)st->y[0]; /* never written: block 0 reads the embedding */
+        return st->y[0];
     }
     const int i = (s - 1) / 2; /* layer whose sublayer s−1 just ran */
     if (s % 2) {               /* MLP input h_i = D_i + y_{2i+1} */
-        add_into(st->h[i], st->D[i], m->y[s], Nd);
+        add_into(st->h[i], st->D[i], st->y[s], Nd);
         return st->h[i];
     }
-    add_into(st->X[i + 1], st->h[i], m->y[s], Nd); /* block output X_{i+1} */
+    add_into(st->X[i + 1], st->h[i], st->y[s], Nd); /* block output X_{i+1} */
     if (p->dwa_n[i]) {
-        dwa_forward(st, m->params + st->alpha_off[i], p->dwa_src + (size_t)i * (p->L + 1), p->dwa_n[i], st->D[i + 1]);
+        dwa_forward(st, st->params + st->alpha_off[i], p->dwa_src + (size_t)i * (p->L + 1), p->dwa_n[i], st->D[i + 1]);
     } else {
         st->D[i + 1] = st->X[i + 1];
     }
     return st->D[i + 1];
 }
 
-static const real *dense_backward(RefModel *m, StreamState *st, int s, const real *din) {
-    const StreamPlan *p = &st->plan;
+static const real *dense_backward(StreamState *st, int s, const real *din) {
+    const StreamPlan *p = st->plan;
     const int L = p->L;
     const size_t Nd = (size_t)st->N * st->d;
     if (s % 2) { /* h_i = D_i + y_{2i+1}; h_i also feeds X_{i+1} */
@@ -259,8 +253,8 @@ static const real *dense_backward(RefModel *m, StreamState *st, int s, const rea
     }
     if (p->dwa_n[j - 1]) {
         const int *src = p->dwa_src + (size_t)(j - 1) * (L + 1);
-        const real *alpha = m->params + st->alpha_off[j - 1];
-        real *dalpha = m->grads + st->alpha_off[j - 1];
+        const real *alpha = st->params + st->alpha_off[j - 1];
+        real *dalpha = st->grads + st->alpha_off[j - 1];
         for (int c = 0; c < p->dwa_n[j - 1]; c++) {
             dalpha[c] += (real)dot(st->dD, st->X[src[c]], (int)Nd);
             real *dx = st->dX[src[c]];
@@ -274,19 +268,19 @@ static const real *dense_backward(RefModel *m, StreamState *st, int s, const rea
 
 /* ------------------------------------------------------------------ AttnRes */
 
-static const real *attnres_forward(RefModel *m, StreamState *st, int s) {
-    const StreamPlan *p = &st->plan;
+static const real *attnres_forward(StreamState *st, int s) {
+    const StreamPlan *p = st->plan;
     const int N = st->N, d = st->d, ns = p->n_src[s];
     const StreamRange *r = p->src + (size_t)s * st->S;
-    const real *w = m->params + st->q_off[s];
+    const real *w = st->params + st->q_off[s];
     for (int g = 0; g < ns; g++) {
         if (!st->sumbuf[s][g]) {
-            st->srcp[s][g] = m->y[r[g].lo];
+            st->srcp[s][g] = st->y[r[g].lo];
             continue;
         }
         real *sum = st->sumbuf[s][g]; /* the block's sum, in sublayer order */
-        add_into(sum, m->y[r[g].lo], m->y[r[g].lo + 1], (size_t)N * d);
-        for (int k = r[g].lo + 2; k < r[g].hi; k++) acc(sum, m->y[k], (size_t)N * d);
+        add_into(sum, st->y[r[g].lo], st->y[r[g].lo + 1], (size_t)N * d);
+        for (int k = r[g].lo + 2; k < r[g].hi; k++) acc(sum, st->y[k], (size_t)N * d);
         st->srcp[s][g] = sum;
     }
     real *out = st->xin[s], *alpha = st->alpha[s], *rstd = st->rstd[s];
@@ -295,7 +289,7 @@ static const real *attnres_forward(RefModel *m, StreamState *st, int s) {
         double mx = -INFINITY;
         for (int g = 0; g < ns; g++) {
             const real *x = st->srcp[s][g] + (size_t)t * d;
-            rstd[(size_t)g * N + t] = rms_rstd(x, d, m->c.norm_eps);
+            rstd[(size_t)g * N + t] = rms_rstd(x, d, st->eps);
             a[g] = (real)(rstd[(size_t)g * N + t] * dot(w, x, d)); /* logit, then weight */
             if (a[g] > mx) mx = a[g];
         }
@@ -312,12 +306,12 @@ static const real *attnres_forward(RefModel *m, StreamState *st, int s) {
     return out;
 }
 
-static const real *attnres_backward(RefModel *m, StreamState *st, int s, const real *din) {
-    const StreamPlan *p = &st->plan;
+static const real *attnres_backward(StreamState *st, int s, const real *din) {
+    const StreamPlan *p = st->plan;
     const int N = st->N, d = st->d, ns = p->n_src[s];
     const StreamRange *r = p->src + (size_t)s * st->S;
-    const real *w = m->params + st->q_off[s];
-    real *dw = m->grads + st->q_off[s];
+    const real *w = st->params + st->q_off[s];
+    real *dw = st->grads + st->q_off[s];
     double *dlog = st->vec; /* [n_src] dLoss/da_g */
     for (int t = 0; t < N; t++) {
         const real *a = st->alpha[s] + (size_t)t * ns, *dt = din + (size_t)t * d;
@@ -344,16 +338,16 @@ static const real *attnres_backward(RefModel *m, StreamState *st, int s, const r
 /* ------------------------------------------------------------------ HC / mHC maps */
 
 /* The maps of sublayer s from its streams H [N,n,d]: a_in [N,n], R [N,n,n], b_out [N,n]. */
-static void hc_maps(RefModel *m, StreamState *st, int s) {
+static void hc_maps(StreamState *st, int s) {
     const int N = st->N, d = st->d, n = st->n;
     const size_t *o = st->po[s];
-    const real *P = m->params, *am = P + o[HC_AM], *ar = P + o[HC_AR], *be = P + o[HC_B], *wm = P + o[HC_WM],
+    const real *P = st->params, *am = P + o[HC_AM], *ar = P + o[HC_AR], *be = P + o[HC_B], *wm = P + o[HC_WM],
                *wr = P + o[HC_WR], *wb = P + o[HC_WB], sa = P[o[HC_SA]], sb = P[o[HC_SB]];
     for (int t = 0; t < N; t++) {
         real *tm = st->aux[s] + (size_t)t * (2 * n + n * n), *tb = tm + n, *tr = tm + 2 * n;
         for (int i = 0; i < n; i++) {
             const real *x = st->H[s] + ((size_t)t * n + i) * d;
-            const real rr = rms_rstd(x, d, m->c.norm_eps);
+            const real rr = rms_rstd(x, d, st->eps);
             st->nrm[s][(size_t)t * n + i] = rr;
             double zm = 0, zb = 0;
             for (int c = 0; c < d; c++) {
@@ -375,12 +369,12 @@ static void hc_maps(RefModel *m, StreamState *st, int s) {
 }
 
 /* Backward of hc_maps: da [n] (this token's dLoss/da_in), st->dR, st->db → params, dH. */
-static void hc_maps_backward(RefModel *m, StreamState *st, int s, const real *da_all) {
+static void hc_maps_backward(StreamState *st, int s, const real *da_all) {
     const int N = st->N, d = st->d, n = st->n;
     const size_t *o = st->po[s];
-    const real *P = m->params, *wm = P + o[HC_WM], *wr = P + o[HC_WR], *wb = P + o[HC_WB], sa = P[o[HC_SA]],
+    const real *P = st->params, *wm = P + o[HC_WM], *wr = P + o[HC_WR], *wb = P + o[HC_WB], sa = P[o[HC_SA]],
                sb = P[o[HC_SB]];
-    real *G = m->grads;
+    real *G = st->grads;
     double gsa = 0, gsb = 0;
     for (int t = 0; t < N; t++) {
         const real *tm = st->aux[s] + (size_t)t * (2 * n + n * n), *tb = tm + n, *tr = tm + 2 * n;
@@ -465,15 +459,15 @@ static void sinkhorn_backward(const real *mats, real *g, real *tmp, int n, int i
 }
 
 /* mHC projections of x̃ = RMSNorm(vec H): aux = [x̃φ_pre (n), x̃φ_post (n), x̃φ_res (n²)]. */
-static void mhc_maps(RefModel *m, StreamState *st, int s) {
+static void mhc_maps(StreamState *st, int s) {
     const int N = st->N, d = st->d, n = st->n, nd = n * d, nn = n * n, W = 2 * n + nn;
     const size_t *o = st->po[s];
-    const real *P = m->params, *fpre = P + o[MH_PHI_PRE], *fpost = P + o[MH_PHI_POST], *fres = P + o[MH_PHI_RES],
+    const real *P = st->params, *fpre = P + o[MH_PHI_PRE], *fpost = P + o[MH_PHI_POST], *fres = P + o[MH_PHI_RES],
                *bpre = P + o[MH_B_PRE], *bpost = P + o[MH_B_POST], *bres = P + o[MH_B_RES];
     const double apre = P[o[MH_A_PRE]], apost = P[o[MH_A_POST]], ares = P[o[MH_A_RES]];
     for (int t = 0; t < N; t++) {
         const real *x = st->H[s] + (size_t)t * nd;
-        const real rr = rms_rstd(x, nd, m->c.norm_eps);
+        const real rr = rms_rstd(x, nd, st->eps);
         st->nrm[s][t] = rr;
         real *pr = st->aux[s] + (size_t)t * W;
         for (int j = 0; j < W; j++) {
@@ -489,19 +483,19 @@ static void mhc_maps(RefModel *m, StreamState *st, int s) {
         }
         real *M = st->sk;
         for (int k = 0; k < nn; k++) M[k] = (real)exp(ares * pr[2 * n + k] + bres[k]);
-        const real *Hres = stream_sinkhorn(M, n, st->plan.iters);
+        const real *Hres = stream_sinkhorn(M, n, st->plan->iters);
         /* H'[a] = Σ_b Hres[a,b] H[b]: in R's [source, target] layout R[b,a] = Hres[a,b] */
         for (int a = 0; a < n; a++)
             for (int b = 0; b < n; b++) st->R[s][(size_t)t * nn + b * n + a] = Hres[a * n + b];
     }
 }
 
-static void mhc_maps_backward(RefModel *m, StreamState *st, int s, const real *da_all) {
-    const int N = st->N, d = st->d, n = st->n, nd = n * d, nn = n * n, W = 2 * n + nn, it = st->plan.iters;
+static void mhc_maps_backward(StreamState *st, int s, const real *da_all) {
+    const int N = st->N, d = st->d, n = st->n, nd = n * d, nn = n * n, W = 2 * n + nn, it = st->plan->iters;
     const size_t *o = st->po[s];
-    const real *P = m->params, *bres = P + o[MH_B_RES];
+    const real *P = st->params, *bres = P + o[MH_B_RES];
     const double apre = P[o[MH_A_PRE]], apost = P[o[MH_A_POST]], ares = P[o[MH_A_RES]];
-    real *G = m->grads;
+    real *G = st->grads;
     real *M = st->sk, *g = st->sk + (size_t)(2 * it + 1) * nn, *tmp = g + nn;
     double *dproj = st->vec; /* [2n + n²] */
     for (int t = 0; t < N; t++) {
@@ -553,14 +547,14 @@ static void mhc_maps_backward(RefModel *m, StreamState *st, int s, const real *d
 
 /* ------------------------------------------------------------------ HC / mHC streams */
 
-static const real *streams_forward(RefModel *m, StreamState *st, int s) {
-    const int N = st->N, d = st->d, n = st->n, S2 = 2 * st->plan.L;
+static const real *streams_forward(StreamState *st, int s) {
+    const int N = st->N, d = st->d, n = st->n, S2 = 2 * st->plan->L;
     real *H = st->H[s];
     if (s == 0) {
         for (int t = 0; t < N; t++)
-            for (int i = 0; i < n; i++) memcpy(H + ((size_t)t * n + i) * d, m->emb + (size_t)t * d, d * sizeof *H);
+            for (int i = 0; i < n; i++) memcpy(H + ((size_t)t * n + i) * d, st->y[0] + (size_t)t * d, d * sizeof *H);
     } else { /* H_s[j] = Σ_i R[i,j] H_{s−1}[i] + b[j]·y_s */
-        const real *Hp = st->H[s - 1], *y = m->y[s];
+        const real *Hp = st->H[s - 1], *y = st->y[s];
         for (int t = 0; t < N; t++) {
             const real *R = st->R[s - 1] + (size_t)t * n * n, *b = st->b_out[s - 1] + (size_t)t * n;
             for (int j = 0; j < n; j++) {
@@ -582,8 +576,8 @@ static const real *streams_forward(RefModel *m, StreamState *st, int s) {
             }
         return st->hfin;
     }
-    if (st->plan.kind == STREAM_HC) hc_maps(m, st, s);
-    else mhc_maps(m, st, s);
+    if (st->plan->kind == STREAM_HC) hc_maps(st, s);
+    else mhc_maps(st, s);
     real *out = st->xin[s];
     for (int t = 0; t < N; t++) {
         const real *a = st->a_in[s] + (size_t)t * n;
@@ -596,8 +590,8 @@ static const real *streams_forward(RefModel *m, StreamState *st, int s) {
     return out;
 }
 
-static const real *streams_backward(RefModel *m, StreamState *st, int s, const real *din) {
-    const int N = st->N, d = st->d, n = st->n, S2 = 2 * st->plan.L;
+static const real *streams_backward(StreamState *st, int s, const real *din) {
+    const int N = st->N, d = st->d, n = st->n, S2 = 2 * st->plan->L;
     const size_t Nnd = (size_t)N * n * d;
     real *H = st->H[s];
     if (s == S2) {
@@ -614,8 +608,8 @@ static const real *streams_backward(RefModel *m, StreamState *st, int s, const r
                 for (int c = 0; c < d; c++) dhi[c] += a[i] * g[c];
             }
         }
-        if (st->plan.kind == STREAM_HC) hc_maps_backward(m, st, s, da);
-        else mhc_maps_backward(m, st, s, da);
+        if (st->plan->kind == STREAM_HC) hc_maps_backward(st, s, da);
+        else mhc_maps_backward(st, s, da);
     }
     if (s == 0) { /* H_0[i] = embedding for every i */
         real *demb = st->dfin;
@@ -628,7 +622,7 @@ static const real *streams_backward(RefModel *m, StreamState *st, int s, const r
         return demb;
     }
     /* H_s[j] = Σ_i R[i,j] H_{s−1}[i] + b[j] y_s: dy, dR, db (for the maps of s−1), dH_{s−1} */
-    const real *Hp = st->H[s - 1], *y = m->y[s];
+    const real *Hp = st->H[s - 1], *y = st->y[s];
     real *dy = st->dfin;
     memset(st->dHp, 0, Nnd * sizeof *st->dHp);
     for (int t = 0; t < N; t++) {
@@ -655,29 +649,27 @@ static const real *streams_backward(RefModel *m, StreamState *st, int s, const r
 
 /* ------------------------------------------------------------------ dispatch */
 
-const real *stream_forward(RefModel *m, int s) {
-    StreamState *st = m->stream;
+const real *stream_forward(StreamState *st, int s) {
     const size_t Nd = (size_t)st->N * st->d;
-    switch (st->plan.kind) {
+    switch (st->plan->kind) {
     case STREAM_PLAIN:
-        if (s == 0) return st->xin[0] = m->emb;
-        add_into(st->xin[s], st->xin[s - 1], m->y[s], Nd); /* x_s = x_{s−1} + y_s */
+        if (s == 0) return st->xin[0] = (real *)st->y[0];
+        add_into(st->xin[s], st->xin[s - 1], st->y[s], Nd); /* x_s = x_{s−1} + y_s */
         return st->xin[s];
-    case STREAM_DENSEFORMER: return dense_forward(m, st, s);
-    case STREAM_ATTNRES: return attnres_forward(m, st, s);
+    case STREAM_DENSEFORMER: return dense_forward(st, s);
+    case STREAM_ATTNRES: return attnres_forward(st, s);
     case STREAM_HC:
-    case STREAM_MHC: return streams_forward(m, st, s);
+    case STREAM_MHC: return streams_forward(st, s);
     }
     return NULL;
 }
 
-void stream_backward_begin(RefModel *m) {
-    StreamState *st = m->stream;
+void stream_backward_begin(StreamState *st) {
     const size_t Nd = (size_t)st->N * st->d;
-    switch (st->plan.kind) {
+    switch (st->plan->kind) {
     case STREAM_PLAIN: memset(st->dx, 0, Nd * sizeof *st->dx); break;
     case STREAM_DENSEFORMER:
-        for (int i = 0; i <= st->plan.L; i++) memset(st->dX[i], 0, Nd * sizeof(real));
+        for (int i = 0; i <= st->plan->L; i++) memset(st->dX[i], 0, Nd * sizeof(real));
         break;
     case STREAM_ATTNRES:
         for (int s = 0; s < st->S; s++) memset(st->dy[s], 0, Nd * sizeof(real));
@@ -687,24 +679,20 @@ void stream_backward_begin(RefModel *m) {
     }
 }
 
-const real *stream_backward(RefModel *m, int s, const real *din) {
-    StreamState *st = m->stream;
-    switch (st->plan.kind) {
+const real *stream_backward(StreamState *st, int s, const real *din) {
+    switch (st->plan->kind) {
     case STREAM_PLAIN: /* dx_s = dx_{s+1} + din = dLoss/dy_s */
         acc(st->dx, din, (size_t)st->N * st->d);
         return st->dx;
-    case STREAM_DENSEFORMER: return dense_backward(m, st, s, din);
-    case STREAM_ATTNRES: return attnres_backward(m, st, s, din);
+    case STREAM_DENSEFORMER: return dense_backward(st, s, din);
+    case STREAM_ATTNRES: return attnres_backward(st, s, din);
     case STREAM_HC:
-    case STREAM_MHC: return streams_backward(m, st, s, din);
+    case STREAM_MHC: return streams_backward(st, s, din);
     }
     return NULL;
 }
 
-const real *stream_depth_weights(const RefModel *m, int s, int *n_src, const StreamPlan **plan) {
-    const StreamState *st = m->stream;
-    if (st->plan.kind != STREAM_ATTNRES || s < 0 || s >= st->S) return NULL;
-    *n_src = st->plan.n_src[s];
-    if (plan) *plan = &st->plan;
+const real *stream_depth_weights(const StreamState *st, int s) {
+    if (st->plan->kind != STREAM_ATTNRES || s < 0 || s >= st->S) return NULL;
     return st->alpha[s];
 }

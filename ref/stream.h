@@ -1,7 +1,7 @@
 /* stream.h (ref): the depth mixer, i.e. the residual stream between sublayers (SPEC §5).
  *
  * The model calls it at each step s = 0..2L with the history of raw sublayer outputs
- * m->y[0..s] (y_0 the embedding, y_k sublayer k−1's output [N,d]); it returns the
+ * y[0..s] (y_0 the embedding, y_k sublayer k−1's output [N,d]); it returns the
  * input of sublayer s (s = 2L: the head's input, before the final norm). Backward runs
  * the steps in reverse: given d(input of s) it returns dLoss/dy_s, complete at that
  * point because y_s is only read by steps ≥ s (s = 0: dLoss/d(embedding output)).
@@ -10,10 +10,9 @@
 #ifndef VRL_REF_STREAM_H
 #define VRL_REF_STREAM_H
 
-#include "common/model/stream.h"
+#include "common/model/spec.h"
 #include "ref/real.h"
 
-struct RefModel;
 typedef struct StreamState StreamState;
 
 #define stream_create REF(stream_create)
@@ -24,19 +23,21 @@ typedef struct StreamState StreamState;
 #define stream_depth_weights REF(stream_depth_weights)
 #define stream_sinkhorn REF(stream_sinkhorn)
 
-/* Build the plan from m->c and bind its parameters (after the model's own tensors). */
-StreamState *stream_create(struct RefModel *m);
+/* The mixer of spec->stream for N = batch·seq tokens: binds its tensors in params/grads (flat
+ * buffers laid out by spec->table) and reads the history y[0..2L] (pointers fixed for the
+ * model's life, contents written by the model). spec must outlive the state. */
+StreamState *stream_create(const ModelSpec *spec, int N, real *params, real *grads, const real *const *y);
 void stream_destroy(StreamState *st);
 /* Input of step s [N,d]; s ≥ 1 reads y_s, written by the model just before. */
-const real *stream_forward(struct RefModel *m, int s);
-/* Zero the backward accumulators; call once before stream_backward(m, 2L, ...). */
-void stream_backward_begin(struct RefModel *m);
+const real *stream_forward(StreamState *st, int s);
+/* Zero the backward accumulators; call once before stream_backward(st, 2L, ...). */
+void stream_backward_begin(StreamState *st);
 /* din [N,d] = dLoss/d(input of step s); returns dLoss/dy_s [N,d] (owned by the mixer,
- * valid until the next call); adds the mixer's parameter gradients into m->grads. */
-const real *stream_backward(struct RefModel *m, int s, const real *din);
-/* AttnRes only: the softmax weights of step s over its sources from the last forward,
- * [N, *n_src] row-major, and the plan (for labels); NULL for other kinds. */
-const real *stream_depth_weights(const struct RefModel *m, int s, int *n_src, const StreamPlan **plan);
+ * valid until the next call); adds the mixer's parameter gradients into grads. */
+const real *stream_backward(StreamState *st, int s, const real *din);
+/* AttnRes only: the softmax weights of step s over its sources (spec->stream.n_src[s] of
+ * them) from the last forward, [N, n_src] row-major; NULL for other kinds. */
+const real *stream_depth_weights(const StreamState *st, int s);
 
 /* Sinkhorn-Knopp as mHC runs it: mats [(2·iters+1)·n²]; mats[0] = the positive input
  * matrix [n,n]; each iteration normalises rows, then columns, keeping every stage (the

@@ -1,31 +1,47 @@
 /* value_path.h (ref): the attention sublayer of every value-path variant (SPEC.md §4), driven
- * by the tables of common/model/value_path.h. model.c calls these around W_o; nothing else does. */
+ * by the spec's ValuePlan (common/model/value_path.h). It owns its state: layer l's norm and
+ * q/k/v projections and trainable coefficients (bound in the model's flat buffers), the
+ * activations every later layer may read (raw Q_i, K_i, V_i, A_i), and the per-layer gradient
+ * accumulators that collect the shares of every reader. The model (model.c) hands it each
+ * layer's input and gets U_l back; W_o and everything after it are the model's. */
 #ifndef VRL_REF_VALUE_PATH_H
 #define VRL_REF_VALUE_PATH_H
 
-#include "ref/model_impl.h"
+#include "common/model/backend.h"
+#include "common/model/spec.h"
+#include "ref/real.h"
 
-#define vp_model_init REF(vp_model_init)
-#define vp_model_free REF(vp_model_free)
-#define vp_attention_forward REF(vp_attention_forward)
+typedef struct VpState VpState;
+
+#define vp_create REF(vp_create)
+#define vp_destroy REF(vp_destroy)
+#define vp_forward REF(vp_forward)
 #define vp_backward_begin REF(vp_backward_begin)
-#define vp_attention_backward REF(vp_attention_backward)
+#define vp_backward REF(vp_backward)
 #define vp_backward_end REF(vp_backward_end)
+#define vp_view REF(vp_view)
 
-/* Build the plan from m->c, bind q/k/v_proj and v_residual_lambda of every layer (the ones the
- * plan keeps), allocate the value-path buffers. After layout(); -1 with vrl_error on failure. */
-int vp_model_init(RefModel *m);
-void vp_model_free(RefModel *m);
+/* The attention sublayers of spec's model for [B,T] inputs: binds every layer's
+ * input_layernorm, the q/k/v_proj the plan keeps and v_residual_lambda in params/grads (flat
+ * buffers laid out by spec->table); emb [B*T, d] is the embedding output H_0 (read by hidden
+ * residuals). spec must outlive the state. NULL with vrl_error on failure. */
+VpState *vp_create(const ModelSpec *spec, int B, int T, real *params, real *grads, const real *emb);
+void vp_destroy(VpState *vp);
 
-/* Layer l's attention sublayer from its input x [N,d] up to acts[l].atty [N,qC] (before W_o). */
-void vp_attention_forward(RefModel *m, int l, const real *x);
+/* Layer l's attention from its input x [N,d] (kept until the backward): returns U_l [N,qC],
+ * the heads concatenated before W_o. */
+const real *vp_forward(VpState *vp, int l, const real *x);
 
-/* Zero the cross-layer accumulators (before the first layer's backward). */
-void vp_backward_begin(RefModel *m);
-/* From g.datty [N,qC] (dLoss/dU_l): add dLoss/dx into dx [N,d], the parameter gradients of
- * layer l's attention, and the shares of earlier layers' Q/K/V/A and H_0 into their accumulators. */
-void vp_attention_backward(RefModel *m, int l, real *dx);
+/* Zero the cross-layer accumulators (before the last layer's backward). */
+void vp_backward_begin(VpState *vp);
+/* From datty = dLoss/dU_l [N,qC]: add dLoss/dx into dx [N,d], the gradients of layer l's
+ * tensors, and the shares of earlier layers' Q/K/V/A and H_0 into their accumulators. Layers
+ * run from L-1 down to 0. */
+void vp_backward(VpState *vp, int l, const real *datty, real *dx);
 /* Add the hidden residuals' d(H_0) into demb [N,d] (the embedding output's gradient). */
-void vp_backward_end(RefModel *m, real *demb);
+void vp_backward_end(VpState *vp, real *demb);
+
+/* VIEW_ATTENTION, VIEW_QUERIES, VIEW_KEYS, VIEW_VALUES of layer l (backend.h); else NULL. */
+const real *vp_view(const VpState *vp, BackendView what, int l);
 
 #endif

@@ -8,10 +8,11 @@
 #include "common/base/error.h"
 #include "common/base/rng.h"
 #include "common/data/shard.h"
+#include "common/data/shardset.h"
 #include "common/data/synthetic.h"
 
 struct DataLoader {
-    uint32_t *tokens;     /* [n_tokens] every shard, concatenated in the order given */
+    ShardSet data;        /* every shard, mapped, concatenated in the order given */
     uint64_t n_tokens;
     int batch, seq;
     uint64_t seed;
@@ -58,25 +59,17 @@ DataLoader *loader_open(const char *spec, int batch, int seq, int vocab_size, ui
     l->seed = seed;
     char *save = NULL;
     for (char *path = strtok_r(list, ",", &save); path; path = strtok_r(NULL, ",", &save)) {
-        Shard s;
-        if (shard_read(path, &s) < 0) goto fail;
+        ShardMap s;
+        if (shard_map(path, &s) < 0) goto fail;
         if ((int64_t)s.vocab_size > vocab_size) {
             vrl_error("%s: token ids go up to %u but the model's vocab_size is %d", path, s.vocab_size - 1,
                       vocab_size);
-            shard_free(&s);
+            shard_unmap(&s);
             goto fail;
         }
-        uint32_t *grown = realloc(l->tokens, (l->n_tokens + s.n_tokens) * sizeof *grown);
-        if (!grown) {
-            vrl_error("%s: out of memory", path);
-            shard_free(&s);
-            goto fail;
-        }
-        l->tokens = grown;
-        memcpy(l->tokens + l->n_tokens, s.tokens, s.n_tokens * sizeof *grown);
-        l->n_tokens += s.n_tokens;
-        shard_free(&s);
+        if (shardset_add(&l->data, &s) < 0) goto fail;
     }
+    l->n_tokens = l->data.n_tokens;
     free(list);
     return finish_open(l, spec);
 fail:
@@ -88,12 +81,15 @@ fail:
 DataLoader *loader_from_tokens(const uint32_t *tokens, uint64_t n, const char *name, int batch, int seq,
                                uint64_t seed) {
     DataLoader *l = calloc(1, sizeof *l);
-    if (!l || !(l->tokens = malloc(n * sizeof *tokens))) {
-        free(l);
+    if (!l) {
         vrl_error("%s: out of memory", name);
         return NULL;
     }
-    memcpy(l->tokens, tokens, n * sizeof *tokens);
+    ShardMap s;
+    if (shard_map_tokens(tokens, n, name, &s) < 0 || shardset_add(&l->data, &s) < 0) {
+        loader_close(l);
+        return NULL;
+    }
     l->n_tokens = n;
     l->batch = batch;
     l->seq = seq;
@@ -116,7 +112,7 @@ DataLoader *loader_synthetic(int vocab, uint64_t stream, uint64_t n, int batch, 
 
 void loader_close(DataLoader *l) {
     if (!l) return;
-    free(l->tokens);
+    shardset_free(&l->data);
     free(l->order);
     free(l);
 }
@@ -124,8 +120,7 @@ void loader_close(DataLoader *l) {
 uint64_t loader_windows(const DataLoader *l) { return l->n_windows; }
 
 void loader_window(const DataLoader *l, uint64_t i, int32_t *tokens) {
-    const uint32_t *src = l->tokens + i * (uint64_t)l->seq;
-    for (int t = 0; t < l->seq; t++) tokens[t] = (int32_t)src[t];
+    shardset_read(&l->data, i * (uint64_t)l->seq, (uint64_t)l->seq, tokens);
 }
 
 void loader_next(DataLoader *l, int32_t *tokens) {

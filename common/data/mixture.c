@@ -3,6 +3,7 @@
 #include "common/base/error.h"
 #include "common/base/rng.h"
 #include "common/data/shard.h"
+#include "common/data/shardset.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -23,9 +24,9 @@ const double MIXTURE_DEFAULT_WEIGHTS[7] = {0.50, 0.20, 0.10, 0.05, 0.05, 0.05, 0
 typedef struct {
     char name[SHARD_DOMAIN_LEN + 1];
     double weight;
-    uint32_t *train;           /* [n_train * chunk_len] */
+    ShardSet train;            /* mapped shards: n_train chunks of chunk_len ids */
     uint64_t n_train;
-    uint32_t *val;             /* [n_val * chunk_len] */
+    ShardSet val;              /* mapped shards: n_val chunks */
     uint64_t n_val;
     uint64_t *perm;            /* [n_train] this epoch's chunk order */
     uint64_t epoch, pos;       /* next chunk = perm[pos] */
@@ -80,8 +81,8 @@ static int load_split(Mixture *m, const char *split, int is_val) {
     for (size_t i = 0; i < nn && rc == 0; i++) {
         char file[8400];
         snprintf(file, sizeof file, "%s/%s", path, names[i]);
-        Shard s;
-        if (shard_read(file, &s)) { rc = -1; break; }
+        ShardMap s;
+        if (shard_map(file, &s)) { rc = -1; break; }
         if (s.vocab_size > m->vocab_size) m->vocab_size = s.vocab_size;
         int k = -1, seen = 0;
         for (int j = 0; j < m->n; j++)
@@ -100,19 +101,12 @@ static int load_split(Mixture *m, const char *split, int is_val) {
             if (rc == 0) {
                 m->chunk_len = s.chunk_len;
                 Domain *dm = &m->dom[k];
-                uint32_t **dst = is_val ? &dm->val : &dm->train;
-                uint64_t *cnt = is_val ? &dm->n_val : &dm->n_train;
                 uint64_t add = s.n_tokens / s.chunk_len;
-                uint32_t *p = realloc(*dst, (*cnt + add) * s.chunk_len * sizeof *p);
-                if (!p) rc = vrl_error("%s: out of memory", file);
-                else {
-                    memcpy(p + *cnt * s.chunk_len, s.tokens, s.n_tokens * sizeof *p);
-                    *dst = p;
-                    *cnt += add;
-                }
+                if (shardset_add(is_val ? &dm->val : &dm->train, &s) < 0) rc = -1;
+                else *(is_val ? &dm->n_val : &dm->n_train) += add;
             }
         }
-        shard_free(&s);
+        shard_unmap(&s); /* no-op when the set took it */
     }
     for (size_t i = 0; i < nn; i++) free(names[i]);
     free(names);
@@ -246,8 +240,8 @@ int mixture_weights_parse(const char *spec, MixtureWeights *w) {
 void mixture_close(Mixture *m) {
     if (!m) return;
     for (int i = 0; i < MIXTURE_MAX_DOMAINS; i++) {
-        free(m->dom[i].train);
-        free(m->dom[i].val);
+        shardset_free(&m->dom[i].train);
+        shardset_free(&m->dom[i].val);
         free(m->dom[i].perm);
     }
     free(m);
@@ -275,8 +269,7 @@ int mixture_next_batch(Mixture *m, int B, int32_t *tokens, int *domains) {
                 return vrl_error("%s: domain \"%s\" passed its epoch limit", m->dir, d->name);
             shuffle(m, d);
         }
-        const uint32_t *src = d->train + d->perm[d->pos++] * m->chunk_len;
-        for (uint32_t t = 0; t < m->seq_len; t++) tokens[(size_t)b * m->seq_len + t] = (int32_t)src[t];
+        shardset_read(&d->train, d->perm[d->pos++] * m->chunk_len, m->seq_len, tokens + (size_t)b * m->seq_len);
         if (domains) domains[b] = k;
     }
     return 0;
@@ -311,7 +304,6 @@ int mixture_state_import(Mixture *m, const uint64_t *words, int n_words) {
 int mixture_val_chunk(const Mixture *m, int d, uint64_t i, int32_t *tokens) {
     if (d < 0 || d >= m->n || i >= m->dom[d].n_val)
         return vrl_error("%s: no validation chunk %llu in domain %d", m->dir, (unsigned long long)i, d);
-    const uint32_t *src = m->dom[d].val + i * m->chunk_len;
-    for (uint32_t t = 0; t < m->seq_len; t++) tokens[t] = (int32_t)src[t];
+    shardset_read(&m->dom[d].val, i * m->chunk_len, m->seq_len, tokens);
     return 0;
 }

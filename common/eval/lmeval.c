@@ -18,16 +18,15 @@
 
 /* ------------------------------------------------------------------ scoring */
 
-int scorer_init(Scorer *s, const Backend *be, const ModelConfig *c, const ParamTable *t, const void *params, int B,
-                int T) {
+int scorer_init(Scorer *s, const Backend *be, const ModelSpec *spec, const void *params, int B, int T) {
     memset(s, 0, sizeof *s);
-    s->be = be, s->config = c, s->table = t, s->params = params;
-    s->B = B, s->T = T, s->V = c->vocab_size;
+    s->be = be, s->spec = spec, s->params = params;
+    s->B = B, s->T = T, s->V = spec->config.vocab_size;
     s->tokens = calloc((size_t)B * T, sizeof *s->tokens);
     s->logits = malloc((size_t)B * T * s->V * dtype_size(be->dtype));
     if (!s->tokens || !s->logits) {
         scorer_free(s);
-        return vrl_error("evaluation: out of memory for a %d x %d x %d logits batch", B, T, c->vocab_size);
+        return vrl_error("evaluation: out of memory for a %d x %d x %d logits batch", B, T, s->V);
     }
     return 0;
 }
@@ -44,7 +43,7 @@ void scorer_free(Scorer *s) {
 static int scorer_shape(Scorer *s, int rows, int len) {
     if (s->model && s->rows == rows && s->len == len) return 0;
     if (s->model) s->be->destroy(s->model);
-    s->model = s->be->create(s->config, s->table, rows, len);
+    s->model = s->be->create(s->spec, rows, len);
     if (!s->model) return -1;
     s->be->set_state(s->model, s->params, NULL, NULL);
     s->rows = rows, s->len = len;

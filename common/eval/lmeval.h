@@ -25,6 +25,7 @@
 #include <stdio.h>
 
 #include "common/model/backend.h"
+#include "common/model/spec.h"
 #include "common/data/tokenizer.h"
 
 /* ------------------------------------------------------------------ scoring */
@@ -37,9 +38,8 @@
  * result whatever follows it, so the scores equal the one-shape path's to rounding. */
 typedef struct {
     const Backend *be;
-    const ModelConfig *config;
-    const ParamTable *table;
-    const void *params;  /* [table->total] in be->dtype */
+    const ModelSpec *spec;
+    const void *params;  /* [spec->table.total] in be->dtype */
     int B, T, V;         /* rows at the full window T; B*T tokens per forward */
     int fixed_shape;     /* 1: every forward at [B, T], requests in their given order */
     void *model;         /* the current shape's model, [rows, len] */
@@ -50,8 +50,7 @@ typedef struct {
     const char *label;   /* progress on stderr ("piqa: 120/400 requests ...") when set */
 } Scorer;
 
-int scorer_init(Scorer *s, const Backend *be, const ModelConfig *c, const ParamTable *t, const void *params, int B,
-                int T);
+int scorer_init(Scorer *s, const Backend *be, const ModelSpec *spec, const void *params, int B, int T);
 void scorer_free(Scorer *s);
 
 /* One log-likelihood request: log p(cont | ctx). n_ctx >= 1 (lm-eval puts the EOS

@@ -1,17 +1,18 @@
-/* backend.h: what the trainer needs from a model implementation.
+/* backend.h: what the trainer, evaluation and analysis need from a model implementation.
  *
- * The training loop, evaluation and checkpointing are written once against this
+ * The training loop, evaluation, analysis and checkpointing are written once against this
  * table; ref/ provides it in float32 and float64 (ref_backend_f32, ref_backend_f64),
- * fast/ provides it on CUDA. Parameters, gradients and AdamW moments are flat buffers
- * laid out by the ParamTable; the host view of them is in `dtype`. */
+ * fast/ provides it on CUDA. Every model is built from one ModelSpec (spec.h): parameters,
+ * gradients and AdamW moments are flat buffers laid out by spec->table; the host view of
+ * them is in `dtype`. What a backend can do with a given spec it says in `capabilities`;
+ * a command checks the flag it needs first and refuses by the backend's name. */
 #ifndef VRL_BACKEND_H
 #define VRL_BACKEND_H
 
 #include <stdint.h>
 
-#include "common/model/config.h"
-#include "common/model/params.h"
 #include "common/base/safetensors.h"
+#include "common/model/spec.h"
 
 typedef struct {
     double beta1, beta2, eps;   /* 0.9, 0.95, 1e-8 */
@@ -19,12 +20,37 @@ typedef struct {
     double clip;                /* global-norm clip, 1.0; <= 0 disables */
 } AdamWConfig;
 
+/* Capability flags (Backend.capabilities). */
+#define BACKEND_CAN_TRAIN 1u    /* create, forward_backward, step, get/set_state */
+#define BACKEND_CAN_ANALYZE 2u  /* view: the activations `vrl analyze` reads */
+#define BACKEND_CAN_GENERATE 4u /* incremental decoding (`vrl generate`) */
+
+/* What `view` returns of the last forward; B batch, T seq, NH/NKV heads, hd head dim,
+ * d width, L layers; layers 0-based. Host memory in the backend's dtype, owned by the
+ * model, valid until its next call. */
+typedef enum {
+    VIEW_ATTENTION = 0, /* layer l: causal softmax A_l [B, NH, T, T] (Eq. 2 layers: [B, NH, T, 2T]) */
+    VIEW_QUERIES,       /* layer l: post-RoPE queries [B, T, NH*hd] */
+    VIEW_KEYS,          /* layer l: post-RoPE keys [B, T, NKV*hd] */
+    VIEW_VALUES,        /* layer l: raw values V_l [B, T, NKV*hd] */
+    VIEW_HIDDEN,        /* s = 0..L: transformers' output_hidden_states [B, T, d] (SPEC §6): 0 the
+                         * embedding output, 1..L-1 layer s's output, L the final post-norm output */
+    VIEW_DEPTH_WEIGHTS, /* step s = 0..2L (AttnRes): softmax weights over spec->stream's sources of
+                         * step s, [B*T, n_src[s]] */
+} BackendView;
+
 typedef struct Backend {
     const char *name;           /* "ref-fp32", "ref-fp64", "cuda-bf16" */
     DType dtype;                /* host view of params, grads and moments */
 
-    /* A model for batches of [batch, seq] tokens. NULL with vrl_error() on failure. */
-    void *(*create)(const ModelConfig *c, const ParamTable *t, int batch, int seq);
+    /* What this backend does for the model of s (BACKEND_CAN_* flags). For each flag it
+     * leaves out that the caller may want, `why` (if not NULL) gets one line saying what is
+     * missing ("cuda-bf16: residual-stream variant attnres is not implemented"). */
+    unsigned (*capabilities)(const ModelSpec *s, char *why, size_t why_len);
+
+    /* A model for batches of [batch, seq] tokens; s is not copied and must outlive the model.
+     * NULL with vrl_error() on failure (a spec it cannot train: the capabilities' reason). */
+    void *(*create)(const ModelSpec *s, int batch, int seq);
     void (*destroy)(void *m);
 
     /* Forward and backward of one micro-batch; gradients are *added* to the gradient
@@ -50,6 +76,14 @@ typedef struct Backend {
 
     /* Last forward's logits [batch, seq, vocab], host copy in dtype (for tests, eval). */
     void (*get_logits)(void *m, void *out);
+
+    /* BACKEND_CAN_ANALYZE: an activation of the last forward (BackendView), or NULL with
+     * vrl_error when this model has no such view (e.g. depth weights without AttnRes).
+     * NULL table entry where the backend cannot analyze. */
+    const void *(*view)(void *m, BackendView what, int index);
 } Backend;
+
+/* 1 if be can do everything in `need` for s; else 0 with vrl_error("NAME: reason"). */
+int backend_require(const Backend *be, const ModelSpec *s, unsigned need);
 
 #endif

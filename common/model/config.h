@@ -33,6 +33,9 @@ typedef struct {
 
 static inline int config_head_dim(const ModelConfig *c) { return c->d_model / c->n_heads; }
 
+/* The name a config's errors carry when no file is at hand: its preset, else "config". */
+static inline const char *config_origin(const ModelConfig *c) { return c->preset[0] ? c->preset : "config"; }
+
 /* Fill *c with a named preset ("tiny", "small", "2M", "82M", "180M", "468M", "1.6B").
  * Returns -1 with an error naming the unknown preset. */
 int config_preset(const char *name, ModelConfig *c);

@@ -43,11 +43,10 @@ typedef struct {
     size_t total;              /* elements in the flat buffer */
 } ParamTable;
 
-/* Build the table for a config (its arch and variant decide which tensors exist). */
-int param_table_build(const ModelConfig *c, ParamTable *t);
+/* The table of a config is built by model_spec_build (spec.h). */
 void param_table_free(ParamTable *t);
 
-/* Append one tensor (used by param_table_build and by variants adding coefficients). */
+/* Append one tensor (spec.c, and the plans adding their own tensors). */
 int param_table_add(ParamTable *t, const char *name, int ndim, const int64_t *shape,
                     int decay, InitKind init, double init_value);
 
@@ -56,6 +55,11 @@ int param_table_add_values(ParamTable *t, const char *name, int ndim, const int6
 
 /* Entry by name, or NULL. */
 const ParamInfo *param_table_find(const ParamTable *t, const char *name);
+
+/* The offset of a tensor a model binds, checked against the element count it needs, so a
+ * table built for another config is an error rather than a wrong read. 0, or -1 with
+ * vrl_error naming the tensor. */
+int param_table_expect(const ParamTable *t, const char *name, size_t numel, size_t *offset);
 
 /* Deterministic initialisation from a seed, independent of the backend and precision:
  * each tensor draws from its own stream keyed by (seed, name), so adding a tensor

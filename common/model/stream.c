@@ -89,32 +89,51 @@ static int plan_attnres(StreamPlan *p, VariantPart *vp, const char *origin) {
     return 0;
 }
 
-int stream_plan_build(const ModelConfig *c, StreamPlan *p, const char *origin) {
+static int plan_hc(StreamPlan *p, VariantPart *vp, const char *origin) {
+    const int mhc = p->kind == STREAM_MHC;
+    p->n_streams = 4;
+    p->iters = 20;
+    /* mHC's b_pre = −ln(n−1) (σ = 1/n) needs n ≥ 2; HC with n = 1 is the baseline. */
+    int rc = opt_int(vp, "n", &p->n_streams, mhc ? 2 : 1, origin);
+    if (!rc && p->n_streams > 16) rc = vrl_error("%s: variant %s: n=%d streams (at most 16)", origin, vp->name, p->n_streams);
+    if (!rc && mhc) rc = opt_int(vp, "iters", &p->iters, 1, origin);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ the table of variants */
+
+/* Each residual-stream variant: its name and summary (variant.h's registry), the plan kind
+ * ref/stream.c executes, and the function that fills the plan from the options. */
+typedef struct {
+    VariantInfo info;
+    StreamKind kind;
+    int (*plan)(StreamPlan *p, VariantPart *vp, const char *origin);
+} StreamVariant;
+
+static const StreamVariant stream_variants[] = {
+    {{"denseformer", FAMILY_STREAM, "depth-weighted averages of block outputs (dilation, period)"}, STREAM_DENSEFORMER,
+     plan_denseformer},
+    {{"attnres", FAMILY_STREAM, "Attention Residuals, full or block: softmax over earlier sublayer outputs"},
+     STREAM_ATTNRES, plan_attnres},
+    {{"hc", FAMILY_STREAM, "Hyper-Connections: n streams, static and dynamic maps"}, STREAM_HC, plan_hc},
+    {{"mhc", FAMILY_STREAM, "manifold-constrained HC: sigmoid maps, Sinkhorn-Knopp residual map"}, STREAM_MHC, plan_hc},
+};
+#define N_STREAM_VARIANTS (int)(sizeof stream_variants / sizeof stream_variants[0])
+
+const VariantInfo *stream_variant_info(int i) {
+    return i >= 0 && i < N_STREAM_VARIANTS ? &stream_variants[i].info : NULL;
+}
+
+int stream_plan_build(VariantPart *vp, const ModelConfig *c, StreamPlan *p, const char *origin) {
     memset(p, 0, sizeof *p);
     p->L = c->n_layers;
-    VariantSpec vs;
-    if (variant_parse(c->variant, &vs, origin) < 0) return -1;
-    VariantPart *vp = variant_part(&vs, FAMILY_STREAM);
     if (!vp) return 0;
-    int rc = 0;
-    if (!strcmp(vp->name, "denseformer")) {
-        p->kind = STREAM_DENSEFORMER;
-        rc = plan_denseformer(p, vp, origin);
-    } else if (!strcmp(vp->name, "attnres")) {
-        p->kind = STREAM_ATTNRES;
-        rc = plan_attnres(p, vp, origin);
-    } else if (!strcmp(vp->name, "hc") || !strcmp(vp->name, "mhc")) {
-        const int mhc = vp->name[0] == 'm';
-        p->kind = mhc ? STREAM_MHC : STREAM_HC;
-        p->n_streams = 4;
-        p->iters = 20;
-        /* mHC's b_pre = −ln(n−1) (σ = 1/n) needs n ≥ 2; HC with n = 1 is the baseline. */
-        rc = opt_int(vp, "n", &p->n_streams, mhc ? 2 : 1, origin);
-        if (!rc && p->n_streams > 16) rc = vrl_error("%s: variant %s: n=%d streams (at most 16)", origin, vp->name, p->n_streams);
-        if (!rc && mhc) rc = opt_int(vp, "iters", &p->iters, 1, origin);
-    } else {
-        rc = vrl_error("%s: residual-stream variant %s has no plan", origin, vp->name);
-    }
+    const StreamVariant *row = NULL;
+    for (int i = 0; i < N_STREAM_VARIANTS && !row; i++)
+        if (!strcmp(stream_variants[i].info.name, vp->name)) row = &stream_variants[i];
+    if (!row) return vrl_error("%s: residual-stream variant %s has no plan", origin, vp->name);
+    p->kind = row->kind;
+    int rc = row->plan(p, vp, origin);
     if (!rc) rc = check_used(vp, origin);
     if (rc) stream_plan_free(p);
     return rc;

@@ -19,6 +19,7 @@
 
 #include "common/model/config.h"
 #include "common/model/params.h"
+#include "common/model/variant.h"
 
 typedef enum { STREAM_PLAIN = 0, STREAM_DENSEFORMER, STREAM_ATTNRES, STREAM_HC, STREAM_MHC } StreamKind;
 
@@ -42,9 +43,13 @@ typedef struct {
     int n_streams, iters;
 } StreamPlan;
 
-/* Build the plan for c->variant (its residual-stream part; none → PLAIN). Errors name
- * `origin`, the variant and the bad option. Options of other families are not read. */
-int stream_plan_build(const ModelConfig *c, StreamPlan *p, const char *origin);
+/* The residual-stream variants (name, family, summary), i = 0, 1, ...; NULL past the end
+ * (variant.c's registry). */
+const VariantInfo *stream_variant_info(int i);
+
+/* Build the plan of a parsed residual-stream part (NULL → PLAIN) for c's shape. Errors name
+ * `origin`, the variant and the bad option. Called by model_spec_build (spec.h) only. */
+int stream_plan_build(VariantPart *part, const ModelConfig *c, StreamPlan *p, const char *origin);
 void stream_plan_free(StreamPlan *p);
 
 /* Append the plan's trainable mixing parameters to the table (none for PLAIN):

@@ -60,15 +60,6 @@ static int plan_alloc(ValuePlan *p, int L) {
     return 0;
 }
 
-int value_plan_set_variant(ModelConfig *c, const char *text, const char *origin) {
-    if (text && snprintf(c->variant, sizeof c->variant, "%s", text) >= (int)sizeof c->variant)
-        return vrl_error("%s: variant string longer than %d characters", origin, VRL_VARIANT_LEN - 1);
-    ValuePlan p;
-    if (value_plan_build(c, &p, origin) < 0) return -1;
-    value_plan_free(&p);
-    return 0;
-}
-
 int value_plan_read_later(const ValuePlan *p, const double *tab, int i) {
     for (int n = i + 1; n < p->L; n++)
         if (AT(tab, n, i) != 0) return 1;
@@ -288,11 +279,14 @@ static int plan_simple(ValuePlan *p, VariantPart *v, const char *o) {
             /* Eq. 6: U_n = A_n V_n + (1/(n−1))·Σ_{i<n} V_i */
             for (int i = 0; i < l; i++) AT(p->ce, l, i) = 1.0 / l;
         } else {
-            return vrl_error("%s: variant %s has no value-path plan", o, nm); /* registry and this file disagree */
+            return vrl_error("%s: variant %s has no value-path plan", o, nm); /* the table and this function disagree */
         }
     }
     return 0;
 }
+
+static int plan_neutreno_plain(ValuePlan *p, VariantPart *v, const char *o) { return plan_neutreno(p, v, o, 0); }
+static int plan_neutreno_resformer(ValuePlan *p, VariantPart *v, const char *o) { return plan_neutreno(p, v, o, 1); }
 
 static int plan_cross_layer(ValuePlan *p, VariantPart *v, const char *o) {
     const char *m = "1";
@@ -319,33 +313,90 @@ static void derive_projections(ValuePlan *p) {
     }
 }
 
-int value_plan_build(const ModelConfig *c, ValuePlan *p, const char *origin) {
-    VariantSpec spec;
-    if (variant_parse(c->variant, &spec, origin) < 0) return -1;
+/* ------------------------------------------------------------------ the table of variants */
+
+/* Each value-path variant: its name and summary (variant.h's registry) and the function that
+ * fills the baseline's tables for it. A new variant is one row and one function here. */
+typedef struct {
+    VariantInfo info;
+    int (*plan)(ValuePlan *p, VariantPart *v, const char *origin);
+} ValueVariant;
+
+static const ValueVariant value_variants[] = {
+    {{"resformer", FAMILY_VALUE, "V_1 residual: identity, general, constant, sparse, learnable, learnable-plus, dense; "
+                                 "V source ablations"}, plan_resformer},
+    {{"svformer", FAMILY_VALUE, "layers >= 2 reuse V_1 (optionally refreshed at anchor layers) and carry no W^V"},
+     plan_svformer},
+    {{"neutreno", FAMILY_VALUE, "U_n = A_n V_n + lambda (V_1 - V_n)"}, plan_neutreno_plain},
+    {{"neutreno_resformer", FAMILY_VALUE, "NeuTRENO on top of identity ResFormer"}, plan_neutreno_resformer},
+    {{"cla", FAMILY_VALUE, "cross-layer attention: layer 2k reuses layer 2k-1's K and V"}, plan_simple},
+    {{"query_residual", FAMILY_VALUE, "ablation: 0.5 Q_1 + 0.5 Q_n"}, plan_simple},
+    {{"key_residual", FAMILY_VALUE, "ablation: 0.5 K_1 + 0.5 K_n"}, plan_simple},
+    {{"attn_residual", FAMILY_VALUE, "ablation: 0.5 A_1 + 0.5 A_n"}, plan_simple},
+    {{"hidden_residual", FAMILY_VALUE, "ablation: attention input RMSNorm(0.5 x_{n-1} + 0.5 H_0)"}, plan_simple},
+    {{"shared_q", FAMILY_VALUE, "ablation: every layer uses layer 1's Q"}, plan_simple},
+    {{"shared_k", FAMILY_VALUE, "ablation: every layer uses layer 1's K"}, plan_simple},
+    {{"cross_layer", FAMILY_VALUE, "Eq. 2: attend over [K_n; K_m], [V_n; V_m], m = 1 or n-1"}, plan_cross_layer},
+    {{"identity_mapping", FAMILY_VALUE, "Eq. 6: U_n = A_n V_n + mean of earlier V_i"}, plan_simple},
+};
+#define N_VALUE_VARIANTS (int)(sizeof value_variants / sizeof value_variants[0])
+
+const VariantInfo *value_variant_info(int i) { return i >= 0 && i < N_VALUE_VARIANTS ? &value_variants[i].info : NULL; }
+
+int value_plan_build(VariantPart *v, const ModelConfig *c, ValuePlan *p, const char *origin) {
     if (plan_alloc(p, c->n_layers) < 0) return -1;
-    VariantPart *v = variant_part(&spec, FAMILY_VALUE);
     int rc = 0;
     if (v) {
+        const ValueVariant *row = NULL;
+        for (int i = 0; i < N_VALUE_VARIANTS && !row; i++)
+            if (!strcmp(value_variants[i].info.name, v->name)) row = &value_variants[i];
         snprintf(p->name, sizeof p->name, "%s", v->name);
-        if (c->arch != ARCH_LLAMA)
+        if (!row) rc = vrl_error("%s: variant %s has no value-path plan", origin, v->name);
+        else if (c->arch != ARCH_LLAMA)
             rc = vrl_error("%s: variant %s: value-path variants are implemented for the llama architecture only",
                            origin, v->name);
-        else if (!strcmp(v->name, "resformer")) rc = plan_resformer(p, v, origin);
-        else if (!strcmp(v->name, "svformer")) rc = plan_svformer(p, v, origin);
-        else if (!strcmp(v->name, "neutreno")) rc = plan_neutreno(p, v, origin, 0);
-        else if (!strcmp(v->name, "neutreno_resformer")) rc = plan_neutreno(p, v, origin, 1);
-        else if (!strcmp(v->name, "cross_layer")) rc = plan_cross_layer(p, v, origin);
-        else rc = plan_simple(p, v, origin);
+        else rc = row->plan(p, v, origin);
         /* only this part's options: the residual-stream part is checked by its own code */
         for (int j = 0; !rc && j < v->n_opts; j++)
             if (!v->opts[j].used)
                 rc = vrl_error("%s: variant %s has no option \"%s\"%s", origin, v->name, v->opts[j].key,
                                !strcmp(v->name, "resformer") ? " for this mode" : "");
     }
-    if (rc) {
-        value_plan_free(p);
-        return -1;
+    if (!rc) derive_projections(p);
+    /* Eq. 2 rows are [T, 2T] wide; a mix of attention matrices needs every row [T, T] */
+    for (int l = 0; l < p->L && !rc; l++)
+        for (int i = 0; i < l && !rc; i++)
+            if (p->cross[l] >= 0 && AT(p->ca, l, i) != 0)
+                rc = vrl_error("%s: variant \"%s\": Eq. 2 layers cannot mix attention matrices", origin, c->variant);
+    if (rc) value_plan_free(p);
+    return rc ? -1 : 0;
+}
+
+/* ------------------------------------------------------------------ parameters */
+
+int value_plan_add_params(const ValuePlan *p, const ModelConfig *c, int l, ParamTable *t) {
+    const int64_t d = c->d_model, hd = config_head_dim(c);
+    const int64_t q_dim = (int64_t)c->n_heads * hd, kv_dim = (int64_t)c->n_kv_heads * hd;
+    char name[PARAM_NAME_LEN];
+    int64_t shape[2];
+#define LINEAR(suffix, out, in)                                                                                      \
+    (snprintf(name, sizeof name, "model.layers.%d.self_attn." suffix, l), shape[0] = (out), shape[1] = (in),          \
+     param_table_add(t, name, 2, shape, 1, INIT_NORMAL, c->init_std))
+    int rc = 0;
+    /* projections nobody reads do not exist (SVFormer, CLA, shared Q/K) */
+    if (p->has_q[l]) rc |= LINEAR("q_proj.weight", q_dim, d);
+    if (p->has_k[l]) rc |= LINEAR("k_proj.weight", kv_dim, d);
+    if (p->has_v[l]) rc |= LINEAR("v_proj.weight", kv_dim, d);
+    rc |= LINEAR("o_proj.weight", d, q_dim);
+#undef LINEAR
+    if (!rc && p->n_train[l]) { /* trainable value coefficients, starting at the plan's values */
+        double *init = malloc((size_t)p->n_train[l] * sizeof *init);
+        if (!init) return vrl_error("out of memory building the parameter table");
+        for (int j = 0; j < p->n_train[l]; j++) init[j] = AT(p->cv, l, AT(p->train_src, l, j));
+        shape[0] = p->n_train[l];
+        value_plan_lambda_name(l, name, sizeof name);
+        rc = param_table_add_values(t, name, 1, shape, init);
+        free(init);
     }
-    derive_projections(p);
-    return 0;
+    return rc ? -1 : 0;
 }

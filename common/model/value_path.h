@@ -18,12 +18,14 @@
  * Trainable value coefficients: layer l's tensor "model.layers.{l}.self_attn.v_residual_lambda"
  * has n_train[l] entries; entry j is cv[l][train_src[l][j]] and starts at that table value.
  *
- * Building a plan from the config's variant string (value_plan_build) validates every option
- * and names the origin (a config file or "--variant") in errors. */
+ * Building a plan from the parsed variant (value_plan_build, called by spec.c) validates every
+ * option and names the origin (a config file or "--variant") in errors. */
 #ifndef VRL_VALUE_PATH_H
 #define VRL_VALUE_PATH_H
 
 #include "common/model/config.h"
+#include "common/model/params.h"
+#include "common/model/variant.h"
 
 typedef struct {
     int L;
@@ -43,14 +45,20 @@ typedef struct {
     int *train_src;  /* [L,L] entry j of layer l's v_residual_lambda multiplies V_{train_src[l][j]} */
 } ValuePlan;
 
-/* The plan of c->variant (its value-family part; the other family is ignored, its options are
- * left for stream.c to check). origin names the source of the string in errors. */
-int value_plan_build(const ModelConfig *c, ValuePlan *p, const char *origin);
+/* The value-path variants (name, family, summary), i = 0, 1, ...; NULL past the end
+ * (variant.c's registry). */
+const VariantInfo *value_variant_info(int i);
+
+/* The plan of a parsed value-family part (NULL: the baseline) for c's shape; every option
+ * of the part must be read. origin names the source of the string in errors. Called by
+ * model_spec_build (spec.h) only. */
+int value_plan_build(VariantPart *part, const ModelConfig *c, ValuePlan *p, const char *origin);
 void value_plan_free(ValuePlan *p);
 
-/* Set c->variant to text and check it (parse, registry, this family's options against the
- * model's shape); errors name origin ("--variant" or the config file). text NULL: check only. */
-int value_plan_set_variant(ModelConfig *c, const char *text, const char *origin);
+/* Append layer l's attention tensors, in this order: the q/k/v_proj the plan keeps (has_q,
+ * has_k, has_v), o_proj, then v_residual_lambda [n_train[l]] (no decay, starting at the
+ * table's values) where the layer trains coefficients. */
+int value_plan_add_params(const ValuePlan *p, const ModelConfig *c, int l, ParamTable *t);
 
 /* 1 if any layer after i reads source i of the [L,L] table tab (cv, ce, cq, ck or ca). */
 int value_plan_read_later(const ValuePlan *p, const double *tab, int i);

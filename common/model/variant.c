@@ -7,36 +7,25 @@
 #include <string.h>
 
 #include "common/base/error.h"
+#include "common/model/stream.h"
+#include "common/model/value_path.h"
 
-/* Every variant vrl knows, grouped by family. The family's own file turns the part
- * into data (value_path.c, stream.c); docs/variants.md gives the formulas. */
-const VariantInfo variant_registry[] = {
-    {"baseline", FAMILY_NONE, "the LLaMA baseline of SPEC.md §1"},
-    /* value path, SPEC.md §4 (value_path.c) */
-    {"resformer", FAMILY_VALUE, "V_1 residual: identity, general, constant, sparse, learnable, learnable-plus, dense; V source ablations"},
-    {"svformer", FAMILY_VALUE, "layers >= 2 reuse V_1 (optionally refreshed at anchor layers) and carry no W^V"},
-    {"neutreno", FAMILY_VALUE, "U_n = A_n V_n + lambda (V_1 - V_n)"},
-    {"neutreno_resformer", FAMILY_VALUE, "NeuTRENO on top of identity ResFormer"},
-    {"cla", FAMILY_VALUE, "cross-layer attention: layer 2k reuses layer 2k-1's K and V"},
-    {"query_residual", FAMILY_VALUE, "ablation: 0.5 Q_1 + 0.5 Q_n"},
-    {"key_residual", FAMILY_VALUE, "ablation: 0.5 K_1 + 0.5 K_n"},
-    {"attn_residual", FAMILY_VALUE, "ablation: 0.5 A_1 + 0.5 A_n"},
-    {"hidden_residual", FAMILY_VALUE, "ablation: attention input RMSNorm(0.5 x_{n-1} + 0.5 H_0)"},
-    {"shared_q", FAMILY_VALUE, "ablation: every layer uses layer 1's Q"},
-    {"shared_k", FAMILY_VALUE, "ablation: every layer uses layer 1's K"},
-    {"cross_layer", FAMILY_VALUE, "Eq. 2: attend over [K_n; K_m], [V_n; V_m], m = 1 or n-1"},
-    {"identity_mapping", FAMILY_VALUE, "Eq. 6: U_n = A_n V_n + mean of earlier V_i"},
-    /* residual stream, SPEC.md §5 (stream.c) */
-    {"denseformer", FAMILY_STREAM, "depth-weighted averages of block outputs (dilation, period)"},
-    {"attnres", FAMILY_STREAM, "Attention Residuals, full or block: softmax over earlier sublayer outputs"},
-    {"hc", FAMILY_STREAM, "Hyper-Connections: n streams, static and dynamic maps"},
-    {"mhc", FAMILY_STREAM, "manifold-constrained HC: sigmoid maps, Sinkhorn-Knopp residual map"},
-};
-const int variant_registry_size = (int)(sizeof variant_registry / sizeof variant_registry[0]);
+/* Every variant vrl knows: the baseline here, then each family's table (value_path.c,
+ * stream.c), where each name sits beside the function that turns it into a plan;
+ * docs/variants.md gives the formulas. */
+static const VariantInfo baseline = {"baseline", FAMILY_NONE, "the LLaMA baseline of SPEC.md §1"};
+
+const VariantInfo *variant_info(int i) {
+    if (i == 0) return &baseline;
+    int n = 0;
+    while (value_variant_info(n)) n++;
+    return i - 1 < n ? value_variant_info(i - 1) : stream_variant_info(i - 1 - n);
+}
 
 static const VariantInfo *lookup(const char *name) {
-    for (int i = 0; i < variant_registry_size; i++)
-        if (!strcmp(variant_registry[i].name, name)) return &variant_registry[i];
+    const VariantInfo *v;
+    for (int i = 0; (v = variant_info(i)); i++)
+        if (!strcmp(v->name, name)) return v;
     return NULL;
 }
 

@@ -8,9 +8,10 @@
  * Parts come in two families, each turning its parts into data for the model code:
  *   - value-path variants (SPEC.md §4): per-layer coefficient tables (value_path.h);
  *   - residual-stream variants (SPEC.md §5): depth-mixing plans (stream.h).
- * Every name is listed once in variant.c's registry with its family and a summary, so
- * an unknown name or a second part of one family is rejected here, before any model
- * is built. */
+ * Every name is listed once, in its family's table (value_path.c, stream.c) beside the
+ * function that builds its plan, with a summary; variant_info() walks them all, so an
+ * unknown name or a second part of one family is rejected here, before any model is
+ * built. */
 #ifndef VRL_VARIANT_H
 #define VRL_VARIANT_H
 
@@ -59,8 +60,8 @@ int variant_opt_int(VariantPart *p, const char *key, int *out, const char *origi
 /* Fail if any option of the spec was never read: catches typos like "lamda=2". */
 int variant_check_used(const VariantSpec *s, const char *origin);
 
-/* The registry (variant.c). */
-extern const VariantInfo variant_registry[];
-extern const int variant_registry_size;
+/* Every variant name, i = 0, 1, ...: the baseline, the value family's, the stream family's;
+ * NULL past the end (for --help and the parser). */
+const VariantInfo *variant_info(int i);
 
 #endif

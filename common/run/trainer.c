@@ -13,7 +13,7 @@
 #include "common/base/fsutil.h"
 #include "common/data/loader.h"
 #include "common/run/metrics.h"
-#include "common/model/params.h"
+#include "common/model/spec.h"
 #include "common/data/synthetic.h"
 
 void train_args_defaults(TrainArgs *a) {
@@ -173,28 +173,29 @@ static double evaluate(const TrainArgs *a, void *model, DataLoader *val, int32_t
 /* ------------------------------------------------------------------ checkpoints */
 
 typedef struct {
-    ParamTable table;
-    void *params, *exp_avg, *exp_avg_sq; /* host views [table.total] in backend dtype */
+    ModelSpec spec;                      /* the model, built once from the run's config */
+    void *params, *exp_avg, *exp_avg_sq; /* host views [spec.table.total] in backend dtype */
 } HostState;
 
 static int save_run(const TrainArgs *a, void *model, HostState *h, DataLoader *train, const Mixture *mix, long step,
                     const Rng *rng) {
+    const ParamTable *t = &h->spec.table;
     a->backend->get_state(model, h->params, NULL, h->exp_avg, h->exp_avg_sq);
     TrainState s = {.step = step, .rng = *rng};
     if (mix) mixture_state_export(mix, s.data_pos, &s.n_data_pos);
     else s.n_data_pos = loader_get_pos(train, s.data_pos);
     if (train_args_to_json(a, s.train_args_json, sizeof s.train_args_json) < 0) return -1;
-    if (checkpoint_save_model(a->out, &a->model, &h->table, a->backend->dtype, h->params) < 0) return -1;
-    return checkpoint_save_state(a->out, &h->table, a->backend->dtype, h->exp_avg, h->exp_avg_sq, &s);
+    if (checkpoint_save_model(a->out, &a->model, t, a->backend->dtype, h->params) < 0) return -1;
+    return checkpoint_save_state(a->out, t, a->backend->dtype, h->exp_avg, h->exp_avg_sq, &s);
 }
 
 static int host_state_alloc(HostState *h, const ModelConfig *c, DType dt) {
-    if (param_table_build(c, &h->table) < 0) return -1;
-    const size_t bytes = h->table.total * dtype_size(dt);
+    if (model_spec_build(c, &h->spec) < 0) return -1;
+    const size_t total = h->spec.table.total, bytes = total * dtype_size(dt);
     h->params = calloc(1, bytes);
     h->exp_avg = calloc(1, bytes);
     h->exp_avg_sq = calloc(1, bytes);
-    if (!h->params || !h->exp_avg || !h->exp_avg_sq) return vrl_error("out of memory for %zu parameters", h->table.total);
+    if (!h->params || !h->exp_avg || !h->exp_avg_sq) return vrl_error("out of memory for %zu parameters", total);
     return 0;
 }
 
@@ -202,14 +203,15 @@ static void host_state_free(HostState *h) {
     free(h->params);
     free(h->exp_avg);
     free(h->exp_avg_sq);
-    param_table_free(&h->table);
+    model_spec_free(&h->spec);
 }
 
 static int init_params(HostState *h, DType dt, uint64_t seed) {
-    double *init = malloc(h->table.total * sizeof *init); /* [total] the draw, in double */
-    if (!init) return vrl_error("out of memory initialising %zu parameters", h->table.total);
-    params_init_f64(&h->table, seed, init);
-    for (size_t i = 0; i < h->table.total; i++) {
+    const ParamTable *t = &h->spec.table;
+    double *init = malloc(t->total * sizeof *init); /* [total] the draw, in double */
+    if (!init) return vrl_error("out of memory initialising %zu parameters", t->total);
+    params_init_f64(t, seed, init);
+    for (size_t i = 0; i < t->total; i++) {
         if (dt == DT_F64) ((double *)h->params)[i] = init[i];
         else ((float *)h->params)[i] = (float)init[i];
     }
@@ -217,149 +219,184 @@ static int init_params(HostState *h, DType dt, uint64_t seed) {
     return 0;
 }
 
-/* ------------------------------------------------------------------ the loop */
+/* ------------------------------------------------------------------ opening a run */
 
-int train_run(TrainArgs *a) {
-    HostState h = {0};
-    DataLoader *train = NULL, *val = NULL;
-    Mixture *mix = NULL; /* instead of train/val when --data is a tokenized data folder */
-    void *model = NULL;
-    int32_t *tokens = NULL;
-    Metrics met = {0};
-    TrainState st = {0};
-    int rc = -1;
-    const Backend *be = a->backend;
+/* Everything the step loop needs, validated and in place. */
+typedef struct {
+    TrainArgs *a;
+    const Backend *be;
+    HostState h;             /* the spec and the host views of the state */
+    DataLoader *train, *val; /* plain shards or the synthetic corpus */
+    Mixture *mix;            /* instead of train/val when --data is a tokenized data folder */
+    void *model;             /* be's model of h.spec, holding the run's state */
+    int32_t *tokens;         /* [batch, seq] one micro-batch */
+    Metrics met;             /* metrics.jsonl + progress line */
+    TrainState st;           /* the step reached, the RNG, the data position */
+} Run;
+
+static void run_close(Run *r) {
+    free(r->tokens);
+    metrics_close(&r->met);
+    if (r->model) r->be->destroy(r->model);
+    loader_close(r->train);
+    loader_close(r->val);
+    mixture_close(r->mix);
+    host_state_free(&r->h);
+}
+
+/* A fresh run (a->out must not hold one) or a resumed one (everything from its folder but
+ * --steps): builds the spec, the host state, the data and the backend's model, and only
+ * once every input is valid creates or touches the run folder. */
+static int run_open(TrainArgs *a, Run *r) {
+    memset(r, 0, sizeof *r);
+    r->a = a;
+    r->be = a->backend;
+    const Backend *be = r->be;
+    HostState *h = &r->h;
+    TrainState *st = &r->st;
     char path[TRAIN_PATH_LEN + 64];
-
+    snprintf(path, sizeof path, "%s/config.json", a->out);
     if (a->resume) {
         /* Everything about the run comes from its folder; only the length may change. */
         TrainArgs cli = *a;
-        snprintf(path, sizeof path, "%s/config.json", a->out);
-        if (config_load_json(path, &a->model) < 0) goto done;
-        if (host_state_alloc(&h, &a->model, be->dtype) < 0) goto done;
-        if (checkpoint_load_model(a->out, &h.table, be->dtype, h.params) < 0) goto done;
-        if (checkpoint_load_state(a->out, &h.table, be->dtype, h.exp_avg, h.exp_avg_sq, &st) < 0) goto done;
+        if (config_load_json(path, &a->model) < 0) return -1;
+        if (host_state_alloc(h, &a->model, be->dtype) < 0) return -1;
+        if (checkpoint_load_model(a->out, &h->spec.table, be->dtype, h->params) < 0) return -1;
+        if (checkpoint_load_state(a->out, &h->spec.table, be->dtype, h->exp_avg, h->exp_avg_sq, st) < 0) return -1;
         snprintf(path, sizeof path, "%s/train_state.safetensors", a->out);
-        if (train_args_from_json(st.train_args_json, a, path) < 0) goto done;
+        if (train_args_from_json(st->train_args_json, a, path) < 0) return -1;
         if (cli.steps > 0) a->steps = cli.steps;
         a->quiet = cli.quiet;
         a->backend = be;
-        if (st.step >= a->steps) {
-            vrl_error("%s: the run is already at step %ld of %ld; give --steps N with N > %ld to continue",
-                      a->out, st.step, a->steps, st.step);
-            goto done;
-        }
+        if (st->step >= a->steps)
+            return vrl_error("%s: the run is already at step %ld of %ld; give --steps N with N > %ld to continue",
+                             a->out, st->step, a->steps, st->step);
     } else {
-        snprintf(path, sizeof path, "%s/config.json", a->out);
-        if (file_exists(path)) {
-            vrl_error("%s: already holds a run; continue it with --resume %s or choose another --out", a->out, a->out);
-            goto done;
-        }
+        if (file_exists(path))
+            return vrl_error("%s: already holds a run; continue it with --resume %s or choose another --out", a->out,
+                             a->out);
         if (a->sched.decay_end < 0) a->sched.decay_end = a->steps;
-        if (host_state_alloc(&h, &a->model, be->dtype) < 0) goto done;
-        if (init_params(&h, be->dtype, a->seed) < 0) goto done;
-        rng_seed(&st.rng, a->seed);
+        if (host_state_alloc(h, &a->model, be->dtype) < 0) return -1;
+        if (init_params(h, be->dtype, a->seed) < 0) return -1;
+        rng_seed(&st->rng, a->seed);
     }
-    if (a->seq > a->model.max_seq) {
-        vrl_error("--seq %d exceeds the model's max_position_embeddings %d", a->seq, a->model.max_seq);
-        goto done;
-    }
-    if (open_data(a, &train, &val, &mix) < 0) goto done;
+    if (!backend_require(be, &h->spec, BACKEND_CAN_TRAIN)) return -1;
+    if (a->seq > a->model.max_seq)
+        return vrl_error("--seq %d exceeds the model's max_position_embeddings %d", a->seq, a->model.max_seq);
+    if (open_data(a, &r->train, &r->val, &r->mix) < 0) return -1;
     /* the flags must fit the training state, or the first checkpoint would fail after the work */
-    if (train_args_to_json(a, st.train_args_json, sizeof st.train_args_json) < 0) goto done;
-    if (a->resume && (mix ? mixture_state_import(mix, st.data_pos, st.n_data_pos)
-                          : loader_set_pos(train, st.data_pos, st.n_data_pos)) < 0)
-        goto done;
-    if (!(model = be->create(&a->model, &h.table, a->batch, a->seq))) goto done;
-    be->set_state(model, h.params, h.exp_avg, h.exp_avg_sq);
+    if (train_args_to_json(a, st->train_args_json, sizeof st->train_args_json) < 0) return -1;
+    if (a->resume && (r->mix ? mixture_state_import(r->mix, st->data_pos, st->n_data_pos)
+                             : loader_set_pos(r->train, st->data_pos, st->n_data_pos)) < 0)
+        return -1;
+    if (!(r->model = be->create(&h->spec, a->batch, a->seq))) return -1;
+    be->set_state(r->model, h->params, h->exp_avg, h->exp_avg_sq);
 
     /* Inputs are all valid: only now is the run folder created or touched. */
     if (!a->resume) {
-        if (make_dirs(a->out) < 0) goto done;
+        if (make_dirs(a->out) < 0) return -1;
         snprintf(path, sizeof path, "%s/config.json", a->out);
-        if (config_save_json(path, &a->model) < 0) goto done;
+        if (config_save_json(path, &a->model) < 0) return -1;
     }
-    if (metrics_open(&met, a->out, a->resume ? st.step : -1) < 0) goto done;
-    tokens = malloc((size_t)a->batch * a->seq * sizeof *tokens);
-    if (!tokens) {
-        vrl_error("out of memory");
-        goto done;
-    }
+    if (metrics_open(&r->met, a->out, a->resume ? st->step : -1) < 0) return -1;
+    if (!(r->tokens = malloc((size_t)a->batch * a->seq * sizeof *r->tokens))) return vrl_error("out of memory");
     if (!a->quiet)
         fprintf(stderr, "vrl train: %s, %s preset, %zu parameters, %s, batch %d x seq %d x accum %d, %ld steps -> %s\n",
-                be->name, a->model.preset, h.table.total, a->model.variant, a->batch, a->seq, a->accum, a->steps,
+                be->name, a->model.preset, h->spec.table.total, a->model.variant, a->batch, a->seq, a->accum, a->steps,
                 a->out);
+    return 0;
+}
 
+/* ------------------------------------------------------------------ the step loop */
+
+/* One update, number `step` (1-based): accum micro-batches (gradients summed, scaled by
+ * 1/accum), then clipping and AdamW at lr(step - 1). *loss is the mean of the micro-batch
+ * means, *norm the pre-clip gradient norm. -1 on a data error or a non-finite loss. */
+static int train_update(Run *r, long step, double *loss, double *lr, double *norm) {
+    const TrainArgs *a = r->a;
+    const Backend *be = r->be;
+    be->zero_grad(r->model);
+    vrl_clear_error();
+    double sum = 0;
+    for (int micro = 0; micro < a->accum; micro++) {
+        if (r->mix) {
+            if (mixture_next_batch(r->mix, a->batch, r->tokens, NULL) < 0) return -1;
+        } else loader_next(r->train, r->tokens);
+        if (be->set_rng_key) be->set_rng_key(r->model, a->seed, step, micro);
+        sum += be->forward_backward(r->model, r->tokens, 1.0 / a->accum);
+    }
+    *loss = sum / a->accum;
+    if (!isfinite(*loss)) {
+        /* A backend that refused the batch said why; otherwise the run diverged. */
+        if (!vrl_last_error()[0])
+            vrl_error("step %ld: training loss is %g (diverged); the last checkpoint in %s is intact", step, *loss,
+                      a->out);
+        return -1;
+    }
+    *lr = schedule_lr(&a->sched, step - 1);
+    *norm = be->step(r->model, &a->opt, *lr, step);
+    return 0;
+}
+
+/* Validation at `step`: the mean loss of the val windows, or with a data folder the loss of
+ * each domain, then the mean over the domains that have chunks. */
+static void run_evaluate(Run *r, long step) {
+    const TrainArgs *a = r->a;
+    if (r->val) {
+        const double vl = evaluate(a, r->model, r->val, r->tokens);
+        metrics_log_eval(&r->met, step, "val", NULL, vl);
+        if (!a->quiet) {
+            progress_end(&r->met);
+            fprintf(stderr, "step %ld: val loss %.4f\n", step, vl);
+        }
+    }
+    if (r->mix) {
+        double sum = 0;
+        int nd = 0;
+        for (int d = 0; d < mixture_n_domains(r->mix); d++) {
+            const double vl = domain_val_loss(r->be, r->model, r->mix, d, a->batch, a->seq, a->eval_batches, r->tokens);
+            if (isnan(vl)) continue;
+            metrics_log_eval(&r->met, step, "val", mixture_domain(r->mix, d), vl);
+            sum += vl, nd++;
+        }
+        if (nd) {
+            metrics_log_eval(&r->met, step, "val", NULL, sum / nd);
+            if (!a->quiet) {
+                progress_end(&r->met);
+                fprintf(stderr, "step %ld: val loss %.4f (mean of %d domains)\n", step, sum / nd, nd);
+            }
+        }
+    }
+}
+
+/* From the step after the run's last checkpoint to a->steps: update, log, evaluate, save. */
+static int train_loop(Run *r) {
+    const TrainArgs *a = r->a;
     const double tokens_per_step = (double)a->batch * a->seq * a->accum;
     double sec_per_step = 0;
-    for (long step = st.step + 1; step <= a->steps; step++) {
+    for (long step = r->st.step + 1; step <= a->steps; step++) {
         const double t0 = now_seconds();
-        be->zero_grad(model);
-        vrl_clear_error();
-        double loss = 0;
-        for (int micro = 0; micro < a->accum; micro++) {
-            if (mix) {
-                if (mixture_next_batch(mix, a->batch, tokens, NULL) < 0) goto done;
-            } else loader_next(train, tokens);
-            if (be->set_rng_key) be->set_rng_key(model, a->seed, step, micro);
-            loss += be->forward_backward(model, tokens, 1.0 / a->accum);
-        }
-        loss /= a->accum;
-        if (!isfinite(loss)) {
-            /* A backend that refused the batch said why; otherwise the run diverged. */
-            if (!vrl_last_error()[0])
-                vrl_error("step %ld: training loss is %g (diverged); the last checkpoint in %s is intact", step, loss,
-                          a->out);
-            goto done;
-        }
-        const double lr = schedule_lr(&a->sched, step - 1);
-        const double norm = be->step(model, &a->opt, lr, step);
+        double loss, lr, norm;
+        if (train_update(r, step, &loss, &lr, &norm) < 0) return -1;
         const double dt = now_seconds() - t0;
         sec_per_step = sec_per_step == 0 ? dt : 0.9 * sec_per_step + 0.1 * dt;
-        metrics_log_step(&met, step, loss, lr, norm, tokens_per_step / dt);
-        if (!a->quiet && (met.tty || step == st.step + 1 || step % 10 == 0 || step == a->steps))
-            progress_print(&met, step, a->steps, loss, lr, norm, tokens_per_step / sec_per_step, sec_per_step);
-        if (val && ((a->eval_every > 0 && step % a->eval_every == 0) || step == a->steps)) {
-            const double vl = evaluate(a, model, val, tokens);
-            metrics_log_eval(&met, step, "val", NULL, vl);
-            if (!a->quiet) {
-                progress_end(&met);
-                fprintf(stderr, "step %ld: val loss %.4f\n", step, vl);
-            }
-        }
-        if (mix && ((a->eval_every > 0 && step % a->eval_every == 0) || step == a->steps)) {
-            /* per-domain validation, then the mean over the domains that have chunks */
-            double sum = 0;
-            int nd = 0;
-            for (int d = 0; d < mixture_n_domains(mix); d++) {
-                const double vl = domain_val_loss(be, model, mix, d, a->batch, a->seq, a->eval_batches, tokens);
-                if (isnan(vl)) continue;
-                metrics_log_eval(&met, step, "val", mixture_domain(mix, d), vl);
-                sum += vl, nd++;
-            }
-            if (nd) {
-                metrics_log_eval(&met, step, "val", NULL, sum / nd);
-                if (!a->quiet) {
-                    progress_end(&met);
-                    fprintf(stderr, "step %ld: val loss %.4f (mean of %d domains)\n", step, sum / nd, nd);
-                }
-            }
-        }
+        metrics_log_step(&r->met, step, loss, lr, norm, tokens_per_step / dt);
+        if (!a->quiet && (r->met.tty || step == r->st.step + 1 || step % 10 == 0 || step == a->steps))
+            progress_print(&r->met, step, a->steps, loss, lr, norm, tokens_per_step / sec_per_step, sec_per_step);
+        if ((a->eval_every > 0 && step % a->eval_every == 0) || step == a->steps) run_evaluate(r, step);
         if ((a->save_every > 0 && step % a->save_every == 0) || step == a->steps)
-            if (save_run(a, model, &h, train, mix, step, &st.rng) < 0) goto done;
+            if (save_run(a, r->model, &r->h, r->train, r->mix, step, &r->st.rng) < 0) return -1;
     }
     if (!a->quiet) {
-        progress_end(&met);
+        progress_end(&r->met);
         fprintf(stderr, "vrl train: done; run folder %s\n", a->out);
     }
-    rc = 0;
-done:
-    free(tokens);
-    metrics_close(&met);
-    if (model) be->destroy(model);
-    loader_close(train);
-    loader_close(val);
-    mixture_close(mix);
-    host_state_free(&h);
+    return 0;
+}
+
+int train_run(TrainArgs *a) {
+    Run r;
+    const int rc = run_open(a, &r) < 0 ? -1 : train_loop(&r);
+    run_close(&r);
     return rc;
 }

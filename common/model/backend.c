@@ -1,0 +1,16 @@
+/* backend.c: the one check every command makes before it uses a backend (backend.h). */
+#include "common/model/backend.h"
+
+#include "common/base/error.h"
+
+int backend_require(const Backend *be, const ModelSpec *s, unsigned need) {
+    char why[512] = "";
+    const unsigned have = be->capabilities ? be->capabilities(s, why, sizeof why) : 0;
+    if ((have & need) == need) return 1;
+    const char *what = (need & ~have & BACKEND_CAN_TRAIN)     ? "train"
+                       : (need & ~have & BACKEND_CAN_ANALYZE) ? "analyze"
+                                                              : "generate with";
+    if (why[0]) vrl_error("backend %s cannot %s this model: %s", be->name, what, why);
+    else vrl_error("backend %s cannot %s this model (variant \"%s\")", be->name, what, s->config.variant);
+    return 0;
+}

@@ -1,0 +1,141 @@
+#!/usr/bin/env bash
+# test_reproduce.sh: the reproduce/ scripts.
+#   plan   `--dry-run --scale paper` prints the paper's plan: 10,000 steps of 1024 x 2048
+#          tokens through `mpirun -np 8` (32 per rank x 4 accumulation), lr 6e-4 -> 6e-5,
+#          warm-up 120, the three sizes, 2048-token chunks of the full 20B selection; and
+#          writes nothing.
+#   tiny   all four scripts at --scale tiny end to end from ../shared/data in one shared
+#          work folder (skipped when the data is absent), then every run cell of every table
+#          is compared with the number in the run's own files (eval-*.json, relative_loss.csv).
+# Usage: test_reproduce.sh plan|tiny BUILD_DIR
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/.." && pwd)
+. "$here/cli_test_lib.sh"
+mode=$1 build=$2
+shared=${VRL_SHARED_DATA:-$root/../shared/data}
+
+# contains NAME FILE STRING: the file holds STRING (fixed string).
+contains() {
+  if grep -qF -- "$3" "$2"; then passes=$((passes + 1)); echo "ok   $1"
+  else fails=$((fails + 1)); echo "FAIL $1: no \"$3\" in $2"; fi
+}
+# count_is NAME FILE PATTERN N: exactly N lines match PATTERN.
+count_is() {
+  local n; n=$(grep -cE -- "$3" "$2")
+  if [ "$n" -eq "$4" ]; then passes=$((passes + 1)); echo "ok   $1 ($n)"
+  else fails=$((fails + 1)); echo "FAIL $1: $n lines match /$3/, expected $4"; fi
+}
+
+if [ "$mode" = plan ]; then
+  for s in table5 table1 ablations figures; do
+    "$root/reproduce/$s.sh" --scale paper --dry-run --tps 1000000 --build "$build" --work "$tmp/work" \
+      --results "$tmp/results" > "$tmp/$s.out" 2>&1 || { fails=$((fails + 1)); echo "FAIL $s --dry-run exited non-zero:"; cat "$tmp/$s.out"; }
+    contains "$s: paper steps and tokens" "$tmp/$s.out" "10000 steps x 1024 sequences x 2048 tokens = 20,971,520,000 tokens per run"
+    contains "$s: 8 ranks x 32 x 4" "$tmp/$s.out" "(8 x 32 per micro-batch x 4 accumulation; lr 6e-4 -> 6e-5 cosine, warm-up 120)"
+    contains "$s: 20B selection" "$tmp/$s.out" "data select --in $tmp/work/data/reorg --out $tmp/work/data/select --tokenizer"
+    contains "$s: 2048-token chunks" "$tmp/$s.out" "--chunk 2048"
+    count_is "$s: every training through mpirun -np 8 with the paper's flags" "$tmp/$s.out" \
+      "^\+ mpirun -np 8 .* train .* --device cuda .* --steps 10000 --batch 32 --accum 4 --seq 2048 --lr 6e-4 --lr-end 6e-5 --warmup 120 --schedule cosine --wd 0.1 --clip 1.0 " \
+      "$(grep -c '^+ .* train ' "$tmp/$s.out")"
+    contains "$s: estimate line" "$tmp/$s.out" "tokens/s (given with --tps)"
+  done
+  count_is "table5: 6 runs (2 models x 82M 180M 468M)" "$tmp/table5.out" "^\+ mpirun .* train --model (82M|180M|468M) --variant (baseline|resformer) " 6
+  contains "table5: 6 x 20,971,520,000 tokens" "$tmp/table5.out" "125,829,120,000 training tokens in 6 runs"
+  contains "table5: selection at the SPEC budgets" "$tmp/table5.out" "--scale 1 --seed 1337"
+  count_is "ablations: 15 runs at 82M" "$tmp/ablations.out" "^\+ mpirun .* train --model [^ ]*82M" 15
+  contains "ablations: sparse on layers 6-8, λ = 5" "$tmp/ablations.out" "--variant resformer:mode=sparse,layers=6-8,lambda=5"
+  contains "ablations: GQA config with 4 of 8 KV heads" "$tmp/ablations.out" "--model $tmp/work/configs/82M-kv2.json"
+  count_is "table1: downstream eval of 6 runs" "$tmp/table1.out" "^\+ .* eval .* --wikitext .* --tasks all --seq 2048" 6
+  check "dry runs write nothing" test ! -e "$tmp/work" -a ! -e "$tmp/results"
+  finish
+  exit
+fi
+
+# ---------------------------------------------------------------- tiny, end to end
+if [ ! -f "$shared/tokenizers/gpt-neox-20b.tokenizer.json" ] || [ ! -d "$shared/corpora/slimpajama-mini" ]; then
+  echo "SKIP: $shared (tokenizer, slimpajama-mini) is absent: the tiny reproduction needs real text"
+  exit 77
+fi
+work=$tmp/work res=$tmp/results
+for s in table5 table1 ablations figures; do
+  start=$(date +%s)
+  if "$root/reproduce/$s.sh" --scale tiny --build "$build" --shared "$shared" --work "$work" --results "$res" \
+       > "$tmp/$s.out" 2>&1; then
+    passes=$((passes + 1)); echo "ok   $s.sh --scale tiny ($(( $(date +%s) - start )) s)"
+  else
+    fails=$((fails + 1)); echo "FAIL $s.sh --scale tiny:"; tail -20 "$tmp/$s.out"
+  fi
+done
+
+# same NAME A B: two numbers equal to the 4 decimals the tables print.
+same() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a == a + 0 && b == b + 0 && (a - b < 6e-5 && b - a < 6e-5)) }'; }
+# check_row TABLE RUN_NAME JSON JQ...: the run row's cells (after "| NAME | run |") are the JSON's numbers.
+check_row() {
+  local md=$1 name=$2 json=$3; shift 3
+  local row; row=$(grep -E "^\| $name \| run \|" "$md" | head -1)
+  if [ -z "$row" ]; then fails=$((fails + 1)); echo "FAIL $md: no run row for $name"; return; fi
+  local i=4 bad=0 q cell want
+  for q in "$@"; do
+    cell=$(echo "$row" | cut -d'|' -f$i | tr -d ' ')
+    want=$(jq -r "$q // \"—\"" "$json")
+    if [ "$want" = "—" ] || [ "$want" = null ]; then [ "$cell" = "—" ] || bad=1
+    else same "$cell" "$want" || { bad=1; echo "     $name: cell $((i - 3)) is $cell, $json says $want"; }; fi
+    i=$((i + 1))
+  done
+  if [ $bad = 0 ]; then passes=$((passes + 1)); echo "ok   $(basename "$md"): $name cells = $(basename "$json")"
+  else fails=$((fails + 1)); echo "FAIL $(basename "$md"): $name cells differ from $json"; fi
+}
+domains() { for d in RedPajamaCommonCrawl RedPajamaC4 RedPajamaGithub RedPajamaStackExchange RedPajamaWikipedia RedPajamaBook RedPajamaArXiv; do echo ".domains.$d.loss"; done; echo .domains.mean; }
+check_tables() {
+  local t5=$1/table5-tiny.md t1=$1/table1-tiny.md ab=$1/ablations-tiny.md
+  for size in tiny-s tiny-m tiny-l; do
+    for arch in transformer resformer; do
+      # shellcheck disable=SC2046
+      check_row "$t5" "$arch-$size" "$work/runs/$arch-$size/eval-domains.json" $(domains)
+      check_row "$t1" "$arch-$size" "$work/runs/$arch-$size/eval-downstream.json" .zero_shot.hellaswag.acc \
+        .zero_shot.openbook_qa.acc .zero_shot.winogrande.acc .zero_shot.arc_challenge.acc .zero_shot.arc_easy.acc \
+        .zero_shot.piqa.acc .zero_shot.average.acc
+    done
+  done
+  # ablations: | run | model | variant | run loss | ...: column 5 is the run's mean
+  local n=0 bad=0 name cell
+  while IFS='|' read -r _ name _ _ cell _; do
+    name=$(echo "$name" | tr -d ' ') cell=$(echo "$cell" | tr -d ' ')
+    case $name in *-tiny-s) ;; *) continue ;; esac
+    n=$((n + 1))
+    same "$cell" "$(jq -r .domains.mean "$work/runs/$name/eval-domains.json")" || { bad=1; echo "     $name: $cell"; }
+  done < "$ab"
+  if [ $bad = 0 ] && [ $n = 15 ]; then passes=$((passes + 1)); echo "ok   ablations-tiny.md: 15 run losses = eval-domains.json"
+  else fails=$((fails + 1)); echo "FAIL ablations-tiny.md: $n rows, mismatch $bad"; fi
+  # figures: each relative-loss cell is the last row of its CSV, and the PNGs exist
+  local fig=$1/figures-tiny file
+  bad=0 n=0
+  while IFS='|' read -r _ _ _ file cell _; do
+    file=$(echo "$file" | tr -d ' ') cell=$(echo "$cell" | tr -d ' ')
+    case $file in */relative_loss.png) ;; *) continue ;; esac
+    n=$((n + 1))
+    [ -s "$fig/$file" ] || { bad=1; echo "     missing $fig/$file"; }
+    same "$cell" "$(tail -1 "$fig/${file%.png}.csv" | cut -d, -f2)" || { bad=1; echo "     $file: $cell"; }
+  done < "$1/figures-tiny.md"
+  if [ $bad = 0 ] && [ $n = 7 ]; then passes=$((passes + 1)); echo "ok   figures-tiny.md: 7 curves, PNGs present, last points = CSVs"
+  else fails=$((fails + 1)); echo "FAIL figures-tiny.md: $n curves, mismatch $bad"; fi
+  for p in entropy spectrum similarity; do
+    check "figures: an analysis PNG for $p" sh -c "ls '$fig/analysis/'*$p*.png > /dev/null"
+  done
+}
+check_tables "$res"
+
+# The comparison can fail: one changed cell in a copy of the tables must be caught.
+cp -r "$res" "$tmp/mutated"
+sed -i -E '0,/^\| transformer-tiny-m \| run \| [0-9.]+/s//| transformer-tiny-m | run | 1.2345/' "$tmp/mutated/table5-tiny.md"
+before=$fails passed=$passes
+check_tables "$tmp/mutated" > "$tmp/mutated.out"
+caught=$((fails - before))
+fails=$before passes=$passed
+if [ $caught = 1 ] && grep -q "FAIL table5-tiny.md: transformer-tiny-m cells differ" "$tmp/mutated.out"; then
+  passes=$((passes + 1)); echo "ok   a changed table5 cell is caught (and nothing else)"
+else
+  fails=$((fails + 1)); echo "FAIL the check did not notice a changed cell ($caught failures):"; grep FAIL "$tmp/mutated.out"
+fi
+finish

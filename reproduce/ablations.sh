@@ -1,0 +1,66 @@
+#!/bin/sh
+# ablations.sh: the paper's value-path ablations at its smallest size (82M): forms of λ
+# (identity, constant λ = 2, sparse on the last 3/8 of the layers with λ = 5, learnable-plus),
+# which V feeds the residual (V_1, the previous layer's, the mean of earlier ones), residuals
+# on Q, K, A or the hidden state instead of V, and the KV-saving family (SVFormer, NeuTRENO,
+# CLA, GQA with half the KV heads). Validation loss averaged over the 7 domains, beside the
+# paper's (SPEC.md §8; rows the paper shows only as curves have no number) ->
+# results/ablations-SCALE.md. Shares the Transformer and ResFormer runs with table5.sh.
+# Usage: reproduce/ablations.sh [--scale paper|small|tiny] [--dry-run] (see --help, docs/reproduce.md)
+set -eu
+. "$(dirname "$0")/lib.sh"
+repro_init ablations "$@"
+
+S=${SIZES%% *}
+L=$(repro_layers "$S")
+SPARSE="$((L - (3 * L + 7) / 8 + 1))-$L"   # 8 layers: 6-8, as the paper
+# name variant kv-divisor paper-loss what (the paper's figure when it gives no number)
+ROWS="transformer-$S|baseline|1|2.739|Transformer
+resformer-$S|resformer|1|2.712|identity ResFormer (λ = 0.5)
+constant-$S|resformer:mode=constant,lambda=2|1|2.700|constant λ = 2
+sparse-$S|resformer:mode=sparse,layers=$SPARSE,lambda=5|1|2.687|sparse, layers $SPARSE, λ = 5
+learnable_plus-$S|resformer:mode=learnable-plus|1|2.681|learnable-plus
+source_prev-$S|resformer:source=prev|1|—|V from the previous layer (Fig. 8)
+source_mean-$S|resformer:source=mean|1|—|V mean of earlier layers (Fig. 8)
+hidden_residual-$S|hidden_residual|1|2.781|hidden residual to H_0
+query_residual-$S|query_residual|1|2.742|query residual
+key_residual-$S|key_residual|1|2.746|key residual
+attn_residual-$S|attn_residual|1|2.757|attention residual
+svformer-$S|svformer|1|—|SVFormer (Fig. 10)
+neutreno-$S|neutreno:lambda=0.4|1|—|NeuTRENO λ = 0.4 (Fig. 1)
+cla-$S|cla|1|—|CLA (Fig. 10)
+gqa-$S|baseline|2|—|GQA, half the KV heads (Fig. 10)"
+
+repro_data
+set --
+while IFS='|' read -r name variant kv paper what; do set -- "$@" "$name $S $variant $kv"; done <<EOF2
+$ROWS
+EOF2
+repro_train_all "$@"
+while IFS='|' read -r name variant kv paper what; do repro_eval "$name" domains; done <<EOF2
+$ROWS
+EOF2
+repro_estimate
+[ "$DRY" = 1 ] && exit 0
+
+md=$RESULTS/ablations-$SCALE.md
+base=$(repro_json "$RUNS/transformer-$S/eval-domains.json" '.domains.mean')
+{
+    repro_header "Ablations of the value residual ($S)"
+    echo
+    echo "Validation loss, mean of the 7 domains. The paper's numbers are its 82M models (SPEC.md §8);"
+    echo "Δ columns are each model minus the Transformer of the same source."
+    [ "$SCALE" = paper ] || echo "At scale $SCALE compare the Δ columns' signs, not the losses."
+    echo
+    echo "| run | model | variant | run loss | paper loss | diff | Δ run | Δ paper |"
+    echo "|---|---|---|---|---|---|---|---|"
+    while IFS='|' read -r name variant kv paper what; do
+        v=$(repro_json "$RUNS/$name/eval-domains.json" '.domains.mean')
+        [ "$kv" = 1 ] || variant="$variant, kv heads / $kv"
+        echo "| $name | $what | \`$variant\` | $v | $paper | $(repro_diff "$v" "$paper") | $(repro_diff "$v" "$base") | $(repro_diff "$paper" 2.739) |"
+    done <<EOF2
+$ROWS
+EOF2
+} > "$md"
+cat "$md"
+echo "wrote $md"
