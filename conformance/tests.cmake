@@ -126,6 +126,11 @@ vrl_test(test_lmeval SOURCES conformance/test_lmeval.c LIBS vrl_common)
 target_compile_definitions(test_lmeval PRIVATE VRL_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
 vrl_test(test_curves SOURCES conformance/test_curves.c LIBS vrl_common ${MATH_LIB})
 add_test(NAME test_eval_cli COMMAND ${CMAKE_SOURCE_DIR}/conformance/test_eval_cli.sh $<TARGET_FILE:vrl>)
+# lm-evaluation-harness's own figures (conformance/lmeval_golden/make_expected.sh) against vrl eval's
+add_executable(lmeval_golden_check conformance/lmeval_golden_check.c)
+target_link_libraries(lmeval_golden_check PRIVATE PkgConfig::JANSSON ${MATH_LIB})
+add_test(NAME test_lmeval_golden COMMAND ${CMAKE_SOURCE_DIR}/conformance/test_lmeval_golden.sh $<TARGET_FILE:vrl>
+  $<TARGET_FILE:lmeval_golden_check>)
 # every `vrl` command in a ```sh block of README.md and docs/*.md, run as printed
 add_test(NAME test_doc_commands COMMAND ${CMAKE_SOURCE_DIR}/conformance/test_doc_commands.sh $<TARGET_FILE:vrl> ${CMAKE_SOURCE_DIR})
 
