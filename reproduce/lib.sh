@@ -257,7 +257,7 @@ repro_estimate() {
 # repro_header TITLE: the results file's head: scale, commit, machine, date.
 repro_header() {
     commit=$(git -C "$REPRO_ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)
-    dirty=$(git -C "$REPRO_ROOT" status --porcelain 2>/dev/null | grep -qv '^??' && echo " (with uncommitted changes)")
+    dirty=$(git -C "$REPRO_ROOT" status --porcelain --untracked-files=no 2>/dev/null | grep -q . && echo " (with uncommitted changes)" || true)
     cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo 2>/dev/null | head -1)
     cat <<EOF
 # $1 — scale $SCALE (a run of vrl, not the paper's result)
@@ -274,8 +274,11 @@ repro_header() {
 EOF
 }
 
-# repro_json FILE JQ_EXPR: one number from a run's JSON file ("—" when absent).
-repro_json() { jq -r "($2) // \"—\" | if type == \"number\" then (. * 10000 | round / 10000 | tostring) else . end" "$1"; }
+# repro_json FILE JQ_EXPR: one number from a run's JSON file, to 4 decimals ("—" when absent).
+repro_json() {
+    jv=$(jq -r "($2) // \"—\"" "$1" 2>/dev/null || true)
+    echo "${jv:-—}" | awk '{ if ($1 + 0 == $1 && $1 != "") printf "%.4f\n", $1; else print "—" }'
+}
 
 # repro_diff RUN PAPER: run − paper to 4 places, or — when either is missing.
 repro_diff() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "—" || b == "—" || a == "" || b == "") print "—"; else printf "%+.4f", a - b }'; }
