@@ -58,6 +58,7 @@ if [ ! -f "$shared/tokenizers/gpt-neox-20b.tokenizer.json" ] || [ ! -d "$shared/
   exit 77
 fi
 work=$tmp/work res=$tmp/results
+export TINY_STEPS=${TINY_STEPS:-20}  # the pipeline and the provenance of every cell, not the losses: half the default steps
 for s in table5 table1 ablations figures; do
   start=$(date +%s)
   if "$root/reproduce/$s.sh" --scale tiny --build "$build" --shared "$shared" --work "$work" --results "$res" \

@@ -68,7 +68,7 @@ md=$RESULTS/table1-$SCALE.md
     for size in $SIZES; do
         for arch in transformer resformer; do
             f=$RUNS/$arch-$size/eval-downstream.json
-            echo "| $arch-$size | $(repro_json "$f" '.wikitext.token_perplexity') | $(repro_json "$f" '.wikitext.word_perplexity') | $(repro_json "$f" '.wikitext.documents') |"
+            echo "| $arch-$size | $(repro_json "$f" '.wikitext.token_perplexity') | $(repro_json "$f" '.wikitext.word_perplexity') | $(jq -r '.wikitext.documents // "—"' "$f" 2>/dev/null || echo —) |"
         done
     done
 } > "$md"
