@@ -38,7 +38,11 @@ typedef struct {
 /* Defaults for everything but the model and backend. */
 void train_args_defaults(TrainArgs *a);
 
-/* Train. Returns 0, or -1 with vrl_error() set (bad input, NaN loss, I/O failure). */
+/* Train: run_open (validate every input, build the spec and the backend's model, the data,
+ * and only then create or touch the run folder), then train_loop (train_update: one update
+ * = accum micro-batches + optimizer step; log, evaluate, save). trainer.c. Returns 0, or -1
+ * with vrl_error() set (bad input, a backend without BACKEND_CAN_TRAIN for the model, NaN
+ * loss, I/O failure). */
 int train_run(TrainArgs *a);
 
 /* The training flags as JSON (stored in the training state) and back. Every key is
