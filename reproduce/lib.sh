@@ -6,7 +6,7 @@
 # output is complete (a .done file) is not run again.
 #
 # Scales (docs/reproduce.md):
-#   paper  the paper's settings (Table 3/4, SPEC.md §2-3): 10,000 steps of 1024 x 2048
+#   paper  the paper's settings (Table 3/4, formulas.md §2-3): 10,000 steps of 1024 x 2048
 #          tokens, 8 GPUs x 32 sequences x 4 accumulation, through `mpirun -np 8`
 #   small  one GPU, the same shape: 2,000 steps of 128 x 1024 tokens (hours)
 #   tiny   this CPU, minutes: slimpajama-mini from ../shared/data, 64-token chunks,
@@ -88,7 +88,7 @@ repro_init() {
         "($GPUS x $MICRO per micro-batch x $ACCUM accumulation; lr $LR -> $LR_END cosine, warm-up $WARMUP)"
     if [ "$SCALE" = paper ]; then
         echo "   per-rank batch = $GLOBAL / $GPUS ranks / $ACCUM accumulation = $MICRO sequences; sizes $SIZES (Table 4);"
-        echo "   warm-up 120 as Table 4 and the authors' code (Sec. 4.1.1's text says 1,200); data: the SPEC §3"
+        echo "   warm-up 120 as Table 4 and the authors' code (Sec. 4.1.1's text says 1,200); data: the formulas.md §3"
         echo "   20B-token SlimPajama selection (CC 10B, C4 4B, GitHub 2B, 1B each for the other four), 2048-token chunks"
     fi
 }
