@@ -64,7 +64,7 @@ repro_init() {
         ANALYSIS_BATCHES=64 ANALYSIS_BATCH=4 WINDOW=100 ;;
     tiny)   # this CPU: minutes; learning rate raised for so few steps
         GPUS=1 SEQ=64 MICRO=4 ACCUM=1 STEPS=${TINY_STEPS:-40} DEVICE=cpu LAUNCH=""
-        SIZES="tiny-s tiny-m tiny-l" DATA_SCALE=0.0001 EVAL_LIMIT=40 TASK_LIMIT=10 EVAL_BATCH=8 EVAL_EVERY=0 SAVE_EVERY=0
+        SIZES="tiny-s tiny-m tiny-l" DATA_SCALE=0.0001 EVAL_LIMIT=${TINY_EVAL_LIMIT:-40} TASK_LIMIT=${TINY_TASK_LIMIT:-10} EVAL_BATCH=8 EVAL_EVERY=0 SAVE_EVERY=0
         ANALYSIS_BATCHES=2 ANALYSIS_BATCH=4 WINDOW=5 LR=3e-3 LR_END=3e-4 WARMUP=4 ;;
     *) echo "$REPRO_NAME.sh: --scale must be paper, small or tiny (not \"$SCALE\")" >&2; exit 2 ;;
     esac
