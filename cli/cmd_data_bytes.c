@@ -13,6 +13,7 @@
 #include "common/base/error.h"
 #include "common/base/fsutil.h"
 #include "common/data/shard.h"
+#include "common/data/tokenizer.h"
 
 static const char USAGE[] =
     "usage: vrl data bytes --in FILE --out DIR [--val-fraction 0.1]\n"
@@ -91,7 +92,11 @@ int data_bytes(int argc, char **argv) {
     if (shard_write(path, tok, n - n_val, 256, 0, "bytes") < 0) goto fail;
     snprintf(path, sizeof path, "%s/val.bin", out);
     if (shard_write(path, tok + (n - n_val), n_val, 256, 0, "bytes") < 0) goto fail;
-    printf("%s: %zu train and %zu validation byte tokens in %s/{train,val}.bin\n", in, n - n_val, n_val, out);
+    /* the tokenizer of these ids, so runs trained on them carry it (common/run/hf_export.c) */
+    snprintf(path, sizeof path, "%s/tokenizer.json", out);
+    if (tok_write_bytes_json(path) < 0) goto fail;
+    printf("%s: %zu train and %zu validation byte tokens in %s/{train,val}.bin (+ tokenizer.json)\n", in, n - n_val,
+           n_val, out);
     free(tok);
     return 0;
 fail:

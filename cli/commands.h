@@ -11,5 +11,6 @@ int cmd_data(int argc, char **argv);
 int data_bytes(int argc, char **argv); /* `vrl data bytes` (cmd_data_bytes.c) */
 int cmd_eval(int argc, char **argv);
 int cmd_analyze(int argc, char **argv);
+int cmd_generate(int argc, char **argv);
 
 #endif

@@ -16,6 +16,7 @@ static const Command commands[] = {
     {"tokenize", cmd_tokenize, "encode text to token ids, or decode ids to text"},
     {"data", cmd_data, "reorganize | select | tokenize | inspect training data"},
     {"eval", cmd_eval, "per-domain loss, WikiText perplexity, zero-shot accuracy of a run"},
+    {"generate", cmd_generate, "continue a prompt with a trained run (KV cache; greedy or sampled)"},
     {"analyze", cmd_analyze, "per-layer entropy, similarity, spectrum, relative loss; plots"},
 };
 #define N_COMMANDS (int)(sizeof commands / sizeof commands[0])

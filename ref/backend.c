@@ -12,6 +12,7 @@
 
 #include "common/base/error.h"
 #include "ref/adamw.h"
+#include "ref/decode.h"
 #include "ref/net.h"
 
 typedef struct {
@@ -24,12 +25,13 @@ typedef struct {
     long drop_step, drop_micro; /* run seed, update (1-based), micro-batch */
 } RefHandle;
 
-/* The reference runs every spec model_spec_build accepts; it has no incremental decoding
- * yet, and the SPEC §6 analysis views exist for llama only. */
+/* The reference runs every spec model_spec_build accepts; the SPEC §6 analysis views and the
+ * KV-cache decoder (ref/decode.c) exist for llama only. */
 static unsigned be_capabilities(const ModelSpec *s, char *why, size_t why_len) {
     unsigned caps = BACKEND_CAN_TRAIN;
+    if (s->config.arch == ARCH_LLAMA) caps |= BACKEND_CAN_GENERATE;
     if (ref_net(&s->config)->view) caps |= BACKEND_CAN_ANALYZE;
-    else if (why) snprintf(why, why_len, "the analysis views are defined on the llama block, not gpt2");
+    else if (why) snprintf(why, why_len, "the analysis views and the decoder are defined on the llama block, not gpt2");
     return caps;
 }
 
@@ -87,6 +89,11 @@ static void be_zero_grad(void *vh) {
     memset(h->buf.grads, 0, h->total * sizeof(real));
 }
 
+static void *be_grad_buffer(void *vh) {
+    RefHandle *h = vh;
+    return h->buf.grads;
+}
+
 /* The trainer owns the update count t (1-based) so a resumed run continues it exactly. */
 static double be_step(void *vh, const AdamWConfig *opt, double lr, long t) {
     RefHandle *h = vh;
@@ -125,6 +132,19 @@ static const void *be_view(void *vh, BackendView what, int index) {
     return h->net->view(h->m, what, index);
 }
 
+/* Incremental decoding: a cache over this model's weights (read in place, so it follows set_state). */
+static void *be_kv_create(void *vh, int batch, int max_seq) {
+    RefHandle *h = vh;
+    return kv_cache_create(h->spec, h->buf.params, batch, max_seq);
+}
+
+static void be_kv_free(void *kv) { kv_cache_free(kv); }
+
+static int be_decode(void *vh, void *kv, const int32_t *tokens, int n_new, void *logits_out) {
+    (void)vh; /* the cache holds the weights' address */
+    return kv_decode(kv, tokens, n_new, logits_out);
+}
+
 const Backend REF(ref_backend) = {
 #if VRL_FP64
     .name = "ref-fp64",
@@ -139,9 +159,13 @@ const Backend REF(ref_backend) = {
     .set_rng_key = be_set_rng_key,
     .forward_loss = be_forward_loss,
     .zero_grad = be_zero_grad,
+    .grad_buffer = be_grad_buffer,
     .step = be_step,
     .get_state = be_get_state,
     .set_state = be_set_state,
     .get_logits = be_get_logits,
     .view = be_view,
+    .kv_create = be_kv_create,
+    .kv_free = be_kv_free,
+    .decode = be_decode,
 };

@@ -3,6 +3,7 @@
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include "common/data/tokenizer.h"
 #include "common/base/error.h"
+#include "common/base/fsutil.h"
 
 #include <jansson.h>
 #include <pcre2.h>
@@ -864,4 +865,33 @@ int tok_load(const char *path, Tokenizer **out) {
     if (rc) { tok_free(t); return -1; }
     *out = t;
     return 0;
+}
+
+int tok_write_bytes_json(const char *path) {
+    Tokenizer t; /* only its byte alphabet */
+    byte_alphabet(&t);
+    json_t *vocab = json_object();
+    for (int b = 0; vocab && b < 256; b++) {
+        const int cp = t.byte_cp[b];
+        char key[3] = {0};
+        if (cp < 0x80) key[0] = (char)cp;
+        else key[0] = (char)(0xC0 | (cp >> 6)), key[1] = (char)(0x80 | (cp & 0x3F));
+        json_object_set_new(vocab, key, json_integer(b));
+    }
+    json_t *root = vocab ? json_pack("{s:s, s:n, s:n, s:[], s:n, s:{s:s, s:b, s:b, s:b}, s:n, s:{s:s, s:b, s:b, s:b},"
+                                     " s:{s:s, s:n, s:n, s:n, s:n, s:b, s:b, s:b, s:o, s:[]}}",
+                                     "version", "1.0", "truncation", "padding", "added_tokens", "normalizer",
+                                     "pre_tokenizer", "type", "ByteLevel", "add_prefix_space", 0, "trim_offsets", 1,
+                                     "use_regex", 1, "post_processor", "decoder", "type", "ByteLevel",
+                                     "add_prefix_space", 0, "trim_offsets", 1, "use_regex", 1, "model", "type", "BPE",
+                                     "dropout", "unk_token", "continuing_subword_prefix", "end_of_word_suffix",
+                                     "fuse_unk", 0, "byte_fallback", 0, "ignore_merges", 0, "vocab", vocab, "merges")
+                           : NULL;
+    if (!root) return vrl_error("%s: out of memory", path);
+    char *text = json_dumps(root, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
+    json_decref(root);
+    if (!text) return vrl_error("%s: out of memory", path);
+    int rc = write_file_atomic(path, text, strlen(text));
+    free(text);
+    return rc;
 }

@@ -58,6 +58,10 @@ int tok_encode(const Tokenizer *t, const char *text, size_t n, TokIds *out);
 int tok_decode(const Tokenizer *t, const uint32_t *ids, size_t n, int skip_special,
                char **out, size_t *n_out);
 
+/* Write a tokenizer.json (Hugging Face `tokenizers` format) whose id b is the byte b: byte-level
+ * BPE with no merges, the tokenizer of `vrl data bytes` corpora. */
+int tok_write_bytes_json(const char *path);
+
 /* Helpers shared with tests: lossy UTF-8 repair (maximal subparts -> U+FFFD) and NFC.
  * Both return malloc'd NUL-terminated strings. */
 int tok_utf8_lossy(const char *s, size_t n, char **out, size_t *n_out);

@@ -70,6 +70,7 @@ static int load_llama(const char *path, json_t *root, ModelConfig *c) {
         double x = 0;
         char s[VRL_VARIANT_LEN];
         if (!strcmp(key, "model_type")) continue; /* checked by the caller */
+        else if (!strcmp(key, "auto_map")) continue; /* the Python classes of non-baseline variants */
         else if (!strcmp(key, "architectures")) rc = check_string_array(path, key, v);
         else if (!strcmp(key, "hidden_size")) rc = get_int(path, key, v, &c->d_model), have_hidden = 1;
         else if (!strcmp(key, "intermediate_size")) rc = get_int(path, key, v, &c->d_ffn), have_ffn = 1;
@@ -211,14 +212,14 @@ static int parse_text(const char *text, size_t n, const char *path, ModelConfig 
     if (!json_is_object(root)) vrl_error("%s: the top level must be a JSON object", path);
     else if (!mt) vrl_error("%s: missing key \"model_type\"", path);
     else if (!json_is_string(mt)) vrl_error("%s: key \"model_type\" must be a string", path);
-    else if (!strcmp(json_string_value(mt), "llama")) {
+    else if (!strcmp(json_string_value(mt), "llama") || !strcmp(json_string_value(mt), "vrl")) {
         c->arch = ARCH_LLAMA;
         rc = load_llama(path, root, c);
     } else if (!strcmp(json_string_value(mt), "gpt2")) {
         c->arch = ARCH_GPT2;
         c->norm_eps = 1e-5; /* GPT2Config's default */
         rc = load_gpt2(path, root, c);
-    } else vrl_error("%s: model_type \"%s\" is not supported (llama or gpt2)", path, json_string_value(mt));
+    } else vrl_error("%s: model_type \"%s\" is not supported (llama, vrl or gpt2)", path, json_string_value(mt));
     json_decref(root);
     if (rc < 0) return -1;
     return config_validate(c, path);
@@ -264,9 +265,16 @@ int config_save_json(const char *path, const ModelConfig *c) {
     }
     json_t *arch = json_array();
     if (c->arch == ARCH_LLAMA) {
-        rc |= json_array_append_new(arch, json_string("LlamaForCausalLM"));
+        /* Every variant but the baseline is another model: model_type "vrl" makes a plain
+         * LlamaForCausalLM warn, and auto_map names the classes the run folder carries
+         * (common/run/hf_export.c, python/vrl_hf/) for trust_remote_code=True. */
+        const int plain = !strcmp(c->variant, "baseline");
+        rc |= json_array_append_new(arch, json_string(plain ? "LlamaForCausalLM" : "VrlForCausalLM"));
         rc |= set(o, "architectures", arch);
-        rc |= set(o, "model_type", json_string("llama"));
+        rc |= set(o, "model_type", json_string(plain ? "llama" : "vrl"));
+        if (!plain)
+            rc |= set(o, "auto_map", json_pack("{s:s, s:s}", "AutoConfig", "configuration_vrl.VrlConfig",
+                                               "AutoModelForCausalLM", "modeling_vrl.VrlForCausalLM"));
         rc |= set(o, "hidden_size", json_integer(c->d_model));
         rc |= set(o, "intermediate_size", json_integer(c->d_ffn));
         rc |= set(o, "num_hidden_layers", json_integer(c->n_layers));

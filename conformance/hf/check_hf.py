@@ -1,0 +1,107 @@
+#!/usr/bin/env python3
+"""check_hf.py: vrl run folders and golden fixtures in Hugging Face transformers (test_hf.sh).
+
+  fixtures DIR            every llama fixture of conformance/golden/fixtures: VrlForCausalLM
+                          (python/vrl_hf) built from the fixture's config, loaded with its param.*
+                          (strict: every name matches), fp64 mode; logits == out.logits within 1e-10.
+  runs IDS N RUN...       for each run folder, AutoModelForCausalLM.from_pretrained(RUN,
+                          trust_remote_code=True) in float64 / fp64 mode: greedy generate() of N
+                          tokens after the prompt IDS (comma-separated) and the class; for
+                          non-baseline folders what plain LlamaForCausalLM.from_pretrained logs and
+                          AutoTokenizer's ids (files RUN.hf, RUN.cls, RUN.warn, RUN.tok).
+"""
+import glob
+import json
+import os
+import sys
+
+import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+from vrl_hf import VrlConfig, VrlForCausalLM, set_precision  # noqa: E402
+from vrl_hf.modeling_vrl import rope_fp64_forward  # noqa: E402
+
+torch.use_deterministic_algorithms(True)
+
+
+def fixtures(folder):
+    from safetensors.torch import load_file
+    set_precision("fp64")
+    worst, n = 0.0, 0
+    for path in sorted(glob.glob(os.path.join(folder, "*.safetensors"))):
+        with open(path, "rb") as f:
+            hlen = int.from_bytes(f.read(8), "little")
+            meta = json.loads(f.read(hlen))["__metadata__"]
+        if "config" not in meta:
+            continue
+        cfg = json.loads(meta["config"])
+        if cfg["model_type"] != "llama":
+            continue  # GPT-2: transformers' own GPT2LMHeadModel, not a vrl class
+        t = load_file(path)
+        if "out.logits" not in t:
+            continue  # metrics_baseline: analysis metrics only
+        cfg.pop("model_type")
+        model = VrlForCausalLM(VrlConfig(**cfg)).to(torch.float64).eval()
+        params = {k[len("param."):]: v.to(torch.float64) for k, v in t.items() if k.startswith("param.")}
+        model.load_state_dict(params, strict=True)
+        with torch.no_grad():
+            logits = model(input_ids=t["batch.tokens"]).logits
+        d = (logits - t["out.logits"]).abs().max().item()
+        print(f"{os.path.basename(path):44s} {cfg['vrl_variant']:48s} max |logit diff| {d:.2e}")
+        worst, n = max(worst, d), n + 1
+        assert d <= 1e-10, f"{path}: logits differ by {d:.3e}"
+    assert n >= 39, f"only {n} llama fixtures found in {folder}"
+    print(f"fixtures: {n} variants reproduced, worst {worst:.2e} (<= 1e-10)")
+
+
+def fp64(model):
+    """fp64 mode for a loaded model: transformers' RMSNorm / eager softmax (global), its RoPE, and the
+    remote-code module's own softmax switch (a dynamic module is a separate copy of modeling_vrl)."""
+    set_precision("fp64")
+    mod = sys.modules.get(type(model).__module__)
+    if mod is not None and hasattr(mod, "set_precision"):
+        mod.set_precision("fp64")
+    re = model.model.rotary_emb
+    re.forward = rope_fp64_forward.__get__(re)
+    return model
+
+
+def runs(ids, n, *folders):
+    """For each run folder: AutoModelForCausalLM in float64 / fp64 mode, greedy generate() of n tokens
+    after the prompt ids; writes RUN.hf (the new ids, EOS dropped as vrl generate drops it) and
+    RUN.cls (the class). For each non-baseline folder also RUN.warn: what plain
+    LlamaForCausalLM.from_pretrained logs; and RUN.tok: AutoTokenizer's ids of "the cat"."""
+    import io
+    import logging
+    from transformers import AutoModelForCausalLM, AutoTokenizer, LlamaForCausalLM
+    from transformers.utils import logging as hf_logging
+    prompt = torch.tensor([[int(x) for x in ids.split(",")]])
+    for run in folders:
+        model = AutoModelForCausalLM.from_pretrained(run, trust_remote_code=True, dtype=torch.float64)
+        model = fp64(model).eval()
+        with torch.no_grad():
+            res = model.generate(prompt, max_new_tokens=int(n), do_sample=False, eos_token_id=0, pad_token_id=0)
+        new = res[0, prompt.shape[1]:].tolist()
+        if 0 in new:
+            new = new[:new.index(0)]
+        with open(run + ".hf", "w") as f:
+            f.write(" ".join(str(x) for x in new) + "\n")
+        with open(run + ".cls", "w") as f:
+            f.write(type(model).__name__ + "\n")
+        if type(model).__name__ == "LlamaForCausalLM":
+            continue
+        buf = io.StringIO()
+        handler = logging.StreamHandler(buf)
+        hf_logging.get_logger().addHandler(handler)
+        LlamaForCausalLM.from_pretrained(run)
+        hf_logging.get_logger().removeHandler(handler)
+        with open(run + ".warn", "w") as f:
+            f.write(buf.getvalue())
+        tok = AutoTokenizer.from_pretrained(run, trust_remote_code=True)
+        with open(run + ".tok", "w") as f:
+            f.write(" ".join(str(x) for x in tok("the cat").input_ids) + "\n")
+
+
+if __name__ == "__main__":
+    cmd, args = sys.argv[1], sys.argv[2:]
+    {"fixtures": fixtures, "runs": runs}[cmd](*args)

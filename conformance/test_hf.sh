@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# test_hf.sh: vrl models in Hugging Face transformers (python/vrl_hf), with PyTorch.
+#   1. the Python variant classes reproduce every llama golden fixture's logits (fp64, <= 1e-10);
+#   2. tiny runs of several variants (trained here on a byte corpus) load with
+#      AutoModelForCausalLM.from_pretrained(RUN, trust_remote_code=True) as the right class, and
+#      its greedy generate() gives the same tokens as `vrl generate --precision fp64`;
+#   3. plain LlamaForCausalLM.from_pretrained on a ResFormer folder warns that the model type is
+#      "vrl"; AutoTokenizer.from_pretrained(RUN) gives the byte ids vrl uses.
+# Python: $VRL_PYTHON, else python/.venv/bin/python (python/make_venv.sh makes it). Without a
+# Python that imports torch and transformers the test is skipped (exit 77).
+# usage: test_hf.sh PATH/TO/vrl
+set -u
+VRL=$1
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+PY=${VRL_PYTHON:-$ROOT/python/.venv/bin/python}
+if ! "$PY" -c "import torch, transformers, safetensors" 2>/dev/null; then
+  echo "SKIP: no Python with torch + transformers at $PY (set VRL_PYTHON or run python/make_venv.sh)"
+  exit 77
+fi
+. "$(dirname "$0")/cli_test_lib.sh"
+export OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
+CHECK="$PY $ROOT/conformance/hf/check_hf.py"
+
+check fixtures $CHECK fixtures "$ROOT/conformance/golden/fixtures"
+
+for i in $(seq 1 300); do echo "the cat sat on the mat and the dog ran far away $((i % 7))"; done >"$tmp/text.txt"
+$VRL data bytes --in "$tmp/text.txt" --out "$tmp/bytes" >/dev/null || { echo "FAIL data bytes"; exit 1; }
+mk() {  # NAME KV_HEADS
+  printf '{"model_type": "llama", "hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 4,
+ "num_attention_heads": 4, "num_key_value_heads": %d, "vocab_size": 256, "max_position_embeddings": 96}\n' "$2" >"$tmp/$1.json"
+}
+mk mha 4; mk gqa 2
+names=""
+for spec in baseline:mha:baseline gqa:gqa:baseline resformer:mha:resformer svformer:mha:svformer cla:mha:cla \
+            neutreno:mha:neutreno:lambda=0.4 learnable:gqa:resformer:mode=learnable hc:mha:hc:n=4 \
+            attnres:mha:attnres:mode=block,size=3 dense_sv:mha:denseformer+svformer; do
+  name=${spec%%:*} rest=${spec#*:}; shape=${rest%%:*} variant=${rest#*:}
+  $VRL train --quiet --model "$tmp/$shape.json" --variant "$variant" --data "$tmp/bytes/train.bin" \
+    --val-data "$tmp/bytes/val.bin" --steps 150 --batch 4 --seq 48 --seed 3 --lr 3e-3 --out "$tmp/$name" \
+    || { echo "FAIL training $name"; exit 1; }
+  $VRL generate --ckpt "$tmp/$name" --precision fp64 --output ids --ids 116,104,101,32 --max-new 24 \
+    >"$tmp/$name.vrl" 2>/dev/null
+  names="$names $tmp/$name"
+done
+$CHECK runs 116,104,101,32 24 $names >"$tmp/hf.log" 2>&1 || { echo "FAIL check_hf.py runs:"; tail -5 "$tmp/hf.log"; exit 1; }
+for run in $names; do
+  name=$(basename "$run") want=VrlForCausalLM
+  case $name in baseline|gqa) want=LlamaForCausalLM ;; esac
+  check "hf_class_$name($(cat "$run.cls"))" test "$(cat "$run.cls")" = "$want"
+  check "hf_greedy_$name" cmp "$run.vrl" "$run.hf"
+done
+echo "vrl generate vs HF generate (baseline): $(cat "$tmp/baseline.vrl")"
+check llama_warns_on_resformer grep -q "model of type \`vrl\` to instantiate a model of type \`llama\`" "$tmp/resformer.warn"
+check tokenizer_bytes test "$(cat "$tmp/resformer.tok")" = "116 104 101 32 99 97 116"
+finish
