@@ -11,3 +11,7 @@ if(VRL_HAVE_CUDA)
   add_executable(bench_fast bench/bench_fast.c)
   target_link_libraries(bench_fast PRIVATE vrl_fast vrl_common)
 endif()
+
+# Cost model of fast/'s data parallelism (docs/distributed.md): bytes, times, scaling efficiency.
+add_executable(bench_dist_cost bench/bench_dist_cost.c)
+target_link_libraries(bench_dist_cost PRIVATE vrl_common)

@@ -5,10 +5,12 @@
  * GFLOP/s by the 6N + attention count, and the share of the step spent inside
  * OpenBLAS matrix products (timed around every cblas call in ref/ops.c).
  *
- * usage: bench_ref_train [PRESET[:BATCHxSEQ] ...]   (default: 2M:8x256 82M:2x256) */
+ * usage: bench_ref_train [--fp32] [PRESET[:BATCHxSEQ] ...]   (default: 2M:8x256 82M:2x256)
+ *        --fp32: the float32 reference only (bench/ref_vs_torch.sh) */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "common/model/spec.h"
 #include "common/base/error.h"
@@ -17,6 +19,14 @@
 #include "common/base/rng.h"
 #include "ref/model.h"
 #include "ref/profile.h"
+
+/* CPU time of the whole process (all threads): on a shared machine, where wall time
+ * depends on the load, tokens per CPU-second of a 1-thread run is the steadier figure */
+static double cpu_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return ts.tv_sec + 1e-9 * ts.tv_nsec;
+}
 
 typedef struct {
     const Backend *be;
@@ -56,13 +66,13 @@ static void run(const char *preset, int B, int T, const Precision *pr) {
     pr->be->zero_grad(m);
     pr->be->forward_backward(m, tok, 1.0);
     pr->be->step(m, &opt, 1e-4, 1);
-    const double mm0 = pr->matmul_seconds(), t0 = now_seconds();
+    const double mm0 = pr->matmul_seconds(), t0 = now_seconds(), c0 = cpu_seconds();
     for (int s = 0; s < steps; s++) {
         pr->be->zero_grad(m);
         pr->be->forward_backward(m, tok, 1.0);
         pr->be->step(m, &opt, 1e-4, s + 2);
     }
-    const double secs = now_seconds() - t0, mm = pr->matmul_seconds() - mm0;
+    const double secs = now_seconds() - t0, mm = pr->matmul_seconds() - mm0, cpu = cpu_seconds() - c0;
     const double tokens = (double)B * T * steps;
     /* FLOPs per token: 6 per weight that takes part in a matrix product (every parameter
      * but the input embedding, a table lookup), plus attention scores and mixing:
@@ -70,9 +80,10 @@ static void run(const char *preset, int B, int T, const Precision *pr) {
      * PaLM's MFU). */
     const double matmul_params = (double)spec.table.total - (double)c.vocab_size * c.d_model;
     const double flops = tokens * (6.0 * matmul_params + 6.0 * c.n_layers * T * c.d_model);
-    printf("%-5s %-9s B=%-2d T=%-4d params=%-10zu %9.0f tokens/s  %6.2f GFLOP/s  %5.1f%% in matmul  (%d steps, %.2f s/step)\n",
+    printf("%-5s %-9s B=%-2d T=%-4d params=%-10zu %9.0f tokens/s  %6.2f GFLOP/s  %5.1f%% in matmul  (%d steps, %.2f "
+           "s/step, %.2f CPU-s/step: %.0f tokens per CPU-second)\n",
            preset, pr->be->name, B, T, spec.table.total, tokens / secs, flops / secs * 1e-9, 100.0 * mm / secs, steps,
-           secs / steps);
+           secs / steps, cpu / steps, tokens / cpu);
     fflush(stdout);
     free(tok);
     free(w);
@@ -83,8 +94,10 @@ static void run(const char *preset, int B, int T, const Precision *pr) {
 
 int main(int argc, char **argv) {
     const char *defaults[] = {"2M:8x256", "82M:2x256"};
-    const char **specs = argc > 1 ? (const char **)argv + 1 : defaults;
-    const int n = argc > 1 ? argc - 1 : 2;
+    const int fp32_only = argc > 1 && !strcmp(argv[1], "--fp32");
+    const int first = 1 + fp32_only;
+    const char **specs = argc > first ? (const char **)argv + first : defaults;
+    const int n = argc > first ? argc - first : 2;
     const Precision precisions[] = {{&ref_backend_f32, ref_matmul_seconds_f32}, {&ref_backend_f64, ref_matmul_seconds_f64}};
     printf("reference training throughput (forward + backward + AdamW), OpenBLAS, this CPU\n");
     for (int i = 0; i < n; i++) {
@@ -94,7 +107,7 @@ int main(int argc, char **argv) {
             fprintf(stderr, "bench: bad spec %s (PRESET[:BxT])\n", specs[i]);
             return 2;
         }
-        for (int p = 0; p < 2; p++) run(preset, B, T, &precisions[p]);
+        for (int p = 0; p < (fp32_only ? 1 : 2); p++) run(preset, B, T, &precisions[p]);
     }
     return 0;
 }

@@ -38,59 +38,44 @@ static void src_name(char *buf, size_t n, const StreamRange *r, int L) {
     else snprintf(buf, n, "%s..%s", a, b);
 }
 
-int analyze_depth_attention(const char *run_dir, const char *out_dir, const char *data, int batches) {
+/* Mean depth weights avg [S][S] (row s: step s's sources in plan order) over every token of
+ * up to `batches` held-out batches of the run, its weights in be's model of spec; *data
+ * becomes the data read (NULL: the synthetic stream), *used the batches averaged and *N the
+ * tokens of one batch. */
+static int mean_depth_weights(const char *run_dir, const ModelSpec *spec, const Backend *be, const char **data,
+                              int batches, double *avg, int *used, int *batch_tokens) {
+    const ModelConfig *c = &spec->config;
+    const ParamTable *t = &spec->table;
+    const StreamPlan *pl = &spec->stream;
     char path[4200];
-    ModelConfig c;
-    ModelSpec spec = {0};
-    const Backend *be = &ref_backend_f32;
-    void *m = NULL;
-    float *params = NULL; /* [spec.table.total] the run's weights */
     EvalBatches eb;
-    int eb_open = 0;
-    int32_t *tok = NULL;
-    double *avg = NULL;
+    void *m = NULL;
+    float *params = NULL;  /* [t->total] the run's weights */
+    int32_t *tok = NULL;   /* [batch, seq] */
     int rc = -1;
-    snprintf(path, sizeof path, "%s/config.json", run_dir);
-    if (config_load_json(path, &c) < 0) return -1;
-    if (model_spec_build_from(&c, path, &spec) < 0) return -1;
-    const ParamTable *t = &spec.table;
-    const StreamPlan *pl = &spec.stream;
-    if (pl->kind != STREAM_ATTNRES) {
-        vrl_error("%s: variant \"%s\" has no depth attention (an attnres variant has)", path, c.variant);
-        goto done;
-    }
-    if (!backend_require(be, &spec, BACKEND_CAN_ANALYZE)) goto done;
-
     /* the run's batch shape and validation data, from its training state */
     TrainState st;
     TrainArgs a;
     train_args_defaults(&a);
-    a.model = c;
-    if (checkpoint_load_state(run_dir, t, DT_F32, NULL, NULL, &st) < 0) goto done; /* its flags only */
+    a.model = *c;
+    if (checkpoint_load_state(run_dir, t, DT_F32, NULL, NULL, &st) < 0) return -1; /* its flags only */
     snprintf(path, sizeof path, "%s/train_state.safetensors", run_dir);
-    if (train_args_from_json(st.train_args_json, &a, path) < 0) goto done;
+    if (train_args_from_json(st.train_args_json, &a, path) < 0) return -1;
     /* Held-out data: --data, else the run's own validation shards, else the validation
      * chunks of its tokenized data folder, else the synthetic validation stream. */
-    if (!data) data = a.val_data[0] ? a.val_data : is_mixture_dir(a.data) ? a.data : NULL;
-    if (eval_batches_open(&eb, data, c.vocab_size, a.batch, a.seq) < 0) goto done;
-    eb_open = 1;
-    if (!(params = malloc(t->total * sizeof *params))) {
+    if (!*data) *data = a.val_data[0] ? a.val_data : is_mixture_dir(a.data) ? a.data : NULL;
+    if (eval_batches_open(&eb, *data, c->vocab_size, a.batch, a.seq) < 0) return -1;
+    const int S = 2 * c->n_layers + 1, N = *batch_tokens = a.batch * a.seq;
+    params = malloc(t->total * sizeof *params);
+    tok = malloc((size_t)N * sizeof *tok);
+    if (!params || !tok) {
         vrl_error("out of memory");
         goto done;
     }
     if (checkpoint_load_model(run_dir, t, DT_F32, params) < 0) goto done;
-    if (!(m = be->create(&spec, a.batch, a.seq))) goto done;
+    if (!(m = be->create(spec, a.batch, a.seq))) goto done;
     be->set_state(m, params, NULL, NULL);
-
-    const int L = c.n_layers, S = 2 * L + 1, N = a.batch * a.seq;
-    tok = malloc((size_t)a.seq * a.batch * sizeof *tok);
-    avg = calloc((size_t)S * S, sizeof *avg); /* [S][max sources] */
-    if (!tok || !avg) {
-        vrl_error("out of memory");
-        goto done;
-    }
-    int used = 0;
-    for (; used < batches; used++) {
+    for (*used = 0; *used < batches; (*used)++) {
         const int got = eval_batches_next(&eb, tok);
         if (got < 0) goto done;
         if (got > 0) break; /* the held-out data is shorter than asked: average what there is */
@@ -103,30 +88,44 @@ int analyze_depth_attention(const char *run_dir, const char *out_dir, const char
                 for (int g = 0; g < ns; g++) avg[(size_t)s * S + g] += w[(size_t)n * ns + g];
         }
     }
-    if (used == 0) {
-        vrl_error("%s: not one batch of %d x %d held-out tokens", data ? data : "synthetic stream", a.batch, a.seq);
+    if (*used == 0) {
+        vrl_error("%s: not one batch of %d x %d held-out tokens", *data ? *data : "synthetic stream", a.batch, a.seq);
         goto done;
     }
-    for (size_t i = 0; i < (size_t)S * S; i++) avg[i] /= (double)N * used; /* mean over every token */
+    for (size_t i = 0; i < (size_t)S * S; i++) avg[i] /= (double)N * *used; /* mean over every token */
+    rc = 0;
+done:
+    free(tok);
+    free(params);
+    if (m) be->destroy(m);
+    eval_batches_close(&eb);
+    return rc;
+}
 
-    /* print, CSV, gnuplot matrix */
-    if (make_dirs(out_dir) < 0) goto done;
+/* Print the matrix avg [S][S] and write out_dir/depth_attention.{csv,dat,gp} (+ .png). */
+static int write_depth_outputs(const char *run_dir, const char *out_dir, const ModelSpec *spec, const char *data,
+                               const double *avg, int used, int N) {
+    const ModelConfig *c = &spec->config;
+    const StreamPlan *pl = &spec->stream;
+    const int L = c->n_layers, S = 2 * L + 1;
+    char path[4200];
+    if (make_dirs(out_dir) < 0) return -1;
     FILE *csv, *dat, *gp;
     snprintf(path, sizeof path, "%s/depth_attention.csv", out_dir);
     if (!(csv = fopen(path, "w"))) {
         vrl_error("%s: cannot write", path);
-        goto done;
+        return -1;
     }
     snprintf(path, sizeof path, "%s/depth_attention.dat", out_dir);
     if (!(dat = fopen(path, "w"))) {
         fclose(csv);
         vrl_error("%s: cannot write", path);
-        goto done;
+        return -1;
     }
     int maxsrc = 0;
     for (int s = 0; s < S; s++) maxsrc = pl->n_src[s] > maxsrc ? pl->n_src[s] : maxsrc;
     printf("depth attention of %s (%s), %d x %d tokens of %s; row = sublayer input, then its sources: weight\n",
-           run_dir, c.variant, used, N, data ? data : "the synthetic validation stream");
+           run_dir, c->variant, used, N, data ? data : "the synthetic validation stream");
     fprintf(csv, "sublayer,source_index,source,weight\n");
     for (int s = 0; s < S; s++) {
         char rn[32], sn[80];
@@ -150,11 +149,11 @@ int analyze_depth_attention(const char *run_dir, const char *out_dir, const char
     snprintf(path, sizeof path, "%s/depth_attention.gp", out_dir);
     if (!(gp = fopen(path, "w"))) {
         vrl_error("%s: cannot write", path);
-        goto done;
+        return -1;
     }
     /* y labels: sublayers; x labels: source index (block mode: emb, block 1, ...) */
     fprintf(gp, "set terminal pngcairo size 900,700 font ',10'\nset output '%s/depth_attention.png'\n", out_dir);
-    fprintf(gp, "set title 'AttnRes depth attention: %s (mean softmax weight over %d tokens)' noenhanced\n", c.variant,
+    fprintf(gp, "set title 'AttnRes depth attention: %s (mean softmax weight over %d tokens)' noenhanced\n", c->variant,
             used * N);
     fprintf(gp, "set xlabel 'source (0 = embedding%s)'\nset ylabel 'input of'\n",
             pl->block ? ", then finished block sums, then the partial block" : ", then sublayer outputs in order");
@@ -176,17 +175,31 @@ int analyze_depth_attention(const char *run_dir, const char *out_dir, const char
         snprintf(path, sizeof path, "gnuplot '%s/depth_attention.gp'", out_dir);
         if (system(path) != 0) {
             vrl_error("%s/depth_attention.gp: gnuplot failed", out_dir);
-            goto done;
+            return -1;
         }
         printf("wrote %s/depth_attention.png (and .csv, .dat, .gp)\n", out_dir);
     }
-    rc = 0;
-done:
-    free(tok);
+    return 0;
+}
+
+int analyze_depth_attention(const char *run_dir, const char *out_dir, const char *data, int batches) {
+    char path[4200];
+    ModelConfig c;
+    ModelSpec spec;
+    const Backend *be = &ref_backend_f32;
+    snprintf(path, sizeof path, "%s/config.json", run_dir);
+    if (config_load_json(path, &c) < 0 || model_spec_build_from(&c, path, &spec) < 0) return -1;
+    double *avg = NULL; /* [S][S] mean weights, row s over step s's sources */
+    int rc = -1, used = 0, N = 0;
+    if (spec.stream.kind != STREAM_ATTNRES)
+        vrl_error("%s: variant \"%s\" has no depth attention (an attnres variant has)", path, c.variant);
+    else if (backend_require(be, &spec, BACKEND_CAN_ANALYZE)) {
+        const size_t S = 2 * (size_t)c.n_layers + 1;
+        if (!(avg = calloc(S * S, sizeof *avg))) vrl_error("out of memory");
+        else if (mean_depth_weights(run_dir, &spec, be, &data, batches, avg, &used, &N) == 0)
+            rc = write_depth_outputs(run_dir, out_dir, &spec, data, avg, used, N);
+    }
     free(avg);
-    free(params);
-    if (m) be->destroy(m);
-    if (eb_open) eval_batches_close(&eb);
     model_spec_free(&spec);
     return rc;
 }

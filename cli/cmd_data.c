@@ -747,8 +747,8 @@ static int data_tokenize(int argc, char **argv) {
 /* ------------------------------------------------------------------ inspect */
 
 static const char INSPECT_USAGE[] =
-    "usage: vrl data inspect PATH [--tokenizer FILE] [--chunk K] [--n N]\n"
-    "  PATH is a shard or a directory of SPLIT/*.bin shards: print token, chunk and\n"
+    "usage: vrl data inspect --in PATH [--tokenizer FILE] [--chunk K] [--n N]\n"
+    "  --in PATH is a shard or a directory of SPLIT/*.bin shards: print token, chunk and\n"
     "  shard counts per split and domain. For a shard with --tokenizer, also decode the\n"
     "  first N (default 64) tokens of chunk K (default 0).\n";
 
@@ -831,13 +831,13 @@ static int data_inspect(int argc, char **argv) {
         const char *a = argv[i];
         if (strcmp(a, "--help") == 0) { fputs(INSPECT_USAGE, stdout); return 0; }
         int has = i + 1 < argc;
-        if (strcmp(a, "--tokenizer") == 0 && has) tokp = argv[++i];
+        if (strcmp(a, "--in") == 0 && has) path = argv[++i];
+        else if (strcmp(a, "--tokenizer") == 0 && has) tokp = argv[++i];
         else if (strcmp(a, "--chunk") == 0 && has) { if (parse_u64(a, argv[++i], &chunk)) return fail("inspect"); }
         else if (strcmp(a, "--n") == 0 && has) { if (parse_u64(a, argv[++i], &n)) return fail("inspect"); }
-        else if (a[0] != '-' && !path) path = a;
         else { fprintf(stderr, "vrl data inspect: unknown or incomplete option %s\n%s", a, INSPECT_USAGE); return 2; }
     }
-    if (!path) { fprintf(stderr, "vrl data inspect: PATH is required\n%s", INSPECT_USAGE); return 2; }
+    if (!path) { fprintf(stderr, "vrl data inspect: --in PATH is required\n%s", INSPECT_USAGE); return 2; }
     struct stat st;
     if (stat(path, &st) != 0) { vrl_error("%s: %s", path, strerror(errno)); return fail("inspect"); }
     int rc = S_ISDIR(st.st_mode) ? inspect_dir(path) : inspect_shard(path, tokp, chunk, n);

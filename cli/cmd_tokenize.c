@@ -1,6 +1,7 @@
 /* cmd_tokenize.c: `vrl tokenize` -- text to ids, or ids to text with --decode. */
 #include "cli/commands.h"
 #include "common/base/error.h"
+#include "common/base/fsutil.h"
 #include "common/data/tokenizer.h"
 
 #include <errno.h>
@@ -9,10 +10,12 @@
 #include <string.h>
 
 static const char USAGE[] =
-    "usage: vrl tokenize --tokenizer FILE [--decode] [--skip-special] [TEXT...]\n"
-    "  Encode TEXT (the arguments joined by spaces, or stdin when none) and print the\n"
-    "  ids separated by spaces. With --decode the arguments (or stdin) are ids and the\n"
-    "  decoded text is printed; --skip-special drops special tokens when decoding.\n";
+    "usage: vrl tokenize --tokenizer FILE [--in FILE] [--decode] [--skip-special] [TEXT...]\n"
+    "  Encode TEXT (the arguments joined by spaces; else the file --in; else stdin) and\n"
+    "  print the ids separated by spaces, then a newline. With --decode the input is ids\n"
+    "  (separated by spaces, commas or newlines) and the decoded text is printed exactly,\n"
+    "  with no newline added, so encoding a file and decoding the ids gives the file back\n"
+    "  byte for byte. --skip-special drops special tokens when decoding.\n";
 
 /* Read all of stdin into a malloc'd buffer. */
 static int read_stdin(char **out, size_t *n) {
@@ -52,10 +55,12 @@ static int parse_ids(const char *s, uint32_t vocab, TokIds *ids) {
 
 int cmd_tokenize(int argc, char **argv) {
     const char *tok_path = NULL;
+    const char *in_path = NULL;
     int decode = 0, skip = 0, first = argc;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) { fputs(USAGE, stdout); return 0; }
         if (strcmp(argv[i], "--tokenizer") == 0 && i + 1 < argc) tok_path = argv[++i];
+        else if (strcmp(argv[i], "--in") == 0 && i + 1 < argc) in_path = argv[++i];
         else if (strcmp(argv[i], "--decode") == 0) decode = 1;
         else if (strcmp(argv[i], "--skip-special") == 0) skip = 1;
         else if (strcmp(argv[i], "--") == 0) { first = i + 1; break; }
@@ -65,10 +70,21 @@ int cmd_tokenize(int argc, char **argv) {
         } else { first = i; break; }
     }
     if (!tok_path) { fprintf(stderr, "vrl tokenize: --tokenizer FILE is required\n%s", USAGE); return 2; }
-    /* the input: the remaining arguments joined by single spaces, or stdin */
+    if (in_path && first < argc) {
+        fprintf(stderr, "vrl tokenize: give the input as TEXT arguments or as --in FILE, not both\n");
+        return 2;
+    }
+    /* the input: the remaining arguments joined by single spaces, the file --in, or stdin */
     char *in = NULL;
     size_t n = 0;
-    if (first < argc) {
+    if (in_path) {
+        void *data;
+        if (read_file_all(in_path, &data, &n)) {
+            fprintf(stderr, "vrl tokenize: %s\n", vrl_last_error());
+            return 1;
+        }
+        in = data;
+    } else if (first < argc) {
         size_t total = 1;
         for (int i = first; i < argc; i++) total += strlen(argv[i]) + 1;
         if (!(in = malloc(total))) { fprintf(stderr, "vrl tokenize: out of memory\n"); return 1; }
@@ -98,8 +114,7 @@ int cmd_tokenize(int argc, char **argv) {
         if (rc == 0) rc = parse_ids(in, tok_vocab_size(t), &ids);
         if (rc == 0) rc = tok_decode(t, ids.ids, ids.n, skip, &text, &tn);
         if (rc == 0) {
-            fwrite(text, 1, tn, stdout);
-            fputc('\n', stdout);
+            fwrite(text, 1, tn, stdout); /* exactly the text: see USAGE */
             free(text);
         }
     } else {

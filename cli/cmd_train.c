@@ -4,10 +4,12 @@
 #include <time.h>
 
 #include "cli/args.h"
+#include "cli/blas_threads.h"
 #include "cli/commands.h"
 #include "common/model/config.h"
 #include "common/base/error.h"
 #include "common/data/mixture.h"
+#include "common/run/dist.h"
 #include "common/run/trainer.h"
 #include "common/model/spec.h"
 #include "ref/model.h"
@@ -27,6 +29,8 @@ static void usage(FILE *f) {
             "  --model PRESET|FILE   preset (%s) or a config.json [small]\n"
             "  --device cpu|cuda     where to train [cpu]\n"
             "  --precision fp32|fp64 reference precision on cpu [fp32]\n"
+            "  --threads N           OpenBLAS threads on cpu [OPENBLAS_NUM_THREADS if set, else\n"
+            "                        1 below d_model 512 (they would only spin), else all cores]\n"
             "  --variant SPEC        model variant, e.g. resformer or svformer:anchors=1,5 [baseline]\n"
             "data\n"
             "  --data SHARDS|DIR     comma-separated token shards, or a folder written by\n"
@@ -42,8 +46,9 @@ static void usage(FILE *f) {
             "batch\n"
             "  --steps N             optimizer updates in the whole run [300]\n"
             "  --batch B             sequences per micro-batch [16]\n"
-            "  --seq T               tokens per sequence [128]\n"
-            "  --accum K             micro-batches per update [1]\n"
+            "  --seq T               tokens per sequence [128, or the model's\n"
+            "                        max_position_embeddings when smaller]\n"
+            "  --accum K             micro-batches per update, on each process [1]\n"
             "optimizer (SPEC.md §2)\n"
             "  --lr X                peak learning rate [3e-3]\n"
             "  --lr-end X            final learning rate [3e-4]\n"
@@ -59,7 +64,16 @@ static void usage(FILE *f) {
             "  --eval-every N        validation every N steps, 0 = at the end [100]\n"
             "  --eval-batches N      validation batches per evaluation [8]\n"
             "  --save-every N        checkpoint every N steps, 0 = at the end [500]\n"
-            "  --quiet               no progress line\n\n",
+            "  --quiet               no progress line\n"
+            "data parallel (docs/distributed.md)\n"
+            "  mpirun -np N vrl train ...          N processes; 8 GPUs in one node:\n"
+            "                                      mpirun -np 8 vrl train --device cuda ...\n"
+            "  mpirun -np 16 --hostfile FILE ...   several nodes (FILE: \"node1 slots=8\" lines)\n"
+            "  srun --mpi=pmix vrl train ...       the same under SLURM\n"
+            "                        An update then holds K x N micro-batches (K = --accum): the\n"
+            "                        tokens of one process with --accum K*N, and on cpu the same\n"
+            "                        bits. Rank 0 writes the run folder; --resume may change N\n"
+            "                        when N divides the run's micro-batches per update.\n\n",
             config_preset_names());
     args_print_variants(f);
 }
@@ -70,7 +84,7 @@ int cmd_train(int argc, char **argv) {
     Args p = {.argc = argc, .argv = argv, .i = 1, .cmd = "vrl train"};
     const char *model = "small", *device = "cpu", *precision = "fp32", *v, *resume = NULL, *out = NULL, *variant = NULL,
                *mixture = NULL;
-    int steps_given = 0, r;
+    int steps_given = 0, seq_given = 0, threads = 0, r;
     while (p.i < argc) {
         if (args_switch(&p, "--help") || args_switch(&p, "-h")) {
             usage(stdout);
@@ -89,13 +103,14 @@ int cmd_train(int argc, char **argv) {
         FLAG("--device", (device = v, 0));
         FLAG("--precision", (precision = v, 0));
         FLAG("--variant", (variant = v, 0));
+        FLAG("--threads", parse_int("--threads", v, 1, 1024, &threads));
         FLAG("--data", snprintf(a.data, sizeof a.data, "%s", v) >= (int)sizeof a.data ? vrl_error("--data: too long") : 0);
         FLAG("--mixture", (mixture = v, 0));
         FLAG("--val-data", snprintf(a.val_data, sizeof a.val_data, "%s", v) >= (int)sizeof a.val_data ? vrl_error("--val-data: too long") : 0);
         FLAG("--synthetic-tokens", parse_long("--synthetic-tokens", v, 1024, 1L << 34, &a.synthetic_tokens));
         FLAG("--steps", (steps_given = 1, parse_long("--steps", v, 0, 1L << 40, &a.steps)));
         FLAG("--batch", parse_int("--batch", v, 1, 1 << 20, &a.batch));
-        FLAG("--seq", parse_int("--seq", v, 2, 1 << 20, &a.seq));
+        FLAG("--seq", (seq_given = 1, parse_int("--seq", v, 2, 1 << 20, &a.seq)));
         FLAG("--accum", parse_int("--accum", v, 1, 1 << 20, &a.accum));
         FLAG("--lr", parse_double("--lr", v, &a.sched.peak));
         FLAG("--lr-end", parse_double("--lr-end", v, &a.sched.end));
@@ -168,6 +183,8 @@ int cmd_train(int argc, char **argv) {
         if (config_from_arg(model, &a.model) < 0) goto fail;
         /* recorded in config.json as vrl_variant, so the run folder rebuilds the model */
         if (model_spec_set_variant(&a.model, variant, variant ? "--variant" : model, NULL) < 0) goto fail;
+        /* the default length must fit every model, tiny's 64 positions included */
+        if (!seq_given && a.seq > a.model.max_seq) a.seq = a.model.max_seq;
     }
     if (mixture) { /* the names are checked against the folder by the trainer, before anything is written */
         MixtureWeights w;
@@ -182,9 +199,24 @@ int cmd_train(int argc, char **argv) {
             goto fail;
         }
     }
+    /* Under mpirun/srun: every process from here on is one rank of the job. */
+    if (dist_init() < 0) goto fail;
+    if (!resume) a.accum *= dist_world(); /* the update of the whole job; a resumed run keeps its own */
+    dist_broadcast(a.out, sizeof a.out);  /* rank 0's folder (a default name holds the time) */
+    if (a.backend == &ref_backend_f32 || a.backend == &ref_backend_f64) {
+        /* BLAS threads fitted to the model; a resumed run's model is in its folder (when that
+         * cannot be read, train_run says why) */
+        ModelConfig m = a.model;
+        char path[sizeof a.out + 16];
+        snprintf(path, sizeof path, "%s/config.json", a.out);
+        if (!resume || config_load_json(path, &m) == 0) blas_threads_apply(threads, &m);
+    }
     if (train_run(&a) < 0) goto fail;
+    dist_finalize();
     return 0;
 fail:
+    dist_abort("vrl train", vrl_last_error()); /* with other ranks: print with the rank, stop them all */
     fprintf(stderr, "vrl train: %s\n", vrl_last_error());
+    dist_finalize();
     return 1;
 }

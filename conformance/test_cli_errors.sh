@@ -25,6 +25,9 @@ check no_folder_for_bad_config test ! -e "$tmp/r3"
 
 expect_error unknown_preset "unknown model preset" $T --model nosuch --out "$tmp/r4"
 expect_error bad_number "\"--steps\".*not an integer\|--steps: .* is not an integer" $VRL train --steps 1x
+expect_error bad_threads "--threads: 0 is out of range" $VRL train --threads 0
+# the default --seq fits a model with fewer positions than 128 (tiny: 64)
+check seq_default_fits $VRL train --quiet --model tiny --batch 2 --steps 1 --synthetic-tokens 4096 --out "$tmp/seqfit"
 expect_error seq_too_long "max_position_embeddings" $T --seq 1000 --out "$tmp/r5"
 
 # A real run, then a corrupt checkpoint: resume refuses, naming the file; nothing changes.

@@ -17,7 +17,7 @@ Test(config, presets_validate) {
         cr_assert_eq(config_validate(&c, p), 0, "preset %s: %s", p, vrl_last_error());
         cr_assert_str_eq(c.preset, p);
     }
-    cr_assert_eq(n, 7);
+    cr_assert_eq(n, 9);
     ModelConfig c;
     expect_error(config_preset("83M", &c), "unknown model preset \"83M\"");
 }
@@ -38,6 +38,10 @@ Test(config, parameter_counts) {
     cr_assert_eq(count("82M"), 81901056);
     /* 2M: 2·50277·16 = 1,608,864; 4·(4·16² + 3·16·56 + 32) = 14,976; + 16 */
     cr_assert_eq(count("2M"), 1623856);
+    /* 8M: 2·50277·256 = 25,741,824; 8·(4·256² + 3·256·896 + 512) = 7,606,272; + 256 */
+    cr_assert_eq(count("8M"), 33348352);
+    /* 20M: 2·50277·384 = 38,612,736; 10·(4·384² + 3·384·1344 + 768) = 21,388,800; + 384 */
+    cr_assert_eq(count("20M"), 60001920);
 }
 
 static void expect_same(const ModelConfig *a, const ModelConfig *b) {

@@ -108,8 +108,8 @@ Test(data, pipeline_is_reproducible) {
     for (int i = 0; i < 7; i++)
         cr_expect(file_exists(pathf("%s/s1/train/%s-00000.bin", doms[i])), "no train shard for %s", doms[i]);
     cr_expect(file_exists(pathf("%s/s1/validation/%s-00000.bin", "RedPajamaC4")));
-    cr_expect_eq(run("inspect", pathf("%s/s1%s", ""), NULL), 0, "%s", vrl_last_error());
-    cr_expect_eq(run("inspect", pathf("%s/s1/train/%s-00000.bin", "RedPajamaC4"), "--tokenizer", TOK, "--n", "8", NULL), 0);
+    cr_expect_eq(run("inspect", "--in", pathf("%s/s1%s", ""), NULL), 0, "%s", vrl_last_error());
+    cr_expect_eq(run("inspect", "--in", pathf("%s/s1/train/%s-00000.bin", "RedPajamaC4"), "--tokenizer", TOK, "--n", "8", NULL), 0);
 }
 
 /* reorganize on one bad line: the error names file:line and no output is left. */

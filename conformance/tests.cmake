@@ -104,6 +104,14 @@ if(VRL_HAVE_CUDA)
   set_tests_properties(test_fast_vs_ref PROPERTIES SKIP_RETURN_CODE 77
     ENVIRONMENT "TMPDIR=${VRL_TEST_TMP}")
 endif()
+# fast/'s NCCL data-parallel path at world size 1 against the plain fast trainer (docs/distributed.md).
+if(VRL_HAVE_CUDA AND VRL_HAVE_NCCL)
+  add_executable(test_fast_nccl conformance/test_fast_nccl.c)
+  target_include_directories(test_fast_nccl PRIVATE ${CMAKE_SOURCE_DIR})
+  target_link_libraries(test_fast_nccl PRIVATE vrl_fast vrl_common)
+  add_test(NAME test_fast_nccl COMMAND test_fast_nccl)
+  set_tests_properties(test_fast_nccl PROPERTIES SKIP_RETURN_CODE 77)
+endif()
 
 # ---------------------------------------------------------------- analysis metrics and evaluation
 vrl_test(test_metrics SOURCES conformance/test_metrics.c LIBS vrl_ref64 vrl_common)
@@ -112,6 +120,21 @@ vrl_test(test_lmeval SOURCES conformance/test_lmeval.c LIBS vrl_common)
 target_compile_definitions(test_lmeval PRIVATE VRL_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
 vrl_test(test_curves SOURCES conformance/test_curves.c LIBS vrl_common ${MATH_LIB})
 add_test(NAME test_eval_cli COMMAND ${CMAKE_SOURCE_DIR}/conformance/test_eval_cli.sh $<TARGET_FILE:vrl>)
+# every `vrl` command in a ```sh block of README.md and docs/*.md, run as printed
+add_test(NAME test_doc_commands COMMAND ${CMAKE_SOURCE_DIR}/conformance/test_doc_commands.sh $<TARGET_FILE:vrl> ${CMAKE_SOURCE_DIR})
+
+# ---------------------------------------------------------------- data parallelism (mpirun; docs/distributed.md)
+# run_compare: two run folders' losses and weights side by side. The test skips (77) without
+# mpirun or without MPI in the build.
+add_executable(run_compare conformance/run_compare.c)
+target_include_directories(run_compare PRIVATE ${CMAKE_SOURCE_DIR})
+target_link_libraries(run_compare PRIVATE vrl_common)
+foreach(group split resume errors)
+  add_test(NAME test_distributed_${group} COMMAND ${CMAKE_SOURCE_DIR}/conformance/test_distributed.sh ${group}
+    $<TARGET_FILE:vrl> $<TARGET_FILE:run_compare>)
+  set_tests_properties(test_distributed_${group} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300
+    ENVIRONMENT "TMPDIR=${VRL_TEST_TMP}")
+endforeach()
 
 # ---------------------------------------------------------------- memory-mapped shards at scale
 # Peak RSS of `vrl train` on a 4 GiB generated shard set stays near the model's own memory

@@ -10,6 +10,16 @@
 #include <math.h>
 
 #include "fast/model.cuh"
+#include "fast/zero.cuh"
+#if VRL_HAVE_NCCL
+extern "C" {
+#include "common/run/dist.h"
+}
+#else
+/* Without NCCL m->zero is always NULL and these are never reached. */
+int zero_n_ranges(const FastModel *) { return 1; }
+void zero_range(const FastModel *, int, size_t *, size_t *, float **) {}
+#endif
 
 #define ADAMW_THREADS 256
 
@@ -53,9 +63,15 @@ __global__ void adamw_update_kernel(float *p, bf16 *p16, float *g, float *ma, fl
 
 double fast_adamw_step(FastModel *m, const AdamWConfig *opt, double lr, long step) {
     const ParamTable *t = m->t;
-    const size_t P = t->total;
+    size_t P = t->total;
+    const float *gn = m->grads; /* [P] the gradient whose norm clips */
+#if VRL_HAVE_NCCL
+    /* sharded (zero.cuh): this rank's reduced blocks; the ranks' squares summed below */
+    if (m->zero && zero_wait_reduced(m) < 0) return NAN;
+    if (m->zero) gn = zero_shard_grads(m, &P);
+#endif
     double partial[ADAMW_NORM_BLOCKS];
-    adamw_norm_kernel<<<ADAMW_NORM_BLOCKS, ADAMW_THREADS>>>(m->norm_partial, m->grads, P);
+    adamw_norm_kernel<<<ADAMW_NORM_BLOCKS, ADAMW_THREADS>>>(m->norm_partial, gn, P);
     cudaError_t e = cudaGetLastError();
     if (e == cudaSuccess) e = cudaMemcpy(partial, m->norm_partial, sizeof partial, cudaMemcpyDeviceToHost);
     if (e != cudaSuccess) {
@@ -64,6 +80,9 @@ double fast_adamw_step(FastModel *m, const AdamWConfig *opt, double lr, long ste
     }
     double ss = 0;
     for (int k = 0; k < ADAMW_NORM_BLOCKS; k++) ss += partial[k];
+#if VRL_HAVE_NCCL
+    if (m->zero) ss = dist_sum_f64(ss);
+#endif
     const double norm = sqrt(ss);
     int clip = 0;
     float clip_coef = 1.0f;
@@ -84,16 +103,44 @@ double fast_adamw_step(FastModel *m, const AdamWConfig *opt, double lr, long ste
         int k1 = k + 1;
         while (k1 < t->n && t->p[k1].offset == o1 && (t->p[k1].decay && opt->weight_decay != 0) == dec)
             o1 += t->p[k1++].numel;
-        const size_t n = o1 - o0;
-        adamw_update_kernel<<<cdiv(n, 256), 256>>>(m->params32 + o0, m->params16 + o0, m->grads + o0,
-                                                    m->exp_avg + o0, m->exp_avg_sq + o0, n, clip, clip_coef, dec,
-                                                    decay, w1, b2, w2, bc2_sqrt, eps, step_size);
-        if ((e = cudaGetLastError()) != cudaSuccess) {
-            vrl_error("fast: AdamW update: %s", cudaGetErrorString(e));
-            return NAN;
+        /* [x0, x1) of the table, gradients at g: the whole run, or each of this rank's
+         * shard ranges inside it (zero.cuh) */
+        const int pieces = m->zero ? zero_n_ranges(m) : 1;
+        for (int r = 0; r < pieces; r++) {
+            size_t x0 = o0, x1 = o1;
+            float *g = m->grads + o0;
+            if (m->zero) {
+                size_t s = 0, n = 0;
+                float *gs = NULL;
+                zero_range(m, r, &s, &n, &gs);
+                x0 = s > o0 ? s : o0;
+                x1 = s + n < o1 ? s + n : o1;
+                if (x1 <= x0) continue;
+                g = gs + (x0 - s);
+            }
+            const size_t n = x1 - x0;
+            adamw_update_kernel<<<cdiv(n, 256), 256>>>(m->params32 + x0, m->params16 + x0, g, m->exp_avg + x0,
+                                                        m->exp_avg_sq + x0, n, clip, clip_coef, dec, decay, w1, b2,
+                                                        w2, bc2_sqrt, eps, step_size);
+            if ((e = cudaGetLastError()) != cudaSuccess) {
+                vrl_error("fast: AdamW update: %s", cudaGetErrorString(e));
+                return NAN;
+            }
         }
         k = k1;
     }
+#if VRL_HAVE_NCCL
+    /* the other ranks' blocks arrive on the communication stream; the next forward waits
+     * for them layer by layer, so only the default stream is waited for here */
+    if (m->zero) {
+        if (zero_gather_params(m) < 0) return NAN;
+        if ((e = cudaStreamSynchronize(0)) != cudaSuccess) {
+            vrl_error("fast: AdamW update: %s", cudaGetErrorString(e));
+            return NAN;
+        }
+        return norm;
+    }
+#endif
     if ((e = cudaDeviceSynchronize()) != cudaSuccess) {
         vrl_error("fast: AdamW update: %s", cudaGetErrorString(e));
         return NAN;

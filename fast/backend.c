@@ -8,6 +8,9 @@
 #include "common/base/error.h"
 #include "fast/fast.h"
 #include "fast/model.h"
+#if VRL_HAVE_NCCL
+#include "fast/zero.h"
+#endif
 
 static void *be_create(const ModelSpec *s, int batch, int seq) { return fast_model_create(s, batch, seq); }
 
@@ -46,4 +49,8 @@ const Backend fast_backend_cuda = {
     .get_state = be_get_state,
     .set_state = be_set_state,
     .get_logits = be_get_logits,
+#if VRL_HAVE_NCCL
+    .shard_open = fast_shard_open,     /* every run, one GPU too, goes through NCCL */
+    .reduce_next = fast_reduce_next,
+#endif
 };

@@ -19,11 +19,23 @@
 #include <string.h>
 
 #include "fast/model.cuh"
+#include "fast/zero.cuh"
 
 extern "C" {
 #include "fast/fast.h"
 #include "fast/model.h"
+#include "common/run/dist.h"
+#if VRL_HAVE_NCCL
+#include "fast/zero.h"
+#endif
 }
+
+#if !VRL_HAVE_NCCL
+/* Without NCCL there is no m->zero: the hooks of zero.cuh do nothing. */
+int zero_wait_params(FastModel *, int) { return 0; }
+int zero_grads_ready(FastModel *, int) { return 0; }
+int zero_backward_end(FastModel *) { return 0; }
+#endif
 
 /* ------------------------------------------------------------------ device check */
 
@@ -204,6 +216,9 @@ static void memory_report(const FastModel *m) {
 extern "C" void fast_model_destroy(void *vm) {
     FastModel *m = (FastModel *)vm;
     if (!m) return;
+#if VRL_HAVE_NCCL
+    fast_shard_close(m);
+#endif
     if (m->arena) cudaFree(m->arena);
     blas_destroy(&m->blas);
     free(m->lo);
@@ -241,6 +256,16 @@ extern "C" void *fast_model_create(const ModelSpec *spec, int batch, int seq) {
         return NULL;
     }
     if (fast_device_check() < 0) return NULL;
+    if (dist_world() > 1) { /* one GPU per process: the node's ranks take its devices in turn */
+        int nd = 1;
+        cudaGetDeviceCount(&nd);
+        const cudaError_t e = cudaSetDevice(dist_local_rank() % nd);
+        if (e != cudaSuccess) {
+            vrl_error("fast model: rank %d cannot use GPU %d: %s", dist_rank(), dist_local_rank() % nd,
+                      cudaGetErrorString(e));
+            return NULL;
+        }
+    }
     FastModel *m = (FastModel *)calloc(1, sizeof *m);
     if (!m) {
         vrl_error("fast model: out of memory");
@@ -389,6 +414,7 @@ static int layer_forward(FastModel *m, int l, const bf16 *x) {
     const LayerOffsets *o = &m->lo[l];
     FastActs *a = &m->acts[l];
     Blas *bl = &m->blas;
+    TRY(zero_wait_params(m, l)); /* data parallel: this layer's gathered parameters */
     a->x_in = x;
     /* attention sublayer */
     TRY(rmsnorm_forward(a->ln1, a->ln1_rstd, x, W16(o->ln1), N, d, (float)m->c.norm_eps));
@@ -418,6 +444,7 @@ static int layer_forward(FastModel *m, int l, const bf16 *x) {
 static int head_forward(FastModel *m, const bf16 *x_last, double grad_scale, int backward) {
     const int N = m->N, d = m->d, V = m->V;
     const float w = (float)(grad_scale / ((double)m->B * (m->T - 1)));
+    TRY(zero_wait_params(m, ZERO_HEAD));
     TRY(rmsnorm_forward(m->lnf, m->lnf_rstd, x_last, W16(m->o_lnf), N, d, (float)m->c.norm_eps));
     for (int r0 = 0; r0 < N; r0 += m->ce_rows) {
         const int R = N - r0 < m->ce_rows ? N - r0 : m->ce_rows;
@@ -476,6 +503,8 @@ static int forward_backward(FastModel *m, const int32_t *tokens, double grad_sca
     const int N = m->N, d = m->d, kvC = m->kvC;
     m->have_forward = 0;
     TRY(upload_tokens(m, tokens, backward));
+    TRY(zero_wait_params(m, ZERO_LATE));
+    TRY(zero_wait_params(m, ZERO_EMBED));
     TRY(embedding_forward(m->emb, m->tokens, W16(m->o_wte), N, d));
     const bf16 *x = m->emb;
     for (int l = 0; l < m->L; l++) {
@@ -493,10 +522,16 @@ static int forward_backward(FastModel *m, const int32_t *tokens, double grad_sca
     CUDA_CHECK(cudaMemset(m->dres32, 0, (size_t)N * d * sizeof(float)));
     TRY(rmsnorm_backward(m->dres32, m->dres16, m->dln32, x, W16(m->o_lnf), m->lnf_rstd, N, d));
     TRY(rmsnorm_backward_weight(G32(m->o_lnf), m->norm_scratch, m->dln32, x, m->lnf_rstd, N, d));
+    TRY(zero_grads_ready(m, ZERO_HEAD)); /* data parallel, last micro-batch: reduce-scatter as layers finish */
     for (int l = 0; l < m->L; l++)
         if (m->v_later[l]) CUDA_CHECK(cudaMemset(m->dv_keep[l], 0, (size_t)N * kvC * sizeof(float)));
-    for (int l = m->L - 1; l >= 0; l--) TRY(layer_backward(m, l));
+    for (int l = m->L - 1; l >= 0; l--) {
+        TRY(layer_backward(m, l));
+        TRY(zero_grads_ready(m, l));
+    }
     TRY(embedding_backward(G32(m->o_wte), m->dres32, m->emb_uniq, m->emb_offsets, m->emb_pos, m->emb_U, d));
+    TRY(zero_grads_ready(m, ZERO_EMBED));
+    TRY(zero_backward_end(m));
     CUDA_CHECK(cudaDeviceSynchronize()); /* surface asynchronous faults inside this call */
     return 0;
 }
@@ -522,6 +557,9 @@ extern "C" double fast_model_step(void *vm, const AdamWConfig *opt, double lr, l
 extern "C" int fast_model_get_state(void *vm, float *params, float *grads, float *exp_avg, float *exp_avg_sq) {
     FastModel *m = (FastModel *)vm;
     const size_t bytes = m->t->total * sizeof(float);
+#if VRL_HAVE_NCCL
+    if (params || exp_avg || exp_avg_sq) TRY(zero_gather_state(m)); /* data parallel: every rank calls this */
+#endif
     if (params) CUDA_CHECK(cudaMemcpy(params, m->params32, bytes, cudaMemcpyDeviceToHost));
     if (grads) CUDA_CHECK(cudaMemcpy(grads, m->grads, bytes, cudaMemcpyDeviceToHost));
     if (exp_avg) CUDA_CHECK(cudaMemcpy(exp_avg, m->exp_avg, bytes, cudaMemcpyDeviceToHost));

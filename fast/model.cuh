@@ -14,6 +14,8 @@ extern "C" {
 }
 
 /* Offsets of one layer's tensors in the flat parameter table. */
+typedef struct ZeroState ZeroState;
+
 typedef struct {
     size_t ln1, wq, wk, wv, wo, ln2, wgate, wup, wdown;
 } LayerOffsets;
@@ -92,6 +94,7 @@ typedef struct FastModel {
     size_t arena_bytes;
     size_t bytes_params, bytes_grads, bytes_opt, bytes_acts, bytes_scratch;
     int have_forward;
+    struct ZeroState *zero; /* NULL, or data parallelism over NCCL (zero.cuh) */
 } FastModel;
 
 #define ADAMW_NORM_BLOCKS 1024

@@ -1,8 +1,20 @@
 /* attn_ops.c: attention as probabilities and their application (shapes in attn_ops.h).
- * Scores and products accumulate in real, each softmax denominator in double (as ops.c). */
+ *
+ * The four products (scores, mixing, and their gradients) run as BLAS GEMMs per batch row
+ * and head, on blocks of ATTN_ROWS query rows against the key columns 0..t1-1 the block's
+ * last row t1-1 can see, so the masked upper triangle costs at most half a block; masked
+ * entries of att are never read (the diagonal block is copied with zeros). Masking, softmax
+ * and its backward are plain loops over the block. Each softmax denominator and
+ * each row's Σ p·dp accumulate in double (as ops.c). Scratch tiles live on the stack. */
 #include "ref/attn_ops.h"
 
 #include <math.h>
+
+#define ATTN_ROWS 64                  /* query rows per block */
+#define ATTN_COLS 256                 /* key columns per scratch tile */
+#define ATTN_TILE (ATTN_ROWS * ATTN_COLS) /* [ATTN_ROWS, ATTN_COLS]: 64 KiB f32, 128 KiB f64 */
+
+static int min_int(int a, int b) { return a < b ? a : b; }
 
 void attn_probs_forward(real *att, const real *q, const real *k, const real *k2, int B, int T, int NH, int NKV,
                         int hd) {
@@ -10,33 +22,34 @@ void attn_probs_forward(real *att, const real *q, const real *k, const real *k2,
     const real scale = (real)(1.0 / sqrt((double)hd));
     for (int b = 0; b < B; b++)
         for (int h = 0; h < NH; h++) {
-            const int kh = h / group;
-            for (int t = 0; t < T; t++) {
-                const real *qt = q + (size_t)(b * T + t) * qC + h * hd;
-                real *a = att + (((size_t)b * NH + h) * T + t) * W; /* row t of [T,W] */
-                for (int c = 0; c < W; c++) a[c] = 0;              /* causal mask in both halves */
-                real maxv = -INFINITY;
-                for (int half = 0; half < halves; half++) {
-                    const real *kk = half ? k2 : k;
-                    for (int t2 = 0; t2 <= t; t2++) {
-                        const real *kt = kk + (size_t)(b * T + t2) * kvC + kh * hd;
-                        real s = 0;
-                        for (int i = 0; i < hd; i++) s += qt[i] * kt[i];
-                        s *= scale;
-                        a[half * T + t2] = s;
-                        if (s > maxv) maxv = s;
+            const real *qh = q + (size_t)b * T * qC + h * hd;                /* [T,hd], row stride qC */
+            const size_t koff = (size_t)b * T * kvC + (size_t)(h / group) * hd; /* [T,hd], stride kvC */
+            real *ah = att + ((size_t)b * NH + h) * T * W;                    /* [T,W] */
+            for (int t0 = 0; t0 < T; t0 += ATTN_ROWS) {
+                const int R = min_int(ATTN_ROWS, T - t0), t1 = t0 + R;
+                /* scores [R, t1] = q[t0:t1] · k[0:t1]ᵀ / √hd, in each half */
+                for (int half = 0; half < halves; half++)
+                    cblas_gemm(CblasRowMajor, CblasNoTrans, CblasTrans, R, t1, hd, scale, qh + (size_t)t0 * qC, qC,
+                               (half ? k2 : k) + koff, kvC, 0, ah + (size_t)t0 * W + half * T, W);
+                for (int t = t0; t < t1; t++) {
+                    real *a = ah + (size_t)t * W; /* row t of [T,W] */
+                    real maxv = -INFINITY;
+                    for (int half = 0; half < halves; half++)
+                        for (int c = 0; c <= t; c++)
+                            if (a[half * T + c] > maxv) maxv = a[half * T + c];
+                    double sum = 0;
+                    for (int half = 0; half < halves; half++)
+                        for (int c = 0; c <= t; c++) {
+                            real *x = &a[half * T + c];
+                            *x = rexp(*x - maxv);
+                            sum += *x;
+                        }
+                    const real inv = (real)(1.0 / sum);
+                    for (int half = 0; half < halves; half++) {
+                        for (int c = 0; c <= t; c++) a[half * T + c] *= inv;
+                        for (int c = t + 1; c < T; c++) a[half * T + c] = 0; /* the causal mask */
                     }
                 }
-                double sum = 0;
-                for (int half = 0; half < halves; half++)
-                    for (int t2 = 0; t2 <= t; t2++) {
-                        real *x = &a[half * T + t2];
-                        *x = rexp(*x - maxv);
-                        sum += *x;
-                    }
-                real inv = (real)(1.0 / sum);
-                for (int half = 0; half < halves; half++)
-                    for (int t2 = 0; t2 <= t; t2++) a[half * T + t2] *= inv;
             }
         }
 }
@@ -45,53 +58,78 @@ void attn_probs_backward(real *dq, real *dk, real *dk2, const real *datt, const 
                          const real *k, const real *k2, int B, int T, int NH, int NKV, int hd) {
     const int group = NH / NKV, qC = NH * hd, kvC = NKV * hd, W = k2 ? 2 * T : T, halves = k2 ? 2 : 1;
     const real scale = (real)(1.0 / sqrt((double)hd));
+    real ds[ATTN_TILE]; /* [R, cols] score gradients of one tile */
+    double rowdot[ATTN_ROWS];
     for (int b = 0; b < B; b++)
         for (int h = 0; h < NH; h++) {
-            const int kh = h / group;
-            for (int t = 0; t < T; t++) {
-                const size_t row = (((size_t)b * NH + h) * T + t) * W;
-                const real *a = att + row, *da = datt + row;
-                const real *qt = q + (size_t)(b * T + t) * qC + h * hd;
-                real *dqt = dq ? dq + (size_t)(b * T + t) * qC + h * hd : NULL;
-                /* softmax backward: d(score) = p ⊙ (dp − Σ p·dp), over the whole row */
-                double s = 0;
-                for (int half = 0; half < halves; half++)
-                    for (int t2 = 0; t2 <= t; t2++) s += (double)a[half * T + t2] * da[half * T + t2];
+            const size_t qoff = (size_t)b * T * qC + h * hd, koff = (size_t)b * T * kvC + (size_t)(h / group) * hd;
+            const size_t aoff = ((size_t)b * NH + h) * T * W;
+            const real *ah = att + aoff, *dah = datt + aoff; /* [T,W] */
+            for (int t0 = 0; t0 < T; t0 += ATTN_ROWS) {
+                const int R = min_int(ATTN_ROWS, T - t0), t1 = t0 + R;
+                /* softmax backward: d(score) = p ⊙ (dp − Σ p·dp), the sum over the whole row */
+                for (int r = 0; r < R; r++) {
+                    const size_t row = (size_t)(t0 + r) * W;
+                    double s = 0;
+                    for (int half = 0; half < halves; half++)
+                        for (int c = 0; c <= t0 + r; c++) s += (double)ah[row + half * T + c] * dah[row + half * T + c];
+                    rowdot[r] = s;
+                }
                 for (int half = 0; half < halves; half++) {
-                    const real *kk = half ? k2 : k;
+                    const real *kk = (half ? k2 : k) + koff;
                     real *dkk = half ? dk2 : dk;
-                    for (int t2 = 0; t2 <= t; t2++) {
-                        const real *kt = kk + (size_t)(b * T + t2) * kvC + kh * hd;
-                        real ds = a[half * T + t2] * (da[half * T + t2] - (real)s) * scale;
-                        if (dqt)
-                            for (int i = 0; i < hd; i++) dqt[i] += ds * kt[i];
-                        if (dkk) {
-                            real *dkt = dkk + (size_t)(b * T + t2) * kvC + kh * hd;
-                            for (int i = 0; i < hd; i++) dkt[i] += ds * qt[i];
+                    if (!dq && !dkk) continue;
+                    for (int c0 = 0; c0 < t1; c0 += ATTN_COLS) {
+                        const int n = min_int(ATTN_COLS, t1 - c0);
+                        for (int r = 0; r < R; r++) {
+                            const int t = t0 + r;
+                            const size_t row = (size_t)t * W + half * T;
+                            for (int c = 0; c < n; c++)
+                                ds[r * n + c] = c0 + c <= t
+                                                    ? ah[row + c0 + c] * (dah[row + c0 + c] - (real)rowdot[r]) * scale
+                                                    : 0;
                         }
+                        /* dq[t0:t1] += ds · k[c0:c0+n];  dk[c0:c0+n] += dsᵀ · q[t0:t1] */
+                        if (dq)
+                            cblas_gemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, R, hd, n, 1, ds, n,
+                                       kk + (size_t)c0 * kvC, kvC, 1, dq + qoff + (size_t)t0 * qC, qC);
+                        if (dkk)
+                            cblas_gemm(CblasRowMajor, CblasTrans, CblasNoTrans, n, hd, R, 1, ds, n,
+                                       q + qoff + (size_t)t0 * qC, qC, 1, dkk + koff + (size_t)c0 * kvC, kvC);
                     }
                 }
             }
         }
 }
 
+/* tile [R,R] = att[t0:t1, t0:t1] with the masked entries c > t as zeros, so the products
+ * never read them (they are not inputs: the gradient checks perturb them too) */
+static void diagonal_block(real *tile, const real *a, int W, int t0, int R) {
+    for (int r = 0; r < R; r++)
+        for (int c = 0; c < R; c++) tile[r * R + c] = c <= r ? a[(size_t)(t0 + r) * W + t0 + c] : 0;
+}
+
 void attn_apply_forward(real *out, const real *att, const real *v, const real *v2, int B, int T, int NH, int NKV,
                         int hd) {
     const int group = NH / NKV, qC = NH * hd, kvC = NKV * hd, W = v2 ? 2 * T : T, halves = v2 ? 2 : 1;
+    real tile[ATTN_ROWS * ATTN_ROWS]; /* [R,R] the masked diagonal block */
     for (int b = 0; b < B; b++)
         for (int h = 0; h < NH; h++) {
-            const int kh = h / group;
-            for (int t = 0; t < T; t++) {
-                const real *a = att + (((size_t)b * NH + h) * T + t) * W;
-                real *ot = out + (size_t)(b * T + t) * qC + h * hd;
-                for (int i = 0; i < hd; i++) ot[i] = 0;
+            const size_t voff = (size_t)b * T * kvC + (size_t)(h / group) * hd;
+            const real *ah = att + ((size_t)b * NH + h) * T * W;
+            real *oh = out + (size_t)b * T * qC + h * hd; /* [T,hd], stride qC */
+            for (int t0 = 0; t0 < T; t0 += ATTN_ROWS) {
+                const int R = min_int(ATTN_ROWS, T - t0);
+                real *ob = oh + (size_t)t0 * qC;
+                /* out[t0:t1] = att[t0:t1, 0:t0] · v[0:t0] + diag · v[t0:t1] (+ the second half's) */
                 for (int half = 0; half < halves; half++) {
-                    const real *vv = half ? v2 : v;
-                    for (int t2 = 0; t2 <= t; t2++) {
-                        const real *vt = vv + (size_t)(b * T + t2) * kvC + kh * hd;
-                        const real p = a[half * T + t2];
-                        for (int i = 0; i < hd; i++) ot[i] += p * vt[i];
-                    }
+                    const real *vv = (half ? v2 : v) + voff, *ab = ah + (size_t)t0 * W + half * T;
+                    if (t0 > 0)
+                        cblas_gemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, R, hd, t0, 1, ab, W, vv, kvC,
+                                   half ? 1 : 0, ob, qC);
+                    diagonal_block(tile, ah + half * T, W, t0, R);
+                    cblas_gemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, R, hd, R, 1, tile, R,
+                               vv + (size_t)t0 * kvC, kvC, half || t0 > 0 ? 1 : 0, ob, qC);
                 }
             }
         }
@@ -100,29 +138,36 @@ void attn_apply_forward(real *out, const real *att, const real *v, const real *v
 void attn_apply_backward(real *datt, real *dv, real *dv2, const real *dout, const real *att, const real *v,
                          const real *v2, int B, int T, int NH, int NKV, int hd) {
     const int group = NH / NKV, qC = NH * hd, kvC = NKV * hd, W = v2 ? 2 * T : T, halves = v2 ? 2 : 1;
+    real dp[ATTN_TILE]; /* [R, cols] dout · vᵀ of one tile */
     for (int b = 0; b < B; b++)
         for (int h = 0; h < NH; h++) {
-            const int kh = h / group;
-            for (int t = 0; t < T; t++) {
-                const size_t row = (((size_t)b * NH + h) * T + t) * W;
-                const real *a = att + row;
-                const real *dy = dout + (size_t)(b * T + t) * qC + h * hd;
+            const size_t voff = (size_t)b * T * kvC + (size_t)(h / group) * hd;
+            const size_t aoff = ((size_t)b * NH + h) * T * W;
+            const real *dyh = dout + (size_t)b * T * qC + h * hd; /* [T,hd], stride qC */
+            for (int t0 = 0; t0 < T; t0 += ATTN_ROWS) {
+                const int R = min_int(ATTN_ROWS, T - t0), t1 = t0 + R;
                 for (int half = 0; half < halves; half++) {
-                    const real *vv = half ? v2 : v;
+                    const real *vv = (half ? v2 : v) + voff;
                     real *dvv = half ? dv2 : dv;
-                    for (int t2 = 0; t2 <= t; t2++) {
-                        const real *vt = vv + (size_t)(b * T + t2) * kvC + kh * hd;
-                        if (datt) {
-                            real dp = 0;
-                            for (int i = 0; i < hd; i++) dp += dy[i] * vt[i];
-                            datt[row + half * T + t2] += dp;
-                        }
-                        if (dvv) {
-                            real *dvt = dvv + (size_t)(b * T + t2) * kvC + kh * hd;
-                            const real p = a[half * T + t2];
-                            for (int i = 0; i < hd; i++) dvt[i] += p * dy[i];
+                    /* datt[t, c] += dout_t · v_c for c ≤ t only: the mask stays untouched */
+                    for (int c0 = 0; datt && c0 < t1; c0 += ATTN_COLS) {
+                        const int n = min_int(ATTN_COLS, t1 - c0);
+                        cblas_gemm(CblasRowMajor, CblasNoTrans, CblasTrans, R, n, hd, 1, dyh + (size_t)t0 * qC, qC,
+                                   vv + (size_t)c0 * kvC, kvC, 0, dp, n);
+                        for (int r = 0; r < R; r++) {
+                            real *da = datt + aoff + (size_t)(t0 + r) * W + half * T + c0;
+                            for (int c = 0; c < n && c0 + c <= t0 + r; c++) da[c] += dp[r * n + c];
                         }
                     }
+                    /* dv[0:t0] += att[t0:t1, 0:t0]ᵀ · dout[t0:t1];  dv[t0:t1] += diagᵀ · dout[t0:t1] */
+                    if (!dvv) continue;
+                    if (t0 > 0)
+                        cblas_gemm(CblasRowMajor, CblasTrans, CblasNoTrans, t0, hd, R, 1,
+                                   att + aoff + (size_t)t0 * W + half * T, W, dyh + (size_t)t0 * qC, qC, 1,
+                                   dvv + voff, kvC);
+                    diagonal_block(dp, att + aoff + half * T, W, t0, R);
+                    cblas_gemm(CblasRowMajor, CblasTrans, CblasNoTrans, R, hd, R, 1, dp, R, dyh + (size_t)t0 * qC, qC,
+                               1, dvv + voff + (size_t)t0 * kvC, kvC);
                 }
             }
         }

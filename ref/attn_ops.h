@@ -31,7 +31,9 @@ void attn_probs_forward(real *att, const real *q, const real *k, const real *k2,
 void attn_probs_backward(real *dq, real *dk, real *dk2, const real *datt, const real *att, const real *q,
                          const real *k, const real *k2, int B, int T, int NH, int NKV, int hd);
 
-/* out_t = Σ_{t2≤t} att[t,t2]·v_t2 (+ Σ_{t2≤t} att[t,T+t2]·v2_t2).
+/* out_t = Σ_{t2≤t} att[t,t2]·v_t2 (+ Σ_{t2≤t} att[t,T+t2]·v2_t2). att must be zero at the
+ * masked entries t2 > t (attn_probs_forward's are, and so are mixtures and dropouts of them):
+ * the products run over whole blocks. attn_apply_backward writes datt only at t2 ≤ t.
  * out [B,T,NH*hd], att [B,NH,T,W], v, v2 [B,T,NKV*hd] (v2 NULL: W = T) */
 void attn_apply_forward(real *out, const real *att, const real *v, const real *v2, int B, int T, int NH, int NKV,
                         int hd);

@@ -89,6 +89,11 @@ static void be_zero_grad(void *vh) {
     memset(h->buf.grads, 0, h->total * sizeof(real));
 }
 
+static void *be_grad_buffer(void *vh) {
+    RefHandle *h = vh;
+    return h->buf.grads;
+}
+
 /* The trainer owns the update count t (1-based) so a resumed run continues it exactly. */
 static double be_step(void *vh, const AdamWConfig *opt, double lr, long t) {
     RefHandle *h = vh;
@@ -154,6 +159,7 @@ const Backend REF(ref_backend) = {
     .set_rng_key = be_set_rng_key,
     .forward_loss = be_forward_loss,
     .zero_grad = be_zero_grad,
+    .grad_buffer = be_grad_buffer,
     .step = be_step,
     .get_state = be_get_state,
     .set_state = be_set_state,

@@ -188,8 +188,7 @@ int metrics_accumulate(const Backend *be, void *model, const ModelConfig *c, int
                 double c3, c6;
                 rc = metric_cross_layer(q + (size_t)b * T * qC, k + tk, v + tk, kprev + tk, vprev + tk, T, NH, NKV, hd,
                                         &c3, &c6);
-                s->cos_eq3[l] += c3;
-                s->cos_eq6[l] += c6;
+                if (!rc) s->cos_eq3[l] += c3, s->cos_eq6[l] += c6;
             }
             kprev = k, vprev = v;
         }

@@ -123,7 +123,7 @@ RefModel *model_create(const ModelSpec *spec, int batch, int seq) {
     }
     m->spec = spec;
     m->t = &spec->table;
-    m->eps = c->norm_eps;
+    m->eps = c->norm_eps; /* every RMSNorm of the model, the value path's included */
     m->B = batch;
     m->T = seq;
     m->N = batch * seq;
@@ -146,7 +146,7 @@ RefModel *model_create(const ModelSpec *spec, int batch, int seq) {
         m->y[2 * l + 1] = m->acts[l].y_attn;
         m->y[2 * l + 2] = m->acts[l].y_mlp;
     }
-    if (bind_tensors(m) < 0 || !(m->vp = vp_create(spec, batch, seq, m->params, m->grads, m->emb)) ||
+    if (bind_tensors(m) < 0 || !(m->vp = vp_create(spec, batch, seq, m->params, m->grads, m->emb, m->eps)) ||
         !(m->stream = stream_create(spec, m->N, m->params, m->grads, (const real *const *)m->y))) {
         model_destroy(m);
         return NULL;

@@ -173,7 +173,7 @@ static int bind_layer(VpState *vp, const ParamTable *t, int l, real *params, rea
     return 0;
 }
 
-VpState *vp_create(const ModelSpec *spec, int B, int T, real *params, real *grads, const real *emb) {
+VpState *vp_create(const ModelSpec *spec, int B, int T, real *params, real *grads, const real *emb, double eps) {
     const ModelConfig *c = &spec->config;
     VpState *vp = calloc(1, sizeof *vp);
     if (!vp) {
@@ -183,7 +183,7 @@ VpState *vp_create(const ModelSpec *spec, int B, int T, real *params, real *grad
     vp->plan = &spec->value;
     vp->B = B, vp->T = T, vp->N = B * T, vp->d = c->d_model, vp->NH = c->n_heads, vp->NKV = c->n_kv_heads;
     vp->hd = config_head_dim(c), vp->qC = vp->NH * vp->hd, vp->kvC = vp->NKV * vp->hd, vp->L = c->n_layers;
-    vp->eps = c->norm_eps;
+    vp->eps = eps;
     vp->emb = emb;
     const size_t bytes = vp_layout(vp, NULL);
     if (!(vp->arena = calloc(1, bytes))) {

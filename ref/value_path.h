@@ -24,8 +24,9 @@ typedef struct VpState VpState;
 /* The attention sublayers of spec's model for [B,T] inputs: binds every layer's
  * input_layernorm, the q/k/v_proj the plan keeps and v_residual_lambda in params/grads (flat
  * buffers laid out by spec->table); emb [B*T, d] is the embedding output H_0 (read by hidden
- * residuals). spec must outlive the state. NULL with vrl_error on failure. */
-VpState *vp_create(const ModelSpec *spec, int B, int T, real *params, real *grads, const real *emb);
+ * residuals); eps the model's RMSNorm eps. spec must outlive the state. NULL with vrl_error
+ * on failure. */
+VpState *vp_create(const ModelSpec *spec, int B, int T, real *params, real *grads, const real *emb, double eps);
 void vp_destroy(VpState *vp);
 
 /* Layer l's attention from its input x [N,d] (kept until the backward): returns U_l [N,qC],

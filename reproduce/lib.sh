@@ -257,7 +257,7 @@ repro_estimate() {
 # repro_header TITLE: the results file's head: scale, commit, machine, date.
 repro_header() {
     commit=$(git -C "$REPRO_ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)
-    dirty=$(git -C "$REPRO_ROOT" status --porcelain 2>/dev/null | grep -qv '^??' && echo " (with uncommitted changes)")
+    dirty=$(git -C "$REPRO_ROOT" status --porcelain 2>/dev/null | grep -qv '^??' && echo " (with uncommitted changes)" || true)
     cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo 2>/dev/null | head -1)
     cat <<EOF
 # $1 — scale $SCALE (a run of vrl, not the paper's result)

@@ -10,9 +10,12 @@ cd "${1:-$(dirname "$0")/..}"
 dirs="common ref fast cli"
 echo "callers (call sites outside tests and bench):"
 for f in variant_parse value_plan_build stream_plan_build; do
-  n=$(grep -rnE "\b$f\(" $dirs --include='*.c' --include='*.cu' | grep -vE "^[^:]+:[0-9]+:(int|static int) $f\(" | wc -l)
-  files=$(grep -rlE "\b$f\(" $dirs --include='*.c' --include='*.cu' | while read -r p; do
-    grep -nE "\b$f\(" "$p" | grep -vqE "^[0-9]+:(int|static int) $f\(" && echo "$p"; done | tr '\n' ' ')
+  # call sites: indented lines of .c/.cu files naming f( that are not comments (definitions
+  # start at column 0)
+  sites=$(grep -rnE "\b$f\(" $dirs --include='*.c' --include='*.cu' |
+    grep -E '^[^:]+:[0-9]+:[[:space:]]' | grep -vE '^[^:]+:[0-9]+:[[:space:]]*(/?\*|//)' || true)
+  n=$(printf '%s' "$sites" | grep -c . || true)
+  files=$(printf '%s' "$sites" | cut -d: -f1 | sort -u | tr '\n' ' ')
   printf '  %-18s %2d  %s\n' "$f" "$n" "$files"
 done
 echo "longest functions (lines):"

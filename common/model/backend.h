@@ -64,6 +64,20 @@ typedef struct Backend {
     /* Forward only: mean loss over the batch's B*(T-1) predictions. */
     double (*forward_loss)(void *m, const int32_t *tokens /* [batch, seq] */);
     void (*zero_grad)(void *m);
+    /* The host gradient buffer [table.total] in dtype that forward_backward adds into, for
+     * the trainer to sum micro-batches in a fixed order across processes (common/run/dist.h).
+     * NULL if the gradients live elsewhere (fast/: device memory). */
+    void *(*grad_buffer)(void *m);
+    /* Data parallelism with the gradients kept on the device (fast/: NCCL, ZeRO-2 style).
+     * shard_open joins the job (common/run/dist.h gives rank, world and the broadcast of
+     * the communicator's id; world 1 too). From then on step() clips with the global norm,
+     * updates this rank's shard and gathers the parameters, and get_state is collective
+     * (every rank calls it; it gathers the whole state first). reduce_next: the next
+     * forward_backward is this rank's last of the update, so its backward reduce-scatters
+     * the gradients bucket by bucket as layers finish. NULL where the trainer sums the
+     * micro-batch gradients itself (grad_buffer). */
+    int (*shard_open)(void *m);
+    void (*reduce_next)(void *m);
 
     /* Clip the gradients to the global norm and apply AdamW update number t (1-based,
      * for the bias corrections) with this lr. Returns the pre-clip global norm. The

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "common/run/checkpoint.h"
+#include "common/run/dist.h"
 #include "common/eval/domainval.h"
 #include "common/base/error.h"
 #include "common/base/fsutil.h"
@@ -181,7 +182,8 @@ typedef struct {
 static int save_run(const TrainArgs *a, void *model, HostState *h, DataLoader *train, const Mixture *mix, long step,
                     const Rng *rng) {
     const ParamTable *t = &h->spec.table;
-    a->backend->get_state(model, h->params, NULL, h->exp_avg, h->exp_avg_sq);
+    a->backend->get_state(model, h->params, NULL, h->exp_avg, h->exp_avg_sq); /* every rank: may gather */
+    if (dist_rank() != 0) return 0;                                             /* rank 0 writes */
     TrainState s = {.step = step, .rng = *rng};
     if (mix) mixture_state_export(mix, s.data_pos, &s.n_data_pos);
     else s.n_data_pos = loader_get_pos(train, s.data_pos);
@@ -220,6 +222,21 @@ static int init_params(HostState *h, DType dt, uint64_t seed) {
     return 0;
 }
 
+/* Rank 0's parameters and moments to every rank, so the replicas start as one. */
+static void share_state(HostState *h, DType dt) {
+    const size_t bytes = h->spec.table.total * dtype_size(dt);
+    dist_broadcast(h->params, bytes);
+    dist_broadcast(h->exp_avg, bytes);
+    dist_broadcast(h->exp_avg_sq, bytes);
+}
+
+/* The next micro-batch of the training stream into tokens [batch, seq]. */
+static int next_batch(const TrainArgs *a, DataLoader *train, Mixture *mix, int32_t *tokens) {
+    if (mix) return mixture_next_batch(mix, a->batch, tokens, NULL);
+    loader_next(train, tokens);
+    return 0;
+}
+
 /* ------------------------------------------------------------------ opening a run */
 
 /* Everything the step loop needs, validated and in place. */
@@ -231,12 +248,17 @@ typedef struct {
     Mixture *mix;            /* instead of train/val when --data is a tokenized data folder */
     void *model;             /* be's model of h.spec, holding the run's state */
     int32_t *tokens;         /* [batch, seq] one micro-batch */
+    int32_t *skip;           /* [batch, seq] other ranks' micro-batches, read and dropped */
     Metrics met;             /* metrics.jsonl + progress line */
     TrainState st;           /* the step reached, the RNG, the data position */
+    DistGrad dg;             /* who takes which micro-batch, how gradients combine (dist.h) */
+    int root;                /* rank 0: alone writes the run folder and reports */
 } Run;
 
 static void run_close(Run *r) {
     free(r->tokens);
+    free(r->skip);
+    dist_grad_close(&r->dg);
     metrics_close(&r->met);
     if (r->model) r->be->destroy(r->model);
     loader_close(r->train);
@@ -252,6 +274,7 @@ static int run_open(TrainArgs *a, Run *r) {
     memset(r, 0, sizeof *r);
     r->a = a;
     r->be = a->backend;
+    r->root = dist_rank() == 0;
     const Backend *be = r->be;
     HostState *h = &r->h;
     TrainState *st = &r->st;
@@ -267,7 +290,7 @@ static int run_open(TrainArgs *a, Run *r) {
         snprintf(path, sizeof path, "%s/train_state.safetensors", a->out);
         if (train_args_from_json(st->train_args_json, a, path) < 0) return -1;
         if (cli.steps > 0) a->steps = cli.steps;
-        a->quiet = cli.quiet;
+        a->quiet = cli.quiet || !r->root;
         a->backend = be;
         if (st->step >= a->steps)
             return vrl_error("%s: the run is already at step %ld of %ld; give --steps N with N > %ld to continue",
@@ -280,6 +303,7 @@ static int run_open(TrainArgs *a, Run *r) {
         if (host_state_alloc(h, &a->model, be->dtype) < 0) return -1;
         if (init_params(h, be->dtype, a->seed) < 0) return -1;
         rng_seed(&st->rng, a->seed);
+        if (!r->root) a->quiet = 1;
     }
     if (!backend_require(be, &h->spec, BACKEND_CAN_TRAIN)) return -1;
     if (a->seq > a->model.max_seq)
@@ -291,21 +315,30 @@ static int run_open(TrainArgs *a, Run *r) {
                              : loader_set_pos(r->train, st->data_pos, st->n_data_pos)) < 0)
         return -1;
     if (!(r->model = be->create(&h->spec, a->batch, a->seq))) return -1;
+    share_state(h, be->dtype);
     be->set_state(r->model, h->params, h->exp_avg, h->exp_avg_sq);
+    if (dist_grad_open(&r->dg, be, r->model, h->spec.table.total, a->accum) < 0) return -1;
 
-    /* Inputs are all valid: only now is the run folder created or touched. */
-    if (!a->resume) {
+    /* Inputs are all valid: only now is the run folder created or touched, by rank 0,
+     * after every rank has checked it. */
+    dist_barrier();
+    if (!a->resume && r->root) {
         if (make_dirs(a->out) < 0) return -1;
         snprintf(path, sizeof path, "%s/config.json", a->out);
         if (config_save_json(path, &a->model) < 0) return -1;
         if (hf_export_static(a->out, &a->model, a->data) < 0) return -1;
     }
-    if (metrics_open(&r->met, a->out, a->resume ? st->step : -1) < 0) return -1;
+    if (r->root && metrics_open(&r->met, a->out, a->resume ? st->step : -1) < 0) return -1;
     if (!(r->tokens = malloc((size_t)a->batch * a->seq * sizeof *r->tokens))) return vrl_error("out of memory");
+    if (r->dg.world > 1 && !(r->skip = malloc((size_t)a->batch * a->seq * sizeof *r->skip)))
+        return vrl_error("out of memory");
     if (!a->quiet)
         fprintf(stderr, "vrl train: %s, %s preset, %zu parameters, %s, batch %d x seq %d x accum %d, %ld steps -> %s\n",
                 be->name, a->model.preset, h->spec.table.total, a->model.variant, a->batch, a->seq, a->accum, a->steps,
                 a->out);
+    if (!a->quiet && r->dg.world > 1)
+        fprintf(stderr, "vrl train: %d processes (%s), %d micro-batch%s each per update\n", r->dg.world,
+                dist_launcher(), dist_grad_rounds(&r->dg), dist_grad_rounds(&r->dg) > 1 ? "es" : "");
     return 0;
 }
 
@@ -313,21 +346,24 @@ static int run_open(TrainArgs *a, Run *r) {
 
 /* One update, number `step` (1-based): accum micro-batches (gradients summed, scaled by
  * 1/accum), then clipping and AdamW at lr(step - 1). *loss is the mean of the micro-batch
- * means, *norm the pre-clip gradient norm. -1 on a data error or a non-finite loss. */
+ * means, *norm the pre-clip gradient norm. -1 on a data error or a non-finite loss.
+ * Micro-batch i of the update is rank i % world's (common/run/dist.h). */
 static int train_update(Run *r, long step, double *loss, double *lr, double *norm) {
     const TrainArgs *a = r->a;
     const Backend *be = r->be;
+    DistGrad *dg = &r->dg;
     be->zero_grad(r->model);
     vrl_clear_error();
-    double sum = 0;
-    for (int micro = 0; micro < a->accum; micro++) {
-        if (r->mix) {
-            if (mixture_next_batch(r->mix, a->batch, r->tokens, NULL) < 0) return -1;
-        } else loader_next(r->train, r->tokens);
+    for (int round = 0; round < dist_grad_rounds(dg); round++) {
+        for (int k = 0; k < dg->world; k++) /* every rank reads every batch: the position stays global */
+            if (next_batch(a, r->train, r->mix, k == dg->rank ? r->tokens : r->skip) < 0) return -1;
+        const int micro = dist_grad_micro(dg, round);
+        dist_grad_begin_micro(dg, be, r->model);
         if (be->set_rng_key) be->set_rng_key(r->model, a->seed, step, micro);
-        sum += be->forward_backward(r->model, r->tokens, 1.0 / a->accum);
+        const double micro_loss = be->forward_backward(r->model, r->tokens, 1.0 / a->accum);
+        if (dist_grad_end_micro(dg, be, r->model, micro_loss) < 0) return -1;
     }
-    *loss = sum / a->accum;
+    *loss = dist_grad_finish(dg, be, r->model);
     if (!isfinite(*loss)) {
         /* A backend that refused the batch said why; otherwise the run diverged. */
         if (!vrl_last_error()[0])
@@ -382,12 +418,14 @@ static int train_loop(Run *r) {
         if (train_update(r, step, &loss, &lr, &norm) < 0) return -1;
         const double dt = now_seconds() - t0;
         sec_per_step = sec_per_step == 0 ? dt : 0.9 * sec_per_step + 0.1 * dt;
-        metrics_log_step(&r->met, step, loss, lr, norm, tokens_per_step / dt);
+        if (r->root) metrics_log_step(&r->met, step, loss, lr, norm, tokens_per_step / dt);
         if (!a->quiet && (r->met.tty || step == r->st.step + 1 || step % 10 == 0 || step == a->steps))
             progress_print(&r->met, step, a->steps, loss, lr, norm, tokens_per_step / sec_per_step, sec_per_step);
-        if ((a->eval_every > 0 && step % a->eval_every == 0) || step == a->steps) run_evaluate(r, step);
-        if ((a->save_every > 0 && step % a->save_every == 0) || step == a->steps)
+        if (r->root && ((a->eval_every > 0 && step % a->eval_every == 0) || step == a->steps)) run_evaluate(r, step);
+        if ((a->save_every > 0 && step % a->save_every == 0) || step == a->steps) {
             if (save_run(a, r->model, &r->h, r->train, r->mix, step, &r->st.rng) < 0) return -1;
+            dist_barrier(); /* the checkpoint is whole before any rank moves on or ends */
+        }
     }
     if (!a->quiet) {
         progress_end(&r->met);

@@ -3,7 +3,8 @@
  * One update = `accum` micro-batches of [batch, seq] tokens, gradients averaged, the
  * logged loss the mean of the micro-batch means (SPEC.md §2), global-norm clipping,
  * AdamW at lr(update - 1). The run folder (checkpoint.h) is written at --save-every,
- * at the end, and never left half-written. */
+ * at the end, and never left half-written. Started by mpirun/srun, the processes share
+ * each update's micro-batches and rank 0 writes (common/run/dist.h). */
 #ifndef VRL_TRAINER_H
 #define VRL_TRAINER_H
 
@@ -22,7 +23,7 @@ typedef struct {
     char val_data[TRAIN_PATH_LEN]; /* comma-separated shards; "" = synthetic val (or none) */
     char mixture[1024];            /* with a data folder: "NAME=W,..." (mixture.h); "" = SPEC §3 weights */
     long steps;                    /* total optimizer updates of the run */
-    int batch, seq, accum;
+    int batch, seq, accum;         /* accum: micro-batches per update of the whole job (all ranks) */
     Schedule sched;
     AdamWConfig opt;
     uint64_t seed;                 /* initialisation and data order */
@@ -38,7 +39,11 @@ typedef struct {
 /* Defaults for everything but the model and backend. */
 void train_args_defaults(TrainArgs *a);
 
-/* Train. Returns 0, or -1 with vrl_error() set (bad input, NaN loss, I/O failure). */
+/* Train: run_open (validate every input, build the spec and the backend's model, the data,
+ * and only then create or touch the run folder), then train_loop (train_update: one update
+ * = accum micro-batches + optimizer step; log, evaluate, save). trainer.c. Returns 0, or -1
+ * with vrl_error() set (bad input, a backend without BACKEND_CAN_TRAIN for the model, NaN
+ * loss, I/O failure). */
 int train_run(TrainArgs *a);
 
 /* The training flags as JSON (stored in the training state) and back. Every key is
