@@ -273,7 +273,7 @@ static int reorganize_split(const char *in, const char *out, const char *split, 
     DomOut dom[64];
     int nd = 0, rc = 0;
     double t0 = now_s();
-    uint64_t total_in = 0, total_docs = 0;
+    uint64_t total_in = 0;
     for (size_t c = 0; c < chunks.n && rc == 0; c++) {
         if (strncmp(chunks.v[c], "chunk", 5) != 0) continue;
         char cdir[8400];
@@ -317,7 +317,6 @@ static int reorganize_split(const char *in, const char *out, const char *split, 
             }
             if (rc == 0 && got < 0) rc = -1;
             total_in += lr_bytes_in(r);
-            total_docs += docs;
             lr_close(r);
             if (rc == 0) {
                 double dt = now_s() - t0;
@@ -712,7 +711,11 @@ static int data_tokenize(int argc, char **argv) {
         if (e < 0) { tok_free(tok); vrl_error("%s: no <|endoftext|> token; give --eos ID", tokp); return fail("tokenize"); }
         eos = (uint64_t)e;
     }
-    if (eos >= tok_vocab_size(tok)) { tok_free(tok); vrl_error("--eos %llu is not below the vocabulary size %u", (unsigned long long)eos, tok_vocab_size(tok)); return fail("tokenize"); }
+    if (eos >= tok_vocab_size(tok)) { /* the message reads the size: free the tokenizer after it */
+        vrl_error("--eos %llu is not below the vocabulary size %u", (unsigned long long)eos, tok_vocab_size(tok));
+        tok_free(tok);
+        return fail("tokenize");
+    }
     Names written = {0};
     int rc = 0, found = 0;
     for (int sp = 0; sp < 3 && rc == 0; sp++) {

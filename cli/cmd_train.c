@@ -22,7 +22,8 @@ static void usage(FILE *f) {
             "usage: vrl train [flags]\n"
             "\n"
             "Train a model and write a run folder (config.json, model.safetensors,\n"
-            "train_state.safetensors, metrics.jsonl). With no flags: the `small` preset on\n"
+            "train_state.safetensors, metrics.jsonl; one run per folder at a time; see\n"
+            "docs/architecture.md). With no flags: the `small` preset on\n"
             "vrl's own synthetic corpus, on the CPU, in a minute or two.\n"
             "\n"
             "model\n"
@@ -60,10 +61,17 @@ static void usage(FILE *f) {
             "  --seed N              initialisation and data order [1337]\n"
             "run\n"
             "  --out DIR             run folder (must not hold a run) [runs/DATE-TIME]\n"
-            "  --resume DIR          continue the run in DIR (only --steps may change)\n"
+            "  --resume DIR          continue the run in DIR with its stored flags. Given again,\n"
+            "                        --steps, --eval-every, --eval-batches, --save-every may\n"
+            "                        change (recorded in metrics.jsonl); --data, --val-data,\n"
+            "                        --synthetic-tokens, --batch, --seq, --accum, --lr, --lr-end,\n"
+            "                        --warmup, --decay-end, --schedule, --wd, --clip, --seed must\n"
+            "                        equal the stored value; --model, --variant, --mixture are\n"
+            "                        refused; --device and --precision must be the run's\n"
             "  --eval-every N        validation every N steps, 0 = at the end [100]\n"
             "  --eval-batches N      validation batches per evaluation [8]\n"
             "  --save-every N        checkpoint every N steps, 0 = at the end [500]\n"
+            "  --keep-previous K     checkpoints kept before the latest, in DIR/checkpoints/ [1]\n"
             "  --quiet               no progress line\n"
             "data parallel (docs/distributed.md)\n"
             "  mpirun -np N vrl train ...          N processes; 8 GPUs in one node:\n"
@@ -84,7 +92,7 @@ int cmd_train(int argc, char **argv) {
     Args p = {.argc = argc, .argv = argv, .i = 1, .cmd = "vrl train"};
     const char *model = "small", *device = "cpu", *precision = "fp32", *v, *resume = NULL, *out = NULL, *variant = NULL,
                *mixture = NULL;
-    int steps_given = 0, seq_given = 0, threads = 0, r;
+    int steps_given = 0, model_given = 0, seq_given = 0, threads = 0, r;
     while (p.i < argc) {
         if (args_switch(&p, "--help") || args_switch(&p, "-h")) {
             usage(stdout);
@@ -97,9 +105,10 @@ int cmd_train(int argc, char **argv) {
 #define FLAG(name, action)                                                                                  \
     if ((r = args_take(&p, name, &v)) != 0) {                                                               \
         if (r < 0 || (action) < 0) goto fail;                                                               \
+        train_args_note_flag(&a, name); /* --resume compares these with the stored run */                   \
         continue;                                                                                           \
     }
-        FLAG("--model", (model = v, 0));
+        FLAG("--model", (model = v, model_given = 1, 0));
         FLAG("--device", (device = v, 0));
         FLAG("--precision", (precision = v, 0));
         FLAG("--variant", (variant = v, 0));
@@ -127,6 +136,7 @@ int cmd_train(int argc, char **argv) {
         FLAG("--eval-every", parse_long("--eval-every", v, 0, 1L << 40, &a.eval_every));
         FLAG("--eval-batches", parse_int("--eval-batches", v, 1, 1 << 20, &a.eval_batches));
         FLAG("--save-every", parse_long("--save-every", v, 0, 1L << 40, &a.save_every));
+        FLAG("--keep-previous", parse_int("--keep-previous", v, 0, 1000, &a.keep_previous));
 #undef FLAG
         fprintf(stderr, "vrl train: unknown argument \"%s\" (see vrl train --help)\n", argv[p.i]);
         return 2;
@@ -160,6 +170,10 @@ int cmd_train(int argc, char **argv) {
     if (resume) {
         if (out && strcmp(out, resume)) {
             vrl_error("--out and --resume name different folders; a resumed run continues in its own folder");
+            goto fail;
+        }
+        if (model_given) {
+            vrl_error("--model: a resumed run keeps the model in %s/config.json", resume);
             goto fail;
         }
         if (variant) {

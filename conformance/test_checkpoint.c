@@ -125,6 +125,13 @@ Test(safetensors, rejects) {
     expect_error(st_read(p, &r), "unsupported dtype \"Q4\"");
     write_st(p, "{\"x\":{\"dtype\":\"F32\",\"shape\":[-1],\"data_offsets\":[0,4]}}", 4);
     expect_error(st_read(p, &r), "non-negative");
+    /* bytes that belong to no tensor: trailing, or a hole between two tensors */
+    write_st(p, "{\"x\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}", 7);
+    expect_error(st_read(p, &r), "data section of 7 bytes has bytes in no tensor from offset 4");
+    write_st(p, "{\"x\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},"
+                "\"y\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[8,12]}}",
+             12);
+    expect_error(st_read(p, &r), "a hole or trailing bytes");
     write_st(p, "{\"__metadata__\":{\"step\":3}}", 0);
     expect_error(st_read(p, &r), "__metadata__ value \"step\" must be a string");
     cr_assert_eq(r.n, 0, "a failed read leaves the file empty");
@@ -410,5 +417,33 @@ Test(checkpoint, corrupt_header_never_crashes) {
     }
     cr_assert_gt(failures, 0);
     free(raw), free(x), free(y);
+    param_table_free(&m.t);
+}
+
+/* A bit flip anywhere in the state (moments or metadata) fails its own checksum. */
+Test(checkpoint, state_checksum) {
+    const char *dir = test_tmpdir(), *sp = test_path(dir, "train_state.safetensors");
+    Model m;
+    tiny(&m);
+    double *x = init_params(&m, 3), *mo = init_params(&m, 4);
+    TrainState s = sample_state(), r;
+    cr_assert_eq(checkpoint_save_model(dir, &m.c, &m.t, DT_F64, x), 0);
+    cr_assert_eq(checkpoint_save_state(dir, &m.t, DT_F64, mo, mo, &s), 0, "%s", vrl_last_error());
+    size_t n;
+    unsigned char *good = test_read(sp, &n);
+    const size_t at[2] = {n - 5, 8 + 40}; /* inside the last moment; inside the header's metadata */
+    for (int k = 0; k < 2; k++) {
+        unsigned char *b = malloc(n);
+        memcpy(b, good, n);
+        b[at[k]] ^= 0x04;
+        test_write(sp, b, n);
+        free(b);
+        vrl_clear_error();
+        cr_assert_eq(checkpoint_load_state(dir, &m.t, DT_F64, mo, mo, &r), -1, "flip at byte %zu accepted", at[k]);
+        cr_assert(vrl_last_error()[0]);
+    }
+    test_write(sp, good, n);
+    cr_assert_eq(checkpoint_load_state(dir, &m.t, DT_F64, mo, mo, &r), 0, "%s", vrl_last_error());
+    free(good), free(x), free(mo);
     param_table_free(&m.t);
 }

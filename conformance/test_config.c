@@ -192,3 +192,21 @@ Test(config, rejects) {
     test_write(p, "{\"model_type\": \"bert\"}", 22);
     expect_error(config_load_json(p, &c), "model_type \"bert\"");
 }
+
+/* Found by fuzzing and adversarial input (issue 13): each was accepted or crashed. */
+Test(config, rejects_out_of_range_values) {
+    const char *dir = test_tmpdir();
+    ModelConfig c;
+    expect_error(config_load_json(write_cfg(dir, ",\n  \"head_dim\": -1"), &c), "head_dim -1 must be >= 1");
+    /* 2147483647 heads x head_dim 8 overflowed int (UBSan); now compared in 64 bits */
+    const char *big = "{\"model_type\":\"llama\",\"hidden_size\":16,\"intermediate_size\":56,\"num_hidden_layers\":2,"
+                      "\"num_attention_heads\":2147483647,\"head_dim\":8,\"vocab_size\":64}";
+    const char *p = test_path(dir, "big.json");
+    test_write(p, big, strlen(big));
+    expect_error(config_load_json(p, &c), "head_dim 8 must equal hidden_size / num_attention_heads");
+    expect_error(config_load_json(write_cfg(dir, ",\n  \"initializer_range\": 1e30"), &c),
+                 "initializer_range 1e+30 must be in (0, 1]");
+    expect_error(config_load_json(write_cfg(dir, ",\n  \"rms_norm_eps\": 5"), &c), "rms_norm_eps 5 must be in (0, 1)");
+    expect_error(config_load_json(write_cfg(dir, ",\n  \"rope_theta\": 0.5"), &c), "rope_theta 0.5 must be in (1, 1e12]");
+    expect_error(config_load_json(write_cfg(dir, ",\n  \"rope_theta\": 1e300"), &c), "rope_theta 1e+300 must be in");
+}

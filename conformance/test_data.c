@@ -201,3 +201,15 @@ Test(data, unsupported_tokenizer) {
     cr_expect(strstr(vrl_last_error(), "wp.json: unsupported tokenizer model \"WordPiece\"") != NULL, "%s", vrl_last_error());
     cr_expect_eq(count_files(pathf("%s/out%s", "")), 0);
 }
+
+/* --eos beyond the vocabulary: the message read the tokenizer after freeing it (ASan:
+ * heap use-after-free); the check runs on the repository's tiny tokenizer. */
+Test(data, eos_beyond_vocab) {
+    make_dirs(pathf("%s/in/train%s", ""));
+    write_text(pathf("%s/in/train/%s.jsonl", "Dom"), GOOD);
+    cr_expect_neq(run("tokenize", "--in", pathf("%s/in%s", ""), "--out", pathf("%s/out%s", ""), "--tokenizer",
+                      VRL_SOURCE_DIR "/conformance/fixtures/tiny_tokenizer.json", "--eos", "999999", NULL), 0);
+    cr_expect(strstr(vrl_last_error(), "--eos 999999 is not below the vocabulary size 262") != NULL, "%s",
+              vrl_last_error());
+    cr_expect_eq(count_files(pathf("%s/out%s", "")), 0);
+}

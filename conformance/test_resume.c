@@ -321,3 +321,35 @@ Test(resume, train_args_json_mixture_key) {
     cr_assert_eq(train_args_from_json(extra, &b, "state.safetensors"), -1);
     cr_assert(strstr(vrl_last_error(), "state.safetensors: training arguments"), "%s", vrl_last_error());
 }
+
+/* Values read back from a training state pass the command line's range check: a stored
+ * seq 0 divided by zero in the loader; negative accum, warm-up or clip, eps 0 and a
+ * seed "abc" (read as 0) were taken as they were. */
+Test(resume, stored_args_are_checked) {
+    TrainArgs a, out;
+    base_args(&a, &ref_backend_f32, "/tmp/unused", 10);
+    char js[4096], bad[4200], changes[256];
+    cr_assert_eq(train_args_to_json(&a, js, sizeof js), 0, "%s", vrl_last_error());
+    cr_assert_eq(train_args_resume(js, "S", &a, &out, changes, sizeof changes), 0, "%s", vrl_last_error());
+    const struct {
+        const char *key, *value, *error;
+    } cases[] = {
+        {"\"seq\":", "0", "S: stored seq 0: must be in 2..2^20"},
+        {"\"accum\":", "-2", "S: stored accum -2"},
+        {"\"warmup\":", "-5", "S: stored warmup -5"},
+        {"\"steps\":", "-1", "S: stored steps -1"},
+        {"\"clip\":", "-1.0", "S: stored clip -1"},
+        {"\"eps\":", "0.0", "S: stored eps 0"},
+        {"\"seed\":", "\"abc\"", "seed \"abc\" is not a number"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        /* replace the value after key (up to the next ',' or '}') */
+        const char *k = strstr(js, cases[i].key);
+        cr_assert(k, "%s in %s", cases[i].key, js);
+        const char *v = k + strlen(cases[i].key), *end = v + strcspn(v, ",}");
+        snprintf(bad, sizeof bad, "%.*s%s%s", (int)(v - js), js, cases[i].value, end);
+        vrl_clear_error();
+        cr_assert_eq(train_args_resume(bad, "S", &a, &out, changes, sizeof changes), -1, "%s accepted", bad);
+        cr_assert(strstr(vrl_last_error(), cases[i].error), "\"%s\" lacks \"%s\"", vrl_last_error(), cases[i].error);
+    }
+}

@@ -195,6 +195,26 @@ Test(tokenizer, refuses_unsupported_kinds) {
                    "\"decoder\":{\"type\":\"ByteLevel\"}}",
                    "without byte");
     expect_refused("{\"model\": [1, 2", "invalid tokenizer JSON");
+    /* a type that is not a name was taken for BPE */
+    expect_refused("{\"model\":{\"type\":5,\"vocab\":{},\"merges\":[]}}", "model \"type\" must be a string");
+    expect_refused("{\"model\":{\"type\":null,\"vocab\":{},\"merges\":[]}}", "model \"type\" must be a string");
+}
+
+/* One added token with id 200,000,000 made the tables 940 MB; now refused at once. */
+Test(tokenizer, refuses_sparse_huge_id) {
+    json_error_t e;
+    json_t *root = json_load_file(VRL_SOURCE_DIR "/conformance/fixtures/tiny_tokenizer.json", 0, &e);
+    cr_assert(root, "%s", e.text);
+    json_t *added = json_object_get(root, "added_tokens");
+    json_object_set_new(json_array_get(added, 0), "id", json_integer(200000000));
+    char *text = json_dumps(root, 0);
+    json_decref(root);
+    expect_refused(text, "id 200000000 is far beyond the 262 tokens in the file");
+    free(text);
+    Tokenizer *t;
+    cr_assert_eq(tok_load(VRL_SOURCE_DIR "/conformance/fixtures/tiny_tokenizer.json", &t), 0, "%s", vrl_last_error());
+    cr_assert_eq(tok_vocab_size(t), 262);
+    tok_free(t);
 }
 
 Test(tokenizer, lossy_utf8_matches_python_replace) {

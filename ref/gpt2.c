@@ -237,7 +237,7 @@ Gpt2Model *gpt2_create(const ModelSpec *spec, int batch, int seq) {
     layout(m, m->arena);
     const ParamTable *t = &spec->table;
     char name[PARAM_NAME_LEN];
-    size_t o;
+    size_t o = 0; /* read only after param_table_expect set it; clang cannot tell */
     int rc = 0;
 #define VIEW(dst, nm, cnt) (rc = rc ? rc : param_table_expect(t, nm, (cnt), &o), dst = m->params + o)
     VIEW(g->wte, "transformer.wte.weight", V * d);

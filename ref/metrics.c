@@ -165,7 +165,9 @@ int metrics_accumulate(const Backend *be, void *model, const ModelConfig *c, int
         return vrl_error("metrics: sums sized for L=%d, kv width %d; the model has L=%d, %d", s->L, s->kvC, L, kvC);
     if (be->dtype != REAL_DTYPE || !be->view)
         return vrl_error("metrics: backend %s does not give %s analysis views", be->name, REAL_DTYPE == DT_F64 ? "fp64" : "fp32");
-    if (isnan(be->forward_loss(model, tokens))) return -1; /* bad ids: vrl_error is set */
+    vrl_clear_error();
+    if (isnan(be->forward_loss(model, tokens))) /* bad ids set vrl_error; else the weights are not finite */
+        return vrl_last_error()[0] ? -1 : vrl_error("metrics: the loss is NaN: the model's weights hold NaN or Inf");
     double *eig = malloc((size_t)kvC * sizeof *eig); /* [kvC] one sample's spectrum */
     if (!eig) return vrl_error("metrics: out of memory");
     int rc = 0;

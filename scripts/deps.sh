@@ -12,6 +12,7 @@ VRL_PACKAGES=(
   libpcre2-dev         # the GPT-2 pre-tokenizer regex
   libutf8proc-dev      # NFC normalisation
   gnuplot-nox          # PNG plots
+  clang libclang-rt-dev  # libFuzzer + sanitizers: fuzz/ in scripts/test.sh's second build
   libopenmpi-dev openmpi-bin  # `mpirun -np N vrl train`: data-parallel training (docs/distributed.md)
 )
 

@@ -1,16 +1,42 @@
 #!/usr/bin/env bash
-# test.sh: install what is missing, build, and run the whole suite with ctest.
+# test.sh: install what is missing, build, and run the whole suite with ctest; then the
+# same suite again in build-asan/ under AddressSanitizer + UBSan (any report fails the
+# test), with the libFuzzer harnesses of fuzz/ run for a few seconds each when clang is
+# there. VRL_TEST_ASAN=0 skips the second pass. Arguments go to both ctest runs.
 # Tests that need ../shared/data or a GPU skip with the reason when those are absent;
 # the reasons are listed after ctest's summary.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+# run_suite DIR [ctest args]: ctest in DIR, then the skip reasons of its log.
+run_suite() {
+  local dir=$1; shift
+  local rc=0
+  ctest --test-dir "$dir" --output-on-failure -j"$(nproc)" "$@" || rc=$?
+  local log=$dir/Testing/Temporary/LastTest.log
+  # Criterion prints "[SKIP] suite::test: reason"; plain test programs print "SKIP: reason".
+  if [ -f "$log" ] && grep -qE '\[SKIP\]|^SKIP: ' "$log"; then
+    echo "skipped checks in $dir (with reasons):"
+    grep -oE '\[SKIP\].*|^SKIP: .*' "$log" | sort -u | sed 's/^/  /'
+  fi
+  return $rc
+}
+
 bash scripts/build.sh
 rc=0
-ctest --test-dir build --output-on-failure -j"$(nproc)" "$@" || rc=$?
-log=build/Testing/Temporary/LastTest.log
-# Criterion prints "[SKIP] suite::test: reason"; plain test programs print "SKIP: reason".
-if [ -f "$log" ] && grep -qE '\[SKIP\]|^SKIP: ' "$log"; then
-  echo "skipped checks (with reasons):"
-  grep -oE '\[SKIP\].*|^SKIP: .*' "$log" | sort -u | sed 's/^/  /'
+run_suite build "$@" || rc=$?
+
+if [ "${VRL_TEST_ASAN:-1}" != 0 ]; then
+  # CUDA off (the sanitizers are for host code); clang adds the fuzz harnesses.
+  if command -v clang >/dev/null; then cc=clang fuzz=ON; else cc=cc fuzz=OFF; echo "vrl: no clang: fuzz harnesses not built"; fi
+  CC=$cc cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Release -DVRL_CUDA=OFF -DVRL_SANITIZE=ON -DVRL_FUZZ=$fuzz >/dev/null
+  cmake --build build-asan -j"$(nproc)"
+  start=$(date +%s)
+  # golden_mutation_check rebuilds test_golden per mutation (it tests the suite, not
+  # memory safety) and test_reproduce_tiny trains a dozen runs through the reproduce
+  # scripts (minutes of arithmetic, no code the other tests do not cover): plain pass only.
+  ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
+    run_suite build-asan -E "golden_mutation_check|test_reproduce_tiny" "$@" || rc=$?
+  echo "vrl: sanitizer suite took $(( $(date +%s) - start )) s"
 fi
 exit $rc

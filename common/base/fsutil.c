@@ -13,9 +13,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <dirent.h>
 #include <unistd.h>
 
 #include "common/base/error.h"
+#include "common/base/fault.h"
 
 /* write() may write less than asked (signals, pipes); loop until done. */
 static int write_all(int fd, const void *data, size_t n) {
@@ -32,16 +34,10 @@ static int write_all(int fd, const void *data, size_t n) {
     return 0;
 }
 
-/* fsync the directory holding `path` so the rename is durable. */
-static int fsync_parent(const char *path) {
-    char dir[PATH_MAX];
-    const char *slash = strrchr(path, '/');
-    if (!slash) snprintf(dir, sizeof dir, ".");
-    else if (slash == path) snprintf(dir, sizeof dir, "/");
-    else snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
+int fsync_dir(const char *dir) {
     int fd = open(dir, O_RDONLY | O_DIRECTORY);
     if (fd < 0) return vrl_error("%s: cannot open directory: %s", dir, strerror(errno));
-    int rc = fsync(fd);
+    int rc = fault_point("fsync directory") < 0 ? -1 : fsync(fd);
     /* Some file systems refuse fsync on directories (EINVAL); the rename is still done. */
     if (rc < 0 && errno != EINVAL) {
         int e = errno;
@@ -52,6 +48,16 @@ static int fsync_parent(const char *path) {
     return 0;
 }
 
+/* fsync the directory holding `path` so the rename is durable. */
+static int fsync_parent(const char *path) {
+    char dir[PATH_MAX];
+    const char *slash = strrchr(path, '/');
+    if (!slash) snprintf(dir, sizeof dir, ".");
+    else if (slash == path) snprintf(dir, sizeof dir, "/");
+    else snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
+    return fsync_dir(dir);
+}
+
 int write_file_atomic_parts(const char *path, const void *const *parts, const size_t *sizes, int n_parts) {
     char tmp[PATH_MAX];
     if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof tmp)
@@ -59,14 +65,14 @@ int write_file_atomic_parts(const char *path, const void *const *parts, const si
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) return vrl_error("%s: cannot create: %s", tmp, strerror(errno));
     for (int i = 0; i < n_parts; i++) {
-        if (sizes[i] && write_all(fd, parts[i], sizes[i]) < 0) {
+        if (sizes[i] && (fault_point("write") < 0 || write_all(fd, parts[i], sizes[i]) < 0)) {
             int e = errno;
             close(fd);
             unlink(tmp);
             return vrl_error("%s: write failed: %s", tmp, strerror(e));
         }
     }
-    if (fsync(fd) < 0) {
+    if (fault_point("fsync") < 0 || fsync(fd) < 0) {
         int e = errno;
         close(fd);
         unlink(tmp);
@@ -77,7 +83,7 @@ int write_file_atomic_parts(const char *path, const void *const *parts, const si
         unlink(tmp);
         return vrl_error("%s: close failed: %s", tmp, strerror(e));
     }
-    if (rename(tmp, path) < 0) {
+    if (fault_point("rename") < 0 || rename(tmp, path) < 0) {
         int e = errno;
         unlink(tmp);
         return vrl_error("%s: rename from %s failed: %s", path, tmp, strerror(e));
@@ -156,4 +162,19 @@ int make_dirs(const char *path) {
 int file_exists(const char *path) {
     struct stat st;
     return stat(path, &st) == 0;
+}
+
+int remove_flat_dir(const char *path) {
+    DIR *d = opendir(path);
+    if (!d) return errno == ENOENT ? 0 : vrl_error("%s: cannot open: %s", path, strerror(errno));
+    char file[PATH_MAX];
+    int rc = 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+        snprintf(file, sizeof file, "%s/%s", path, e->d_name);
+        if (unlink(file) < 0 && errno != ENOENT) rc = vrl_error("%s: cannot remove: %s", file, strerror(errno));
+    }
+    closedir(d);
+    if (!rc && rmdir(path) < 0 && errno != ENOENT) rc = vrl_error("%s: cannot remove: %s", path, strerror(errno));
+    return rc;
 }

@@ -19,4 +19,10 @@ int make_dirs(const char *path);
 
 int file_exists(const char *path);
 
+/* fsync a directory, so renames and new entries in it are durable. */
+int fsync_dir(const char *dir);
+
+/* Remove a folder of plain files and the folder itself (absent: fine). */
+int remove_flat_dir(const char *path);
+
 #endif

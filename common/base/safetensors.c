@@ -204,6 +204,18 @@ int st_read(const char *path, StFile *f) {
                       f->t[ranges[i].idx].name);
             goto fail;
         }
+    /* The tensors must tile the data section exactly, as the format requires: a hole
+     * or trailing bytes mean a damaged or foreign file. */
+    size_t covered = 0;
+    for (int i = 0; i < f->n; i++) {
+        if ((size_t)ranges[i].begin != covered) break;
+        covered = (size_t)ranges[i].end;
+    }
+    if (covered != data_len) {
+        vrl_error("%s: data section of %zu bytes has bytes in no tensor from offset %zu (a hole or trailing bytes)",
+                  path, data_len, covered);
+        goto fail;
+    }
     /* Other writers may leave the data section unaligned; move it to an 8-byte boundary
      * so callers can read F64/I64 tensors in place. */
     size_t aligned = (data_off + 7) & ~(size_t)7;

@@ -28,16 +28,24 @@ static void wr64(unsigned char *p, uint64_t x) {
     wr32(p + 4, (uint32_t)(x >> 32));
 }
 
+/* A character allowed at position i of a domain tag. */
+static int domain_char(char c, int i) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-' ||
+           (c == '.' && i > 0);
+}
+
 /* Bytes of the mapping verified per window before the window is released (madvise). */
 #define VERIFY_WINDOW ((size_t)16 << 20)
 
 /* The streamed pass: checksum and id range over the ids, one window at a time; each
  * window's pages are dropped from the resident set once read, so a multi-GB shard is
  * verified in a bounded amount of memory (the pages stay in the kernel's page cache). */
-static int verify_ids(const ShardMap *s, uint64_t checksum) {
+static int verify_ids(const ShardMap *s, uint64_t checksum, uint32_t version) {
     const uint64_t bytes = s->n_tokens * s->token_bytes;
     const unsigned char *base = s->map;
-    uint64_t sum = FNV1A64_INIT;
+    /* version 2 covers the header fields too; version 1 only the ids (its chunk_len and
+     * vocab_size are range-checked by shard_map, nothing more) */
+    uint64_t sum = version >= 2 ? fnv1a64(base, 56, FNV1A64_INIT) : FNV1A64_INIT;
     uint64_t first_bad = UINT64_MAX;
     uint32_t bad_id = 0;
     /* windows are page-aligned in the mapping (VERIFY_WINDOW is a multiple of any page size) */
@@ -107,9 +115,19 @@ int shard_map(const char *path, ShardMap *s) {
     }
     version = rd32(h + 8), tb = rd32(h + 12), chunk = rd32(h + 24), vocab = rd32(h + 28);
     n = rd64(h + 16), checksum = rd64(h + 56);
-    if (version != SHARD_VERSION) {
-        vrl_error("%s: unsupported shard version %u (this build reads %d)", path, version, SHARD_VERSION);
+    if (version != 1 && version != SHARD_VERSION) {
+        vrl_error("%s: unsupported shard version %u (this build reads 1 and %d)", path, version, SHARD_VERSION);
         goto fail;
+    }
+    /* The domain tag names files and JSON keys downstream: NUL-padded [A-Za-z0-9_.-],
+     * not starting with '.', so it can be neither a path nor break a quote. */
+    for (int i = 0, ended = 0; i < SHARD_DOMAIN_LEN; i++) {
+        const unsigned char c = h[32 + i];
+        ended |= c == 0;
+        if (ended ? c != 0 : !domain_char((char)c, i)) {
+            vrl_error("%s: domain tag has byte 0x%02x at position %d (letters, digits, '_', '-', '.' only)", path, c, i);
+            goto fail;
+        }
     }
     if (tb != 2 && tb != 4) {
         vrl_error("%s: token_bytes %u (must be 2 or 4)", path, tb);
@@ -143,7 +161,7 @@ int shard_map(const char *path, ShardMap *s) {
     s->domain[SHARD_DOMAIN_LEN] = '\0';
     s->ids = h + SHARD_HEADER_BYTES;
     madvise(map, size, MADV_SEQUENTIAL);
-    if (verify_ids(s, checksum) < 0) goto fail;
+    if (verify_ids(s, checksum, version) < 0) goto fail;
     madvise(map, size, MADV_RANDOM); /* training reads chunks in a shuffled order */
     return 0;
 fail:
@@ -228,6 +246,9 @@ int shard_write(const char *path, const uint32_t *tokens, uint64_t n_tokens, uin
                          (unsigned long long)n_tokens);
     if (domain && strlen(domain) > SHARD_DOMAIN_LEN)
         return vrl_error("%s: domain tag \"%s\" longer than %d bytes", path, domain, SHARD_DOMAIN_LEN);
+    for (int i = 0; domain && domain[i]; i++)
+        if (!domain_char(domain[i], i))
+            return vrl_error("%s: domain tag \"%s\": letters, digits, '_', '-', '.' only", path, domain);
     const uint32_t tb = vocab_size <= 65536 ? 2 : 4;
     unsigned char *body = malloc(n_tokens ? n_tokens * tb : 1);
     if (!body) return vrl_error("%s: out of memory for %llu tokens", path, (unsigned long long)n_tokens);
@@ -250,7 +271,7 @@ int shard_write(const char *path, const uint32_t *tokens, uint64_t n_tokens, uin
     wr32(h + 24, chunk_len);
     wr32(h + 28, vocab_size);
     if (domain) memcpy(h + 32, domain, strlen(domain));
-    wr64(h + 56, fnv1a64(body, n_tokens * tb, FNV1A64_INIT));
+    wr64(h + 56, fnv1a64(body, n_tokens * tb, fnv1a64(h, 56, FNV1A64_INIT)));
     const void *parts[2] = {h, body};
     size_t sizes[2] = {SHARD_HEADER_BYTES, n_tokens * tb};
     int rc = write_file_atomic_parts(path, parts, sizes, 2);

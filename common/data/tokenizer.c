@@ -659,8 +659,9 @@ static int load_json(Tokenizer *t, json_t *root) {
     json_t *model = json_object_get(root, "model");
     if (!json_is_object(model)) return vrl_error("%s: no \"model\" object", path);
     json_t *mty = json_object_get(model, "type");
-    const char *mtype = json_is_string(mty) ? json_string_value(mty)
-                        : (json_object_get(model, "merges") ? "BPE" : "(no type)");
+    /* older files leave "type" out (BPE when there are merges); present, it must be a name */
+    if (mty && !json_is_string(mty)) return vrl_error("%s: model \"type\" must be a string", path);
+    const char *mtype = mty ? json_string_value(mty) : (json_object_get(model, "merges") ? "BPE" : "(no type)");
     if (strcmp(mtype, "BPE") != 0) return vrl_error("%s: unsupported tokenizer model \"%s\"", path, mtype);
     json_t *v = json_object_get(model, "dropout");
     if (v && !json_is_null(v) && json_number_value(v) != 0.0)
@@ -717,6 +718,12 @@ static int load_json(Tokenizer *t, json_t *root) {
             return vrl_error("%s: added_tokens[%zu] needs an id and non-empty content", path, i);
         if ((uint64_t)json_integer_value(id) > max_id) max_id = (uint64_t)json_integer_value(id);
     }
+    /* Tables are sized by the largest id: a lone huge id would cost gigabytes for nothing.
+     * Real vocabularies have few holes (padding to a multiple of 64 or 128 at most). */
+    const uint64_t n_ids = json_object_size(vocab) + json_array_size(added);
+    if (max_id >= 2 * n_ids + 65536)
+        return vrl_error("%s: id %llu is far beyond the %llu tokens in the file (ids must be nearly dense)", path,
+                         (unsigned long long)max_id, (unsigned long long)n_ids);
     t->vocab_size = (uint32_t)max_id + 1;
     t->tok_off = malloc(t->vocab_size * sizeof *t->tok_off);
     t->tok_len = calloc(t->vocab_size, sizeof *t->tok_len);

@@ -49,7 +49,7 @@ int curve_read(const char *path, Curve *c) {
             json_decref(o);
             break;
         }
-        if (!json_object_get(o, "split")) { /* a training step */
+        if (!json_object_get(o, "split") && !json_object_get(o, "event")) { /* a training step */
             if (!json_is_number(lo)) {
                 status = vrl_error("%s:%llu: training line without a numeric \"loss\"", path,
                                    (unsigned long long)lr_line(r));

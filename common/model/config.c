@@ -69,9 +69,14 @@ int config_validate(const ModelConfig *c, const char *origin) {
                          c->n_heads);
     if (c->arch == ARCH_LLAMA && config_head_dim(c) % 2)
         return vrl_error("%s: head dim %d must be even for RoPE's half-split rotation", origin, config_head_dim(c));
-    if (!(c->norm_eps > 0)) return vrl_error("%s: rms_norm_eps must be > 0", origin);
-    if (c->arch == ARCH_LLAMA && !(c->rope_theta > 0)) return vrl_error("%s: rope_theta must be > 0", origin);
-    if (!(c->init_std > 0)) return vrl_error("%s: initializer_range must be > 0", origin);
+    /* Beyond these bounds a value is a typo, not a choice: eps swamps the activations,
+     * theta gives no rotation (<= 1) or no resolution, the init saturates every layer. */
+    if (!(c->norm_eps > 0 && c->norm_eps < 1))
+        return vrl_error("%s: rms_norm_eps %g must be in (0, 1)", origin, c->norm_eps);
+    if (c->arch == ARCH_LLAMA && !(c->rope_theta > 1 && c->rope_theta <= 1e12))
+        return vrl_error("%s: rope_theta %g must be in (1, 1e12]", origin, c->rope_theta);
+    if (!(c->init_std > 0 && c->init_std <= 1))
+        return vrl_error("%s: initializer_range %g must be in (0, 1]", origin, c->init_std);
     if (!(c->dropout >= 0 && c->dropout < 1)) return vrl_error("%s: dropout must be in [0, 1)", origin);
     return 0;
 }

@@ -82,7 +82,10 @@ static int load_llama(const char *path, json_t *root, ModelConfig *c) {
         else if (!strcmp(key, "rms_norm_eps")) rc = get_num(path, key, v, &c->norm_eps);
         else if (!strcmp(key, "rope_theta")) rc = get_num(path, key, v, &c->rope_theta);
         else if (!strcmp(key, "initializer_range")) rc = get_num(path, key, v, &c->init_std);
-        else if (!strcmp(key, "head_dim")) rc = get_int(path, key, v, &head_dim);
+        else if (!strcmp(key, "head_dim")) {
+            rc = get_int(path, key, v, &head_dim);
+            if (!rc && head_dim < 1) rc = vrl_error("%s: head_dim %d must be >= 1", path, head_dim);
+        }
         else if (!strcmp(key, "hidden_act")) {
             if (!(rc = get_str(path, key, v, s, sizeof s)) && strcmp(s, "silu"))
                 rc = vrl_error("%s: hidden_act \"%s\" is not supported (vrl's LLaMA uses \"silu\")", path, s);
@@ -116,7 +119,7 @@ static int load_llama(const char *path, json_t *root, ModelConfig *c) {
     if (!have_heads) return vrl_error("%s: missing key \"num_attention_heads\"", path);
     if (!have_vocab) return vrl_error("%s: missing key \"vocab_size\"", path);
     if (!have_kv) c->n_kv_heads = c->n_heads; /* LlamaConfig's default */
-    if (head_dim >= 0 && (c->n_heads < 1 || head_dim * c->n_heads != c->d_model))
+    if (head_dim >= 0 && (c->n_heads < 1 || (long long)head_dim * c->n_heads != c->d_model))
         return vrl_error("%s: head_dim %d must equal hidden_size / num_attention_heads", path, head_dim);
     return 0;
 }

@@ -7,6 +7,7 @@
 #include "common/model/value_path.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,7 +77,7 @@ static int parse_list(const char *origin, const char *part, const char *key, con
         char *end;
         errno = 0;
         double v = strtod(q, &end);
-        if (errno || end == q || (*end && *end != ','))
+        if (errno || end == q || (*end && *end != ',') || !isfinite(v))
             return vrl_error("%s: variant %s: %s=\"%s\" is not a list of numbers", origin, part, key, s);
         if (n < want) out[n] = v;
         n++;

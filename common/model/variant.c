@@ -2,6 +2,7 @@
 #include "common/model/variant.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,6 +70,9 @@ int variant_parse(const char *text, VariantSpec *out, const char *origin) {
     memset(out, 0, sizeof *out);
     char buf[1024];
     if (snprintf(buf, sizeof buf, "%s", text) >= (int)sizeof buf) return vrl_error("%s: variant string too long", origin);
+    const size_t len = strlen(buf);
+    if (len && (buf[0] == '+' || buf[len - 1] == '+' || strstr(buf, "++")))
+        return vrl_error("%s: variant \"%s\" has an empty part around '+'", origin, text);
     char *save = NULL;
     for (char *part = strtok_r(buf, "+", &save); part; part = strtok_r(NULL, "+", &save)) {
         VariantPart p;
@@ -117,6 +121,8 @@ int variant_opt_double(VariantPart *p, const char *key, double *out, const char 
     double v = strtod(o->value, &end);
     if (errno || end == o->value || *end)
         return vrl_error("%s: variant %s: %s=\"%s\" is not a number", origin, p->name, key, o->value);
+    if (!isfinite(v))
+        return vrl_error("%s: variant %s: %s=\"%s\" is not a finite number", origin, p->name, key, o->value);
     *out = v;
     return 1;
 }

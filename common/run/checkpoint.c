@@ -18,6 +18,7 @@
 #include "common/base/error.h"
 #include "common/base/fsutil.h"
 #include "common/base/hash.h"
+#include "common/run/ckpt_folder.h"
 
 #define MODEL_FILE "model.safetensors"
 #define STATE_FILE "train_state.safetensors"
@@ -118,9 +119,11 @@ int checkpoint_save_model(const char *dir, const ModelConfig *c, const ParamTabl
     return rc;
 }
 
-int checkpoint_load_model(const char *dir, const ParamTable *t, DType dtype, void *params) {
-    char path[PATH_MAX];
-    if (join(path, sizeof path, dir, MODEL_FILE) < 0 || check_run_dtype(dtype) < 0) return -1;
+int checkpoint_load_model(const char *run, const ParamTable *t, DType dtype, void *params) {
+    char path[PATH_MAX], dir[PATH_MAX];
+    if (ckpt_resolve(run, dir, sizeof dir) < 0 || join(path, sizeof path, dir, MODEL_FILE) < 0 ||
+        check_run_dtype(dtype) < 0)
+        return -1;
     StFile f;
     if (st_read(path, &f) < 0) return -1;
     const char *const none[1] = {""};
@@ -145,6 +148,29 @@ static int set_u64(json_t *m, const char *key, uint64_t x) {
     char buf[32];
     snprintf(buf, sizeof buf, "%" PRIu64, x);
     return json_object_set_new(m, key, json_string(buf));
+}
+
+/* The state's own checksum: FNV-1a 64 over the moments' bytes in table order
+ * (exp_avg then exp_avg_sq of each parameter) and then the metadata without the
+ * checksum key, printed with sorted keys. Missing tensors are reported by the load. */
+#define STATE_HASH_KEY "state_fnv1a64"
+static int state_hash(const char *path, const StFile *f, const ParamTable *t, json_t *meta, uint64_t *h) {
+    uint64_t x = FNV1A64_INIT;
+    char name[160];
+    for (int i = 0; i < t->n; i++)
+        for (int k = 0; k < 2; k++) {
+            snprintf(name, sizeof name, "%s.%s", k ? "exp_avg_sq" : "exp_avg", t->p[i].name);
+            const StTensor *e = st_find(f, name);
+            if (e) x = fnv1a64(e->data, e->nbytes, x);
+        }
+    json_t *copy = json_copy(meta);
+    if (copy) json_object_del(copy, STATE_HASH_KEY);
+    char *text = copy ? json_dumps(copy, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+    json_decref(copy);
+    if (!text) return vrl_error("%s: out of memory hashing the state", path);
+    *h = fnv1a64(text, strlen(text), x);
+    free(text);
+    return 0;
 }
 
 int checkpoint_save_state(const char *dir, const ParamTable *t, DType dtype, const void *m, const void *v,
@@ -175,14 +201,13 @@ int checkpoint_save_state(const char *dir, const ParamTable *t, DType dtype, con
     }
     rc |= json_object_set_new(meta, "train_args", json_string(s->train_args_json));
     rc |= set_u64(meta, "model_fnv1a64", mh);
-    char *text = rc ? NULL : json_dumps(meta, JSON_COMPACT | JSON_PRESERVE_ORDER);
-    json_decref(meta);
-    if (!text) return vrl_error("%s: cannot build metadata (train_args not UTF-8?)", path);
+    if (rc) {
+        json_decref(meta);
+        return vrl_error("%s: cannot build metadata (train_args not UTF-8?)", path);
+    }
 
     StFile f;
     st_init(&f);
-    rc = st_set_metadata(&f, text);
-    free(text);
     char name[160];
     const size_t es = dtype_size(dtype);
     for (int i = 0; i < t->n && !rc; i++) {
@@ -192,6 +217,13 @@ int checkpoint_save_state(const char *dir, const ParamTable *t, DType dtype, con
         snprintf(name, sizeof name, "exp_avg_sq.%s", p->name);
         if (!rc) rc = st_add(&f, name, dtype, p->ndim, p->shape, (const char *)v + p->offset * es);
     }
+    uint64_t sh;
+    if (!rc) rc = state_hash(path, &f, t, meta, &sh);
+    if (!rc) rc = set_u64(meta, STATE_HASH_KEY, sh) ? vrl_error("%s: out of memory", path) : 0;
+    char *text = rc ? NULL : json_dumps(meta, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    json_decref(meta);
+    if (!rc) rc = text ? st_set_metadata(&f, text) : vrl_error("%s: out of memory", path);
+    free(text);
     if (!rc) rc = st_write(&f, path);
     st_free(&f);
     return rc;
@@ -210,9 +242,9 @@ static int get_u64(const char *path, json_t *meta, const char *key, uint64_t *ou
     return 0;
 }
 
-int checkpoint_load_state(const char *dir, const ParamTable *t, DType dtype, void *m, void *v, TrainState *s) {
-    char path[PATH_MAX], model[PATH_MAX];
-    if (join(path, sizeof path, dir, STATE_FILE) < 0 || join(model, sizeof model, dir, MODEL_FILE) < 0 ||
+int checkpoint_load_state(const char *run, const ParamTable *t, DType dtype, void *m, void *v, TrainState *s) {
+    char path[PATH_MAX], model[PATH_MAX], dir[PATH_MAX];
+    if (ckpt_resolve(run, dir, sizeof dir) < 0 || join(path, sizeof path, dir, STATE_FILE) < 0 || join(model, sizeof model, dir, MODEL_FILE) < 0 ||
         check_run_dtype(dtype) < 0)
         return -1;
     memset(s, 0, sizeof *s);
@@ -229,6 +261,15 @@ int checkpoint_load_state(const char *dir, const ParamTable *t, DType dtype, voi
     if (!meta) {
         vrl_error("%s: out of memory reading __metadata__", path);
         goto out;
+    }
+    /* A state written before the checksum existed has none; every newer one must match. */
+    if (json_object_get(meta, STATE_HASH_KEY)) {
+        uint64_t stored, actual;
+        if (get_u64(path, meta, STATE_HASH_KEY, &stored) < 0 || state_hash(path, &f, t, meta, &actual) < 0) goto out;
+        if (stored != actual) {
+            vrl_error("%s: checksum mismatch (the file is damaged)", path);
+            goto out;
+        }
     }
     if (get_u64(path, meta, "model_fnv1a64", &want) < 0) goto out;
     if (hash_file(model, &have) < 0) goto out;

@@ -26,7 +26,7 @@ typedef struct {
     Rng rng;                   /* the trainer's generator */
     uint64_t data_pos[16];     /* loader position words (loader-defined) */
     int n_data_pos;
-    char train_args_json[4096];/* the flags of the run (schedule, batch, ...) as JSON */
+    char train_args_json[4096];/* (TRAIN_ARGS_JSON_LEN) the flags of the run (schedule, batch, ...) as JSON */
 } TrainState;
 
 /* Write model.safetensors from a flat buffer laid out by `t` in dtype (F32 or F64). */

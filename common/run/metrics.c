@@ -79,6 +79,11 @@ void metrics_log_eval(Metrics *m, long step, const char *split, const char *doma
     fflush(m->f);
 }
 
+void metrics_log_resume(Metrics *m, long step, const char *changes_json) {
+    fprintf(m->f, "{\"step\":%ld,\"event\":\"resume\",\"changed\":%s}\n", step, changes_json);
+    fflush(m->f);
+}
+
 static void format_duration(double s, char *buf, size_t n) {
     if (!isfinite(s) || s < 0) s = 0;
     long t = (long)(s + 0.5);

@@ -1,7 +1,8 @@
 /* metrics.h: what a run tells the world while it trains.
  *   - RUN/metrics.jsonl: one JSON object per line: training steps
  *     {"step","loss","lr","grad_norm","tokens_per_s","elapsed_s"} and evaluations
- *     {"step","split","val_loss"[,"domain"]};
+ *     {"step","split","val_loss"[,"domain"]}, and {"step","event":"resume","changed"} where
+ *     a --resume changed a flag;
  *   - the terminal: a progress line with step, loss, lr, tokens/s and ETA. */
 #ifndef VRL_METRICS_H
 #define VRL_METRICS_H
@@ -22,6 +23,8 @@ void metrics_close(Metrics *m);
 
 void metrics_log_step(Metrics *m, long step, double loss, double lr, double grad_norm, double tokens_per_s);
 void metrics_log_eval(Metrics *m, long step, const char *split, const char *domain, double loss);
+/* {"step":S,"event":"resume","changed":CHANGES}: flags a --resume changed (trainer.h). */
+void metrics_log_resume(Metrics *m, long step, const char *changes_json);
 
 /* Progress line on stderr. */
 void progress_print(Metrics *m, long step, long total, double loss, double lr, double grad_norm,

@@ -2,6 +2,7 @@
 #include "common/run/trainer.h"
 #include "common/run/hf_export.h"
 
+#include <errno.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -9,7 +10,9 @@
 #include <string.h>
 
 #include "common/run/checkpoint.h"
+#include "common/run/ckpt_folder.h"
 #include "common/run/dist.h"
+#include "common/run/runlock.h"
 #include "common/eval/domainval.h"
 #include "common/base/error.h"
 #include "common/base/fsutil.h"
@@ -31,6 +34,7 @@ void train_args_defaults(TrainArgs *a) {
     a->eval_batches = 8;
     a->save_every = 500;
     a->synthetic_tokens = 2000000;
+    a->keep_previous = 1;
     snprintf(a->out, sizeof a->out, "runs/default");
 }
 
@@ -91,7 +95,10 @@ int train_args_from_json(const char *text, TrainArgs *a, const char *origin) {
         a->eval_every = eval_every;
         a->save_every = save_every;
         a->synthetic_tokens = synth;
-        a->seed = strtoull(seed, NULL, 10);
+        char *end;
+        errno = 0;
+        a->seed = strtoull(seed, &end, 10);
+        if (!*seed || *end || errno || *seed == '-') rc = -1, snprintf(e.text, sizeof e.text, "seed \"%.40s\" is not a number", seed);
     }
     json_decref(o);
     return rc ? vrl_error("%s: training arguments: %s", origin, e.text) : 0;
@@ -179,6 +186,7 @@ typedef struct {
     void *params, *exp_avg, *exp_avg_sq; /* host views [spec.table.total] in backend dtype */
 } HostState;
 
+/* The whole step goes into a stage folder, then one rename publishes it (ckpt_folder.h). */
 static int save_run(const TrainArgs *a, void *model, HostState *h, DataLoader *train, const Mixture *mix, long step,
                     const Rng *rng) {
     const ParamTable *t = &h->spec.table;
@@ -188,8 +196,15 @@ static int save_run(const TrainArgs *a, void *model, HostState *h, DataLoader *t
     if (mix) mixture_state_export(mix, s.data_pos, &s.n_data_pos);
     else s.n_data_pos = loader_get_pos(train, s.data_pos);
     if (train_args_to_json(a, s.train_args_json, sizeof s.train_args_json) < 0) return -1;
-    if (checkpoint_save_model(a->out, &a->model, t, a->backend->dtype, h->params) < 0) return -1;
-    return checkpoint_save_state(a->out, t, a->backend->dtype, h->exp_avg, h->exp_avg_sq, &s);
+    char stage[TRAIN_PATH_LEN + 64];
+    if (ckpt_stage(a->out, step, stage, sizeof stage) < 0) return -1;
+    if (checkpoint_save_model(stage, &a->model, t, a->backend->dtype, h->params) < 0 ||
+        checkpoint_save_state(stage, t, a->backend->dtype, h->exp_avg, h->exp_avg_sq, &s) < 0 ||
+        ckpt_publish(a->out, step, a->keep_previous) < 0) {
+        ckpt_discard(stage);
+        return -1;
+    }
+    return 0;
 }
 
 static int host_state_alloc(HostState *h, const ModelConfig *c, DType dt) {
@@ -253,6 +268,7 @@ typedef struct {
     TrainState st;           /* the step reached, the RNG, the data position */
     DistGrad dg;             /* who takes which micro-batch, how gradients combine (dist.h) */
     int root;                /* rank 0: alone writes the run folder and reports */
+    int lock;                /* rank 0's run_lock descriptor on the folder, -1 before */
 } Run;
 
 static void run_close(Run *r) {
@@ -265,13 +281,15 @@ static void run_close(Run *r) {
     loader_close(r->val);
     mixture_close(r->mix);
     host_state_free(&r->h);
+    run_unlock(r->lock);
 }
 
 /* A fresh run (a->out must not hold one) or a resumed one (everything from its folder but
- * --steps): builds the spec, the host state, the data and the backend's model, and only
+ * the flags train_args_resume lets change): builds the spec, the host state, the data and the backend's model, and only
  * once every input is valid creates or touches the run folder. */
 static int run_open(TrainArgs *a, Run *r) {
     memset(r, 0, sizeof *r);
+    r->lock = -1;
     r->a = a;
     r->be = a->backend;
     r->root = dist_rank() == 0;
@@ -279,24 +297,33 @@ static int run_open(TrainArgs *a, Run *r) {
     HostState *h = &r->h;
     TrainState *st = &r->st;
     char path[TRAIN_PATH_LEN + 64];
+    char changes[1024] = ""; /* flags a --resume changed, for metrics.jsonl */
+    if (train_args_check(a, NULL) < 0) return -1;
     snprintf(path, sizeof path, "%s/config.json", a->out);
     if (a->resume) {
-        /* Everything about the run comes from its folder; only the length may change. */
+        /* The lock comes first: another run may be writing the folder (rank 0 holds it). */
+        if (!ckpt_exists(a->out))
+            return vrl_error(file_exists(path) ? "%s: holds no checkpoint yet (the run stopped before its first save); "
+                                                 "start it again with --out %s"
+                                               : "%s: not a run folder (no checkpoint); start a run with --out %s",
+                             a->out, a->out);
+        if (r->root && ((r->lock = run_lock(a->out)) < 0 || ckpt_clean(a->out, a->keep_previous) < 0)) return -1;
         TrainArgs cli = *a;
         if (config_load_json(path, &a->model) < 0) return -1;
         if (host_state_alloc(h, &a->model, be->dtype) < 0) return -1;
         if (checkpoint_load_model(a->out, &h->spec.table, be->dtype, h->params) < 0) return -1;
         if (checkpoint_load_state(a->out, &h->spec.table, be->dtype, h->exp_avg, h->exp_avg_sq, st) < 0) return -1;
         snprintf(path, sizeof path, "%s/train_state.safetensors", a->out);
-        if (train_args_from_json(st->train_args_json, a, path) < 0) return -1;
-        if (cli.steps > 0) a->steps = cli.steps;
+        const ModelConfig model = a->model;
+        if (train_args_resume(st->train_args_json, path, &cli, a, changes, sizeof changes) < 0) return -1;
+        a->model = model;
         a->quiet = cli.quiet || !r->root;
-        a->backend = be;
         if (st->step >= a->steps)
             return vrl_error("%s: the run is already at step %ld of %ld; give --steps N with N > %ld to continue",
                              a->out, st->step, a->steps, st->step);
     } else {
-        if (file_exists(path))
+        /* A folder whose run died before its first save holds no checkpoint: it is reused. */
+        if (ckpt_exists(a->out))
             return vrl_error("%s: already holds a run; continue it with --resume %s or choose another --out", a->out,
                              a->out);
         if (a->sched.decay_end < 0) a->sched.decay_end = a->steps;
@@ -309,6 +336,10 @@ static int run_open(TrainArgs *a, Run *r) {
     if (a->seq > a->model.max_seq)
         return vrl_error("--seq %d exceeds the model's max_position_embeddings %d", a->seq, a->model.max_seq);
     if (open_data(a, &r->train, &r->val, &r->mix) < 0) return -1;
+    if (r->val && loader_windows(r->val) < (uint64_t)a->batch) /* no full batch: no validation loss to log */
+        return vrl_error("%s: %llu validation windows of %d tokens, fewer than one --batch of %d",
+                         a->val_data[0] ? a->val_data : "the synthetic validation set",
+                         (unsigned long long)loader_windows(r->val), a->seq, a->batch);
     /* the flags must fit the training state, or the first checkpoint would fail after the work */
     if (train_args_to_json(a, st->train_args_json, sizeof st->train_args_json) < 0) return -1;
     if (a->resume && (r->mix ? mixture_state_import(r->mix, st->data_pos, st->n_data_pos)
@@ -323,12 +354,17 @@ static int run_open(TrainArgs *a, Run *r) {
      * after every rank has checked it. */
     dist_barrier();
     if (!a->resume && r->root) {
-        if (make_dirs(a->out) < 0) return -1;
+        if (make_dirs(a->out) < 0 || (r->lock = run_lock(a->out)) < 0) return -1;
+        if (ckpt_exists(a->out)) /* a run that started meanwhile and saved */
+            return vrl_error("%s: already holds a run; continue it with --resume %s or choose another --out", a->out,
+                             a->out);
+        if (ckpt_clean(a->out, a->keep_previous) < 0) return -1;
         snprintf(path, sizeof path, "%s/config.json", a->out);
         if (config_save_json(path, &a->model) < 0) return -1;
         if (hf_export_static(a->out, &a->model, a->data) < 0) return -1;
     }
     if (r->root && metrics_open(&r->met, a->out, a->resume ? st->step : -1) < 0) return -1;
+    if (r->root && changes[0]) metrics_log_resume(&r->met, st->step, changes);
     if (!(r->tokens = malloc((size_t)a->batch * a->seq * sizeof *r->tokens))) return vrl_error("out of memory");
     if (r->dg.world > 1 && !(r->skip = malloc((size_t)a->batch * a->seq * sizeof *r->skip)))
         return vrl_error("out of memory");
@@ -366,9 +402,11 @@ static int train_update(Run *r, long step, double *loss, double *lr, double *nor
     *loss = dist_grad_finish(dg, be, r->model);
     if (!isfinite(*loss)) {
         /* A backend that refused the batch said why; otherwise the run diverged. */
-        if (!vrl_last_error()[0])
+        if (!vrl_last_error()[0] && ckpt_exists(a->out))
             vrl_error("step %ld: training loss is %g (diverged); the last checkpoint in %s is intact", step, *loss,
                       a->out);
+        else if (!vrl_last_error()[0])
+            vrl_error("step %ld: training loss is %g (diverged) before the first checkpoint", step, *loss);
         return -1;
     }
     *lr = schedule_lr(&a->sched, step - 1);

@@ -8,6 +8,7 @@
 #ifndef VRL_TRAINER_H
 #define VRL_TRAINER_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "common/model/backend.h"
@@ -34,7 +35,12 @@ typedef struct {
     char out[TRAIN_PATH_LEN];      /* the run folder */
     int resume;                    /* continue the run in `out` */
     int quiet;                     /* no progress line */
+    int keep_previous;             /* published checkpoints kept before the latest (ckpt_folder.h) */
+    char given[512];               /* " --lr  --steps ": flags on the command line (train_args_note_flag) */
 } TrainArgs;
+
+/* Longest train_args JSON a training state stores (checkpoint.h). */
+#define TRAIN_ARGS_JSON_LEN 4096
 
 /* Defaults for everything but the model and backend. */
 void train_args_defaults(TrainArgs *a);
@@ -52,5 +58,21 @@ int train_run(TrainArgs *a);
  * what "" means. */
 int train_args_to_json(const TrainArgs *a, char *buf, size_t n);
 int train_args_from_json(const char *json, TrainArgs *a, const char *origin);
+
+/* Every value in range. origin NULL: they came from the command line (errors name the
+ * flag); else the stored state they were read from (errors name the file). */
+int train_args_check(const TrainArgs *a, const char *origin);
+
+/* Record that `flag` was given on the command line. */
+void train_args_note_flag(TrainArgs *a, const char *flag);
+
+/* --resume: out = the stored flags (stored_json, read from origin) merged with those
+ * given again in cli. A given flag that would change the trajectory (data, batch, seq,
+ * accum, schedule, optimizer, seed) and differs is refused; --steps, --eval-every,
+ * --eval-batches and --save-every may change, and each change is returned in
+ * `changes` as JSON {"key":{"from":X,"to":Y}} ("" when nothing changed). The stored
+ * backend must be cli's. cli->steps > 0 counts as --steps given (library callers). */
+int train_args_resume(const char *stored_json, const char *origin, const TrainArgs *cli, TrainArgs *out,
+                      char *changes, size_t n);
 
 #endif

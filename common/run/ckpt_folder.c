@@ -1,0 +1,192 @@
+/* ckpt_folder.c: step folders, the RUN/latest pointer and the top-level links
+ * (ckpt_folder.h). Every file-system step calls fault_point() first, so the crash test
+ * can stop a save at each of them. */
+#include "common/run/ckpt_folder.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/base/error.h"
+#include "common/base/fault.h"
+#include "common/base/fsutil.h"
+
+#define CKPT_DIR "checkpoints"
+#define LATEST "latest"
+#define STEP_FMT "step-%06ld"
+#define STAGE_FMT ".stage-%06ld"
+
+/* Files of a checkpoint that the run folder also shows at its top level. */
+static const char *const linked_files[] = {"model.safetensors", "train_state.safetensors"};
+#define N_LINKED ((int)(sizeof linked_files / sizeof linked_files[0]))
+
+/* snprintf into a path buffer; a path that does not fit is an error, never cut short. */
+static int pathf(char *out, size_t n, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    int w = vsnprintf(out, n, fmt, ap);
+    va_end(ap);
+    if (w < 0 || w >= (int)n) return vrl_error("path too long (%.80s...)", out);
+    return 0;
+}
+
+/* "step-000120" -> 120; -1 for any other name. */
+static long step_of(const char *name, const char *prefix) {
+    size_t pl = strlen(prefix);
+    if (strncmp(name, prefix, pl) || !name[pl]) return -1;
+    char *end;
+    errno = 0;
+    long s = strtol(name + pl, &end, 10);
+    return (*end || errno || s < 0 || name[pl] < '0' || name[pl] > '9') ? -1 : s;
+}
+
+/* The step RUN/latest points at, or -1 (no pointer or not ours). */
+static long latest_step(const char *run) {
+    char p[PATH_MAX], target[PATH_MAX];
+    if (pathf(p, sizeof p, "%s/%s", run, LATEST) < 0) return -1;
+    ssize_t len = readlink(p, target, sizeof target - 1);
+    if (len < 0) return -1;
+    target[len] = '\0';
+    const char *slash = strrchr(target, '/');
+    return step_of(slash ? slash + 1 : target, "step-");
+}
+
+/* Replace `link` by a symlink to `target` with one rename (atomic for readers). */
+static int swap_symlink(const char *target, const char *link) {
+    char tmp[PATH_MAX];
+    if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", link, (long)getpid()) >= (int)sizeof tmp)
+        return vrl_error("%s: path too long", link);
+    unlink(tmp);
+    if (fault_point("symlink") < 0 || symlink(target, tmp) < 0)
+        return vrl_error("%s: cannot create link: %s", tmp, strerror(errno));
+    if (fault_point("rename link") < 0 || rename(tmp, link) < 0) {
+        int e = errno;
+        unlink(tmp);
+        return vrl_error("%s: cannot replace: %s", link, strerror(e));
+    }
+    return 0;
+}
+
+int ckpt_stage(const char *run, long step, char *stage, size_t n) {
+    char dir[PATH_MAX], name[64];
+    if (pathf(dir, sizeof dir, "%s/%s", run, CKPT_DIR) < 0 || make_dirs(dir) < 0) return -1;
+    if (pathf(name, sizeof name, STAGE_FMT, step) < 0 || pathf(stage, n, "%s/%s", dir, name) < 0) return -1;
+    if (remove_flat_dir(stage) < 0) return -1;
+    if (fault_point("mkdir stage") < 0 || mkdir(stage, 0755) < 0)
+        return vrl_error("%s: cannot create: %s", stage, strerror(errno));
+    return 0;
+}
+
+void ckpt_discard(const char *stage) {
+    char keep[VRL_ERROR_LEN];
+    snprintf(keep, sizeof keep, "%s", vrl_last_error());
+    remove_flat_dir(stage);
+    vrl_error("%s", keep);
+}
+
+/* Remove step folders other than `latest` and the `keep_previous` steps below it. */
+static int prune(const char *run, long latest, int keep_previous) {
+    char dir[PATH_MAX], path[PATH_MAX];
+    if (pathf(dir, sizeof dir, "%s/%s", run, CKPT_DIR) < 0) return -1;
+    DIR *d = opendir(dir);
+    if (!d) return errno == ENOENT ? 0 : vrl_error("%s: cannot open: %s", dir, strerror(errno));
+    long steps[256];
+    int n = 0, rc = 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        long s = step_of(e->d_name, "step-");
+        if (s >= 0 && s < latest && n < 256) steps[n++] = s;
+        if (s > latest || (s < 0 && step_of(e->d_name, ".stage-") >= 0)) { /* unpublished: never resumed from */
+            if (pathf(path, sizeof path, "%s/%s", dir, e->d_name) < 0) rc = -1;
+            else if (fault_point("remove unpublished") < 0) rc = vrl_error("%s: cannot remove: %s", path, strerror(errno));
+            else if (remove_flat_dir(path) < 0) rc = -1;
+        }
+    }
+    closedir(d);
+    /* keep the largest keep_previous steps below latest */
+    for (int i = 0; i < n; i++) {
+        int newer = 0;
+        for (int j = 0; j < n; j++) newer += steps[j] > steps[i];
+        if (newer < keep_previous) continue;
+        if (pathf(path, sizeof path, "%s/" STEP_FMT, dir, steps[i]) < 0) rc = -1;
+        else if (fault_point("remove old step") < 0) rc = vrl_error("%s: cannot remove: %s", path, strerror(errno));
+        else if (remove_flat_dir(path) < 0) rc = -1;
+    }
+    return rc;
+}
+
+int ckpt_publish(const char *run, long step, int keep_previous) {
+    char dir[PATH_MAX], stage[PATH_MAX], final[PATH_MAX], target[64], path[PATH_MAX], link_target[PATH_MAX];
+    if (pathf(dir, sizeof dir, "%s/%s", run, CKPT_DIR) < 0) return -1;
+    if (pathf(stage, sizeof stage, "%s/" STAGE_FMT, dir, step) < 0 ||
+        pathf(final, sizeof final, "%s/" STEP_FMT, dir, step) < 0 ||
+        pathf(target, sizeof target, CKPT_DIR "/" STEP_FMT, step) < 0)
+        return -1;
+    if (fsync_dir(stage) < 0) return -1;
+    if (remove_flat_dir(final) < 0) return -1; /* an unpublished leftover of the same step */
+    if (fault_point("rename stage") < 0 || rename(stage, final) < 0)
+        return vrl_error("%s: cannot rename to %s: %s", stage, final, strerror(errno));
+    if (fsync_dir(dir) < 0) return -1;
+    /* the one step that publishes */
+    if (pathf(path, sizeof path, "%s/%s", run, LATEST) < 0 || swap_symlink(target, path) < 0) return -1;
+    /* The top-level links point through latest, so they are written once per folder
+     * (and replace the plain files of a folder from before checkpoints/). */
+    for (int i = 0; i < N_LINKED; i++) {
+        char have[PATH_MAX];
+        if (pathf(path, sizeof path, "%s/%s", run, linked_files[i]) < 0 ||
+            pathf(link_target, sizeof link_target, LATEST "/%s", linked_files[i]) < 0)
+            return -1;
+        ssize_t len = readlink(path, have, sizeof have - 1);
+        if (len >= 0 && (size_t)len == strlen(link_target) && !memcmp(have, link_target, (size_t)len)) continue;
+        if (swap_symlink(link_target, path) < 0) return -1;
+    }
+    if (fsync_dir(run) < 0) return -1;
+    return prune(run, step, keep_previous);
+}
+
+int ckpt_resolve(const char *run, char *dir, size_t n) {
+    long s = latest_step(run);
+    return s >= 0 ? pathf(dir, n, "%s/" CKPT_DIR "/" STEP_FMT, run, s) : pathf(dir, n, "%s", run);
+}
+
+int ckpt_exists(const char *run) {
+    char p[PATH_MAX];
+    if (latest_step(run) >= 0) return 1;
+    struct stat st; /* a folder from before checkpoints/: a plain model file */
+    return pathf(p, sizeof p, "%s/%s", run, linked_files[0]) == 0 && lstat(p, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/* "NAME.tmp.DIGITS" */
+static int is_tmp_name(const char *name) {
+    const char *t = strstr(name, ".tmp.");
+    if (!t || t == name) return 0;
+    t += 5;
+    if (!*t) return 0;
+    for (; *t; t++)
+        if (*t < '0' || *t > '9') return 0;
+    return 1;
+}
+
+int ckpt_clean(const char *run, int keep_previous) {
+    DIR *d = opendir(run);
+    if (!d) return errno == ENOENT ? 0 : vrl_error("%s: cannot open: %s", run, strerror(errno));
+    char path[PATH_MAX];
+    int rc = 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        if (!is_tmp_name(e->d_name)) continue;
+        if (pathf(path, sizeof path, "%s/%s", run, e->d_name) < 0) {
+            rc = -1;
+            break;
+        }
+        if (unlink(path) < 0 && errno != ENOENT) rc = vrl_error("%s: cannot remove: %s", path, strerror(errno));
+    }
+    closedir(d);
+    if (rc) return rc;
+    /* with no published step (-1), every step folder is unpublished */
+    return prune(run, latest_step(run), keep_previous);
+}

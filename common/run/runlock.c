@@ -1,0 +1,43 @@
+/* runlock.c: the run-folder lock (runlock.h). */
+#include "common/run/runlock.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include "common/base/error.h"
+
+int run_lock(const char *run) {
+    char path[PATH_MAX];
+    if (snprintf(path, sizeof path, "%s/.lock", run) >= (int)sizeof path) return vrl_error("%s: path too long", run);
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) return vrl_error("%s: cannot open: %s", path, strerror(errno));
+    if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+        int e = errno;
+        char pid[32] = "";
+        ssize_t n = pread(fd, pid, sizeof pid - 1, 0);
+        close(fd);
+        if (e != EWOULDBLOCK) return vrl_error("%s: cannot lock: %s", path, strerror(e));
+        pid[n > 0 ? n : 0] = '\0';
+        pid[strcspn(pid, "\n")] = '\0';
+        return vrl_error("%s: in use by another vrl train (pid %s); wait for it to finish or stop it", run,
+                         pid[0] ? pid : "unknown");
+    }
+    char pid[32];
+    int len = snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
+    if (ftruncate(fd, 0) < 0 || pwrite(fd, pid, (size_t)len, 0) != len) {
+        int e = errno;
+        close(fd);
+        return vrl_error("%s: cannot write: %s", path, strerror(e));
+    }
+    return fd;
+}
+
+void run_unlock(int fd) {
+    if (fd >= 0) close(fd); /* closing the last descriptor releases the flock */
+}
