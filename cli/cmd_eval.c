@@ -1,43 +1,78 @@
-/* cmd_eval.c: `vrl eval` — a trained run's per-domain validation loss, WikiText-2
- * perplexity and zero-shot accuracies (SPEC.md §7), printed as a Table-1-style table
- * and written to RUN/eval.json. The arithmetic is common/eval/lmeval.c. */
+/* cmd_eval.c: `vrl eval` — a trained run's per-domain validation loss, WikiText and text
+ * perplexity, zero-shot accuracies and LAMBADA (docs/evaluation.md), printed as a table
+ * and written as a JSON summary (--out) and, on request, one JSON line per request
+ * (--log-samples). The arithmetic is common/eval/lmeval.c. */
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli/args.h"
 #include "cli/commands.h"
+#include "cli/runload.h"
 #include "common/base/error.h"
 #include "common/base/fsutil.h"
-#include "common/eval/lmeval.h"
 #include "common/data/mixture.h"
+#include "common/data/shard.h"
+#include "common/eval/lmeval.h"
+#include "common/run/metrics.h"
 #include "ref/model.h"
-#include "cli/runload.h"
+
+#ifndef VRL_DEFAULT_EVAL_DIR
+#define VRL_DEFAULT_EVAL_DIR "../shared/data/eval"
+#endif
+
+/* The task folder when --eval-dir is not given: $VRL_EVAL_DIR, else the shared data
+ * folder beside the source tree this binary was built from (an absolute path, so the
+ * default does not depend on the current directory). */
+static const char *default_eval_dir(void) {
+    const char *e = getenv("VRL_EVAL_DIR");
+    return e && *e ? e : VRL_DEFAULT_EVAL_DIR;
+}
 
 static void usage(FILE *f) {
     fprintf(f,
             "usage: vrl eval --ckpt RUN [flags]\n"
             "\n"
             "Evaluate a run folder (config.json + model.safetensors) as lm-evaluation-harness\n"
-            "does: per-domain validation loss, WikiText-2 perplexity (token and word level,\n"
-            "rolling windows over whole documents) and zero-shot multiple choice (acc,\n"
-            "acc_norm). Prints a table and writes RUN/eval.json.\n"
+            "0.4 does (docs/evaluation.md): per-domain validation loss, WikiText and text-file\n"
+            "perplexity (word, byte, bits per byte; rolling windows over whole documents),\n"
+            "zero-shot multiple choice (acc, acc_norm) and LAMBADA (acc, perplexity). Prints a\n"
+            "table and writes a JSON summary.\n"
             "\n"
             "  --ckpt RUN          the run folder\n"
-            "  --tasks LIST        all | comma-separated of %s [all]\n"
-            "                      (all: the tasks whose file exists in --eval-dir)\n"
-            "  --eval-dir DIR      folder of the task files NAME.jsonl [../shared/data/eval]\n"
+            "  --tasks LIST        all | none | comma-separated of\n"
+            "                      %s\n"
+            "                      (all: the tasks whose file is in --eval-dir, which must\n"
+            "                      hold at least one) [all, or none when --data, --wikitext,\n"
+            "                      --text or --tokens is given]\n"
+            "  --eval-dir DIR      folder of the task files NAME.jsonl [$VRL_EVAL_DIR, else\n"
+            "                      %s]\n"
             "  --data DIR          tokenized data folder (vrl data tokenize): per-domain loss\n"
-            "  --wikitext FILE     WikiText-2 raw test file (wiki.test.raw)\n"
-            "  --tokenizer FILE    tokenizer.json (needed for tasks and WikiText)\n"
-            "  --limit N           at most N documents per task, WikiText documents and\n"
+            "  --wikitext FILE     WikiText raw file (wiki.test.raw of WikiText-2 or -103)\n"
+            "  --text FILE         a UTF-8 text file scored whole (token/word/byte perplexity)\n"
+            "  --tokens FILE       a token shard (vrl data tokenize, data bytes) scored whole\n"
+            "                      (token perplexity; no tokenizer needed)\n"
+            "  --tokenizer FILE    tokenizer.json (needed for tasks, --wikitext and --text)\n"
+            "  --limit N           at most N documents per task, WikiText pages and\n"
             "                      validation chunks per domain [all]\n"
-            "  --batch B           sequences per forward [4]\n"
+            "  --batch B           rows per forward at the full window; shorter requests go\n"
+            "                      in shorter windows with more rows (B x window tokens) [4]\n"
             "  --seq T             window length [the model's max_position_embeddings]\n"
-            "  --precision P       fp32 | fp64 [fp32]\n",
-            "hellaswag,openbook_qa,winogrande,arc_easy,arc_challenge,piqa");
+            "  --precision P       fp32 | fp64 [fp32]\n"
+            "  --fixed-shape       every forward at [B, T] in request order (the unbatched\n"
+            "                      path: for checks and timing)\n"
+            "  --out FILE          the JSON summary [RUN/eval.json]\n"
+            "  --log-samples FILE  one JSON line per request (task, doc, request, context,\n"
+            "                      continuation, loglikelihood, is_greedy, tokens, result)\n"
+            "  --overwrite         replace existing --out / --log-samples files (else an\n"
+            "                      existing file is an error)\n"
+            "\n"
+            "Task files (NAME.jsonl, one JSON object per line; fields):\n%s",
+            "hellaswag,openbook_qa,winogrande,arc_easy,arc_challenge,piqa,lambada_openai", VRL_DEFAULT_EVAL_DIR,
+            LMEVAL_TASK_SCHEMAS);
 }
 
 /* Per-domain loss: rolling windows of T over each whole validation chunk (no prefix:
@@ -86,16 +121,79 @@ static int eval_domains(Scorer *s, const char *dir, size_t limit, json_t *out) {
     return rc;
 }
 
+/* A perplexity result as printed and as stored. */
+static json_t *ppl_report(const char *title, const char *what, const PplResult *w) {
+    printf("\n%s (%s)\n", title, what);
+    printf("  word perplexity  %.6g  (%zu words)\n  byte perplexity  %.6g  (%zu bytes)\n  bits per byte    %.6g\n"
+           "  token perplexity %.6g  (%zu tokens)\n",
+           w->word_ppl, w->words, w->byte_ppl, w->bytes, w->bits_per_byte, w->token_ppl, w->tokens);
+    return json_pack("{s:f, s:f, s:f, s:f, s:f, s:I, s:I, s:I, s:I}", "word_perplexity", w->word_ppl,
+                     "byte_perplexity", w->byte_ppl, "bits_per_byte", w->bits_per_byte, "token_perplexity",
+                     w->token_ppl, "nll", w->nll, "tokens", (json_int_t)w->tokens, "words", (json_int_t)w->words,
+                     "bytes", (json_int_t)w->bytes, "documents", (json_int_t)w->docs);
+}
+
+/* A token shard scored whole: rolling windows, the first token context only. */
+static json_t *eval_tokens(Scorer *s, const char *path) {
+    Shard sh;
+    if (shard_read(path, &sh) < 0) return NULL;
+    double nll;
+    size_t np;
+    json_t *o = NULL;
+    if (sh.n_tokens < 2) vrl_error("%s: fewer than 2 tokens, nothing to score", path);
+    else if (scorer_rolling(s, sh.tokens, sh.n_tokens, -1, &nll, &np) == 0) {
+        printf("\ntoken file %s (%llu tokens, rolling windows of %d, the first token context only)\n", path,
+               (unsigned long long)sh.n_tokens, s->T);
+        printf("  token perplexity %.6g  (%zu predictions)\n", exp(nll / (double)np), np);
+        o = json_pack("{s:s, s:f, s:f, s:I}", "file", path, "token_perplexity", exp(nll / (double)np), "nll", nll,
+                      "tokens", (json_int_t)np);
+    }
+    shard_free(&sh);
+    return o;
+}
+
+/* An output file that already exists is an error unless --overwrite. */
+static int check_output(const char *flag, const char *path, int overwrite) {
+    if (!overwrite && file_exists(path))
+        return vrl_error("%s: %s exists (an earlier evaluation?); choose another file or pass --overwrite", flag, path);
+    return 0;
+}
+
+/* The first non-finite weight of the checkpoint, as an error naming the tensor. */
+static int check_finite(const char *ckpt, const RunModel *run) {
+    for (int i = 0; i < run->spec.table.n; i++) {
+        const ParamInfo *p = &run->spec.table.p[i];
+        for (size_t j = 0; j < p->numel; j++) {
+            const size_t at = p->offset + j;
+            const double x = run->dtype == DT_F64 ? ((const double *)run->params)[at] : ((const float *)run->params)[at];
+            if (!isfinite(x))
+                return vrl_error("%s/model.safetensors: tensor %s holds a non-finite value (%g at element %zu); "
+                                 "the training diverged",
+                                 ckpt, p->name, x, j);
+        }
+    }
+    return 0;
+}
+
 int cmd_eval(int argc, char **argv) {
     Args p = {.argc = argc, .argv = argv, .i = 1, .cmd = "vrl eval"};
-    const char *ckpt = NULL, *tasks = "all", *eval_dir = "../shared/data/eval", *data = NULL, *wiki = NULL,
-               *tokfile = NULL, *precision = "fp32", *v;
+    const char *ckpt = NULL, *tasks = NULL, *eval_dir = default_eval_dir(), *data = NULL, *wiki = NULL,
+               *text = NULL, *tokens = NULL, *tokfile = NULL, *precision = "fp32", *out_path = NULL,
+               *log_path = NULL, *v;
     long limit = 0;
-    int batch = 4, seq = 0, r;
+    int batch = 4, seq = 0, fixed = 0, overwrite = 0, r;
     while (p.i < argc) {
         if (args_switch(&p, "--help") || args_switch(&p, "-h")) {
             usage(stdout);
             return 0;
+        }
+        if (args_switch(&p, "--fixed-shape")) {
+            fixed = 1;
+            continue;
+        }
+        if (args_switch(&p, "--overwrite")) {
+            overwrite = 1;
+            continue;
         }
 #define FLAG(name, action)                                                                                  \
     if ((r = args_take(&p, name, &v)) != 0) {                                                               \
@@ -107,8 +205,12 @@ int cmd_eval(int argc, char **argv) {
         FLAG("--eval-dir", (eval_dir = v, 0));
         FLAG("--data", (data = v, 0));
         FLAG("--wikitext", (wiki = v, 0));
+        FLAG("--text", (text = v, 0));
+        FLAG("--tokens", (tokens = v, 0));
         FLAG("--tokenizer", (tokfile = v, 0));
         FLAG("--precision", (precision = v, 0));
+        FLAG("--out", (out_path = v, 0));
+        FLAG("--log-samples", (log_path = v, 0));
         FLAG("--limit", parse_long("--limit", v, 1, 1L << 40, &limit));
         FLAG("--batch", parse_int("--batch", v, 1, 4096, &batch));
         FLAG("--seq", parse_int("--seq", v, 2, 1 << 20, &seq));
@@ -127,16 +229,31 @@ int cmd_eval(int argc, char **argv) {
         fprintf(stderr, "vrl eval: --precision: \"%s\" is not fp32 or fp64\n", precision);
         return 2;
     }
+    if (!tasks) tasks = data || wiki || text || tokens ? "none" : "all";
+    char default_out[4200];
+    snprintf(default_out, sizeof default_out, "%s/eval.json", ckpt);
+    if (!out_path) out_path = default_out;
+    if (check_output("--out", out_path, overwrite) < 0) goto fail;
+    if (log_path && check_output("--log-samples", log_path, overwrite) < 0) goto fail;
 
-    /* which tasks: validated (files exist, names known) before any model work */
+    /* which tasks: validated (folder and files exist, names known) before any model work */
     const TaskInfo *sel[16];
     char task_path[16][4200];
     int n_sel = 0;
     if (!strcmp(tasks, "all")) {
+        struct stat st;
+        if (stat(eval_dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+            vrl_error("%s: no such folder (the task files: give --eval-dir DIR, or --tasks none)", eval_dir);
+            goto fail;
+        }
         for (const TaskInfo *t = LMEVAL_TASKS; t->name; t++) {
             snprintf(task_path[n_sel], sizeof task_path[0], "%s/%s", eval_dir, t->file);
             if (file_exists(task_path[n_sel])) sel[n_sel++] = t;
             else fprintf(stderr, "vrl eval: %s: absent, task %s skipped\n", task_path[n_sel], t->name);
+        }
+        if (!n_sel) {
+            vrl_error("%s: holds none of the task files (see vrl eval --help; or --tasks none)", eval_dir);
+            goto fail;
         }
     } else if (strcmp(tasks, "none")) {
         char buf[1024];
@@ -159,8 +276,8 @@ int cmd_eval(int argc, char **argv) {
             sel[n_sel++] = t;
         }
     }
-    if ((n_sel || wiki) && !tokfile) {
-        vrl_error("--tokenizer FILE is needed for zero-shot tasks and WikiText");
+    if ((n_sel || wiki || text) && !tokfile) {
+        vrl_error("--tokenizer FILE is needed for tasks, --wikitext and --text");
         goto fail;
     }
     /* every task file is read and checked before the model is touched */
@@ -178,22 +295,31 @@ int cmd_eval(int argc, char **argv) {
     }
     if (!seq) seq = run.config.max_seq;
     Tokenizer *tok = NULL;
-    void *model = NULL;
     Scorer sc = {0};
+    FILE *log = NULL;
     json_t *out = json_object(), *jt = json_object(), *jd = json_object();
     int rc = -1;
+    if (check_finite(ckpt, &run) < 0) goto done;
     if (tokfile && tok_load(tokfile, &tok) < 0) goto done;
     if (tok && tok_vocab_size(tok) > (uint32_t)run.config.vocab_size) {
         vrl_error("%s: the tokenizer has %u ids, the model in %s only %d", tokfile, tok_vocab_size(tok), ckpt,
                   run.config.vocab_size);
         goto done;
     }
-    if (!(model = be->create(&run.spec, batch, seq))) goto done;
-    be->set_state(model, run.params, NULL, NULL);
-    if (scorer_init(&sc, be, model, batch, seq, run.config.vocab_size) < 0) goto done;
-    printf("vrl eval: %s (%s, %s, %zu parameters), %s, window %d, batch %d%s\n", ckpt, run.config.preset,
-           run.config.variant, run.spec.table.total, be->name, seq, batch, limit ? " (--limit: partial sets)" : "");
+    if (log_path && !(log = fopen(log_path, "w"))) {
+        vrl_error("--log-samples: %s: cannot create", log_path);
+        goto done;
+    }
+    if (scorer_init(&sc, be, &run.spec, run.params, batch, seq) < 0) goto done;
+    sc.fixed_shape = fixed;
+    const int64_t eos_id = tok ? tok_token_id(tok, "<|endoftext|>") : -1;
+    const uint32_t prefix = eos_id < 0 ? 0 : (uint32_t)eos_id;
+    const double t0 = now_seconds();
+    printf("vrl eval: %s (%s, %s, %zu parameters), %s, window %d, batch %d%s%s\n", ckpt, run.config.preset,
+           run.config.variant, run.spec.table.total, be->name, seq, batch, fixed ? ", fixed shape" : "",
+           limit ? " (--limit: partial sets)" : "");
     json_object_set_new(out, "run", json_string(ckpt));
+    json_object_set_new(out, "backend", json_string(be->name));
     json_object_set_new(out, "window", json_integer(seq));
     json_object_set_new(out, "limit", json_integer(limit));
 
@@ -203,51 +329,71 @@ int cmd_eval(int argc, char **argv) {
         json_object_set(out, "domains", jd);
     }
     if (wiki) {
-        int64_t eos = tok_token_id(tok, "<|endoftext|>");
-        WikiResult w;
-        sc.label = "WikiText-2";
-        if (wikitext_evaluate(&sc, tok, wiki, eos < 0 ? 0 : eos, (size_t)limit, &w) < 0) goto done;
-        printf("\nWikiText-2 (%zu documents, rolling windows of %d, EOS prefix)\n", w.docs, seq);
-        printf("  token perplexity %.3f  (%zu tokens)\n  word perplexity  %.3f  (%zu words)\n", w.token_ppl, w.tokens,
-               w.word_ppl, w.words);
-        json_object_set_new(out, "wikitext", json_pack("{s:f, s:f, s:f, s:I, s:I, s:I}", "token_perplexity",
-                                                       w.token_ppl, "word_perplexity", w.word_ppl, "nll", w.nll,
-                                                       "tokens", (json_int_t)w.tokens, "words", (json_int_t)w.words,
-                                                       "documents", (json_int_t)w.docs));
+        PplResult w;
+        sc.label = "wikitext";
+        if (wikitext_evaluate(&sc, tok, wiki, prefix, (size_t)limit, "wikitext", log, &w) < 0) goto done;
+        char what[256];
+        snprintf(what, sizeof what, "%zu pages, rolling windows of %d after <|endoftext|>", w.docs, seq);
+        json_t *o = ppl_report("WikiText", what, &w);
+        json_object_set_new(o, "file", json_string(wiki));
+        json_object_set_new(out, "wikitext", o);
+    }
+    if (text) {
+        PplResult w;
+        sc.label = "text";
+        if (text_evaluate(&sc, tok, text, prefix, log, &w) < 0) goto done;
+        json_t *o = ppl_report(text, "the whole file, rolling windows after <|endoftext|>", &w);
+        json_object_set_new(o, "file", json_string(text));
+        json_object_set_new(out, "text", o);
+    }
+    if (tokens) {
+        sc.label = "tokens";
+        json_t *o = eval_tokens(&sc, tokens);
+        if (!o) goto done;
+        json_object_set_new(out, "tokens", o);
     }
     if (n_sel) {
-        printf("\nzero-shot (lm-eval-harness style; acc_norm divides by the choice's characters)\n");
-        printf("  %-14s %8s %9s %7s\n", "task", "acc", "acc_norm", "n");
-        double sa = 0, sn = 0;
+        printf("\nzero-shot (lm-evaluation-harness definitions; acc_norm divides by the choice's characters)\n");
+        printf("  %-14s %8s %9s %11s %7s\n", "task", "acc", "acc_norm", "perplexity", "n");
+        double sa = 0;
+        int n_mc = 0;
         for (int i = 0; i < n_sel; i++) {
             TaskResult tr;
             sc.label = sel[i]->name;
-            if (task_evaluate(&sc, tok, &sets[i], &tr) < 0) goto done;
-            printf("  %-14s %8.4f %9.4f %7zu\n", sel[i]->name, tr.acc, tr.acc_norm, tr.n);
+            if (task_evaluate(&sc, tok, &sets[i], log, &tr) < 0) goto done;
+            json_t *o = json_pack("{s:f, s:I}", "acc", tr.acc, "n", (json_int_t)tr.n);
+            printf("  %-14s %8.4f", sel[i]->name, tr.acc);
+            if (sel[i]->has_acc_norm) printf(" %9.4f", tr.acc_norm), json_object_set_new(o, "acc_norm", json_real(tr.acc_norm));
+            else printf(" %9s", "-");
+            if (sel[i]->kind == TASK_LAMBADA)
+                printf(" %11.4f", tr.perplexity), json_object_set_new(o, "perplexity", json_real(tr.perplexity));
+            else printf(" %11s", "-"), sa += tr.acc, n_mc++;
+            printf(" %7zu\n", tr.n);
             fflush(stdout);
-            json_object_set_new(jt, sel[i]->name,
-                                json_pack("{s:f, s:f, s:I}", "acc", tr.acc, "acc_norm", tr.acc_norm, "n", (json_int_t)tr.n));
-            sa += tr.acc, sn += tr.acc_norm;
+            json_object_set_new(jt, sel[i]->name, o);
         }
-        printf("  %-14s %8.4f %9.4f\n", "average", sa / n_sel, sn / n_sel);
-        json_object_set_new(jt, "average", json_pack("{s:f, s:f}", "acc", sa / n_sel, "acc_norm", sn / n_sel));
+        if (n_mc) {
+            printf("  %-14s %8.4f   (multiple-choice tasks)\n", "average", sa / n_mc);
+            json_object_set_new(jt, "average", json_pack("{s:f, s:i}", "acc", sa / n_mc, "tasks", n_mc));
+        }
         json_object_set(out, "zero_shot", jt);
     }
-    char path[4200];
-    snprintf(path, sizeof path, "%s/eval.json", ckpt);
-    char *text = json_dumps(out, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
-    rc = text ? write_file_atomic(path, text, strlen(text)) : vrl_error("out of memory");
-    free(text);
-    if (rc == 0) printf("\nwrote %s\n", path);
+    const double dt = now_seconds() - t0;
+    printf("\n%zu forward passes in %.2f s\n", sc.forwards, dt);
+    json_object_set_new(out, "seconds", json_real(dt));
+    char *js = json_dumps(out, JSON_INDENT(2) | JSON_REAL_PRECISION(17));
+    rc = js ? write_file_atomic(out_path, js, strlen(js)) : vrl_error("out of memory");
+    free(js);
+    if (rc == 0) printf("wrote %s%s%s\n", out_path, log_path ? " and " : "", log_path ? log_path : "");
 done:
+    if (log && fclose(log) != 0 && rc == 0) rc = vrl_error("--log-samples: %s: write failed", log_path);
     scorer_free(&sc);
-    if (model) be->destroy(model);
     tok_free(tok);
     run_free(&run);
     for (int i = 0; i < n_sel; i++) task_free(&sets[i]);
     json_decref(out), json_decref(jt), json_decref(jd);
     if (rc == 0) return 0;
 fail:
-    fprintf(stderr, "vrl eval: %s\n", vrl_last_error());
+    fprintf(stderr, "vrl eval: %s\n", vrl_last_error()[0] ? vrl_last_error() : "failed (no reason recorded)");
     return 1;
 }

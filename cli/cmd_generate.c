@@ -200,13 +200,16 @@ int cmd_generate(int argc, char **argv) {
     if (be->decode(m, kv, in, prompt_n, logits) < 0) goto done_in;
     const double t_prompt = now_seconds() - t0;
     const void *last = (const char *)logits + (size_t)(prompt_n - 1) * V * esz;
+    /* text out: draw only ids the tokenizer can decode (a model's vocabulary may be larger,
+     * e.g. the `small` preset's 512 rows trained on 256 byte ids) */
+    const int Vs = as_text && tok_vocab_size(tok) < (uint32_t)V ? (int)tok_vocab_size(tok) : V;
     Rng g;
     rng_seed(&g, seed);
     int made = 0;
     for (int pos = prompt_n; pos < total; pos++) {
         for (int v = 0; v < V; v++)
             row[v] = be->dtype == DT_F64 ? ((const double *)last)[v] : ((const float *)last)[v];
-        const int32_t next = sample_next(row, V, &sp, &g, ss);
+        const int32_t next = sample_next(row, Vs, &sp, &g, ss);
         if (next == EOS_ID) break;
         made++;
         if (tok_ids_push(&ids, (uint32_t)next) < 0) goto done_in;

@@ -89,18 +89,18 @@ int cmd_info(int argc, char **argv) {
     if (kv_heads) c.n_kv_heads = kv_heads;
     if (config_validate(&c, model) < 0 || model_spec_set_variant(&c, variant, variant ? "--variant" : model, &spec) < 0)
         goto fail;
-    const ParamTable t = spec.table;
+    const ParamTable *t = &spec.table;
     printf("model %s: %s, L=%d, d=%d, heads=%d, kv_heads=%d, head_dim=%d, ffn=%d, vocab=%d, max_seq=%d\n",
            c.preset, c.arch == ARCH_LLAMA ? "llama" : "gpt2", c.n_layers, c.d_model, c.n_heads, c.n_kv_heads,
            config_head_dim(&c), c.d_ffn, c.vocab_size, c.max_seq);
     printf("variant: %s\n", c.variant);
     if (tensors)
-        for (int i = 0; i < t.n; i++) {
-            printf("  %-56s [", t.p[i].name);
-            for (int d = 0; d < t.p[i].ndim; d++) printf(d ? ", %lld" : "%lld", (long long)t.p[i].shape[d]);
-            printf("]%s\n", t.p[i].decay ? "" : "  (no decay)");
+        for (int i = 0; i < t->n; i++) {
+            printf("  %-56s [", t->p[i].name);
+            for (int d = 0; d < t->p[i].ndim; d++) printf(d ? ", %lld" : "%lld", (long long)t->p[i].shape[d]);
+            printf("]%s\n", t->p[i].decay ? "" : "  (no decay)");
         }
-    size_t total = param_table_count(&t);
+    size_t total = param_table_count(t);
     /* Thousands separators by hand: the paper quotes counts like 81,901,056. */
     char digits[32], grouped[48];
     int n = snprintf(digits, sizeof digits, "%zu", total), o = 0;

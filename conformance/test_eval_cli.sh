@@ -33,6 +33,47 @@ expect_error task_missing_field "ev/piqa.jsonl:2: missing field \"choices\"" \
 expect_error task_unknown "unknown task \"squad\"" $VRL eval --ckpt "$tmp/a" --tasks squad --tokenizer x
 expect_error metric_unknown "\"bogus\" is not entropy" $VRL analyze --ckpt "$tmp/a" --metric bogus --out "$tmp/x"
 
+# the task folder: missing (given or by default) is an error unless --tasks none; the
+# default does not depend on the current directory
+expect_error eval_dir_missing "nowhere: no such folder" $VRL eval --ckpt "$tmp/a" --eval-dir "$tmp/nowhere"
+expect_error eval_dir_default_missing "nowhere: no such folder" env VRL_EVAL_DIR="$tmp/nowhere" $VRL eval --ckpt "$tmp/a"
+expect_error task_file_missing "ev/winogrande.jsonl: no such task file" \
+  $VRL eval --ckpt "$tmp/a" --tasks winogrande --eval-dir "$tmp/ev" --tokenizer x
+printf '{"query": "a", "choices": ["x", ""], "gold": 0}\n' >"$tmp/ev/arc_easy.jsonl"
+expect_error task_empty_choice "ev/arc_easy.jsonl:1: field \"choices\" entry 1 is an empty string" \
+  $VRL eval --ckpt "$tmp/a" --tasks arc_easy --eval-dir "$tmp/ev" --tokenizer x
+
+# the summary: RUN/eval.json by default, never replaced silently; --out elsewhere
+$VRL eval --ckpt "$tmp/a" --tasks none >"$tmp/out" 2>&1
+check eval_json_written test $? -eq 0 -a -s "$tmp/a/eval.json"
+expect_error eval_json_exists "a/eval.json exists" $VRL eval --ckpt "$tmp/a" --tasks none
+$VRL eval --ckpt "$tmp/a" --tasks none --overwrite >"$tmp/out" 2>&1
+check eval_json_overwrite test $? -eq 0
+
+# a token file scored whole without a data folder, on a byte-level model; the length
+# buckets give the one-shape path's figure (fp64: to rounding); --log-samples lines
+head -c 6000 "$(dirname "$0")/../README.md" >"$tmp/text.txt"
+$VRL data bytes --in "$tmp/text.txt" --out "$tmp/bytes" >/dev/null 2>&1 || { echo "FAIL data bytes"; exit 1; }
+sed 's/"vocab_size": 64/"vocab_size": 256/' "$tmp/a/config.json" >"$tmp/bytes.json"
+$T --model "$tmp/bytes.json" --data "$tmp/bytes/train.bin" --val-data "$tmp/bytes/val.bin" --seed 3 --out "$tmp/by" \
+  || { echo "FAIL training run by"; exit 1; }
+E="$VRL eval --ckpt $tmp/by --tokens $tmp/bytes/val.bin --precision fp64 --seq 64"
+$E --out "$tmp/tok1.json" >"$tmp/out" 2>&1
+check tokens_scored test $? -eq 0
+$E --fixed-shape --out "$tmp/tok2.json" >"$tmp/out" 2>&1
+check tokens_fixed_shape test $? -eq 0
+ppl() { grep -o '"token_perplexity": [0-9.e+-]*' "$1" | cut -d' ' -f2; }
+check buckets_equal_fixed_shape awk -v a="$(ppl "$tmp/tok1.json")" -v b="$(ppl "$tmp/tok2.json")" \
+  'BEGIN { d = a - b; if (d < 0) d = -d; print "  token perplexity", a, b; exit !(a > 1 && d <= 1e-12 * a) }'
+check tokens_no_run_eval_json test ! -e "$tmp/by/eval.json"
+
+# non-finite weights: a clear line naming the tensor (the last float of the file -> NaN)
+cp -r "$tmp/by" "$tmp/nan"
+size=$(stat -c %s "$tmp/nan/model.safetensors")
+printf '\000\000\300\177' | dd of="$tmp/nan/model.safetensors" bs=1 seek=$((size - 4)) conv=notrunc 2>/dev/null
+expect_error nan_weights "nan/model.safetensors: tensor .* holds a non-finite value" \
+  $VRL eval --ckpt "$tmp/nan" --tokens "$tmp/bytes/val.bin" --out "$tmp/nan.json"
+
 # per-layer metrics of two runs side by side
 $VRL analyze --ckpt "$tmp/a" --ckpt "$tmp/b" --metric all --seq 16 --batches 2 --out "$tmp/an" >"$tmp/out" 2>&1
 check analyze_runs test $? -eq 0

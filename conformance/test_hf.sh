@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # test_hf.sh: vrl models in Hugging Face transformers (python/vrl_hf), with PyTorch.
-#   1. the Python variant classes reproduce every llama golden fixture's logits (fp64, <= 1e-10);
+#   1. the Python variant classes reproduce every llama golden fixture's logits (fp64, <= 1e-10),
+#      and greedy generate() on the golden baseline model gives vrl generate's tokens;
 #   2. tiny runs of several variants (trained here on a byte corpus) load with
 #      AutoModelForCausalLM.from_pretrained(RUN, trust_remote_code=True) as the right class, and
 #      its greedy generate() gives the same tokens as `vrl generate --precision fp64`;
@@ -22,6 +23,14 @@ export OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 CHECK="$PY $ROOT/conformance/hf/check_hf.py"
 
 check fixtures $CHECK fixtures "$ROOT/conformance/golden/fixtures"
+
+# the golden baseline model itself: vrl generate and Hugging Face generate, greedy, same tokens
+$CHECK golden_run "$ROOT/conformance/golden/fixtures/baseline.safetensors" "$tmp/golden"
+$VRL generate --ckpt "$tmp/golden" --precision fp64 --output ids --ids 5,17,33 --max-new 24 >"$tmp/golden.vrl" 2>/dev/null
+$CHECK runs 5,17,33 24 "$tmp/golden" >"$tmp/golden.log" 2>&1 || { echo "FAIL golden generate:"; tail -5 "$tmp/golden.log"; }
+check "hf_class_golden_baseline($(cat "$tmp/golden.cls"))" test "$(cat "$tmp/golden.cls")" = LlamaForCausalLM
+check hf_greedy_golden_baseline cmp "$tmp/golden.vrl" "$tmp/golden.hf"
+echo "golden baseline, vrl generate vs HF generate: $(cat "$tmp/golden.vrl")"
 
 for i in $(seq 1 300); do echo "the cat sat on the mat and the dog ran far away $((i % 7))"; done >"$tmp/text.txt"
 $VRL data bytes --in "$tmp/text.txt" --out "$tmp/bytes" >/dev/null || { echo "FAIL data bytes"; exit 1; }

@@ -18,48 +18,68 @@
 /* ---------------------------------------------------------------- a fake model */
 
 /* mode CONST: every position has the same logits `base`; mode SUCC: position p favours
- * the successor of its input token, logit 5 on (tok[p] + 1) mod V and 0 elsewhere. */
+ * the successor of its input token, logit 5 on (tok[p] + 1) mod V and 0 elsewhere.
+ * The scorer creates a model per batch shape: each model is its own [B, T] buffer, the
+ * shared settings (V, mode, base) and the last forward's input are in g_fake. */
 enum { FAKE_CONST = 0, FAKE_SUCC = 1 };
 typedef struct {
-    int B, T, V, mode;
-    int32_t tok[4096];   /* [B,T] last forward's input */
+    int V, mode;
+    int B, T;            /* the last forward's shape */
+    int32_t tok[65536];  /* [B,T] last forward's input */
     double base[256];    /* [V] logits of FAKE_CONST */
     long forwards;
 } Fake;
+typedef struct {
+    int B, T;
+    int32_t *tok;        /* [B,T] this model's last input */
+} FakeModel;
 
 static Fake g_fake;
+static ModelSpec g_fake_spec;
 
-static void *fake_create(const ModelSpec *s, int B, int T) {
-    (void)s;
-    g_fake.B = B, g_fake.T = T;
-    return &g_fake;
+static void *fake_create(const ModelSpec *spec, int B, int T) {
+    (void)spec;
+    FakeModel *m = calloc(1, sizeof *m);
+    m->B = B, m->T = T;
+    m->tok = calloc((size_t)B * T, sizeof *m->tok);
+    return m;
 }
-static void fake_destroy(void *m) { (void)m; }
-static double fake_forward_loss(void *m, const int32_t *tokens) {
-    Fake *f = m;
-    memcpy(f->tok, tokens, (size_t)f->B * f->T * sizeof *tokens);
-    f->forwards++;
+static void fake_destroy(void *m) {
+    free(((FakeModel *)m)->tok);
+    free(m);
+}
+static void fake_set_state(void *m, const void *params, const void *a, const void *b) { (void)m, (void)params, (void)a, (void)b; }
+static double fake_forward_loss(void *m_, const int32_t *tokens) {
+    FakeModel *m = m_;
+    memcpy(m->tok, tokens, (size_t)m->B * m->T * sizeof *tokens);
+    cr_assert((size_t)m->B * m->T <= sizeof g_fake.tok / sizeof g_fake.tok[0]);
+    memcpy(g_fake.tok, tokens, (size_t)m->B * m->T * sizeof *tokens);
+    g_fake.B = m->B, g_fake.T = m->T;
+    g_fake.forwards++;
     return 0;
 }
-static void fake_get_logits(void *m, void *out) {
-    Fake *f = m;
+static void fake_get_logits(void *m_, void *out) {
+    FakeModel *m = m_;
     double *o = out; /* [B,T,V] */
-    for (int n = 0; n < f->B * f->T; n++)
-        for (int v = 0; v < f->V; v++)
-            o[(size_t)n * f->V + v] = f->mode == FAKE_CONST ? f->base[v] : (v == (f->tok[n] + 1) % f->V ? 5.0 : 0.0);
+    for (int n = 0; n < m->B * m->T; n++)
+        for (int v = 0; v < g_fake.V; v++)
+            o[(size_t)n * g_fake.V + v] =
+                g_fake.mode == FAKE_CONST ? g_fake.base[v] : (v == (m->tok[n] + 1) % g_fake.V ? 5.0 : 0.0);
 }
 static const Backend fake_backend = {.name = "fake",
                                      .dtype = DT_F64,
                                      .create = fake_create,
                                      .destroy = fake_destroy,
+                                     .set_state = fake_set_state,
                                      .forward_loss = fake_forward_loss,
                                      .get_logits = fake_get_logits};
 
 static void fake_scorer(Scorer *s, int B, int T, int V, int mode) {
     memset(&g_fake, 0, sizeof g_fake);
     g_fake.V = V, g_fake.mode = mode;
-    void *m = fake_backend.create(NULL, B, T);
-    cr_assert_eq(scorer_init(s, &fake_backend, m, B, T, V), 0, "%s", vrl_last_error());
+    memset(&g_fake_spec, 0, sizeof g_fake_spec);
+    g_fake_spec.config.vocab_size = V;
+    cr_assert_eq(scorer_init(s, &fake_backend, &g_fake_spec, NULL, B, T), 0, "%s", vrl_last_error());
 }
 
 /* ---------------------------------------------------------------- a byte tokenizer */
@@ -131,7 +151,7 @@ Test(lmeval, acc_and_acc_norm_differ_by_construction) {
     cr_assert_str_eq(t.docs[0].cont[0], " aa");
     cr_assert_eq(t.docs[0].len_norm[0], 2);
     TaskResult r;
-    cr_assert_eq(task_evaluate(&s, tok, &t, &r), 0, "%s", vrl_last_error());
+    cr_assert_eq(task_evaluate(&s, tok, &t, NULL, &r), 0, "%s", vrl_last_error());
     cr_expect_eq(r.n, 2);
     cr_expect(fabs(r.acc - 0.5) < 1e-15, "acc %g", r.acc);
     cr_expect(fabs(r.acc_norm - 1.0) < 1e-15, "acc_norm %g", r.acc_norm);
@@ -184,7 +204,7 @@ Test(lmeval, prompts_piqa_and_winogrande) {
     Scorer s;
     fake_scorer(&s, 3, 8, 256, FAKE_SUCC);
     TaskResult r;
-    cr_assert_eq(task_evaluate(&s, tok, &t, &r), 0, "%s", vrl_last_error());
+    cr_assert_eq(task_evaluate(&s, tok, &t, NULL, &r), 0, "%s", vrl_last_error());
     cr_expect_eq(r.acc, 1.0, "acc %g", r.acc);
     cr_expect_eq(r.acc_norm, 1.0, "acc_norm %g", r.acc_norm);
     task_free(&t);
@@ -291,15 +311,33 @@ Test(lmeval, bad_task_files_name_file_and_line) {
 /* ---------------------------------------------------------------- WikiText */
 
 Test(lmeval, wikitext_documents_detokenizer_words) {
+    /* expected pages from EleutherAI/wikitext_document_level's _generate_examples, run in
+     * Python: no newline at a page's end but the last; whitespace-only lead dropped */
     const char *text = " \n = A = \n \n x y \n = = Sub = = \n z \n = B = \n w \n";
     char **docs;
     size_t n;
     cr_assert_eq(wikitext_documents(text, strlen(text), &docs, &n), 0);
     cr_assert_eq(n, 2);
-    cr_expect_str_eq(docs[0], " \n = A = \n \n x y \n = = Sub = = \n z \n");
+    cr_expect_str_eq(docs[0], " = A = \n \n x y \n = = Sub = = \n z ");
     cr_expect_str_eq(docs[1], " = B = \n w \n");
     for (size_t i = 0; i < n; i++) free(docs[i]);
     free(docs);
+    /* a lead that is not blank is a page of its own; "= = = C = = =" is no heading; Unicode
+     * spaces count for words (U+00A0, U+2003) as Python's \s does */
+    text = "lead\xC2\xA0text \n = A = \n a\xE2\x80\x83" "b \n = = = C = = = \n = B = ";
+    cr_assert_eq(wikitext_documents(text, strlen(text), &docs, &n), 0);
+    cr_assert_eq(n, 3);
+    cr_expect_str_eq(docs[0], "lead\xC2\xA0text ");
+    cr_expect_str_eq(docs[1], " = A = \n a\xE2\x80\x83" "b \n = = = C = = = ");
+    cr_expect_str_eq(docs[2], " = B = ");
+    const size_t words[3] = {3, 14, 5}, bytes[3] = {11, 31, 7}; /* len(re.split(r"\s+", p)), len(p.encode()) */
+    for (size_t i = 0; i < n; i++) {
+        cr_expect_eq(count_words(docs[i]), words[i], "page %zu: %zu words", i, count_words(docs[i]));
+        cr_expect_eq(strlen(docs[i]), bytes[i]);
+        free(docs[i]);
+    }
+    free(docs);
+    cr_expect_eq(count_words("a\x1c" "b\xE3\x80\x80" "c\xE2\x80\x8B" "d"), 3); /* U+001C, U+3000 yes; U+200B no */
 
     /* expected output from lm-eval's preprocess_wikitext.wikitext_detokenizer in Python */
     char *d = wikitext_detokenize(" = Tom 's Hat = \n \n The hat ( made in 1 @,@ 000 N ) was \" very big \" , at 5 @.@ "
@@ -311,4 +349,130 @@ Test(lmeval, wikitext_documents_detokenizer_words) {
     free(d);
     cr_expect_eq(count_words(""), 1);
     cr_expect_eq(count_words(" a  b\n"), 4); /* '', 'a', 'b', '' */
+}
+
+/* ---------------------------------------------------------------- LAMBADA, logs, batching */
+
+/* lm-eval's lambada_openai: context = the text before the last space, continuation =
+ * " " + the last word; acc = the continuation is the greedy one; perplexity =
+ * exp(−mean log p). Successor model: "ab" then " " is no successor of 'b' ('c' is). */
+Test(lmeval, lambada_last_word_acc_and_perplexity) {
+    const char *dir = test_tmpdir();
+    const char *p = write_text(dir, "lambada.jsonl", "{\"text\": \"x y \\u001f!\"}\n{\"text\": \"ab cd\"}\n{\"text\": \"alone\"}\n"
+                                  "{\"text\": \"x\\u001f !\"}\n");
+    TaskSet t;
+    cr_assert_eq(task_load(lmeval_task("lambada_openai"), p, 0, &t), 0, "%s", vrl_last_error());
+    cr_assert_eq(t.n, 4);
+    cr_expect_str_eq(t.docs[0].ctx[0], "x y");
+    cr_expect_str_eq(t.docs[0].cont[0], " \x1f!");
+    cr_expect_str_eq(t.docs[2].ctx[0], ""); /* no space: EOS is the context, as lm-eval */
+    cr_expect_str_eq(t.docs[2].cont[0], " alone");
+    Tokenizer *tok = byte_tokenizer(dir);
+    Scorer s;
+    fake_scorer(&s, 2, 16, 256, FAKE_SUCC);
+    const char *logp = test_path(dir, "samples.jsonl");
+    FILE *samples = fopen(logp, "w");
+    TaskResult r;
+    cr_assert_eq(task_evaluate(&s, tok, &t, samples, &r), 0, "%s", vrl_last_error());
+    fclose(samples);
+    /* successors among the scored tokens: doc 0 ' '<-'y', 0x1F<-' ', '!'<-0x1F: none;
+     * doc 1 ' '<-'b', 'c'<-' ' no, 'd'<-'c' yes; doc 2 ' '<-EOS (id 0 here), "alone": none;
+     * doc 3 ' '<-0x1F, '!'<-' ': both, the only greedy document */
+    const double lse = log(exp(5.0) + 255);
+    const double ll = (-3 * lse) + (-3 * lse + 5) + (-6 * lse) + 2 * (5 - lse);
+    cr_expect_eq(r.acc, 0.25);
+    cr_expect(fabs(r.perplexity - exp(-ll / 4)) < 1e-9 * r.perplexity, "perplexity %.15g", r.perplexity);
+    /* --log-samples: one line per request with the document's result */
+    json_error_t e;
+    FILE *f = fopen(logp, "r");
+    size_t lines = 0;
+    json_t *o;
+    while ((o = json_loadf(f, JSON_DISABLE_EOF_CHECK, &e))) {
+        const int greedy = lines == 3;
+        cr_expect_str_eq(json_string_value(json_object_get(o, "task")), "lambada_openai");
+        cr_expect_eq(json_integer_value(json_object_get(o, "doc")), (json_int_t)lines);
+        cr_expect_eq(json_is_true(json_object_get(o, "is_greedy")), greedy);
+        cr_expect_eq(json_integer_value(json_object_get(json_object_get(o, "result"), "acc")), greedy);
+        json_decref(o);
+        lines++;
+        int c;
+        while ((c = fgetc(f)) == '\n') {}
+        if (c == EOF) break;
+        ungetc(c, f);
+    }
+    fclose(f);
+    cr_expect_eq(lines, 4);
+    task_free(&t);
+    scorer_free(&s);
+    tok_free(tok);
+    p = write_text(dir, "bad.jsonl", "{\"text\": \"a b \"}\n");
+    expect_error(task_load(lmeval_task("lambada_openai"), p, 0, &t), "bad.jsonl:1: field \"text\" has no last word");
+}
+
+/* Empty choices are refused with the file and line; WinoGrande has no acc_norm. */
+Test(lmeval, empty_choice_refused) {
+    const char *dir = test_tmpdir();
+    TaskSet t;
+    const char *p = write_text(dir, "piqa.jsonl",
+                               "{\"query\": \"a\", \"choices\": [\"x\", \"y\"], \"gold\": 0}\n"
+                               "{\"query\": \"a\", \"choices\": [\"x\", \"\"], \"gold\": 0}\n");
+    expect_error(task_load(lmeval_task("piqa"), p, 0, &t), "piqa.jsonl:2: field \"choices\" entry 1 is an empty string");
+    p = write_text(dir, "wg.jsonl", "{\"context_options\": [\"a\", \"b\"], \"continuation\": \"\", \"gold\": 0}\n");
+    expect_error(task_load(lmeval_task("winogrande"), p, 0, &t), "wg.jsonl:1: field \"continuation\" is an empty string");
+    cr_expect_eq(lmeval_task("winogrande")->has_acc_norm, 0);
+    cr_expect_eq(lmeval_task("piqa")->has_acc_norm, 1);
+}
+
+/* Batching by length gives every request the score of the one-shape path, with fewer
+ * padded tokens: requests of lengths 1..40 on a window of 64. */
+Test(lmeval, length_buckets_match_fixed_shape) {
+    enum { N = 40 };
+    uint32_t toks[N + 1];
+    for (int i = 0; i <= N; i++) toks[i] = (uint32_t)((i * 7 + (i % 3 == 0)) % 16);
+    LLRequest a[N], b[N];
+    for (int i = 0; i < N; i++) /* context toks[0..i], continuation the next 1..3 tokens */
+        a[i] = (LLRequest){.ctx = toks, .n_ctx = (size_t)(i % 37) + 1, .cont = toks + (i % 37) + 1, .n_cont = (size_t)(i % 3) + 1};
+    memcpy(b, a, sizeof a);
+    Scorer s;
+    fake_scorer(&s, 2, 64, 16, FAKE_SUCC);
+    s.fixed_shape = 1;
+    cr_assert_eq(scorer_loglik(&s, a, N), 0, "%s", vrl_last_error());
+    const size_t fixed_forwards = s.forwards;
+    scorer_free(&s);
+    fake_scorer(&s, 2, 64, 16, FAKE_SUCC);
+    cr_assert_eq(scorer_loglik(&s, b, N), 0, "%s", vrl_last_error());
+    for (int i = 0; i < N; i++) {
+        cr_expect_eq(a[i].logprob, b[i].logprob, "request %d: %.17g vs %.17g", i, a[i].logprob, b[i].logprob);
+        cr_expect_eq(a[i].n_scored, b[i].n_scored);
+        cr_expect_eq(a[i].greedy, b[i].greedy);
+    }
+    cr_expect_eq(fixed_forwards, 20);
+    /* inputs of 1..39 tokens, longest first: 6 in windows of 64 (2 rows, 3 forwards), 16 in
+     * 32 (4 rows, 4 forwards), 18 in 16 (8 rows, 3 forwards) */
+    cr_expect_eq(s.forwards, 10, "%zu forwards with buckets", s.forwards);
+    scorer_free(&s);
+}
+
+/* Words and bytes come from the page before detokenizing, tokens after it. */
+Test(lmeval, wikitext_counts_on_the_original_page) {
+    const char *dir = test_tmpdir();
+    Tokenizer *tok = byte_tokenizer(dir);
+    const char *p = write_text(dir, "wiki.raw", " \n = T = \n a @-@ b , c \n");
+    Scorer s;
+    fake_scorer(&s, 2, 8, 256, FAKE_CONST);
+    PplResult r;
+    cr_assert_eq(wikitext_evaluate(&s, tok, p, 0, 0, "wikitext", NULL, &r), 0, "%s", vrl_last_error());
+    /* page " = T = \n a @-@ b , c \n": 10 words, 22 bytes (Python); detokenized
+     * " = T =\na-b, c\n": 14 tokens */
+    cr_expect_eq(r.docs, 1);
+    cr_expect_eq(r.words, 10);
+    cr_expect_eq(r.bytes, 22);
+    cr_expect_eq(r.tokens, 14);
+    const double nll = 14 * log(256.0); /* uniform logits */
+    cr_expect(fabs(r.nll - nll) < 1e-9);
+    cr_expect(fabs(r.word_ppl - exp(nll / 10)) < 1e-9 * r.word_ppl);
+    cr_expect(fabs(r.byte_ppl - exp(nll / 22)) < 1e-9 * r.byte_ppl);
+    cr_expect(fabs(r.bits_per_byte - nll / 22 / log(2.0)) < 1e-12);
+    scorer_free(&s);
+    tok_free(tok);
 }

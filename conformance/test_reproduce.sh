@@ -58,6 +58,9 @@ if [ ! -f "$shared/tokenizers/gpt-neox-20b.tokenizer.json" ] || [ ! -d "$shared/
   exit 77
 fi
 work=$tmp/work res=$tmp/results
+# The pipeline and the provenance of every cell, not the losses: a quarter of the default
+# steps and few evaluation documents (the scripts' defaults are in reproduce/lib.sh).
+export TINY_STEPS=${TINY_STEPS:-10} TINY_EVAL_LIMIT=${TINY_EVAL_LIMIT:-8} TINY_TASK_LIMIT=${TINY_TASK_LIMIT:-4}
 for s in table5 table1 ablations figures; do
   start=$(date +%s)
   if "$root/reproduce/$s.sh" --scale tiny --build "$build" --shared "$shared" --work "$work" --results "$res" \

@@ -126,6 +126,11 @@ vrl_test(test_lmeval SOURCES conformance/test_lmeval.c LIBS vrl_common)
 target_compile_definitions(test_lmeval PRIVATE VRL_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
 vrl_test(test_curves SOURCES conformance/test_curves.c LIBS vrl_common ${MATH_LIB})
 add_test(NAME test_eval_cli COMMAND ${CMAKE_SOURCE_DIR}/conformance/test_eval_cli.sh $<TARGET_FILE:vrl>)
+# lm-evaluation-harness's own figures (conformance/lmeval_golden/make_expected.sh) against vrl eval's
+add_executable(lmeval_golden_check conformance/lmeval_golden_check.c)
+target_link_libraries(lmeval_golden_check PRIVATE PkgConfig::JANSSON ${MATH_LIB})
+add_test(NAME test_lmeval_golden COMMAND ${CMAKE_SOURCE_DIR}/conformance/test_lmeval_golden.sh $<TARGET_FILE:vrl>
+  $<TARGET_FILE:lmeval_golden_check>)
 # every `vrl` command in a ```sh block of README.md and docs/*.md, run as printed
 add_test(NAME test_doc_commands COMMAND ${CMAKE_SOURCE_DIR}/conformance/test_doc_commands.sh $<TARGET_FILE:vrl> ${CMAKE_SOURCE_DIR})
 
@@ -160,7 +165,8 @@ add_test(NAME test_reproduce_plan COMMAND ${CMAKE_SOURCE_DIR}/conformance/test_r
 add_test(NAME test_reproduce_tiny COMMAND ${CMAKE_SOURCE_DIR}/conformance/test_reproduce.sh tiny ${CMAKE_BINARY_DIR})
 set_tests_properties(test_reproduce_plan test_reproduce_tiny PROPERTIES SKIP_RETURN_CODE 77
   ENVIRONMENT "TMPDIR=${VRL_TEST_TMP};VRL_SHARED_DATA=${VRL_SHARED_DATA}")
-set_tests_properties(test_reproduce_tiny PROPERTIES TIMEOUT 1200)
+# ~5 CPU-minutes; the timeout leaves room for a machine shared with other jobs.
+set_tests_properties(test_reproduce_tiny PROPERTIES TIMEOUT 2400)
 
 # ---------------------------------------------------------------- generation: KV cache and sampling
 vrl_test(test_decode SOURCES conformance/test_decode.c LIBS vrl_ref64 vrl_common)

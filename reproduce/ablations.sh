@@ -4,7 +4,7 @@
 # which V feeds the residual (V_1, the previous layer's, the mean of earlier ones), residuals
 # on Q, K, A or the hidden state instead of V, and the KV-saving family (SVFormer, NeuTRENO,
 # CLA, GQA with half the KV heads). Validation loss averaged over the 7 domains, beside the
-# paper's (SPEC.md §8; rows the paper shows only as curves have no number) ->
+# paper's (formulas.md §8; rows the paper shows only as curves have no number) ->
 # results/ablations-SCALE.md. Shares the Transformer and ResFormer runs with table5.sh.
 # Usage: reproduce/ablations.sh [--scale paper|small|tiny] [--dry-run] (see --help, docs/reproduce.md)
 set -eu
@@ -48,7 +48,7 @@ base=$(repro_json "$RUNS/transformer-$S/eval-domains.json" '.domains.mean')
 {
     repro_header "Ablations of the value residual ($S)"
     echo
-    echo "Validation loss, mean of the 7 domains. The paper's numbers are its 82M models (SPEC.md §8);"
+    echo "Validation loss, mean of the 7 domains. The paper's numbers are its 82M models (formulas.md §8);"
     echo "Δ columns are each model minus the Transformer of the same source."
     [ "$SCALE" = paper ] || echo "At scale $SCALE compare the Δ columns' signs, not the losses."
     echo

@@ -6,7 +6,7 @@
 # output is complete (a .done file) is not run again.
 #
 # Scales (docs/reproduce.md):
-#   paper  the paper's settings (Table 3/4, SPEC.md §2-3): 10,000 steps of 1024 x 2048
+#   paper  the paper's settings (Table 3/4, formulas.md §2-3): 10,000 steps of 1024 x 2048
 #          tokens, 8 GPUs x 32 sequences x 4 accumulation, through `mpirun -np 8`
 #   small  one GPU, the same shape: 2,000 steps of 128 x 1024 tokens (hours)
 #   tiny   this CPU, minutes: slimpajama-mini from ../shared/data, 64-token chunks,
@@ -56,15 +56,15 @@ repro_init() {
     case $SCALE in
     paper)  # Table 3/4: 10k steps, 2M-token batches of 1024 x 2048, 8 GPUs x 32 x accumulation 4
         GPUS=8 SEQ=2048 MICRO=32 ACCUM=4 STEPS=10000 DEVICE=cuda LAUNCH="mpirun -np 8"
-        SIZES="82M 180M 468M" DATA_SCALE=1 EVAL_LIMIT=0 EVAL_BATCH=32 EVAL_EVERY=500 SAVE_EVERY=1000
+        SIZES="82M 180M 468M" DATA_SCALE=1 EVAL_LIMIT=0 TASK_LIMIT=0 EVAL_BATCH=32 EVAL_EVERY=500 SAVE_EVERY=1000
         ANALYSIS_BATCHES=250 ANALYSIS_BATCH=4 WINDOW=100 ;;  # 1,000 sequences, as Sec. 4.1.3
     small)  # one GPU: 2,000 steps of 128 x 1024 tokens on a 2% selection (400M tokens)
         GPUS=1 SEQ=1024 MICRO=32 ACCUM=4 STEPS=2000 DEVICE=cuda LAUNCH=""
-        SIZES="82M 180M 468M" DATA_SCALE=0.02 EVAL_LIMIT=500 EVAL_BATCH=32 EVAL_EVERY=200 SAVE_EVERY=500
+        SIZES="82M 180M 468M" DATA_SCALE=0.02 EVAL_LIMIT=500 TASK_LIMIT=500 EVAL_BATCH=32 EVAL_EVERY=200 SAVE_EVERY=500
         ANALYSIS_BATCHES=64 ANALYSIS_BATCH=4 WINDOW=100 ;;
     tiny)   # this CPU: minutes; learning rate raised for so few steps
         GPUS=1 SEQ=64 MICRO=4 ACCUM=1 STEPS=${TINY_STEPS:-40} DEVICE=cpu LAUNCH=""
-        SIZES="tiny-s tiny-m tiny-l" DATA_SCALE=0.0001 EVAL_LIMIT=40 EVAL_BATCH=8 EVAL_EVERY=0 SAVE_EVERY=0
+        SIZES="tiny-s tiny-m tiny-l" DATA_SCALE=0.0001 EVAL_LIMIT=${TINY_EVAL_LIMIT:-40} TASK_LIMIT=${TINY_TASK_LIMIT:-10} EVAL_BATCH=8 EVAL_EVERY=0 SAVE_EVERY=0
         ANALYSIS_BATCHES=2 ANALYSIS_BATCH=4 WINDOW=5 LR=3e-3 LR_END=3e-4 WARMUP=4 ;;
     *) echo "$REPRO_NAME.sh: --scale must be paper, small or tiny (not \"$SCALE\")" >&2; exit 2 ;;
     esac
@@ -88,7 +88,7 @@ repro_init() {
         "($GPUS x $MICRO per micro-batch x $ACCUM accumulation; lr $LR -> $LR_END cosine, warm-up $WARMUP)"
     if [ "$SCALE" = paper ]; then
         echo "   per-rank batch = $GLOBAL / $GPUS ranks / $ACCUM accumulation = $MICRO sequences; sizes $SIZES (Table 4);"
-        echo "   warm-up 120 as Table 4 and the authors' code (Sec. 4.1.1's text says 1,200); data: the SPEC §3"
+        echo "   warm-up 120 as Table 4 and the authors' code (Sec. 4.1.1's text says 1,200); data: the formulas.md §3"
         echo "   20B-token SlimPajama selection (CC 10B, C4 4B, GitHub 2B, 1B each for the other four), 2048-token chunks"
     fi
 }
@@ -203,13 +203,14 @@ repro_eval() {
     out=$RUNS/$name/eval-$kind.json
     [ -f "$out" ] && { echo "   eval $name $kind: done earlier"; return 0; }
     limit=$( [ "$EVAL_LIMIT" = 0 ] && echo "" || echo "--limit $EVAL_LIMIT" )
+    [ "$kind" = domains ] || limit=$( [ "$TASK_LIMIT" = 0 ] && echo "" || echo "--limit $TASK_LIMIT" )
     if [ "$kind" = domains ]; then
         # shellcheck disable=SC2086
         repro_do "$VRL" eval --ckpt "$RUNS/$name" --data "$DATA/tok" --tasks none $limit --seq "$SEQ" --batch "$EVAL_BATCH"
     else
         wiki=$SHARED/corpora/wikitext-2-raw/wiki.test.raw
-        if [ "$SCALE" = tiny ]; then  # the first two articles: WikiText windows dominate CPU time
-            [ "$DRY" = 1 ] || awk '/^ = [^=]/ { n++ } n <= 2' "$wiki" > "$WORK/wiki.test.head.raw"
+        if [ "$SCALE" = tiny ]; then  # the first article: WikiText windows dominate CPU time
+            [ "$DRY" = 1 ] || awk '/^ = [^=]/ { n++ } n <= 1' "$wiki" > "$WORK/wiki.test.head.raw"
             wiki=$WORK/wiki.test.head.raw
         fi
         # shellcheck disable=SC2086
@@ -257,7 +258,7 @@ repro_estimate() {
 # repro_header TITLE: the results file's head: scale, commit, machine, date.
 repro_header() {
     commit=$(git -C "$REPRO_ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)
-    dirty=$(git -C "$REPRO_ROOT" status --porcelain 2>/dev/null | grep -qv '^??' && echo " (with uncommitted changes)" || true)
+    dirty=$(git -C "$REPRO_ROOT" status --porcelain --untracked-files=no 2>/dev/null | grep -q . && echo " (with uncommitted changes)" || true)
     cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo 2>/dev/null | head -1)
     cat <<EOF
 # $1 — scale $SCALE (a run of vrl, not the paper's result)
@@ -274,8 +275,11 @@ repro_header() {
 EOF
 }
 
-# repro_json FILE JQ_EXPR: one number from a run's JSON file ("—" when absent).
-repro_json() { jq -r "($2) // \"—\" | if type == \"number\" then (. * 10000 | round / 10000 | tostring) else . end" "$1"; }
+# repro_json FILE JQ_EXPR: one number from a run's JSON file, to 4 decimals ("—" when absent).
+repro_json() {
+    jv=$(jq -r "($2) // \"—\"" "$1" 2>/dev/null || true)
+    echo "${jv:-—}" | awk '{ if ($1 + 0 == $1 && $1 != "") printf "%.4f\n", $1; else print "—" }'
+}
 
 # repro_diff RUN PAPER: run − paper to 4 places, or — when either is missing.
 repro_diff() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "—" || b == "—" || a == "" || b == "") print "—"; else printf "%+.4f", a - b }'; }

@@ -47,7 +47,8 @@ echo "trained baseline and resformer in $(( $(date +%s) - start )) s"
 for run in baseline resformer; do
     echo; echo "== vrl eval $run"
     "$VRL" eval --ckpt "$OUT/$run" --tokenizer "$TOK" --eval-dir "$SHARED/eval" --data "$OUT/tok" \
-        --wikitext "$SHARED/corpora/wikitext-2-raw/wiki.test.raw" --limit "$LIMIT" --seq "$SEQ" --batch "$BATCH"
+        --wikitext "$SHARED/corpora/wikitext-2-raw/wiki.test.raw" --tasks all --overwrite --limit "$LIMIT" --seq "$SEQ" \
+        --batch "$BATCH"
 done
 echo; echo "== vrl analyze baseline vs resformer"
 "$VRL" analyze --ckpt "$OUT/baseline" --ckpt "$OUT/resformer" --metric all --data "$OUT/tok" \

@@ -35,7 +35,7 @@ md=$RESULTS/table1-$SCALE.md
     echo
     echo "Accuracy is acc (lm-eval-harness), averaged over the tasks the run evaluated; a task"
     echo "without its data file shows —. The paper's rows are its 82M models (the first size here)."
-    [ "$EVAL_LIMIT" = 0 ] || echo "This scale evaluates at most $EVAL_LIMIT documents per task (--limit): small samples, wide error bars."
+    [ "$TASK_LIMIT" = 0 ] || echo "This scale evaluates at most $TASK_LIMIT documents per task and WikiText document (--limit): small samples, wide error bars."
     echo
     echo "| model | source | HellaSwag | OBQA | WinoGrande | ARC-c | ARC-e | PIQA | Avg. |"
     echo "|---|---|---|---|---|---|---|---|---|"
@@ -68,7 +68,7 @@ md=$RESULTS/table1-$SCALE.md
     for size in $SIZES; do
         for arch in transformer resformer; do
             f=$RUNS/$arch-$size/eval-downstream.json
-            echo "| $arch-$size | $(repro_json "$f" '.wikitext.token_perplexity') | $(repro_json "$f" '.wikitext.word_perplexity') | $(repro_json "$f" '.wikitext.documents') |"
+            echo "| $arch-$size | $(repro_json "$f" '.wikitext.token_perplexity') | $(repro_json "$f" '.wikitext.word_perplexity') | $(jq -r '.wikitext.documents // "—"' "$f" 2>/dev/null || echo —) |"
         done
     done
 } > "$md"

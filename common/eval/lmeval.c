@@ -18,27 +18,41 @@
 
 /* ------------------------------------------------------------------ scoring */
 
-int scorer_init(Scorer *s, const Backend *be, void *model, int B, int T, int V) {
+int scorer_init(Scorer *s, const Backend *be, const ModelSpec *spec, const void *params, int B, int T) {
     memset(s, 0, sizeof *s);
-    s->be = be, s->model = model, s->B = B, s->T = T, s->V = V;
+    s->be = be, s->spec = spec, s->params = params;
+    s->B = B, s->T = T, s->V = spec->config.vocab_size;
     s->tokens = calloc((size_t)B * T, sizeof *s->tokens);
-    s->logits = malloc((size_t)B * T * V * dtype_size(be->dtype));
+    s->logits = malloc((size_t)B * T * s->V * dtype_size(be->dtype));
     if (!s->tokens || !s->logits) {
         scorer_free(s);
-        return vrl_error("evaluation: out of memory for a %d x %d x %d logits batch", B, T, V);
+        return vrl_error("evaluation: out of memory for a %d x %d x %d logits batch", B, T, s->V);
     }
     return 0;
 }
 
 void scorer_free(Scorer *s) {
+    if (s->model) s->be->destroy(s->model);
     free(s->tokens);
     free(s->logits);
-    s->tokens = NULL, s->logits = NULL;
+    s->model = NULL, s->tokens = NULL, s->logits = NULL;
 }
 
-/* log p(target) at (row, pos) of the logits, and whether target is the argmax. */
+/* Make the current model [rows, len]; the previous shape's model is dropped (requests
+ * arrive longest first, so a shape is never needed again within one call). */
+static int scorer_shape(Scorer *s, int rows, int len) {
+    if (s->model && s->rows == rows && s->len == len) return 0;
+    if (s->model) s->be->destroy(s->model);
+    s->model = s->be->create(s->spec, rows, len);
+    if (!s->model) return -1;
+    s->be->set_state(s->model, s->params, NULL, NULL);
+    s->rows = rows, s->len = len;
+    return 0;
+}
+
+/* log p(target) at (row, pos) of the [rows, len, V] logits, and whether target is the argmax. */
 static double logprob_at(const Scorer *s, int row, int pos, uint32_t target, int *is_max) {
-    const size_t off = ((size_t)row * s->T + pos) * s->V;
+    const size_t off = ((size_t)row * s->len + pos) * s->V;
     double mx = -INFINITY, z = 0;
     int arg = 0;
     if (s->be->dtype == DT_F64) {
@@ -64,59 +78,97 @@ static uint32_t whole_at(const LLRequest *r, size_t i) { return i < r->n_ctx ? r
 static void progress(const Scorer *s, size_t done, size_t n, double t0) {
     if (!s->label) return;
     const double dt = now_seconds() - t0, rate = dt > 0 ? (double)done / dt : 0;
-    fprintf(stderr, "vrl eval: %s: %zu/%zu sequences, %.1f seq/s, ETA %.0fs\n", s->label, done, n, rate,
+    fprintf(stderr, "vrl eval: %s: %zu/%zu requests, %.1f requests/s, ETA %.0fs\n", s->label, done, n, rate,
             rate > 0 ? (double)(n - done) / rate : 0.0);
 }
 
-int scorer_loglik(Scorer *s, LLRequest *req, size_t n) {
-    const int B = s->B, T = s->T;
-    const double t0 = now_seconds();
-    /* about ten reports for work of 20 batches or more; quiet for small sets */
-    const size_t every = n >= 20 * (size_t)B ? n / 10 : n + 1;
-    size_t reported = 0;
-    for (size_t start = 0; start < n; start += (size_t)B) {
-        if (start - reported >= every) progress(s, reported = start, n, t0);
-        const int rows = n - start < (size_t)B ? (int)(n - start) : B;
-        memset(s->tokens, 0, (size_t)B * T * sizeof *s->tokens); /* padding: token 0 */
-        for (int r = 0; r < rows; r++) {
-            LLRequest *q = &req[start + r];
-            if (q->n_ctx < 1 || q->n_cont < 1) return vrl_error("evaluation: empty context or continuation");
-            const size_t total = q->n_ctx + q->n_cont;
-            const size_t keep = total < (size_t)T + 1 ? total : (size_t)T + 1; /* (ctx+cont)[-(T+1):] */
-            const size_t first = total - keep;
-            for (size_t i = 0; i + 1 < keep; i++) { /* ...[:-1] is the input */
-                const uint32_t id = whole_at(q, first + i);
-                if (id >= (uint32_t)s->V)
-                    return vrl_error("evaluation: token id %u is outside the model's vocabulary of %d (tokenizer and "
-                                     "model do not match)",
-                                     id, s->V);
-                s->tokens[(size_t)r * T + i] = (int32_t)id;
-            }
-            if (q->cont[q->n_cont - 1] >= (uint32_t)s->V)
-                return vrl_error("evaluation: token id %u is outside the model's vocabulary of %d (tokenizer and "
-                                 "model do not match)",
-                                 q->cont[q->n_cont - 1], s->V);
-        }
-        if (isnan(s->be->forward_loss(s->model, s->tokens))) return -1;
-        s->be->get_logits(s->model, s->logits);
-        for (int r = 0; r < rows; r++) {
-            LLRequest *q = &req[start + r];
-            const size_t total = q->n_ctx + q->n_cont;
-            const size_t keep = total < (size_t)T + 1 ? total : (size_t)T + 1;
-            const size_t first = total - keep;
-            q->n_scored = q->n_cont < keep - 1 ? q->n_cont : keep - 1;
-            q->logprob = 0;
-            q->greedy = 1;
-            /* whole token i (i >= total - n_scored) is predicted at input position i - first - 1 */
-            for (size_t i = total - q->n_scored; i < total; i++) {
-                int is_max;
-                q->logprob += logprob_at(s, r, (int)(i - first - 1), whole_at(q, i), &is_max);
-                q->greedy &= is_max;
-            }
-            if (!isfinite(q->logprob)) return vrl_error("evaluation: the model's log-probabilities are not finite");
-        }
+/* Tokens of the model input of a request: (ctx + cont)[-(T+1):][:-1]. */
+static size_t input_len(const LLRequest *q, size_t T) {
+    const size_t total = q->n_ctx + q->n_cont;
+    return (total < T + 1 ? total : T + 1) - 1;
+}
+
+/* Longest input first; ties in request order, so the batches do not depend on qsort. */
+static const LLRequest *g_sort_req;
+static size_t g_sort_T;
+static int by_length_desc(const void *a, const void *b) {
+    const size_t i = *(const size_t *)a, j = *(const size_t *)b;
+    const size_t li = input_len(&g_sort_req[i], g_sort_T), lj = input_len(&g_sort_req[j], g_sort_T);
+    if (li != lj) return li > lj ? -1 : 1;
+    return i < j ? -1 : i > j;
+}
+
+/* Put request q's input in row r of the [rows, len] batch and check its ids. */
+static int fill_row(Scorer *s, const LLRequest *q, int r) {
+    if (q->n_ctx < 1 || q->n_cont < 1) return vrl_error("evaluation: empty context or continuation");
+    const size_t total = q->n_ctx + q->n_cont, n_in = input_len(q, (size_t)s->T), first = total - n_in - 1;
+    for (size_t i = 0; i <= n_in; i++) { /* the last token is checked, not input */
+        const uint32_t id = whole_at(q, first + i);
+        if (id >= (uint32_t)s->V)
+            return vrl_error("evaluation: token id %u is outside the model's vocabulary of %d (tokenizer and "
+                             "model do not match)",
+                             id, s->V);
+        if (i < n_in) s->tokens[(size_t)r * s->len + i] = (int32_t)id;
     }
     return 0;
+}
+
+/* Score request q from row r of the last forward's logits. */
+static int score_row(const Scorer *s, LLRequest *q, int r) {
+    const size_t total = q->n_ctx + q->n_cont, n_in = input_len(q, (size_t)s->T), first = total - n_in - 1;
+    q->n_scored = q->n_cont < n_in ? q->n_cont : n_in;
+    q->logprob = 0;
+    q->greedy = 1;
+    /* whole token i (i >= total - n_scored) is predicted at input position i - first - 1 */
+    for (size_t i = total - q->n_scored; i < total; i++) {
+        int is_max;
+        q->logprob += logprob_at(s, r, (int)(i - first - 1), whole_at(q, i), &is_max);
+        q->greedy &= is_max;
+    }
+    if (!isfinite(q->logprob)) return vrl_error("evaluation: the model's log-probabilities are not finite");
+    return 0;
+}
+
+int scorer_loglik(Scorer *s, LLRequest *req, size_t n) {
+    const double t0 = now_seconds();
+    size_t *order = malloc((n ? n : 1) * sizeof *order); /* [n] requests, longest input first */
+    if (!order) return vrl_error("evaluation: out of memory");
+    for (size_t i = 0; i < n; i++) order[i] = i;
+    if (!s->fixed_shape) {
+        g_sort_req = req, g_sort_T = (size_t)s->T;
+        qsort(order, n, sizeof *order, by_length_desc);
+    }
+    /* about ten reports for work of 20 full batches or more; quiet for small sets */
+    const size_t every = n >= 20 * (size_t)s->B ? n / 10 : n + 1;
+    size_t reported = 0;
+    int rc = 0;
+    for (size_t start = 0; rc == 0 && start < n;) {
+        if (start - reported >= every) progress(s, reported = start, n, t0);
+        /* the window: the smallest of T, T/2, ... (>= 16) that holds the longest input */
+        int len = s->T, rows = s->B;
+        if (!s->fixed_shape) {
+            const size_t longest = input_len(&req[order[start]], (size_t)s->T);
+            while (len % 2 == 0 && len / 2 >= 16 && (size_t)(len / 2) >= longest) len /= 2;
+            rows = (int)((size_t)s->B * s->T / (size_t)len);
+        }
+        const int used = n - start < (size_t)rows ? (int)(n - start) : rows;
+        rc = scorer_shape(s, rows, len);
+        if (rc < 0) break;
+        memset(s->tokens, 0, (size_t)rows * len * sizeof *s->tokens); /* padding: token 0 */
+        for (int r = 0; rc == 0 && r < used; r++) rc = fill_row(s, &req[order[start + (size_t)r]], r);
+        if (rc < 0) break;
+        if (isnan(s->be->forward_loss(s->model, s->tokens))) {
+            rc = vrl_error("evaluation: the model's loss is NaN (non-finite weights, or an overflow in %s)",
+                           s->be->name);
+            break;
+        }
+        s->forwards++;
+        s->be->get_logits(s->model, s->logits);
+        for (int r = 0; rc == 0 && r < used; r++) rc = score_row(s, &req[order[start + (size_t)r]], r);
+        start += (size_t)used;
+    }
+    free(order);
+    return rc;
 }
 
 int rolling_requests(const uint32_t *tokens, size_t n, int T_, const uint32_t *prefix, LLRequest **req, size_t *k,
@@ -271,14 +323,23 @@ static char *capitalize(const char *text) {
 /* ------------------------------------------------------------------ tasks */
 
 const TaskInfo LMEVAL_TASKS[] = {
-    {"hellaswag", "hellaswag.jsonl", TASK_HELLASWAG, 0},
-    {"openbook_qa", "openbook_qa.jsonl", TASK_MC, 0},
-    {"winogrande", "winogrande.jsonl", TASK_WINOGRANDE, 0},
-    {"arc_easy", "arc_easy.jsonl", TASK_MC, 1},
-    {"arc_challenge", "arc_challenge.jsonl", TASK_MC, 1},
-    {"piqa", "piqa.jsonl", TASK_MC, 1},
-    {NULL, NULL, 0, 0},
+    {"hellaswag", "hellaswag.jsonl", TASK_HELLASWAG, 0, 1},
+    {"openbook_qa", "openbook_qa.jsonl", TASK_MC, 0, 1},
+    {"winogrande", "winogrande.jsonl", TASK_WINOGRANDE, 0, 0},
+    {"arc_easy", "arc_easy.jsonl", TASK_MC, 1, 1},
+    {"arc_challenge", "arc_challenge.jsonl", TASK_MC, 1, 1},
+    {"piqa", "piqa.jsonl", TASK_MC, 1, 1},
+    {"lambada_openai", "lambada_openai.jsonl", TASK_LAMBADA, 0, 0},
+    {NULL, NULL, 0, 0, 0},
 };
+
+const char LMEVAL_TASK_SCHEMAS[] =
+    "  piqa, arc_easy, arc_challenge, openbook_qa: {\"query\": str, \"choices\": [str, ...],\n"
+    "      \"gold\": int}  (choices non-empty; gold indexes choices)\n"
+    "  winogrande: {\"context_options\": [str, ...], \"continuation\": str, \"gold\": int}\n"
+    "  hellaswag: {\"activity_label\": str, \"ctx_a\": str, \"ctx_b\": str (or \"ctx\": str),\n"
+    "      \"endings\": [str, ...], \"label\": int or \"int\"}\n"
+    "  lambada_openai: {\"text\": str}  (the target is the word after the last space)\n";
 
 const TaskInfo *lmeval_task(const char *name) {
     for (const TaskInfo *t = LMEVAL_TASKS; t->name; t++)
@@ -319,6 +380,10 @@ static json_t *field_strings(json_t *o, const char *key, const char *path, uint6
     for (size_t i = 0; i < json_array_size(v); i++)
         if (!json_is_string(json_array_get(v, i)))
             return vrl_error("%s:%llu: field \"%s\" entry %zu is not a string", path, (unsigned long long)line, key, i),
+                   NULL;
+        else if (!*json_string_value(json_array_get(v, i)))
+            return vrl_error("%s:%llu: field \"%s\" entry %zu is an empty string", path, (unsigned long long)line, key,
+                             i),
                    NULL;
     return v;
 }
@@ -372,6 +437,7 @@ static int parse_doc(const TaskInfo *info, json_t *o, const char *path, uint64_t
     } else if (info->kind == TASK_WINOGRANDE) {
         json_t *opts = field_strings(o, "context_options", path, line);
         const char *cont = opts ? field_str(o, "continuation", path, line) : NULL;
+        if (cont && !*cont) return vrl_error("%s:%llu: field \"continuation\" is an empty string", path, (unsigned long long)line);
         if (!cont || doc_alloc(d, (int)json_array_size(opts)) < 0) return -1;
         if (field_index(o, "gold", d->n, path, line, &d->gold) < 0) return -1;
         for (int i = 0; i < d->n; i++) { /* partial scoring: only the continuation is scored */
@@ -379,6 +445,17 @@ static int parse_doc(const TaskInfo *info, json_t *o, const char *path, uint64_t
             d->cont[i] = concat3(" ", cont, "");
             d->len_norm[i] = (double)utf8_len(cont);
         }
+    } else if (info->kind == TASK_LAMBADA) { /* lm-eval: text.split(' ')[:-1] joined, ' ' + text.split(' ')[-1] */
+        const char *text = field_str(o, "text", path, line);
+        if (!text) return -1;
+        const char *sp = strrchr(text, ' ');
+        if (!*text || (sp && !sp[1]))
+            return vrl_error("%s:%llu: field \"text\" has no last word", path, (unsigned long long)line);
+        if (doc_alloc(d, 1) < 0) return -1;
+        d->gold = 0;
+        d->ctx[0] = sp ? strndup(text, (size_t)(sp - text)) : dup_str("");
+        d->cont[0] = concat3(" ", sp ? sp + 1 : text, "");
+        d->len_norm[0] = 1;
     } else { /* HellaSwag, lm-eval's _process_doc */
         const char *label = field_str(o, "activity_label", path, line);
         json_t *ends = label ? field_strings(o, "endings", path, line) : NULL;
@@ -407,6 +484,11 @@ static int parse_doc(const TaskInfo *info, json_t *o, const char *path, uint64_t
             d->cont[i] = e ? concat3(" ", e, "") : NULL;
             d->len_norm[i] = e ? (double)utf8_len(e) : 0;
             free(e);
+            if (d->len_norm[i] == 0) {
+                free(query);
+                return vrl_error("%s:%llu: field \"endings\" entry %d is empty after lm-eval's preprocessing", path,
+                                 (unsigned long long)line, i);
+            }
         }
         free(query);
     }
@@ -493,7 +575,23 @@ static int encode_pair(const Tokenizer *tok, const char *ctx, const char *cont, 
     return 0;
 }
 
-int task_evaluate(Scorer *s, const Tokenizer *tok, const TaskSet *t, TaskResult *res) {
+/* One --log-samples line: the request and its document's result (stolen reference). */
+static int log_request(FILE *log, const char *task, size_t doc, int request, const char *ctx, const char *cont,
+                       const LLRequest *q, json_t *extra, json_t *result) {
+    json_t *o = json_pack("{s:s, s:I, s:i, s:s, s:s, s:f, s:b, s:I}", "task", task, "doc", (json_int_t)doc, "request",
+                          request, "context", ctx, "continuation", cont, "loglikelihood", q->logprob, "is_greedy",
+                          q->greedy, "tokens", (json_int_t)q->n_scored);
+    if (!o) return json_decref(extra), json_decref(result), vrl_error("--log-samples: cannot encode a line (not UTF-8?)");
+    if (extra) json_object_update(o, extra), json_decref(extra);
+    json_object_set_new(o, "result", result);
+    int rc = json_dumpf(o, log, JSON_COMPACT | JSON_REAL_PRECISION(17)) == 0 && fputc('\n', log) != EOF
+                 ? 0
+                 : vrl_error("--log-samples: write failed");
+    json_decref(o);
+    return rc;
+}
+
+int task_evaluate(Scorer *s, const Tokenizer *tok, const TaskSet *t, FILE *log, TaskResult *res) {
     int64_t eos = tok_token_id(tok, "<|endoftext|>");
     if (eos < 0) eos = 0;
     size_t n_req = 0;
@@ -516,69 +614,131 @@ int task_evaluate(Scorer *s, const Tokenizer *tok, const TaskSet *t, TaskResult 
     LLRequest **live = rc == 0 ? malloc(n_req * sizeof *live) : NULL;
     LLRequest *batch = rc == 0 ? malloc(n_req * sizeof *batch) : NULL;
     if (rc == 0 && (!live || !batch)) rc = vrl_error("out of memory");
-    for (size_t k = 0; rc == 0 && k < n_req; k++)
+    for (size_t k = 0; rc == 0 && k < n_req; k++) {
+        req[k].greedy = 1;
         if (req[k].n_cont > 0) live[n_live] = &req[k], batch[n_live++] = req[k];
+    }
     if (rc == 0) rc = scorer_loglik(s, batch, n_live);
     for (size_t k = 0; rc == 0 && k < n_live; k++) *live[k] = batch[k];
-    double acc = 0, accn = 0;
+    double acc = 0, accn = 0, ll = 0;
     for (size_t i = 0, k = 0; rc == 0 && i < t->n; k += (size_t)t->docs[i].n, i++) {
         const TaskDoc *d = &t->docs[i];
-        double lp[64];
-        double len[64];
-        if (d->n > 64) {
-            rc = vrl_error("%s: a document has %d choices (at most 64)", t->info->name, d->n);
-            break;
+        json_t *result;
+        if (t->info->kind == TASK_LAMBADA) { /* lm-eval: acc = is_greedy, perplexity from ll */
+            acc += req[k].greedy, ll += req[k].logprob;
+            result = json_pack("{s:i, s:f}", "acc", req[k].greedy, "perplexity", req[k].logprob);
+        } else {
+            double lp[64];
+            double len[64];
+            if (d->n > 64) {
+                rc = vrl_error("%s: a document has %d choices (at most 64)", t->info->name, d->n);
+                break;
+            }
+            for (int j = 0; j < d->n; j++) lp[j] = req[k + j].logprob, len[j] = d->len_norm[j];
+            int p, pn;
+            mc_decide(lp, len, d->n, &p, &pn);
+            acc += p == d->gold;
+            accn += pn == d->gold;
+            result = t->info->has_acc_norm ? json_pack("{s:i, s:i}", "acc", p == d->gold, "acc_norm", pn == d->gold)
+                                           : json_pack("{s:i}", "acc", p == d->gold);
         }
-        for (int j = 0; j < d->n; j++) lp[j] = req[k + j].logprob, len[j] = d->len_norm[j] > 0 ? d->len_norm[j] : 1;
-        int p, pn;
-        mc_decide(lp, len, d->n, &p, &pn);
-        acc += p == d->gold;
-        accn += pn == d->gold;
+        for (int j = 0; log && rc == 0 && j < d->n; j++)
+            rc = log_request(log, t->info->name, i, j, d->ctx[j], d->cont[j], &req[k + j],
+                             json_pack("{s:i}", "gold", d->gold), json_deep_copy(result));
+        json_decref(result);
     }
-    if (rc == 0) *res = (TaskResult){.acc = acc / (double)t->n, .acc_norm = accn / (double)t->n, .n = t->n};
+    if (rc == 0)
+        *res = (TaskResult){.acc = acc / (double)t->n,
+                            .acc_norm = accn / (double)t->n,
+                            .perplexity = exp(-ll / (double)t->n),
+                            .n = t->n};
     for (size_t k = 0; ids && k < n_req; k++) tok_ids_free(&ids[k]);
     tok_ids_free(&ctx);
     free(ids), free(req), free(live), free(batch);
     return rc;
 }
 
-/* ------------------------------------------------------------------ WikiText */
+/* ------------------------------------------------------------------ perplexity of text */
 
-/* A top-level heading line: " = Title = " (then '\n'), with no "= =" nesting. */
+/* Bytes of the whitespace character at p (Python's str.isspace(), which is what re's \s
+ * and str.strip() use on text), 0 if p is not one. */
+static size_t space_at(const unsigned char *p) {
+    if ((*p >= 0x09 && *p <= 0x0D) || (*p >= 0x1C && *p <= 0x20)) return 1;
+    if (p[0] == 0xC2 && (p[1] == 0x85 || p[1] == 0xA0)) return 2;            /* U+0085, U+00A0 */
+    if (p[0] == 0xE1 && p[1] == 0x9A && p[2] == 0x80) return 3;              /* U+1680 */
+    if (p[0] == 0xE2 && p[1] == 0x80 && ((p[2] >= 0x80 && p[2] <= 0x8A) ||   /* U+2000..200A */
+                                         p[2] == 0xA8 || p[2] == 0xA9 || p[2] == 0xAF)) /* 2028 2029 202F */
+        return 3;
+    if (p[0] == 0xE2 && p[1] == 0x81 && p[2] == 0x9F) return 3;              /* U+205F */
+    if (p[0] == 0xE3 && p[1] == 0x80 && p[2] == 0x80) return 3;              /* U+3000 */
+    return 0;
+}
+
+/* Python's str.strip() (Unicode whitespace), in place. */
+static char *strip_unicode(char *s) {
+    const unsigned char *p = (const unsigned char *)s;
+    size_t a = 0, b = strlen(s), k;
+    while (a < b && (k = space_at(p + a))) a += k;
+    /* from the end: step back over UTF-8 continuation bytes to each character's start */
+    while (b > a) {
+        size_t c = b - 1;
+        while (c > a && (p[c] & 0xC0) == 0x80) c--;
+        if (space_at(p + c) != b - c) break;
+        b = c;
+    }
+    memmove(s, s + a, b - a);
+    s[b - a] = 0;
+    return s;
+}
+
+/* A page's first line, as the dataset script tests it. */
 static int is_title(const char *line, size_t len) {
-    if (len < 6 || memcmp(line, " = ", 3) != 0 || line[3] == '=') return 0;
-    size_t e = len;
-    if (e && line[e - 1] == '\n') e--;
-    return e >= 6 && memcmp(line + e - 3, " = ", 3) == 0 && line[e - 4] != '=';
+    char *r = malloc(len + 1);
+    if (!r) return 0;
+    memcpy(r, line, len);
+    r[len] = 0;
+    r = strip_unicode(replace_all(replace_all(r, "= = =", "==="), "= =", "=="));
+    const size_t n = r ? strlen(r) : 0;
+    const int title = n >= 2 && !memcmp(r, "= ", 2) && !memcmp(r + n - 2, " =", 2);
+    free(r);
+    return title;
+}
+
+static int all_space(const char *s, size_t len) {
+    for (size_t i = 0, k; i < len; i += k)
+        if (!(k = space_at((const unsigned char *)s + i))) return 0;
+    return 1;
+}
+
+static int push_doc(char ***docs, size_t *n, size_t *cap, const char *text, size_t len) {
+    if (*n == *cap) {
+        *cap = *cap ? *cap * 2 : 64;
+        char **d = realloc(*docs, *cap * sizeof *d);
+        if (!d) return vrl_error("WikiText: out of memory");
+        *docs = d;
+    }
+    char *doc = strndup(text, len);
+    if (!doc) return vrl_error("WikiText: out of memory");
+    (*docs)[(*n)++] = doc;
+    return 0;
 }
 
 int wikitext_documents(const char *text, size_t len, char ***docs, size_t *n) {
     *docs = NULL, *n = 0;
-    size_t cap = 0, start = 0;
-    int seen_title = 0; /* text before the first heading belongs to the first document */
-    for (size_t p = 0;; ) {
+    size_t cap = 0, page = 0; /* the current page starts at text[page] */
+    for (size_t p = 0;;) {
         const char *nl = p < len ? memchr(text + p, '\n', len - p) : NULL;
-        const size_t next = nl ? (size_t)(nl - text) + 1 : len;
-        const int title = p < len && is_title(text + p, next - p);
-        if ((p == len || (title && seen_title)) && p > start) {
-            if (*n == cap) {
-                cap = cap ? cap * 2 : 64;
-                char **d = realloc(*docs, cap * sizeof *d);
-                if (!d) return vrl_error("WikiText: out of memory");
-                *docs = d;
-            }
-            char *doc = malloc(p - start + 1);
-            if (!doc) return vrl_error("WikiText: out of memory");
-            memcpy(doc, text + start, p - start);
-            doc[p - start] = 0;
-            (*docs)[(*n)++] = doc;
-            start = p;
+        const size_t end = nl ? (size_t)(nl - text) : len;
+        if (p > 0 && is_title(text + p, end - p)) {
+            /* the lines before it joined by "\n": up to the newline before the heading */
+            if (!all_space(text + page, p - 1 - page) && push_doc(docs, n, &cap, text + page, p - 1 - page) < 0)
+                return -1;
+            page = p;
         }
-        seen_title |= title;
-        if (p == len) break;
-        p = next;
+        if (!nl) break;
+        p = end + 1;
     }
-    return 0;
+    return push_doc(docs, n, &cap, text + page, len - page); /* the last page, as the script: always */
 }
 
 char *wikitext_detokenize(const char *text) {
@@ -612,66 +772,109 @@ char *wikitext_detokenize(const char *text) {
 }
 
 size_t count_words(const char *text) {
-    /* re.split(r"\s+") gives one more piece than there are whitespace runs. \s here is
-     * ASCII whitespace; Python's also matches Unicode spaces (rare in WikiText). */
+    /* re.split(r"\s+") gives one more piece than there are whitespace runs */
     size_t runs = 0;
-    for (const char *p = text; *p;) {
-        if (strchr(" \t\n\r\v\f", *p)) {
-            runs++;
-            while (*p && strchr(" \t\n\r\v\f", *p)) p++;
-        } else p++;
+    const unsigned char *p = (const unsigned char *)text;
+    while (*p) {
+        size_t k = space_at(p);
+        if (!k) {
+            p++;
+            continue;
+        }
+        runs++;
+        while ((k = space_at(p))) p += k;
     }
     return runs + 1;
 }
 
-int wikitext_evaluate(Scorer *s, const Tokenizer *tok, const char *path, int64_t eos, size_t limit, WikiResult *r) {
-    memset(r, 0, sizeof *r);
+static int read_text(const char *path, char **text, size_t *len) {
     FILE *f = fopen(path, "rb");
     if (!f) return vrl_error("%s: cannot open", path);
     fseek(f, 0, SEEK_END);
     long sz = ftell(f);
     fseek(f, 0, SEEK_SET);
-    char *text = sz >= 0 ? malloc((size_t)sz + 1) : NULL;
-    if (!text || fread(text, 1, (size_t)sz, f) != (size_t)sz) {
+    *text = sz >= 0 ? malloc((size_t)sz + 1) : NULL;
+    if (!*text || fread(*text, 1, (size_t)sz, f) != (size_t)sz) {
         fclose(f);
-        free(text);
+        free(*text);
         return vrl_error("%s: cannot read", path);
     }
     fclose(f);
-    text[sz] = 0;
-    char **docs;
-    size_t n;
-    int rc = wikitext_documents(text, (size_t)sz, &docs, &n);
-    free(text);
-    if (rc == 0 && n == 0) rc = vrl_error("%s: no documents", path);
-    /* every document's rolling windows in one request list, so batches are full */
-    const size_t nd = limit && limit < n ? limit : n;
-    TokIds *ids = calloc(nd ? nd : 1, sizeof *ids); /* [nd] token ids per document */
+    (*text)[sz] = 0;
+    *len = (size_t)sz;
+    if (strlen(*text) != *len) {
+        free(*text);
+        return vrl_error("%s: holds a NUL byte (not a text file)", path);
+    }
+    return 0;
+}
+
+/* lm-eval's loglikelihood_rolling over documents: text[i] (what the model reads) scored
+ * by rolling windows after the prefix; words and bytes of orig[i] (the page before any
+ * detokenizing), lm-eval's process_results. */
+static int rolling_documents(Scorer *s, const Tokenizer *tok, char **text, char **orig, size_t nd, uint32_t prefix,
+                             const char *name, FILE *log, PplResult *r) {
+    memset(r, 0, sizeof *r);
+    TokIds *ids = calloc(nd ? nd : 1, sizeof *ids);     /* [nd] token ids per document */
+    size_t *first = calloc(nd + 1, sizeof *first);       /* [nd+1] each document's first window */
     LLRequest *req = NULL;
     size_t k = 0, cap = 0;
-    const uint32_t pre = (uint32_t)eos;
-    if (!ids) rc = vrl_error("WikiText: out of memory");
+    int rc = ids && first ? 0 : vrl_error("%s: out of memory", name);
     for (size_t i = 0; rc == 0 && i < nd; i++) {
-        char *d = wikitext_detokenize(docs[i]);
-        if (!d) {
-            rc = vrl_error("%s: document %zu: %s", path, i + 1, vrl_last_error());
-            break;
-        }
-        rc = tok_encode(tok, d, strlen(d), &ids[i]);
-        r->words += count_words(d), r->docs++;
-        free(d);
+        rc = tok_encode(tok, text[i], strlen(text[i]), &ids[i]);
+        first[i] = k;
+        if (rc == 0) rc = rolling_requests(ids[i].ids, ids[i].n, s->T, &prefix, &req, &k, &cap);
     }
-    for (size_t i = 0; rc == 0 && i < nd; i++) rc = rolling_requests(ids[i].ids, ids[i].n, s->T, &pre, &req, &k, &cap);
+    first[nd] = k;
     if (rc == 0) rc = scorer_loglik(s, req, k);
-    for (size_t i = 0; rc == 0 && i < k; i++) r->nll -= req[i].logprob, r->tokens += req[i].n_scored;
-    for (size_t i = 0; i < n; i++) free(docs[i]);
-    free(docs);
+    for (size_t i = 0; rc == 0 && i < nd; i++) {
+        LLRequest doc = {.logprob = 0, .greedy = 1};
+        for (size_t w = first[i]; w < first[i + 1]; w++)
+            doc.logprob += req[w].logprob, doc.n_scored += req[w].n_scored, doc.greedy &= req[w].greedy;
+        const size_t words = count_words(orig[i]), bytes = strlen(orig[i]);
+        r->nll -= doc.logprob, r->tokens += doc.n_scored, r->words += words, r->bytes += bytes, r->docs++;
+        if (log)
+            rc = log_request(log, name, i, 0, "", text[i], &doc,
+                             json_pack("{s:I}", "windows", (json_int_t)(first[i + 1] - first[i])),
+                             json_pack("{s:[f,I], s:[f,I], s:[f,I]}", "word_perplexity", doc.logprob, (json_int_t)words,
+                                       "byte_perplexity", doc.logprob, (json_int_t)bytes, "bits_per_byte",
+                                       doc.logprob, (json_int_t)bytes));
+    }
     for (size_t i = 0; ids && i < nd; i++) tok_ids_free(&ids[i]);
-    free(ids);
-    free(req);
+    free(ids), free(first), free(req);
+    if (rc == 0 && r->tokens == 0) rc = vrl_error("%s: nothing to score", name);
     if (rc == 0) {
         r->token_ppl = exp(r->nll / (double)r->tokens);
         r->word_ppl = exp(r->nll / (double)r->words);
+        r->byte_ppl = exp(r->nll / (double)r->bytes);
+        r->bits_per_byte = r->nll / (double)r->bytes / M_LN2;
     }
+    return rc;
+}
+
+int wikitext_evaluate(Scorer *s, const Tokenizer *tok, const char *path, uint32_t prefix, size_t limit,
+                      const char *name, FILE *log, PplResult *r) {
+    char *text, **docs = NULL, **detok = NULL;
+    size_t len, n = 0;
+    if (read_text(path, &text, &len) < 0) return -1;
+    int rc = wikitext_documents(text, len, &docs, &n);
+    free(text);
+    const size_t nd = limit && limit < n ? limit : n;
+    if (rc == 0 && !(detok = calloc(nd ? nd : 1, sizeof *detok))) rc = vrl_error("%s: out of memory", path);
+    for (size_t i = 0; rc == 0 && i < nd; i++)
+        if (!(detok[i] = wikitext_detokenize(docs[i]))) rc = vrl_error("%s: page %zu: %s", path, i + 1, vrl_last_error());
+    if (rc == 0) rc = rolling_documents(s, tok, detok, docs, nd, prefix, name, log, r);
+    for (size_t i = 0; i < n; i++) free(docs[i]);
+    for (size_t i = 0; detok && i < nd; i++) free(detok[i]);
+    free(docs), free(detok);
+    return rc;
+}
+
+int text_evaluate(Scorer *s, const Tokenizer *tok, const char *path, uint32_t prefix, FILE *log, PplResult *r) {
+    char *text;
+    size_t len;
+    if (read_text(path, &text, &len) < 0) return -1;
+    int rc = rolling_documents(s, tok, &text, &text, 1, prefix, path, log, r);
+    free(text);
     return rc;
 }

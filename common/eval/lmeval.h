@@ -1,43 +1,56 @@
-/* lmeval.h: evaluation of a trained model (SPEC.md §7), written against the Backend
- * table so it runs on ref and fast alike, the way lm-evaluation-harness computes it.
+/* lmeval.h: evaluation of a trained model (docs/evaluation.md), written against the
+ * Backend table so it runs on ref and fast alike, the way lm-evaluation-harness 0.4
+ * computes it.
  *
- *   - Scorer: log-likelihood of continuations given contexts, batched into the model's
- *     fixed [B, T] shape (rows right-padded with token 0; the model is causal, so the
- *     padding never reaches a scored position). Per request, as lm-eval's HF model:
- *     input = (ctx + cont)[-(T+1):][:-1], score = Σ log p(cont_j | everything before).
+ *   - Scorer: log-likelihood of continuations given contexts, as lm-eval's HF model:
+ *     input = (ctx + cont)[-(T+1):][:-1], score = Σ log p(cont_j | everything before),
+ *     batched by length (see Scorer).
  *   - Rolling log-likelihood of a whole token sequence (lm-eval's
  *     get_rolling_token_windows with context_len 1 + make_disjoint_window): every token
  *     predicted exactly once, windows of T predictions, each later window with a full T
- *     tokens of context. Used for WikiText and for per-domain validation.
- *   - Zero-shot multiple choice: tasks read from jsonl (piqa, arc_easy, arc_challenge,
+ *     tokens of context. Used for WikiText, text files and per-domain validation.
+ *   - Tasks read from jsonl: multiple choice (piqa, arc_easy, arc_challenge,
  *     openbook_qa: query/choices/gold; winogrande: context_options/continuation/gold,
  *     partial scoring; hellaswag: the official ctx/endings/label/activity_label),
- *     acc = argmax Σ log p, acc_norm = argmax Σ log p / len(choice) where len counts the
- *     choice's characters (Unicode code points, Python's len() as lm-eval does; the same
- *     as bytes for ASCII text).
- *   - WikiText-2 raw: documents, lm-eval's wikitext_detokenizer, token and word
- *     perplexity. */
+ *     acc = argmax Σ log p, acc_norm = argmax Σ log p / len(choice) (Unicode code
+ *     points, Python's len()); lambada_openai (text): acc = the last word is the greedy
+ *     continuation, perplexity = exp(−mean log p(last word)).
+ *   - WikiText raw: lm-eval's pages, wikitext_detokenizer, word/byte perplexity and bits
+ *     per byte with words and bytes counted on the original page. */
 #ifndef VRL_LMEVAL_H
 #define VRL_LMEVAL_H
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "common/model/backend.h"
+#include "common/model/spec.h"
 #include "common/data/tokenizer.h"
 
 /* ------------------------------------------------------------------ scoring */
 
+/* The scorer owns the model. Requests are sorted by input length (longest first) and
+ * cut into batches whose window is the smallest of T, T/2, T/4, ... (down to 16) that
+ * holds the batch's longest input, with B*T/window rows, so every forward costs about
+ * B*T tokens and is not mostly padding. A model is created for each shape as the
+ * sorted requests reach it (one at a time). A causal model gives a position the same
+ * result whatever follows it, so the scores equal the one-shape path's to rounding. */
 typedef struct {
     const Backend *be;
-    void *model;         /* created by be->create for [B, T] */
-    int B, T, V;
-    int32_t *tokens;     /* [B,T] the batch being built */
-    void *logits;        /* [B,T,V] host copy in be->dtype */
-    const char *label;   /* progress on stderr ("piqa: 120/400 sequences ...") when set */
+    const ModelSpec *spec;
+    const void *params;  /* [spec->table.total] in be->dtype */
+    int B, T, V;         /* rows at the full window T; B*T tokens per forward */
+    int fixed_shape;     /* 1: every forward at [B, T], requests in their given order */
+    void *model;         /* the current shape's model, [rows, len] */
+    int rows, len;
+    int32_t *tokens;     /* [B*T] the batch being built, as [rows, len] */
+    void *logits;        /* [B*T*V] host copy in be->dtype, as [rows, len, V] */
+    size_t forwards;     /* forward passes so far */
+    const char *label;   /* progress on stderr ("piqa: 120/400 requests ...") when set */
 } Scorer;
 
-int scorer_init(Scorer *s, const Backend *be, void *model, int B, int T, int V);
+int scorer_init(Scorer *s, const Backend *be, const ModelSpec *spec, const void *params, int B, int T);
 void scorer_free(Scorer *s);
 
 /* One log-likelihood request: log p(cont | ctx). n_ctx >= 1 (lm-eval puts the EOS
@@ -68,22 +81,28 @@ int rolling_requests(const uint32_t *tokens, size_t n, int T, const uint32_t *pr
 
 int scorer_rolling(Scorer *s, const uint32_t *tokens, size_t n, int64_t prefix, double *nll, size_t *n_pred);
 
-/* ------------------------------------------------------------------ zero-shot tasks */
+/* ------------------------------------------------------------------ tasks */
 
-typedef enum { TASK_MC = 0, TASK_WINOGRANDE = 1, TASK_HELLASWAG = 2 } TaskKind;
+typedef enum { TASK_MC = 0, TASK_WINOGRANDE = 1, TASK_HELLASWAG = 2, TASK_LAMBADA = 3 } TaskKind;
 
 typedef struct {
     const char *name;     /* "piqa" */
     const char *file;     /* "piqa.jsonl" inside the eval folder */
     TaskKind kind;
     int answer_prompt;    /* 1: context = query (trailing space/newlines removed) + "\nAnswer:" */
+    int has_acc_norm;     /* lm-eval defines acc_norm for the task */
 } TaskInfo;
 
-/* The known tasks, in Table 1's order; NULL-terminated. */
+/* The known tasks: the six multiple-choice ones in Table 1's order, then lambada_openai;
+ * NULL-terminated. */
 extern const TaskInfo LMEVAL_TASKS[];
 const TaskInfo *lmeval_task(const char *name);
 
-/* One document: n choices, each a context and a continuation string. */
+/* The required fields of each task file, one line per task, for --help and errors. */
+extern const char LMEVAL_TASK_SCHEMAS[];
+
+/* One document: n choices, each a context and a continuation string (LAMBADA: one
+ * "choice", the last word). */
 typedef struct {
     int n;
     char **ctx;           /* [n] */
@@ -98,8 +117,8 @@ typedef struct {
     size_t n;
 } TaskSet;
 
-/* Read a task file (at most `limit` documents, 0 = all). Missing or mistyped fields
- * are errors naming the file and the 1-based line. */
+/* Read a task file (at most `limit` documents, 0 = all). Missing, mistyped or empty
+ * fields are errors naming the file and the 1-based line. */
 int task_load(const TaskInfo *info, const char *path, size_t limit, TaskSet *out);
 void task_free(TaskSet *t);
 
@@ -108,38 +127,50 @@ void task_free(TaskSet *t);
 char *hellaswag_preprocess(const char *text);
 
 typedef struct {
-    double acc, acc_norm;
+    double acc, acc_norm;   /* acc_norm: tasks with has_acc_norm */
+    double perplexity;      /* LAMBADA: exp(-mean log-likelihood of the last word) */
     size_t n;
 } TaskResult;
 
-/* Score every document: acc and acc_norm over the set. */
-int task_evaluate(Scorer *s, const Tokenizer *tok, const TaskSet *t, TaskResult *r);
+/* Score every document. log != NULL: one JSON line per request (--log-samples). */
+int task_evaluate(Scorer *s, const Tokenizer *tok, const TaskSet *t, FILE *log, TaskResult *r);
 
 /* Decide one document from its choices' summed log-probs lp[n] and lengths len[n]:
  * *pred = argmax lp, *pred_norm = argmax lp/len (first index on ties, like np.argmax). */
 void mc_decide(const double *lp, const double *len, int n, int *pred, int *pred_norm);
 
-/* ------------------------------------------------------------------ WikiText */
+/* ------------------------------------------------------------------ perplexity of text */
 
-/* Split wiki.test.raw text into documents: a new document starts at every top-level
- * heading line " = Title = " (one '=' each side; "= = Sub = =" lines stay inside).
- * Text before the first heading belongs to the first document. *docs[*n] are malloc'd. */
+/* Split a WikiText raw file into pages as EleutherAI/wikitext_document_level does: lines
+ * (split on "\n"); a line whose text, after "= = =" -> "===", "= =" -> "==" and strip(),
+ * starts with "= " and ends with " =" begins a page; a page is its lines joined by "\n"
+ * (no newline at its end, except the last page, which keeps the file's final newline);
+ * a page of whitespace only before a heading is dropped. *docs[*n] are malloc'd. */
 int wikitext_documents(const char *text, size_t len, char ***docs, size_t *n);
 
 /* lm-eval's wikitext_detokenizer. malloc'd result, NULL with vrl_error on failure. */
 char *wikitext_detokenize(const char *text);
 
-/* Words as lm-eval counts them: len(re.split(r"\s+", doc)) (pieces, empty ones included). */
+/* Words as lm-eval counts them: len(re.split(r"\s+", doc)) (pieces, empty ones included;
+ * \s is Python's Unicode whitespace). */
 size_t count_words(const char *text);
 
 typedef struct {
     double nll;           /* total negative log-likelihood (nats) */
-    size_t tokens, words, docs;
-    double token_ppl, word_ppl;
-} WikiResult;
+    size_t tokens, words, bytes, docs;
+    double token_ppl;     /* exp(nll / tokens) */
+    double word_ppl;      /* exp(nll / words), words of the original text */
+    double byte_ppl;      /* exp(nll / bytes), UTF-8 bytes of the original text */
+    double bits_per_byte; /* nll / bytes / ln 2 */
+} PplResult;
 
-/* Rolling log-likelihood of every document (at most `limit`, 0 = all) of the WikiText
- * raw file, EOS `eos` as the prefix token. */
-int wikitext_evaluate(Scorer *s, const Tokenizer *tok, const char *path, int64_t eos, size_t limit, WikiResult *r);
+/* lm-eval's `wikitext` task on a raw file (wiki.test.raw of WikiText-2 or -103): every
+ * page (at most `limit`, 0 = all) detokenized, scored whole by rolling windows after the
+ * prefix token, words and bytes counted on the original page. `name` labels the log. */
+int wikitext_evaluate(Scorer *s, const Tokenizer *tok, const char *path, uint32_t prefix, size_t limit,
+                      const char *name, FILE *log, PplResult *r);
+
+/* A whole text file as one document, as is (no detokenizer): the same figures. */
+int text_evaluate(Scorer *s, const Tokenizer *tok, const char *path, uint32_t prefix, FILE *log, PplResult *r);
 
 #endif

@@ -4,6 +4,7 @@
   fixtures DIR            every llama fixture of conformance/golden/fixtures: VrlForCausalLM
                           (python/vrl_hf) built from the fixture's config, loaded with its param.*
                           (strict: every name matches), fp64 mode; logits == out.logits within 1e-10.
+  golden_run FIXTURE OUT  a run folder of a fixture's model (its config and param.* tensors).
   runs IDS N RUN...       for each run folder, AutoModelForCausalLM.from_pretrained(RUN,
                           trust_remote_code=True) in float64 / fp64 mode: greedy generate() of N
                           tokens after the prompt IDS (comma-separated) and the class; for
@@ -52,6 +53,21 @@ def fixtures(folder):
         assert d <= 1e-10, f"{path}: logits differ by {d:.3e}"
     assert n >= 39, f"only {n} llama fixtures found in {folder}"
     print(f"fixtures: {n} variants reproduced, worst {worst:.2e} (<= 1e-10)")
+
+
+def golden_run(fixture, out):
+    """A run folder (config.json + model.safetensors) holding a golden fixture's model, so vrl
+    generate and transformers can both load the golden baseline."""
+    from safetensors.torch import load_file, save_file
+    with open(fixture, "rb") as f:
+        hlen = int.from_bytes(f.read(8), "little")
+        meta = json.loads(f.read(hlen))["__metadata__"]
+    t = load_file(fixture)
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, "config.json"), "w") as f:
+        f.write(meta["config"])
+    save_file({k[len("param."):]: v.contiguous() for k, v in t.items() if k.startswith("param.")},
+              os.path.join(out, "model.safetensors"), metadata={"format": "pt"})
 
 
 def fp64(model):
@@ -104,4 +120,4 @@ def runs(ids, n, *folders):
 
 if __name__ == "__main__":
     cmd, args = sys.argv[1], sys.argv[2:]
-    {"fixtures": fixtures, "runs": runs}[cmd](*args)
+    {"fixtures": fixtures, "golden_run": golden_run, "runs": runs}[cmd](*args)
