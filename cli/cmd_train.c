@@ -10,6 +10,7 @@
 #include "common/base/error.h"
 #include "common/data/mixture.h"
 #include "common/run/dist.h"
+#include "common/run/checkpoint.h"
 #include "common/run/trainer.h"
 #include "common/model/spec.h"
 #include "ref/model.h"
@@ -66,8 +67,8 @@ static void usage(FILE *f) {
             "                        change (recorded in metrics.jsonl); --data, --val-data,\n"
             "                        --synthetic-tokens, --batch, --seq, --accum, --lr, --lr-end,\n"
             "                        --warmup, --decay-end, --schedule, --wd, --clip, --seed must\n"
-            "                        equal the stored value; --model, --variant, --mixture are\n"
-            "                        refused; --device and --precision must be the run's\n"
+            "                        equal the stored value, --model the stored shape; --variant,\n"
+            "                        --mixture are refused; --device, --precision: the run's\n"
             "  --eval-every N        validation every N steps, 0 = at the end [100]\n"
             "  --eval-batches N      validation batches per evaluation [8]\n"
             "  --save-every N        checkpoint every N steps, 0 = at the end [500]\n"
@@ -141,6 +142,13 @@ int cmd_train(int argc, char **argv) {
         fprintf(stderr, "vrl train: unknown argument \"%s\" (see vrl train --help)\n", argv[p.i]);
         return 2;
     }
+    /* --resume without --device or --precision: the run's own backend */
+    if (resume && !train_args_flag_given(&a, "--device") && !train_args_flag_given(&a, "--precision")) {
+        char stored[64];
+        if (checkpoint_stored_backend(resume, stored, sizeof stored) < 0) goto fail;
+        if (!strcmp(stored, "ref-fp64")) precision = "fp64";
+        else if (!strcmp(stored, "cuda-bf16")) device = "cuda";
+    }
     if (!strcmp(device, "cuda")) {
 #if VRL_HAVE_CUDA
         if (fast_device_check() < 0) {
@@ -172,10 +180,8 @@ int cmd_train(int argc, char **argv) {
             vrl_error("--out and --resume name different folders; a resumed run continues in its own folder");
             goto fail;
         }
-        if (model_given) {
-            vrl_error("--model: a resumed run keeps the model in %s/config.json", resume);
-            goto fail;
-        }
+        /* --model again: the trainer checks it names the run's own shape */
+        if (model_given && config_from_arg(model, &a.model) < 0) goto fail;
         if (variant) {
             vrl_error("--variant: a resumed run keeps the variant in %s/config.json", resume);
             goto fail;

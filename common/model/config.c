@@ -85,3 +85,10 @@ int config_from_arg(const char *arg, ModelConfig *c) {
     if (strchr(arg, '/') || strstr(arg, ".json")) return config_load_json(arg, c);
     return config_preset(arg, c);
 }
+
+int config_same_shape(const ModelConfig *a, const ModelConfig *b) {
+    return a->arch == b->arch && a->n_layers == b->n_layers && a->n_heads == b->n_heads &&
+           a->n_kv_heads == b->n_kv_heads && a->d_model == b->d_model && a->d_ffn == b->d_ffn &&
+           a->vocab_size == b->vocab_size && a->max_seq == b->max_seq && a->norm_eps == b->norm_eps &&
+           a->rope_theta == b->rope_theta && a->init_std == b->init_std && a->dropout == b->dropout;
+}

@@ -61,4 +61,8 @@ int config_save_json(const char *path, const ModelConfig *c);
 /* "--model PRESET|path/config.json": a preset name, else a config file. */
 int config_from_arg(const char *arg, ModelConfig *c);
 
+/* 1 when a and b describe the same network shape and numerics (preset name and variant
+ * aside): what `vrl train --resume DIR --model X` must match. */
+int config_same_shape(const ModelConfig *a, const ModelConfig *b);
+
 #endif

@@ -325,3 +325,23 @@ out:
     st_free(&f);
     return rc;
 }
+
+int checkpoint_stored_backend(const char *run, char *name, size_t n) {
+    char dir[PATH_MAX], path[PATH_MAX];
+    name[0] = '\0';
+    if (ckpt_resolve(run, dir, sizeof dir) < 0 || join(path, sizeof path, dir, STATE_FILE) < 0) return -1;
+    StFile f;
+    if (!file_exists(path) || st_read(path, &f) < 0) {
+        vrl_clear_error(); /* no state or a damaged one: the resume itself says which */
+        return 0;
+    }
+    json_t *meta = f.metadata_json ? json_loads(f.metadata_json, 0, NULL) : NULL;
+    const char *text = json_string_value(json_object_get(meta, "train_args"));
+    json_t *args = text ? json_loads(text, 0, NULL) : NULL;
+    const char *be = json_string_value(json_object_get(args, "backend"));
+    if (be) snprintf(name, n, "%s", be);
+    json_decref(args);
+    json_decref(meta);
+    st_free(&f);
+    return 0;
+}

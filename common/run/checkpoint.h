@@ -44,4 +44,8 @@ int checkpoint_save_state(const char *dir, const ParamTable *t, DType dtype,
 int checkpoint_load_state(const char *dir, const ParamTable *t, DType dtype,
                           void *m, void *v, TrainState *s);
 
+/* The backend name ("ref-fp32", ...) in the train_args of RUN's published state; an
+ * unreadable state is left to the full load to report, with name "". */
+int checkpoint_stored_backend(const char *run, char *name, size_t n);
+
 #endif

@@ -89,7 +89,7 @@ void train_args_note_flag(TrainArgs *a, const char *flag) {
     snprintf(a->given + len, sizeof a->given - len, " %s ", flag);
 }
 
-static int flag_given(const TrainArgs *a, const char *flag) {
+int train_args_flag_given(const TrainArgs *a, const char *flag) {
     char key[64];
     snprintf(key, sizeof key, " %s ", flag);
     return strstr(a->given, key) != NULL;
@@ -118,7 +118,7 @@ int train_args_resume(const char *stored_json, const char *origin, const TrainAr
     for (size_t i = 0; !rc && i < sizeof resume_rules / sizeof resume_rules[0]; i++) {
         /* steps > 0 counts as given: callers of the library set it without the flag list */
         const int steps_set = !strcmp(resume_rules[i].flag, "--steps") && cli->steps > 0;
-        if (!flag_given(cli, resume_rules[i].flag) && !steps_set) continue;
+        if (!train_args_flag_given(cli, resume_rules[i].flag) && !steps_set) continue;
         json_t *was = json_object_get(run, resume_rules[i].key), *is = json_object_get(now, resume_rules[i].key);
         if (json_equal(was, is)) continue;
         char *w = value_text(was), *v = value_text(is);

@@ -310,6 +310,9 @@ static int run_open(TrainArgs *a, Run *r) {
         if (r->root && ((r->lock = run_lock(a->out)) < 0 || ckpt_clean(a->out, a->keep_previous) < 0)) return -1;
         TrainArgs cli = *a;
         if (config_load_json(path, &a->model) < 0) return -1;
+        if (train_args_flag_given(&cli, "--model") && !config_same_shape(&cli.model, &a->model))
+            return vrl_error("--model %s: differs from the run's %s; a resumed run keeps its model",
+                             config_origin(&cli.model), path);
         if (host_state_alloc(h, &a->model, be->dtype) < 0) return -1;
         if (checkpoint_load_model(a->out, &h->spec.table, be->dtype, h->params) < 0) return -1;
         if (checkpoint_load_state(a->out, &h->spec.table, be->dtype, h->exp_avg, h->exp_avg_sq, st) < 0) return -1;

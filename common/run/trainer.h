@@ -63,8 +63,9 @@ int train_args_from_json(const char *json, TrainArgs *a, const char *origin);
  * flag); else the stored state they were read from (errors name the file). */
 int train_args_check(const TrainArgs *a, const char *origin);
 
-/* Record that `flag` was given on the command line. */
+/* Record that `flag` was given on the command line; and ask. */
 void train_args_note_flag(TrainArgs *a, const char *flag);
+int train_args_flag_given(const TrainArgs *a, const char *flag);
 
 /* --resume: out = the stored flags (stored_json, read from origin) merged with those
  * given again in cli. A given flag that would change the trajectory (data, batch, seq,
