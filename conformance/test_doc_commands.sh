@@ -5,7 +5,8 @@
 # The convention of the docs: a command in a fenced ```sh block is runnable and finishes in
 # seconds; commands at paper scale sit in ```text blocks and are not run. Each document's
 # ```sh commands run in order in one scratch folder of their own (so `vrl train --out runs/t`
-# followed by `vrl train --resume runs/t` works), with build/bin first on PATH and
+# followed by `vrl train --resume runs/t` works), with build/bin first on PATH, the
+# repository's reproduce/, scripts/ and bench/ linked in, and
 # ../shared/data reachable as from a checkout. A command that reads ../shared/data when it
 # is absent is skipped with the reason, and so is the rest of its block (it may need the
 # skipped command's output). A line continued with a trailing backslash is one command.
@@ -39,6 +40,8 @@ for doc in "$ROOT/README.md" "$ROOT"/docs/*.md; do
   # <scratch>/shared -> the real ../shared, so `../shared/data` resolves from <scratch>/work
   base="$tmp/$(echo "$name" | tr '/.' '__')"
   mkdir -p "$base/work"
+  # the repository's scripts, so `reproduce/x.sh ...` runs as printed from the checkout
+  for d in reproduce scripts bench; do ln -s "$(cd "$ROOT/$d" && pwd)" "$base/work/$d"; done
   [ -d "$SHARED" ] && ln -s "$(cd "$SHARED" && pwd)" "$base/shared"
   skipped_block=0
   while IFS=$'\t' read -r line block cmd; do
