@@ -29,14 +29,17 @@ export OMPI_MCA_btl_base_warn_component_unused=0
 # every job ends on its own within this, or the test fails instead of hanging
 LIMIT=60
 
-T=(train --quiet --model tiny --precision fp64 --batch 2 --seq 16 --synthetic-tokens 5000 --warmup 1
+T=(train --quiet --precision fp64 --batch 2 --seq 16 --synthetic-tokens 5000 --warmup 1
    --decay-end 6 --eval-every 0 --eval-batches 1 --save-every 0)
+# --model only on a new run: a resumed run keeps its config.json and refuses --model
 
 # one NAME N ARGS...: vrl train with N processes (N = 1: without mpirun) into $tmp/NAME
 one() {
   local name=$1 np=$2; shift 2
-  if [ "$np" -eq 1 ]; then timeout $LIMIT "$VRL" "${T[@]}" "$@" >"$tmp/$name.log" 2>&1
-  else timeout $LIMIT "${MPI[@]}" -np "$np" "$VRL" "${T[@]}" "$@" >"$tmp/$name.log" 2>&1; fi
+  local args=("${T[@]}")
+  [[ " $* " == *" --resume "* || " $* " == *" --model "* ]] || args+=(--model tiny)
+  if [ "$np" -eq 1 ]; then timeout $LIMIT "$VRL" "${args[@]}" "$@" >"$tmp/$name.log" 2>&1
+  else timeout $LIMIT "${MPI[@]}" -np "$np" "$VRL" "${args[@]}" "$@" >"$tmp/$name.log" 2>&1; fi
   local rc=$?
   [ $rc -eq 0 ] || { echo "run $name ($np processes) failed with $rc:"; cat "$tmp/$name.log"; }
   return $rc
@@ -108,7 +111,7 @@ check rank_error_writes_nothing test ! -e "$tmp/bad/config.json"
 # kill rank 1 of a run resumed from a checkpoint at step 3 (no save while it runs): the job
 # ends with an error naming the rank, and the checkpoint still resumes
 one k 2 --steps 3 --out "$tmp/k"
-"${MPI[@]}" -np 2 "$VRL" train --quiet --resume "$tmp/k" --steps 1000000 >"$tmp/out" 2>"$tmp/err" &
+"${MPI[@]}" -np 2 "$VRL" train --quiet --precision fp64 --resume "$tmp/k" --steps 1000000 >"$tmp/out" 2>"$tmp/err" &
 job=$!
 victim=""
 for _ in $(seq 300); do  # up to 30 s for the ranks to start

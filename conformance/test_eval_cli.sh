@@ -69,7 +69,7 @@ check tokens_no_run_eval_json test ! -e "$tmp/by/eval.json"
 
 # non-finite weights: a clear line naming the tensor (the last float of the file -> NaN)
 cp -r "$tmp/by" "$tmp/nan"
-size=$(stat -L -c %s "$tmp/nan/model.safetensors")
+size=$(stat -L -c %s "$tmp/nan/model.safetensors") # -L: RUN/model.safetensors links to the latest step
 printf '\000\000\300\177' | dd of="$tmp/nan/model.safetensors" bs=1 seek=$((size - 4)) conv=notrunc 2>/dev/null
 expect_error nan_weights "nan/.*model.safetensors: tensor .* holds a non-finite value" \
   $VRL eval --ckpt "$tmp/nan" --tokens "$tmp/bytes/val.bin" --out "$tmp/nan.json"
