@@ -15,7 +15,7 @@ import time
 
 import torch
 
-PRESETS = {  # L, heads, d, ffn (SPEC.md §1), vocab 50277
+PRESETS = {  # L, heads, d, ffn (formulas.md §1), vocab 50277
     "82M": (8, 8, 512, 1792),
     "180M": (12, 12, 768, 2688),
     "468M": (24, 16, 1024, 3584),

@@ -1,4 +1,4 @@
-/* analyze_depth.h: the AttnRes depth-attention matrix of a trained run (SPEC §5). */
+/* analyze_depth.h: the AttnRes depth-attention matrix of a trained run (formulas.md §5). */
 #ifndef VRL_ANALYZE_DEPTH_H
 #define VRL_ANALYZE_DEPTH_H
 

@@ -1,4 +1,4 @@
-/* cmd_analyze.c: `vrl analyze` — SPEC.md §6 analysis of trained runs: attention
+/* cmd_analyze.c: `vrl analyze` — formulas.md §6 analysis of trained runs: attention
  * entropy, token similarity, value spectrum and Fig. 3 cross-layer cosines per layer
  * for one or more runs side by side, and the relative training loss of two runs.
  * Numbers go to CSV and analysis.json, plots to PNG through gnuplot (data + script are
@@ -360,7 +360,7 @@ static void usage(FILE *f) {
             "       vrl analyze --relative-loss BASE/metrics.jsonl METHOD/metrics.jsonl [--window 10] --out DIR\n"
             "       vrl analyze --loss RUN [RUN ...] [--window 10] --out DIR   (training loss curves)\n"
             "\n"
-            "Per-layer analysis of trained runs side by side (SPEC.md §6), fp64 reference:\n");
+            "Per-layer analysis of trained runs side by side (formulas.md §6), fp64 reference:\n");
     for (int i = 0; i < N_METRICS; i++) fprintf(f, "  %-16s %s\n", METRICS[i].name, METRICS[i].summary);
     fprintf(f, "  %-16s %s\n", "depth-attention",
             "AttnRes runs: each sublayer's softmax weights over its sources (not in 'all')");

@@ -1,5 +1,5 @@
 /* cmd_data.c: `vrl data reorganize|select|tokenize|inspect` -- from SlimPajama's
- * layout to per-domain token shards (SPEC §3).
+ * layout to per-domain token shards (formulas.md §3).
  *
  *   reorganize  IN/{train,validation,test}/chunkN/NAME.jsonl[.zst] -> OUT/SPLIT/DOMAIN.jsonl
  *   select      OUT/SPLIT/DOMAIN.jsonl -> a seeded sample of N tokens per train domain
@@ -33,7 +33,7 @@
 
 static const char *const SPLITS[3] = {"train", "validation", "test"};
 
-/* SPEC §3 token budgets of the 20B subset. */
+/* formulas.md §3 token budgets of the 20B subset. */
 static const struct { const char *domain; double tokens; } BUDGETS[7] = {
     {"RedPajamaCommonCrawl", 10e9}, {"RedPajamaC4", 4e9}, {"RedPajamaGithub", 2e9},
     {"RedPajamaStackExchange", 1e9}, {"RedPajamaWikipedia", 1e9}, {"RedPajamaBook", 1e9},
@@ -365,7 +365,7 @@ static const char SELECT_USAGE[] =
     "                       [--scale S | --tokens DOMAIN=N[,DOMAIN=N...]] [--threads N]\n"
     "  From a reorganized DIR/train/DOMAIN.jsonl, write a seeded random sample of whole\n"
     "  documents holding at least N tokens (EOS included) per domain to\n"
-    "  OUT/train/DOMAIN.jsonl, in sampled order. N: SPEC budgets (CommonCrawl 10B, C4 4B,\n"
+    "  OUT/train/DOMAIN.jsonl, in sampled order. N: the formulas.md §3 budgets (CommonCrawl 10B, C4 4B,\n"
     "  Github 2B, the others 1B) times --scale (default 1), or --tokens. A domain with\n"
     "  fewer tokens is taken whole. DIR/validation and DIR/test are copied unchanged.\n";
 
@@ -852,7 +852,7 @@ static int data_inspect(int argc, char **argv) {
 static const char DATA_USAGE[] =
     "usage: vrl data SUBCOMMAND [ARGS]   (each takes --help)\n"
     "  reorganize  SlimPajama chunk files -> one JSONL per domain and split\n"
-    "  select      a seeded sample of N tokens per domain (SPEC §3 budgets, --scale)\n"
+    "  select      a seeded sample of N tokens per domain (formulas.md §3 budgets, --scale)\n"
     "  tokenize    JSONL -> EOS-separated, chunked token shards per domain\n"
     "  inspect     counts, domains and a decoded sample of shards\n"
     "  bytes       a text file -> byte-level train/val shards (vocab 256, small CPU runs)\n";

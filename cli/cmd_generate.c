@@ -14,7 +14,7 @@
 #include "common/run/metrics.h"
 #include "ref/model.h"
 
-enum { EOS_ID = 0 }; /* SPEC §3; config.json's eos_token_id */
+enum { EOS_ID = 0 }; /* formulas.md §3; config.json's eos_token_id */
 
 static void usage(FILE *f) {
     fprintf(f,

@@ -130,8 +130,8 @@ static int parse_train(json_t *train, TrainSetup *ts, char *why, size_t cap) {
         return snprintf(why, cap, "unknown schedule \"%s\"", json_string_value(kind)), -1;
     if (!json_is_string(optim) || strcmp(json_string_value(optim), "torch.optim.AdamW"))
         return snprintf(why, cap, "optimizer is not torch.optim.AdamW"), -1;
-    /* schedule.h fixes the warmup start at SPEC's 1e-7 */
-    if (lr_start != LR_START) return snprintf(why, cap, "lr_start %g differs from SPEC's %g", lr_start, LR_START), -1;
+    /* schedule.h fixes the warmup start at formulas.md's 1e-7 */
+    if (lr_start != LR_START) return snprintf(why, cap, "lr_start %g differs from formulas.md's %g", lr_start, LR_START), -1;
     return 0;
 }
 

@@ -1,4 +1,4 @@
-/* test_adamw.c: clipping + AdamW (ref/adamw.c) against a hand computation of SPEC.md §2
+/* test_adamw.c: clipping + AdamW (ref/adamw.c) against a hand computation of formulas.md §2
  * written here with the textbook formulas, on a table of one decayed tensor "w" [2,3]
  * and one non-decayed "g" [3] (like a norm gain), over two steps (so the bias
  * corrections 1−β^t are exercised at t = 1 and t = 2), clipping active and inactive.

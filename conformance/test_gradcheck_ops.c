@@ -135,7 +135,7 @@ Test(gradcheck_ops, rope) {
 /* ------------------------------------------------------------------ attention (attn_ops.h) */
 /* The two halves of attention, each against its own differences: the probabilities
  * P = causal softmax(q·[k; k2]ᵀ/√hd) w.r.t. q, k, k2, and out = P·[v; v2] w.r.t. P, v, v2.
- * W = T (plain causal attention) or 2T (SPEC §4 Eq. 2: a second key/value set, one softmax
+ * W = T (plain causal attention) or 2T (formulas.md §4 Eq. 2: a second key/value set, one softmax
  * over both halves); MHA, GQA and MQA head groupings. */
 enum { AB = 2, AT = 5, AH = 4, AD = 3, AQ = AB * AT * AH * AD, AATT = AB * AH * AT * 2 * AT };
 static int a_nkv, a_two; /* kv heads; 1: the second key/value set (W = 2T) */

@@ -1,4 +1,4 @@
-/* test_gradcheck_stream.c: the residual-stream variants (SPEC §5) and the GPT-2 baseline:
+/* test_gradcheck_stream.c: the residual-stream variants (formulas.md §5) and the GPT-2 baseline:
  * backward == central finite differences of the loss for EVERY parameter tensor,
  * including every mixing parameter (DWA α, AttnRes queries, HC/mHC maps), in float64.
  *

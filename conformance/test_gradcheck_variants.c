@@ -1,4 +1,4 @@
-/* test_gradcheck_variants.c: for EVERY value-path variant of SPEC.md §4, the reference model's
+/* test_gradcheck_variants.c: for EVERY value-path variant of formulas.md §4, the reference model's
  * backward equals central finite differences of its loss, in float64.
  *
  * Config: L = 4 (so layers n = 2..4 read earlier layers), d = 16, 4 query heads (head dim 4),

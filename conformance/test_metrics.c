@@ -1,4 +1,4 @@
-/* test_metrics.c: SPEC §6 analysis metrics (ref/metrics.c, fp64 build) on inputs whose
+/* test_metrics.c: formulas.md §6 analysis metrics (ref/metrics.c, fp64 build) on inputs whose
  * answer is known in closed form, and against the PyTorch-computed
  * conformance/golden/fixtures/metrics_baseline.safetensors. */
 #include <criterion/criterion.h>

@@ -160,5 +160,5 @@ Test(mixture, validation_and_errors) {
     cr_expect_eq(mixture_open(dir, missing, one, 1, 0, 1, &bad), -1);
     cr_expect(strstr(vrl_last_error(), "DomZ") != NULL, "%s", vrl_last_error());
     cr_expect_eq(mixture_open(dir, DOMS, w, 3, CL + 1, 1, &bad), -1);    /* T > chunk_len */
-    cr_expect_eq(mixture_open(dir, NULL, NULL, 0, 0, 1, &bad), -1);     /* SPEC domains absent */
+    cr_expect_eq(mixture_open(dir, NULL, NULL, 0, 0, 1, &bad), -1);     /* formulas.md domains absent */
 }

@@ -1,8 +1,8 @@
 /* test_overfit.c: the tiny model memorises one fixed batch in both precisions.
  *
  * Story: tiny preset (2 layers, d 16, vocab 64), one batch of B=2 random sequences of
- * T=8 tokens (14 next-token targets), initialised from seed 1 (SPEC §1 init), trained
- * through the Backend table with the SPEC §2 AdamW (β 0.9/0.95, wd 0.1, clip 1.0) at
+ * T=8 tokens (14 next-token targets), initialised from seed 1 (formulas.md §1 init), trained
+ * through the Backend table with the formulas.md §2 AdamW (β 0.9/0.95, wd 0.1, clip 1.0) at
  * lr 1e-2 after a 10-step linear warm-up. The loss starts near ln 64 ≈ 4.16 and must fall
  * below 0.05 within MAX_STEPS; the curve is printed every 25 steps. This fails on any
  * sign error or broken gradient path that the gradient checks could miss in combination

@@ -42,7 +42,7 @@ if [ "$mode" = plan ]; then
   done
   count_is "table5: 6 runs (2 models x 82M 180M 468M)" "$tmp/table5.out" "^\+ mpirun .* train --model (82M|180M|468M) --variant (baseline|resformer) " 6
   contains "table5: 6 x 20,971,520,000 tokens" "$tmp/table5.out" "125,829,120,000 training tokens in 6 runs"
-  contains "table5: selection at the SPEC budgets" "$tmp/table5.out" "--scale 1 --seed 1337"
+  contains "table5: selection at the formulas.md §3 budgets" "$tmp/table5.out" "--scale 1 --seed 1337"
   count_is "ablations: 15 runs at 82M" "$tmp/ablations.out" "^\+ mpirun .* train --model [^ ]*82M" 15
   contains "ablations: sparse on layers 6-8, λ = 5" "$tmp/ablations.out" "--variant resformer:mode=sparse,layers=6-8,lambda=5"
   contains "ablations: GQA config with 4 of 8 KV heads" "$tmp/ablations.out" "--model $tmp/work/configs/82M-kv2.json"

@@ -5,7 +5,7 @@
  * the final weights equal byte for byte. Losses are read back from metrics.jsonl,
  * which prints doubles with %.17g (exact round trip). The same on a data folder as
  * `vrl data tokenize` writes it (the domain mixture, per-domain validation), with the
- * SPEC §3 weights and with --mixture weights, which the resumed run must keep. */
+ * formulas.md §3 weights and with --mixture weights, which the resumed run must keep. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -161,7 +161,7 @@ static void check_resume_model(const Backend *be, const ModelConfig *model) {
 }
 
 /* DIR/train and DIR/validation as `vrl data tokenize` writes them, for the first
- * n_domains SPEC §3 domains: 30 train and 6 validation chunks each, every domain its
+ * n_domains formulas.md §3 domains: 30 train and 6 validation chunks each, every domain its
  * own synthetic language (so the weights change what is learnt), ids < vocab (tiny's
  * vocab, or 0 for it). */
 static void make_mixture_dir(const char *dir, int n_domains, int vocab) {
@@ -230,7 +230,7 @@ Test(resume, refuses_finished_run_and_existing_folder) {
     cr_assert(strstr(vrl_last_error(), "already at step 3"), "%s", vrl_last_error());
 }
 
-/* A data folder of the 7 SPEC §3 domains: bit-exact resume with the default weights,
+/* A data folder of the 7 formulas.md §3 domains: bit-exact resume with the default weights,
  * and with --mixture weights over two of them. The weighted pair agrees with itself
  * across the resume and differs from the default run, so the resumed half cannot have
  * fallen back to the default weights. */
@@ -273,9 +273,9 @@ Test(resume, mixture_flag_errors) {
         {data, "RedPajamaC4", "--mixture: \"RedPajamaC4\" is not NAME=W"},
         {data, "RedPajamaC4=1,RedPajamaC4=2", "--mixture: domain \"RedPajamaC4\" given twice"},
         {data, "RedPajamaC4=1,", "--mixture: \"\" is not NAME=W"},
-        /* the SPEC §3 mixture on a folder of two domains: the way out is --mixture */
+        /* the formulas.md §3 mixture on a folder of two domains: the way out is --mixture */
         {two, "", "no shards of domain \"RedPajamaGithub\"; the folder holds \"RedPajamaC4\", "
-                  "\"RedPajamaCommonCrawl\" (the SPEC §3 mixture needs all 7; choose the domains with --mixture"},
+                  "\"RedPajamaCommonCrawl\" (the formulas.md §3 mixture needs all 7; choose the domains with --mixture"},
         /* data tokenized for a larger vocabulary than the model's: refused before training */
         {wide, "", "wide: token ids go up to 127 but the model's vocab_size is 64"},
     };
@@ -294,7 +294,7 @@ Test(resume, mixture_flag_errors) {
 }
 
 /* "mixture" in the stored training arguments: round trip; a state written before the
- * key existed still loads (SPEC §3 weights, what that run trained on); other unknown
+ * key existed still loads (formulas.md §3 weights, what that run trained on); other unknown
  * keys are still refused. */
 Test(resume, train_args_json_mixture_key) {
     TrainArgs a, b;

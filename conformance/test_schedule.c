@@ -1,4 +1,4 @@
-/* test_schedule.c: SPEC §2 learning rates against hand computations.
+/* test_schedule.c: formulas.md §2 learning rates against hand computations.
  *
  * b = 6e-4, lr_end = 6e-5, W = 120, S = 10000, lr_start = 1e-7. Each expected value is
  * written from the formula in closed form here, not by calling the same expression:

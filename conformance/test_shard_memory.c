@@ -2,7 +2,7 @@
  * the data's. Plain C test program (not Criterion: it runs `vrl train` as a child and
  * reads the child's peak RSS from wait4()).
  *
- * It writes two formulas.md §3 folders (7 RedPajama domains at the SPEC weights, 2048-token
+ * It writes two formulas.md §3 folders (7 RedPajama domains at the formulas.md weights, 2048-token
  * chunks, uint16 ids of a 50277-token vocabulary) in $TMPDIR: a small one (a few chunks
  * per domain) and a big one (VRL_MEMTEST_GIB GiB of ids, default 4, as 8 MiB shard files
  * hard-linked to one written shard per domain: see write_set), trains the same

@@ -1,4 +1,4 @@
-/* test_stream_equivalence.c: what each residual-stream variant (SPEC §5) must reduce to.
+/* test_stream_equivalence.c: what each residual-stream variant (formulas.md §5) must reduce to.
  *
  *   - DenseFormer at its identity init == the baseline: bit for bit (zero α are skipped,
  *     the α = 1 source is copied, so the arithmetic is the baseline's).
@@ -14,7 +14,7 @@
  *     number of iterations (they are normalised last). Rows: within 1e-6 at mHC's init
  *     exp(4·I) after 20 iterations (exactly, by symmetry), and for exp(N(0,1)) and
  *     exp(4·I + 0.01·N(0,1)) once enough iterations run (60, 200). Measured and printed,
- *     not bounded: SPEC's 20 iterations leave rows off by ~2e-6 (exp(N(0,1))), ~1e-4
+ *     not bounded: formulas.md's 20 iterations leave rows off by ~2e-6 (exp(N(0,1))), ~1e-4
  *     (exp(4I + 0.01 N)) and ~1e-2 (exp(4I + 0.5 N)): near-diagonal matrices converge slowly,
  *     so mHC's H_res is only approximately doubly stochastic once b_res and φ move.
  */

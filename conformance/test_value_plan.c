@@ -22,9 +22,9 @@ static size_t count(const char *preset, const char *variant) {
 }
 
 Test(value_plan, paper_parameter_counts_82M) {
-    cr_expect_eq(count("82M", "baseline"), 81901056, "baseline 82M: SPEC §1 says 81,901,056");
+    cr_expect_eq(count("82M", "baseline"), 81901056, "baseline 82M: formulas.md §1 says 81,901,056");
     cr_expect_eq(count("82M", "resformer"), 81901056, "identity ResFormer adds nothing");
-    cr_expect_eq(count("82M", "svformer"), 80066048, "SVFormer 82M: SPEC §1 says 80,066,048 (7 W_v removed)");
+    cr_expect_eq(count("82M", "svformer"), 80066048, "SVFormer 82M: formulas.md §1 says 80,066,048 (7 W_v removed)");
     const size_t wv = 512 * 512;
     cr_expect_eq(count("82M", "svformer:anchors=1,5"), 81901056 - 6 * wv);
     cr_expect_eq(count("82M", "cla"), 81901056 - 4 * 2 * wv, "CLA: layers 2, 4, 6, 8 lose k_proj and v_proj");

@@ -61,7 +61,7 @@ endforeach()
 vrl_test(test_data SOURCES conformance/test_data.c cli/cmd_data.c cli/cmd_data_bytes.c cli/args.c LIBS vrl_common)
 target_compile_definitions(test_data PRIVATE VRL_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
 
-# ---------------------------------------------------------------- value-path (SPEC §4) and residual-stream (§5) variants, GPT-2
+# ---------------------------------------------------------------- value-path (formulas.md §4) and residual-stream (§5) variants, GPT-2
 foreach(t test_gradcheck_variants test_gradcheck_stream)
   vrl_test(${t} SOURCES conformance/${t}.c conformance/gradcheck.c LIBS vrl_ref64 vrl_common)
   target_compile_definitions(${t} PRIVATE VRL_FP64=1)

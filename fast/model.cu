@@ -1,4 +1,4 @@
-/* model.cu: the LLaMA of SPEC.md §1 on CUDA, forward and backward, the twin of
+/* model.cu: the LLaMA of formulas.md §1 on CUDA, forward and backward, the twin of
  * ref/model.c (same sequence of ops, same names), in bf16 with fp32 statistics.
  *
  *   x_0 = embed(tokens)

@@ -2,7 +2,7 @@
  *
  * Shapes: B batch, T seq, N = B*T, d width, NH query heads, NKV kv heads, hd head dim,
  * qC = NH*hd, kvC = NKV*hd, F ffn width, V vocab, L layers (0-based: layer l here is
- * layer n = l+1 of SPEC.md). P = parameters in the table. All pointers are device memory
+ * layer n = l+1 of formulas.md). P = parameters in the table. All pointers are device memory
  * carved from one cudaMalloc arena unless marked host. */
 #ifndef VRL_FAST_MODEL_CUH
 #define VRL_FAST_MODEL_CUH

@@ -82,7 +82,7 @@ typedef struct {
     float coef[FAST_MAX_LAYERS];
 } MixArgs;
 /* out = Σ_i coef[i]·src[i], summed in fp32, rounded once.  out [n], src[i] [n] (the flat
- * [N, NKV*hd] values, before any GQA head sharing, SPEC §4) */
+ * [N, NKV*hd] values, before any GQA head sharing, formulas.md §4) */
 int mix_forward(bf16 *out, const MixArgs *a, size_t n);
 /* dsrc[i] += coef[i]·dout for every source.  dsrc[i] [n] fp32, dout [n] fp32 */
 int mix_backward(const MixArgs *a, const float *dout, size_t n);

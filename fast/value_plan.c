@@ -8,7 +8,7 @@
  * GPT-2) is refused by name, so the CUDA backend never trains a different model than ref.
  * It declares no analysis views and no decoding.
  *
- * Layers are 0-based here: row l is layer n = l+1, and V_0 is SPEC's V_1. */
+ * Layers are 0-based here: row l is layer n = l+1, and V_0 is formulas.md's V_1. */
 #include <stdio.h>
 
 #include "fast/fast.h"

@@ -1,4 +1,4 @@
-/* adamw.c: global-norm clipping and AdamW, as torch does them (SPEC.md §2).
+/* adamw.c: global-norm clipping and AdamW, as torch does them (formulas.md §2).
  *
  * Clipping follows torch.nn.utils.clip_grad_norm_: total = ‖g‖₂ over every gradient,
  * coef = clip / (total + 1e-6), g ← g·min(1, coef). The norm is accumulated in double

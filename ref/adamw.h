@@ -1,4 +1,4 @@
-/* adamw.h: clipping + AdamW on flat buffers laid out by a ParamTable (SPEC.md §2).
+/* adamw.h: clipping + AdamW on flat buffers laid out by a ParamTable (formulas.md §2).
  * ref/backend.c applies it to a model's buffers; tests call it on a hand-made table. */
 #ifndef VRL_REF_ADAMW_H
 #define VRL_REF_ADAMW_H

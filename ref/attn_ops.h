@@ -1,5 +1,5 @@
 /* attn_ops.h: the reference's one causal attention, split into its two products, so the value
- * path (SPEC.md §4) can mix attention matrices (A residual), attend over two key sets at once
+ * path (formulas.md §4) can mix attention matrices (A residual), attend over two key sets at once
  * (Eq. 2) and add kv-space corrections, and GPT-2 (gpt2.c) can drop out probabilities between
  * them, all with one forward and one backward each (conventions of ops.h: backward functions
  * ADD into their outputs, NULL outputs are skipped).

@@ -25,7 +25,7 @@ typedef struct {
     long drop_step, drop_micro; /* run seed, update (1-based), micro-batch */
 } RefHandle;
 
-/* The reference runs every spec model_spec_build accepts; the SPEC §6 analysis views and the
+/* The reference runs every spec model_spec_build accepts; the formulas.md §6 analysis views and the
  * KV-cache decoder (ref/decode.c) exist for llama only. */
 static unsigned be_capabilities(const ModelSpec *s, char *why, size_t why_len) {
     unsigned caps = BACKEND_CAN_TRAIN;

@@ -1,4 +1,4 @@
-/* gpt2.c: the GPT-2 baseline of SPEC §1 (transformers' GPT2LMHeadModel), forward and
+/* gpt2.c: the GPT-2 baseline of formulas.md §1 (transformers' GPT2LMHeadModel), forward and
  * backward, its own model behind the ref backend (ref/net.h's RefNet table): the trainer,
  * checkpoints and optimizer see only its flat buffers. Compiled twice (real.h).
  *
@@ -381,5 +381,5 @@ const RefNet ref_net_gpt2 = {
     .backward = net_backward,
     .set_dropout = net_set_dropout,
     .buffers = net_buffers,
-    .view = NULL, /* the SPEC §6 analysis is defined on the llama block */
+    .view = NULL, /* the formulas.md §6 analysis is defined on the llama block */
 };

@@ -1,4 +1,4 @@
-/* gpt2.h (ref): the GPT-2 baseline of SPEC §1 as its own model (ref/gpt2.c), with its own
+/* gpt2.h (ref): the GPT-2 baseline of formulas.md §1 as its own model (ref/gpt2.c), with its own
  * opaque state; ref/backend.c reaches it through ref_net_gpt2 (ref/net.h). Compiled twice
  * (real.h). */
 #ifndef VRL_REF_GPT2_H

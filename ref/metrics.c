@@ -1,4 +1,4 @@
-/* metrics.c: SPEC.md §6 analysis metrics (metrics.h). Inputs are the build's `real`;
+/* metrics.c: formulas.md §6 analysis metrics (metrics.h). Inputs are the build's `real`;
  * every sum is in double so the fp32 build loses nothing beyond its inputs. */
 #include "ref/metrics.h"
 

@@ -1,4 +1,4 @@
-/* metrics.h: the analysis metrics of SPEC.md §6 (paper Eq. 11-13, Fig. 3).
+/* metrics.h: the analysis metrics of formulas.md §6 (paper Eq. 11-13, Fig. 3).
  *
  * Two layers: per-sample kernels on plain arrays (closed-form tests feed them directly)
  * and metrics_accumulate(), which runs a backend's model on a batch and adds every

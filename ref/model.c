@@ -1,4 +1,4 @@
-/* model.c: the baseline LLaMA of SPEC.md §1, forward and backward, for one [B,T] shape.
+/* model.c: the baseline LLaMA of formulas.md §1, forward and backward, for one [B,T] shape.
  *
  *   x_0 = embed(tokens)
  *   layer l (0-based):  h  = x + W_o · Attn(q = RoPE(W_q·RMSNorm(x)), k = RoPE(W_k·RMSNorm(x)),
@@ -7,12 +7,12 @@
  *   logits = lm_head · RMSNorm(x_L);  loss = mean next-token cross-entropy
  *
  * The attention up to U_l is the value path's (ref/value_path.c, its own state): the
- * baseline's tables are the identity (v_in = V_l); the value-residual variants (SPEC §4) are
+ * baseline's tables are the identity (v_in = V_l); the value-residual variants (formulas.md §4) are
  * other tables of the spec's ValuePlan, and this file never knows which runs.
  *
  * The residual stream is the depth mixer's (ref/stream.c): the model hands it each
  * sublayer's raw output y and asks it for the next sublayer's input. The baseline's
- * mixer is x + y (so "h" and "out" above); DenseFormer, AttnRes, HC and mHC (SPEC §5)
+ * mixer is x + y (so "h" and "out" above); DenseFormer, AttnRes, HC and mHC (formulas.md §5)
  * are other mixers, and the attention and MLP code below never depends on which. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -188,7 +188,7 @@ double model_forward(RefModel *m, const int32_t *tokens) {
         const real *x = stream_forward(m->stream, 2 * l); /* [N,d] the attention sublayer's input */
         a->x_in = (real *)x;
         if (l > 0) m->acts[l - 1].out = a->x_in;
-        /* attention sublayer: the value path of SPEC §4 (ref/value_path.c) up to U, then W_o */
+        /* attention sublayer: the value path of formulas.md §4 (ref/value_path.c) up to U, then W_o */
         a->atty = vp_forward(m->vp, l, x);
         matmul_forward(a->y_attn, a->atty, w->wo, N, qC, d);
         a->h = (real *)stream_forward(m->stream, 2 * l + 1); /* baseline: h = x + y_attn */
@@ -299,7 +299,7 @@ const RefNet ref_net_llama = {
     .destroy = net_destroy,
     .forward = net_forward,
     .backward = net_backward,
-    .set_dropout = NULL, /* llama has no dropout (SPEC §1) */
+    .set_dropout = NULL, /* llama has no dropout (formulas.md §1) */
     .buffers = net_buffers,
     .view = net_view,
 };

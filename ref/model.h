@@ -1,4 +1,4 @@
-/* model.h: the reference LLaMA (SPEC.md §1, with the variants of §4-5): parameters,
+/* model.h: the reference LLaMA (formulas.md §1, with the variants of §4-5): parameters,
  * gradients, activations and the optimizer moments for one [batch, seq] shape, forward and
  * backward. GPT-2 is its own model (ref/gpt2.h); both sit behind ref/net.h's RefNet table,
  * which ref/backend.c uses. Compiled twice (real.h); use the plain names, they map to

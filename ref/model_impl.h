@@ -4,7 +4,7 @@
  *
  * Shapes: B batch, T seq, N = B*T, d model width, NH query heads, NKV kv heads,
  * hd head dim, qC = NH*hd, kvC = NKV*hd, F ffn width, V vocab, L layers.
- * Layers are 0-based here (layer l here is layer n = l+1 of SPEC.md). */
+ * Layers are 0-based here (layer l here is layer n = l+1 of formulas.md). */
 #ifndef VRL_REF_MODEL_IMPL_H
 #define VRL_REF_MODEL_IMPL_H
 
@@ -71,8 +71,8 @@ struct RefModel {
     real *emb;                /* [N,d] x_0, the embedding output */
     LayerActs *acts;          /* [L] */
     real **y;                 /* [2L+1] depth-mixer sources: y[0] = emb, y[2l+1] = y_attn, y[2l+2] = y_mlp */
-    VpState *vp;              /* the attention sublayers (SPEC §4; plain attention for the baseline) */
-    StreamState *stream;      /* the depth mixer (SPEC §5; plain residuals for the baseline) */
+    VpState *vp;              /* the attention sublayers (formulas.md §4; plain attention for the baseline) */
+    StreamState *stream;      /* the depth mixer (formulas.md §5; plain residuals for the baseline) */
     const real *x_final;      /* [N,d] the head's input (from the mixer) */
     real *lnf, *lnf_rstd;     /* [N,d], [N] final RMSNorm */
     real *logits;             /* [N,V] */

@@ -1,6 +1,6 @@
 /* net.h (ref): what ref/backend.c needs from one reference architecture.
  *
- * The LLaMA model (model.c, SPEC §1 with the variants of §4-5) and the GPT-2 baseline
+ * The LLaMA model (model.c, formulas.md §1 with the variants of §4-5) and the GPT-2 baseline
  * (gpt2.c) are separate models with their own opaque state; each exports one RefNet table,
  * and ref_net() picks the table of a config's architecture, once, at create. The optimizer,
  * checkpoints and get/set_state only see the flat buffers (RefBuffers) laid out by the

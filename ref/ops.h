@@ -1,4 +1,4 @@
-/* ops.h: the reference operations of the baseline LLaMA block (SPEC.md §1), one
+/* ops.h: the reference operations of the baseline LLaMA block (formulas.md §1), one
  * forward and one backward function per op, in the style of llm.c's train_gpt2.c.
  *
  * Conventions:

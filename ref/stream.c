@@ -1,8 +1,8 @@
-/* stream.c: the depth mixers of SPEC §5, forward and backward (interface in stream.h).
+/* stream.c: the depth mixers of formulas.md §5, forward and backward (interface in stream.h).
  *
  * Numbering: step s = 0..2L forms the input of sublayer s (2L: the head); y_k (k ≥ 1)
  * is sublayer k−1's raw output, y_0 the embedding. Per plan kind:
- *   PLAIN        x_0 = y_0, x_s = x_{s−1} + y_s                   (SPEC §1 residuals)
+ *   PLAIN        x_0 = y_0, x_s = x_{s−1} + y_s                   (formulas.md §1 residuals)
  *   DENSEFORMER  block i (0-based layer): h_i = D_i + y_{2i+1}, X_{i+1} = h_i + y_{2i+2},
  *                D_0 = X_0 = y_0, D_{i+1} = Σ_c α_c X_{src_c} (or X_{i+1} without a DWA)
  *   ATTNRES      in_s = Σ_g a_g S_g, a = softmax_g(r_g·⟨w_s, S_g⟩), r_g = rsqrt(mean(S_g²)+eps),

@@ -1,4 +1,4 @@
-/* stream.h (ref): the depth mixer, i.e. the residual stream between sublayers (SPEC §5).
+/* stream.h (ref): the depth mixer, i.e. the residual stream between sublayers (formulas.md §5).
  *
  * The model calls it at each step s = 0..2L with the history of raw sublayer outputs
  * y[0..s] (y_0 the embedding, y_k sublayer k−1's output [N,d]); it returns the

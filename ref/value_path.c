@@ -1,4 +1,4 @@
-/* value_path.c (ref): the attention sublayer of SPEC.md §4, one path for every variant.
+/* value_path.c (ref): the attention sublayer of formulas.md §4, one path for every variant.
  *
  * For layer l (0-based), with the tables of common/model/value_path.h (c = the plan):
  *

@@ -1,4 +1,4 @@
-/* value_path.h (ref): the attention sublayer of every value-path variant (SPEC.md §4), driven
+/* value_path.h (ref): the attention sublayer of every value-path variant (formulas.md §4), driven
  * by the spec's ValuePlan (common/model/value_path.h). It owns its state: layer l's norm and
  * q/k/v projections and trainable coefficients (bound in the model's flat buffers), the
  * activations every later layer may read (raw Q_i, K_i, V_i, A_i), and the per-layer gradient

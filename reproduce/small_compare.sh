@@ -11,7 +11,7 @@
 #        (the first model is the reference, e.g. baseline:baseline)
 # Env:   STEPS (600), BATCH (16), SEQ (64), EVAL_BATCHES (32), SEED (1337),
 #        DATA (../shared/data/corpora/tinyshakespeare/input.txt)
-# A tiny run shows the direction of each variant, not the papers' 82M numbers (SPEC §8).
+# A tiny run shows the direction of each variant, not the papers' 82M numbers (formulas.md §8).
 set -eu
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 [ $# -ge 3 ] || { echo "usage: small_compare.sh BUILD_DIR OUT_DIR NAME:VARIANT [NAME:VARIANT ...]" >&2; exit 2; }

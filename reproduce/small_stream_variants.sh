@@ -1,6 +1,6 @@
 #!/bin/sh
 # small_stream_variants.sh: baseline vs DenseFormer vs Block AttnRes (blocks of 2
-# sublayers = 1 layer) vs mHC (n = 4) (SPEC.md §5) on TinyShakespeare bytes, the `small`
+# sublayers = 1 layer) vs mHC (n = 4) (formulas.md §5) on TinyShakespeare bytes, the `small`
 # preset, a few minutes on the CPU (mHC steps take about twice as long).
 # Usage: reproduce/small_stream_variants.sh [BUILD_DIR (build)] [OUT_DIR (runs/small_stream_variants)]
 # Env: see reproduce/small_compare.sh (STEPS, BATCH, SEQ, EVAL_BATCHES, SEED, DATA).

@@ -1,6 +1,6 @@
 #!/bin/sh
 # small_value_variants.sh: baseline vs identity ResFormer vs SVFormer vs NeuTRENO
-# (SPEC.md §4) on TinyShakespeare bytes, the `small` preset, a few minutes on the CPU.
+# (formulas.md §4) on TinyShakespeare bytes, the `small` preset, a few minutes on the CPU.
 # Usage: reproduce/small_value_variants.sh [BUILD_DIR (build)] [OUT_DIR (runs/small_value_variants)]
 # Env: see reproduce/small_compare.sh (STEPS, BATCH, SEQ, EVAL_BATCHES, SEED, DATA).
 set -eu

@@ -31,7 +31,7 @@
 
 typedef struct Mixture Mixture;
 
-/* SPEC §3 defaults: CommonCrawl 0.50, C4 0.20, GitHub 0.10, StackExchange, Wikipedia,
+/* formulas.md §3 defaults: CommonCrawl 0.50, C4 0.20, GitHub 0.10, StackExchange, Wikipedia,
  * Book, ArXiv 0.05 each (RedPajama* names). */
 extern const char *const MIXTURE_DEFAULT_DOMAINS[7];
 extern const double MIXTURE_DEFAULT_WEIGHTS[7];

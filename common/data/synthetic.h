@@ -6,7 +6,7 @@
  *   - copy spans: the marker token SYN_COPY, then a span of 6..16 tokens repeated from
  *     earlier in the same document, which only attention to the earlier occurrence can
  *     predict (an induction-head task, where value residuals are said to help);
- *   - documents of 64..512 tokens, each followed by EOS (id 0), as in SPEC.md §3.
+ *   - documents of 64..512 tokens, each followed by EOS (id 0), as in formulas.md §3.
  * The language (transition table) depends only on `language_seed`; the documents on
  * `stream_seed`, so train and validation text share one language. */
 #ifndef VRL_SYNTHETIC_H

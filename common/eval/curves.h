@@ -1,5 +1,5 @@
 /* curves.h: training-loss curves from a run's metrics.jsonl and the paper's relative
- * training loss (SPEC.md §6): each curve smoothed by a valid-mode moving average of
+ * training loss (formulas.md §6): each curve smoothed by a valid-mode moving average of
  * window w (point k = mean of losses k..k+w-1, 0-based, plotted at the step of loss k,
  * i.e. step k + 1 for a run logged from step 1), then method − baseline. */
 #ifndef VRL_CURVES_H

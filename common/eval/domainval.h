@@ -1,4 +1,4 @@
-/* domainval.h: per-domain validation (SPEC.md §7) for a data folder written by
+/* domainval.h: per-domain validation (formulas.md §7) for a data folder written by
  * `vrl data tokenize` (DIR/train/ and DIR/validation/ with per-domain shards, read by
  * the mixture loader, mixture.h). Used by the trainer at --eval-every. */
 #ifndef VRL_DOMAINVAL_H

@@ -33,7 +33,7 @@ typedef enum {
     VIEW_QUERIES,       /* layer l: post-RoPE queries [B, T, NH*hd] */
     VIEW_KEYS,          /* layer l: post-RoPE keys [B, T, NKV*hd] */
     VIEW_VALUES,        /* layer l: raw values V_l [B, T, NKV*hd] */
-    VIEW_HIDDEN,        /* s = 0..L: transformers' output_hidden_states [B, T, d] (SPEC §6): 0 the
+    VIEW_HIDDEN,        /* s = 0..L: transformers' output_hidden_states [B, T, d] (formulas.md §6): 0 the
                          * embedding output, 1..L-1 layer s's output, L the final post-norm output */
     VIEW_DEPTH_WEIGHTS, /* step s = 0..2L (AttnRes): softmax weights over spec->stream's sources of
                          * step s, [B*T, n_src[s]] */

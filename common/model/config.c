@@ -1,4 +1,4 @@
-/* config.c: presets (SPEC.md §1) and shape validation. JSON I/O is config_json.c. */
+/* config.c: presets (formulas.md §1) and shape validation. JSON I/O is config_json.c. */
 #include "common/model/config.h"
 
 #include <stdio.h>

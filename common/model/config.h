@@ -2,7 +2,7 @@
  *
  * Field names follow transformers' LlamaConfig / GPT2Config where one exists, so a
  * vrl checkpoint folder loads in transformers for the baseline. Everything vrl adds
- * (the variant, the [A] knobs of SPEC.md) is prefixed "vrl_". Unknown keys and
+ * (the variant, the [A] knobs of formulas.md) is prefixed "vrl_". Unknown keys and
  * impossible shapes are errors, never silently ignored. */
 #ifndef VRL_CONFIG_H
 #define VRL_CONFIG_H
@@ -16,7 +16,7 @@ typedef enum { ARCH_LLAMA = 0, ARCH_GPT2 = 1 } Arch;
 
 typedef struct {
     char preset[VRL_NAME_LEN];   /* preset it came from, or "custom" */
-    Arch arch;                   /* llama (SPEC §1) or gpt2 (SPEC §1, GPT-2 baseline) */
+    Arch arch;                   /* llama (formulas.md §1) or gpt2 (formulas.md §1, GPT-2 baseline) */
     int n_layers;                /* L */
     int n_heads;                 /* query heads */
     int n_kv_heads;              /* key/value heads (GQA: < n_heads; MQA: 1) */

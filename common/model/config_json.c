@@ -152,7 +152,7 @@ static int load_gpt2(const char *path, json_t *root, ModelConfig *c) {
         else if (!strcmp(key, "embd_pdrop")) rc = get_num(path, key, v, &pdrop[1]);
         else if (!strcmp(key, "attn_pdrop")) rc = get_num(path, key, v, &pdrop[2]);
         else if (!strcmp(key, "activation_function")) {
-            /* SPEC §1: GELU, tanh form, which HF calls gelu_new */
+            /* formulas.md §1: GELU, tanh form, which HF calls gelu_new */
             if (!(rc = get_str(path, key, v, s, sizeof s)) && strcmp(s, "gelu_new"))
                 rc = vrl_error("%s: activation_function \"%s\" is not supported (vrl's GPT-2 uses \"gelu_new\")", path,
                                s);
@@ -317,9 +317,9 @@ int config_save_json(const char *path, const ModelConfig *c) {
         rc |= set(o, "tie_word_embeddings", json_false());
     }
     rc |= set(o, "bos_token_id", json_integer(0));
-    rc |= set(o, "eos_token_id", json_integer(0)); /* SPEC §3: EOS is id 0 */
+    rc |= set(o, "eos_token_id", json_integer(0)); /* formulas.md §3: EOS is id 0 */
     rc |= set(o, "torch_dtype", json_string("float32"));
-    rc |= set(o, "transformers_version", json_string("4.44.0")); /* the version SPEC [C] matches */
+    rc |= set(o, "transformers_version", json_string("4.44.0")); /* the version formulas.md [C] matches */
     rc |= set(o, "use_cache", json_true());
     rc |= set(o, "vrl_preset", json_string(c->preset));
     rc |= set(o, "vrl_variant", json_string(c->variant));

@@ -30,7 +30,7 @@ typedef struct {
     int64_t shape[PARAM_MAX_DIM];
     size_t offset;             /* first element in the flat buffer */
     size_t numel;
-    int decay;                 /* 1 if AdamW weight decay applies (SPEC §2) */
+    int decay;                 /* 1 if AdamW weight decay applies (formulas.md §2) */
     InitKind init;
     double init_value;         /* std for INIT_NORMAL, value for INIT_CONST / EYE / ONEHOT */
     size_t init_index;         /* INIT_ONEHOT: the element that gets init_value */

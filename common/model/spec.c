@@ -20,7 +20,7 @@ static int add_norm(ParamTable *t, const char *name, int64_t d) {
     return param_table_add(t, name, 1, shape, 0, INIT_CONST, 1.0);
 }
 
-/* LLaMA (SPEC §1) with the value path's attention tensors and the stream's mixing tensors. */
+/* LLaMA (formulas.md §1) with the value path's attention tensors and the stream's mixing tensors. */
 static int table_llama(const ModelSpec *s, ParamTable *t) {
     const ModelConfig *c = &s->config;
     const int64_t d = c->d_model;
@@ -39,11 +39,11 @@ static int table_llama(const ModelSpec *s, ParamTable *t) {
     }
     if (!rc) rc = add_norm(t, "model.norm.weight", d);
     if (!rc) rc = add_linear(t, "lm_head.weight", c->vocab_size, d, std);
-    if (!rc) rc = stream_add_params(&s->stream, c, t); /* SPEC §5 mixing parameters, none for PLAIN */
+    if (!rc) rc = stream_add_params(&s->stream, c, t); /* formulas.md §5 mixing parameters, none for PLAIN */
     return rc ? -1 : 0;
 }
 
-/* GPT-2 baseline (SPEC §1) in transformers' GPT2LMHeadModel names. Linear weights use
+/* GPT-2 baseline (formulas.md §1) in transformers' GPT2LMHeadModel names. Linear weights use
  * GPT-2's Conv1D layout [in, out]; c_attn's output columns are q | k | v. Init as HF:
  * N(0, std) for weights and both embeddings, c_proj weights N(0, std/√(2L)), biases 0,
  * LayerNorm weight 1 / bias 0. Biases and LayerNorm parameters are not decayed. */
@@ -89,7 +89,7 @@ int model_spec_build_from(const ModelConfig *c, const char *origin, ModelSpec *s
     int rc = value_plan_build(variant_part(&s->variant, FAMILY_VALUE), c, &s->value, origin);
     if (!rc) rc = stream_plan_build(variant_part(&s->variant, FAMILY_STREAM), c, &s->stream, origin);
     if (!rc && c->arch == ARCH_GPT2 && s->variant.n_parts)
-        /* The variants are defined on the LLaMA block (RMSNorm, RoPE, SwiGLU; SPEC §4-5). */
+        /* The variants are defined on the LLaMA block (RMSNorm, RoPE, SwiGLU; formulas.md §4-5). */
         rc = vrl_error("%s: variant \"%s\" is not supported with model_type gpt2 (the GPT-2 baseline is plain; "
                        "variants are defined on the llama block)", origin, c->variant);
     if (!rc) rc = c->arch == ARCH_LLAMA ? table_llama(s, &s->table) : table_gpt2(c, &s->table);

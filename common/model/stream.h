@@ -1,4 +1,4 @@
-/* stream.h: residual-stream variants (SPEC.md §5) as data: the depth-mixing plan.
+/* stream.h: residual-stream variants (formulas.md §5) as data: the depth-mixing plan.
  *
  * Every sublayer (attention and MLP of each layer; 0-based sublayer s = 2i or 2i+1 for
  * layer i) reads one input and writes one raw output y. Numbering as in the golden
@@ -59,7 +59,7 @@ void stream_plan_free(StreamPlan *p);
  *       dyn_alpha_r [d,n], dyn_beta [d], scale_alpha [1], scale_beta [1]}
  *   model.layers.{i}.mhc_{attn,mlp}.{phi_pre [nd,n], phi_post [nd,n], phi_res [nd,n²],
  *       b_pre [n], b_post [n], b_res [n,n], alpha_pre, alpha_post, alpha_res [1]}
- * All without weight decay (SPEC §2 [A]). */
+ * All without weight decay (formulas.md §2 [A]). */
 int stream_add_params(const StreamPlan *p, const ModelConfig *c, ParamTable *t);
 
 /* "attnres", "hc", ... for messages; "plain" for the baseline residual. */

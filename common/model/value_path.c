@@ -1,4 +1,4 @@
-/* value_path.c: turning a value-family variant (SPEC.md §4) into a ValuePlan.
+/* value_path.c: turning a value-family variant (formulas.md §4) into a ValuePlan.
  *
  * Each variant is a few lines filling the tables of value_path.h from its options; the
  * projections that exist follow from the tables (a raw Q_i/K_i/V_i nobody reads has no

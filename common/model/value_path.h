@@ -1,6 +1,6 @@
-/* value_path.h: the value-path variants of SPEC.md §4 as tables (pure data, no arithmetic).
+/* value_path.h: the value-path variants of formulas.md §4 as tables (pure data, no arithmetic).
  *
- * A ValuePlan says, for every layer l (0-based here; layer n = l+1 of SPEC.md), what its
+ * A ValuePlan says, for every layer l (0-based here; layer n = l+1 of formulas.md), what its
  * attention reads. With Q_i, K_i, V_i the raw flat projections of layer i (before RoPE,
  * before the head split) and A_i layer i's own causal softmax:
  *

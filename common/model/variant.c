@@ -14,7 +14,7 @@
 /* Every variant vrl knows: the baseline here, then each family's table (value_path.c,
  * stream.c), where each name sits beside the function that turns it into a plan;
  * docs/variants.md gives the formulas. */
-static const VariantInfo baseline = {"baseline", FAMILY_NONE, "the LLaMA baseline of SPEC.md §1"};
+static const VariantInfo baseline = {"baseline", FAMILY_NONE, "the LLaMA baseline of formulas.md §1"};
 
 const VariantInfo *variant_info(int i) {
     if (i == 0) return &baseline;

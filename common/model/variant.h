@@ -6,8 +6,8 @@
  * "svformer:anchors=1,3" gives anchors = "1,3". Values may not hold '+'.
  *
  * Parts come in two families, each turning its parts into data for the model code:
- *   - value-path variants (SPEC.md §4): per-layer coefficient tables (value_path.h);
- *   - residual-stream variants (SPEC.md §5): depth-mixing plans (stream.h).
+ *   - value-path variants (formulas.md §4): per-layer coefficient tables (value_path.h);
+ *   - residual-stream variants (formulas.md §5): depth-mixing plans (stream.h).
  * Every name is listed once, in its family's table (value_path.c, stream.c) beside the
  * function that builds its plan, with a summary; variant_info() walks them all, so an
  * unknown name or a second part of one family is rejected here, before any model is

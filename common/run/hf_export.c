@@ -28,7 +28,7 @@ static void tokenizer_path(const char *data, char *out, size_t n) {
     if (!file_exists(out)) out[0] = '\0';
 }
 
-/* tokenizer.json as is, and a tokenizer_config.json whose EOS is id 0's token (SPEC §3). */
+/* tokenizer.json as is, and a tokenizer_config.json whose EOS is id 0's token (formulas.md §3). */
 static int export_tokenizer(const char *run_dir, const ModelConfig *c, const char *src) {
     Tokenizer *tok;
     if (tok_load(src, &tok) < 0) return -1;

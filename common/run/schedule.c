@@ -1,4 +1,4 @@
-/* schedule.c: SPEC.md §2 learning-rate schedules. */
+/* schedule.c: formulas.md §2 learning-rate schedules. */
 #include "common/run/schedule.h"
 
 #include <math.h>

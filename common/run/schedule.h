@@ -1,4 +1,4 @@
-/* schedule.h: the learning-rate schedules of SPEC.md §2, computed in double. */
+/* schedule.h: the learning-rate schedules of formulas.md §2, computed in double. */
 #ifndef VRL_SCHEDULE_H
 #define VRL_SCHEDULE_H
 

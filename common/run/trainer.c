@@ -88,7 +88,7 @@ int train_args_from_json(const char *text, TrainArgs *a, const char *origin) {
     if (rc == 0) {
         snprintf(a->data, sizeof a->data, "%s", data);
         snprintf(a->val_data, sizeof a->val_data, "%s", val);
-        snprintf(a->mixture, sizeof a->mixture, "%s", mixture); /* absent in older states: SPEC §3 weights */
+        snprintf(a->mixture, sizeof a->mixture, "%s", mixture); /* absent in older states: formulas.md §3 weights */
         a->steps = steps;
         a->sched.warmup = warmup;
         a->sched.decay_end = decay_end;
@@ -115,13 +115,13 @@ static int open_data(const TrainArgs *a, DataLoader **train, DataLoader **val, M
         return vrl_error("--mixture: --data %s is not a folder written by `vrl data tokenize` (train/ and validation/)",
                          a->data);
     }
-    if (folder) { /* `vrl data tokenize` output: SPEC §3 mixture or --mixture, per-domain val */
+    if (folder) { /* `vrl data tokenize` output: formulas.md §3 mixture or --mixture, per-domain val */
         if (a->val_data[0]) return vrl_error("--val-data: %s is a data folder with its own validation/", a->data);
         char why[VRL_ERROR_LEN];
         if (!a->mixture[0]) {
             if (mixture_open(a->data, NULL, NULL, 0, (uint32_t)a->seq, a->seed, mix) < 0) {
                 snprintf(why, sizeof why, "%s", vrl_last_error());
-                return vrl_error("%s (the SPEC §3 mixture needs all 7; choose the domains with --mixture NAME=W,...)",
+                return vrl_error("%s (the formulas.md §3 mixture needs all 7; choose the domains with --mixture NAME=W,...)",
                                  why);
             }
         } else {

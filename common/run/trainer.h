@@ -1,7 +1,7 @@
 /* trainer.h: the training loop, written once for every backend.
  *
  * One update = `accum` micro-batches of [batch, seq] tokens, gradients averaged, the
- * logged loss the mean of the micro-batch means (SPEC.md §2), global-norm clipping,
+ * logged loss the mean of the micro-batch means (formulas.md §2), global-norm clipping,
  * AdamW at lr(update - 1). The run folder (checkpoint.h) is written at --save-every,
  * at the end, and never left half-written. Started by mpirun/srun, the processes share
  * each update's micro-batches and rank 0 writes (common/run/dist.h). */
@@ -22,7 +22,7 @@ typedef struct {
     const Backend *backend;
     char data[TRAIN_PATH_LEN];     /* comma-separated shards; "" = the synthetic corpus */
     char val_data[TRAIN_PATH_LEN]; /* comma-separated shards; "" = synthetic val (or none) */
-    char mixture[1024];            /* with a data folder: "NAME=W,..." (mixture.h); "" = SPEC §3 weights */
+    char mixture[1024];            /* with a data folder: "NAME=W,..." (mixture.h); "" = formulas.md §3 weights */
     long steps;                    /* total optimizer updates of the run */
     int batch, seq, accum;         /* accum: micro-batches per update of the whole job (all ranks) */
     Schedule sched;
@@ -54,7 +54,7 @@ int train_run(TrainArgs *a);
 
 /* The training flags as JSON (stored in the training state) and back. Every key is
  * required and unknown keys are refused, except "mixture": a state written before
- * --mixture existed has none, and its run trained on the SPEC §3 weights, which is
+ * --mixture existed has none, and its run trained on the formulas.md §3 weights, which is
  * what "" means. */
 int train_args_to_json(const TrainArgs *a, char *buf, size_t n);
 int train_args_from_json(const char *json, TrainArgs *a, const char *origin);

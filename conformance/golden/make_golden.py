@@ -2,14 +2,14 @@
 """make_golden.py: golden fixtures for vrl, built from PyTorch and Hugging Face transformers.
 
 This file is the INDEPENDENT oracle: nothing here reads vrl's C code. Every formula is written
-from ../../../shared/SPEC.md (sections quoted in comments) and from transformers' own LLaMA/GPT-2.
+from the formula reference docs/formulas.md (sections quoted in comments) and from transformers' own LLaMA/GPT-2.
 
   * baseline: transformers' LlamaForCausalLM (eager attention), float64.
-  * value-path variants (SPEC §4): LlamaAttention.forward replaced per instance by
+  * value-path variants (formulas.md §4): LlamaAttention.forward replaced per instance by
     `vrl_attention_forward` below, the way the authors' code patches it: V_1 (the flat
     [B,T,n_kv*hd] v_proj output of layer 1, before the head split) is stored and layers
     n >= 2 mix it in. V_1 is NOT detached.
-  * residual-stream variants (SPEC §5): small modules in this file around transformers'
+  * residual-stream variants (formulas.md §5): small modules in this file around transformers'
     decoder sublayers (`resstream_forward`).
   * GPT-2 baseline: transformers' GPT2LMHeadModel, float64, dropout off, untied head.
 
@@ -59,7 +59,7 @@ OUT_DIR = os.path.join(HERE, "fixtures")
 D, N_HEADS, L, FFN, VOCAB, T, B = 16, 4, 4, 32, 64, 16, 2
 HD = D // N_HEADS
 MAX_POS = 64
-INIT_STD = 0.25          # fixtures use a larger std than SPEC's 0.02 so gradients discriminate
+INIT_STD = 0.25          # fixtures use a larger std than formulas.md's 0.02 so gradients discriminate
 BASE_SEED = 1234
 TOKEN_SEED = 42
 
@@ -74,7 +74,7 @@ TRAIN = dict(
 
 def lr_at(s, sch="cosine", b=TRAIN["lr_peak"], lr_end=TRAIN["lr_end"], W=TRAIN["warmup_steps"],
           S=TRAIN["decay_end_step"], lr_start=TRAIN["lr_start"]):
-    """SPEC §2 learning rate at scheduler step s."""
+    """formulas.md §2 learning rate at scheduler step s."""
     if s < W:
         return lr_start + (b - lr_start) * s / W
     if s >= S:
@@ -89,7 +89,7 @@ def lr_at(s, sch="cosine", b=TRAIN["lr_peak"], lr_end=TRAIN["lr_end"], W=TRAIN["
     raise ValueError(sch)
 
 
-# SPEC §2 worked example
+# formulas.md §2 worked example
 assert abs(lr_at(0, b=6e-4, lr_end=6e-5, W=120, S=10000) - 1e-7) < 1e-18
 assert abs(lr_at(120, b=6e-4, lr_end=6e-5, W=120, S=10000) - 6e-4) < 1e-15
 assert abs(lr_at(5060, b=6e-4, lr_end=6e-5, W=120, S=10000) - 3.3e-4) < 1e-12
@@ -130,7 +130,7 @@ def seeded_normal(name, shape, std):
 
 
 def is_no_decay(name, p):
-    # SPEC §2: decay on every weight except norm gains and biases; mixing coefficients,
+    # formulas.md §2: decay on every weight except norm gains and biases; mixing coefficients,
     # AttnRes queries and HC/mHC/DenseFormer parameters are not decayed [A].
     return p.ndim < 2 or "norm" in name or name.endswith(".bias") or any(
         t in name for t in ("v_residual_lambda", "res_query", ".hc_", ".mhc_", "model.dwa."))
@@ -215,7 +215,7 @@ def make_tokens():
 
 
 def build_resstream(variant):
-    """A residual-stream model (SPEC §5). With a value-path part ("attnres:...+resformer") the
+    """A residual-stream model (formulas.md §5). With a value-path part ("attnres:...+resformer") the
     attention inside each sublayer is the patched value-path attention of build_llama (its own
     context: V_1 from layer 1's attention, every layer reads it); the stream part only changes
     what each sublayer receives as input."""
@@ -307,7 +307,7 @@ def train5(model, tokens, fwd=None):
 
 
 def check_clip_formula():
-    """torch's clip_grad_norm_ is g * min(1, max_norm / (||g|| + 1e-6)) (SPEC §2)."""
+    """torch's clip_grad_norm_ is g * min(1, max_norm / (||g|| + 1e-6)) (formulas.md §2)."""
     p1 = nn.Parameter(torch.zeros(3)); p2 = nn.Parameter(torch.zeros(2))
     p1.grad = torch.tensor([3.0, 0.0, 4.0]); p2.grad = torch.tensor([12.0, 0.0])
     n = torch.nn.utils.clip_grad_norm_([p1, p2], 1.0, foreach=False)
@@ -362,7 +362,7 @@ RESSTREAM_CASES = [
     ("attnres_block", "attnres:mode=block,size=3", 4),
     ("hc", "hc:n=4", 4),
     ("mhc", "mhc:n=4,iters=20", 4),
-    # compositions (SPEC §4: value-path variants compose with the stream variants)
+    # compositions (formulas.md §4: value-path variants compose with the stream variants)
     ("attnres_block_resformer", "attnres:mode=block,size=3+resformer", 4),
     ("denseformer_svformer", "denseformer+svformer", 4),
     ("mhc_resformer_learnable", "mhc:n=4,iters=20+resformer:mode=learnable", 4),
@@ -454,7 +454,7 @@ def maxdiff(a, b):
 
 
 def spec_forward(model, tokens, variant):
-    """SPEC §1/§4 written out literally with plain tensor ops (no transformers module called), for a
+    """formulas.md §1/§4 written out literally with plain tensor ops (no transformers module called), for a
     few value-path variants; the self-checks compare it with the patched transformers path."""
     P = dict(model.named_parameters())
     nm, o = parse_variant(variant)
@@ -617,7 +617,7 @@ def self_checks(tokens):
     # 12. Sinkhorn output is doubly stochastic
     S = sinkhorn(torch.exp(torch.randn(4, 4, generator=torch.Generator().manual_seed(0))), 20)
     assert torch.allclose(S.sum(0), torch.ones(4), atol=1e-12) and torch.allclose(S.sum(1), torch.ones(4), atol=1e-6)
-    # 13. the literal SPEC formulas (spec_forward) agree with the patched transformers path
+    # 13. the literal formulas.md formulas (spec_forward) agree with the patched transformers path
     for v, nkv in (("baseline", 4), ("resformer", 4), ("resformer", 2), ("neutreno:lambda=0.4", 4),
                    ("neutreno:lambda=0.4", 1), ("baseline", 1)):
         mdl = build_llama(v, nkv)
@@ -630,7 +630,7 @@ def self_checks(tokens):
 
 
 # ----------------------------------------------------------------------------------------
-# Analysis metrics (SPEC §6) on the baseline
+# Analysis metrics (formulas.md §6) on the baseline
 # ----------------------------------------------------------------------------------------
 def metrics_baseline(tokens):
     model = build_llama("baseline")
@@ -638,7 +638,7 @@ def metrics_baseline(tokens):
     out = {}
     with torch.no_grad():
         ctx.reset()
-        # SPEC §6: the L+1 hidden states = embedding output, outputs of layers 1..L-1, and the
+        # formulas.md §6: the L+1 hidden states = embedding output, outputs of layers 1..L-1, and the
         # final post-norm output (transformers' own output_hidden_states convention)
         hs = []
         hooks = [model.model.embed_tokens.register_forward_hook(lambda m, i, o: hs.append(o))]

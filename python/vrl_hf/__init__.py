@@ -1,4 +1,4 @@
-"""vrl_hf: vrl's value-path (SPEC §4) and residual-stream (SPEC §5) variants as a transformers model.
+"""vrl_hf: vrl's value-path (formulas.md §4) and residual-stream (formulas.md §5) variants as a transformers model.
 
 configuration_vrl.VrlConfig and modeling_vrl.VrlForCausalLM are the classes a vrl run folder's
 config.json names in its auto_map; conformance/golden/make_golden.py builds its fixtures from the

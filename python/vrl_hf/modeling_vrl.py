@@ -1,9 +1,9 @@
 """modeling_vrl.py: vrl's variants as a transformers causal LM (the one Python definition).
 
-Every value-path variant of SPEC §4 is transformers' LlamaForCausalLM whose attention forward is
+Every value-path variant of formulas.md §4 is transformers' LlamaForCausalLM whose attention forward is
 replaced per layer by `vrl_attention_forward` (the way the authors' code patches it): V_1 (the
 flat [B,T,n_kv*hd] v_proj output of layer 1, before the head split) is stored and layers n >= 2
-mix it in. Every residual-stream variant of SPEC §5 (DenseFormer, AttnRes, HC, mHC) is a small
+mix it in. Every residual-stream variant of formulas.md §5 (DenseFormer, AttnRes, HC, mHC) is a small
 depth mixer around the same decoder sublayers (`resstream_forward`). Compositions STREAM+VALUE
 use both. Parameter names are vrl's checkpoint names, so a run folder's model.safetensors loads
 as is.
@@ -104,7 +104,7 @@ def softmax_dtype(x):
 
 
 def rope_fp64_forward(self, x, position_ids):
-    # SPEC §1: inv_freq_i = theta^(-2i/hd), NeoX half split, cos/sin computed in float64
+    # formulas.md §1: inv_freq_i = theta^(-2i/hd), NeoX half split, cos/sin computed in float64
     hd = self.config.hidden_size // self.config.num_attention_heads
     theta = self.config.rope_parameters["rope_theta"]
     inv_freq = 1.0 / (theta ** (torch.arange(0, hd, 2, dtype=torch.float64) / hd))
@@ -114,7 +114,7 @@ def rope_fp64_forward(self, x, position_ids):
 
 
 # ----------------------------------------------------------------------------------------
-# The value-path attention (SPEC §4)
+# The value-path attention (formulas.md §4)
 # ----------------------------------------------------------------------------------------
 class VCtx:
     """Per-model variant description plus the per-forward store of earlier layers' tensors."""
@@ -229,7 +229,7 @@ def mix_value(ctx, attn, n, v):
 
 
 def vrl_attention_forward(self, hidden_states, position_embeddings=None, attention_mask=None, **kwargs):
-    """LlamaAttention.forward with the value path of SPEC §4. For the baseline it performs the
+    """LlamaAttention.forward with the value path of formulas.md §4. For the baseline it performs the
     same operations in the same order as transformers' LlamaAttention + eager_attention_forward."""
     ctx = self.vrl_ctx
     n = self.layer_idx + 1
@@ -308,7 +308,7 @@ def vrl_attention_forward(self, hidden_states, position_embeddings=None, attenti
 
 
 # ----------------------------------------------------------------------------------------
-# Residual-stream variants (SPEC §5), around transformers' sublayers
+# Residual-stream variants (formulas.md §5), around transformers' sublayers
 # ----------------------------------------------------------------------------------------
 def rms_plain(x, eps=1e-5):
     """Parameter-free RMSNorm used inside depth mixers (AttnRes keys, HC/mHC dynamic inputs)."""
@@ -379,7 +379,7 @@ def add_resstream_params(model, ctx):
 
 
 def sinkhorn(M, iters):
-    # SPEC §5: iters alternating normalisations, each iteration = rows then columns
+    # formulas.md §5: iters alternating normalisations, each iteration = rows then columns
     for _ in range(iters):
         M = M / M.sum(-1, keepdim=True)
         M = M / M.sum(-2, keepdim=True)
@@ -503,7 +503,7 @@ def variant_parts(variant):
 
 
 def apply_value_path(model, variant):
-    """Turn a LlamaForCausalLM into the value-path variant (SPEC §4): remove the projections the
+    """Turn a LlamaForCausalLM into the value-path variant (formulas.md §4): remove the projections the
     variant does not have, add the trainable coefficients (zeros; a checkpoint or the caller fills
     them), patch every attention forward. Returns the variant context (also model.vrl_ctx)."""
     if PREC["mode"] == "fp64":
@@ -523,7 +523,7 @@ def apply_value_path(model, variant):
         at.vrl_ctx = ctx
         at.forward = vrl_attention_forward.__get__(at)
     if ctx.name == "hidden_residual":
-        # SPEC §4: attention input of layer n >= 2 is RMSNorm(0.5 x_{n-1} + 0.5 H_0); stream unchanged
+        # formulas.md §4: attention input of layer n >= 2 is RMSNorm(0.5 x_{n-1} + 0.5 H_0); stream unchanged
         def emb_hook(mod, inp, out):
             ctx.H0 = out
         model.model.embed_tokens.register_forward_hook(emb_hook)
@@ -535,7 +535,7 @@ def apply_value_path(model, variant):
 
 
 def apply_resstream(model, variant):
-    """A residual-stream model (SPEC §5) on top of apply_value_path's value part: the attention
+    """A residual-stream model (formulas.md §5) on top of apply_value_path's value part: the attention
     layers keep the value-path context (model.vrl_bctx), model.vrl_ctx becomes the stream's, and the
     depth-mixer parameters are added with their constructed init. Forward: resstream_forward."""
     stream, value = split_variant(variant)

@@ -5,7 +5,7 @@
 # NEEDS INTERNET ACCESS: it cannot run on machines without network (such as the CI
 # and build machines of this project); run it where you have a connection.
 # Usage: download_slimpajama.sh DEST [TRAIN_CHUNKS (1..10, default 1)] [FILES_PER_CHUNK (default all, 5912)]
-# The full train set is ~900 GB compressed; one chunk is ~90 GB. SPEC §3's 20B-token
+# The full train set is ~900 GB compressed; one chunk is ~90 GB. formulas.md §3's 20B-token
 # subset needs roughly the first 2-3 chunks.
 set -eu
 DEST=${1:?usage: download_slimpajama.sh DEST [TRAIN_CHUNKS] [FILES_PER_CHUNK]}

@@ -1,6 +1,6 @@
 #!/bin/sh
 # download_tokenizer.sh: fetch the GPT-NeoX-20B tokenizer.json (the RedPajama-INCITE
-# tokenizer of SPEC §3) from Hugging Face (EleutherAI/gpt-neox-20b) and, for
+# tokenizer of formulas.md §3) from Hugging Face (EleutherAI/gpt-neox-20b) and, for
 # comparison, GPT-2's (openai-community/gpt2).
 # NEEDS INTERNET ACCESS: it cannot run on machines without network; run it where you
 # have a connection.
