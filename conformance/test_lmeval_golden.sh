@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# test_lmeval_golden.sh: `vrl eval` agrees with lm-evaluation-harness 0.4 on the committed
-# model (conformance/lmeval_golden/model, trained by vrl) and the first documents of each
+# test_lmeval_golden.sh: `vrl eval` agrees with lm-evaluation-harness 0.4 on the golden
+# model (built by conformance/lmeval_golden/make_model.sh) and the first documents of each
 # task: every metric (WikiText word/byte perplexity and bits per byte, LAMBADA acc and
 # perplexity, the six tasks' acc/acc_norm) and every request's log-likelihood within 1e-6
 # relative of conformance/lmeval_golden/expected.json and within 1e-12 of expected_f64.json
@@ -24,7 +24,9 @@ mkdir "$tmp/eval"
 for t in piqa arc_easy arc_challenge openbook_qa winogrande lambada_openai; do ln -s "$SHARED/eval/$t.jsonl" "$tmp/eval/"; done
 ln -s "$G/hellaswag.jsonl" "$tmp/eval/"
 # the settings of make_expected.py: window 64, fp64, the first 10 documents, 2 WikiText pages
-E="$VRL eval --ckpt $G/model --tokenizer $TOK --seq 64 --precision fp64"
+# the model: built by make_model.sh (deterministic fp64 training), as for expected*.json
+bash "$G/make_model.sh" "$VRL" "$tmp/model" >"$tmp/log" 2>&1 || { cat "$tmp/log"; echo "FAIL make_model.sh"; exit 1; }
+E="$VRL eval --ckpt $tmp/model --tokenizer $TOK --seq 64 --precision fp64"
 $E --tasks all --eval-dir "$tmp/eval" --limit 10 --out "$tmp/tasks.json" --log-samples "$tmp/tasks.jsonl" \
   >"$tmp/log" 2>&1 || { cat "$tmp/log"; echo "FAIL vrl eval (tasks)"; exit 1; }
 $E --wikitext "$WIKI" --limit 2 --out "$tmp/wiki.json" --log-samples "$tmp/wiki.jsonl" \

@@ -1,7 +1,7 @@
 """make_expected.py: the figures `vrl eval` must reproduce, computed by lm-evaluation-harness.
 
 Runs lm_eval's HFLM (transformers LlamaForCausalLM, float64, window 64) offline on the
-committed model in model/ and small slices of each task, with local task YAMLs that keep
+model make_model.sh builds (VRL_GOLDEN_MODEL) and small slices of each task, with local task YAMLs that keep
 lm-eval's own prompt templates, preprocessing and metrics, and writes expected.json:
 every metric and every request's log-likelihood. Run by make_expected.sh.
 
@@ -191,11 +191,12 @@ def main():
         with open(os.path.join(tasks, t + ".yaml"), "w") as f:
             f.write(yaml_task(names[t], data[t], body))
 
-    # the model folder HFLM reads: the committed weights + the NeoX tokenizer
+    # the model folder HFLM reads: the make_model.sh weights + the NeoX tokenizer
     model = os.path.join(work, "model")
     os.makedirs(model)
+    src = os.environ["VRL_GOLDEN_MODEL"]  # the folder make_model.sh built (make_expected.sh)
     for f in ("config.json", "model.safetensors"):
-        shutil.copy(os.path.join(HERE, "model", f), model)
+        shutil.copy(os.path.join(src, f), model)  # follows the run folder's links
     shutil.copy(os.path.join(SHARED, "tokenizers/gpt-neox-20b.tokenizer.json"), os.path.join(model, "tokenizer.json"))
     with open(os.path.join(model, "tokenizer_config.json"), "w") as f:
         json.dump(

@@ -16,6 +16,11 @@ fi
 if ! "$VENV/bin/python" -c "import lm_eval, torch, transformers, accelerate" 2>/dev/null; then
     "$VENV/bin/pip" install "lm_eval==0.4.13" "torch==2.15.0" "transformers==5.23.0" "accelerate==1.15.0"
 fi
+VRL="${VRL:-$HERE/../../build/bin/vrl}"
+MODEL_DIR=$(mktemp -d)
+trap 'rm -rf "$MODEL_DIR"' EXIT
+bash "$HERE/make_model.sh" "$VRL" "$MODEL_DIR/model"
+export VRL_GOLDEN_MODEL="$MODEL_DIR/model"
 cd "$HERE"
 OMP_NUM_THREADS=1 "$VENV/bin/python" make_expected.py "$SHARED" expected.json
 OMP_NUM_THREADS=1 "$VENV/bin/python" make_expected.py "$SHARED" expected_f64.json --float64-everywhere
