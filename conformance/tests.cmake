@@ -49,6 +49,8 @@ add_test(NAME test_cli_errors COMMAND ${CMAKE_SOURCE_DIR}/conformance/test_cli_e
 # The run folder: checkpoint layout, lock, --resume rules; and a run killed or out of disk
 # at every file-system step of its saves resumes bit for bit (VRL_FAULT_AT_WRITE hook).
 add_test(NAME test_run_folder COMMAND ${CMAKE_SOURCE_DIR}/conformance/test_run_folder.sh $<TARGET_FILE:vrl>)
+# --steps raised on --resume keeps the stored LR schedule; --decay-end at the start plans ahead.
+add_test(NAME test_resume_schedule COMMAND ${CMAKE_SOURCE_DIR}/conformance/test_resume_schedule.sh $<TARGET_FILE:vrl>)
 add_test(NAME test_crash_resume COMMAND ${CMAKE_SOURCE_DIR}/conformance/test_crash_resume.sh $<TARGET_FILE:vrl>)
 set_tests_properties(test_crash_resume PROPERTIES TIMEOUT 600)
 

@@ -324,6 +324,12 @@ static int run_open(TrainArgs *a, Run *r) {
         if (st->step >= a->steps)
             return vrl_error("%s: the run is already at step %ld of %ld; give --steps N with N > %ld to continue",
                              a->out, st->step, a->steps, st->step);
+        if (r->root && strstr(changes, "\"decay_end\":{\"kept\""))
+            fprintf(stderr,
+                    "vrl train: note: the run's schedule is kept: its decay ends at step %ld (planned when it "
+                    "started), so steps %ld..%ld train at --lr-end %g, as `--steps %ld --decay-end %ld` would from "
+                    "the start (recorded in metrics.jsonl; to plan a longer run, start it with --decay-end N)\n",
+                    a->sched.decay_end, a->sched.decay_end + 1, a->steps, a->sched.end, a->steps, a->sched.decay_end);
     } else {
         /* A folder whose run died before its first save holds no checkpoint: it is reused. */
         if (ckpt_exists(a->out))
