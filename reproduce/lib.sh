@@ -278,8 +278,8 @@ repro_eval() {
     name=$1 kind=$2
     out=$RUNS/$name/eval-$kind.json
     [ -f "$out" ] && { echo "   eval $name $kind: done earlier"; return 0; }
-    for s in $SIZES; do case $name in *-"$s") size=$s ;; esac; done
-    repro_cost_add eval "$name-$kind" "$size" "$(repro_eval_tokens "$kind")"
+    for eval_size in $SIZES; do case $name in *-"$eval_size") break ;; esac; done  # the run's size
+    repro_cost_add eval "$name-$kind" "$eval_size" "$(repro_eval_tokens "$kind")"
     # the GPU scales evaluate on the GPU: `vrl eval --device cuda` (the preflight checks it)
     device=$( [ "$DEVICE" = cpu ] && echo "" || echo "--device $DEVICE" )
     limit=$( [ "$EVAL_LIMIT" = 0 ] && echo "" || echo "--limit $EVAL_LIMIT" )
