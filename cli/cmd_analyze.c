@@ -23,7 +23,7 @@
 #include "common/data/loader.h"
 #include "common/data/mixture.h"
 #include "common/data/synthetic.h"
-#include "cli/runload.h"
+#include "common/run/run_folder.h"
 
 /* Analysis runs the fp64 reference: the plain ref names below map to their _f64 builds. */
 #define VRL_FP64 1
@@ -194,8 +194,8 @@ static const MetricCmd METRICS[] = {
 /* ------------------------------------------------------------------ computing */
 
 static int analyze_run(RunMetrics *r, const char *data, int B, int T, int batches) {
-    RunModel run;
-    if (run_load(r->dir, DT_F64, &run) < 0) return -1;
+    RunFolder run;
+    if (run_folder_open(r->dir, RUN_OPEN_PARAMS, DT_F64, &run) < 0) return -1;
     r->config = run.config;
     if (T > run.config.max_seq) T = run.config.max_seq;
     const int kvC = run.config.n_kv_heads * (run.config.d_model / run.config.n_heads);
@@ -231,7 +231,7 @@ done_nosrc:
     if (m) be->destroy(m);
 done:
     free(tokens);
-    run_free(&run);
+    run_folder_close(&run);
     return rc;
 }
 
@@ -312,8 +312,7 @@ static int loss_curves(Analysis *a, char *const *runs, int n, int w) {
     char path[4200];
     int rc = 0, got = 0;
     for (; got < n; got++) {
-        snprintf(path, sizeof path, "%s/metrics.jsonl", runs[got]);
-        if (curve_read(path, &raw) < 0) break;
+        if (run_path(path, sizeof path, runs[got], RUN_METRICS) < 0 || curve_read(path, &raw) < 0) break;
         rc = curve_smooth(&raw, w, &sm[got]);
         curve_free(&raw);
         if (rc < 0) break;

@@ -11,7 +11,7 @@
 
 #include "cli/args.h"
 #include "cli/commands.h"
-#include "cli/runload.h"
+#include "common/run/run_folder.h"
 #include "common/base/error.h"
 #include "common/base/fsutil.h"
 #include "common/data/mixture.h"
@@ -160,7 +160,7 @@ static int check_output(const char *flag, const char *path, int overwrite) {
 }
 
 /* The first non-finite weight of the checkpoint, as an error naming the tensor. */
-static int check_finite(const char *ckpt, const RunModel *run) {
+static int check_finite(const char *ckpt, const RunFolder *run) {
     for (int i = 0; i < run->spec.table.n; i++) {
         const ParamInfo *p = &run->spec.table.p[i];
         for (size_t j = 0; j < p->numel; j++) {
@@ -231,7 +231,7 @@ int cmd_eval(int argc, char **argv) {
     }
     if (!tasks) tasks = data || wiki || text || tokens ? "none" : "all";
     char default_out[4200];
-    snprintf(default_out, sizeof default_out, "%s/eval.json", ckpt);
+    if (!out_path && run_path(default_out, sizeof default_out, ckpt, RUN_EVAL) < 0) goto fail;
     if (!out_path) out_path = default_out;
     if (check_output("--out", out_path, overwrite) < 0) goto fail;
     if (log_path && check_output("--log-samples", log_path, overwrite) < 0) goto fail;
@@ -288,8 +288,8 @@ int cmd_eval(int argc, char **argv) {
             goto fail;
         }
 
-    RunModel run;
-    if (run_load(ckpt, be->dtype, &run) < 0) {
+    RunFolder run;
+    if (run_folder_open(ckpt, RUN_OPEN_PARAMS, be->dtype, &run) < 0) {
         for (int i = 0; i < n_sel; i++) task_free(&sets[i]);
         goto fail;
     }
@@ -389,7 +389,7 @@ done:
     if (log && fclose(log) != 0 && rc == 0) rc = vrl_error("--log-samples: %s: write failed", log_path);
     scorer_free(&sc);
     tok_free(tok);
-    run_free(&run);
+    run_folder_close(&run);
     for (int i = 0; i < n_sel; i++) task_free(&sets[i]);
     json_decref(out), json_decref(jt), json_decref(jd);
     if (rc == 0) return 0;

@@ -6,7 +6,7 @@
 
 #include "cli/args.h"
 #include "cli/commands.h"
-#include "cli/runload.h"
+#include "common/run/run_folder.h"
 #include "common/base/error.h"
 #include "common/base/fsutil.h"
 #include "common/data/tokenizer.h"
@@ -138,8 +138,7 @@ int cmd_generate(int argc, char **argv) {
 
     /* tokenizer: --tokenizer, else the run folder's own (written at run start when known) */
     char runtok[4200];
-    snprintf(runtok, sizeof runtok, "%s/tokenizer.json", ckpt);
-    if (!tokp && file_exists(runtok)) tokp = runtok;
+    if (!tokp && run_path(runtok, sizeof runtok, ckpt, RUN_TOKENIZER) == 0 && file_exists(runtok)) tokp = runtok;
     Tokenizer *tok = NULL;
     if (tokp && tok_load(tokp, &tok) < 0) goto fail;
     if (prompt && !tok) {
@@ -153,13 +152,13 @@ int cmd_generate(int argc, char **argv) {
         goto fail;
     }
 
-    RunModel rm;
+    RunFolder rm;
     TokIds ids = {0};
     void *m = NULL, *kv = NULL, *logits = NULL;
     double *row = NULL;
     SampleScratch *ss = NULL;
     int rc = 1;
-    if (run_load(ckpt, be->dtype, &rm) < 0) {
+    if (run_folder_open(ckpt, RUN_OPEN_PARAMS, be->dtype, &rm) < 0) {
         tok_free(tok);
         goto fail;
     }
@@ -241,7 +240,7 @@ done:
     if (m) be->destroy(m);
     tok_ids_free(&ids);
     tok_free(tok);
-    run_free(&rm);
+    run_folder_close(&rm);
     return rc;
 fail:
     fprintf(stderr, "vrl generate: %s\n", vrl_last_error());

@@ -11,6 +11,7 @@
 #include "common/data/mixture.h"
 #include "common/run/dist.h"
 #include "common/run/checkpoint.h"
+#include "common/run/run_folder.h"
 #include "common/run/trainer.h"
 #include "common/model/spec.h"
 #include "ref/model.h"
@@ -182,12 +183,15 @@ int cmd_train(int argc, char **argv) {
         }
         /* --model again: the trainer checks it names the run's own shape */
         if (model_given && config_from_arg(model, &a.model) < 0) goto fail;
+        char kept[sizeof a.out + 32];
         if (variant) {
-            vrl_error("--variant: a resumed run keeps the variant in %s/config.json", resume);
+            if (run_path(kept, sizeof kept, resume, RUN_CONFIG) == 0)
+                vrl_error("--variant: a resumed run keeps the variant in %s", kept);
             goto fail;
         }
         if (mixture) {
-            vrl_error("--mixture: a resumed run keeps the weights stored in %s/train_state.safetensors", resume);
+            if (run_path(kept, sizeof kept, resume, RUN_TRAIN_STATE) == 0)
+                vrl_error("--mixture: a resumed run keeps the weights stored in %s", kept);
             goto fail;
         }
         snprintf(a.out, sizeof a.out, "%s", resume);
@@ -228,8 +232,8 @@ int cmd_train(int argc, char **argv) {
          * cannot be read, train_run says why) */
         ModelConfig m = a.model;
         char path[sizeof a.out + 16];
-        snprintf(path, sizeof path, "%s/config.json", a.out);
-        if (!resume || config_load_json(path, &m) == 0) blas_threads_apply(threads, &m);
+        if (!resume || (run_path(path, sizeof path, a.out, RUN_CONFIG) == 0 && config_load_json(path, &m) == 0))
+            blas_threads_apply(threads, &m);
     }
     if (train_run(&a) < 0) goto fail;
     dist_finalize();

@@ -9,6 +9,7 @@
 
 #include "common/base/error.h"
 #include "common/base/fsutil.h"
+#include "common/run/run_folder.h"
 
 double now_seconds(void) {
     struct timespec ts;
@@ -47,7 +48,7 @@ static int truncate_after(const char *path, long keep) {
 
 int metrics_open(Metrics *m, const char *run_dir, long keep_upto_step) {
     memset(m, 0, sizeof *m);
-    snprintf(m->path, sizeof m->path, "%s/metrics.jsonl", run_dir);
+    if (run_path(m->path, sizeof m->path, run_dir, RUN_METRICS) < 0) return -1;
     if (keep_upto_step >= 0 && truncate_after(m->path, keep_upto_step) < 0) return -1;
     m->f = fopen(m->path, keep_upto_step >= 0 ? "a" : "w");
     if (!m->f) return vrl_error("%s: cannot open for writing", m->path);

@@ -10,6 +10,7 @@
 #include "common/run/checkpoint.h"
 #include "common/run/ckpt_folder.h"
 #include "common/run/dist.h"
+#include "common/run/run_folder.h"
 #include "common/run/runlock.h"
 #include "common/eval/domainval.h"
 #include "common/base/error.h"
@@ -132,6 +133,30 @@ static int host_state_alloc(HostState *h, const ModelConfig *c, DType dt) {
     return 0;
 }
 
+/* --resume: the run's model (the shape --model may name again), weights, moments and state,
+ * read through run_folder.h into h and st. */
+static int resume_open(const char *run, const TrainArgs *cli, DType dt, HostState *h, TrainState *st) {
+    RunFolder rf;
+    char path[TRAIN_PATH_LEN + 64];
+    if (run_folder_open(run, 0, dt, &rf) < 0) return -1;
+    int rc = 0;
+    if (train_args_flag_given(cli, "--model") && !config_same_shape(&cli->model, &rf.config)) {
+        rc = run_path(path, sizeof path, run, RUN_CONFIG);
+        if (!rc) rc = vrl_error("--model %s: differs from the run's %s; a resumed run keeps its model",
+                                config_origin(&cli->model), path);
+    }
+    if (!rc) rc = run_folder_read(&rf, RUN_OPEN_PARAMS | RUN_OPEN_MOMENTS);
+    if (rc) {
+        run_folder_close(&rf);
+        return -1;
+    }
+    /* moved into h: the spec and the three buffers */
+    h->spec = rf.spec;
+    h->params = rf.params, h->exp_avg = rf.exp_avg, h->exp_avg_sq = rf.exp_avg_sq;
+    *st = rf.state;
+    return 0;
+}
+
 static void host_state_free(HostState *h) {
     free(h->params);
     free(h->exp_avg);
@@ -214,7 +239,7 @@ static int run_open(TrainArgs *a, Run *r) {
     char path[TRAIN_PATH_LEN + 64];
     char changes[1024] = ""; /* flags a --resume changed, for metrics.jsonl */
     if (train_args_check(a, NULL) < 0) return -1;
-    snprintf(path, sizeof path, "%s/config.json", a->out);
+    if (run_path(path, sizeof path, a->out, RUN_CONFIG) < 0) return -1;
     if (a->resume) {
         /* The lock comes first: another run may be writing the folder (rank 0 holds it). */
         if (!ckpt_exists(a->out))
@@ -224,14 +249,9 @@ static int run_open(TrainArgs *a, Run *r) {
                              a->out, a->out);
         if (r->root && ((r->lock = run_lock(a->out)) < 0 || ckpt_clean(a->out, a->keep_previous) < 0)) return -1;
         TrainArgs cli = *a;
-        if (config_load_json(path, &a->model) < 0) return -1;
-        if (train_args_flag_given(&cli, "--model") && !config_same_shape(&cli.model, &a->model))
-            return vrl_error("--model %s: differs from the run's %s; a resumed run keeps its model",
-                             config_origin(&cli.model), path);
-        if (host_state_alloc(h, &a->model, be->dtype) < 0) return -1;
-        if (checkpoint_load_model(a->out, &h->spec.table, be->dtype, h->params) < 0) return -1;
-        if (checkpoint_load_state(a->out, &h->spec.table, be->dtype, h->exp_avg, h->exp_avg_sq, st) < 0) return -1;
-        snprintf(path, sizeof path, "%s/train_state.safetensors", a->out);
+        if (resume_open(a->out, &cli, be->dtype, h, st) < 0) return -1;
+        a->model = h->spec.config;
+        if (run_path(path, sizeof path, a->out, RUN_TRAIN_STATE) < 0) return -1;
         const ModelConfig model = a->model;
         if (train_args_resume(st->train_args_json, path, &cli, a, changes, sizeof changes) < 0) return -1;
         a->model = model;
@@ -277,7 +297,7 @@ static int run_open(TrainArgs *a, Run *r) {
             return vrl_error("%s: already holds a run; continue it with --resume %s or choose another --out", a->out,
                              a->out);
         if (ckpt_clean(a->out, a->keep_previous) < 0) return -1;
-        snprintf(path, sizeof path, "%s/config.json", a->out);
+        if (run_path(path, sizeof path, a->out, RUN_CONFIG) < 0) return -1;
         if (config_save_json(path, &a->model) < 0) return -1;
         if (hf_export_static(a->out, &a->model, a->data) < 0) return -1;
     }
