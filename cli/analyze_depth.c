@@ -6,6 +6,7 @@
  * behind the Backend table (ref-fp32); its VIEW_DEPTH_WEIGHTS gives the weights. */
 #include "cli/analyze_depth.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,7 +18,7 @@
 #include "common/data/synthetic.h"
 #include "common/run/run_folder.h"
 #include "common/model/spec.h"
-#include "ref/model.h" /* ref_backend_f32 */
+#include "common/model/backends.h"
 
 static void sub_name(char *buf, size_t n, int s, int L) {
     if (s == 2 * L) snprintf(buf, n, "head");
@@ -172,7 +173,9 @@ static int write_depth_outputs(const char *run_dir, const char *out_dir, const M
 int analyze_depth_attention(const char *run_dir, const char *out_dir, const char *data, int batches) {
     char path[4200];
     RunFolder run;
-    const Backend *be = &ref_backend_f32;
+    const BackendEntry *cpu = backend_select("cpu", "fp32");
+    if (!cpu) return -1;
+    const Backend *be = cpu->be;
     if (run_path(path, sizeof path, run_dir, RUN_CONFIG) < 0 || run_folder_open(run_dir, 0, DT_F32, &run) < 0) return -1;
     const ModelSpec *spec = &run.spec;
     double *avg = NULL; /* [S][S] mean weights, row s over step s's sources */

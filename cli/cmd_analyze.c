@@ -28,7 +28,7 @@
 /* Analysis runs the fp64 reference: the plain ref names below map to their _f64 builds. */
 #define VRL_FP64 1
 #include "ref/metrics.h"
-#include "ref/model.h" /* ref_backend_f64 */
+#include "common/model/backends.h"
 
 #define MAX_RUNS 8
 
@@ -202,7 +202,9 @@ static int analyze_run(RunMetrics *r, const char *data, int B, int T, int batche
     int rc = -1;
     EvalBatches src;
     int32_t *tokens = malloc((size_t)B * T * sizeof *tokens); /* [B,T] */
-    const Backend *be = &ref_backend_f64;
+    const BackendEntry *cpu = backend_select("cpu", "fp64"); /* the analysis runs in double */
+    if (!cpu) return -1;
+    const Backend *be = cpu->be;
     void *m = NULL;
     if (!tokens || metric_sums_init(&r->s, run.config.n_layers, kvC) < 0) {
         vrl_error("out of memory");

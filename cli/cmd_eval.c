@@ -18,7 +18,7 @@
 #include "common/data/shard.h"
 #include "common/eval/lmeval.h"
 #include "common/run/metrics.h"
-#include "ref/model.h"
+#include "common/model/backends.h"
 
 #ifndef VRL_DEFAULT_EVAL_DIR
 #define VRL_DEFAULT_EVAL_DIR "../shared/data/eval"
@@ -222,13 +222,12 @@ int cmd_eval(int argc, char **argv) {
         fprintf(stderr, "vrl eval: --ckpt RUN is required (see vrl eval --help)\n");
         return 2;
     }
-    const Backend *be = NULL;
-    if (!strcmp(precision, "fp32")) be = &ref_backend_f32;
-    else if (!strcmp(precision, "fp64")) be = &ref_backend_f64;
-    else {
-        fprintf(stderr, "vrl eval: --precision: \"%s\" is not fp32 or fp64\n", precision);
+    const BackendEntry *cpu = backend_select("cpu", precision);
+    if (!cpu) {
+        fprintf(stderr, "vrl eval: %s\n", vrl_last_error());
         return 2;
     }
+    const Backend *be = cpu->be;
     if (!tasks) tasks = data || wiki || text || tokens ? "none" : "all";
     char default_out[4200];
     if (!out_path && run_path(default_out, sizeof default_out, ckpt, RUN_EVAL) < 0) goto fail;

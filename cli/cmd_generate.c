@@ -12,7 +12,7 @@
 #include "common/data/tokenizer.h"
 #include "common/eval/sample.h"
 #include "common/run/metrics.h"
-#include "ref/model.h"
+#include "common/model/backends.h"
 
 enum { EOS_ID = 0 }; /* formulas.md §3; config.json's eos_token_id */
 
@@ -128,13 +128,9 @@ int cmd_generate(int argc, char **argv) {
         vrl_error("--output: \"%s\" is not text or ids", output);
         goto fail;
     }
-    const Backend *be;
-    if (!strcmp(prec, "fp32")) be = &ref_backend_f32;
-    else if (!strcmp(prec, "fp64")) be = &ref_backend_f64;
-    else {
-        vrl_error("--precision: \"%s\" is not fp32 or fp64", prec);
-        goto fail;
-    }
+    const BackendEntry *cpu = backend_select("cpu", prec);
+    if (!cpu) goto fail;
+    const Backend *be = cpu->be;
 
     /* tokenizer: --tokenizer, else the run folder's own (written at run start when known) */
     char runtok[4200];

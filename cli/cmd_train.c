@@ -6,6 +6,7 @@
 #include "cli/args.h"
 #include "cli/blas_threads.h"
 #include "cli/commands.h"
+#include "common/model/backends.h"
 #include "common/model/config.h"
 #include "common/base/error.h"
 #include "common/data/mixture.h"
@@ -14,10 +15,6 @@
 #include "common/run/run_folder.h"
 #include "common/run/trainer.h"
 #include "common/model/spec.h"
-#include "ref/model.h"
-#if VRL_HAVE_CUDA
-#include "fast/fast.h"
-#endif
 
 static void usage(FILE *f) {
     fprintf(f,
@@ -147,31 +144,14 @@ int cmd_train(int argc, char **argv) {
     if (resume && !train_args_flag_given(&a, "--device") && !train_args_flag_given(&a, "--precision")) {
         char stored[64];
         if (checkpoint_stored_backend(resume, stored, sizeof stored) < 0) goto fail;
-        if (!strcmp(stored, "ref-fp64")) precision = "fp64";
-        else if (!strcmp(stored, "cuda-bf16")) device = "cuda";
+        /* a name this build lacks (or none: no state yet) keeps the defaults; the trainer says why */
+        const BackendEntry *run_be = backend_named(stored);
+        if (run_be) device = run_be->device;
+        if (run_be && run_be->precision) precision = run_be->precision;
     }
-    if (!strcmp(device, "cuda")) {
-#if VRL_HAVE_CUDA
-        if (fast_device_check() < 0) {
-            char why[VRL_ERROR_LEN];
-            snprintf(why, sizeof why, "%s", vrl_last_error());
-            vrl_error("--device cuda: %s", why);
-            goto fail;
-        }
-        a.backend = &fast_backend_cuda; /* bf16 with fp32 master weights; --precision is for cpu */
-#else
-        vrl_error("--device cuda: this build of vrl has no CUDA backend (fast/ is not built)");
-        goto fail;
-#endif
-    } else if (strcmp(device, "cpu")) {
-        vrl_error("--device: \"%s\" is not cpu or cuda", device);
-        goto fail;
-    } else if (!strcmp(precision, "fp32")) a.backend = &ref_backend_f32;
-    else if (!strcmp(precision, "fp64")) a.backend = &ref_backend_f64;
-    else {
-        vrl_error("--precision: \"%s\" is not fp32 or fp64", precision);
-        goto fail;
-    }
+    const BackendEntry *chosen = backend_select(device, precision);
+    if (!chosen) goto fail;
+    a.backend = chosen->be;
     if (a.sched.warmup > 0 && a.sched.decay_end >= 0 && a.sched.decay_end <= a.sched.warmup) {
         vrl_error("--decay-end %ld must be after --warmup %ld", a.sched.decay_end, a.sched.warmup);
         goto fail;
@@ -227,7 +207,7 @@ int cmd_train(int argc, char **argv) {
     if (dist_init() < 0) goto fail;
     if (!resume) a.accum *= dist_world(); /* the update of the whole job; a resumed run keeps its own */
     dist_broadcast(a.out, sizeof a.out);  /* rank 0's folder (a default name holds the time) */
-    if (a.backend == &ref_backend_f32 || a.backend == &ref_backend_f64) {
+    if (!strcmp(chosen->device, "cpu")) {
         /* BLAS threads fitted to the model; a resumed run's model is in its folder (when that
          * cannot be read, train_run says why) */
         ModelConfig m = a.model;

@@ -21,6 +21,9 @@ extern "C" {
  * the host view (get_state / set_state / get_logits) is DT_F32. */
 extern const Backend fast_backend_cuda;
 
+/* Register fast_backend_cuda as --device cuda (common/model/backends.h). */
+void fast_register_backends(void);
+
 /* 0 if at least one CUDA device is usable; else -1 with
  * vrl_error("no CUDA device (cudaGetDeviceCount: <reason>)"). */
 int fast_device_check(void);
