@@ -17,7 +17,7 @@
 #include "common/data/mixture.h"
 #include "common/data/shard.h"
 #include "common/eval/lmeval.h"
-#include "common/run/metrics.h"
+#include "common/base/clock.h"
 #include "common/model/backends.h"
 
 #ifndef VRL_DEFAULT_EVAL_DIR

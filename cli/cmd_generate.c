@@ -11,7 +11,7 @@
 #include "common/base/fsutil.h"
 #include "common/data/tokenizer.h"
 #include "common/eval/sample.h"
-#include "common/run/metrics.h"
+#include "common/base/clock.h"
 #include "common/model/backends.h"
 
 enum { EOS_ID = 0 }; /* formulas.md §3; config.json's eos_token_id */

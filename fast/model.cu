@@ -24,7 +24,7 @@
 extern "C" {
 #include "fast/fast.h"
 #include "fast/model.h"
-#include "common/run/dist.h"
+#include "common/base/procgroup.h"
 #if VRL_HAVE_NCCL
 #include "fast/zero.h"
 #endif

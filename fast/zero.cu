@@ -9,7 +9,7 @@
 #include "fast/zero.cuh"
 
 extern "C" {
-#include "common/run/dist.h"
+#include "common/base/procgroup.h"
 #include "fast/zero.h"
 }
 

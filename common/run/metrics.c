@@ -7,15 +7,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/base/clock.h"
 #include "common/base/error.h"
 #include "common/base/fsutil.h"
 #include "common/run/run_folder.h"
-
-double now_seconds(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 /* Keep the lines whose "step" is <= keep: rewrite the file atomically. */
 static int truncate_after(const char *path, long keep) {

@@ -17,6 +17,7 @@
 #include "common/base/fsutil.h"
 #include "common/data/loader.h"
 #include "common/run/metrics.h"
+#include "common/base/clock.h"
 #include "common/model/spec.h"
 #include "common/data/synthetic.h"
 
