@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "cli/evalbatches.h"
-#include "common/eval/domainval.h"
+#include "common/data/mixture.h"
 #include "common/base/error.h"
 #include "common/base/fsutil.h"
 #include "common/data/synthetic.h"

@@ -2,7 +2,7 @@
  * entropy, token similarity, value spectrum and Fig. 3 cross-layer cosines per layer
  * for one or more runs side by side, and the relative training loss of two runs.
  * Numbers go to CSV and analysis.json, plots to PNG through gnuplot (data + script are
- * kept, so a plot can be redrawn by hand). The math is ref/metrics.c (fp64 build) and
+ * kept, so a plot can be redrawn by hand). The math is ref/analysis.c (fp64 build) and
  * common/eval/curves.c; the model runs behind the Backend table (ref-fp64), which must
  * declare BACKEND_CAN_ANALYZE for the run's spec. New per-run metrics are one row of
  * METRICS below. */
@@ -27,7 +27,7 @@
 
 /* Analysis runs the fp64 reference: the plain ref names below map to their _f64 builds. */
 #define VRL_FP64 1
-#include "ref/metrics.h"
+#include "ref/analysis.h"
 #include "common/model/backends.h"
 
 #define MAX_RUNS 8

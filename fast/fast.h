@@ -31,7 +31,7 @@ int fast_device_check(void);
 /* Upper bound on layers the value-path tables and kernel arguments hold. */
 #define FAST_MAX_LAYERS 64
 
-/* What the CUDA backend does for spec (fast_backend_cuda.capabilities, fast/value_plan.c):
+/* What the CUDA backend does for spec (fast_backend_cuda.capabilities, fast/capabilities.c):
  * BACKEND_CAN_TRAIN for the llama block with constant value mixing (the spec's ValuePlan cv
  * table: baseline, ResFormer fixed modes and V-source ablations, SVFormer), the plain
  * residual stream, at most FAST_MAX_LAYERS layers and head_dim 8..128 (a power of two);
