@@ -87,6 +87,7 @@ static void usage(FILE *f) {
 
 int cmd_train(int argc, char **argv) {
     TrainArgs a;
+    ModelSpec spec = {0}; /* a new run's model, built once here (errors name --variant or --model) */
     train_args_defaults(&a);
     Args p = {.argc = argc, .argv = argv, .i = 1, .cmd = "vrl train"};
     const char *model = "small", *device = "cpu", *precision = "fp32", *v, *resume = NULL, *out = NULL, *variant = NULL,
@@ -186,7 +187,8 @@ int cmd_train(int argc, char **argv) {
         }
         if (config_from_arg(model, &a.model) < 0) goto fail;
         /* recorded in config.json as vrl_variant, so the run folder rebuilds the model */
-        if (model_spec_set_variant(&a.model, variant, variant ? "--variant" : model, NULL) < 0) goto fail;
+        if (model_spec_set_variant(&a.model, variant, variant ? "--variant" : model, &spec) < 0) goto fail;
+        a.spec = &spec; /* built once: train_run takes it over */
         /* the default length must fit every model, tiny's 64 positions included */
         if (!seq_given && a.seq > a.model.max_seq) a.seq = a.model.max_seq;
     }
@@ -216,9 +218,11 @@ int cmd_train(int argc, char **argv) {
             blas_threads_apply(threads, &m);
     }
     if (train_run(&a) < 0) goto fail;
+    model_spec_free(&spec);
     dist_finalize();
     return 0;
 fail:
+    model_spec_free(&spec);
     dist_abort("vrl train", vrl_last_error()); /* with other ranks: print with the rank, stop them all */
     fprintf(stderr, "vrl train: %s\n", vrl_last_error());
     dist_finalize();

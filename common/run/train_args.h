@@ -9,6 +9,7 @@
 
 #include "common/model/backend.h"
 #include "common/model/config.h"
+#include "common/model/spec.h"
 #include "common/run/schedule.h"
 
 #define TRAIN_PATH_LEN 4096
@@ -33,6 +34,8 @@ typedef struct {
     int quiet;                     /* no progress line */
     int keep_previous;             /* published checkpoints kept before the latest (ckpt_folder.h) */
     char given[512];               /* " --lr  --steps ": flags on the command line (train_args_note_flag) */
+    ModelSpec *spec;               /* a new run: the spec of `model` its caller built (train_run takes
+                                      it over, leaving it empty), or NULL: train_run builds it */
 } TrainArgs;
 
 /* Longest train_args JSON a training state stores (checkpoint.h). */

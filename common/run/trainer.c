@@ -124,8 +124,13 @@ static int save_run(const TrainArgs *a, void *model, HostState *h, DataLoader *t
     return 0;
 }
 
-static int host_state_alloc(HostState *h, const ModelConfig *c, DType dt) {
-    if (model_spec_build(c, &h->spec) < 0) return -1;
+/* For a new run: the spec the caller built (taken over), else built here from c. */
+static int host_state_alloc(HostState *h, const ModelConfig *c, ModelSpec *given, DType dt) {
+    if (given) {
+        h->spec = *given;
+        memset(given, 0, sizeof *given);
+    } else if (model_spec_build(c, &h->spec) < 0)
+        return -1;
     const size_t total = h->spec.table.total, bytes = total * dtype_size(dt);
     h->params = calloc(1, bytes);
     h->exp_avg = calloc(1, bytes);
@@ -266,7 +271,7 @@ static int run_open(TrainArgs *a, Run *r) {
             return vrl_error("%s: already holds a run; continue it with --resume %s or choose another --out", a->out,
                              a->out);
         if (a->sched.decay_end < 0) a->sched.decay_end = a->steps;
-        if (host_state_alloc(h, &a->model, be->dtype) < 0) return -1;
+        if (host_state_alloc(h, &a->model, a->spec, be->dtype) < 0) return -1;
         if (init_params(h, be->dtype, a->seed) < 0) return -1;
         rng_seed(&st->rng, a->seed);
         if (!r->root) a->quiet = 1;
