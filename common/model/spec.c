@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "common/base/error.h"
+#include "common/model/variant_registry.h"
 
 #define SPEC_MAX_LAYERS 1024 /* dense ResFormer: one coefficient per earlier layer */
 
@@ -96,7 +97,7 @@ int model_spec_build_from(const ModelConfig *c, const char *origin, ModelSpec *s
     s->config = *c;
     if (config_validate(c, origin) < 0) return -1;
     if (c->n_layers > SPEC_MAX_LAYERS) return vrl_error("%s: at most %d layers", origin, SPEC_MAX_LAYERS);
-    if (variant_parse(c->variant, &s->variant, origin) < 0) return -1;
+    if (variant_parse(c->variant, variant_lookup, &s->variant, origin) < 0) return -1;
     int rc = value_plan_build(variant_part(&s->variant, FAMILY_VALUE), c, &s->value, origin);
     if (!rc) rc = stream_plan_build(variant_part(&s->variant, FAMILY_STREAM), c, &s->stream, origin);
     if (!rc && c->arch == ARCH_GPT2 && s->variant.n_parts)
