@@ -17,6 +17,7 @@
 #include "common/data/mixture.h"
 #include "common/data/shard.h"
 #include "common/eval/lmeval.h"
+#include "common/eval/zeroshot.h"
 #include "common/base/clock.h"
 #include "common/model/backends.h"
 
@@ -166,10 +167,11 @@ static int check_finite(const char *ckpt, const RunFolder *run) {
         for (size_t j = 0; j < p->numel; j++) {
             const size_t at = p->offset + j;
             const double x = run->dtype == DT_F64 ? ((const double *)run->params)[at] : ((const float *)run->params)[at];
-            if (!isfinite(x))
-                return vrl_error("%s/model.safetensors: tensor %s holds a non-finite value (%g at element %zu); "
-                                 "the training diverged",
-                                 ckpt, p->name, x, j);
+            if (isfinite(x)) continue;
+            char path[4200];
+            if (run_path(path, sizeof path, ckpt, RUN_MODEL) < 0) return -1;
+            return vrl_error("%s: tensor %s holds a non-finite value (%g at element %zu); the training diverged", path,
+                             p->name, x, j);
         }
     }
     return 0;
@@ -236,67 +238,24 @@ int cmd_eval(int argc, char **argv) {
     if (log_path && check_output("--log-samples", log_path, overwrite) < 0) goto fail;
 
     /* which tasks: validated (folder and files exist, names known) before any model work */
-    const TaskInfo *sel[16];
-    char task_path[16][4200];
-    int n_sel = 0;
-    if (!strcmp(tasks, "all")) {
-        struct stat st;
-        if (stat(eval_dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
-            vrl_error("%s: no such folder (the task files: give --eval-dir DIR, or --tasks none)", eval_dir);
-            goto fail;
-        }
-        for (const TaskInfo *t = LMEVAL_TASKS; t->name; t++) {
-            snprintf(task_path[n_sel], sizeof task_path[0], "%s/%s", eval_dir, t->file);
-            if (file_exists(task_path[n_sel])) sel[n_sel++] = t;
-            else fprintf(stderr, "vrl eval: %s: absent, task %s skipped\n", task_path[n_sel], t->name);
-        }
-        if (!n_sel) {
-            vrl_error("%s: holds none of the task files (see vrl eval --help; or --tasks none)", eval_dir);
-            goto fail;
-        }
-    } else if (strcmp(tasks, "none")) {
-        char buf[1024];
-        snprintf(buf, sizeof buf, "%s", tasks);
-        for (char *save, *name = strtok_r(buf, ",", &save); name; name = strtok_r(NULL, ",", &save)) {
-            const TaskInfo *t = lmeval_task(name);
-            if (!t) {
-                vrl_error("--tasks: unknown task \"%s\"", name);
-                goto fail;
-            }
-            if (n_sel == 16) {
-                vrl_error("--tasks: too many tasks");
-                goto fail;
-            }
-            snprintf(task_path[n_sel], sizeof task_path[0], "%s/%s", eval_dir, t->file);
-            if (!file_exists(task_path[n_sel])) {
-                vrl_error("%s: no such task file (task %s; see --eval-dir)", task_path[n_sel], name);
-                goto fail;
-            }
-            sel[n_sel++] = t;
-        }
-    }
-    if ((n_sel || wiki || text) && !tokfile) {
+    static ZeroShot zs; /* [16] task paths: static, not on the stack */
+    if (zeroshot_select(tasks, eval_dir, &zs) < 0) goto fail;
+    if ((zs.n || wiki || text) && !tokfile) {
         vrl_error("--tokenizer FILE is needed for tasks, --wikitext and --text");
         goto fail;
     }
-    /* every task file is read and checked before the model is touched */
-    static TaskSet sets[16];
-    for (int i = 0; i < n_sel; i++)
-        if (task_load(sel[i], task_path[i], (size_t)limit, &sets[i]) < 0) {
-            for (int j = 0; j < i; j++) task_free(&sets[j]);
-            goto fail;
-        }
+    if (zeroshot_load(&zs, (size_t)limit) < 0) goto fail;
 
     RunFolder run;
     if (run_folder_open(ckpt, RUN_OPEN_PARAMS, be->dtype, &run) < 0) {
-        for (int i = 0; i < n_sel; i++) task_free(&sets[i]);
+        zeroshot_free(&zs);
         goto fail;
     }
     if (!seq) seq = run.config.max_seq;
     Tokenizer *tok = NULL;
     Scorer sc = {0};
     FILE *log = NULL;
-    json_t *out = json_object(), *jt = json_object(), *jd = json_object();
+    json_t *out = json_object(), *jt = NULL, *jd = json_object();
     int rc = -1;
     if (check_finite(ckpt, &run) < 0) goto done;
     if (tokfile && tok_load(tokfile, &tok) < 0) goto done;
@@ -351,30 +310,8 @@ int cmd_eval(int argc, char **argv) {
         if (!o) goto done;
         json_object_set_new(out, "tokens", o);
     }
-    if (n_sel) {
-        printf("\nzero-shot (lm-evaluation-harness definitions; acc_norm divides by the choice's characters)\n");
-        printf("  %-14s %8s %9s %11s %7s\n", "task", "acc", "acc_norm", "perplexity", "n");
-        double sa = 0;
-        int n_mc = 0;
-        for (int i = 0; i < n_sel; i++) {
-            TaskResult tr;
-            sc.label = sel[i]->name;
-            if (task_evaluate(&sc, tok, &sets[i], log, &tr) < 0) goto done;
-            json_t *o = json_pack("{s:f, s:I}", "acc", tr.acc, "n", (json_int_t)tr.n);
-            printf("  %-14s %8.4f", sel[i]->name, tr.acc);
-            if (sel[i]->has_acc_norm) printf(" %9.4f", tr.acc_norm), json_object_set_new(o, "acc_norm", json_real(tr.acc_norm));
-            else printf(" %9s", "-");
-            if (sel[i]->kind == TASK_LAMBADA)
-                printf(" %11.4f", tr.perplexity), json_object_set_new(o, "perplexity", json_real(tr.perplexity));
-            else printf(" %11s", "-"), sa += tr.acc, n_mc++;
-            printf(" %7zu\n", tr.n);
-            fflush(stdout);
-            json_object_set_new(jt, sel[i]->name, o);
-        }
-        if (n_mc) {
-            printf("  %-14s %8.4f   (multiple-choice tasks)\n", "average", sa / n_mc);
-            json_object_set_new(jt, "average", json_pack("{s:f, s:i}", "acc", sa / n_mc, "tasks", n_mc));
-        }
+    if (zs.n_loaded) {
+        if (!(jt = zeroshot_run(&zs, &sc, tok, log))) goto done;
         json_object_set(out, "zero_shot", jt);
     }
     const double dt = now_seconds() - t0;
@@ -389,7 +326,7 @@ done:
     scorer_free(&sc);
     tok_free(tok);
     run_folder_close(&run);
-    for (int i = 0; i < n_sel; i++) task_free(&sets[i]);
+    zeroshot_free(&zs);
     json_decref(out), json_decref(jt), json_decref(jd);
     if (rc == 0) return 0;
 fail:
