@@ -12,7 +12,7 @@
 #include "common/data/mixture.h"
 #include "common/run/dist.h"
 #include "common/run/checkpoint.h"
-#include "common/run/run_folder.h"
+#include "common/run/run_paths.h"
 #include "common/run/trainer.h"
 #include "common/model/spec.h"
 

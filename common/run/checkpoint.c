@@ -19,7 +19,7 @@
 #include "common/base/fsutil.h"
 #include "common/base/hash.h"
 #include "common/run/ckpt_folder.h"
-#include "common/run/run_folder.h"
+#include "common/run/run_paths.h"
 
 
 static int check_run_dtype(DType d) {

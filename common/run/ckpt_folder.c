@@ -16,7 +16,7 @@
 #include "common/base/error.h"
 #include "common/base/fault.h"
 #include "common/base/fsutil.h"
-#include "common/run/run_folder.h"
+#include "common/run/run_paths.h"
 
 #define CKPT_DIR RUN_CHECKPOINTS
 #define LATEST RUN_LATEST

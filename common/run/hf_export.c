@@ -9,7 +9,7 @@
 #include "common/base/error.h"
 #include "common/base/fsutil.h"
 #include "common/data/tokenizer.h"
-#include "common/run/run_folder.h"
+#include "common/run/run_paths.h"
 
 /* The folder holding the training data's tokenizer.json: the data folder itself, or the folder
  * of the first shard file; "" when there is none (the synthetic corpus). */

@@ -10,7 +10,7 @@
 #include "common/base/clock.h"
 #include "common/base/error.h"
 #include "common/base/fsutil.h"
-#include "common/run/run_folder.h"
+#include "common/run/run_paths.h"
 
 /* Keep the lines whose "step" is <= keep: rewrite the file atomically. */
 static int truncate_after(const char *path, long keep) {

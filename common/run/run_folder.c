@@ -7,12 +7,6 @@
 
 #include "common/base/error.h"
 
-int run_path(char *out, size_t n, const char *run, const char *file) {
-    const int w = snprintf(out, n, "%s/%s", run, file);
-    if (w < 0 || (size_t)w >= n) return vrl_error("%s: path too long", run);
-    return 0;
-}
-
 int run_folder_open(const char *dir, unsigned what, DType dtype, RunFolder *r) {
     memset(r, 0, sizeof *r);
     r->dtype = dtype;

@@ -9,7 +9,8 @@
  *   RUN/.lock                       the PID of the `vrl train` holding the folder (runlock.h)
  *   RUN/tokenizer.json, tokenizer_config.json   copied from the data folder (hf_export.h)
  *   RUN/eval.json                   `vrl eval`'s summary
- * Every path into a run folder is formatted by run_path. */
+ * The names and run_path, which formats every path into a run folder, are run_paths.h's;
+ * this file opens a run. */
 #ifndef VRL_RUN_FOLDER_H
 #define VRL_RUN_FOLDER_H
 
@@ -18,22 +19,8 @@
 #include "common/base/safetensors.h"
 #include "common/model/spec.h"
 #include "common/run/checkpoint.h"
+#include "common/run/run_paths.h"
 #include "common/run/train_args.h"
-
-#define RUN_CONFIG "config.json"
-#define RUN_CHECKPOINTS "checkpoints"
-#define RUN_LATEST "latest"
-#define RUN_MODEL "model.safetensors"
-#define RUN_TRAIN_STATE "train_state.safetensors"
-#define RUN_METRICS "metrics.jsonl"
-#define RUN_LOCK ".lock"
-#define RUN_TOKENIZER "tokenizer.json"
-#define RUN_TOKENIZER_CONFIG "tokenizer_config.json"
-#define RUN_EVAL "eval.json"
-
-/* out = "RUN/FILE" (FILE one of the names above, or a checkpoint file inside a step
- * folder). 0, or -1 with vrl_error when it does not fit in n. */
-int run_path(char *out, size_t n, const char *run, const char *file);
 
 /* What run_folder_open reads beyond config.json and the spec. */
 enum {

@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "common/base/error.h"
-#include "common/run/run_folder.h"
+#include "common/run/run_paths.h"
 
 int run_lock(const char *run) {
     char path[PATH_MAX];
