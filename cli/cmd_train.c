@@ -31,8 +31,8 @@ static void usage(FILE *f) {
             "  --model PRESET|FILE   preset (%s) or a config.json [small]\n"
             "  --device cpu|cuda     where to train [cpu]\n"
             "  --precision fp32|fp64 reference precision on cpu [fp32]\n"
-            "  --threads N           OpenBLAS threads on cpu [OPENBLAS_NUM_THREADS if set, else\n"
-            "                        1 below d_model 512 (they would only spin), else all cores]\n"
+            "  --threads N           reference threads on cpu; results do not depend on N\n"
+            "                        [OPENBLAS_NUM_THREADS if set, else all cores]\n"
             "  --variant SPEC        model variant, e.g. resformer or svformer:anchors=1,5 [baseline]\n"
             "data\n"
             "  --data SHARDS|DIR     comma-separated token shards, or a folder written by\n"
@@ -223,14 +223,7 @@ int cmd_train(int argc, char **argv) {
     if (dist_init() < 0) goto fail;
     if (!resume) a.accum *= dist_world(); /* the update of the whole job; a resumed run keeps its own */
     dist_broadcast(a.out, sizeof a.out);  /* rank 0's folder (a default name holds the time) */
-    if (a.backend == &ref_backend_f32 || a.backend == &ref_backend_f64) {
-        /* BLAS threads fitted to the model; a resumed run's model is in its folder (when that
-         * cannot be read, train_run says why) */
-        ModelConfig m = a.model;
-        char path[sizeof a.out + 16];
-        snprintf(path, sizeof path, "%s/config.json", a.out);
-        if (!resume || config_load_json(path, &m) == 0) blas_threads_apply(threads, &m);
-    }
+    if (a.backend == &ref_backend_f32 || a.backend == &ref_backend_f64) blas_threads_apply(threads);
     if (train_run(&a) < 0) goto fail;
     dist_finalize();
     return 0;
