@@ -29,8 +29,8 @@ static void usage(FILE *f) {
             "  --model PRESET|FILE   preset (%s) or a config.json [small]\n"
             "  --device cpu|cuda     where to train [cpu]\n"
             "  --precision fp32|fp64 reference precision on cpu [fp32]\n"
-            "  --threads N           OpenBLAS threads on cpu [OPENBLAS_NUM_THREADS if set, else\n"
-            "                        1 below d_model 512 (they would only spin), else all cores]\n"
+            "  --threads N           reference threads on cpu; results do not depend on N\n"
+            "                        [OPENBLAS_NUM_THREADS if set, else all cores]\n"
             "  --variant SPEC        model variant, e.g. resformer or svformer:anchors=1,5 [baseline]\n"
             "data\n"
             "  --data SHARDS|DIR     comma-separated token shards, or a folder written by\n"
@@ -159,15 +159,6 @@ static int mixture_flag(TrainArgs *a, const char *mixture) {
     return 0;
 }
 
-/* BLAS threads fitted to the model; a resumed run's model is in its folder (when that
- * cannot be read, train_run says why). */
-static void fit_blas_threads(const TrainArgs *a, int threads) {
-    ModelConfig m = a->model;
-    char path[sizeof a->out + 16];
-    if (!a->resume || (run_path(path, sizeof path, a->out, RUN_CONFIG) == 0 && config_load_json(path, &m) == 0))
-        blas_threads_apply(threads, &m);
-}
-
 int cmd_train(int argc, char **argv) {
     TrainArgs a;
     ModelSpec spec = {0}; /* a new run's model, built once here (errors name --variant or --model) */
@@ -237,7 +228,7 @@ int cmd_train(int argc, char **argv) {
     if (dist_init() < 0) goto fail;
     if (!resume) a.accum *= dist_world(); /* the update of the whole job; a resumed run keeps its own */
     dist_broadcast(a.out, sizeof a.out);  /* rank 0's folder (a default name holds the time) */
-    if (!strcmp(chosen->device, "cpu")) fit_blas_threads(&a, threads);
+    if (!strcmp(chosen->device, "cpu")) blas_threads_apply(threads);
     if (train_run(&a) < 0) goto fail;
     model_spec_free(&spec);
     dist_finalize();

@@ -43,6 +43,9 @@ foreach(t test_overfit test_precision)
   vrl_test(${t} SOURCES conformance/${t}.c LIBS vrl_ref32 vrl_ref64 vrl_common ${MATH_LIB})
 endforeach()
 
+# 1, 2 and 3 threads give byte-identical weights (ref/threads.h)
+vrl_test(test_thread_bits SOURCES conformance/test_thread_bits.c LIBS vrl_ref32 vrl_ref64 vrl_common)
+
 # ---------------------------------------------------------------- training loop and the vrl command
 vrl_test(test_resume SOURCES conformance/test_resume.c LIBS vrl_ref32 vrl_ref64 vrl_common)
 add_test(NAME test_cli_errors COMMAND ${CMAKE_SOURCE_DIR}/conformance/test_cli_errors.sh $<TARGET_FILE:vrl>)
