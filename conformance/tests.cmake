@@ -157,7 +157,7 @@ if(VRL_HAVE_CUDA_CPU)
   else()
     # deleting the first __syncthreads() of fast/ops.cu (in a copy) must make test_fast_cpu_vs_ref fail
     add_test(NAME fast_cpu_mutation_check COMMAND ${CMAKE_SOURCE_DIR}/conformance/fast_cpu_mutation_check.sh)
-    set_tests_properties(fast_cpu_mutation_check PROPERTIES TIMEOUT 900 ENVIRONMENT "TMPDIR=${VRL_TEST_TMP};MUTATION_JOBS=2")
+    set_tests_properties(fast_cpu_mutation_check PROPERTIES TIMEOUT 1800 ENVIRONMENT "TMPDIR=${VRL_TEST_TMP};MUTATION_JOBS=2")
   endif()
   if(NOT (VRL_SANITIZE OR VRL_FUZZ))
     # plain pass only: the same kernels as test_fast_cpu_vs_ref, which the sanitizer pass
