@@ -7,6 +7,9 @@
 #if VRL_HAVE_CUDA
 #include "fast/fast.h"
 #endif
+#if VRL_HAVE_CUDA_CPU
+#include "fast/cuda_cpu/fast_cpu.h"
+#endif
 
 typedef struct {
     const char *name;
@@ -37,6 +40,9 @@ int main(int argc, char **argv) {
     ref_register_backends();
 #if VRL_HAVE_CUDA
     fast_register_backends();
+#endif
+#if VRL_HAVE_CUDA_CPU
+    fast_register_backends_cpu(); /* --device cuda-cpu: the CUDA backend's code on the CPU */
 #endif
     if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
         usage(argc < 2 ? stderr : stdout);

@@ -125,6 +125,55 @@ if(VRL_HAVE_CUDA AND VRL_HAVE_NCCL)
   set_tests_properties(test_fast_nccl PROPERTIES SKIP_RETURN_CODE 77)
 endif()
 
+# ---------------------------------------------------------------- fast/ on the CPU (fast/cuda_cpu/)
+# The same test programs against the CPU build of fast/: compiled with cpu_names.h, which
+# renames fast_backend_cuda and fast_device_check to the CPU build's, so their sources are
+# the GPU tests'. test_fast_cpu_vs_ref_recompute runs fast/'s other memory plan
+# (VRL_FAST_RECOMPUTE=1) with the logits cut into 7-row chunks (VRL_FAST_CE_ROWS).
+if(VRL_HAVE_CUDA_CPU)
+  set(cpu_tests test_fast_vs_ref)
+  if(VRL_HAVE_MPI)
+    list(APPEND cpu_tests test_fast_nccl)   # NCCL's calls over MPI (fast/cuda_cpu/nccl_mpi.cpp)
+  endif()
+  foreach(t ${cpu_tests})
+    string(REPLACE "test_fast_" "test_fast_cpu_" cpu_t ${t})
+    add_executable(${cpu_t} conformance/${t}.c)
+    target_include_directories(${cpu_t} PRIVATE ${CMAKE_SOURCE_DIR})
+    target_compile_definitions(${cpu_t} PRIVATE VRL_FP64=1)
+    target_compile_options(${cpu_t} PRIVATE -include ${CMAKE_SOURCE_DIR}/fast/cuda_cpu/cpu_names.h)
+    target_link_libraries(${cpu_t} PRIVATE vrl_fast_cpu vrl_ref32 vrl_ref64 vrl_common)
+    add_test(NAME ${cpu_t} COMMAND ${cpu_t})
+    set_tests_properties(${cpu_t} PROPERTIES ENVIRONMENT "TMPDIR=${VRL_TEST_TMP}")
+  endforeach()
+  # the layer itself: CUDA's rules and the errors it reports (Criterion, C++)
+  vrl_test(test_cuda_cpu SOURCES conformance/test_cuda_cpu.cpp LIBS vrl_fast_cpu vrl_common)
+  set_target_properties(test_cuda_cpu PROPERTIES CXX_STANDARD 17 CXX_STANDARD_REQUIRED ON)
+  # fast/'s kernels one by one against ref/'s ops at edge shapes, in all three thread orders
+  vrl_test(test_fast_cpu_ops SOURCES conformance/test_fast_cpu_ops.cpp LIBS vrl_fast_cpu vrl_ref64 vrl_common)
+  set_target_properties(test_fast_cpu_ops PROPERTIES CXX_STANDARD 17 CXX_STANDARD_REQUIRED ON)
+  target_include_directories(test_fast_cpu_ops BEFORE PRIVATE ${CMAKE_SOURCE_DIR}/fast/cuda_cpu/include)
+  target_compile_definitions(test_fast_cpu_ops PRIVATE VRL_CUDA_CPU=1 VRL_FP64=1)
+  target_compile_options(test_fast_cpu_ops PRIVATE -include ${CMAKE_SOURCE_DIR}/fast/cuda_cpu/cpu_names.h)
+  # vrl train --device cuda-cpu: thread orders give the same bytes; mpirun -np 2 (ZeRO-2) = --accum 2
+  add_test(NAME test_fast_cpu_train COMMAND ${CMAKE_SOURCE_DIR}/conformance/test_fast_cpu_train.sh
+    $<TARGET_FILE:vrl> $<TARGET_FILE:run_compare>)
+  set_tests_properties(test_fast_cpu_train PROPERTIES TIMEOUT 600 ENVIRONMENT "TMPDIR=${VRL_TEST_TMP}")
+  if(VRL_SANITIZE OR VRL_FUZZ)
+    set_property(TEST test_fast_cpu_train APPEND PROPERTY ENVIRONMENT "ASAN_OPTIONS=detect_leaks=0") # Open MPI's own allocations
+  else()
+    # deleting the first __syncthreads() of fast/ops.cu (in a copy) must make test_fast_cpu_vs_ref fail
+    add_test(NAME fast_cpu_mutation_check COMMAND ${CMAKE_SOURCE_DIR}/conformance/fast_cpu_mutation_check.sh)
+    set_tests_properties(fast_cpu_mutation_check PROPERTIES TIMEOUT 1800 ENVIRONMENT "TMPDIR=${VRL_TEST_TMP};MUTATION_JOBS=2")
+  endif()
+  if(NOT (VRL_SANITIZE OR VRL_FUZZ))
+    # plain pass only: the same kernels as test_fast_cpu_vs_ref, which the sanitizer pass
+    # runs (keeps the suite's added time within the issue's 5 minutes)
+    add_test(NAME test_fast_cpu_vs_ref_recompute COMMAND test_fast_cpu_vs_ref)
+    set_tests_properties(test_fast_cpu_vs_ref_recompute PROPERTIES
+      ENVIRONMENT "TMPDIR=${VRL_TEST_TMP};VRL_FAST_RECOMPUTE=1;VRL_FAST_CE_ROWS=7")
+  endif()
+endif()
+
 # ---------------------------------------------------------------- analysis metrics and evaluation
 vrl_test(test_metrics SOURCES conformance/test_metrics.c LIBS vrl_ref64 vrl_common)
 target_compile_definitions(test_metrics PRIVATE VRL_FP64=1 VRL_SOURCE_DIR="${CMAKE_SOURCE_DIR}")

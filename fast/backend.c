@@ -38,7 +38,11 @@ static void be_set_state(void *m, const void *params, const void *exp_avg, const
 static void be_get_logits(void *m, void *out) { (void)fast_model_get_logits(m, out); }
 
 const Backend fast_backend_cuda = {
+#if VRL_CUDA_CPU
+    .name = "cuda-cpu-bf16", /* the same code on the CPU (fast/cuda_cpu/) */
+#else
     .name = "cuda-bf16",
+#endif
     .dtype = DT_F32,
     .capabilities = fast_capabilities, /* training only; no analysis views, no decoding */
     .create = be_create,
@@ -58,6 +62,10 @@ const Backend fast_backend_cuda = {
 
 void fast_register_backends(void) {
     /* bf16 with fp32 master weights: --precision is for cpu */
+#if VRL_CUDA_CPU
+    static const BackendEntry cuda = {"cuda-cpu", NULL, &fast_backend_cuda, fast_device_check}; /* both _cpu */
+#else
     static const BackendEntry cuda = {"cuda", NULL, &fast_backend_cuda, fast_device_check};
+#endif
     backend_register(&cuda);
 }
