@@ -181,3 +181,8 @@ add_test(NAME test_generate_cli COMMAND ${CMAKE_SOURCE_DIR}/conformance/test_gen
 # Python that imports torch + transformers ($VRL_PYTHON, else python/.venv from python/make_venv.sh).
 add_test(NAME test_hf COMMAND ${CMAKE_SOURCE_DIR}/conformance/test_hf.sh $<TARGET_FILE:vrl>)
 set_tests_properties(test_hf PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 900 ENVIRONMENT "TMPDIR=${VRL_TEST_TMP}")
+# lm-evaluation-harness itself on byte / GPT-2 / NeoX run folders == vrl eval (same Python; skipped
+# without it or without ../shared/data)
+add_test(NAME test_lmeval_hf COMMAND ${CMAKE_SOURCE_DIR}/conformance/test_lmeval_hf.sh $<TARGET_FILE:vrl>
+  $<TARGET_FILE:lmeval_golden_check>)
+set_tests_properties(test_lmeval_hf PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 900 ENVIRONMENT "TMPDIR=${VRL_TEST_TMP}")
