@@ -8,7 +8,8 @@
   golden_run FIXTURE OUT  a run folder of a fixture's model (its config and param.* tensors).
   runs IDS N RUN...       for each run folder, AutoModelForCausalLM.from_pretrained(RUN,
                           trust_remote_code=True) in float64 / fp64 mode: greedy generate() of N
-                          tokens after the prompt IDS (comma-separated) and the class; for
+                          tokens after the prompt IDS (comma-separated), with the KV cache (and
+                          the same without it), and the class; for
                           non-baseline folders what plain LlamaForCausalLM.from_pretrained logs and
                           AutoTokenizer's ids (files RUN.hf, RUN.cls, RUN.warn, RUN.tok).
 """
@@ -122,6 +123,10 @@ def runs(ids, n, *folders):
         model = fp64(model).eval()
         with torch.no_grad():
             res = model.generate(prompt, max_new_tokens=int(n), do_sample=False, eos_token_id=0, pad_token_id=0)
+            # generate() keeps the KV cache by default; without it the same tokens
+            plain = model.generate(prompt, max_new_tokens=int(n), do_sample=False, eos_token_id=0, pad_token_id=0,
+                                   use_cache=False)
+        assert torch.equal(res, plain), f"{run}: generate() with and without the KV cache differ"
         new = res[0, prompt.shape[1]:].tolist()
         if 0 in new:
             new = new[:new.index(0)]
