@@ -274,6 +274,8 @@ int cmd_eval(int argc, char **argv) {
     sc.fixed_shape = fixed;
     const int64_t eos_id = tok ? tok_token_id(tok, "<|endoftext|>") : -1;
     const uint32_t prefix = eos_id < 0 ? 0 : (uint32_t)eos_id;
+    /* what the rolling windows start after: a byte-level tokenizer has no <|endoftext|> */
+    const char *prefix_name = eos_id < 0 ? "id 0" : "<|endoftext|>";
     const double t0 = now_seconds();
     printf("vrl eval: %s (%s, %s, %zu parameters), %s, window %d, batch %d%s%s\n", ckpt, run.config.preset,
            run.config.variant, run.spec.table.total, be->name, seq, batch, fixed ? ", fixed shape" : "",
@@ -293,7 +295,7 @@ int cmd_eval(int argc, char **argv) {
         sc.label = "wikitext";
         if (wikitext_evaluate(&sc, tok, wiki, prefix, (size_t)limit, "wikitext", log, &w) < 0) goto done;
         char what[256];
-        snprintf(what, sizeof what, "%zu pages, rolling windows of %d after <|endoftext|>", w.docs, seq);
+        snprintf(what, sizeof what, "%zu pages, rolling windows of %d after %s", w.docs, seq, prefix_name);
         json_t *o = ppl_report("WikiText", what, &w);
         json_object_set_new(o, "file", json_string(wiki));
         json_object_set_new(out, "wikitext", o);
@@ -302,7 +304,9 @@ int cmd_eval(int argc, char **argv) {
         PplResult w;
         sc.label = "text";
         if (text_evaluate(&sc, tok, text, prefix, log, &w) < 0) goto done;
-        json_t *o = ppl_report(text, "the whole file, rolling windows after <|endoftext|>", &w);
+        char what[256];
+        snprintf(what, sizeof what, "the whole file, rolling windows after %s", prefix_name);
+        json_t *o = ppl_report(text, what, &w);
         json_object_set_new(o, "file", json_string(text));
         json_object_set_new(out, "text", o);
     }

@@ -57,6 +57,6 @@ GoldenStatus golden_run(const char *dir, const char *name, const Backend *be, Go
     X(ablation_hidden_residual) X(ablation_shared_q) X(ablation_shared_k) X(ablation_cross_layer_m1)    \
     X(ablation_cross_layer_prev) X(ablation_identity_mapping) X(denseformer) X(denseformer_k2_p2)       \
     X(attnres_full) X(attnres_block) X(hc) X(mhc) X(attnres_block_resformer) X(denseformer_svformer)    \
-    X(mhc_resformer_learnable) X(gpt2)
+    X(mhc_resformer_learnable) X(attnres_full_eps) X(hc_eps) X(mhc_eps) X(gpt2)
 
 #endif

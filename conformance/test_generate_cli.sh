@@ -20,6 +20,10 @@ $T --variant resformer --out "$tmp/res" || { echo "FAIL training resformer"; exi
 
 # the run folders are Hugging Face folders
 check base_tokenizer test -s "$tmp/base/tokenizer.json" -a -s "$tmp/base/tokenizer_config.json"
+# a byte tokenizer has no special token: tokenizer_config.json names none (no "\u0000", which
+# transformers would add as id 256, past the embedding)
+check byte_tokenizer_config_no_special sh -c "! grep -q -E '\"(bos|eos|unk|pad)_token\"|u0000' '$tmp/base/tokenizer_config.json'"
+check byte_tokenizer_config_class grep -q '"tokenizer_class": "PreTrainedTokenizerFast"' "$tmp/base/tokenizer_config.json"
 check base_is_llama grep -q '"model_type": "llama"' "$tmp/base/config.json"
 check base_no_remote_code test ! -e "$tmp/base/modeling_vrl.py"
 check res_is_vrl grep -q '"model_type": "vrl"' "$tmp/res/config.json"

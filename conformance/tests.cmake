@@ -237,5 +237,11 @@ vrl_test(test_sample SOURCES conformance/test_sample.c LIBS vrl_common ${MATH_LI
 add_test(NAME test_generate_cli COMMAND ${CMAKE_SOURCE_DIR}/conformance/test_generate_cli.sh $<TARGET_FILE:vrl>)
 # Hugging Face loading of every variant (python/vrl_hf), with PyTorch: skipped (77) without a
 # Python that imports torch + transformers ($VRL_PYTHON, else python/.venv from python/make_venv.sh).
+# 10 minutes each measured on this 2-core machine at load average ~21: twice that as the bound.
 add_test(NAME test_hf COMMAND ${CMAKE_SOURCE_DIR}/conformance/test_hf.sh $<TARGET_FILE:vrl>)
-set_tests_properties(test_hf PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 900 ENVIRONMENT "TMPDIR=${VRL_TEST_TMP}")
+set_tests_properties(test_hf PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 1800 ENVIRONMENT "TMPDIR=${VRL_TEST_TMP}")
+# lm-evaluation-harness itself on byte / GPT-2 / NeoX run folders == vrl eval (same Python; skipped
+# without it or without ../shared/data)
+add_test(NAME test_lmeval_hf COMMAND ${CMAKE_SOURCE_DIR}/conformance/test_lmeval_hf.sh $<TARGET_FILE:vrl>
+  $<TARGET_FILE:lmeval_golden_check>)
+set_tests_properties(test_lmeval_hf PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 1800 ENVIRONMENT "TMPDIR=${VRL_TEST_TMP}")

@@ -1,12 +1,31 @@
 #!/usr/bin/env bash
-# make_venv.sh: python/.venv with what the Hugging Face side of vrl needs (python/vrl_hf,
-# conformance/test_hf.sh, lm-evaluation-harness on run folders), from PyPI. Run by hand; CI does
-# not (test_hf skips without it). ~5 GB: the Linux torch wheel pulls the nvidia-* packages.
-# Versions: the ones the golden fixtures and the figures in docs/huggingface.md were made with.
+# make_venv.sh: python/.venv (git-ignored) with what the Hugging Face side of vrl needs
+# (python/vrl_hf, conformance/test_hf.sh, test_lmeval_hf.sh, lm-evaluation-harness on run folders),
+# from PyPI. scripts/test.sh runs it; it returns at once when the venv already imports everything.
+#
+# The packages of python/requirements.txt are installed pinned and with --no-deps: the real
+# torch 2.15.0 wheel from PyPI without its ~3 GB of nvidia-* CUDA packages, since torch runs on the
+# CPU here and finds the CUDA 13 runtime libraries it loads at import in the machine's CUDA toolkit
+# (ldconfig), plus the four small nvidia-* packages the toolkit lacks or has too old. Where that
+# import still fails (a machine without the toolkit), torch's full dependency set is installed.
+# usage: make_venv.sh          (PYTHON=python3.X to choose the interpreter)
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 VENV="$HERE/.venv"
+ready() { "$VENV/bin/python" -c "import torch, transformers, safetensors, lm_eval, accelerate" 2>/dev/null; }
+if [ -x "$VENV/bin/python" ] && ready; then
+  exit 0
+fi
+start=$(date +%s)
+echo "make_venv.sh: installing python/requirements.txt into $VENV from PyPI (first time: a few minutes)"
 "${PYTHON:-python3}" -m venv "$VENV"
-"$VENV/bin/pip" install --upgrade pip >/dev/null
-"$VENV/bin/pip" install "torch==2.15.0" "transformers==5.23.0" "safetensors==0.8.0" "lm_eval==0.4.13" numpy
-echo "make_venv.sh: $VENV ready (conformance/test_hf.sh uses it; or point VRL_PYTHON at another Python)"
+"$VENV/bin/pip" install --quiet --disable-pip-version-check --no-deps -r "$HERE/requirements.txt"
+if ! "$VENV/bin/python" -c "import torch" 2>/dev/null; then
+  echo "make_venv.sh: torch does not import with this machine's CUDA libraries; adding its nvidia-* packages"
+  "$VENV/bin/pip" install --quiet --disable-pip-version-check "torch==2.15.0"
+fi
+if ! ready; then
+  echo "make_venv.sh: $VENV: torch, transformers, safetensors, lm_eval or accelerate still does not import" >&2
+  exit 1
+fi
+echo "make_venv.sh: $VENV ready in $(( $(date +%s) - start )) s, $(du -sh "$VENV" | cut -f1)"

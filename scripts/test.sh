@@ -3,6 +3,10 @@
 # same suite again in build-asan/ under AddressSanitizer + UBSan (any report fails the
 # test), with the libFuzzer harnesses of fuzz/ run for a few seconds each when clang is
 # there. VRL_TEST_ASAN=0 skips the second pass. Arguments go to both ctest runs.
+# The Python side (torch, transformers, lm_eval for test_hf and test_lmeval_hf) is
+# python/.venv, made from PyPI by python/make_venv.sh when missing (the first time: minutes
+# and ~3 GB, see README.md; later runs reuse it). VRL_TEST_HF=0 leaves it out (those two
+# tests then skip).
 # Tests that need ../shared/data or a GPU skip with the reason when those are absent;
 # the reasons are listed after ctest's summary.
 set -euo pipefail
@@ -23,6 +27,7 @@ run_suite() {
 }
 
 bash scripts/build.sh
+if [ "${VRL_TEST_HF:-1}" != 0 ]; then bash python/make_venv.sh; fi
 rc=0
 run_suite build "$@" || rc=$?
 
@@ -39,8 +44,10 @@ if [ "${VRL_TEST_ASAN:-1}" != 0 ]; then
   # scripts (minutes of arithmetic, no code the other tests do not cover): plain pass only.
   # test_shard_memory measures peak RSS, which ASan's shadow memory and quarantine inflate
   # (741 MiB against a 590 MiB bound): its reading path runs under ASan in test_shard.
+  # test_hf and test_lmeval_hf are minutes of PyTorch; the vrl commands they run (train,
+  # generate, eval) run under ASan in test_generate_cli, test_eval_cli and the other tests.
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
-    run_suite build-asan -E "golden_mutation_check|test_reproduce_tiny|test_shard_memory" "$@" || rc=$?
+    run_suite build-asan -E "golden_mutation_check|test_reproduce_tiny|test_shard_memory|test_hf|test_lmeval_hf" "$@" || rc=$?
   echo "vrl: sanitizer suite took $(( $(date +%s) - start )) s"
 fi
 exit $rc

@@ -29,34 +29,40 @@ static void tokenizer_path(const char *data, char *out, size_t n) {
     if (!file_exists(out)) out[0] = '\0';
 }
 
-/* tokenizer.json as is, and a tokenizer_config.json whose EOS is id 0's token (formulas.md §3). */
+/* tokenizer.json as is, and a tokenizer_config.json that names only special tokens the tokenizer
+ * has: BOS/EOS = <|endoftext|> where it is an added token (GPT-2, GPT-NeoX: the EOS that
+ * `vrl data tokenize` writes), none otherwise (a `vrl data bytes` tokenizer has no special token;
+ * naming id 0's text "\u0000" made transformers add it as a new id past the embedding). */
 static int export_tokenizer(const char *run_dir, const ModelConfig *c, const char *src) {
     Tokenizer *tok;
     if (tok_load(src, &tok) < 0) return -1;
-    char *eos = NULL;
-    size_t n_eos;
-    const uint32_t zero = 0;
-    int rc = tok_decode(tok, &zero, 1, 0, &eos, &n_eos);
+    const int has_eot = tok_token_id(tok, "<|endoftext|>") >= 0;
     tok_free(tok);
-    if (rc < 0) return -1;
     void *text = NULL;
     size_t n;
     char path[4300];
-    rc = read_file_all(src, &text, &n);
+    int rc = read_file_all(src, &text, &n);
     if (rc == 0) rc = run_path(path, sizeof path, run_dir, RUN_TOKENIZER);
     if (rc == 0) rc = write_file_atomic(path, text, n);
     free(text);
     if (rc == 0) {
-        json_t *cfg = json_pack("{s:s, s:s%, s:s%, s:b, s:b, s:i, s:b}", "tokenizer_class", "PreTrainedTokenizerFast",
-                                "eos_token", eos, n_eos, "bos_token", eos, n_eos, "add_bos_token", 0, "add_eos_token", 0,
-                                "model_max_length", c->max_seq, "clean_up_tokenization_spaces", 0);
-        char *text = cfg ? json_dumps(cfg, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
+        json_t *cfg = json_pack("{s:s}", "tokenizer_class", "PreTrainedTokenizerFast");
+        if (cfg && has_eot) {
+            json_object_set_new(cfg, "bos_token", json_string("<|endoftext|>"));
+            json_object_set_new(cfg, "eos_token", json_string("<|endoftext|>"));
+        }
+        if (cfg) {
+            json_object_set_new(cfg, "add_bos_token", json_false());
+            json_object_set_new(cfg, "add_eos_token", json_false());
+            json_object_set_new(cfg, "model_max_length", json_integer(c->max_seq));
+            json_object_set_new(cfg, "clean_up_tokenization_spaces", json_false());
+        }
+        char *out = cfg ? json_dumps(cfg, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
         json_decref(cfg);
         rc = run_path(path, sizeof path, run_dir, RUN_TOKENIZER_CONFIG);
-        if (rc == 0) rc = text ? write_file_atomic(path, text, strlen(text)) : vrl_error("%s: out of memory", path);
-        free(text);
+        if (rc == 0) rc = out ? write_file_atomic(path, out, strlen(out)) : vrl_error("%s: out of memory", path);
+        free(out);
     }
-    free(eos);
     return rc;
 }
 

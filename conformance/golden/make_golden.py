@@ -98,11 +98,11 @@ assert abs(lr_at(5060, b=6e-4, lr_end=6e-5, W=120, S=10000) - 3.3e-4) < 1e-12
 # ----------------------------------------------------------------------------------------
 # Model construction
 # ----------------------------------------------------------------------------------------
-def llama_config(n_kv, variant):
+def llama_config(n_kv, variant, eps=1e-5):
     cfg = LlamaConfig(
         vocab_size=VOCAB, hidden_size=D, intermediate_size=FFN, num_hidden_layers=L,
         num_attention_heads=N_HEADS, num_key_value_heads=n_kv, max_position_embeddings=MAX_POS,
-        rms_norm_eps=1e-5, rope_theta=10000.0, initializer_range=INIT_STD, hidden_act="silu",
+        rms_norm_eps=eps, rope_theta=10000.0, initializer_range=INIT_STD, hidden_act="silu",
         tie_word_embeddings=False, attention_bias=False, mlp_bias=False, attention_dropout=0.0,
         bos_token_id=0, eos_token_id=0, pad_token_id=None, use_cache=False,
     )
@@ -110,12 +110,12 @@ def llama_config(n_kv, variant):
     return cfg
 
 
-def config_json_text(n_kv, variant):
+def config_json_text(n_kv, variant, eps=1e-5):
     return json.dumps({
         "model_type": "llama", "architectures": ["LlamaForCausalLM"], "hidden_size": D,
         "intermediate_size": FFN, "num_hidden_layers": L, "num_attention_heads": N_HEADS,
         "num_key_value_heads": n_kv, "vocab_size": VOCAB, "max_position_embeddings": MAX_POS,
-        "rms_norm_eps": 1e-5, "rope_theta": 10000.0, "initializer_range": INIT_STD,
+        "rms_norm_eps": eps, "rope_theta": 10000.0, "initializer_range": INIT_STD,
         "hidden_act": "silu", "tie_word_embeddings": False, "attention_bias": False,
         "mlp_bias": False, "bos_token_id": 0, "eos_token_id": 0, "vrl_variant": variant,
     }, indent=1)
@@ -149,8 +149,8 @@ def init_params(model, special=None):
                 p.copy_(seeded_normal(name, p.shape, INIT_STD))
 
 
-def build_llama(variant="baseline", n_kv=N_HEADS, patched=True):
-    cfg = llama_config(n_kv, variant)
+def build_llama(variant="baseline", n_kv=N_HEADS, patched=True, eps=1e-5):
+    cfg = llama_config(n_kv, variant, eps)
     model = LlamaForCausalLM(cfg).to(torch.float64)
     assert model.config._attn_implementation == "eager"
     model.eval()   # no dropout anywhere (attention_dropout is 0 anyway); grads unaffected
@@ -214,13 +214,13 @@ def make_tokens():
     return tok
 
 
-def build_resstream(variant):
+def build_resstream(variant, eps=1e-5):
     """A residual-stream model (formulas.md §5). With a value-path part ("attnres:...+resformer") the
     attention inside each sublayer is the patched value-path attention of build_llama (its own
     context: V_1 from layer 1's attention, every layer reads it); the stream part only changes
     what each sublayer receives as input."""
     stream, value = split_variant(variant)
-    model = build_llama(value, N_HEADS)
+    model = build_llama(value, N_HEADS, eps=eps)
     # the attention layers keep build_llama's value-path context (baseline for a stream alone)
     assert all(layer.self_attn.vrl_ctx is model.vrl_ctx for layer in model.model.layers)
     model.vrl_bctx = model.vrl_ctx
@@ -366,7 +366,13 @@ RESSTREAM_CASES = [
     ("attnres_block_resformer", "attnres:mode=block,size=3+resformer", 4),
     ("denseformer_svformer", "denseformer+svformer", 4),
     ("mhc_resformer_learnable", "mhc:n=4,iters=20+resformer:mode=learnable", 4),
+    # rms_norm_eps 1e-2 instead of 1e-5: the depth mixers' parameter-free RMSNorms (AttnRes keys,
+    # HC/mHC inputs) must take the config's eps like every other norm (a fixed 1e-5 passed before)
+    ("attnres_full_eps", "attnres:mode=full", 4),
+    ("hc_eps", "hc:n=4", 4),
+    ("mhc_eps", "mhc:n=4,iters=20", 4),
 ]
+CASE_EPS = {"attnres_full_eps": 1e-2, "hc_eps": 1e-2, "mhc_eps": 1e-2}   # rms_norm_eps; else 1e-5
 SAVE_FINAL = {"baseline"}                                 # all final.* tensors
 SAVE_FINAL_COEFF = {"resformer_learnable", "resformer_dense",   # final.* of the coefficients only
                     "resformer_learnable_plus", "mhc_resformer_learnable"}
@@ -718,8 +724,16 @@ def main():
     for case, variant, n_kv in RESSTREAM_CASES:
         if only and case not in only:
             continue
-        model = build_resstream(variant)
-        write_case(case, config_json_text(n_kv, variant), model, tokens, rs_fwd)
+        eps = CASE_EPS.get(case, 1e-5)
+        model = build_resstream(variant, eps)
+        if case in CASE_EPS:
+            # the depth mixers' weights on their normalised inputs start at zero, which would hide
+            # the norm (and its eps) from the logits: give them seeded nonzero values
+            with torch.no_grad():
+                for nme, p in model.named_parameters():
+                    if any(t in nme for t in ("res_query", ".dyn_", ".phi_")):
+                        p.copy_(seeded_normal(nme, p.shape, 0.5))
+        write_case(case, config_json_text(n_kv, variant, eps), model, tokens, rs_fwd)
     if not only or "gpt2" in only:
         model, _ = build_gpt2()
         write_case("gpt2", gpt2_config_json(), model, tokens)

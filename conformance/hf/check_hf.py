@@ -3,11 +3,13 @@
 
   fixtures DIR            every llama fixture of conformance/golden/fixtures: VrlForCausalLM
                           (python/vrl_hf) built from the fixture's config, loaded with its param.*
-                          (strict: every name matches), fp64 mode; logits == out.logits within 1e-10.
+                          (strict: every name matches), fp64 mode; logits == out.logits within 1e-10,
+                          and the same logits through the KV cache (cached_logits) within 1e-12.
   golden_run FIXTURE OUT  a run folder of a fixture's model (its config and param.* tensors).
   runs IDS N RUN...       for each run folder, AutoModelForCausalLM.from_pretrained(RUN,
                           trust_remote_code=True) in float64 / fp64 mode: greedy generate() of N
-                          tokens after the prompt IDS (comma-separated) and the class; for
+                          tokens after the prompt IDS (comma-separated), with the KV cache (and
+                          the same without it), and the class; for
                           non-baseline folders what plain LlamaForCausalLM.from_pretrained logs and
                           AutoTokenizer's ids (files RUN.hf, RUN.cls, RUN.warn, RUN.tok).
 """
@@ -28,7 +30,7 @@ torch.use_deterministic_algorithms(True)
 def fixtures(folder):
     from safetensors.torch import load_file
     set_precision("fp64")
-    worst, n = 0.0, 0
+    worst, worst_c, n = 0.0, 0.0, 0
     for path in sorted(glob.glob(os.path.join(folder, "*.safetensors"))):
         with open(path, "rb") as f:
             hlen = int.from_bytes(f.read(8), "little")
@@ -48,11 +50,35 @@ def fixtures(folder):
         with torch.no_grad():
             logits = model(input_ids=t["batch.tokens"]).logits
         d = (logits - t["out.logits"]).abs().max().item()
-        print(f"{os.path.basename(path):44s} {cfg['vrl_variant']:48s} max |logit diff| {d:.2e}")
-        worst, n = max(worst, d), n + 1
+        dc = (cached_logits(model, t["batch.tokens"]) - logits).abs().max().item()
+        print(f"{os.path.basename(path):44s} {cfg['vrl_variant']:48s} max |logit diff| {d:.2e}"
+              f"  cached vs uncached {dc:.2e}")
+        worst, worst_c, n = max(worst, d), max(worst_c, dc), n + 1
         assert d <= 1e-10, f"{path}: logits differ by {d:.3e}"
-    assert n >= 39, f"only {n} llama fixtures found in {folder}"
-    print(f"fixtures: {n} variants reproduced, worst {worst:.2e} (<= 1e-10)")
+        assert dc <= 1e-12, f"{path}: logits with the KV cache differ from the full forward by {dc:.3e}"
+    assert n >= 42, f"only {n} llama fixtures found in {folder}"
+    print(f"fixtures: {n} variants reproduced, worst {worst:.2e} (<= 1e-10); "
+          f"KV cache vs full forward worst {worst_c:.2e} (<= 1e-12)")
+
+
+def cached_logits(model, tokens):
+    """Logits [B,T,V] of tokens [B,T] fed through transformers' DynamicCache the way generate() feeds
+    them: a prefix of 5 tokens, then a chunk of 3, then one token per call."""
+    from transformers import DynamicCache
+    cache, out, T = DynamicCache(config=model.config), [], tokens.shape[1]
+    cuts = [0, 5, 8] + list(range(9, T + 1))
+    with torch.no_grad():
+        for a, b in zip(cuts, cuts[1:]):
+            o = model(input_ids=tokens[:, a:b], past_key_values=cache, use_cache=True)
+            assert o.past_key_values is cache and cache.get_seq_length() == b
+            out.append(o.logits)
+    # the rows kept per token are common/model/kv_layout.c's: K of layers with W^K, V of layers with W^V
+    ctx = model.vrl_bctx
+    L = model.config.num_hidden_layers
+    want = (sum(ctx.has_proj("k", n) for n in range(1, L + 1)), sum(ctx.has_proj("v", n) for n in range(1, L + 1)))
+    got = (sum(ly.keys.shape[-1] > 0 for ly in cache.layers), sum(ly.values.shape[-1] > 0 for ly in cache.layers))
+    assert got == want, f"{ctx.variant}: the cache holds K/V rows of {got} layers, kv_layout {want}"
+    return torch.cat(out, dim=1)
 
 
 def golden_run(fixture, out):
@@ -97,6 +123,10 @@ def runs(ids, n, *folders):
         model = fp64(model).eval()
         with torch.no_grad():
             res = model.generate(prompt, max_new_tokens=int(n), do_sample=False, eos_token_id=0, pad_token_id=0)
+            # generate() keeps the KV cache by default; without it the same tokens
+            plain = model.generate(prompt, max_new_tokens=int(n), do_sample=False, eos_token_id=0, pad_token_id=0,
+                                   use_cache=False)
+        assert torch.equal(res, plain), f"{run}: generate() with and without the KV cache differ"
         new = res[0, prompt.shape[1]:].tolist()
         if 0 in new:
             new = new[:new.index(0)]

@@ -18,9 +18,8 @@ import shutil
 import sys
 import tempfile
 
-SHARED = sys.argv[1]
-OUT = sys.argv[2]
-FLOAT64_EVERYWHERE = "--float64-everywhere" in sys.argv[3:]
+SHARED = OUT = None              # set from the command line (conformance/hf/lmeval_runs.py imports
+FLOAT64_EVERYWHERE = False       # this file for its task YAMLs and WikiText pages)
 HERE = os.path.dirname(os.path.abspath(__file__))
 WINDOW = 64          # max_length on both sides (vrl eval --seq 64)
 TASK_DOCS = 10       # first documents of each task file (vrl eval --limit 10)
@@ -119,11 +118,73 @@ def wg_choices(doc):
 '''
 
 
+# lm-eval task bodies (after task/dataset lines) for every task, with lm-eval's own prompts
+_MC = (
+    "output_type: multiple_choice\n"
+    "doc_to_choice: \"{{choices}}\"\ndoc_to_target: \"{{gold}}\"\n"
+    "metric_list:\n  - metric: acc\n  - metric: acc_norm\n"
+)
+TASK_BODIES = {
+    "piqa": "doc_to_text: !function golden_shim.answer_prompt\n" + _MC,
+    "arc_easy": "doc_to_text: !function golden_shim.answer_prompt\n" + _MC,
+    "arc_challenge": "doc_to_text: !function golden_shim.answer_prompt\n" + _MC,
+    "openbook_qa": "doc_to_text: \"{{query}}\"\n" + _MC,
+    # lm-eval's winogrande.yaml: partial scoring, acc only
+    "winogrande": (
+        "output_type: multiple_choice\n"
+        "doc_to_text: !function golden_shim.wg_gold\n"
+        "doc_to_target: !function golden_shim.wg_target\n"
+        "doc_to_choice: !function golden_shim.wg_choices\n"
+        "metric_list:\n  - metric: acc\n"
+    ),
+    # lm-eval's hellaswag.yaml
+    "hellaswag": (
+        "output_type: multiple_choice\nprocess_docs: !function golden_shim.hellaswag_process_docs\n"
+        "doc_to_text: \"{{query}}\"\ndoc_to_target: \"{{label}}\"\ndoc_to_choice: \"choices\"\n"
+        "metric_list:\n  - metric: acc\n  - metric: acc_norm\n"
+    ),
+    # lm-eval's lambada_openai.yaml
+    "lambada_openai": (
+        "output_type: loglikelihood\n"
+        "doc_to_text: \"{{text.split(' ')[:-1]|join(' ')}}\"\n"
+        "doc_to_target: \"{{' '+text.split(' ')[-1]}}\"\n"
+        "metric_list:\n  - metric: perplexity\n    aggregation: perplexity\n    higher_is_better: false\n"
+        "  - metric: acc\n    aggregation: mean\n    higher_is_better: true\n"
+    ),
+    # lm-eval's wikitext.yaml
+    "wikitext": (
+        "output_type: loglikelihood_rolling\ndoc_to_text: \"\"\n"
+        "doc_to_target: !function golden_shim.wikitext_detokenizer\n"
+        "process_results: !function golden_shim.wikitext_process_results\n"
+        "metric_list:\n  - metric: word_perplexity\n  - metric: byte_perplexity\n  - metric: bits_per_byte\n"
+    ),
+}
+
+
 def yaml_task(name, data, body):
     return (
         f"task: {name}\ndataset_path: json\ndataset_kwargs:\n  data_files:\n    test: {data}\n"
         f"test_split: test\n{body}"
     )
+
+
+def collect(res, names):
+    """simple_evaluate's result -> (metrics {task: {metric: value}}, samples {task: [[doc, request,
+    loglikelihood], ...]}), the form expected.json keeps (names: {task: lm-eval task name})."""
+    metrics, samples = {}, {}
+    for t, n in names.items():
+        r = res["results"][n]
+        metrics[t] = {k.split(",")[0]: v for k, v in r.items() if k.endswith(",none") and "stderr" not in k}
+        rows = []
+        for s in sorted(res["samples"][n], key=lambda s: s["doc_id"]):
+            for j, resp in enumerate(s["resps"]):
+                ll = resp[0][0] if isinstance(resp[0], (list, tuple)) else resp[0]
+                rows.append([s["doc_id"], j, ll])
+        samples[t] = rows
+    for t, m in metrics.items():
+        for k, v in m.items():
+            assert isinstance(v, float) and math.isfinite(v), (t, k, v)
+    return metrics, samples
 
 
 def main():
@@ -145,46 +206,7 @@ def main():
         for p in pages:
             f.write(json.dumps({"page": p}) + "\n")
 
-    mc = (
-        "output_type: multiple_choice\n"
-        "doc_to_choice: \"{{choices}}\"\ndoc_to_target: \"{{gold}}\"\n"
-        "metric_list:\n  - metric: acc\n  - metric: acc_norm\n"
-    )
-    yamls = {
-        "piqa": "doc_to_text: !function golden_shim.answer_prompt\n" + mc,
-        "arc_easy": "doc_to_text: !function golden_shim.answer_prompt\n" + mc,
-        "arc_challenge": "doc_to_text: !function golden_shim.answer_prompt\n" + mc,
-        "openbook_qa": "doc_to_text: \"{{query}}\"\n" + mc,
-        # lm-eval's winogrande.yaml: partial scoring, acc only
-        "winogrande": (
-            "output_type: multiple_choice\n"
-            "doc_to_text: !function golden_shim.wg_gold\n"
-            "doc_to_target: !function golden_shim.wg_target\n"
-            "doc_to_choice: !function golden_shim.wg_choices\n"
-            "metric_list:\n  - metric: acc\n"
-        ),
-        # lm-eval's hellaswag.yaml
-        "hellaswag": (
-            "output_type: multiple_choice\nprocess_docs: !function golden_shim.hellaswag_process_docs\n"
-            "doc_to_text: \"{{query}}\"\ndoc_to_target: \"{{label}}\"\ndoc_to_choice: \"choices\"\n"
-            "metric_list:\n  - metric: acc\n  - metric: acc_norm\n"
-        ),
-        # lm-eval's lambada_openai.yaml
-        "lambada_openai": (
-            "output_type: loglikelihood\n"
-            "doc_to_text: \"{{text.split(' ')[:-1]|join(' ')}}\"\n"
-            "doc_to_target: \"{{' '+text.split(' ')[-1]}}\"\n"
-            "metric_list:\n  - metric: perplexity\n    aggregation: perplexity\n    higher_is_better: false\n"
-            "  - metric: acc\n    aggregation: mean\n    higher_is_better: true\n"
-        ),
-        # lm-eval's wikitext.yaml
-        "wikitext": (
-            "output_type: loglikelihood_rolling\ndoc_to_text: \"\"\n"
-            "doc_to_target: !function golden_shim.wikitext_detokenizer\n"
-            "process_results: !function golden_shim.wikitext_process_results\n"
-            "metric_list:\n  - metric: word_perplexity\n  - metric: byte_perplexity\n  - metric: bits_per_byte\n"
-        ),
-    }
+    yamls = TASK_BODIES
     names = {}
     for t, body in yamls.items():
         names[t] = "golden_" + t
@@ -221,19 +243,7 @@ def main():
         log_samples=True,
         task_manager=TaskManager(include_path=tasks),
     )
-    metrics, samples = {}, {}
-    for t, n in names.items():
-        r = res["results"][n]
-        metrics[t] = {k.split(",")[0]: v for k, v in r.items() if k.endswith(",none") and "stderr" not in k}
-        rows = []
-        for s in sorted(res["samples"][n], key=lambda s: s["doc_id"]):
-            for j, resp in enumerate(s["resps"]):
-                ll = resp[0][0] if isinstance(resp[0], (list, tuple)) else resp[0]
-                rows.append([s["doc_id"], j, ll])
-        samples[t] = rows
-    for t, m in metrics.items():
-        for k, v in m.items():
-            assert isinstance(v, float) and math.isfinite(v), (t, k, v)
+    metrics, samples = collect(res, names)
     out = {
         "generator": {
             "lm_eval": lm_eval.__version__,
@@ -255,4 +265,7 @@ def main():
     print(json.dumps(metrics, indent=1))
 
 
-main()
+if __name__ == "__main__":
+    SHARED, OUT = sys.argv[1], sys.argv[2]
+    FLOAT64_EVERYWHERE = "--float64-everywhere" in sys.argv[3:]
+    main()

@@ -25,7 +25,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 import transformers.models.llama.modeling_llama as hf_llama
-from transformers import LlamaForCausalLM
+from transformers import DynamicCache, LlamaForCausalLM
 from transformers.modeling_outputs import CausalLMOutputWithPast
 
 from .configuration_vrl import VrlConfig
@@ -125,7 +125,10 @@ class VCtx:
         self.reset()
 
     def reset(self):
-        self.Q, self.K, self.V, self.Krot, self.A = {}, {}, {}, {}, {}
+        # per layer n: raw flat projections of this forward's tokens [B,T,width]; Krot/Vall the
+        # rotated K and the V' the attention used, over every key position [B,n_kv,S,hd]; A the
+        # attention probabilities [B,n_heads,T,S]
+        self.Q, self.K, self.V, self.Krot, self.Vall, self.A = {}, {}, {}, {}, {}, {}
         self.H0 = None
 
     def opt(self, k, default=None):
@@ -228,9 +231,40 @@ def mix_value(ctx, attn, n, v):
     raise ValueError(ctx.variant)
 
 
-def vrl_attention_forward(self, hidden_states, position_embeddings=None, attention_mask=None, **kwargs):
+def kv_sources(ctx, n):
+    """The layers (1-based) whose cached K and V rows layer n attends with: its own where it has
+    the projection, else the layer it shares with (common/model/kv_layout.c keeps rows only for
+    layers with their own W^K / W^V: SVFormer one V per anchor, CLA one K/V per layer pair)."""
+    ks = vs = n
+    if n >= 2 and ctx.name in ("shared_k", "cla") and not ctx.has_proj("k", n):
+        ks = 1 if ctx.name == "shared_k" else n - 1
+    if n >= 2 and not ctx.has_proj("v", n):
+        vs = n - 1 if ctx.name == "cla" else max(i for i in range(1, n) if ctx.has_proj("v", i))
+    return ks, vs
+
+
+def cache_update(cache, ctx, n, key_states, value_states):
+    """Append layer n's new K (rotated) and V' rows [B,n_kv,T,hd] to the transformers cache and
+    return the whole K and V [B,n_kv,S,hd] it attends with (S = cached + new tokens). A layer
+    without its own K or V stores a zero-width tensor [B,n_kv,T,0] in that slot (nothing) and reads
+    the shared layer's rows, which that earlier layer already appended in this forward."""
+    ks, vs = kv_sources(ctx, n)
+    k_own = key_states if ks == n else key_states[..., :0]
+    v_own = value_states if vs == n else value_states[..., :0]
+    k_all, v_all = cache.update(k_own, v_own, n - 1)
+    if ks != n:
+        k_all = cache.layers[ks - 1].keys
+    if vs != n:
+        v_all = cache.layers[vs - 1].values
+    return k_all, v_all
+
+
+def vrl_attention_forward(self, hidden_states, position_embeddings=None, attention_mask=None,
+                          past_key_values=None, **kwargs):
     """LlamaAttention.forward with the value path of formulas.md §4. For the baseline it performs the
-    same operations in the same order as transformers' LlamaAttention + eager_attention_forward."""
+    same operations in the same order as transformers' LlamaAttention + eager_attention_forward.
+    With past_key_values (a transformers Cache) hidden_states holds only the new tokens: every mix
+    of earlier layers' Q/K/V is per token, so only the attention itself reads the cached rows."""
     ctx = self.vrl_ctx
     n = self.layer_idx + 1
     nm = ctx.name
@@ -270,7 +304,10 @@ def vrl_attention_forward(self, hidden_states, position_embeddings=None, attenti
     value_states = vmix.view(*input_shape, -1, hd).transpose(1, 2)
     cos, sin = position_embeddings
     query_states, key_states = hf_llama.apply_rotary_pos_emb(query_states, key_states, cos, sin)
-    ctx.Krot[n] = key_states
+    if past_key_values is not None:
+        key_states, value_states = cache_update(past_key_values, ctx, n, key_states, value_states)
+    ctx.Krot[n] = key_states          # [B,n_kv,S,hd]: every key position (S = Tlen without a cache)
+    ctx.Vall[n] = value_states        # [B,n_kv,S,hd]
 
     groups = self.num_key_value_groups
     key_r = hf_llama.repeat_kv(key_states, groups)
@@ -283,14 +320,15 @@ def vrl_attention_forward(self, hidden_states, position_embeddings=None, attenti
         # Eq. 2: U_n = softmax(Q_n [K_n; K_m]^T / sqrt(hd)) [V_n; V_m], causal in each half
         m = 1 if ctx.opt("m") == "1" else n - 1
         km = hf_llama.repeat_kv(ctx.Krot[m], groups)
-        vm = hf_llama.repeat_kv(ctx.V[m].view(*input_shape, -1, hd).transpose(1, 2), groups)
+        vm = hf_llama.repeat_kv(ctx.Vall[m], groups)     # layer m's raw V (cross_layer mixes none)
         w2 = torch.matmul(query_states, km.transpose(2, 3)) * self.scaling
         if attention_mask is not None:
             w2 = w2 + attention_mask
         probs = nn.functional.softmax(torch.cat([attn_weights, w2], dim=-1), dim=-1,
                                       dtype=softmax_dtype(attn_weights)).to(query_states.dtype)
         ctx.A[n] = probs
-        attn_output = torch.matmul(probs[..., :Tlen], value_r) + torch.matmul(probs[..., Tlen:], vm)
+        S = key_r.shape[-2]
+        attn_output = torch.matmul(probs[..., :S], value_r) + torch.matmul(probs[..., S:], vm)
         attn_weights = probs
     else:
         attn_weights = nn.functional.softmax(attn_weights, dim=-1,
@@ -310,13 +348,15 @@ def vrl_attention_forward(self, hidden_states, position_embeddings=None, attenti
 # ----------------------------------------------------------------------------------------
 # Residual-stream variants (formulas.md §5), around transformers' sublayers
 # ----------------------------------------------------------------------------------------
-def rms_plain(x, eps=1e-5):
-    """Parameter-free RMSNorm used inside depth mixers (AttnRes keys, HC/mHC dynamic inputs)."""
+def rms_plain(x, eps):
+    """Parameter-free RMSNorm used inside depth mixers (AttnRes keys, HC/mHC dynamic inputs); eps is
+    the config's rms_norm_eps, as ref/stream.c takes it."""
     return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps)
 
 
-def causal_mask(Tlen, dtype):
-    m = torch.full((Tlen, Tlen), torch.finfo(dtype).min, dtype=dtype).triu(1)
+def causal_mask(Tlen, dtype, past=0):
+    """[1,1,Tlen,past+Tlen] additive mask: new token t (position past+t) sees keys 0..past+t."""
+    m = torch.full((Tlen, past + Tlen), torch.finfo(dtype).min, dtype=dtype).triu(1 + past)
     return m[None, None]
 
 
@@ -386,19 +426,24 @@ def sinkhorn(M, iters):
     return M
 
 
-def resstream_forward(model, tokens):
+def resstream_forward(model, tokens, cache=None):
+    """Logits [B,T,V] of tokens [B,T]. With cache (a transformers Cache holding the first P
+    positions) tokens are positions P..P+T-1: the depth mixing is per token, so only the attention
+    layers read the cache (and append to it)."""
     ctx = model.vrl_ctx
     nm = ctx.name
     mm = model.model
+    eps = model.config.rms_norm_eps
     Tlen = tokens.shape[1]
+    past = cache.get_seq_length() if cache is not None else 0
     x0 = mm.embed_tokens(tokens)
-    pos = torch.arange(Tlen)[None]
+    pos = torch.arange(past, past + Tlen)[None]
     pe = mm.rotary_emb(x0, pos)
-    mask = causal_mask(Tlen, x0.dtype)
+    mask = causal_mask(Tlen, x0.dtype, past)
 
     def attn_sub(layer, h):
         return layer.self_attn(hidden_states=layer.input_layernorm(h), position_embeddings=pe,
-                               attention_mask=mask)[0]
+                               attention_mask=mask, past_key_values=cache)[0]
 
     def mlp_sub(layer, h):
         return layer.mlp(layer.post_attention_layernorm(h))
@@ -436,7 +481,7 @@ def resstream_forward(model, tokens):
 
         def aggregate(w, l):
             S = torch.stack(sources(l), dim=0)                    # [S,B,T,d]
-            logits = (rms_plain(S) * w).sum(-1)                  # [S,B,T]
+            logits = (rms_plain(S, eps) * w).sum(-1)                  # [S,B,T]
             alpha = torch.softmax(logits, dim=0)
             return (alpha[..., None] * S).sum(0)
 
@@ -450,7 +495,7 @@ def resstream_forward(model, tokens):
         H = x0[:, :, None, :].expand(-1, -1, nst, -1)           # [B,T,n,d]: n copies of x0
         for layer in mm.layers:
             for hc, f in ((layer.hc_attn, attn_sub), (layer.hc_mlp, mlp_sub)):
-                Hn = rms_plain(H)                                # norm per stream
+                Hn = rms_plain(H, eps)                              # norm per stream
                 Am = hc.alpha_m + hc.scale_alpha * torch.tanh(Hn @ hc.dyn_alpha_m)        # [B,T,n]
                 Ar = hc.alpha_r + hc.scale_alpha * torch.tanh(Hn @ hc.dyn_alpha_r)        # [B,T,n,n]
                 Bt = hc.beta + hc.scale_beta * torch.tanh(Hn @ hc.dyn_beta)               # [B,T,n]
@@ -465,7 +510,7 @@ def resstream_forward(model, tokens):
         H = x0[:, :, None, :].expand(-1, -1, nst, -1)
         for layer in mm.layers:
             for hc, f in ((layer.mhc_attn, attn_sub), (layer.mhc_mlp, mlp_sub)):
-                xt = rms_plain(H.reshape(Bsz, Tlen, nst * x0.shape[-1]))                        # [B,T,nd]
+                xt = rms_plain(H.reshape(Bsz, Tlen, nst * x0.shape[-1]), eps)                      # [B,T,nd]
                 Hpre = torch.sigmoid(hc.alpha_pre * (xt @ hc.phi_pre) + hc.b_pre)   # [B,T,n]
                 Hpost = 2 * torch.sigmoid(hc.alpha_post * (xt @ hc.phi_post) + hc.b_post)
                 Hres = sinkhorn(torch.exp(hc.alpha_res * (xt @ hc.phi_res).reshape(Bsz, Tlen, nst, nst)
@@ -549,7 +594,9 @@ def apply_resstream(model, variant):
 
 class VrlForCausalLM(LlamaForCausalLM):
     """A vrl run folder of any llama variant. Eager attention only (the patched attention adds the
-    causal mask itself); no KV cache (generate() recomputes the prefix each step)."""
+    causal mask itself). Keeps transformers' KV cache (past_key_values, a DynamicCache by default):
+    generate() feeds only the new tokens after the first step; layers without their own W^K / W^V
+    (SVFormer, CLA, shared K) store nothing and read the layer they share with (cache_update)."""
     config_class = VrlConfig
     _supports_sdpa = False
     _supports_flash_attn = False
@@ -557,7 +604,6 @@ class VrlForCausalLM(LlamaForCausalLM):
 
     def __init__(self, config):
         config._attn_implementation = "eager"
-        config.use_cache = False
         super().__init__(config)
         stream, value = variant_parts(getattr(config, "vrl_variant", "baseline"))
         if stream is None:
@@ -566,21 +612,23 @@ class VrlForCausalLM(LlamaForCausalLM):
         else:
             apply_resstream(self, getattr(config, "vrl_variant"))
             self.vrl_stream = True
-        self.generation_config.use_cache = False
 
-    def prepare_inputs_for_generation(self, input_ids, attention_mask=None, **kwargs):
-        # no KV cache: every step recomputes the whole prefix (whatever cache generate() made)
-        return {"input_ids": input_ids, "attention_mask": attention_mask}
-
-    def forward(self, input_ids=None, attention_mask=None, labels=None, **kwargs):
+    def forward(self, input_ids=None, attention_mask=None, past_key_values=None, use_cache=None,
+                labels=None, **kwargs):
+        """input_ids [B,T] (with a cache: the tokens after its P positions) -> logits [B,T,V]."""
         self.vrl_bctx.reset()
+        if use_cache is None:
+            use_cache = self.config.use_cache
         if self.vrl_stream:
             # per-token depth mixing; the causal mask alone (right padding leaves real tokens exact)
-            logits = resstream_forward(self, input_ids)
+            if use_cache and past_key_values is None:
+                past_key_values = DynamicCache(config=self.config)
+            logits = resstream_forward(self, input_ids, past_key_values if use_cache else None)
         else:
-            logits = LlamaForCausalLM.forward(self, input_ids=input_ids, attention_mask=attention_mask,
-                                              use_cache=False).logits
+            out = LlamaForCausalLM.forward(self, input_ids=input_ids, attention_mask=attention_mask,
+                                           past_key_values=past_key_values, use_cache=use_cache, **kwargs)
+            logits, past_key_values = out.logits, out.past_key_values
         loss = None
         if labels is not None:
             loss = self.loss_function(logits=logits, labels=labels, vocab_size=self.config.vocab_size)
-        return CausalLMOutputWithPast(loss=loss, logits=logits)
+        return CausalLMOutputWithPast(loss=loss, logits=logits, past_key_values=past_key_values if use_cache else None)
