@@ -8,14 +8,22 @@
 # CPU here and finds the CUDA 13 runtime libraries it loads at import in the machine's CUDA toolkit
 # (ldconfig), plus the four small nvidia-* packages the toolkit lacks or has too old. Where that
 # import still fails (a machine without the toolkit), torch's full dependency set is installed.
+# The venv itself lives in the user's cache, named by a hash of requirements.txt
+# (~/.cache/vrl/venv-HASH, or $VRL_VENV_DIR), and python/.venv links to it: a fresh clone on the
+# same machine (CI's) reuses it, and a change of pins makes a new one.
 # usage: make_venv.sh          (PYTHON=python3.X to choose the interpreter)
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-VENV="$HERE/.venv"
+hash=$(sha256sum "$HERE/requirements.txt" | cut -c1-12)
+REAL="${VRL_VENV_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/vrl/venv-$hash}"
+VENV="$REAL"
 ready() { "$VENV/bin/python" -c "import torch, transformers, safetensors, lm_eval, accelerate" 2>/dev/null; }
+link() { [ "$(readlink "$HERE/.venv" 2>/dev/null)" = "$REAL" ] || { rm -rf "$HERE/.venv" && ln -s "$REAL" "$HERE/.venv"; }; }
 if [ -x "$VENV/bin/python" ] && ready; then
+  link
   exit 0
 fi
+mkdir -p "$(dirname "$REAL")"
 start=$(date +%s)
 echo "make_venv.sh: installing python/requirements.txt into $VENV from PyPI (first time: a few minutes)"
 "${PYTHON:-python3}" -m venv "$VENV"
@@ -28,4 +36,5 @@ if ! ready; then
   echo "make_venv.sh: $VENV: torch, transformers, safetensors, lm_eval or accelerate still does not import" >&2
   exit 1
 fi
-echo "make_venv.sh: $VENV ready in $(( $(date +%s) - start )) s, $(du -sh "$VENV" | cut -f1)"
+link
+echo "make_venv.sh: $VENV ready (python/.venv links to it) in $(( $(date +%s) - start )) s, $(du -sh "$VENV" | cut -f1)"

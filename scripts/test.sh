@@ -4,7 +4,7 @@
 # test), with the libFuzzer harnesses of fuzz/ run for a few seconds each when clang is
 # there. VRL_TEST_ASAN=0 skips the second pass. Arguments go to both ctest runs.
 # The Python side (torch, transformers, lm_eval for test_hf and test_lmeval_hf) is
-# python/.venv, made from PyPI by python/make_venv.sh when missing (the first time: minutes
+# python/.venv (a link into ~/.cache/vrl), made from PyPI by python/make_venv.sh when missing (the first time: minutes
 # and ~3 GB, see README.md; later runs reuse it). VRL_TEST_HF=0 leaves it out (those two
 # tests then skip).
 # Tests that need ../shared/data or a GPU skip with the reason when those are absent;
