@@ -1,6 +1,7 @@
 /* test_fast_vs_ref.c: the CUDA backend (fast/) against the float64 reference (ref/).
  *
- * Story, for each value-path variant fast/ supports: build the config, give both
+ * Story, for each value-path variant fast/ supports (every one fast_capabilities accepts has a
+ * case below, trainable λ included: its gradient is compared like any tensor's): build the config, give both
  * backends the same initial weights and the same batch, and compare the loss, the
  * logits and every parameter gradient, tensor by tensor, printing the worst errors;
  * then take 10 AdamW steps on both and compare the losses step by step. The trainer
@@ -58,6 +59,29 @@ static const Case cases[] = {
     {"gqa_hd16_resformer", NULL, 3, 4, 2, 64, 128, 96, "resformer", 2, 70},
     {"hd64_baseline", NULL, 2, 2, 2, 128, 256, 256, "baseline", 2, 130},
     {"hd64_svformer", NULL, 2, 2, 1, 128, 256, 256, "svformer", 1, 130},
+    /* the variants with trainable coefficients, corrections and Q/K mixing (issue 25): the
+     * tiny model as `vrl train --model tiny` runs them, and a 4-layer GQA model where every
+     * layer past the first mixes and trainable rows have 2..4 entries */
+    {"tiny_resformer_learnable", "tiny", 0, 0, 0, 0, 0, 0, "resformer:mode=learnable", 2, 32},
+    {"tiny_resformer_learnable_plus", "tiny", 0, 0, 0, 0, 0, 0, "resformer:mode=learnable-plus", 2, 32},
+    {"tiny_resformer_dense", "tiny", 0, 0, 0, 0, 0, 0, "resformer:mode=dense", 2, 32},
+    {"tiny_neutreno", "tiny", 0, 0, 0, 0, 0, 0, "neutreno", 2, 32},
+    {"tiny_neutreno_resformer", "tiny", 0, 0, 0, 0, 0, 0, "neutreno_resformer", 2, 32},
+    {"tiny_svformer_anchors1", "tiny", 0, 0, 0, 0, 0, 0, "svformer:anchors=1", 2, 32},
+    {"tiny_cla", "tiny", 0, 0, 0, 0, 0, 0, "cla", 2, 32},
+    {"tiny_query_residual", "tiny", 0, 0, 0, 0, 0, 0, "query_residual", 2, 32},
+    {"tiny_key_residual", "tiny", 0, 0, 0, 0, 0, 0, "key_residual", 2, 32},
+    {"gqa4_resformer_learnable_plus", NULL, 4, 4, 2, 64, 128, 96, "resformer:mode=learnable-plus", 2, 40},
+    {"gqa4_resformer_dense", NULL, 4, 4, 2, 64, 128, 96, "resformer:mode=dense", 2, 40},
+    {"gqa4_neutreno", NULL, 4, 4, 2, 64, 128, 96, "neutreno", 2, 40},
+    {"gqa4_neutreno_resformer", NULL, 4, 4, 2, 64, 128, 96, "neutreno_resformer", 2, 40},
+    {"gqa4_svformer_anchors13", NULL, 4, 4, 2, 64, 128, 96, "svformer:anchors=1,3", 2, 40},
+    {"gqa4_cla", NULL, 4, 4, 2, 64, 128, 96, "cla", 2, 40},
+    {"gqa4_query_residual", NULL, 4, 4, 2, 64, 128, 96, "query_residual", 2, 40},
+    {"gqa4_key_residual", NULL, 4, 4, 2, 64, 128, 96, "key_residual", 2, 40},
+    {"gqa4_shared_q", NULL, 4, 4, 2, 64, 128, 96, "shared_q", 2, 40},
+    {"gqa4_shared_k", NULL, 4, 4, 2, 64, 128, 96, "shared_k", 2, 40},
+    {"gqa4_identity_mapping", NULL, 4, 4, 2, 64, 128, 96, "identity_mapping", 2, 40},
 };
 
 static void make_config(const Case *k, ModelConfig *c) {

@@ -128,6 +128,8 @@ __device__ __forceinline__ float warp_sum(float v) {
 }
 
 __device__ __forceinline__ float bf(bf16 x) { return __bfloat162float(x); }
+/* x rounded to bf16 and back: a value that ref keeps as a tensor of its own */
+__device__ __forceinline__ float bf16r(float x) { return __bfloat162float(__float2bfloat16(x)); }
 
 /* ================================================================== embedding */
 
@@ -324,11 +326,16 @@ int swiglu_backward(bf16 *dgate, bf16 *dup, const bf16 *dout, const bf16 *gate, 
 
 /* ================================================================== value mixing */
 
+/* Source k's weight: its constant, or the current value of its trainable parameter. */
+__device__ __forceinline__ float mix_weight(const MixArgs &a, int k) {
+    return a.param[k] ? bf(*a.param[k]) : a.coef[k];
+}
+
 __global__ void mix_forward_kernel(bf16 *out, MixArgs a, size_t n) {
     size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
     float s = 0;
-    for (int k = 0; k < a.n; k++) s += a.coef[k] * bf(a.src[k][i]);
+    for (int k = 0; k < a.n; k++) s += mix_weight(a, k) * bf(a.src[k][i]);
     out[i] = __float2bfloat16(s);
 }
 
@@ -338,15 +345,100 @@ int mix_forward(bf16 *out, const MixArgs *a, size_t n) {
     return 0;
 }
 
-__global__ void mix_backward_kernel(MixArgs a, const float *dout, size_t n) {
+__device__ __forceinline__ float to_f32(float x) { return x; }
+__device__ __forceinline__ float to_f32(bf16 x) { return __bfloat162float(x); }
+
+template <typename G>
+__global__ void mix_backward_kernel(MixArgs a, const G *dout, size_t n) {
     size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
-    const float d = dout[i];
-    for (int k = 0; k < a.n; k++) a.dsrc[k][i] += a.coef[k] * d;
+    const float d = to_f32(dout[i]);
+    for (int k = 0; k < a.n; k++) a.dsrc[k][i] += mix_weight(a, k) * d;
 }
 
 int mix_backward(const MixArgs *a, const float *dout, size_t n) {
-    mix_backward_kernel<<<cdiv(n, 256), 256>>>(*a, dout, n);
+    mix_backward_kernel<float><<<cdiv(n, 256), 256>>>(*a, dout, n);
+    LAUNCH_CHECK();
+    return 0;
+}
+
+int mix_backward_bf16(const MixArgs *a, const bf16 *dout, size_t n) {
+    mix_backward_kernel<bf16><<<cdiv(n, 256), 256>>>(*a, dout, n);
+    LAUNCH_CHECK();
+    return 0;
+}
+
+/* One thread per element of out [N, NH*hd]: its kv head's correction, summed in fp32. */
+__global__ void correction_forward_kernel(bf16 *out, const bf16 *atty, MixArgs a, int N, int NH, int NKV, int hd) {
+    const size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x, qC = (size_t)NH * hd;
+    if (i >= (size_t)N * qC) return;
+    const size_t n = i / qC, h = (i % qC) / hd, e = i % hd;
+    const size_t kv = n * NKV * hd + (h / (NH / NKV)) * hd + e;
+    float s = 0;
+    for (int k = 0; k < a.n; k++) s += mix_weight(a, k) * bf(a.src[k][kv]);
+    out[i] = __float2bfloat16(bf(atty[i]) + bf16r(s));
+}
+
+int correction_forward(bf16 *out, const bf16 *atty, const MixArgs *a, int N, int NH, int NKV, int hd) {
+    const size_t n = (size_t)N * NH * hd;
+    correction_forward_kernel<<<cdiv(n, 256), 256>>>(out, atty, *a, N, NH, NKV, hd);
+    LAUNCH_CHECK();
+    return 0;
+}
+
+/* One thread per element of the kv-space gradient [N, NKV*hd]: its group's heads in order. */
+__global__ void correction_backward_kernel(MixArgs a, const bf16 *dout, int N, int NH, int NKV, int hd) {
+    const size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x, kvC = (size_t)NKV * hd;
+    if (i >= (size_t)N * kvC) return;
+    const int group = NH / NKV;
+    const size_t n = i / kvC, g = (i % kvC) / hd, e = i % hd;
+    float s = 0;
+    for (int h = 0; h < group; h++) s += bf(dout[n * NH * hd + (g * group + h) * hd + e]);
+    for (int k = 0; k < a.n; k++) a.dsrc[k][i] += mix_weight(a, k) * s;
+}
+
+int correction_backward(const MixArgs *a, const bf16 *dout, int N, int NH, int NKV, int hd) {
+    const size_t n = (size_t)N * NKV * hd;
+    correction_backward_kernel<<<cdiv(n, 256), 256>>>(*a, dout, N, NH, NKV, hd);
+    LAUNCH_CHECK();
+    return 0;
+}
+
+#define LAMBDA_THREADS 256
+
+/* grid (LAMBDA_BLOCKS, n): block b of weight j sums elements b*256 + tid, stepping by the
+ * grid's width, then reduces its threads in a fixed tree. */
+__global__ void __launch_bounds__(LAMBDA_THREADS) lambda_partial_kernel(float *partial, LambdaGradArgs a,
+                                                                        const float *dout, size_t n_el) {
+    __shared__ float sh[LAMBDA_THREADS];
+    const int j = blockIdx.y, tid = threadIdx.x;
+    const bf16 *src = a.src[j];
+    float s = 0;
+    for (size_t i = (size_t)blockIdx.x * LAMBDA_THREADS + tid; i < n_el; i += (size_t)LAMBDA_BLOCKS * LAMBDA_THREADS)
+        s += dout[i] * bf(src[i]);
+    sh[tid] = s;
+    __syncthreads();
+    for (int w = LAMBDA_THREADS / 2; w > 0; w >>= 1) {
+        if (tid < w) sh[tid] += sh[tid + w];
+        __syncthreads();
+    }
+    if (tid == 0) partial[(size_t)j * LAMBDA_BLOCKS + blockIdx.x] = sh[0];
+}
+
+/* One thread per weight: its partial sums in block order. */
+__global__ void lambda_reduce_kernel(LambdaGradArgs a, const float *partial) {
+    const int j = threadIdx.x;
+    if (j >= a.n) return;
+    float s = 0;
+    for (int b = 0; b < LAMBDA_BLOCKS; b++) s += partial[(size_t)j * LAMBDA_BLOCKS + b];
+    *a.grad[j] += s;
+}
+
+int lambda_backward(const LambdaGradArgs *a, const float *dout, size_t n_el, float *partial) {
+    if (a->n == 0) return 0;
+    lambda_partial_kernel<<<dim3(LAMBDA_BLOCKS, a->n), LAMBDA_THREADS>>>(partial, *a, dout, n_el);
+    LAUNCH_CHECK();
+    lambda_reduce_kernel<<<1, FAST_MAX_LAYERS>>>(*a, partial);
     LAUNCH_CHECK();
     return 0;
 }

@@ -74,18 +74,41 @@ int swiglu_forward(bf16 *out, const bf16 *gate, const bf16 *up, size_t n);
 int swiglu_backward(bf16 *dgate, bf16 *dup, const bf16 *dout, const bf16 *gate, const bf16 *up, size_t n);
 
 /* ------------------------------------------------------------------ value mixing */
-/* Up to FAST_MAX_LAYERS sources with non-zero weights, passed by value to the kernel. */
+/* Up to FAST_MAX_LAYERS sources, passed by value to the kernel. Source k's weight is the
+ * constant coef[k], or the bf16 parameter *param[k] when param[k] is not NULL (a trainable
+ * ResFormer λ: the kernel reads its current value, so the host never waits for it). */
 typedef struct {
     int n;
     const bf16 *src[FAST_MAX_LAYERS];
     float *dsrc[FAST_MAX_LAYERS];
     float coef[FAST_MAX_LAYERS];
+    const bf16 *param[FAST_MAX_LAYERS];
 } MixArgs;
-/* out = Σ_i coef[i]·src[i], summed in fp32, rounded once.  out [n], src[i] [n] (the flat
- * [N, NKV*hd] values, before any GQA head sharing, formulas.md §4) */
+/* out = Σ_i w_i·src[i], summed in fp32, rounded once.  out [n], src[i] [n] (a flat raw
+ * projection: [N, NH*hd] queries or [N, NKV*hd] keys/values, before RoPE and before any
+ * GQA head sharing, formulas.md §4) */
 int mix_forward(bf16 *out, const MixArgs *a, size_t n);
-/* dsrc[i] += coef[i]·dout for every source.  dsrc[i] [n] fp32, dout [n] fp32 */
+/* dsrc[i] += w_i·dout for every source.  dsrc[i] [n] fp32, dout [n] fp32 or bf16 */
 int mix_backward(const MixArgs *a, const float *dout, size_t n);
+int mix_backward_bf16(const MixArgs *a, const bf16 *dout, size_t n);
+/* Output corrections (NeuTRENO, formulas.md §4's ce): out = atty + repeat_kv(Σ_i w_i·src[i]),
+ * query head h reading kv head h / (NH/NKV).  out, atty [N, NH*hd] bf16 (out may be atty),
+ * src[i] [N, NKV*hd] */
+int correction_forward(bf16 *out, const bf16 *atty, const MixArgs *a, int N, int NH, int NKV, int hd);
+/* dsrc[i] += w_i·Σ_{h in kv head g's group} dout[n, h]: the query heads' gradients summed
+ * per kv head, in head order.  dout [N, NH*hd] bf16, dsrc[i] [N, NKV*hd] fp32 */
+int correction_backward(const MixArgs *a, const bf16 *dout, int N, int NH, int NKV, int hd);
+/* Gradients of trainable mix weights: grad[j] += Σ_i dout[i]·src[j][i] for j < n, over n_el
+ * elements, in a fixed order (LAMBDA_BLOCKS partial sums per weight, then summed in index
+ * order): deterministic, no atomics.  grad[j] fp32 scalars, dout [n_el] fp32, src[j] [n_el],
+ * partial [n, LAMBDA_BLOCKS] fp32 scratch */
+#define LAMBDA_BLOCKS 64
+typedef struct {
+    int n;
+    const bf16 *src[FAST_MAX_LAYERS];
+    float *grad[FAST_MAX_LAYERS];
+} LambdaGradArgs;
+int lambda_backward(const LambdaGradArgs *a, const float *dout, size_t n_el, float *partial);
 
 /* ------------------------------------------------------------------ attention */
 /* Causal flash attention: online softmax in fp32 over key tiles, no [T,T] matrix; query
