@@ -59,6 +59,7 @@ static const Case cases[] = {
     {"gqa_hd16_resformer", NULL, 3, 4, 2, 64, 128, 96, "resformer", 2, 70},
     {"hd64_baseline", NULL, 2, 2, 2, 128, 256, 256, "baseline", 2, 130},
     {"hd64_svformer", NULL, 2, 2, 1, 128, 256, 256, "svformer", 1, 130},
+    {"hd128_gqa_resformer", NULL, 2, 2, 1, 256, 256, 128, "resformer", 1, 70},
     /* the variants with trainable coefficients, corrections and Q/K mixing (issue 25): the
      * tiny model as `vrl train --model tiny` runs them, and a 4-layer GQA model where every
      * layer past the first mixes and trainable rows have 2..4 entries */

@@ -119,6 +119,31 @@ if(VRL_HAVE_CUDA AND VRL_HAVE_NCCL)
   set_tests_properties(test_fast_nccl PROPERTIES SKIP_RETURN_CODE 77)
 endif()
 
+# ---------------------------------------------------------------- fast/ on the CPU (fast/cuda_cpu/)
+# The same test programs against the CPU build of fast/: compiled with cpu_names.h, which
+# renames fast_backend_cuda and fast_device_check to the CPU build's, so their sources are
+# the GPU tests'. test_fast_cpu_vs_ref_recompute runs fast/'s other memory plan
+# (VRL_FAST_RECOMPUTE=1) with the logits cut into 7-row chunks (VRL_FAST_CE_ROWS).
+if(VRL_HAVE_CUDA_CPU)
+  set(cpu_tests test_fast_vs_ref)
+  if(VRL_HAVE_MPI)
+    list(APPEND cpu_tests test_fast_nccl)   # NCCL's calls over MPI (fast/cuda_cpu/nccl_mpi.cpp)
+  endif()
+  foreach(t ${cpu_tests})
+    string(REPLACE "test_fast_" "test_fast_cpu_" cpu_t ${t})
+    add_executable(${cpu_t} conformance/${t}.c)
+    target_include_directories(${cpu_t} PRIVATE ${CMAKE_SOURCE_DIR})
+    target_compile_definitions(${cpu_t} PRIVATE VRL_FP64=1)
+    target_compile_options(${cpu_t} PRIVATE -include ${CMAKE_SOURCE_DIR}/fast/cuda_cpu/cpu_names.h)
+    target_link_libraries(${cpu_t} PRIVATE vrl_fast_cpu vrl_ref32 vrl_ref64 vrl_common)
+    add_test(NAME ${cpu_t} COMMAND ${cpu_t})
+    set_tests_properties(${cpu_t} PROPERTIES ENVIRONMENT "TMPDIR=${VRL_TEST_TMP}")
+  endforeach()
+  add_test(NAME test_fast_cpu_vs_ref_recompute COMMAND test_fast_cpu_vs_ref)
+  set_tests_properties(test_fast_cpu_vs_ref_recompute PROPERTIES
+    ENVIRONMENT "TMPDIR=${VRL_TEST_TMP};VRL_FAST_RECOMPUTE=1;VRL_FAST_CE_ROWS=7")
+endif()
+
 # ---------------------------------------------------------------- analysis metrics and evaluation
 vrl_test(test_metrics SOURCES conformance/test_metrics.c LIBS vrl_ref64 vrl_common)
 target_compile_definitions(test_metrics PRIVATE VRL_FP64=1 VRL_SOURCE_DIR="${CMAKE_SOURCE_DIR}")

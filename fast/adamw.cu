@@ -11,11 +11,13 @@
 
 #include "fast/model.cuh"
 #include "fast/zero.cuh"
-#if VRL_HAVE_NCCL
 extern "C" {
 #include "common/run/dist.h"
 }
-#else
+
+FAST_NS_BEGIN
+
+#if !VRL_HAVE_NCCL
 /* Without NCCL m->zero is always NULL and these are never reached. */
 int zero_n_ranges(const FastModel *) { return 1; }
 void zero_range(const FastModel *, int, size_t *, size_t *, float **) {}
@@ -71,7 +73,7 @@ double fast_adamw_step(FastModel *m, const AdamWConfig *opt, double lr, long ste
     if (m->zero) gn = zero_shard_grads(m, &P);
 #endif
     double partial[ADAMW_NORM_BLOCKS];
-    adamw_norm_kernel<<<ADAMW_NORM_BLOCKS, ADAMW_THREADS>>>(m->norm_partial, gn, P);
+    LAUNCH(adamw_norm_kernel, ADAMW_NORM_BLOCKS, ADAMW_THREADS, 0, 0)(m->norm_partial, gn, P);
     cudaError_t e = cudaGetLastError();
     if (e == cudaSuccess) e = cudaMemcpy(partial, m->norm_partial, sizeof partial, cudaMemcpyDeviceToHost);
     if (e != cudaSuccess) {
@@ -119,7 +121,7 @@ double fast_adamw_step(FastModel *m, const AdamWConfig *opt, double lr, long ste
                 g = gs + (x0 - s);
             }
             const size_t n = x1 - x0;
-            adamw_update_kernel<<<cdiv(n, 256), 256>>>(m->params32 + x0, m->params16 + x0, g, m->exp_avg + x0,
+            LAUNCH(adamw_update_kernel, cdiv(n, 256), 256, 0, 0)(m->params32 + x0, m->params16 + x0, g, m->exp_avg + x0,
                                                         m->exp_avg_sq + x0, n, clip, clip_coef, dec, decay, w1, b2,
                                                         w2, bc2_sqrt, eps, step_size);
             if ((e = cudaGetLastError()) != cudaSuccess) {
@@ -147,3 +149,5 @@ double fast_adamw_step(FastModel *m, const AdamWConfig *opt, double lr, long ste
     }
     return norm;
 }
+
+FAST_NS_END

@@ -37,7 +37,11 @@ static void be_set_state(void *m, const void *params, const void *exp_avg, const
 static void be_get_logits(void *m, void *out) { (void)fast_model_get_logits(m, out); }
 
 const Backend fast_backend_cuda = {
+#if VRL_CUDA_CPU
+    .name = "cuda-cpu-bf16", /* the same code on the CPU (fast/cuda_cpu/) */
+#else
     .name = "cuda-bf16",
+#endif
     .dtype = DT_F32,
     .capabilities = fast_capabilities, /* training only; no analysis views, no decoding */
     .create = be_create,

@@ -10,6 +10,8 @@ extern "C" {
 #include "fast/fast.h"
 }
 
+FAST_NS_BEGIN
+
 /* Elapsed milliseconds of `reps` runs of a statement, CUDA events around them. */
 #define TIME_MS(ms, reps, stmt)                                                    \
     do {                                                                           \
@@ -55,8 +57,8 @@ static int peak_bf16(int n, double *tflops) {
         vrl_error("fast bench: cannot allocate %d x %d matrices", n, n);
         goto done;
     }
-    fill_kernel<<<cdiv(nn, 256), 256>>>(A, nn, 1u);
-    fill_kernel<<<cdiv(nn, 256), 256>>>(B, nn, 2u);
+    LAUNCH(fill_kernel, cdiv(nn, 256), 256, 0, 0)(A, nn, 1u);
+    LAUNCH(fill_kernel, cdiv(nn, 256), 256, 0, 0)(B, nn, 2u);
     if (matmul_raw(&b, D, A, B, n, n, n) < 0) goto done; /* warm-up, algorithm choice */
     if (time_gemm(&b, D, A, B, n, &ms) < 0) goto done;
     *tflops = 2.0 * n * (double)n * n / (ms * 1e-3) / 1e12;
@@ -118,3 +120,5 @@ extern "C" int fast_bench_kernels(void *vm, FILE *out) {
     row(out, "crossentropy chunk", ms, (double)R * V * (4 + 2), 5.0 * R * V);
     return 0;
 }
+
+FAST_NS_END

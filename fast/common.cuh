@@ -33,6 +33,21 @@ typedef __nv_bfloat16 bf16;
             return vrl_error("fast: cuBLASLt status %d (%s:%d)", (int)st_, __FILE__, __LINE__);              \
     } while (0)
 
+/* A kernel launch, written LAUNCH(kernel, grid, block, shared_bytes, stream)(args...): under
+ * nvcc it is kernel<<<grid, block, shared_bytes, stream>>>(args...); in the CPU build
+ * (fast/cuda_cpu/, VRL_CUDA_CPU) the layer's scheduler runs it there and then. The CPU
+ * build also wraps fast/'s C++ symbols in namespace fast_cpu (FAST_NS_BEGIN/END), so one
+ * program can link both builds (docs/fast.md, "CUDA on the CPU"). */
+#if VRL_CUDA_CPU
+#define LAUNCH CUDA_CPU_LAUNCH
+#define FAST_NS_BEGIN namespace fast_cpu {
+#define FAST_NS_END }
+#else
+#define LAUNCH(kernel, grid, block, smem, stream) kernel<<<grid, block, smem, stream>>>
+#define FAST_NS_BEGIN
+#define FAST_NS_END
+#endif
+
 static inline unsigned cdiv(size_t a, size_t b) { return (unsigned)((a + b - 1) / b); }
 
 /* FAST_MAX_LAYERS: fast/fast.h (the capability check reads it too). */

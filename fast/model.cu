@@ -34,6 +34,8 @@ extern "C" {
 #endif
 }
 
+FAST_NS_BEGIN
+
 #if !VRL_HAVE_NCCL
 /* Without NCCL there is no m->zero: the hooks of zero.cuh do nothing. */
 int zero_wait_params(FastModel *, int) { return 0; }
@@ -326,6 +328,8 @@ extern "C" void *fast_model_create(const ModelSpec *spec, int batch, int seq) {
     m->recompute = rc_env && rc_env[0] == '1';
     size_t rows = CE_CHUNK_BYTES / ((size_t)m->V * (sizeof(float) + sizeof(bf16)));
     m->ce_rows = (int)(rows < 1 ? 1 : rows > (size_t)m->N ? (size_t)m->N : rows);
+    const char *ce_env = getenv("VRL_FAST_CE_ROWS"); /* tests: several logits chunks at small shapes */
+    if (ce_env && atoi(ce_env) > 0 && atoi(ce_env) < m->ce_rows) m->ce_rows = atoi(ce_env);
     const int L = m->L, N = m->N;
     m->lo = (LayerOffsets *)calloc(L, sizeof *m->lo);
     m->acts = (FastActs *)calloc(L, sizeof *m->acts);
@@ -714,3 +718,5 @@ extern "C" size_t fast_model_device_bytes(void *vm) {
     FastModel *m = (FastModel *)vm;
     return m->arena_bytes + m->blas.workspace_bytes;
 }
+
+FAST_NS_END

@@ -13,6 +13,8 @@ extern "C" {
 #include "common/model/backend.h"
 }
 
+FAST_NS_BEGIN
+
 /* Offsets of one layer's tensors in the flat parameter table. */
 typedef struct ZeroState ZeroState;
 
@@ -117,5 +119,7 @@ typedef struct FastModel {
 
 /* AdamW (adamw.cu): clip to the global norm and update; returns the pre-clip norm or NaN. */
 double fast_adamw_step(FastModel *m, const AdamWConfig *opt, double lr, long t);
+
+FAST_NS_END
 
 #endif

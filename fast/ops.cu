@@ -10,6 +10,8 @@
 
 #include "fast/ops.cuh"
 
+FAST_NS_BEGIN
+
 /* ================================================================== matmul (cuBLASLt) */
 
 #define BLAS_WORKSPACE (32u << 20) /* cuBLASLt's recommendation for Hopper */
@@ -141,7 +143,7 @@ __global__ void embedding_forward_kernel(bf16 *out, const int32_t *tokens, const
 }
 
 int embedding_forward(bf16 *out, const int32_t *tokens, const bf16 *wte, int N, int C) {
-    embedding_forward_kernel<<<cdiv((size_t)N * C, 256), 256>>>(out, tokens, wte, N, C);
+    LAUNCH(embedding_forward_kernel, cdiv((size_t)N * C, 256), 256, 0, 0)(out, tokens, wte, N, C);
     LAUNCH_CHECK();
     return 0;
 }
@@ -160,7 +162,7 @@ __global__ void embedding_backward_kernel(float *dwte, const float *dout, const 
 int embedding_backward(float *dwte, const float *dout, const int32_t *uniq, const int32_t *offsets,
                        const int32_t *pos, int U, int C) {
     if (U == 0) return 0;
-    embedding_backward_kernel<<<U, 256>>>(dwte, dout, uniq, offsets, pos, C);
+    LAUNCH(embedding_backward_kernel, U, 256, 0, 0)(dwte, dout, uniq, offsets, pos, C);
     LAUNCH_CHECK();
     return 0;
 }
@@ -190,7 +192,7 @@ __global__ void rmsnorm_forward_kernel(bf16 *out, float *rstd, const bf16 *inp, 
 }
 
 int rmsnorm_forward(bf16 *out, float *rstd, const bf16 *inp, const bf16 *weight, int N, int C, float eps) {
-    rmsnorm_forward_kernel<<<cdiv(N, 8), 256>>>(out, rstd, inp, weight, N, C, eps);
+    LAUNCH(rmsnorm_forward_kernel, cdiv(N, 8), 256, 0, 0)(out, rstd, inp, weight, N, C, eps);
     LAUNCH_CHECK();
     return 0;
 }
@@ -215,7 +217,7 @@ __global__ void rmsnorm_backward_kernel(float *dinp32, bf16 *dinp16, const float
 
 int rmsnorm_backward(float *dinp32, bf16 *dinp16, const float *dout, const bf16 *inp, const bf16 *weight,
                      const float *rstd, int N, int C) {
-    rmsnorm_backward_kernel<<<cdiv(N, 8), 256>>>(dinp32, dinp16, dout, inp, weight, rstd, N, C);
+    LAUNCH(rmsnorm_backward_kernel, cdiv(N, 8), 256, 0, 0)(dinp32, dinp16, dout, inp, weight, rstd, N, C);
     LAUNCH_CHECK();
     return 0;
 }
@@ -251,9 +253,9 @@ __global__ void rmsnorm_weight_reduce_kernel(float *dweight, const float *partia
 int rmsnorm_backward_weight(float *dweight, float *partial, const float *dout, const bf16 *inp, const float *rstd,
                             int N, int C) {
     const int chunks = (int)cdiv(N, RMSNORM_WEIGHT_ROWS);
-    rmsnorm_weight_partial_kernel<<<dim3(cdiv(C, 32), chunks), dim3(32, 8)>>>(partial, dout, inp, rstd, N, C);
+    LAUNCH(rmsnorm_weight_partial_kernel, dim3(cdiv(C, 32), chunks), dim3(32, 8), 0, 0)(partial, dout, inp, rstd, N, C);
     LAUNCH_CHECK();
-    rmsnorm_weight_reduce_kernel<<<cdiv(C, 256), 256>>>(dweight, partial, chunks, C);
+    LAUNCH(rmsnorm_weight_reduce_kernel, cdiv(C, 256), 256, 0, 0)(dweight, partial, chunks, C);
     LAUNCH_CHECK();
     return 0;
 }
@@ -279,14 +281,14 @@ __global__ void rope_kernel(bf16 *x, const float *cos_t, const float *sin_t, int
 
 int rope_forward(bf16 *x, const float *cos_t, const float *sin_t, int B, int T, int NHX, int hd) {
     const size_t n = (size_t)B * T * NHX * (hd / 2);
-    rope_kernel<<<cdiv(n, 256), 256>>>(x, cos_t, sin_t, B * T, T, NHX, hd, 1.0f);
+    LAUNCH(rope_kernel, cdiv(n, 256), 256, 0, 0)(x, cos_t, sin_t, B * T, T, NHX, hd, 1.0f);
     LAUNCH_CHECK();
     return 0;
 }
 
 int rope_backward(bf16 *x, const float *cos_t, const float *sin_t, int B, int T, int NHX, int hd) {
     const size_t n = (size_t)B * T * NHX * (hd / 2);
-    rope_kernel<<<cdiv(n, 256), 256>>>(x, cos_t, sin_t, B * T, T, NHX, hd, -1.0f);
+    LAUNCH(rope_kernel, cdiv(n, 256), 256, 0, 0)(x, cos_t, sin_t, B * T, T, NHX, hd, -1.0f);
     LAUNCH_CHECK();
     return 0;
 }
@@ -302,7 +304,7 @@ __global__ void swiglu_forward_kernel(bf16 *out, const bf16 *gate, const bf16 *u
 }
 
 int swiglu_forward(bf16 *out, const bf16 *gate, const bf16 *up, size_t n) {
-    swiglu_forward_kernel<<<cdiv(n, 256), 256>>>(out, gate, up, n);
+    LAUNCH(swiglu_forward_kernel, cdiv(n, 256), 256, 0, 0)(out, gate, up, n);
     LAUNCH_CHECK();
     return 0;
 }
@@ -319,7 +321,7 @@ __global__ void swiglu_backward_kernel(bf16 *dgate, bf16 *dup, const bf16 *dout,
 }
 
 int swiglu_backward(bf16 *dgate, bf16 *dup, const bf16 *dout, const bf16 *gate, const bf16 *up, size_t n) {
-    swiglu_backward_kernel<<<cdiv(n, 256), 256>>>(dgate, dup, dout, gate, up, n);
+    LAUNCH(swiglu_backward_kernel, cdiv(n, 256), 256, 0, 0)(dgate, dup, dout, gate, up, n);
     LAUNCH_CHECK();
     return 0;
 }
@@ -340,7 +342,7 @@ __global__ void mix_forward_kernel(bf16 *out, MixArgs a, size_t n) {
 }
 
 int mix_forward(bf16 *out, const MixArgs *a, size_t n) {
-    mix_forward_kernel<<<cdiv(n, 256), 256>>>(out, *a, n);
+    LAUNCH(mix_forward_kernel, cdiv(n, 256), 256, 0, 0)(out, *a, n);
     LAUNCH_CHECK();
     return 0;
 }
@@ -357,13 +359,13 @@ __global__ void mix_backward_kernel(MixArgs a, const G *dout, size_t n) {
 }
 
 int mix_backward(const MixArgs *a, const float *dout, size_t n) {
-    mix_backward_kernel<float><<<cdiv(n, 256), 256>>>(*a, dout, n);
+    LAUNCH(mix_backward_kernel<float>, cdiv(n, 256), 256, 0, 0)(*a, dout, n);
     LAUNCH_CHECK();
     return 0;
 }
 
 int mix_backward_bf16(const MixArgs *a, const bf16 *dout, size_t n) {
-    mix_backward_kernel<bf16><<<cdiv(n, 256), 256>>>(*a, dout, n);
+    LAUNCH(mix_backward_kernel<bf16>, cdiv(n, 256), 256, 0, 0)(*a, dout, n);
     LAUNCH_CHECK();
     return 0;
 }
@@ -381,7 +383,7 @@ __global__ void correction_forward_kernel(bf16 *out, const bf16 *atty, MixArgs a
 
 int correction_forward(bf16 *out, const bf16 *atty, const MixArgs *a, int N, int NH, int NKV, int hd) {
     const size_t n = (size_t)N * NH * hd;
-    correction_forward_kernel<<<cdiv(n, 256), 256>>>(out, atty, *a, N, NH, NKV, hd);
+    LAUNCH(correction_forward_kernel, cdiv(n, 256), 256, 0, 0)(out, atty, *a, N, NH, NKV, hd);
     LAUNCH_CHECK();
     return 0;
 }
@@ -399,7 +401,7 @@ __global__ void correction_backward_kernel(MixArgs a, const bf16 *dout, int N, i
 
 int correction_backward(const MixArgs *a, const bf16 *dout, int N, int NH, int NKV, int hd) {
     const size_t n = (size_t)N * NKV * hd;
-    correction_backward_kernel<<<cdiv(n, 256), 256>>>(*a, dout, N, NH, NKV, hd);
+    LAUNCH(correction_backward_kernel, cdiv(n, 256), 256, 0, 0)(*a, dout, N, NH, NKV, hd);
     LAUNCH_CHECK();
     return 0;
 }
@@ -436,9 +438,9 @@ __global__ void lambda_reduce_kernel(LambdaGradArgs a, const float *partial) {
 
 int lambda_backward(const LambdaGradArgs *a, const float *dout, size_t n_el, float *partial) {
     if (a->n == 0) return 0;
-    lambda_partial_kernel<<<dim3(LAMBDA_BLOCKS, a->n), LAMBDA_THREADS>>>(partial, *a, dout, n_el);
+    LAUNCH(lambda_partial_kernel, dim3(LAMBDA_BLOCKS, a->n), LAMBDA_THREADS, 0, 0)(partial, *a, dout, n_el);
     LAUNCH_CHECK();
-    lambda_reduce_kernel<<<1, FAST_MAX_LAYERS>>>(*a, partial);
+    LAUNCH(lambda_reduce_kernel, 1, FAST_MAX_LAYERS, 0, 0)(*a, partial);
     LAUNCH_CHECK();
     return 0;
 }
@@ -678,7 +680,7 @@ int attention_forward(bf16 *out, float *lse, const bf16 *q, const bf16 *k, const
                       int NKV, int hd) {
     const float scale = 1.0f / sqrtf((float)hd);
     const dim3 grid(cdiv(T, ATT_BQ), B * NH);
-#define FWD attention_forward_kernel<HDc><<<grid, ATT_BQ>>>(out, lse, q, k, v, T, NH, NKV, scale)
+#define FWD LAUNCH(attention_forward_kernel<HDc>, grid, ATT_BQ, 0, 0)(out, lse, q, k, v, T, NH, NKV, scale)
     switch (hd) {
         ATT_DISPATCH(8, FWD)
         ATT_DISPATCH(16, FWD)
@@ -697,12 +699,12 @@ int attention_backward(bf16 *dq, bf16 *dk, float *dv, float *Dscratch, const bf1
                        int hd) {
     const float scale = 1.0f / sqrtf((float)hd);
     const size_t rows = (size_t)B * T * NH;
-    attention_backward_D_kernel<<<cdiv(rows, 256), 256>>>(Dscratch, dout, out, B, T, NH, hd);
+    LAUNCH(attention_backward_D_kernel, cdiv(rows, 256), 256, 0, 0)(Dscratch, dout, out, B, T, NH, hd);
     LAUNCH_CHECK();
     const dim3 gkv(cdiv(T, ATT_BQ), B * NKV), gq(cdiv(T, ATT_BQ), B * NH);
 #define BWD                                                                                                   \
-    attention_backward_dkdv_kernel<HDc><<<gkv, ATT_BQ>>>(dk, dv, dout, q, k, v, lse, Dscratch, T, NH, NKV, scale); \
-    attention_backward_dq_kernel<HDc><<<gq, ATT_BQ>>>(dq, dout, q, k, v, lse, Dscratch, T, NH, NKV, scale)
+    LAUNCH(attention_backward_dkdv_kernel<HDc>, gkv, ATT_BQ, 0, 0)(dk, dv, dout, q, k, v, lse, Dscratch, T, NH, NKV, scale); \
+    LAUNCH(attention_backward_dq_kernel<HDc>, gq, ATT_BQ, 0, 0)(dq, dout, q, k, v, lse, Dscratch, T, NH, NKV, scale)
     switch (hd) {
         ATT_DISPATCH(8, BWD)
         ATT_DISPATCH(16, BWD)
@@ -768,7 +770,7 @@ __global__ void __launch_bounds__(CE_THREADS) crossentropy_kernel(float *losses,
 
 int crossentropy_forward_backward(float *losses, bf16 *dlogits, const float *logits, const int32_t *targets, int R,
                                   int V, float w) {
-    crossentropy_kernel<<<R, CE_THREADS>>>(losses, dlogits, logits, targets, V, w);
+    LAUNCH(crossentropy_kernel, R, CE_THREADS, 0, 0)(losses, dlogits, logits, targets, V, w);
     LAUNCH_CHECK();
     return 0;
 }
@@ -781,7 +783,9 @@ __global__ void cast_to_bf16_kernel(bf16 *out, const float *inp, size_t n) {
 }
 
 int cast_to_bf16(bf16 *out, const float *inp, size_t n) {
-    cast_to_bf16_kernel<<<cdiv(n, 256), 256>>>(out, inp, n);
+    LAUNCH(cast_to_bf16_kernel, cdiv(n, 256), 256, 0, 0)(out, inp, n);
     LAUNCH_CHECK();
     return 0;
 }
+
+FAST_NS_END

@@ -13,6 +13,8 @@
 
 #include "fast/common.cuh"
 
+FAST_NS_BEGIN
+
 /* ------------------------------------------------------------------ matmul (cuBLASLt) */
 /* One cuBLASLt handle and workspace, owned by the model. */
 typedef struct {
@@ -137,5 +139,7 @@ int crossentropy_forward_backward(float *losses, bf16 *dlogits, const float *log
 /* ------------------------------------------------------------------ elementwise */
 /* out = bf16(inp).  [n] */
 int cast_to_bf16(bf16 *out, const float *inp, size_t n);
+
+FAST_NS_END
 
 #endif

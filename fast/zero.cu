@@ -13,6 +13,8 @@ extern "C" {
 #include "fast/zero.h"
 }
 
+FAST_NS_BEGIN
+
 #define NCCL_CHECK(call)                                                                                     \
     do {                                                                                                     \
         ncclResult_t r_ = (call);                                                                            \
@@ -255,3 +257,5 @@ int zero_gather_state(FastModel *m) {
     CUDA_CHECK(cudaStreamSynchronize(z->stream));
     return 0;
 }
+
+FAST_NS_END

@@ -25,6 +25,8 @@
 
 #include "fast/model.cuh"
 
+FAST_NS_BEGIN
+
 /* Bucket owners besides layer indices 0 .. L-1. */
 #define ZERO_EMBED (-1)
 #define ZERO_HEAD (-2)
@@ -51,5 +53,7 @@ int zero_wait_reduced(FastModel *m);
 int zero_gather_params(FastModel *m);
 /* Before get_state: all-gather fp32 master weights and moments, and wait for them. */
 int zero_gather_state(FastModel *m);
+
+FAST_NS_END
 
 #endif

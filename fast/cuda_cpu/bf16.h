@@ -1,0 +1,37 @@
+/* bf16.h: CUDA's __nv_bfloat16 on the CPU (docs/fast.md, "CUDA on the CPU").
+ *
+ * 16 bits: the top half of an IEEE fp32. float -> bf16 rounds to nearest, ties to even,
+ * as __float2bfloat16 does on the GPU; a NaN stays a (quiet) NaN. bf16 -> float is exact. */
+#ifndef VRL_CUDA_CPU_BF16_H
+#define VRL_CUDA_CPU_BF16_H
+
+#include <stdint.h>
+#include <string.h>
+
+struct __nv_bfloat16 {
+    uint16_t x; /* raw bits */
+};
+
+static inline __nv_bfloat16 __float2bfloat16(float f) {
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    __nv_bfloat16 r;
+    if ((u & 0x7fffffffu) > 0x7f800000u) { /* NaN: keep the sign, force a quiet payload */
+        r.x = (uint16_t)((u >> 16) | 0x0040u);
+        return r;
+    }
+    const uint32_t lsb = (u >> 16) & 1u; /* ties go to the even neighbour */
+    u += 0x7fffu + lsb;
+    r.x = (uint16_t)(u >> 16);
+    return r;
+}
+static inline __nv_bfloat16 __float2bfloat16_rn(float f) { return __float2bfloat16(f); }
+
+static inline float __bfloat162float(__nv_bfloat16 b) {
+    const uint32_t u = (uint32_t)b.x << 16;
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+#endif

@@ -1,0 +1,198 @@
+/* cublaslt.cpp: the cuBLASLt stand-in of cublaslt.h. Plain loops: op(A) and op(B) are
+ * first widened to fp32 in row-major [m,k] and [n,k] copies, so every output element is
+ * one dot product over k in order (fp32), then alpha·acc + beta·C, rounded once to D's type. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include <vector>
+
+#include "fast/cuda_cpu/bf16.h"
+#include "fast/cuda_cpu/cublaslt.h"
+
+struct CublasCpuHandle {
+    int unused;
+};
+struct CublasCpuDesc {
+    cublasOperation_t ta, tb;
+};
+struct CublasCpuLayout {
+    cudaDataType_t type;
+    uint64_t rows, cols;
+    int64_t ld;
+};
+struct CublasCpuPref {
+    uint32_t align[4];
+};
+
+namespace {
+
+char why[512];
+
+cublasStatus_t refuse(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+cublasStatus_t refuse(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, sizeof why, fmt, ap);
+    va_end(ap);
+    return CUBLAS_STATUS_INVALID_VALUE;
+}
+
+cublasStatus_t ok(void) {
+    why[0] = '\0';
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+float load(const void *p, cudaDataType_t t, size_t i) {
+    return t == CUDA_R_16BF ? __bfloat162float(((const __nv_bfloat16 *)p)[i]) : ((const float *)p)[i];
+}
+
+/* The shapes the real library would accept: m, n, k from the layouts, consistent under the transposes. */
+cublasStatus_t check_shapes(const CublasCpuDesc *op, const CublasCpuLayout *a, const CublasCpuLayout *b,
+                            const CublasCpuLayout *c, const CublasCpuLayout *d, uint64_t *m, uint64_t *n, uint64_t *k) {
+    if (!op || !a || !b || !c || !d) return refuse("a NULL descriptor or layout");
+    *m = d->rows, *n = d->cols;
+    const uint64_t am = op->ta == CUBLAS_OP_N ? a->rows : a->cols, ak = op->ta == CUBLAS_OP_N ? a->cols : a->rows;
+    const uint64_t bk = op->tb == CUBLAS_OP_N ? b->rows : b->cols, bn = op->tb == CUBLAS_OP_N ? b->cols : b->rows;
+    *k = ak;
+    if (am != *m) return refuse("op(A) has %llu rows but D has %llu", (unsigned long long)am, (unsigned long long)*m);
+    if (bn != *n) return refuse("op(B) has %llu columns but D has %llu", (unsigned long long)bn, (unsigned long long)*n);
+    if (bk != ak) return refuse("op(A) is %llu x %llu but op(B) has %llu rows", (unsigned long long)am,
+                                (unsigned long long)ak, (unsigned long long)bk);
+    if (c->rows != d->rows || c->cols != d->cols) return refuse("C is not the shape of D");
+    if (a->type != CUDA_R_16BF || b->type != CUDA_R_16BF) return refuse("A and B must be bf16");
+    if (c->type != d->type || (d->type != CUDA_R_16BF && d->type != CUDA_R_32F))
+        return refuse("C and D must both be bf16 or both fp32");
+    const CublasCpuLayout *all[4] = {a, b, c, d};
+    const char *names = "ABCD";
+    for (int i = 0; i < 4; i++)
+        if (all[i]->ld < 1 || (uint64_t)all[i]->ld < all[i]->rows)
+            return refuse("leading dimension of %c is %lld, below its %llu rows", names[i], (long long)all[i]->ld,
+                          (unsigned long long)all[i]->rows);
+    if (*m == 0 || *n == 0 || *k == 0) return refuse("empty product (m=%llu n=%llu k=%llu)", (unsigned long long)*m,
+                                                     (unsigned long long)*n, (unsigned long long)*k);
+    return ok();
+}
+
+} // namespace
+
+const char *cublas_cpu_last_error(void) { return why; }
+
+cublasStatus_t cublasLtCreate(cublasLtHandle_t *h) {
+    *h = new CublasCpuHandle{0};
+    return ok();
+}
+cublasStatus_t cublasLtDestroy(cublasLtHandle_t h) {
+    delete h;
+    return ok();
+}
+
+cublasStatus_t cublasLtMatmulDescCreate(cublasLtMatmulDesc_t *d, cublasComputeType_t compute, cudaDataType_t scale) {
+    if (compute != CUBLAS_COMPUTE_32F || scale != CUDA_R_32F) return refuse("only fp32 compute and scale");
+    *d = new CublasCpuDesc{CUBLAS_OP_N, CUBLAS_OP_N};
+    return ok();
+}
+cublasStatus_t cublasLtMatmulDescDestroy(cublasLtMatmulDesc_t d) {
+    delete d;
+    return ok();
+}
+
+cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t d, cublasLtMatmulDescAttributes_t attr,
+                                              const void *buf, size_t bytes) {
+    if (bytes != sizeof(cublasOperation_t)) return refuse("transpose attribute of %zu bytes", bytes);
+    const cublasOperation_t v = *(const cublasOperation_t *)buf;
+    if (v != CUBLAS_OP_N && v != CUBLAS_OP_T) return refuse("transpose %d", (int)v);
+    if (attr == CUBLASLT_MATMUL_DESC_TRANSA) d->ta = v;
+    else if (attr == CUBLASLT_MATMUL_DESC_TRANSB) d->tb = v;
+    else return refuse("descriptor attribute %d", (int)attr);
+    return ok();
+}
+
+cublasStatus_t cublasLtMatrixLayoutCreate(cublasLtMatrixLayout_t *l, cudaDataType_t type, uint64_t rows, uint64_t cols,
+                                          int64_t ld) {
+    *l = new CublasCpuLayout{type, rows, cols, ld};
+    return ok();
+}
+cublasStatus_t cublasLtMatrixLayoutDestroy(cublasLtMatrixLayout_t l) {
+    delete l;
+    return ok();
+}
+
+cublasStatus_t cublasLtMatmulPreferenceCreate(cublasLtMatmulPreference_t *p) {
+    *p = new CublasCpuPref{{256, 256, 256, 256}}; /* the library assumes 256-byte operands unless told */
+    return ok();
+}
+cublasStatus_t cublasLtMatmulPreferenceDestroy(cublasLtMatmulPreference_t p) {
+    delete p;
+    return ok();
+}
+
+cublasStatus_t cublasLtMatmulPreferenceSetAttribute(cublasLtMatmulPreference_t p,
+                                                    cublasLtMatmulPreferenceAttributes_t attr, const void *buf,
+                                                    size_t bytes) {
+    if (attr == CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES) return bytes == 8 ? ok() : refuse("workspace size type");
+    if (bytes != sizeof(uint32_t)) return refuse("alignment attribute of %zu bytes", bytes);
+    const uint32_t v = *(const uint32_t *)buf;
+    switch (attr) {
+    case CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES: p->align[0] = v; break;
+    case CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES: p->align[1] = v; break;
+    case CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES: p->align[2] = v; break;
+    case CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES: p->align[3] = v; break;
+    default: return refuse("preference attribute %d", (int)attr);
+    }
+    return ok();
+}
+
+cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t h, cublasLtMatmulDesc_t op, cublasLtMatrixLayout_t a,
+                                              cublasLtMatrixLayout_t b, cublasLtMatrixLayout_t c,
+                                              cublasLtMatrixLayout_t d, cublasLtMatmulPreference_t pref,
+                                              int requested, cublasLtMatmulHeuristicResult_t *results, int *found) {
+    uint64_t m, n, k;
+    *found = 0;
+    if (!h || !pref || requested < 1) return refuse("heuristic: no handle, preference or room for a result");
+    const cublasStatus_t st = check_shapes(op, a, b, c, d, &m, &n, &k);
+    if (st != CUBLAS_STATUS_SUCCESS) return st;
+    for (int i = 0; i < 4; i++) results[0].algo.align[i] = pref->align[i];
+    results[0].workspaceSize = 0;
+    results[0].state = CUBLAS_STATUS_SUCCESS;
+    results[0].wavesCount = 1.0f;
+    *found = 1;
+    return ok();
+}
+
+cublasStatus_t cublasLtMatmul(cublasLtHandle_t h, cublasLtMatmulDesc_t op, const void *alpha, const void *A,
+                              cublasLtMatrixLayout_t a, const void *B, cublasLtMatrixLayout_t b, const void *beta,
+                              const void *C, cublasLtMatrixLayout_t c, void *D, cublasLtMatrixLayout_t d,
+                              const cublasLtMatmulAlgo_t *algo, void *workspace, size_t workspace_bytes,
+                              cudaStream_t stream) {
+    (void)workspace, (void)workspace_bytes, (void)stream;
+    uint64_t m, n, k;
+    if (!h || !algo || !alpha || !beta || !A || !B || !C || !D) return refuse("matmul: a NULL argument");
+    const cublasStatus_t st = check_shapes(op, a, b, c, d, &m, &n, &k);
+    if (st != CUBLAS_STATUS_SUCCESS) return st;
+    const void *ptrs[4] = {A, B, C, D};
+    for (int i = 0; i < 4; i++)
+        if ((uintptr_t)ptrs[i] % algo->align[i])
+            return refuse("%c at %p is not %u-byte aligned as the preference promised", "ABCD"[i], ptrs[i],
+                          algo->align[i]);
+    const float al = *(const float *)alpha, be = *(const float *)beta;
+    /* opA [m,k] and opB [n,k], row-major fp32: element (i, p) of op(A), (j, p) of op(B) */
+    std::vector<float> opA(m * k), opB(n * k);
+    for (uint64_t i = 0; i < m; i++)
+        for (uint64_t p = 0; p < k; p++)
+            opA[i * k + p] = load(A, CUDA_R_16BF, op->ta == CUBLAS_OP_N ? i + p * a->ld : p + i * a->ld);
+    for (uint64_t j = 0; j < n; j++)
+        for (uint64_t p = 0; p < k; p++)
+            opB[j * k + p] = load(B, CUDA_R_16BF, op->tb == CUBLAS_OP_N ? p + j * b->ld : j + p * b->ld);
+    for (uint64_t j = 0; j < n; j++)
+        for (uint64_t i = 0; i < m; i++) {
+            const float *x = &opA[i * k], *y = &opB[j * k];
+            float acc = 0.0f;
+            for (uint64_t p = 0; p < k; p++) acc += x[p] * y[p];
+            /* beta = 0 ignores C (it may hold NaN), as cuBLASLt does */
+            const float v = be == 0.0f ? al * acc : al * acc + be * load(C, c->type, i + j * c->ld);
+            if (d->type == CUDA_R_16BF) ((__nv_bfloat16 *)D)[i + j * d->ld] = __float2bfloat16(v);
+            else ((float *)D)[i + j * d->ld] = v;
+        }
+    return ok();
+}

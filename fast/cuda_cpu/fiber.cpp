@@ -1,0 +1,475 @@
+/* fiber.cpp: kernel launches on the CPU: blocks in order, a block's threads as fibers
+ * (runtime.h, docs/fast.md "CUDA on the CPU").
+ *
+ * A block runs in rounds. In a round every runnable thread runs, one at a time in the
+ * order VRL_CUDA_CPU_ORDER gives, until it reaches __syncthreads(), a warp collective
+ * or its end. Then the scheduler completes every warp collective whose lanes have all
+ * arrived (so a shuffle is a rendezvous of its lanes: values in, then values out), or,
+ * when none can complete, releases the barrier once every live thread waits at the same
+ * one. Anything else (threads at different barriers, a thread that exits while others
+ * wait, a lane named in a mask that exited or is elsewhere) is an error naming the
+ * kernel, the block, the threads and the source lines.
+ *
+ * Fibers switch with a dozen instructions of our own (cuda_cpu_switch below: callee-saved
+ * registers, the stack pointer, MXCSR and the x87 control word), so a thread without
+ * barriers costs two switches. Under AddressSanitizer every switch is announced with
+ * __sanitizer_start/finish_switch_fiber, so stack checks follow the fiber. x86-64 only. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include <utility>
+#include <vector>
+
+#include "fast/cuda_cpu/launch_state.h"
+#include "fast/cuda_cpu/runtime.h"
+
+#if defined(__SANITIZE_ADDRESS__)
+#define CUDA_CPU_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define CUDA_CPU_ASAN 1
+#endif
+#endif
+#if CUDA_CPU_ASAN
+#include <sanitizer/asan_interface.h>
+#include <sanitizer/common_interface_defs.h>
+#endif
+
+#if !defined(__x86_64__)
+#error "fast/cuda_cpu: the fiber switch is written for x86-64"
+#endif
+
+/* cuda_cpu_switch(save, to): push the callee-saved state, store the stack pointer in
+ * *save, load `to` and pop the state saved there. cuda_cpu_fiber_start is where a new
+ * fiber's first switch returns to: it calls r13(r12) and never returns. */
+asm(R"(
+    .text
+    .p2align 4
+    .globl cuda_cpu_switch
+    .hidden cuda_cpu_switch
+    .type cuda_cpu_switch,@function
+cuda_cpu_switch:
+    pushq %rbp
+    pushq %rbx
+    pushq %r12
+    pushq %r13
+    pushq %r14
+    pushq %r15
+    subq $8, %rsp
+    stmxcsr (%rsp)
+    fnstcw 4(%rsp)
+    movq %rsp, (%rdi)
+    movq %rsi, %rsp
+    ldmxcsr (%rsp)
+    fldcw 4(%rsp)
+    addq $8, %rsp
+    popq %r15
+    popq %r14
+    popq %r13
+    popq %r12
+    popq %rbx
+    popq %rbp
+    ret
+    .size cuda_cpu_switch,.-cuda_cpu_switch
+
+    .p2align 4
+    .globl cuda_cpu_fiber_start
+    .hidden cuda_cpu_fiber_start
+    .type cuda_cpu_fiber_start,@function
+cuda_cpu_fiber_start:
+    movq %r12, %rdi
+    callq *%r13
+    ud2
+    .size cuda_cpu_fiber_start,.-cuda_cpu_fiber_start
+)");
+extern "C" void cuda_cpu_switch(void **save, void *to);
+extern "C" void cuda_cpu_fiber_start(void);
+
+namespace cuda_cpu {
+
+uint3 thread_idx, block_idx;
+dim3 block_dim, grid_dim;
+
+namespace {
+
+#if CUDA_CPU_ASAN
+const size_t STACK_BYTES = (size_t)1 << 20; /* ASan's redzones make frames several times larger */
+#else
+const size_t STACK_BYTES = (size_t)256 << 10; /* the attention kernels keep 2 x 128 floats per thread */
+#endif
+const size_t GUARD_BYTES = 4096;            /* PROT_NONE below each stack: an overflow faults */
+
+enum State { READY, AT_BARRIER, AT_WARP, DONE };
+
+struct Thread {
+    State state;
+    uint3 idx;
+    char *stack;        /* NULL until the thread first runs */
+    void *sp;           /* saved stack pointer while suspended */
+    void *fake_stack;   /* ASan's fake stack of this fiber */
+    const char *file;   /* where it waits */
+    int line;
+    WarpOp op;
+    unsigned mask;
+    uint64_t value, result;
+    int param, width;
+};
+
+/* The launch in progress. */
+struct Block {
+    LaunchBody *body;
+    const char *kernel;
+    std::vector<Thread> t;   /* [threads] by linear index x + y·bx + z·bx·by */
+    std::vector<int> order;  /* [threads] the run order of this round */
+    Thread *cur;
+    void *sched_sp;
+    const void *sched_stack_bottom;
+    size_t sched_stack_size;
+    char msg[768];           /* the error that stopped the block, or "" */
+    char *dyn_shared;        /* [smem] bytes, refilled with 0xff per block */
+} B;
+
+std::vector<char *> free_stacks;
+std::vector<char *> all_stacks;
+
+char *take_stack(void) {
+    if (!free_stacks.empty()) {
+        char *s = free_stacks.back();
+        free_stacks.pop_back();
+        return s;
+    }
+    void *m = mmap(NULL, STACK_BYTES + GUARD_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                   -1, 0);
+    if (m == MAP_FAILED) return NULL;
+    mprotect(m, GUARD_BYTES, PROT_NONE);
+    all_stacks.push_back((char *)m + GUARD_BYTES);
+    return (char *)m + GUARD_BYTES;
+}
+
+void asan_start(void **fake_save, const void *bottom, size_t size) {
+#if CUDA_CPU_ASAN
+    __sanitizer_start_switch_fiber(fake_save, bottom, size);
+#else
+    (void)fake_save, (void)bottom, (void)size;
+#endif
+}
+void asan_finish(void *fake, const void **bottom, size_t *size) {
+#if CUDA_CPU_ASAN
+    __sanitizer_finish_switch_fiber(fake, bottom, size);
+#else
+    (void)fake, (void)bottom, (void)size;
+#endif
+}
+
+/* Runs on the fiber: the kernel for one thread, then back to the scheduler for good. */
+void fiber_main(void *arg) {
+    Thread *t = (Thread *)arg;
+    asan_finish(NULL, &B.sched_stack_bottom, &B.sched_stack_size);
+    B.body->run_thread();
+    t->state = DONE;
+    static void *dead_sp; /* not on this stack: nothing of the frame must outlive it */
+    asan_start(NULL, B.sched_stack_bottom, B.sched_stack_size); /* NULL: this fiber ends */
+    cuda_cpu_switch(&dead_sp, B.sched_sp);
+    __builtin_unreachable();
+}
+
+/* From the scheduler: run t until it waits or ends. */
+void resume(Thread *t) {
+    thread_idx = t->idx;
+    B.cur = t;
+    if (!t->stack) {
+        t->stack = take_stack();
+        if (!t->stack) {
+            snprintf(B.msg, sizeof B.msg, "cannot map a %zu KiB fiber stack (%s)", STACK_BYTES >> 10, strerror(errno));
+            t->state = DONE;
+            return;
+        }
+        /* first switch pops: control words, r15, r14, r13 = entry, r12 = arg, rbx, rbp, return = start */
+        uint64_t *top = (uint64_t *)(t->stack + STACK_BYTES);
+        uint64_t *sp = top - 8;
+        const uint32_t mxcsr = 0x1f80, fpcw = 0x037f; /* round to nearest, exceptions masked */
+        sp[0] = (uint64_t)mxcsr | ((uint64_t)fpcw << 32);
+        sp[1] = 0, sp[2] = 0;
+        sp[3] = (uint64_t)(uintptr_t)&fiber_main;
+        sp[4] = (uint64_t)(uintptr_t)t;
+        sp[5] = 0, sp[6] = 0;
+        sp[7] = (uint64_t)(uintptr_t)&cuda_cpu_fiber_start;
+        t->sp = sp;
+        t->fake_stack = NULL;
+    }
+    void *fake = NULL;
+    asan_start(&fake, t->stack, STACK_BYTES);
+    cuda_cpu_switch(&B.sched_sp, t->sp);
+    asan_finish(fake, NULL, NULL);
+    if (t->state == DONE && t->stack) {
+        free_stacks.push_back(t->stack);
+        t->stack = NULL;
+    }
+}
+
+/* From the fiber: wait at a barrier or collective (state and site already set). */
+void suspend(Thread *t) {
+    asan_start(&t->fake_stack, B.sched_stack_bottom, B.sched_stack_size);
+    cuda_cpu_switch(&t->sp, B.sched_sp);
+    asan_finish(t->fake_stack, &B.sched_stack_bottom, &B.sched_stack_size);
+}
+
+void thread_name(const Thread *t, char *buf, size_t n) {
+    snprintf(buf, n, "thread (%u,%u,%u)", t->idx.x, t->idx.y, t->idx.z);
+}
+
+const char *short_file(const char *f) {
+    const char *s = strstr(f, "fast/");
+    return s ? s : f;
+}
+
+void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void fail(const char *fmt, ...) {
+    if (B.msg[0]) return; /* the first error is the one to read */
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(B.msg, sizeof B.msg, fmt, ap);
+    va_end(ap);
+}
+
+/* Where a thread is, for messages. */
+void where(const Thread *t, char *buf, size_t n) {
+    char name[64];
+    thread_name(t, name, sizeof name);
+    if (t->state == DONE) snprintf(buf, n, "%s has exited", name);
+    else if (t->state == AT_BARRIER) snprintf(buf, n, "%s waits at __syncthreads() %s:%d", name, short_file(t->file), t->line);
+    else if (t->state == AT_WARP) snprintf(buf, n, "%s waits at a warp collective %s:%d", name, short_file(t->file), t->line);
+    else snprintf(buf, n, "%s is running", name);
+}
+
+/* The lane a collective reads for `lane`; -1 when it reads its own value. */
+int source_lane(const Thread *t, int lane) {
+    const int w = t->width, seg = lane / w * w;
+    int src = lane;
+    switch (t->op) {
+    case WARP_SHFL_IDX: src = seg + ((t->param % w) + w) % w; break;
+    case WARP_SHFL_UP: src = lane - t->param >= seg ? lane - t->param : lane; break;
+    case WARP_SHFL_DOWN: src = lane + t->param < seg + w ? lane + t->param : lane; break;
+    case WARP_SHFL_XOR: src = (lane ^ t->param) / w > lane / w ? lane : lane ^ t->param; break;
+    default: break;
+    }
+    return src;
+}
+
+/* Complete every warp collective whose lanes have all arrived; 1 if any did. */
+int resolve_warps(void) {
+    const int n = (int)B.t.size();
+    int any = 0;
+    char a[160], b[160];
+    for (int w0 = 0; w0 < n; w0 += 32) {
+        const int lanes = n - w0 < 32 ? n - w0 : 32;
+        for (int l = 0; l < lanes; l++) {
+            Thread *t = &B.t[w0 + l];
+            if (t->state != AT_WARP) continue;
+            const unsigned mask = t->mask;
+            thread_name(t, a, sizeof a);
+            if (!(mask >> l & 1u)) {
+                fail("%s calls a warp collective at %s:%d with mask 0x%08x, which does not name its own lane %d", a,
+                     short_file(t->file), t->line, mask, l);
+                return 0;
+            }
+            if (t->width < 1 || t->width > 32 || (t->width & (t->width - 1))) {
+                fail("%s: shuffle width %d at %s:%d is not a power of two <= 32", a, t->width, short_file(t->file),
+                     t->line);
+                return 0;
+            }
+            int complete = 1;
+            for (int k = 0; k < 32; k++) {
+                if (!(mask >> k & 1u)) continue;
+                if (k >= lanes) {
+                    fail("%s: mask 0x%08x at %s:%d names lane %d, which this block (%d threads) does not have", a,
+                         mask, short_file(t->file), t->line, k, n);
+                    return 0;
+                }
+                const Thread *u = &B.t[w0 + k];
+                if (u->state == DONE) {
+                    where(u, b, sizeof b);
+                    fail("%s waits at a warp collective %s:%d (mask 0x%08x) but lane %d: %s", a, short_file(t->file),
+                         t->line, mask, k, b);
+                    return 0;
+                }
+                if (u->state != AT_WARP) {
+                    complete = 0;
+                    continue;
+                }
+                if (u->mask != mask || u->op != t->op || u->line != t->line || strcmp(u->file, t->file)) {
+                    where(u, b, sizeof b);
+                    fail("lanes of one warp at different collectives: %s waits at %s:%d (mask 0x%08x), %s (mask 0x%08x)",
+                         a, short_file(t->file), t->line, mask, b, u->mask);
+                    return 0;
+                }
+            }
+            if (!complete) continue;
+            /* every lane has posted its value: hand out the results */
+            uint64_t ballot = 0;
+            for (int k = 0; k < 32; k++)
+                if (mask >> k & 1u) ballot |= (B.t[w0 + k].value & 1u) << k;
+            for (int k = 0; k < 32; k++) {
+                if (!(mask >> k & 1u)) continue;
+                Thread *u = &B.t[w0 + k];
+                if (u->op == WARP_BALLOT) u->result = ballot;
+                else if (u->op == WARP_SYNC) u->result = 0;
+                else {
+                    const int src = source_lane(u, k);
+                    if (!(mask >> src & 1u)) {
+                        thread_name(u, b, sizeof b);
+                        fail("%s: the shuffle at %s:%d reads lane %d, which mask 0x%08x does not name", b,
+                             short_file(u->file), u->line, src, mask);
+                        return 0;
+                    }
+                    u->result = B.t[w0 + src].value;
+                }
+                u->state = READY;
+            }
+            any = 1;
+        }
+    }
+    return any;
+}
+
+/* Release the barrier if every live thread waits at the same one; else an error. */
+void resolve_barrier(void) {
+    const Thread *first = NULL, *exited = NULL;
+    char a[200], b[200];
+    for (const Thread &t : B.t) {
+        if (t.state == DONE) {
+            if (!exited) exited = &t;
+            continue;
+        }
+        if (t.state == AT_WARP) {
+            where(&t, a, sizeof a);
+            fail("deadlock: %s whose lanes never all arrive (mask 0x%08x)", a, t.mask);
+            return;
+        }
+        if (!first) first = &t;
+        else if (t.line != first->line || strcmp(t.file, first->file)) {
+            where(first, a, sizeof a);
+            where(&t, b, sizeof b);
+            fail("divergent barrier: %s, %s", a, b);
+            return;
+        }
+    }
+    if (first && exited) {
+        where(first, a, sizeof a);
+        where(exited, b, sizeof b);
+        fail("divergent barrier: %s, %s", a, b);
+        return;
+    }
+    for (Thread &t : B.t)
+        if (t.state == AT_BARRIER) t.state = READY;
+}
+
+/* ------------------------------------------------------------------ thread order */
+
+uint64_t rng_state;
+
+uint64_t next_random(void) { /* xorshift64*: a fixed, seedable sequence */
+    rng_state ^= rng_state >> 12;
+    rng_state ^= rng_state << 25;
+    rng_state ^= rng_state >> 27;
+    return rng_state * 2685821657736338717ull;
+}
+
+void make_order(int n) {
+    B.order.resize(n);
+    const OrderConfig &oc = order_config();
+    for (int i = 0; i < n; i++) B.order[i] = oc.kind == ORDER_REVERSE ? n - 1 - i : i;
+    if (oc.kind == ORDER_RANDOM)
+        for (int i = n - 1; i > 0; i--) std::swap(B.order[i], B.order[(int)(next_random() % (uint64_t)(i + 1))]);
+}
+
+/* Unpoison abandoned fiber stacks so the next fibers start clean (ASan). */
+void forget_stacks(void) {
+    for (Thread &t : B.t)
+        if (t.stack) {
+#if CUDA_CPU_ASAN
+            __asan_unpoison_memory_region(t.stack, STACK_BYTES);
+#endif
+            free_stacks.push_back(t.stack);
+            t.stack = NULL;
+        }
+}
+
+/* One block; 0, or -1 with B.msg set. */
+int run_block(void) {
+    const unsigned bx = block_dim.x, by = block_dim.y;
+    const int n = (int)(bx * by * block_dim.z);
+    B.t.assign(n, Thread());
+    for (int i = 0; i < n; i++) {
+        Thread &t = B.t[i];
+        t.state = READY;
+        t.idx = uint3{(unsigned)i % bx, (unsigned)i / bx % by, (unsigned)i / (bx * by)};
+    }
+    if (B.dyn_shared) memset(B.dyn_shared, 0xff, launch_smem()); /* shared memory starts as garbage (NaN) */
+    for (;;) {
+        make_order(n);
+        for (int i = 0; i < n && !B.msg[0]; i++) {
+            Thread *t = &B.t[B.order[i]];
+            if (t->state == READY) resume(t);
+        }
+        if (B.msg[0]) break;
+        int live = 0;
+        for (const Thread &t : B.t) live += t.state != DONE;
+        if (!live) return 0;
+        if (resolve_warps()) continue;
+        if (!B.msg[0]) resolve_barrier();
+        if (B.msg[0]) break;
+    }
+    forget_stacks();
+    return -1;
+}
+
+} // namespace
+
+/* ------------------------------------------------------------------ called from kernels */
+
+void syncthreads(const char *file, int line) {
+    Thread *t = B.cur;
+    t->state = AT_BARRIER;
+    t->file = file, t->line = line;
+    suspend(t);
+}
+
+uint64_t warp_collective(WarpOp op, unsigned mask, uint64_t value, int param, int width, const char *file, int line) {
+    Thread *t = B.cur;
+    t->state = AT_WARP;
+    t->op = op, t->mask = mask, t->value = value, t->param = param, t->width = width;
+    t->file = file, t->line = line;
+    suspend(t);
+    return t->result;
+}
+
+void *dynamic_shared(void) { return B.dyn_shared; }
+
+/* ------------------------------------------------------------------ the grid */
+
+int run_grid(const char *kernel, dim3 grid, dim3 block, LaunchBody *body, char *dyn_shared, char *msg, size_t msg_len) {
+    static int seeded = 0;
+    if (!seeded) rng_state = order_config().seed * 0x9e3779b97f4a7c15ull + 1, seeded = 1;
+    B.body = body;
+    B.kernel = kernel;
+    B.msg[0] = '\0';
+    B.dyn_shared = dyn_shared;
+    grid_dim = grid, block_dim = block;
+    for (unsigned z = 0; z < grid.z; z++)
+        for (unsigned y = 0; y < grid.y; y++)
+            for (unsigned x = 0; x < grid.x; x++) {
+                block_idx = uint3{x, y, z};
+                if (run_block() < 0) {
+                    snprintf(msg, msg_len, "kernel %s, block (%u,%u,%u): %s", kernel, x, y, z, B.msg);
+                    return -1;
+                }
+            }
+    return 0;
+}
+
+} // namespace cuda_cpu

@@ -1,0 +1,29 @@
+/* launch_state.h: what runtime.cpp and fiber.cpp share inside the CPU layer (not for kernels). */
+#ifndef VRL_CUDA_CPU_LAUNCH_STATE_H
+#define VRL_CUDA_CPU_LAUNCH_STATE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fast/cuda_cpu/runtime.h"
+
+namespace cuda_cpu {
+
+enum OrderKind { ORDER_FORWARD, ORDER_REVERSE, ORDER_RANDOM };
+struct OrderConfig {
+    OrderKind kind;
+    uint64_t seed;   /* random[:SEED], default 1 */
+    const char *bad; /* the unparsable value of VRL_CUDA_CPU_ORDER, or NULL */
+};
+/* VRL_CUDA_CPU_ORDER, read once: forward (default), reverse or random[:SEED]. */
+const OrderConfig &order_config(void);
+
+/* The dynamic shared-memory bytes of the launch running now. */
+size_t launch_smem(void);
+
+/* Run every block of a checked launch (fiber.cpp): 0, or -1 with msg naming the kernel. */
+int run_grid(const char *kernel, dim3 grid, dim3 block, LaunchBody *body, char *dyn_shared, char *msg, size_t msg_len);
+
+} // namespace cuda_cpu
+
+#endif

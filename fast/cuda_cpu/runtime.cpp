@@ -1,0 +1,332 @@
+/* runtime.cpp: the CUDA runtime calls of runtime.h on the CPU: memory, errors, streams,
+ * events, graph capture and the checked kernel launch. Everything is synchronous: a call
+ * has done its work when it returns, so streams and events only keep order that already
+ * holds. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <vector>
+
+#include "fast/cuda_cpu/launch_state.h"
+#include "fast/cuda_cpu/runtime.h"
+
+struct CudaCpuGraphNode {
+    const char *kernel;
+    dim3 grid, block;
+    size_t smem;
+    cuda_cpu::LaunchBody *body; /* owned */
+};
+struct CudaCpuGraph {
+    std::vector<CudaCpuGraphNode> nodes;
+};
+struct CudaCpuStream {
+    CudaCpuGraph *capture; /* non-NULL while capturing */
+};
+struct CudaCpuEvent {
+    unsigned flags;
+    double at_ms; /* host time when recorded; -1 before */
+};
+
+namespace {
+
+cudaError_t last_error = cudaSuccess;
+cudaError_t detail_code = cudaSuccess;
+char detail[1024];
+int capturing = 0; /* streams capturing now */
+
+cudaError_t set_error(cudaError_t e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+cudaError_t set_error(cudaError_t e, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(detail, sizeof detail, fmt, ap);
+    va_end(ap);
+    detail_code = e;
+    last_error = e;
+    return e;
+}
+
+/* Synchronous calls during a capture would run at capture time, not at replay. */
+cudaError_t refuse_in_capture(const char *what) {
+    if (!capturing) return cudaSuccess;
+    return set_error(cudaErrorStreamCaptureUnsupported, "%s while a stream is being captured (it would not be replayed)",
+                     what);
+}
+
+double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+size_t current_smem;
+
+} // namespace
+
+namespace cuda_cpu {
+
+const OrderConfig &order_config(void) {
+    static OrderConfig oc;
+    static int read = 0;
+    if (read) return oc;
+    read = 1;
+    oc.kind = ORDER_FORWARD, oc.seed = 1, oc.bad = NULL;
+    const char *v = getenv("VRL_CUDA_CPU_ORDER");
+    if (!v || !*v || !strcmp(v, "forward")) return oc;
+    if (!strcmp(v, "reverse")) oc.kind = ORDER_REVERSE;
+    else if (!strncmp(v, "random", 6) && (v[6] == '\0' || v[6] == ':')) {
+        oc.kind = ORDER_RANDOM;
+        if (v[6] == ':') {
+            char *end = NULL;
+            oc.seed = strtoull(v + 7, &end, 10);
+            if (!v[7] || *end) oc.bad = v;
+        }
+    } else oc.bad = v;
+    return oc;
+}
+
+size_t launch_smem(void) { return current_smem; }
+
+void launch(const char *kernel, dim3 grid, dim3 block, size_t smem, cudaStream_t stream, const LaunchBody *body) {
+    if (stream && stream->capture) {
+        stream->capture->nodes.push_back(CudaCpuGraphNode{kernel, grid, block, smem, body->clone()});
+        return;
+    }
+    if (stream == 0 && capturing) {
+        set_error(cudaErrorStreamCaptureUnsupported, "kernel %s launched on the default stream during a capture", kernel);
+        return;
+    }
+    const OrderConfig &oc = order_config();
+    if (oc.bad) {
+        set_error(cudaErrorInvalidValue, "VRL_CUDA_CPU_ORDER=%s: expected forward, reverse or random[:SEED]", oc.bad);
+        return;
+    }
+    const unsigned long long threads = (unsigned long long)block.x * block.y * block.z;
+    if (!grid.x || !grid.y || !grid.z || !block.x || !block.y || !block.z) {
+        set_error(cudaErrorInvalidConfiguration, "kernel %s: empty launch, grid (%u,%u,%u) block (%u,%u,%u)", kernel,
+                  grid.x, grid.y, grid.z, block.x, block.y, block.z);
+        return;
+    }
+    if (threads > 1024 || block.x > 1024 || block.y > 1024 || block.z > 64) {
+        set_error(cudaErrorInvalidConfiguration,
+                  "kernel %s: block (%u,%u,%u) = %llu threads; at most 1024 threads, x and y <= 1024, z <= 64", kernel,
+                  block.x, block.y, block.z, threads);
+        return;
+    }
+    if (grid.x > 2147483647u || grid.y > 65535u || grid.z > 65535u) {
+        set_error(cudaErrorInvalidConfiguration, "kernel %s: grid (%u,%u,%u); x <= 2^31-1, y and z <= 65535", kernel,
+                  grid.x, grid.y, grid.z);
+        return;
+    }
+    if (smem > CUDA_CPU_MAX_DYNAMIC_SHARED) {
+        set_error(cudaErrorInvalidValue, "kernel %s: %zu bytes of dynamic shared memory (at most %u)", kernel, smem,
+                  CUDA_CPU_MAX_DYNAMIC_SHARED);
+        return;
+    }
+    char *dyn = smem ? (char *)malloc(smem) : NULL;
+    if (smem && !dyn) {
+        set_error(cudaErrorMemoryAllocation, "kernel %s: out of host memory for shared memory", kernel);
+        return;
+    }
+    current_smem = smem;
+    char msg[1024];
+    if (run_grid(kernel, grid, block, const_cast<LaunchBody *>(body), dyn, msg, sizeof msg) < 0)
+        set_error(cudaErrorLaunchFailure, "%s", msg);
+    free(dyn);
+}
+
+} // namespace cuda_cpu
+
+/* ------------------------------------------------------------------ errors */
+
+cudaError_t cudaGetLastError(void) {
+    const cudaError_t e = last_error;
+    last_error = cudaSuccess;
+    return e;
+}
+
+cudaError_t cudaPeekAtLastError(void) { return last_error; }
+
+const char *cudaGetErrorString(cudaError_t e) {
+    if (e == detail_code && detail[0]) return detail;
+    switch (e) {
+    case cudaSuccess: return "no error";
+    case cudaErrorInvalidValue: return "invalid argument";
+    case cudaErrorMemoryAllocation: return "out of memory";
+    case cudaErrorInvalidConfiguration: return "invalid configuration argument";
+    case cudaErrorNoDevice: return "no CUDA-capable device is detected";
+    case cudaErrorInvalidResourceHandle: return "invalid resource handle";
+    case cudaErrorLaunchFailure: return "unspecified launch failure";
+    case cudaErrorStreamCaptureUnsupported: return "operation not permitted when stream is capturing";
+    }
+    return "unknown error";
+}
+
+/* ------------------------------------------------------------------ device and memory */
+
+cudaError_t cudaGetDeviceCount(int *n) {
+    const cuda_cpu::OrderConfig &oc = cuda_cpu::order_config();
+    *n = 0;
+    if (oc.bad)
+        return set_error(cudaErrorInvalidValue, "VRL_CUDA_CPU_ORDER=%s: expected forward, reverse or random[:SEED]",
+                         oc.bad);
+    *n = 1; /* the CPU */
+    return cudaSuccess;
+}
+
+cudaError_t cudaSetDevice(int d) {
+    return d == 0 ? cudaSuccess : set_error(cudaErrorInvalidValue, "device %d: the CPU layer has device 0 only", d);
+}
+
+cudaError_t cudaGetDevice(int *d) {
+    *d = 0;
+    return cudaSuccess;
+}
+
+cudaError_t cudaDeviceSynchronize(void) { return refuse_in_capture("cudaDeviceSynchronize"); }
+
+cudaError_t cudaMemGetInfo(size_t *free_bytes, size_t *total_bytes) {
+    const long page = sysconf(_SC_PAGESIZE);
+    *free_bytes = (size_t)sysconf(_SC_AVPHYS_PAGES) * (size_t)page;
+    *total_bytes = (size_t)sysconf(_SC_PHYS_PAGES) * (size_t)page;
+    return cudaSuccess;
+}
+
+cudaError_t cudaMallocBytes(void **p, size_t bytes) {
+    *p = NULL;
+    if (bytes == 0) return cudaSuccess;
+    /* 256-byte aligned like cudaMalloc; a plain heap block, so AddressSanitizer guards it */
+    void *m = aligned_alloc(256, (bytes + 255) & ~(size_t)255);
+    if (!m) return set_error(cudaErrorMemoryAllocation, "cudaMalloc: out of host memory for %zu bytes", bytes);
+    *p = m;
+    return cudaSuccess;
+}
+
+cudaError_t cudaFree(void *p) {
+    free(p);
+    return cudaSuccess;
+}
+
+cudaError_t cudaMemcpy(void *dst, const void *src, size_t bytes, cudaMemcpyKind kind) {
+    if ((unsigned)kind > cudaMemcpyDefault) return set_error(cudaErrorInvalidValue, "cudaMemcpy: bad kind %d", (int)kind);
+    if (bytes == 0) return cudaSuccess;
+    if (!dst || !src) return set_error(cudaErrorInvalidValue, "cudaMemcpy of %zu bytes with a NULL pointer", bytes);
+    const cudaError_t e = refuse_in_capture("cudaMemcpy");
+    if (e != cudaSuccess) return e;
+    memcpy(dst, src, bytes);
+    return cudaSuccess;
+}
+
+cudaError_t cudaMemset(void *p, int value, size_t bytes) {
+    if (bytes == 0) return cudaSuccess;
+    if (!p) return set_error(cudaErrorInvalidValue, "cudaMemset of %zu bytes at NULL", bytes);
+    const cudaError_t e = refuse_in_capture("cudaMemset");
+    if (e != cudaSuccess) return e;
+    memset(p, value, bytes);
+    return cudaSuccess;
+}
+
+/* ------------------------------------------------------------------ streams and events */
+
+cudaError_t cudaStreamCreate(cudaStream_t *s) { return cudaStreamCreateWithFlags(s, 0); }
+
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned flags) {
+    (void)flags; /* every stream is synchronous */
+    *s = new CudaCpuStream{NULL};
+    return cudaSuccess;
+}
+
+cudaError_t cudaStreamDestroy(cudaStream_t s) {
+    if (s && s->capture) return set_error(cudaErrorInvalidResourceHandle, "cudaStreamDestroy during a capture");
+    delete s;
+    return cudaSuccess;
+}
+
+cudaError_t cudaStreamSynchronize(cudaStream_t s) {
+    (void)s;
+    return refuse_in_capture("cudaStreamSynchronize");
+}
+
+cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned flags) {
+    (void)s, (void)flags;
+    if (!e) return set_error(cudaErrorInvalidResourceHandle, "cudaStreamWaitEvent on a NULL event");
+    return cudaSuccess; /* everything recorded so far is already done */
+}
+
+cudaError_t cudaEventCreate(cudaEvent_t *e) { return cudaEventCreateWithFlags(e, cudaEventDefault); }
+
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t *e, unsigned flags) {
+    *e = new CudaCpuEvent{flags, -1.0};
+    return cudaSuccess;
+}
+
+cudaError_t cudaEventDestroy(cudaEvent_t e) {
+    delete e;
+    return cudaSuccess;
+}
+
+cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s) {
+    (void)s;
+    if (!e) return set_error(cudaErrorInvalidResourceHandle, "cudaEventRecord on a NULL event");
+    e->at_ms = now_ms();
+    return cudaSuccess;
+}
+
+cudaError_t cudaEventSynchronize(cudaEvent_t e) {
+    return e ? cudaSuccess : set_error(cudaErrorInvalidResourceHandle, "cudaEventSynchronize on a NULL event");
+}
+
+cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t end) {
+    if (!start || !end || (start->flags | end->flags) & cudaEventDisableTiming || start->at_ms < 0 || end->at_ms < 0)
+        return set_error(cudaErrorInvalidResourceHandle, "cudaEventElapsedTime: events without timing or not recorded");
+    *ms = (float)(end->at_ms - start->at_ms);
+    return cudaSuccess;
+}
+
+/* ------------------------------------------------------------------ graphs */
+
+cudaError_t cudaStreamBeginCapture(cudaStream_t s, cudaStreamCaptureMode mode) {
+    (void)mode;
+    if (!s) return set_error(cudaErrorStreamCaptureUnsupported, "the default stream cannot be captured");
+    if (s->capture) return set_error(cudaErrorInvalidValue, "cudaStreamBeginCapture: the stream is capturing already");
+    s->capture = new CudaCpuGraph;
+    capturing++;
+    return cudaSuccess;
+}
+
+cudaError_t cudaStreamEndCapture(cudaStream_t s, cudaGraph_t *g) {
+    if (!s || !s->capture) return set_error(cudaErrorInvalidValue, "cudaStreamEndCapture without a capture");
+    *g = s->capture;
+    s->capture = NULL;
+    capturing--;
+    return cudaSuccess;
+}
+
+cudaError_t cudaGraphInstantiate(cudaGraphExec_t *exec, cudaGraph_t g, unsigned long long flags) {
+    (void)flags;
+    CudaCpuGraph *x = new CudaCpuGraph;
+    for (const CudaCpuGraphNode &n : g->nodes)
+        x->nodes.push_back(CudaCpuGraphNode{n.kernel, n.grid, n.block, n.smem, n.body->clone()});
+    *exec = x;
+    return cudaSuccess;
+}
+
+cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t s) {
+    for (const CudaCpuGraphNode &n : exec->nodes) {
+        cuda_cpu::launch(n.kernel, n.grid, n.block, n.smem, s, n.body);
+        if (last_error != cudaSuccess) return last_error;
+    }
+    return cudaSuccess;
+}
+
+cudaError_t cudaGraphDestroy(cudaGraph_t g) {
+    if (!g) return cudaSuccess;
+    for (CudaCpuGraphNode &n : g->nodes) delete n.body;
+    delete g;
+    return cudaSuccess;
+}
+
+cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec) { return cudaGraphDestroy(exec); }

@@ -1,0 +1,267 @@
+/* runtime.h: CUDA on the CPU, the part of the CUDA language and runtime that fast/ uses,
+ * for g++/clang++ (C++17). docs/fast.md, "CUDA on the CPU".
+ *
+ * Everything runs synchronously on the calling host thread, in program order:
+ *  - memory: cudaMalloc is malloc (AddressSanitizer sees every buffer), memcpy/memset;
+ *  - streams and events exist and are recorded, but work is done when it is issued;
+ *    graph capture records launches and replays them in order;
+ *  - a kernel launch runs grid blocks one after another (x fastest); a block's threads are
+ *    fibers (fiber.cpp) that run one at a time, in the order VRL_CUDA_CPU_ORDER picks,
+ *    and switch only at __syncthreads(), __syncwarp() and warp collectives;
+ *  - __shared__ is static storage (one block runs at a time), so a missing barrier
+ *    shows up as a difference between thread orders;
+ *  - divergent barriers, bad shuffle masks and launch limits are errors that name the
+ *    kernel, returned by cudaGetLastError() like a failed launch.
+ * The same .cu sources compile with nvcc: fast/common.cuh picks this or the real headers. */
+#ifndef VRL_CUDA_CPU_RUNTIME_H
+#define VRL_CUDA_CPU_RUNTIME_H
+
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+/* ------------------------------------------------------------------ qualifiers */
+#define __global__
+#define __device__
+#define __host__
+#define __forceinline__ inline
+#define __launch_bounds__(...)
+#define __align__(n) __attribute__((aligned(n)))
+/* one block runs at a time, so a function's shared arrays can be its static storage */
+#define __shared__ static
+#define __restrict__ __restrict
+
+/* ------------------------------------------------------------------ vector types */
+struct uint3 {
+    unsigned x, y, z;
+};
+struct dim3 {
+    unsigned x, y, z;
+    constexpr dim3(unsigned x_ = 1, unsigned y_ = 1, unsigned z_ = 1) : x(x_), y(y_), z(z_) {}
+};
+struct alignas(16) int4 {
+    int x, y, z, w;
+};
+static inline int4 make_int4(int x, int y, int z, int w) { return int4{x, y, z, w}; }
+
+namespace cuda_cpu {
+/* The running thread's coordinates: set by the scheduler before it switches to a fiber. */
+extern uint3 thread_idx, block_idx;
+extern dim3 block_dim, grid_dim;
+} // namespace cuda_cpu
+#define threadIdx (cuda_cpu::thread_idx)
+#define blockIdx (cuda_cpu::block_idx)
+#define blockDim (cuda_cpu::block_dim)
+#define gridDim (cuda_cpu::grid_dim)
+#define warpSize 32
+
+/* ------------------------------------------------------------------ errors */
+enum cudaError_t {
+    cudaSuccess = 0,
+    cudaErrorInvalidValue = 1,
+    cudaErrorMemoryAllocation = 2,
+    cudaErrorInvalidConfiguration = 9,
+    cudaErrorNoDevice = 100,
+    cudaErrorInvalidResourceHandle = 400,
+    cudaErrorLaunchFailure = 719,
+    cudaErrorStreamCaptureUnsupported = 900,
+};
+typedef cudaError_t cudaError;
+/* The last error, cleared by reading it (launch errors included). */
+cudaError_t cudaGetLastError(void);
+cudaError_t cudaPeekAtLastError(void);
+/* The error's name; for the last failed launch, the message naming the kernel. */
+const char *cudaGetErrorString(cudaError_t e);
+
+/* ------------------------------------------------------------------ device and memory */
+enum cudaMemcpyKind {
+    cudaMemcpyHostToHost = 0,
+    cudaMemcpyHostToDevice = 1,
+    cudaMemcpyDeviceToHost = 2,
+    cudaMemcpyDeviceToDevice = 3,
+    cudaMemcpyDefault = 4
+};
+cudaError_t cudaGetDeviceCount(int *n);
+cudaError_t cudaSetDevice(int d);
+cudaError_t cudaGetDevice(int *d);
+cudaError_t cudaDeviceSynchronize(void);
+cudaError_t cudaMemGetInfo(size_t *free_bytes, size_t *total_bytes);
+cudaError_t cudaMallocBytes(void **p, size_t bytes);
+template <class T> static inline cudaError_t cudaMalloc(T **p, size_t bytes) {
+    return cudaMallocBytes((void **)p, bytes);
+}
+cudaError_t cudaFree(void *p);
+cudaError_t cudaMemcpy(void *dst, const void *src, size_t bytes, cudaMemcpyKind kind);
+cudaError_t cudaMemset(void *p, int value, size_t bytes);
+
+/* ------------------------------------------------------------------ streams, events, graphs */
+typedef struct CudaCpuStream *cudaStream_t;  /* NULL is the default stream */
+typedef struct CudaCpuEvent *cudaEvent_t;
+typedef struct CudaCpuGraph *cudaGraph_t;
+typedef struct CudaCpuGraph *cudaGraphExec_t;
+#define cudaStreamNonBlocking 0x1u
+#define cudaEventDefault 0x0u
+#define cudaEventDisableTiming 0x2u
+enum cudaStreamCaptureMode { cudaStreamCaptureModeGlobal = 0, cudaStreamCaptureModeThreadLocal = 1,
+                             cudaStreamCaptureModeRelaxed = 2 };
+cudaError_t cudaStreamCreate(cudaStream_t *s);
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned flags);
+cudaError_t cudaStreamDestroy(cudaStream_t s);
+cudaError_t cudaStreamSynchronize(cudaStream_t s);
+cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned flags);
+cudaError_t cudaEventCreate(cudaEvent_t *e);
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t *e, unsigned flags);
+cudaError_t cudaEventDestroy(cudaEvent_t e);
+cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s = 0);
+cudaError_t cudaEventSynchronize(cudaEvent_t e);
+cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t end);
+/* Capture: launches, memcpys and memsets issued on s are recorded, not run, until
+ * cudaStreamEndCapture; cudaGraphLaunch replays them in the order they were issued. */
+cudaError_t cudaStreamBeginCapture(cudaStream_t s, cudaStreamCaptureMode mode);
+cudaError_t cudaStreamEndCapture(cudaStream_t s, cudaGraph_t *g);
+cudaError_t cudaGraphInstantiate(cudaGraphExec_t *exec, cudaGraph_t g, unsigned long long flags);
+cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t s);
+cudaError_t cudaGraphDestroy(cudaGraph_t g);
+cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec);
+
+/* ------------------------------------------------------------------ math and intrinsics */
+static inline int min(int a, int b) { return a < b ? a : b; }
+static inline int max(int a, int b) { return a > b ? a : b; }
+static inline unsigned min(unsigned a, unsigned b) { return a < b ? a : b; }
+static inline unsigned max(unsigned a, unsigned b) { return a > b ? a : b; }
+static inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
+/* Round-to-nearest operations the compiler may not fuse: the CPU build has -ffp-contract=off. */
+static inline float __fadd_rn(float a, float b) { return a + b; }
+static inline float __fsub_rn(float a, float b) { return a - b; }
+static inline float __fmul_rn(float a, float b) { return a * b; }
+static inline float __fdiv_rn(float a, float b) { return a / b; }
+static inline float __fsqrt_rn(float a) { return sqrtf(a); }
+static inline void __threadfence(void) {}
+
+/* Atomics: threads never run at the same time, so a plain read-modify-write is atomic. */
+template <class T> static inline T atomicAdd(T *p, T v) {
+    T old = *p;
+    *p = old + v;
+    return old;
+}
+template <class T> static inline T atomicMax(T *p, T v) {
+    T old = *p;
+    if (v > old) *p = v;
+    return old;
+}
+template <class T> static inline T atomicMin(T *p, T v) {
+    T old = *p;
+    if (v < old) *p = v;
+    return old;
+}
+template <class T> static inline T atomicExch(T *p, T v) {
+    T old = *p;
+    *p = v;
+    return old;
+}
+template <class T> static inline T atomicCAS(T *p, T compare, T v) {
+    T old = *p;
+    if (old == compare) *p = v;
+    return old;
+}
+
+/* ------------------------------------------------------------------ barriers and warp collectives */
+namespace cuda_cpu {
+enum WarpOp { WARP_SYNC = 0, WARP_SHFL_IDX, WARP_SHFL_UP, WARP_SHFL_DOWN, WARP_SHFL_XOR, WARP_BALLOT };
+/* Suspend the running fiber at a block barrier (site = file:line, to name divergence). */
+void syncthreads(const char *file, int line);
+/* Suspend at a warp collective; returns the value this lane receives (8 bytes, raw). */
+uint64_t warp_collective(WarpOp op, unsigned mask, uint64_t value, int param, int width, const char *file, int line);
+/* The block's dynamic shared memory (the launch's smem bytes). */
+void *dynamic_shared(void);
+
+template <class T> static inline uint64_t to_raw(T v) {
+    static_assert(sizeof(T) <= 8 && std::is_trivially_copyable<T>::value, "a shuffle moves at most 8 bytes");
+    uint64_t r = 0;
+    memcpy(&r, &v, sizeof v);
+    return r;
+}
+template <class T> static inline T from_raw(uint64_t r) {
+    T v;
+    memcpy(&v, &r, sizeof v);
+    return v;
+}
+template <class T>
+static inline T shfl(WarpOp op, unsigned mask, T v, int param, int width, const char *file, int line) {
+    return from_raw<T>(warp_collective(op, mask, to_raw(v), param, width, file, line));
+}
+} // namespace cuda_cpu
+
+#define __syncthreads() cuda_cpu::syncthreads(__FILE__, __LINE__)
+#define __syncwarp(...) ((void)cuda_cpu::warp_collective(cuda_cpu::WARP_SYNC, cuda_cpu::syncwarp_mask(__VA_ARGS__), 0, 0, 32, __FILE__, __LINE__))
+namespace cuda_cpu {
+static inline unsigned syncwarp_mask(unsigned m = 0xffffffffu) { return m; }
+template <class T> static inline T shfl_sync(WarpOp op, unsigned mask, T v, int param, int width, const char *f, int l) {
+    return shfl(op, mask, v, param, width, f, l);
+}
+} // namespace cuda_cpu
+/* (mask, value, lane or offset [, width]) as in CUDA; the call site names divergence */
+#define CUDA_CPU_SHFL_(op, mask, v, p, w, ...) cuda_cpu::shfl_sync(op, mask, v, p, w, __FILE__, __LINE__)
+#define __shfl_sync(...) CUDA_CPU_SHFL_(cuda_cpu::WARP_SHFL_IDX, __VA_ARGS__, 32, 0)
+#define __shfl_up_sync(...) CUDA_CPU_SHFL_(cuda_cpu::WARP_SHFL_UP, __VA_ARGS__, 32, 0)
+#define __shfl_down_sync(...) CUDA_CPU_SHFL_(cuda_cpu::WARP_SHFL_DOWN, __VA_ARGS__, 32, 0)
+#define __shfl_xor_sync(...) CUDA_CPU_SHFL_(cuda_cpu::WARP_SHFL_XOR, __VA_ARGS__, 32, 0)
+#define __ballot_sync(mask, pred)                                                                             \
+    ((unsigned)cuda_cpu::warp_collective(cuda_cpu::WARP_BALLOT, (mask), (pred) ? 1u : 0u, 0, 32, __FILE__, __LINE__))
+#define __any_sync(mask, pred) (__ballot_sync(mask, pred) != 0u)
+#define __all_sync(mask, pred) (__ballot_sync(mask, pred) == (mask))
+
+/* ------------------------------------------------------------------ kernel launches */
+namespace cuda_cpu {
+/* Run body as every thread of every block of grid x block (fiber.cpp). Checks the launch
+ * limits first; on any error sets the last error (naming the kernel) and returns. Under
+ * stream capture a copy of the launch is recorded instead (runtime.cpp). */
+struct LaunchBody {
+    virtual void run_thread() = 0;          /* one thread: the kernel with its own copy of the arguments */
+    virtual LaunchBody *clone() const = 0;  /* for graph capture */
+    virtual ~LaunchBody() {}
+};
+void launch(const char *kernel, dim3 grid, dim3 block, size_t smem, cudaStream_t stream, const LaunchBody *body);
+
+template <class... P> struct Args final : LaunchBody {
+    void (*fn)(P...);
+    std::tuple<typename std::decay<P>::type...> args;
+    template <class... A> Args(void (*f)(P...), A &&...a) : fn(f), args(std::forward<A>(a)...) {}
+    void run_thread() override {
+        auto copy = args; /* by-value parameters are each thread's own */
+        std::apply(fn, copy);
+    }
+    LaunchBody *clone() const override { return new Args(*this); }
+};
+
+template <class... P> struct Launcher {
+    const char *name;
+    void (*fn)(P...);
+    dim3 grid, block;
+    size_t smem;
+    cudaStream_t stream;
+    template <class... A> void operator()(A &&...a) const {
+        static_assert(sizeof...(A) == sizeof...(P), "kernel argument count");
+        Args<P...> body(fn, static_cast<P>(std::forward<A>(a))...);
+        launch(name, grid, block, smem, stream, &body);
+    }
+};
+template <class... P>
+static inline Launcher<P...> make_launcher(const char *name, void (*fn)(P...), dim3 grid, dim3 block, size_t smem = 0,
+                                           cudaStream_t stream = 0) {
+    return Launcher<P...>{name, fn, grid, block, smem, stream};
+}
+} // namespace cuda_cpu
+
+/* fast/common.cuh's LAUNCH(kernel, grid, block, smem, stream)(args...) */
+#define CUDA_CPU_LAUNCH(kernel, grid, block, smem, stream) cuda_cpu::make_launcher(#kernel, kernel, grid, block, smem, stream)
+
+/* The largest dynamic shared memory a launch may ask for (CUDA's default without opting in). */
+#define CUDA_CPU_MAX_DYNAMIC_SHARED (48u << 10)
+
+#endif
