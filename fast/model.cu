@@ -478,8 +478,9 @@ static int qk_forward(FastModel *m, int l, MixKind kind) {
     const int C = kind == MIX_Q ? m->qC : m->kvC, heads = kind == MIX_Q ? m->NH : m->NKV;
     const size_t w = kind == MIX_Q ? m->lo[l].wq : m->lo[l].wk;
     bf16 *out = kind == MIX_Q ? a->q : a->k, *raw = kind == MIX_Q ? a->qraw : a->kraw;
-    if (in_place(f, l)) TRY(matmul_forward(&m->blas, out, a->ln1, m->params16 + w, NULL, m->N, m->d, C));
-    else {
+    if (in_place(f, l)) {
+        TRY(matmul_forward(&m->blas, out, a->ln1, m->params16 + w, NULL, m->N, m->d, C));
+    } else {
         if (f->needed[l]) TRY(matmul_forward(&m->blas, raw, a->ln1, m->params16 + w, NULL, m->N, m->d, C));
         MixArgs mix;
         mix_args(m, l, kind, &mix);
