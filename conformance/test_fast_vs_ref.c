@@ -159,6 +159,8 @@ static void run_case(const Case *k) {
         const ParamInfo *p = &spec.table.p[i];
         double ge = rel_err(fg + p->offset, rg + p->offset, p->numel, NULL);
         if (ge > worst) worst = ge, worst_name = p->name;
+        if (strstr(p->name, "v_residual_lambda")) /* trainable λ: a handful of numbers, each a sum over N·kvC */
+            printf("%s: gradient of %s rel %.2e\n", k->name, p->name, ge);
         CHECK(ge <= TOL_GRAD, "%s: gradient of %s relative error %.3e", k->name, p->name, ge);
     }
     printf("%s: worst gradient rel %.2e (%s)\n", k->name, worst, worst_name);

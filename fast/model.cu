@@ -130,8 +130,8 @@ static size_t layout(FastModel *m, char *base) {
     CARVE(m->losses, N);
     m->bytes_acts = off - mark, mark = off;
     /* backward and cross-entropy scratch */
-    CARVE(m->logits, (size_t)m->ce_rows * m->V);
-    CARVE(m->dlogits, (size_t)m->ce_rows * m->V);
+    CARVE(m->logits, (size_t)m->ce_rows * m->Vp);
+    CARVE(m->dlogits, (size_t)m->ce_rows * m->Vp);
     CARVE(m->dres32, N * d);
     CARVE(m->dres16, N * d);
     CARVE(m->dln32, N * d);
@@ -249,8 +249,8 @@ static void mib_line(const char *what, size_t bytes) {
 static void memory_report(const FastModel *m) {
     size_t free_b = 0, total_b = 0;
     cudaMemGetInfo(&free_b, &total_b);
-    fprintf(stderr, "vrl fast: memory for %zu parameters, batch %d x seq %d%s, logits chunk %d rows\n", m->t->total,
-            m->B, m->T, m->recompute ? ", recomputing ln1/ln2/swiglu" : "", m->ce_rows);
+    fprintf(stderr, "vrl fast: memory for %zu parameters, batch %d x seq %d%s, logits chunk %d rows x %d (vocabulary %d padded)\n",
+            m->t->total, m->B, m->T, m->recompute ? ", recomputing ln1/ln2/swiglu" : "", m->ce_rows, m->Vp, m->V);
     mib_line("parameters", m->bytes_params);
     mib_line("gradients", m->bytes_grads);
     mib_line("optimizer", m->bytes_opt);
@@ -326,7 +326,8 @@ extern "C" void *fast_model_create(const ModelSpec *spec, int batch, int seq) {
     m->qC = m->NH * hd, m->kvC = m->NKV * hd, m->F = c->d_ffn, m->V = c->vocab_size, m->L = c->n_layers;
     const char *rc_env = getenv("VRL_FAST_RECOMPUTE");
     m->recompute = rc_env && rc_env[0] == '1';
-    size_t rows = CE_CHUNK_BYTES / ((size_t)m->V * (sizeof(float) + sizeof(bf16)));
+    m->Vp = (m->V + FAST_VOCAB_PAD - 1) / FAST_VOCAB_PAD * FAST_VOCAB_PAD;
+    size_t rows = CE_CHUNK_BYTES / ((size_t)m->Vp * (sizeof(float) + sizeof(bf16)));
     m->ce_rows = (int)(rows < 1 ? 1 : rows > (size_t)m->N ? (size_t)m->N : rows);
     const char *ce_env = getenv("VRL_FAST_CE_ROWS"); /* tests: several logits chunks at small shapes */
     if (ce_env && atoi(ce_env) > 0 && atoi(ce_env) < m->ce_rows) m->ce_rows = atoi(ce_env);
@@ -554,12 +555,12 @@ static int head_forward(FastModel *m, const bf16 *x_last, double grad_scale, int
     TRY(rmsnorm_forward(m->lnf, m->lnf_rstd, x_last, W16(m->o_lnf), N, d, (float)m->c.norm_eps));
     for (int r0 = 0; r0 < N; r0 += m->ce_rows) {
         const int R = N - r0 < m->ce_rows ? N - r0 : m->ce_rows;
-        TRY(matmul_forward_f32(&m->blas, m->logits, m->lnf + (size_t)r0 * d, W16(m->o_lm_head), R, d, V));
+        TRY(matmul_forward_f32(&m->blas, m->logits, m->Vp, m->lnf + (size_t)r0 * d, W16(m->o_lm_head), R, d, V));
         TRY(crossentropy_forward_backward(m->losses + r0, backward ? m->dlogits : NULL, m->logits, m->targets + r0,
-                                          R, V, w));
+                                          R, V, m->Vp, w));
         if (backward)
-            TRY(matmul_backward(&m->blas, m->dln32 + (size_t)r0 * d, 0, NULL, G32(m->o_lm_head), m->dlogits,
-                                m->lnf + (size_t)r0 * d, W16(m->o_lm_head), R, d, V));
+            TRY(matmul_backward_ld(&m->blas, m->dln32 + (size_t)r0 * d, 0, NULL, G32(m->o_lm_head), m->dlogits, m->Vp,
+                                   m->lnf + (size_t)r0 * d, W16(m->o_lm_head), R, d, V));
     }
     return 0;
 }
@@ -708,9 +709,11 @@ extern "C" int fast_model_get_logits(void *vm, float *out) {
     if (!m->have_forward) return vrl_error("fast model: no forward to take logits from");
     for (int r0 = 0; r0 < m->N; r0 += m->ce_rows) {
         const int R = m->N - r0 < m->ce_rows ? m->N - r0 : m->ce_rows;
-        TRY(matmul_forward_f32(&m->blas, m->logits, m->lnf + (size_t)r0 * m->d, W16(m->o_lm_head), R, m->d, m->V));
-        CUDA_CHECK(cudaMemcpy(out + (size_t)r0 * m->V, m->logits, (size_t)R * m->V * sizeof(float),
-                              cudaMemcpyDeviceToHost));
+        TRY(matmul_forward_f32(&m->blas, m->logits, m->Vp, m->lnf + (size_t)r0 * m->d, W16(m->o_lm_head), R, m->d,
+                               m->V));
+        for (int r = 0; r < R; r++) /* the V real columns of each padded row: [N,V] out, as ref's */
+            CUDA_CHECK(cudaMemcpy(out + (size_t)(r0 + r) * m->V, m->logits + (size_t)r * m->Vp,
+                                  (size_t)m->V * sizeof(float), cudaMemcpyDeviceToHost));
     }
     return 0;
 }

@@ -58,6 +58,7 @@ typedef struct FastModel {
     ModelConfig c;
     const ParamTable *t; /* not owned */
     int B, T, N, d, NH, NKV, hd, qC, kvC, F, V, L;
+    int Vp;              /* V rounded up to a multiple of FAST_VOCAB_PAD: the logits' row stride */
     int recompute;       /* VRL_FAST_RECOMPUTE=1: ln1, ln2, swi recomputed in the backward */
     int ce_rows;         /* rows of the logits chunk */
 
@@ -87,8 +88,8 @@ typedef struct FastModel {
     float *lnf_rstd;      /* [N] */
     float *losses;        /* [N] fp32 per position */
     float *h_losses;      /* host [N] */
-    float *logits;        /* [ce_rows,V] fp32 chunk */
-    bf16 *dlogits;        /* [ce_rows,V] bf16 chunk */
+    float *logits;        /* [ce_rows,Vp] fp32 chunk; columns [V, Vp) are padding, never computed or read */
+    bf16 *dlogits;        /* [ce_rows,Vp] bf16 chunk; zero in the pad columns */
 
     /* backward scratch */
     float *dres32;        /* [N,d] residual-stream gradient */
@@ -116,6 +117,10 @@ typedef struct FastModel {
 } FastModel;
 
 #define ADAMW_NORM_BLOCKS 1024
+/* The vocabulary inside fast/ is padded to a multiple of this (cuBLASLt's aligned kernels want
+ * 16-byte-aligned rows; 128 also makes whole tiles); the parameters, checkpoints, get_state and
+ * get_logits keep the unpadded [V, d] Hugging Face tensors. */
+#define FAST_VOCAB_PAD 128
 
 /* AdamW (adamw.cu): clip to the global norm and update; returns the pre-clip norm or NaN. */
 double fast_adamw_step(FastModel *m, const AdamWConfig *opt, double lr, long t);

@@ -40,10 +40,11 @@ static uint32_t ptr_align(const void *p) {
 }
 
 /* Column-major D [m,n] = op(A) [m,k] · op(B) [k,n] + beta·C, A and B bf16, fp32
- * accumulation, C and D of type dt (bf16 or fp32). C may differ from D (the residual).
+ * accumulation, C and D of type dt (bf16 or fp32), both with leading dimension ldd >= m (the
+ * padded logits use ldd > m). C may differ from D (the residual).
  * Row-major callers pass their matrices transposed (see the three uses below). */
 static int lt_matmul(Blas *b, void *D, cudaDataType_t dt, const void *C, const bf16 *A, int transA, int lda,
-                     const bf16 *B, int transB, int ldb, int m, int n, int k, float beta) {
+                     const bf16 *B, int transB, int ldb, int m, int n, int k, float beta, int ldd) {
     cublasLtMatmulDesc_t op = NULL;
     cublasLtMatrixLayout_t la = NULL, lb = NULL, lc = NULL, ld = NULL;
     cublasLtMatmulPreference_t pref = NULL;
@@ -63,8 +64,8 @@ static int lt_matmul(Blas *b, void *D, cudaDataType_t dt, const void *C, const b
     /* stored shapes: op(A) is m x k, so A is k x m when transposed */
     LT(cublasLtMatrixLayoutCreate(&la, CUDA_R_16BF, transA ? k : m, transA ? m : k, lda));
     LT(cublasLtMatrixLayoutCreate(&lb, CUDA_R_16BF, transB ? n : k, transB ? k : n, ldb));
-    LT(cublasLtMatrixLayoutCreate(&lc, dt, m, n, m));
-    LT(cublasLtMatrixLayoutCreate(&ld, dt, m, n, m));
+    LT(cublasLtMatrixLayoutCreate(&lc, dt, m, n, ldd));
+    LT(cublasLtMatrixLayoutCreate(&ld, dt, m, n, ldd));
     LT(cublasLtMatmulPreferenceCreate(&pref));
     LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &b->workspace_bytes,
                                             sizeof b->workspace_bytes));
@@ -98,28 +99,34 @@ done:
  * column-major, so out = opT(weight) · inp with inp as C x N. */
 int matmul_forward(Blas *b, bf16 *out, const bf16 *inp, const bf16 *weight, const bf16 *residual, int N, int C,
                    int OC) {
-    return lt_matmul(b, out, CUDA_R_16BF, residual, weight, 1, C, inp, 0, C, OC, N, C, residual ? 1.0f : 0.0f);
+    return lt_matmul(b, out, CUDA_R_16BF, residual, weight, 1, C, inp, 0, C, OC, N, C, residual ? 1.0f : 0.0f, OC);
 }
 
-int matmul_forward_f32(Blas *b, float *out, const bf16 *inp, const bf16 *weight, int N, int C, int OC) {
-    return lt_matmul(b, out, CUDA_R_32F, NULL, weight, 1, C, inp, 0, C, OC, N, C, 0.0f);
+int matmul_forward_f32(Blas *b, float *out, int ld_out, const bf16 *inp, const bf16 *weight, int N, int C, int OC) {
+    return lt_matmul(b, out, CUDA_R_32F, NULL, weight, 1, C, inp, 0, C, OC, N, C, 0.0f, ld_out);
+}
+
+int matmul_backward_ld(Blas *b, float *dinp32, int accumulate, bf16 *dinp16, float *dweight, const bf16 *dout,
+                       int ld_dout, const bf16 *inp, const bf16 *weight, int N, int C, int OC) {
+    /* dinp [N,C] = dout [N,OC] · weight [OC,C]: column-major C x N = (C x OC) · (OC x N) */
+    if (dinp32 && lt_matmul(b, dinp32, CUDA_R_32F, NULL, weight, 0, C, dout, 0, ld_dout, C, N, OC,
+                            accumulate ? 1.0f : 0.0f, C))
+        return -1;
+    if (!dinp32 && dinp16 &&
+        lt_matmul(b, dinp16, CUDA_R_16BF, NULL, weight, 0, C, dout, 0, ld_dout, C, N, OC, 0.0f, C))
+        return -1;
+    /* dweight [OC,C] += doutᵀ · inp: column-major C x OC = (C x N) · (N x OC) */
+    if (dweight && lt_matmul(b, dweight, CUDA_R_32F, NULL, inp, 0, C, dout, 1, ld_dout, C, OC, N, 1.0f, C)) return -1;
+    return 0;
 }
 
 int matmul_backward(Blas *b, float *dinp32, int accumulate, bf16 *dinp16, float *dweight, const bf16 *dout,
                     const bf16 *inp, const bf16 *weight, int N, int C, int OC) {
-    /* dinp [N,C] = dout [N,OC] · weight [OC,C]: column-major C x N = (C x OC) · (OC x N) */
-    if (dinp32 && lt_matmul(b, dinp32, CUDA_R_32F, NULL, weight, 0, C, dout, 0, OC, C, N, OC,
-                            accumulate ? 1.0f : 0.0f))
-        return -1;
-    if (!dinp32 && dinp16 && lt_matmul(b, dinp16, CUDA_R_16BF, NULL, weight, 0, C, dout, 0, OC, C, N, OC, 0.0f))
-        return -1;
-    /* dweight [OC,C] += doutᵀ · inp: column-major C x OC = (C x N) · (N x OC) */
-    if (dweight && lt_matmul(b, dweight, CUDA_R_32F, NULL, inp, 0, C, dout, 1, OC, C, OC, N, 1.0f)) return -1;
-    return 0;
+    return matmul_backward_ld(b, dinp32, accumulate, dinp16, dweight, dout, OC, inp, weight, N, C, OC);
 }
 
 int matmul_raw(Blas *b, float *D, const bf16 *A, const bf16 *B_, int m, int n, int k) {
-    return lt_matmul(b, D, CUDA_R_32F, NULL, A, 0, m, B_, 0, k, m, n, k, 0.0f);
+    return lt_matmul(b, D, CUDA_R_32F, NULL, A, 0, m, B_, 0, k, m, n, k, 0.0f, m);
 }
 
 /* ================================================================== helpers */
@@ -732,11 +739,14 @@ __device__ __forceinline__ void lse_combine(float &m, float &s, float m2, float 
 
 __global__ void __launch_bounds__(CE_THREADS) crossentropy_kernel(float *losses, bf16 *dlogits,
                                                                   const float *logits, const int32_t *targets,
-                                                                  int V, float w) {
+                                                                  int V, int ld, float w) {
     __shared__ float shm[CE_THREADS / 32], shs[CE_THREADS / 32];
     const int row = blockIdx.x, tgt = targets[row], tid = threadIdx.x;
-    const float *x = logits + (size_t)row * V;
-    bf16 *dx = dlogits ? dlogits + (size_t)row * V : NULL;
+    const float *x = logits + (size_t)row * ld;
+    bf16 *dx = dlogits ? dlogits + (size_t)row * ld : NULL;
+    /* the pad columns [V, ld) are outside the vocabulary: never read, zero gradient */
+    if (dx)
+        for (int i = V + tid; i < ld; i += CE_THREADS) dx[i] = __float2bfloat16(0.0f);
     if (tgt < 0) { /* a sequence's last position: no next token */
         if (tid == 0) losses[row] = 0.0f;
         if (dx)
@@ -769,8 +779,8 @@ __global__ void __launch_bounds__(CE_THREADS) crossentropy_kernel(float *losses,
 }
 
 int crossentropy_forward_backward(float *losses, bf16 *dlogits, const float *logits, const int32_t *targets, int R,
-                                  int V, float w) {
-    LAUNCH(crossentropy_kernel, R, CE_THREADS, 0, 0)(losses, dlogits, logits, targets, V, w);
+                                  int V, int ld, float w) {
+    LAUNCH(crossentropy_kernel, R, CE_THREADS, 0, 0)(losses, dlogits, logits, targets, V, ld, w);
     LAUNCH_CHECK();
     return 0;
 }

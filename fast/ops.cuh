@@ -29,13 +29,18 @@ void blas_destroy(Blas *b);
  * residual [N,OC] or NULL (the residual add rides on the GEMM's beta = 1). */
 int matmul_forward(Blas *b, bf16 *out, const bf16 *inp, const bf16 *weight, const bf16 *residual, int N, int C,
                    int OC);
-/* The same product into fp32 (the logits chunk).  out [N,OC] fp32 */
-int matmul_forward_f32(Blas *b, float *out, const bf16 *inp, const bf16 *weight, int N, int C, int OC);
+/* The same product into fp32 (the logits chunk), rows ld_out >= OC apart (the padded
+ * vocabulary: columns [OC, ld_out) are not written).  out [N,ld_out] fp32 */
+int matmul_forward_f32(Blas *b, float *out, int ld_out, const bf16 *inp, const bf16 *weight, int N, int C, int OC);
 /* Input gradient, either dinp32 (fp32, = or += by accumulate) or dinp16 (bf16, =), and
  * dweight += doutᵀ · inp (fp32). Any output may be NULL.
  * dinp [N,C], dweight [OC,C], dout [N,OC], inp [N,C], weight [OC,C] */
 int matmul_backward(Blas *b, float *dinp32, int accumulate, bf16 *dinp16, float *dweight, const bf16 *dout,
                     const bf16 *inp, const bf16 *weight, int N, int C, int OC);
+/* The same with dout's rows ld_dout >= OC apart (the padded logits' gradient; columns
+ * [OC, ld_dout) are not read).  dout [N,ld_dout] */
+int matmul_backward_ld(Blas *b, float *dinp32, int accumulate, bf16 *dinp16, float *dweight, const bf16 *dout,
+                       int ld_dout, const bf16 *inp, const bf16 *weight, int N, int C, int OC);
 /* bf16 x bf16 -> fp32 GEMM in plain column-major terms, for the peak benchmark. */
 int matmul_raw(Blas *b, float *D, const bf16 *A, const bf16 *B_, int m, int n, int k);
 
@@ -129,12 +134,13 @@ int attention_backward(bf16 *dq, bf16 *dk, float *dv, float *Dscratch, const bf1
                        int hd);
 
 /* ------------------------------------------------------------------ cross-entropy */
-/* One block per row of a logits chunk: loss = logsumexp(x) − x[target] (fp32, online
- * max/sum); if dlogits is not NULL it gets w·(softmax(x) − onehot(target)) in bf16.
- * target < 0 (each sequence's last position) gives loss 0 and a zero gradient row.
- * losses [R] fp32, dlogits [R,V] bf16 or NULL, logits [R,V] fp32, targets [R] */
+/* One block per row of a logits chunk: loss = logsumexp(x) − x[target] over the V real
+ * columns (fp32, online max/sum); if dlogits is not NULL it gets w·(softmax(x) − onehot(target))
+ * in bf16 there, and 0 in the pad columns [V, ld) (the padded vocabulary: masked out of the
+ * loss and its gradient). target < 0 (each sequence's last position) gives loss 0 and a zero
+ * gradient row.  losses [R] fp32, dlogits [R,ld] bf16 or NULL, logits [R,ld] fp32, targets [R] */
 int crossentropy_forward_backward(float *losses, bf16 *dlogits, const float *logits, const int32_t *targets, int R,
-                                  int V, float w);
+                                  int V, int ld, float w);
 
 /* ------------------------------------------------------------------ elementwise */
 /* out = bf16(inp).  [n] */
