@@ -35,7 +35,7 @@ static void usage(FILE *f) {
             "  --seed S            seed of the draws [0]\n"
             "  --output KIND       text | ids [text with a tokenizer, else ids]\n"
             "  --precision P       fp32 | fp64 [fp32]\n"
-            "  --device D          cpu [cpu] (cuda generation is not implemented yet)\n");
+            "  --device D          cpu [cpu] (cuda and cuda-cpu: the CUDA backend has no decoder yet)\n");
 }
 
 /* "1,2,3" -> ids; -1 on a bad number. */
@@ -114,9 +114,9 @@ int cmd_generate(int argc, char **argv) {
         return 2;
     }
     if (strcmp(device, "cpu")) {
-        if (!strcmp(device, "cuda"))
-            vrl_error("--device cuda: generation runs on the reference (CPU) only; the CUDA decoder is not "
-                      "written yet (docs/generate.md)");
+        if (!strcmp(device, "cuda") || !strcmp(device, "cuda-cpu"))
+            vrl_error("--device %s: generation runs on the reference (CPU) only; the CUDA decoder is not "
+                      "written yet (docs/generate.md)", device);
         else vrl_error("--device: \"%s\" is not cpu", device);
         goto fail;
     }

@@ -17,6 +17,9 @@
 #if VRL_HAVE_CUDA
 #include "fast/fast.h"
 #endif
+#if VRL_HAVE_CUDA_CPU
+#include "fast/cuda_cpu/fast_cpu.h"
+#endif
 
 static void usage(FILE *f) {
     fprintf(f,
@@ -29,7 +32,9 @@ static void usage(FILE *f) {
             "\n"
             "model\n"
             "  --model PRESET|FILE   preset (%s) or a config.json [small]\n"
-            "  --device cpu|cuda     where to train [cpu]\n"
+            "  --device cpu|cuda|cuda-cpu  where to train [cpu]; cuda-cpu runs the CUDA\n"
+            "                        backend's own code on the CPU (slow: tests, gdb, teaching;\n"
+            "                        VRL_CUDA_CPU_ORDER=forward|reverse|random[:SEED], docs/fast.md)\n"
             "  --precision fp32|fp64 reference precision on cpu [fp32]\n"
             "  --threads N           OpenBLAS threads on cpu [OPENBLAS_NUM_THREADS if set, else\n"
             "                        1 below d_model 512 (they would only spin), else all cores]\n"
@@ -148,6 +153,7 @@ int cmd_train(int argc, char **argv) {
         if (checkpoint_stored_backend(resume, stored, sizeof stored) < 0) goto fail;
         if (!strcmp(stored, "ref-fp64")) precision = "fp64";
         else if (!strcmp(stored, "cuda-bf16")) device = "cuda";
+        else if (!strcmp(stored, "cuda-cpu-bf16")) device = "cuda-cpu";
     }
     if (!strcmp(device, "cuda")) {
 #if VRL_HAVE_CUDA
@@ -162,8 +168,21 @@ int cmd_train(int argc, char **argv) {
         vrl_error("--device cuda: this build of vrl has no CUDA backend (fast/ is not built)");
         goto fail;
 #endif
+    } else if (!strcmp(device, "cuda-cpu")) {
+#if VRL_HAVE_CUDA_CPU
+        if (fast_device_check_cpu() < 0) {
+            char why[VRL_ERROR_LEN];
+            snprintf(why, sizeof why, "%s", vrl_last_error());
+            vrl_error("--device cuda-cpu: %s", why);
+            goto fail;
+        }
+        a.backend = &fast_backend_cuda_cpu; /* fast/'s CUDA code on the CPU (fast/cuda_cpu/) */
+#else
+        vrl_error("--device cuda-cpu: this build of vrl has no CPU build of fast/ (-DVRL_CUDA_CPU=OFF)");
+        goto fail;
+#endif
     } else if (strcmp(device, "cpu")) {
-        vrl_error("--device: \"%s\" is not cpu or cuda", device);
+        vrl_error("--device: \"%s\" is not cpu, cuda or cuda-cpu", device);
         goto fail;
     } else if (!strcmp(precision, "fp32")) a.backend = &ref_backend_f32;
     else if (!strcmp(precision, "fp64")) a.backend = &ref_backend_f64;

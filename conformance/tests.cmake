@@ -139,6 +139,20 @@ if(VRL_HAVE_CUDA_CPU)
     add_test(NAME ${cpu_t} COMMAND ${cpu_t})
     set_tests_properties(${cpu_t} PROPERTIES ENVIRONMENT "TMPDIR=${VRL_TEST_TMP}")
   endforeach()
+  # the layer itself: CUDA's rules and the errors it reports (Criterion, C++)
+  vrl_test(test_cuda_cpu SOURCES conformance/test_cuda_cpu.cpp LIBS vrl_fast_cpu vrl_common)
+  set_target_properties(test_cuda_cpu PROPERTIES CXX_STANDARD 17 CXX_STANDARD_REQUIRED ON)
+  # vrl train --device cuda-cpu: thread orders give the same bytes; mpirun -np 2 (ZeRO-2) = --accum 2
+  add_test(NAME test_fast_cpu_train COMMAND ${CMAKE_SOURCE_DIR}/conformance/test_fast_cpu_train.sh
+    $<TARGET_FILE:vrl> $<TARGET_FILE:run_compare>)
+  set_tests_properties(test_fast_cpu_train PROPERTIES TIMEOUT 600 ENVIRONMENT "TMPDIR=${VRL_TEST_TMP}")
+  if(VRL_SANITIZE OR VRL_FUZZ)
+    set_property(TEST test_fast_cpu_train APPEND PROPERTY ENVIRONMENT "ASAN_OPTIONS=detect_leaks=0") # Open MPI's own allocations
+  else()
+    # deleting the first __syncthreads() of fast/ops.cu (in a copy) must make test_fast_cpu_vs_ref fail
+    add_test(NAME fast_cpu_mutation_check COMMAND ${CMAKE_SOURCE_DIR}/conformance/fast_cpu_mutation_check.sh)
+    set_tests_properties(fast_cpu_mutation_check PROPERTIES TIMEOUT 900 ENVIRONMENT "TMPDIR=${VRL_TEST_TMP};MUTATION_JOBS=2")
+  endif()
   add_test(NAME test_fast_cpu_vs_ref_recompute COMMAND test_fast_cpu_vs_ref)
   set_tests_properties(test_fast_cpu_vs_ref_recompute PROPERTIES
     ENVIRONMENT "TMPDIR=${VRL_TEST_TMP};VRL_FAST_RECOMPUTE=1;VRL_FAST_CE_ROWS=7")

@@ -38,10 +38,7 @@ cublasStatus_t refuse(const char *fmt, ...) {
     return CUBLAS_STATUS_INVALID_VALUE;
 }
 
-cublasStatus_t ok(void) {
-    why[0] = '\0';
-    return CUBLAS_STATUS_SUCCESS;
-}
+cublasStatus_t ok(void) { return CUBLAS_STATUS_SUCCESS; }
 
 float load(const void *p, cudaDataType_t t, size_t i) {
     return t == CUDA_R_16BF ? __bfloat162float(((const __nv_bfloat16 *)p)[i]) : ((const float *)p)[i];
@@ -148,6 +145,7 @@ cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t h, cublasLtMatmul
                                               cublasLtMatrixLayout_t d, cublasLtMatmulPreference_t pref,
                                               int requested, cublasLtMatmulHeuristicResult_t *results, int *found) {
     uint64_t m, n, k;
+    why[0] = '\0';
     *found = 0;
     if (!h || !pref || requested < 1) return refuse("heuristic: no handle, preference or room for a result");
     const cublasStatus_t st = check_shapes(op, a, b, c, d, &m, &n, &k);
@@ -167,6 +165,7 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t h, cublasLtMatmulDesc_t op, const
                               cudaStream_t stream) {
     (void)workspace, (void)workspace_bytes, (void)stream;
     uint64_t m, n, k;
+    why[0] = '\0';
     if (!h || !algo || !alpha || !beta || !A || !B || !C || !D) return refuse("matmul: a NULL argument");
     const cublasStatus_t st = check_shapes(op, a, b, c, d, &m, &n, &k);
     if (st != CUBLAS_STATUS_SUCCESS) return st;

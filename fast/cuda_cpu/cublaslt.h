@@ -71,7 +71,7 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t h, cublasLtMatmulDesc_t op, const
                               const void *C, cublasLtMatrixLayout_t c, void *D, cublasLtMatrixLayout_t d,
                               const cublasLtMatmulAlgo_t *algo, void *workspace, size_t workspace_bytes,
                               cudaStream_t stream);
-/* Why the last call of this stand-in failed ("" after a success). */
+/* Why the last heuristic or matmul call failed ("" after a success). */
 const char *cublas_cpu_last_error(void);
 
 #endif

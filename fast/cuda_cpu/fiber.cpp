@@ -370,7 +370,7 @@ void resolve_barrier(void) {
 
 /* ------------------------------------------------------------------ thread order */
 
-uint64_t rng_state;
+uint64_t rng_state; /* 0 until the first launch seeds it */
 
 uint64_t next_random(void) { /* xorshift64*: a fixed, seedable sequence */
     rng_state ^= rng_state >> 12;
@@ -430,6 +430,8 @@ int run_block(void) {
 
 } // namespace
 
+void reseed_thread_order(void) { rng_state = order_config().seed * 0x9e3779b97f4a7c15ull + 1; }
+
 /* ------------------------------------------------------------------ called from kernels */
 
 void syncthreads(const char *file, int line) {
@@ -453,8 +455,7 @@ void *dynamic_shared(void) { return B.dyn_shared; }
 /* ------------------------------------------------------------------ the grid */
 
 int run_grid(const char *kernel, dim3 grid, dim3 block, LaunchBody *body, char *dyn_shared, char *msg, size_t msg_len) {
-    static int seeded = 0;
-    if (!seeded) rng_state = order_config().seed * 0x9e3779b97f4a7c15ull + 1, seeded = 1;
+    if (!rng_state) reseed_thread_order();
     B.body = body;
     B.kernel = kernel;
     B.msg[0] = '\0';

@@ -17,6 +17,11 @@ struct OrderConfig {
 };
 /* VRL_CUDA_CPU_ORDER, read once: forward (default), reverse or random[:SEED]. */
 const OrderConfig &order_config(void);
+/* Replace it (tests): the same syntax; 0, or -1 if spec does not parse (nothing changes). */
+int set_thread_order(const char *spec);
+
+/* Restart the random order's sequence from the configured seed (fiber.cpp). */
+void reseed_thread_order(void);
 
 /* The dynamic shared-memory bytes of the launch running now. */
 size_t launch_smem(void);

@@ -68,13 +68,9 @@ size_t current_smem;
 
 namespace cuda_cpu {
 
-const OrderConfig &order_config(void) {
-    static OrderConfig oc;
-    static int read = 0;
-    if (read) return oc;
-    read = 1;
-    oc.kind = ORDER_FORWARD, oc.seed = 1, oc.bad = NULL;
-    const char *v = getenv("VRL_CUDA_CPU_ORDER");
+namespace {
+OrderConfig parse_order(const char *v) {
+    OrderConfig oc = {ORDER_FORWARD, 1, NULL};
     if (!v || !*v || !strcmp(v, "forward")) return oc;
     if (!strcmp(v, "reverse")) oc.kind = ORDER_REVERSE;
     else if (!strncmp(v, "random", 6) && (v[6] == '\0' || v[6] == ':')) {
@@ -86,6 +82,22 @@ const OrderConfig &order_config(void) {
         }
     } else oc.bad = v;
     return oc;
+}
+OrderConfig the_order;
+int order_read = 0;
+} // namespace
+
+const OrderConfig &order_config(void) {
+    if (!order_read) the_order = parse_order(getenv("VRL_CUDA_CPU_ORDER")), order_read = 1;
+    return the_order;
+}
+
+int set_thread_order(const char *spec) {
+    const OrderConfig oc = parse_order(spec);
+    if (oc.bad) return -1;
+    the_order = oc, order_read = 1;
+    reseed_thread_order();
+    return 0;
 }
 
 size_t launch_smem(void) { return current_smem; }

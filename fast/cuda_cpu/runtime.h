@@ -239,6 +239,8 @@ template <class... P> struct Args final : LaunchBody {
     LaunchBody *clone() const override { return new Args(*this); }
 };
 
+template <class P> static inline P as_param(P v) { return v; }
+
 template <class... P> struct Launcher {
     const char *name;
     void (*fn)(P...);
@@ -247,7 +249,7 @@ template <class... P> struct Launcher {
     cudaStream_t stream;
     template <class... A> void operator()(A &&...a) const {
         static_assert(sizeof...(A) == sizeof...(P), "kernel argument count");
-        Args<P...> body(fn, static_cast<P>(std::forward<A>(a))...);
+        Args<P...> body(fn, as_param<P>(std::forward<A>(a))...); /* implicit conversions only, as <<<>>> */
         launch(name, grid, block, smem, stream, &body);
     }
 };

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# fast_cpu_mutation_check.sh: show that the CPU layer catches a missing barrier in fast/.
+#
+# Copies the working tree to a temp folder, builds test_fast_cpu_vs_ref there (-DVRL_CUDA=OFF:
+# the CPU build only), checks that the unmodified tree passes, then deletes the first
+# __syncthreads() of fast/ops.cu and requires the test to FAIL, printing what caught it.
+# The mutation is made in the copy only, never in the tree. Exit 0 iff both hold.
+# ≈ 2 min of CPU (one configure and build of the copy, two runs); ctest runs it as
+# fast_cpu_mutation_check (plain pass only).
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/vrl-fast-mutation.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+
+(cd "$root" && git ls-files -co --exclude-standard -z) | (cd "$root" && xargs -0 cp --parents -t "$tmp")
+cmake -S "$tmp" -B "$tmp/build" -DCMAKE_BUILD_TYPE=Release -DVRL_CUDA=OFF >/dev/null
+run() { # build and run the test; its output on stdout, its status returned
+  cmake --build "$tmp/build" --target test_fast_cpu_vs_ref -j"${MUTATION_JOBS:-$(nproc)}" >/dev/null
+  (cd "$tmp/build" && TMPDIR="$tmp" ./bin/test_fast_cpu_vs_ref 2>/dev/null)
+}
+
+if ! out=$(run); then
+  echo "== the UNMODIFIED tree fails test_fast_cpu_vs_ref:"; echo "$out" | grep FAIL | head -20; exit 1
+fi
+echo "== unmodified tree: test_fast_cpu_vs_ref passes"
+
+file=$tmp/fast/ops.cu
+line=$(grep -n '__syncthreads();' "$file" | head -1 | cut -d: -f1)
+[ -n "$line" ] || { echo "== no __syncthreads() in fast/ops.cu (update this script)"; exit 1; }
+echo "== mutation: delete the first __syncthreads() of fast/ops.cu (line $line: $(sed -n "${line}p" "$file" | sed 's/^ *//'))"
+sed -i "${line}s/__syncthreads();//" "$file"
+if out=$(run); then
+  echo "   NOT CAUGHT: test_fast_cpu_vs_ref still passes"; exit 1
+fi
+echo "$out" | grep FAIL | head -8 | sed 's/^/   /'
+echo "   caught ($(echo "$out" | grep -c FAIL) failed checks)"

@@ -1,0 +1,302 @@
+/* test_cuda_cpu.cpp: the CUDA-on-CPU layer itself (fast/cuda_cpu/, docs/fast.md).
+ *
+ * Story: each CUDA behaviour fast/ relies on, run through the layer with a small kernel
+ * and checked against what CUDA documents: bf16 rounding, warp shuffles and ballots with
+ * their masks and widths, barriers, atomics, dynamic shared memory, graph capture and
+ * replay, the cuBLASLt stand-in against a double-precision product, and every error the
+ * layer reports instead of a GPU's hang or undefined result (divergent barriers, a lane
+ * that exits before a shuffle, masks, launch limits), each naming the kernel. Thread
+ * orders: a kernel with its barrier gives the same bits in all three orders; without it,
+ * forward and reverse differ (the race probe works). */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <string.h>
+
+#include "fast/cuda_cpu/bf16.h"
+#include "fast/cuda_cpu/cublaslt.h"
+#include "fast/cuda_cpu/launch_state.h"
+#include "fast/cuda_cpu/runtime.h"
+
+#define LAUNCH CUDA_CPU_LAUNCH
+
+/* The last launch error's message ("" after a success). */
+static const char *launch_message(void) {
+    const cudaError_t e = cudaGetLastError();
+    return e == cudaSuccess ? "" : cudaGetErrorString(e);
+}
+
+static uint16_t bits(float f) { return __float2bfloat16(f).x; }
+static float from_bits(uint32_t u) {
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+Test(cuda_cpu, bf16_rounds_to_nearest_even) {
+    cr_expect_eq(bits(1.0f), 0x3f80);
+    cr_expect_eq(bits(from_bits(0x3f808000u)), 0x3f80, "a tie rounds to the even neighbour (down)");
+    cr_expect_eq(bits(from_bits(0x3f818000u)), 0x3f82, "a tie rounds to the even neighbour (up)");
+    cr_expect_eq(bits(from_bits(0x3f808001u)), 0x3f81, "above the tie rounds up");
+    cr_expect_eq(bits(from_bits(0x3f807fffu)), 0x3f80, "below the tie rounds down");
+    cr_expect_eq(bits(-2.5f), 0xc020);
+    cr_expect_eq(bits(from_bits(0x7f7fffffu)), 0x7f80, "the largest float rounds to infinity");
+    cr_expect_eq(bits(INFINITY), 0x7f80);
+    const float nan_back = __bfloat162float(__float2bfloat16(NAN));
+    cr_expect(isnan(nan_back), "NaN stays NaN");
+    cr_expect_eq(__bfloat162float(__float2bfloat16(3.140625f)), 3.140625f, "bf16 values convert exactly");
+}
+
+/* ------------------------------------------------------------------ warp collectives */
+
+__global__ void shuffles_kernel(int *out) {
+    const int lane = (int)threadIdx.x % 32, t = (int)threadIdx.x;
+    out[t * 6 + 0] = __shfl_xor_sync(0xffffffffu, t, 5);
+    out[t * 6 + 1] = __shfl_down_sync(0xffffffffu, t, 3);
+    out[t * 6 + 2] = __shfl_up_sync(0xffffffffu, t, 2, 8);
+    out[t * 6 + 3] = __shfl_sync(0xffffffffu, t, 7);
+    out[t * 6 + 4] = (int)__ballot_sync(0xffffffffu, lane % 3 == 0);
+    out[t * 6 + 5] = __shfl_xor_sync(0xffffffffu, t, 16, 16); /* width 16: a later group gives the own value */
+}
+
+Test(cuda_cpu, warp_shuffles_follow_cuda) {
+    int *out = (int *)malloc(64 * 6 * sizeof(int));
+    LAUNCH(shuffles_kernel, 1, 64, 0, 0)(out);
+    cr_assert_str_eq(launch_message(), "");
+    unsigned ballot = 0;
+    for (int l = 0; l < 32; l++) ballot |= (l % 3 == 0 ? 1u : 0u) << l;
+    for (int t = 0; t < 64; t++) {
+        const int lane = t % 32, base = t - lane;
+        cr_expect_eq(out[t * 6 + 0], t ^ 5, "xor lane %d", t);
+        cr_expect_eq(out[t * 6 + 1], lane + 3 < 32 ? t + 3 : t, "down lane %d", t);
+        cr_expect_eq(out[t * 6 + 2], lane % 8 >= 2 ? t - 2 : t, "up (width 8) lane %d", t);
+        cr_expect_eq(out[t * 6 + 3], base + 7, "idx lane %d", t);
+        cr_expect_eq((unsigned)out[t * 6 + 4], ballot, "ballot lane %d", t);
+        cr_expect_eq(out[t * 6 + 5], lane < 16 ? t : t - 16, "xor 16 at width 16 lane %d", t);
+    }
+    free(out);
+}
+
+__global__ void early_exit_shuffle_kernel(float *out) {
+    if (threadIdx.x == 5) return; /* lane 5 leaves; the others still name it in the mask */
+    out[threadIdx.x] = __shfl_xor_sync(0xffffffffu, 1.0f, 1);
+}
+
+__global__ void own_lane_missing_kernel(float *out) {
+    out[threadIdx.x] = __shfl_xor_sync(0x0000ffffu, 1.0f, 1); /* lanes 16..31 are not in their own mask */
+}
+
+__global__ void reads_outside_mask_kernel(float *out) {
+    if (threadIdx.x < 16) out[threadIdx.x] = __shfl_sync(0x0000ffffu, 2.0f, 20);
+}
+
+Test(cuda_cpu, bad_collectives_are_errors_naming_the_kernel) {
+    float out[32];
+    LAUNCH(early_exit_shuffle_kernel, 1, 32, 0, 0)(out);
+    const char *m = launch_message();
+    cr_expect(strstr(m, "kernel early_exit_shuffle_kernel") && strstr(m, "lane 5") && strstr(m, "exited"), "%s", m);
+    LAUNCH(own_lane_missing_kernel, 1, 32, 0, 0)(out);
+    m = launch_message();
+    cr_expect(strstr(m, "own_lane_missing_kernel") && strstr(m, "does not name its own lane"), "%s", m);
+    LAUNCH(reads_outside_mask_kernel, 1, 32, 0, 0)(out);
+    m = launch_message();
+    cr_expect(strstr(m, "reads_outside_mask_kernel") && strstr(m, "reads lane 20"), "%s", m);
+}
+
+/* ------------------------------------------------------------------ barriers */
+
+__global__ void divergent_barrier_kernel(int *out) {
+    if (threadIdx.x < 16) {
+        __syncthreads();
+    } else {
+        __syncthreads();
+    }
+    out[threadIdx.x] = 1;
+}
+
+__global__ void exit_before_barrier_kernel(int *out) {
+    if (threadIdx.x % 2) return;
+    __syncthreads();
+    out[threadIdx.x] = 1;
+}
+
+Test(cuda_cpu, divergent_barriers_are_errors_naming_the_kernel) {
+    int out[64];
+    LAUNCH(divergent_barrier_kernel, 2, 64, 0, 0)(out);
+    const char *m = launch_message();
+    cr_expect(strstr(m, "kernel divergent_barrier_kernel, block (0,0,0): divergent barrier"), "%s", m);
+    cr_expect(strstr(m, "test_cuda_cpu.cpp"), "the message names the source lines: %s", m);
+    LAUNCH(exit_before_barrier_kernel, 1, 64, 0, 0)(out);
+    m = launch_message();
+    cr_expect(strstr(m, "exit_before_barrier_kernel") && strstr(m, "has exited"), "%s", m);
+}
+
+/* Reverse a block's values through shared memory; without the barrier a thread can read
+ * a slot before its owner wrote it. */
+template <bool SYNC> __global__ void reverse_kernel(float *out, const float *in) {
+    __shared__ float sh[128];
+    const int t = threadIdx.x;
+    sh[t] = in[blockIdx.x * 128 + t];
+    if (SYNC) __syncthreads();
+    out[blockIdx.x * 128 + t] = sh[127 - t] * 2.0f;
+}
+
+static void run_reverse(bool sync, const char *order, float *out, const float *in) {
+    cr_assert_eq(cuda_cpu::set_thread_order(order), 0);
+    memset(out, 0, 4 * 128 * sizeof(float));
+    if (sync) LAUNCH(reverse_kernel<true>, 4, 128, 0, 0)(out, in);
+    else LAUNCH(reverse_kernel<false>, 4, 128, 0, 0)(out, in);
+    cr_assert_str_eq(launch_message(), "");
+}
+
+Test(cuda_cpu, thread_orders_expose_a_missing_barrier) {
+    float in[512], ref[512], out[512];
+    for (int i = 0; i < 512; i++) in[i] = (float)i;
+    for (int b = 0; b < 4; b++)
+        for (int t = 0; t < 128; t++) ref[b * 128 + t] = in[b * 128 + 127 - t] * 2.0f;
+    const char *orders[] = {"forward", "reverse", "random:7"};
+    for (int k = 0; k < 3; k++) {
+        run_reverse(true, orders[k], out, in);
+        cr_expect_arr_eq(out, ref, sizeof ref, "with the barrier, order %s", orders[k]);
+    }
+    float fwd[512], rev[512];
+    run_reverse(false, "forward", fwd, in);
+    run_reverse(false, "reverse", rev, in);
+    cr_expect(memcmp(fwd, rev, sizeof fwd) != 0, "without the barrier forward and reverse must differ");
+    cr_expect_eq(cuda_cpu::set_thread_order("sideways"), -1);
+    cr_assert_eq(cuda_cpu::set_thread_order("forward"), 0);
+}
+
+/* ------------------------------------------------------------------ atomics, dynamic shared memory */
+
+__global__ void atomics_kernel(int *count, float *sum) {
+    atomicAdd(count, 1);
+    atomicAdd(sum, 0.5f);
+}
+
+__global__ void dynamic_shared_kernel(float *out) {
+    float *sh = (float *)cuda_cpu::dynamic_shared(); /* extern __shared__ on the GPU */
+    sh[threadIdx.x] = (float)threadIdx.x;
+    __syncthreads();
+    out[blockIdx.x * blockDim.x + threadIdx.x] = sh[blockDim.x - 1 - threadIdx.x];
+}
+
+Test(cuda_cpu, atomics_and_dynamic_shared_memory) {
+    int count = 0;
+    float sum = 0, out[2 * 96];
+    LAUNCH(atomics_kernel, dim3(3, 2), dim3(32, 4), 0, 0)(&count, &sum);
+    cr_assert_str_eq(launch_message(), "");
+    cr_expect_eq(count, 768);
+    cr_expect_eq(sum, 384.0f);
+    LAUNCH(dynamic_shared_kernel, 2, 96, 96 * sizeof(float), 0)(out);
+    cr_assert_str_eq(launch_message(), "");
+    for (int i = 0; i < 2 * 96; i++) cr_expect_eq(out[i], (float)(95 - i % 96));
+}
+
+/* ------------------------------------------------------------------ launch limits */
+
+__global__ void empty_kernel(int *p) { (void)p; }
+
+Test(cuda_cpu, launch_limits_are_errors_naming_the_kernel) {
+    LAUNCH(empty_kernel, 1, 2048, 0, 0)(nullptr);
+    const char *m = launch_message();
+    cr_expect(strstr(m, "kernel empty_kernel: block (2048,1,1) = 2048 threads"), "%s", m);
+    LAUNCH(empty_kernel, 1, dim3(16, 16, 8), 0, 0)(nullptr);
+    m = launch_message();
+    cr_expect(strstr(m, "empty_kernel") && strstr(m, "2048 threads"), "%s", m);
+    LAUNCH(empty_kernel, dim3(1, 70000), 32, 0, 0)(nullptr);
+    m = launch_message();
+    cr_expect(strstr(m, "empty_kernel: grid (1,70000,1)"), "%s", m);
+    LAUNCH(empty_kernel, 0, 32, 0, 0)(nullptr);
+    m = launch_message();
+    cr_expect(strstr(m, "empty_kernel: empty launch"), "%s", m);
+    LAUNCH(empty_kernel, 1, 32, 64 << 10, 0)(nullptr);
+    m = launch_message();
+    cr_expect(strstr(m, "empty_kernel: 65536 bytes of dynamic shared memory"), "%s", m);
+    LAUNCH(empty_kernel, 1, 1024, 0, 0)(nullptr);
+    cr_expect_str_eq(launch_message(), "", "1024 threads is the limit, not past it");
+}
+
+/* ------------------------------------------------------------------ graphs */
+
+__global__ void add_kernel(float *x, float v) { x[threadIdx.x] += v; }
+
+Test(cuda_cpu, graph_capture_replays_in_order) {
+    float x[8] = {0}, y[8];
+    cudaStream_t s;
+    cudaGraph_t g;
+    cudaGraphExec_t ex;
+    cr_assert_eq(cudaStreamCreate(&s), cudaSuccess);
+    cr_assert_eq(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal), cudaSuccess);
+    LAUNCH(add_kernel, 1, 8, 0, s)(x, 1.0f);
+    LAUNCH(add_kernel, 1, 8, 0, s)(x, 2.0f);
+    cr_expect_eq(cudaMemcpy(y, x, sizeof x, cudaMemcpyDeviceToHost), cudaErrorStreamCaptureUnsupported);
+    (void)cudaGetLastError();
+    cr_assert_eq(cudaStreamEndCapture(s, &g), cudaSuccess);
+    cr_expect_eq(x[0], 0.0f, "captured, not run");
+    cr_assert_eq(cudaGraphInstantiate(&ex, g, 0), cudaSuccess);
+    cr_assert_eq(cudaGraphLaunch(ex, s), cudaSuccess);
+    cr_assert_eq(cudaGraphLaunch(ex, s), cudaSuccess);
+    for (int i = 0; i < 8; i++) cr_expect_eq(x[i], 6.0f);
+    cudaGraphExecDestroy(ex);
+    cudaGraphDestroy(g);
+    cudaStreamDestroy(s);
+}
+
+/* ------------------------------------------------------------------ cuBLASLt */
+
+/* Column-major D [m,n] = op(A)·op(B) + beta·C through the stand-in; A, B bf16, fp32 out. */
+static cublasStatus_t lt(float *D, const __nv_bfloat16 *A, int ta, int lda, const __nv_bfloat16 *B, int tb, int ldb,
+                         int m, int n, int k, int a_rows, float beta) {
+    cublasLtHandle_t h;
+    cublasLtMatmulDesc_t op;
+    cublasLtMatrixLayout_t la, lb, lc;
+    cublasLtMatmulPreference_t pref;
+    cublasLtMatmulHeuristicResult_t heur;
+    int found = 0;
+    const float alpha = 1.0f;
+    cublasOperation_t a_op = ta ? CUBLAS_OP_T : CUBLAS_OP_N, b_op = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
+    cublasLtCreate(&h);
+    cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F);
+    cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &a_op, sizeof a_op);
+    cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &b_op, sizeof b_op);
+    cublasLtMatrixLayoutCreate(&la, CUDA_R_16BF, a_rows, ta ? m : k, lda);
+    cublasLtMatrixLayoutCreate(&lb, CUDA_R_16BF, tb ? n : k, tb ? k : n, ldb);
+    cublasLtMatrixLayoutCreate(&lc, CUDA_R_32F, m, n, m);
+    cublasLtMatmulPreferenceCreate(&pref);
+    const uint32_t one = 2; /* bf16 arrays on the stack */
+    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &one, sizeof one);
+    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &one, sizeof one);
+    cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(h, op, la, lb, lc, lc, pref, 1, &heur, &found);
+    if (st == CUBLAS_STATUS_SUCCESS)
+        st = cublasLtMatmul(h, op, &alpha, A, la, B, lb, &beta, D, lc, D, lc, &heur.algo, NULL, 0, 0);
+    cublasLtMatmulPreferenceDestroy(pref);
+    cublasLtMatrixLayoutDestroy(la);
+    cublasLtMatrixLayoutDestroy(lb);
+    cublasLtMatrixLayoutDestroy(lc);
+    cublasLtMatmulDescDestroy(op);
+    cublasLtDestroy(h);
+    return st;
+}
+
+Test(cuda_cpu, cublaslt_stand_in_computes_the_documented_product) {
+    const int m = 5, n = 3, k = 7, lda = 9, ldb = 8; /* padded leading dimensions */
+    __nv_bfloat16 A[9 * 7], B[8 * 7];                /* A stored k x m (transposed), B stored k x n */
+    float Af[9 * 7], Bf[8 * 7];
+    for (int i = 0; i < 9 * 7; i++) Af[i] = __bfloat162float(A[i] = __float2bfloat16(sinf((float)i)));
+    for (int i = 0; i < 8 * 7; i++) Bf[i] = __bfloat162float(B[i] = __float2bfloat16(cosf((float)i)));
+    float *D = (float *)aligned_alloc(256, 256);
+    for (int i = 0; i < m * n; i++) D[i] = 1.0f;
+    cr_assert_eq(lt(D, A, 1, lda, B, 0, ldb, m, n, k, k, 0.5f), CUBLAS_STATUS_SUCCESS, "%s", cublas_cpu_last_error());
+    for (int i = 0; i < m; i++)
+        for (int j = 0; j < n; j++) {
+            double s = 0;
+            for (int p = 0; p < k; p++) s += (double)Af[p + i * lda] * Bf[p + j * ldb]; /* op(A)=Aᵀ */
+            cr_expect(fabs(D[i + j * m] - (s + 0.5)) < 1e-5, "D[%d,%d] = %g, expected %g", i, j, D[i + j * m], s + 0.5);
+        }
+    /* a leading dimension below the stored rows, and a k that does not match, are refused */
+    cr_expect_eq(lt(D, A, 1, 3, B, 0, ldb, m, n, k, k, 0.0f), CUBLAS_STATUS_INVALID_VALUE);
+    cr_expect(strstr(cublas_cpu_last_error(), "leading dimension of A"), "%s", cublas_cpu_last_error());
+    cr_expect_eq(lt(D, A, 1, lda, B, 0, ldb, m, n, k, k + 1, 0.0f), CUBLAS_STATUS_INVALID_VALUE);
+    cr_expect(strstr(cublas_cpu_last_error(), "rows"), "%s", cublas_cpu_last_error());
+    free(D);
+}

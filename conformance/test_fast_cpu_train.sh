@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# test_fast_cpu_train.sh: `vrl train --device cuda-cpu` (fast/'s CUDA code on the CPU,
+# docs/fast.md) end to end, tiny model, synthetic corpus:
+#   - thread orders: for ResFormer and SVFormer, VRL_CUDA_CPU_ORDER=forward, reverse and
+#     random:SEED give byte-identical model.safetensors (a kernel whose result depends on
+#     the order its threads run between barriers would differ);
+#   - a bad VRL_CUDA_CPU_ORDER is one error line;
+#   - ZeRO-2 over the NCCL-over-MPI stand-in: `mpirun -np 2` equals one process with
+#     --accum 2 (losses and weights within 1e-6: the same gradient sums, the global norm
+#     added in another order; the line printed says whether they are bit-identical).
+#     Skipped with the reason when mpirun is absent or vrl has no MPI.
+# usage: test_fast_cpu_train.sh PATH/TO/vrl PATH/TO/run_compare
+set -u
+VRL=$1
+CMP=$2
+. "$(dirname "$0")/cli_test_lib.sh"
+LIMIT=300
+T=(train --quiet --device cuda-cpu --model tiny --batch 2 --seq 32 --synthetic-tokens 5000 --warmup 1
+   --decay-end 6 --eval-every 0 --eval-batches 1 --save-every 0)
+
+# run NAME ARGS...: one process into $tmp/NAME
+run() {
+  local name=$1; shift
+  timeout $LIMIT "$VRL" "${T[@]}" --out "$tmp/$name" "$@" >"$tmp/$name.log" 2>&1
+  local rc=$?
+  [ $rc -eq 0 ] || { echo "run $name failed with $rc:"; cat "$tmp/$name.log"; }
+  return $rc
+}
+
+for v in resformer svformer; do
+  VRL_CUDA_CPU_ORDER=forward run "${v}_forward" --variant $v --steps 3
+  VRL_CUDA_CPU_ORDER=reverse run "${v}_reverse" --variant $v --steps 3
+  VRL_CUDA_CPU_ORDER=random:12345 run "${v}_random" --variant $v --steps 3
+  for o in reverse random; do
+    check "${v}: order $o gives the forward order's weights byte for byte" \
+      cmp "$tmp/${v}_forward/model.safetensors" "$tmp/${v}_$o/model.safetensors"
+  done
+done
+VRL_CUDA_CPU_ORDER=sideways expect_error bad_order "VRL_CUDA_CPU_ORDER=sideways: expected forward, reverse or random" \
+  "$VRL" "${T[@]}" --steps 1 --out "$tmp/bad_order"
+
+# ZeRO-2 on two processes
+if ! command -v mpirun >/dev/null; then
+  echo "SKIP: mpirun not found (scripts/deps.sh installs openmpi-bin): no two-process check"
+else
+  MPI=(mpirun --oversubscribe --bind-to none)
+  [ "$(id -u)" -eq 0 ] && MPI+=(--allow-run-as-root)
+  export OMPI_MCA_btl_base_warn_component_unused=0
+  run accum2 --steps 4 --accum 2
+  timeout $LIMIT "${MPI[@]}" -np 2 "$VRL" "${T[@]}" --steps 4 --out "$tmp/np2" >"$tmp/np2.log" 2>&1
+  if grep -q "has no MPI" "$tmp/np2.log"; then
+    echo "SKIP: this build of vrl has no MPI: no two-process check"
+  elif "$CMP" "$tmp/accum2" "$tmp/np2" 1e-6 >"$tmp/cmp" 2>&1; then
+    passes=$((passes + 1)); echo "ok   zero2_np2_vs_accum2: $(cat "$tmp/cmp")"
+    check "the two-process run went through fast/zero.cu's NCCL path" grep -q "vrl fast: NCCL 2 ranks" "$tmp/np2.log"
+  else
+    fails=$((fails + 1)); echo "FAIL zero2_np2_vs_accum2:"; cat "$tmp/cmp" "$tmp/np2.log"
+  fi
+fi
+finish
