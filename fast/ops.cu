@@ -7,6 +7,8 @@
  * flash attention on CUDA cores. Every reduction has a fixed order (warp shuffles with a
  * fixed pattern, partial sums reduced in index order), so a run repeats bit for bit. */
 #include <math.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "fast/ops.cuh"
 
@@ -17,13 +19,29 @@ FAST_NS_BEGIN
 #define BLAS_WORKSPACE (32u << 20) /* cuBLASLt's recommendation for Hopper */
 
 int blas_create(Blas *b) {
+    b->plans = (BlasPlan *)calloc(BLAS_MAX_PLANS, sizeof *b->plans);
+    b->n_plans = 0;
+    if (!b->plans) return vrl_error("fast: out of host memory for the cuBLASLt plans");
     CUBLAS_CHECK(cublasLtCreate(&b->lt));
     b->workspace_bytes = BLAS_WORKSPACE;
     CUDA_CHECK(cudaMalloc(&b->workspace, b->workspace_bytes));
     return 0;
 }
 
+static void plan_release(BlasPlan *p) {
+    if (p->ld) cublasLtMatrixLayoutDestroy(p->ld);
+    if (p->lc) cublasLtMatrixLayoutDestroy(p->lc);
+    if (p->lb) cublasLtMatrixLayoutDestroy(p->lb);
+    if (p->la) cublasLtMatrixLayoutDestroy(p->la);
+    if (p->op) cublasLtMatmulDescDestroy(p->op);
+    memset(p, 0, sizeof *p);
+}
+
 void blas_destroy(Blas *b) {
+    for (int i = 0; i < b->n_plans; i++) plan_release(&b->plans[i]);
+    free(b->plans);
+    b->plans = NULL;
+    b->n_plans = 0;
     if (b->workspace) cudaFree(b->workspace);
     if (b->lt) cublasLtDestroy(b->lt);
     b->workspace = NULL;
@@ -39,60 +57,76 @@ static uint32_t ptr_align(const void *p) {
     return a;
 }
 
+/* Make p's descriptors for key and ask the heuristic for one algorithm. key: dt, transA,
+ * transB, m, n, k, lda, ldb, ldd, the four alignments, and a spare 0. */
+static int plan_make(Blas *b, BlasPlan *p, const long long *key) {
+    const cudaDataType_t dt = (cudaDataType_t)key[0];
+    const int transA = (int)key[1], transB = (int)key[2], m = (int)key[3], n = (int)key[4], k = (int)key[5];
+    const cublasOperation_t ta = transA ? CUBLAS_OP_T : CUBLAS_OP_N, tb = transB ? CUBLAS_OP_T : CUBLAS_OP_N;
+    const uint32_t align[4] = {(uint32_t)key[9], (uint32_t)key[10], (uint32_t)key[11], (uint32_t)key[12]};
+    cublasLtMatmulPreference_t pref = NULL;
+    cublasLtMatmulHeuristicResult_t heur;
+    int found = 0, rc = -1;
+    cublasStatus_t st;
+    memset(p, 0, sizeof *p);
+    memcpy(p->key, key, sizeof p->key);
+#define LT(call)                                                                                             \
+    if ((st = (call)) != CUBLAS_STATUS_SUCCESS) {                                                            \
+        vrl_error("fast: cuBLASLt status %d in %s (m=%d n=%d k=%d)", (int)st, #call, m, n, k);            \
+        goto done;                                                                                           \
+    }
+    LT(cublasLtMatmulDescCreate(&p->op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    LT(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
+    LT(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
+    /* stored shapes: op(A) is m x k, so A is k x m when transposed */
+    LT(cublasLtMatrixLayoutCreate(&p->la, CUDA_R_16BF, transA ? k : m, transA ? m : k, key[6]));
+    LT(cublasLtMatrixLayoutCreate(&p->lb, CUDA_R_16BF, transB ? n : k, transB ? k : n, key[7]));
+    LT(cublasLtMatrixLayoutCreate(&p->lc, dt, m, n, key[8]));
+    LT(cublasLtMatrixLayoutCreate(&p->ld, dt, m, n, key[8]));
+    LT(cublasLtMatmulPreferenceCreate(&pref));
+    LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &b->workspace_bytes,
+                                            sizeof b->workspace_bytes));
+    LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &align[0], sizeof align[0]));
+    LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &align[1], sizeof align[1]));
+    LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &align[2], sizeof align[2]));
+    LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &align[3], sizeof align[3]));
+    LT(cublasLtMatmulAlgoGetHeuristic(b->lt, p->op, p->la, p->lb, p->lc, p->ld, pref, 1, &heur, &found));
+    if (found == 0) {
+        vrl_error("fast: cuBLASLt has no algorithm for m=%d n=%d k=%d", m, n, k);
+        goto done;
+    }
+    p->algo = heur.algo;
+    rc = 0;
+done:
+#undef LT
+    if (pref) cublasLtMatmulPreferenceDestroy(pref);
+    if (rc < 0) plan_release(p);
+    return rc;
+}
+
 /* Column-major D [m,n] = op(A) [m,k] · op(B) [k,n] + beta·C, A and B bf16, fp32
  * accumulation, C and D of type dt (bf16 or fp32), both with leading dimension ldd >= m (the
  * padded logits use ldd > m). C may differ from D (the residual).
  * Row-major callers pass their matrices transposed (see the three uses below). */
 static int lt_matmul(Blas *b, void *D, cudaDataType_t dt, const void *C, const bf16 *A, int transA, int lda,
                      const bf16 *B, int transB, int ldb, int m, int n, int k, float beta, int ldd) {
-    cublasLtMatmulDesc_t op = NULL;
-    cublasLtMatrixLayout_t la = NULL, lb = NULL, lc = NULL, ld = NULL;
-    cublasLtMatmulPreference_t pref = NULL;
-    cublasLtMatmulHeuristicResult_t heur;
-    int found = 0, rc = -1;
+    const long long key[BLAS_KEY_LEN] = {(long long)dt, transA, transB, m, n, k, lda, ldb, ldd, ptr_align(A),
+                                         ptr_align(B), ptr_align(C ? C : D), ptr_align(D), 0};
     const float alpha = 1.0f;
-    cublasOperation_t ta = transA ? CUBLAS_OP_T : CUBLAS_OP_N, tb = transB ? CUBLAS_OP_T : CUBLAS_OP_N;
-    cublasStatus_t st;
-#define LT(call)                                                                                             \
-    if ((st = (call)) != CUBLAS_STATUS_SUCCESS) {                                                            \
-        vrl_error("fast: cuBLASLt status %d in %s (m=%d n=%d k=%d)", (int)st, #call, m, n, k);            \
-        goto done;                                                                                           \
+    BlasPlan *p = NULL, once;
+    for (int i = 0; i < b->n_plans && !p; i++)
+        if (!memcmp(b->plans[i].key, key, sizeof key)) p = &b->plans[i];
+    if (!p) { /* first call of this shape: make its plan, and keep it while there is room */
+        p = b->n_plans < BLAS_MAX_PLANS ? &b->plans[b->n_plans] : &once;
+        if (plan_make(b, p, key) < 0) return -1;
+        if (p != &once) b->n_plans++;
     }
-    LT(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
-    LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
-    LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
-    /* stored shapes: op(A) is m x k, so A is k x m when transposed */
-    LT(cublasLtMatrixLayoutCreate(&la, CUDA_R_16BF, transA ? k : m, transA ? m : k, lda));
-    LT(cublasLtMatrixLayoutCreate(&lb, CUDA_R_16BF, transB ? n : k, transB ? k : n, ldb));
-    LT(cublasLtMatrixLayoutCreate(&lc, dt, m, n, ldd));
-    LT(cublasLtMatrixLayoutCreate(&ld, dt, m, n, ldd));
-    LT(cublasLtMatmulPreferenceCreate(&pref));
-    LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &b->workspace_bytes,
-                                            sizeof b->workspace_bytes));
-    {
-        const uint32_t al_a = ptr_align(A), al_b = ptr_align(B), al_c = ptr_align(C ? C : D), al_d = ptr_align(D);
-        LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &al_a, sizeof al_a));
-        LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &al_b, sizeof al_b));
-        LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &al_c, sizeof al_c));
-        LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &al_d, sizeof al_d));
-    }
-    LT(cublasLtMatmulAlgoGetHeuristic(b->lt, op, la, lb, lc, ld, pref, 1, &heur, &found));
-    if (found == 0) {
-        vrl_error("fast: cuBLASLt has no algorithm for m=%d n=%d k=%d", m, n, k);
-        goto done;
-    }
-    LT(cublasLtMatmul(b->lt, op, &alpha, A, la, B, lb, &beta, C ? C : D, lc, D, ld, &heur.algo, b->workspace,
-                      b->workspace_bytes, 0));
-    rc = 0;
-done:
-#undef LT
-    if (pref) cublasLtMatmulPreferenceDestroy(pref);
-    if (ld) cublasLtMatrixLayoutDestroy(ld);
-    if (lc) cublasLtMatrixLayoutDestroy(lc);
-    if (lb) cublasLtMatrixLayoutDestroy(lb);
-    if (la) cublasLtMatrixLayoutDestroy(la);
-    if (op) cublasLtMatmulDescDestroy(op);
-    return rc;
+    const cublasStatus_t st = cublasLtMatmul(b->lt, p->op, &alpha, A, p->la, B, p->lb, &beta, C ? C : D, p->lc, D,
+                                             p->ld, &p->algo, b->workspace, b->workspace_bytes, 0);
+    if (p == &once) plan_release(&once);
+    if (st != CUBLAS_STATUS_SUCCESS)
+        return vrl_error("fast: cuBLASLt status %d in cublasLtMatmul (m=%d n=%d k=%d)", (int)st, m, n, k);
+    return 0;
 }
 
 /* Row-major out [N,OC] is column-major OC x N; weight [OC,C] row-major is C x OC

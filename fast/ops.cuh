@@ -16,11 +16,26 @@
 FAST_NS_BEGIN
 
 /* ------------------------------------------------------------------ matmul (cuBLASLt) */
-/* One cuBLASLt handle and workspace, owned by the model. */
+/* One GEMM shape's cuBLASLt descriptors and the algorithm the heuristic picked for it, made
+ * on its first call and reused by every later call with the same key (shape, transposes,
+ * leading dimensions, output type, operand alignments): a step makes no descriptor and asks
+ * no heuristic after the first. */
+#define BLAS_KEY_LEN 14
+typedef struct {
+    long long key[BLAS_KEY_LEN];
+    cublasLtMatmulDesc_t op;
+    cublasLtMatrixLayout_t la, lb, lc, ld;
+    cublasLtMatmulAlgo_t algo;
+} BlasPlan;
+#define BLAS_MAX_PLANS 256 /* a model has a few dozen shapes; past this, plans are made per call */
+
+/* One cuBLASLt handle, workspace and plan cache, owned by the model. */
 typedef struct {
     cublasLtHandle_t lt;
     void *workspace;
     size_t workspace_bytes;
+    BlasPlan *plans; /* host [BLAS_MAX_PLANS] */
+    int n_plans;
 } Blas;
 int blas_create(Blas *b);
 void blas_destroy(Blas *b);
