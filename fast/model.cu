@@ -80,7 +80,8 @@ static size_t layout(FastModel *m, char *base) {
     m->bytes_grads = off - mark, mark = off;
     CARVE(m->exp_avg, P);
     CARVE(m->exp_avg_sq, P);
-    CARVE(m->norm_partial, ADAMW_NORM_BLOCKS);
+    CARVE(m->norm_partial, ADAMW_NORM_BLOCKS + 2);
+    CARVE(m->loss_sum, 1);
     m->bytes_opt = off - mark, mark = off;
     /* activations kept from the forward to the backward */
     CARVE(m->tokens, N);
@@ -282,7 +283,6 @@ extern "C" void fast_model_destroy(void *vm) {
     free(m->h_offsets);
     free(m->h_pos);
     free(m->h_count);
-    free(m->h_losses);
     free(m);
 }
 
@@ -341,9 +341,8 @@ extern "C" void *fast_model_create(const ModelSpec *spec, int batch, int seq) {
     m->h_offsets = (int32_t *)malloc(((size_t)N + 1) * sizeof(int32_t));
     m->h_pos = (int32_t *)malloc((size_t)N * sizeof(int32_t));
     m->h_count = (int32_t *)malloc((size_t)m->V * sizeof(int32_t));
-    m->h_losses = (float *)malloc((size_t)N * sizeof(float));
     if (!m->lo || !m->acts || !m->dv_keep ||
-        !m->h_tokens || !m->h_targets || !m->h_uniq || !m->h_offsets || !m->h_pos || !m->h_count || !m->h_losses) {
+        !m->h_tokens || !m->h_targets || !m->h_uniq || !m->h_offsets || !m->h_pos || !m->h_count) {
         vrl_error("fast model: out of host memory");
         goto fail;
     }
@@ -620,26 +619,10 @@ static int layer_backward(FastModel *m, int l) {
     return 0; /* dres is now dLoss/dx, the previous layer's output */
 }
 
-static int forward_backward(FastModel *m, const int32_t *tokens, double grad_scale, int backward, double *loss) {
+/* The backward of the whole model, after the head's chunks left d(lnf) in dln32; x is the
+ * last layer's output. */
+static int backward_pass(FastModel *m, const bf16 *x) {
     const int N = m->N, d = m->d, kvC = m->kvC;
-    m->have_forward = 0;
-    TRY(upload_tokens(m, tokens, backward));
-    TRY(zero_wait_params(m, ZERO_LATE));
-    TRY(zero_wait_params(m, ZERO_EMBED));
-    TRY(embedding_forward(m->emb, m->tokens, W16(m->o_wte), N, d));
-    const bf16 *x = m->emb;
-    for (int l = 0; l < m->L; l++) {
-        TRY(layer_forward(m, l, x));
-        x = m->acts[l].out;
-    }
-    TRY(head_forward(m, x, grad_scale, backward));
-    CUDA_CHECK(cudaMemcpy(m->h_losses, m->losses, (size_t)N * sizeof(float), cudaMemcpyDeviceToHost));
-    double total = 0;
-    for (int n = 0; n < N; n++) total += m->h_losses[n]; /* fixed order: deterministic */
-    *loss = total / ((double)m->B * (m->T - 1));
-    m->have_forward = 1;
-    if (!backward) return 0;
-    /* head backward: dln32 holds d(lnf) from the chunks */
     CUDA_CHECK(cudaMemset(m->dres32, 0, (size_t)N * d * sizeof(float)));
     TRY(rmsnorm_backward(m->dres32, m->dres16, m->dln32, x, W16(m->o_lnf), m->lnf_rstd, N, d));
     TRY(rmsnorm_backward_weight(G32(m->o_lnf), m->norm_scratch, m->dln32, x, m->lnf_rstd, N, d));
@@ -656,7 +639,31 @@ static int forward_backward(FastModel *m, const int32_t *tokens, double grad_sca
     TRY(embedding_backward(G32(m->o_wte), m->dres32, m->emb_uniq, m->emb_offsets, m->emb_pos, m->emb_U, d));
     TRY(zero_grads_ready(m, ZERO_EMBED));
     TRY(zero_backward_end(m));
-    CUDA_CHECK(cudaDeviceSynchronize()); /* surface asynchronous faults inside this call */
+    return 0;
+}
+
+static int forward_backward(FastModel *m, const int32_t *tokens, double grad_scale, int backward, double *loss) {
+    const int N = m->N, d = m->d;
+    m->have_forward = 0;
+    TRY(upload_tokens(m, tokens, backward));
+    TRY(zero_wait_params(m, ZERO_LATE));
+    TRY(zero_wait_params(m, ZERO_EMBED));
+    TRY(embedding_forward(m->emb, m->tokens, W16(m->o_wte), N, d));
+    const bf16 *x = m->emb;
+    for (int l = 0; l < m->L; l++) {
+        TRY(layer_forward(m, l, x));
+        x = m->acts[l].out;
+    }
+    TRY(head_forward(m, x, grad_scale, backward));
+    TRY(loss_sum(m->loss_sum, m->losses, N)); /* fixed order: deterministic; read at the end */
+    m->have_forward = 1;
+    if (backward) TRY(backward_pass(m, x));
+    /* the call's one wait, after the whole forward and backward are queued; it also surfaces
+     * asynchronous faults inside this call */
+    double total = 0;
+    CUDA_CHECK(cudaMemcpy(&total, m->loss_sum, sizeof total, cudaMemcpyDeviceToHost));
+    CUDA_CHECK(cudaDeviceSynchronize());
+    *loss = total / ((double)m->B * (m->T - 1));
     return 0;
 }
 

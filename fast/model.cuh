@@ -67,7 +67,9 @@ typedef struct FastModel {
     bf16 *params16;      /* [P] bf16 copy every kernel and GEMM reads */
     float *grads;        /* [P] fp32, accumulated over micro-batches */
     float *exp_avg, *exp_avg_sq; /* [P] fp32 AdamW moments */
-    double *norm_partial;        /* [ADAMW_NORM_BLOCKS] */
+    double *norm_partial;        /* [ADAMW_NORM_BLOCKS + 2]: the blocks' squared sums, then the
+                                  * squared norm and the clip coefficient (0: no clipping) */
+    double *loss_sum;            /* [1] Σ losses of the last forward, summed on the device */
     LayerOffsets *lo;    /* host [L] */
     size_t o_wte, o_lnf, o_lm_head;
 
@@ -87,7 +89,6 @@ typedef struct FastModel {
     bf16 *lnf;            /* [N,d] */
     float *lnf_rstd;      /* [N] */
     float *losses;        /* [N] fp32 per position */
-    float *h_losses;      /* host [N] */
     float *logits;        /* [ce_rows,Vp] fp32 chunk; columns [V, Vp) are padding, never computed or read */
     bf16 *dlogits;        /* [ce_rows,Vp] bf16 chunk; zero in the pad columns */
 

@@ -819,6 +819,28 @@ int crossentropy_forward_backward(float *losses, bf16 *dlogits, const float *log
     return 0;
 }
 
+#define LOSS_THREADS 256
+
+__global__ void __launch_bounds__(LOSS_THREADS) loss_sum_kernel(double *out, const float *losses, int n) {
+    __shared__ double sh[LOSS_THREADS];
+    const int tid = threadIdx.x;
+    double s = 0;
+    for (int i = tid; i < n; i += LOSS_THREADS) s += (double)losses[i];
+    sh[tid] = s;
+    __syncthreads();
+    for (int w = LOSS_THREADS / 2; w > 0; w >>= 1) {
+        if (tid < w) sh[tid] += sh[tid + w];
+        __syncthreads();
+    }
+    if (tid == 0) *out = sh[0];
+}
+
+int loss_sum(double *out, const float *losses, int n) {
+    LAUNCH(loss_sum_kernel, 1, LOSS_THREADS, 0, 0)(out, losses, n);
+    LAUNCH_CHECK();
+    return 0;
+}
+
 /* ================================================================== elementwise */
 
 __global__ void cast_to_bf16_kernel(bf16 *out, const float *inp, size_t n) {

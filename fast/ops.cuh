@@ -157,6 +157,10 @@ int attention_backward(bf16 *dq, bf16 *dk, float *dv, float *Dscratch, const bf1
 int crossentropy_forward_backward(float *losses, bf16 *dlogits, const float *logits, const int32_t *targets, int R,
                                   int V, int ld, float w);
 
+/* *out = Σ_n losses[n] in double, one block, a fixed order (strided per thread, then a
+ * fixed tree): the batch's loss stays on the device until the step's end.  losses [n] */
+int loss_sum(double *out, const float *losses, int n);
+
 /* ------------------------------------------------------------------ elementwise */
 /* out = bf16(inp).  [n] */
 int cast_to_bf16(bf16 *out, const float *inp, size_t n);
