@@ -27,9 +27,11 @@ rc=0
 run_suite build "$@" || rc=$?
 
 if [ "${VRL_TEST_ASAN:-1}" != 0 ]; then
-  # CUDA off (the sanitizers are for host code); clang adds the fuzz harnesses.
-  if command -v clang >/dev/null; then cc=clang fuzz=ON; else cc=cc fuzz=OFF; echo "vrl: no clang: fuzz harnesses not built"; fi
-  CC=$cc cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Release -DVRL_CUDA=OFF -DVRL_SANITIZE=ON -DVRL_FUZZ=$fuzz >/dev/null
+  # nvcc's CUDA build off (the sanitizers are for host code); fast/'s CPU build
+  # (fast/cuda_cpu/) is in, so fast/'s kernels run under the sanitizers too. clang (and
+  # clang++ for that C++) adds the fuzz harnesses.
+  if command -v clang >/dev/null; then cc=clang cxx=clang++ fuzz=ON; else cc=cc cxx=c++ fuzz=OFF; echo "vrl: no clang: fuzz harnesses not built"; fi
+  CC=$cc CXX=$cxx cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Release -DVRL_CUDA=OFF -DVRL_SANITIZE=ON -DVRL_FUZZ=$fuzz >/dev/null
   cmake --build build-asan -j"$(nproc)"
   start=$(date +%s)
   # golden_mutation_check rebuilds test_golden per mutation (it tests the suite, not

@@ -1,0 +1,184 @@
+/* test_fast_cpu_ops.cpp: fast/'s kernels one by one, on the CPU layer, against ref/'s ops in
+ * float64, at edge shapes the model tests do not reach, in all three thread orders.
+ *
+ * Story: each op gets bf16 inputs (the fp64 reference gets the same values widened), runs
+ * through fast/'s launcher (fast/ops.cu compiled for the CPU, namespace fast_cpu) and must
+ * land within bf16 tolerances of ref; then it runs again in the reverse and random thread
+ * orders and must give the same bits (a missing barrier would not). Shapes: RMSNorm with
+ * rows not a multiple of the 8 rows of a block and channels not a multiple of the warp, its
+ * gain gradient over more than one 256-row chunk; cross-entropy with a vocabulary not a
+ * multiple of the 256 threads and rows without a target; attention with T = 1 and T = 65
+ * (one query past a 64-query tile), GQA, hd 16 and 128. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <string.h>
+
+#include <vector>
+
+#include "fast/cuda_cpu/launch_state.h"
+#include "fast/ops.cuh"
+extern "C" {
+#include "ref/attn_ops.h"
+#include "ref/ops.h"
+}
+#undef rmsnorm_forward  /* ref/real.h's renaming would reach fast_cpu::rmsnorm_forward too */
+#undef rmsnorm_backward
+
+using std::vector;
+
+/* ref's names, widened to its float64 build (ref/real.h maps them; fast's are in fast_cpu) */
+#define REF64(name) name##_f64
+
+static uint64_t seed_state = 88172645463325252ull;
+static double uniform(void) { /* xorshift: a fixed sequence in [-1, 1) */
+    seed_state ^= seed_state << 13, seed_state ^= seed_state >> 7, seed_state ^= seed_state << 17;
+    return (double)(seed_state >> 11) / 4503599627370496.0 - 1.0;
+}
+
+/* n bf16 values (scaled) and the same values in double */
+static void random_bf16(vector<bf16> &b, vector<double> &d, size_t n, double scale) {
+    b.resize(n), d.resize(n);
+    for (size_t i = 0; i < n; i++) {
+        b[i] = __float2bfloat16((float)(uniform() * scale));
+        d[i] = __bfloat162float(b[i]);
+    }
+}
+
+template <class T> static double val(const T &x) { return (double)x; }
+template <> double val(const bf16 &x) { return __bfloat162float(x); }
+
+/* ‖a − b‖ / ‖b‖ */
+template <class T> static double rel(const vector<T> &a, const vector<double> &b) {
+    double num = 0, den = 0;
+    for (size_t i = 0; i < b.size(); i++) {
+        const double e = val(a[i]) - b[i];
+        num += e * e, den += b[i] * b[i];
+    }
+    return den == 0 ? sqrt(num) : sqrt(num / den);
+}
+
+template <class T> static bool same_bits(const vector<T> &a, const vector<T> &b) {
+    return a.size() == b.size() && memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0;
+}
+
+static const char *orders[] = {"forward", "reverse", "random:99"};
+
+/* ------------------------------------------------------------------ rmsnorm */
+
+Test(fast_cpu_ops, rmsnorm_edge_shapes) {
+    const int N = 300, C = 40; /* 300 rows: 37.5 blocks of 8 rows, 2 chunks of 256 for the gain */
+    vector<bf16> x16, w16;
+    vector<double> x, w, dout(N * C);
+    random_bf16(x16, x, (size_t)N * C, 2.0);
+    random_bf16(w16, w, C, 1.0);
+    vector<float> dout32(N * C);
+    for (int i = 0; i < N * C; i++) dout32[i] = (float)uniform(), dout[i] = dout32[i];
+    vector<double> ry(N * C), rr(N), rdx(N * C, 0.0), rdw(C, 0.0);
+    REF64(rmsnorm_forward)(ry.data(), rr.data(), x.data(), w.data(), N, C, 1e-5);
+    REF64(rmsnorm_backward)(rdx.data(), rdw.data(), dout.data(), x.data(), w.data(), rr.data(), N, C);
+    vector<bf16> first_y, first_dx16;
+    vector<float> first_dw;
+    for (const char *o : orders) {
+        cr_assert_eq(cuda_cpu::set_thread_order(o), 0);
+        vector<bf16> y(N * C), dx16(N * C);
+        vector<float> r(N), dx(N * C, 0.0f), dw(C, 0.0f), partial(2 * C);
+        cr_assert_eq(fast_cpu::rmsnorm_forward(y.data(), r.data(), x16.data(), w16.data(), N, C, 1e-5f), 0, "%s",
+                     vrl_last_error());
+        cr_assert_eq(fast_cpu::rmsnorm_backward(dx.data(), dx16.data(), dout32.data(), x16.data(), w16.data(), r.data(),
+                                                N, C),
+                     0, "%s", vrl_last_error());
+        cr_assert_eq(fast_cpu::rmsnorm_backward_weight(dw.data(), partial.data(), dout32.data(), x16.data(), r.data(),
+                                                       N, C),
+                     0, "%s", vrl_last_error());
+        cr_expect_leq(rel(y, ry), 1e-2, "rmsnorm out, order %s: %.3e", o, rel(y, ry));
+        cr_expect_leq(rel(r, rr), 1e-6, "rmsnorm rstd, order %s: %.3e", o, rel(r, rr));
+        cr_expect_leq(rel(dx, rdx), 1e-5, "rmsnorm dinp, order %s: %.3e", o, rel(dx, rdx));
+        cr_expect_leq(rel(dw, rdw), 1e-5, "rmsnorm dweight, order %s: %.3e", o, rel(dw, rdw));
+        if (o == orders[0]) first_y = y, first_dx16 = dx16, first_dw = dw;
+        else
+            cr_expect(same_bits(y, first_y) && same_bits(dx16, first_dx16) && same_bits(dw, first_dw),
+                      "rmsnorm: order %s changes the bits", o);
+    }
+    cuda_cpu::set_thread_order("forward");
+}
+
+/* ------------------------------------------------------------------ cross-entropy */
+
+Test(fast_cpu_ops, crossentropy_ragged_vocabulary) {
+    const int B = 2, T = 3, V = 300, R = B * T; /* V = 256 + 44: the last threads get one column fewer */
+    vector<float> logits(R * V);
+    vector<double> rlogits(R * V);
+    for (int i = 0; i < R * V; i++) logits[i] = (float)(3 * uniform()), rlogits[i] = logits[i];
+    vector<int32_t> tokens(R), targets(R);
+    for (int i = 0; i < R; i++) tokens[i] = (int32_t)((i * 97 + 13) % V);
+    for (int i = 0; i < R; i++) targets[i] = i % T == T - 1 ? -1 : tokens[i + 1];
+    vector<double> rloss(R), lse(R), rd(R * V, 0.0);
+    const double w = 1.0 / (B * (T - 1));
+    REF64(crossentropy_forward)(rloss.data(), lse.data(), rlogits.data(), tokens.data(), B, T, V);
+    REF64(crossentropy_backward)(rd.data(), rlogits.data(), lse.data(), tokens.data(), B, T, V, 1.0);
+    vector<float> first_loss;
+    vector<bf16> first_d;
+    for (const char *o : orders) {
+        cr_assert_eq(cuda_cpu::set_thread_order(o), 0);
+        vector<float> loss(R);
+        vector<bf16> d(R * V);
+        cr_assert_eq(fast_cpu::crossentropy_forward_backward(loss.data(), d.data(), logits.data(), targets.data(), R, V,
+                                                              (float)w),
+                     0, "%s", vrl_last_error());
+        cr_expect_leq(rel(loss, rloss), 1e-6, "losses, order %s: %.3e", o, rel(loss, rloss));
+        cr_expect_leq(rel(d, rd), 1e-2, "dlogits (bf16), order %s: %.3e", o, rel(d, rd));
+        for (int r = T - 1; r < R; r += T) cr_expect_eq(loss[r], 0.0f, "a row without a target has loss 0");
+        if (o == orders[0]) first_loss = loss, first_d = d;
+        else cr_expect(same_bits(loss, first_loss) && same_bits(d, first_d), "cross-entropy: order %s changes the bits", o);
+    }
+    cuda_cpu::set_thread_order("forward");
+}
+
+/* ------------------------------------------------------------------ attention */
+
+static void attention_case(int B, int T, int NH, int NKV, int hd) {
+    const int qC = NH * hd, kvC = NKV * hd, N = B * T;
+    vector<bf16> q16, k16, v16, do16;
+    vector<double> q, k, v, dout;
+    random_bf16(q16, q, (size_t)N * qC, 1.0);
+    random_bf16(k16, k, (size_t)N * kvC, 1.0);
+    random_bf16(v16, v, (size_t)N * kvC, 1.0);
+    random_bf16(do16, dout, (size_t)N * qC, 1.0);
+    /* ref: probabilities, then their application; backward in reverse */
+    vector<double> att((size_t)B * NH * T * T), out((size_t)N * qC), datt(att.size(), 0.0);
+    vector<double> rdq((size_t)N * qC, 0.0), rdk((size_t)N * kvC, 0.0), rdv((size_t)N * kvC, 0.0);
+    REF64(attn_probs_forward)(att.data(), q.data(), k.data(), NULL, B, T, NH, NKV, hd);
+    REF64(attn_apply_forward)(out.data(), att.data(), v.data(), NULL, B, T, NH, NKV, hd);
+    REF64(attn_apply_backward)(datt.data(), rdv.data(), NULL, dout.data(), att.data(), v.data(), NULL, B, T, NH, NKV,
+                               hd);
+    REF64(attn_probs_backward)(rdq.data(), rdk.data(), NULL, datt.data(), att.data(), q.data(), k.data(), NULL, B, T,
+                               NH, NKV, hd);
+    vector<bf16> first_o, first_dq, first_dk;
+    vector<float> first_dv;
+    for (const char *o : orders) {
+        cr_assert_eq(cuda_cpu::set_thread_order(o), 0);
+        vector<bf16> fo((size_t)N * qC), dq((size_t)N * qC), dk((size_t)N * kvC);
+        vector<float> lse((size_t)B * NH * T), D((size_t)B * NH * T), dv((size_t)N * kvC);
+        cr_assert_eq(fast_cpu::attention_forward(fo.data(), lse.data(), q16.data(), k16.data(), v16.data(), B, T, NH,
+                                                 NKV, hd),
+                     0, "%s", vrl_last_error());
+        /* the backward reads the forward's bf16 output, as in the model */
+        cr_assert_eq(fast_cpu::attention_backward(dq.data(), dk.data(), dv.data(), D.data(), do16.data(), fo.data(),
+                                                  q16.data(), k16.data(), v16.data(), lse.data(), B, T, NH, NKV, hd),
+                     0, "%s", vrl_last_error());
+        cr_expect_leq(rel(fo, out), 1e-2, "T=%d hd=%d out, order %s: %.3e", T, hd, o, rel(fo, out));
+        cr_expect_leq(rel(dv, rdv), 1e-2, "T=%d hd=%d dv, order %s: %.3e", T, hd, o, rel(dv, rdv));
+        cr_expect_leq(rel(dq, rdq), 2e-2, "T=%d hd=%d dq, order %s: %.3e", T, hd, o, rel(dq, rdq));
+        cr_expect_leq(rel(dk, rdk), 2e-2, "T=%d hd=%d dk, order %s: %.3e", T, hd, o, rel(dk, rdk));
+        if (o == orders[0]) first_o = fo, first_dq = dq, first_dk = dk, first_dv = dv;
+        else
+            cr_expect(same_bits(fo, first_o) && same_bits(dq, first_dq) && same_bits(dk, first_dk) &&
+                          same_bits(dv, first_dv),
+                      "attention T=%d hd=%d: order %s changes the bits", T, hd, o);
+    }
+    cuda_cpu::set_thread_order("forward");
+}
+
+Test(fast_cpu_ops, attention_one_position) { attention_case(2, 1, 2, 1, 16); }
+Test(fast_cpu_ops, attention_one_past_the_tile_gqa) { attention_case(1, 65, 4, 2, 16); }
+Test(fast_cpu_ops, attention_hd128) { attention_case(1, 65, 2, 1, 128); }
