@@ -2,10 +2,11 @@
 # fast_cpu_mutation_check.sh: show that the CPU layer catches a missing barrier in fast/.
 #
 # Copies the working tree to a temp folder, builds test_fast_cpu_vs_ref there (-DVRL_CUDA=OFF:
-# the CPU build only), checks that the unmodified tree passes, then deletes the first
-# __syncthreads() of fast/ops.cu and requires the test to FAIL, printing what caught it.
+# the CPU build only), checks that the unmodified tree passes its two baseline cases (tiny,
+# hd 8, and hd 64, T = 130; the whole test runs in the suite anyway), then deletes the
+# first __syncthreads() of fast/ops.cu and requires them to FAIL, printing what caught it.
 # The mutation is made in the copy only, never in the tree. Exit 0 iff both hold.
-# ≈ 2 min of CPU (one configure and build of the copy, two runs); ctest runs it as
+# ≈ 1 CPU-minute, most of it the build of the copy; ctest runs it as
 # fast_cpu_mutation_check (plain pass only).
 set -euo pipefail
 
@@ -17,7 +18,7 @@ trap 'rm -rf "$tmp"' EXIT
 cmake -S "$tmp" -B "$tmp/build" -DCMAKE_BUILD_TYPE=Release -DVRL_CUDA=OFF >/dev/null
 run() { # build and run the test; its output on stdout, its status returned
   cmake --build "$tmp/build" --target test_fast_cpu_vs_ref -j"${MUTATION_JOBS:-$(nproc)}" >/dev/null
-  (cd "$tmp/build" && TMPDIR="$tmp" ./bin/test_fast_cpu_vs_ref 2>/dev/null)
+  (cd "$tmp/build" && TMPDIR="$tmp" ./bin/test_fast_cpu_vs_ref tiny_baseline hd64_baseline 2>/dev/null)
 }
 
 if ! out=$(run); then

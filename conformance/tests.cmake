@@ -58,7 +58,8 @@ foreach(t test_tokenizer test_mixture)
   target_compile_definitions(${t} PRIVATE VRL_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
 endforeach()
 # The data tests drive `vrl data` through cmd_data() directly.
-vrl_test(test_data SOURCES conformance/test_data.c cli/cmd_data.c cli/cmd_data_bytes.c cli/args.c LIBS vrl_common)
+vrl_test(test_data SOURCES conformance/test_data.c cli/cmd_data.c cli/cmd_data_reorganize.c cli/cmd_data_select.c
+  cli/cmd_data_tokenize.c cli/cmd_data_inspect.c cli/data_common.c cli/cmd_data_bytes.c cli/args.c LIBS vrl_common)
 target_compile_definitions(test_data PRIVATE VRL_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
 
 # ---------------------------------------------------------------- value-path (formulas.md §4) and residual-stream (§5) variants, GPT-2
@@ -157,7 +158,7 @@ if(VRL_HAVE_CUDA_CPU)
   else()
     # deleting the first __syncthreads() of fast/ops.cu (in a copy) must make test_fast_cpu_vs_ref fail
     add_test(NAME fast_cpu_mutation_check COMMAND ${CMAKE_SOURCE_DIR}/conformance/fast_cpu_mutation_check.sh)
-    set_tests_properties(fast_cpu_mutation_check PROPERTIES TIMEOUT 900 ENVIRONMENT "TMPDIR=${VRL_TEST_TMP};MUTATION_JOBS=2")
+    set_tests_properties(fast_cpu_mutation_check PROPERTIES TIMEOUT 1800 ENVIRONMENT "TMPDIR=${VRL_TEST_TMP};MUTATION_JOBS=2")
   endif()
   if(NOT (VRL_SANITIZE OR VRL_FUZZ))
     # plain pass only: the same kernels as test_fast_cpu_vs_ref, which the sanitizer pass

@@ -16,7 +16,7 @@
 #include "fast/model.cuh"
 #include "fast/zero.cuh"
 extern "C" {
-#include "common/run/dist.h"
+#include "common/base/procgroup.h"
 }
 
 FAST_NS_BEGIN

@@ -21,6 +21,9 @@ extern "C" {
  * the host view (get_state / set_state / get_logits) is DT_F32. */
 extern const Backend fast_backend_cuda;
 
+/* Register fast_backend_cuda as --device cuda (common/model/backends.h). */
+void fast_register_backends(void);
+
 /* 0 if at least one CUDA device is usable; else -1 with
  * vrl_error("no CUDA device (cudaGetDeviceCount: <reason>)"). */
 int fast_device_check(void);
@@ -28,7 +31,7 @@ int fast_device_check(void);
 /* Upper bound on layers the value-path tables and kernel arguments hold. */
 #define FAST_MAX_LAYERS 64
 
-/* What the CUDA backend does for spec (fast_backend_cuda.capabilities, fast/value_plan.c):
+/* What the CUDA backend does for spec (fast_backend_cuda.capabilities, fast/capabilities.c):
  * BACKEND_CAN_TRAIN for the llama block with the ValuePlan's Q/K/V mixing (constant or
  * trainable value coefficients) and output corrections (baseline, ResFormer in every mode,
  * SVFormer, NeuTRENO, identity mapping, CLA, query/key residuals, shared Q/K), the plain

@@ -28,7 +28,7 @@
 extern "C" {
 #include "fast/fast.h"
 #include "fast/model.h"
-#include "common/run/dist.h"
+#include "common/base/procgroup.h"
 #if VRL_HAVE_NCCL
 #include "fast/zero.h"
 #endif
@@ -167,36 +167,20 @@ static size_t layout(FastModel *m, char *base) {
 }
 #undef CARVE
 
-static int bind_tensors(FastModel *m) {
-    const ParamTable *t = m->t;
-    const size_t d = m->d, V = m->V, F = m->F, qC = m->qC, kvC = m->kvC;
-    char name[PARAM_NAME_LEN];
-    if (param_table_expect(t, "model.embed_tokens.weight", V * d, &m->o_wte) || param_table_expect(t, "model.norm.weight", d, &m->o_lnf) ||
-        param_table_expect(t, "lm_head.weight", V * d, &m->o_lm_head))
-        return -1;
+/* Offsets from the spec's layout (common/model/layout.h). */
+static int bind_tensors(FastModel *m, const ModelLayout *lay) {
+    m->o_wte = lay->embed.offset, m->o_lnf = lay->norm.offset, m->o_lm_head = lay->head.offset;
     for (int l = 0; l < m->L; l++) {
+        const LayerLayout *ll = &lay->layer[l];
         LayerOffsets *o = &m->lo[l];
-#define BIND(field, suffix, numel)                                            \
-    snprintf(name, sizeof name, "model.layers.%d.%s", l, suffix);             \
-    if (param_table_expect(t, name, numel, &o->field)) return -1;
-/* A tensor the value plan may drop (SVFormer's W_v, CLA's W_k and W_v): (size_t)-1 when absent,
- * checked in create against the plan, which says whether the layer computes that projection. */
-#define BIND_OPTIONAL(field, suffix, numel)                                                     \
-    snprintf(name, sizeof name, "model.layers.%d.%s", l, suffix);                             \
-    o->field = (size_t)-1;                                                                    \
-    if (param_table_find(t, name) && param_table_expect(t, name, numel, &o->field)) return -1;
-        BIND(ln1, "input_layernorm.weight", d);
-        BIND_OPTIONAL(wq, "self_attn.q_proj.weight", qC * d);
-        BIND_OPTIONAL(wk, "self_attn.k_proj.weight", kvC * d);
-        BIND_OPTIONAL(wv, "self_attn.v_proj.weight", kvC * d);
-        BIND_OPTIONAL(lam, "self_attn.v_residual_lambda", (size_t)m->plan->n_train[l]);
-        BIND(wo, "self_attn.o_proj.weight", d * qC);
-        BIND(ln2, "post_attention_layernorm.weight", d);
-        BIND(wgate, "mlp.gate_proj.weight", F * d);
-        BIND(wup, "mlp.up_proj.weight", F * d);
-        BIND(wdown, "mlp.down_proj.weight", d * F);
-#undef BIND
-#undef BIND_OPTIONAL
+        /* a projection the value plan drops (SVFormer's W_v, CLA's W_k and W_v, shared Q/K):
+         * (size_t)-1, checked in create against the plan */
+#define OPTIONAL(slot) ((slot).numel ? (slot).offset : (size_t)-1)
+        o->ln1 = ll->ln1.offset, o->wq = OPTIONAL(ll->wq), o->wk = OPTIONAL(ll->wk), o->wv = OPTIONAL(ll->wv);
+        o->lam = OPTIONAL(ll->lam);
+#undef OPTIONAL
+        o->wo = ll->wo.offset, o->ln2 = ll->ln2.offset;
+        o->wgate = ll->wgate.offset, o->wup = ll->wup.offset, o->wdown = ll->wdown.offset;
     }
     return 0;
 }
@@ -347,7 +331,7 @@ extern "C" void *fast_model_create(const ModelSpec *spec, int batch, int seq) {
         goto fail;
     }
     m->plan = &spec->value;
-    if (bind_tensors(m) < 0) goto fail;
+    if (bind_tensors(m, &spec->layout) < 0) goto fail;
     value_flags(m);
     for (int l = 0; l < L; l++) {
         const struct { int needed; size_t off; const char *what; } proj[4] = {

@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "common/base/error.h"
-#include "common/run/metrics.h"
+#include "common/base/clock.h"
 #include "common/data/textio.h"
 
 /* ------------------------------------------------------------------ scoring */

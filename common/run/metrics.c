@@ -7,14 +7,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/base/clock.h"
 #include "common/base/error.h"
 #include "common/base/fsutil.h"
-
-double now_seconds(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
+#include "common/run/run_paths.h"
 
 /* Keep the lines whose "step" is <= keep: rewrite the file atomically. */
 static int truncate_after(const char *path, long keep) {
@@ -47,7 +43,7 @@ static int truncate_after(const char *path, long keep) {
 
 int metrics_open(Metrics *m, const char *run_dir, long keep_upto_step) {
     memset(m, 0, sizeof *m);
-    snprintf(m->path, sizeof m->path, "%s/metrics.jsonl", run_dir);
+    if (run_path(m->path, sizeof m->path, run_dir, RUN_METRICS) < 0) return -1;
     if (keep_upto_step >= 0 && truncate_after(m->path, keep_upto_step) < 0) return -1;
     m->f = fopen(m->path, keep_upto_step >= 0 ? "a" : "w");
     if (!m->f) return vrl_error("%s: cannot open for writing", m->path);

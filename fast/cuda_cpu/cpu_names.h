@@ -25,5 +25,6 @@
 #define fast_shard_open fast_shard_open_cpu
 #define fast_reduce_next fast_reduce_next_cpu
 #define fast_shard_close fast_shard_close_cpu
+#define fast_register_backends fast_register_backends_cpu
 
 #endif

@@ -1,6 +1,6 @@
 /* fast_cpu.h: the CUDA backend's code run on the CPU (fast/cuda_cpu/, docs/fast.md), for
  * host C code such as the CLI: the same Backend as fast_backend_cuda (fast/fast.h), named
- * "cuda-cpu-bf16", always built. */
+ * "cuda-cpu-bf16", built by default. */
 #ifndef VRL_FAST_CPU_H
 #define VRL_FAST_CPU_H
 
@@ -14,6 +14,9 @@ extern const Backend fast_backend_cuda_cpu;
 
 /* 0, or -1 with vrl_error (a VRL_CUDA_CPU_ORDER the layer cannot parse). */
 int fast_device_check_cpu(void);
+
+/* Register it as --device cuda-cpu (common/model/backends.h). */
+void fast_register_backends_cpu(void);
 
 #ifdef __cplusplus
 }

@@ -1,4 +1,4 @@
-/* value_plan.c: what the CUDA backend implements of a model spec (fast_capabilities).
+/* capabilities.c: what the CUDA backend implements of a model spec (fast_capabilities).
  *
  * The CUDA model runs the llama block with the spec's ValuePlan mixes of raw projections
  * (formulas.md §4): queries Σ_i cq·Q_i and keys Σ_i ck·K_i before RoPE, values Σ_i cv·V_i with
