@@ -6,7 +6,8 @@
  * OpenBLAS matrix products (timed around every cblas call in ref/ops.c).
  *
  * usage: bench_ref_train [--fp32] [PRESET[:BATCHxSEQ] ...]   (default: 2M:8x256 82M:2x256)
- *        --fp32: the float32 reference only (bench/ref_vs_torch.sh) */
+ *        --fp32: the float32 reference only (bench/ref_vs_torch.sh)
+ * env:   OPENBLAS_NUM_THREADS=N: the reference's threads (ref/threads.h) [all cores] */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +20,7 @@
 #include "common/base/rng.h"
 #include "ref/model.h"
 #include "ref/profile.h"
+#include "ref/threads.h"
 
 /* CPU time of the whole process (all threads): on a shared machine, where wall time
  * depends on the load, tokens per CPU-second of a 1-thread run is the steadier figure */
@@ -47,15 +49,13 @@ static void run(const char *preset, int B, int T, const Precision *pr) {
         fprintf(stderr, "bench: %s\n", vrl_last_error());
         exit(1);
     }
-    /* weights from the usual initialisation, in the backend's precision */
-    double *init = malloc(spec.table.total * sizeof *init);
+    /* weights from the usual initialisation, in the backend's precision; freed once the
+     * backend has its own copy, so the peak RSS is the model's */
     void *w = malloc(spec.table.total * dtype_size(pr->be->dtype));
-    params_init_f64(&spec.table, 1, init);
-    for (size_t i = 0; i < spec.table.total; i++) {
-        if (pr->be->dtype == DT_F64) ((double *)w)[i] = init[i];
-        else ((float *)w)[i] = (float)init[i];
-    }
+    if (pr->be->dtype == DT_F64) params_init_f64(&spec.table, 1, w);
+    else params_init_f32(&spec.table, 1, w);
     pr->be->set_state(m, w, NULL, NULL);
+    free(w);
     int32_t *tok = malloc((size_t)B * T * sizeof *tok);
     Rng r;
     rng_seed(&r, 7);
@@ -86,8 +86,6 @@ static void run(const char *preset, int B, int T, const Precision *pr) {
            secs / steps, cpu / steps, tokens / cpu);
     fflush(stdout);
     free(tok);
-    free(w);
-    free(init);
     pr->be->destroy(m);
     model_spec_free(&spec);
 }
@@ -99,7 +97,9 @@ int main(int argc, char **argv) {
     const char **specs = argc > first ? (const char **)argv + first : defaults;
     const int n = argc > first ? argc - first : 2;
     const Precision precisions[] = {{&ref_backend_f32, ref_matmul_seconds_f32}, {&ref_backend_f64, ref_matmul_seconds_f64}};
-    printf("reference training throughput (forward + backward + AdamW), OpenBLAS, this CPU\n");
+    const char *env = getenv("OPENBLAS_NUM_THREADS");
+    const int threads = ref_threads_set(env ? atoi(env) : 0);
+    printf("reference training throughput (forward + backward + AdamW), OpenBLAS, this CPU, %d thread(s)\n", threads);
     for (int i = 0; i < n; i++) {
         char preset[32];
         int B = 4, T = 256;

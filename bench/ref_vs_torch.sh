@@ -4,28 +4,48 @@
 # The same fp32 training step (forward, cross-entropy, backward, gradient clip, AdamW) with
 # the same shapes: vrl's float32 reference (bench_ref_train --fp32) and Hugging Face
 # LlamaForCausalLM in PyTorch eager mode (bench/ref_vs_torch.py), with 1 and 2 threads
-# (OPENBLAS_NUM_THREADS / torch.set_num_threads), for `small` at B16 x T128 and 82M at
-# B2 x T256. The load average is printed with every line: on a shared machine, compare
-# lines taken under the same load. Without torch and transformers only vrl's figures are
-# printed.
+# (OPENBLAS_NUM_THREADS for vrl, which sets the reference's threads; torch.set_num_threads),
+# for `small` at B16 x T128, 8M at B8 x T128 and 82M at B2 x T256. vrl and PyTorch
+# alternate, ROUNDS times each, so both see the same machine. Each line gives tokens/s (wall),
+# tokens per CPU-second (the steadier figure under load), and from /usr/bin/time the whole
+# process's user and system seconds and peak RSS (PyTorch's includes `import torch`).
+# The 1-minute load average is taken before every run; above QUIET_LOAD the line is marked
+# "LOADED": its wall figure does not count, its CPU-second figure only roughly. Without
+# torch and transformers only vrl's figures are printed.
 #
 # Usage: bench/ref_vs_torch.sh [BUILD_DIR (build)]
 # Env:   PYTHON (python3: an interpreter with torch and transformers), THREADS ("1 2"),
-#        SPECS ("small:16x128 82M:2x256"), TORCH_STEPS (5)
+#        SPECS ("small:16x128 8M:8x128 82M:2x256"), TORCH_STEPS (5), ROUNDS (1),
+#        QUIET_LOAD (1.0)
 set -eu
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${1:-$ROOT/build}
 PYTHON=${PYTHON:-python3}
 THREADS=${THREADS:-1 2}
-SPECS=${SPECS:-small:16x128 82M:2x256}
+SPECS=${SPECS:-small:16x128 8M:8x128 82M:2x256}
 TORCH_STEPS=${TORCH_STEPS:-5}
+ROUNDS=${ROUNDS:-1}
+QUIET_LOAD=${QUIET_LOAD:-1.0}
 BENCH=$BUILD/bin/bench_ref_train VRL=$BUILD/bin/vrl
 [ -x "$BENCH" ] && [ -x "$VRL" ] || { echo "ref_vs_torch.sh: build first (bash scripts/build.sh)" >&2; exit 1; }
+[ -x /usr/bin/time ] || { echo "ref_vs_torch.sh: needs GNU time (apt-get install time)" >&2; exit 1; }
 torch=1
 "$PYTHON" -c "import torch, transformers" 2> /dev/null ||
     { torch=0; echo "ref_vs_torch.sh: no torch/transformers in $PYTHON: vrl's figures only (set PYTHON)"; }
-load() { cut -d' ' -f1-3 /proc/loadavg; }
-echo "vrl $(git -C "$ROOT" rev-parse --short HEAD 2> /dev/null || echo '?'), $(nproc) cores"
+TIMES=$(mktemp)
+trap 'rm -f "$TIMES"' EXIT
+# run LABEL CMD...: CMD's last line, then its process figures and the load it started under
+run() {
+    label=$1
+    shift
+    load=$(cut -d' ' -f1 /proc/loadavg)
+    out=$(/usr/bin/time -o "$TIMES" -f '%U %S %M' "$@" | tail -1)
+    set -- $(cat "$TIMES")
+    flag=$(awk -v l="$load" -v q="$QUIET_LOAD" 'BEGIN { print (l > q ? "LOADED" : "quiet") }')
+    printf '%-5s %s\n      user %.2f s, sys %.2f s, peak RSS %d MiB, load %s (%s)\n' "$label" "$out" "$1" "$2" \
+        $(($3 / 1024)) "$load" "$flag"
+}
+echo "vrl $(git -C "$ROOT" rev-parse --short HEAD 2> /dev/null || echo '?') ($BUILD), $(nproc) cores, $(date -u '+%Y-%m-%d %H:%M UTC')"
 for spec in $SPECS; do
     preset=${spec%%:*} shape=${spec#*:}
     B=${shape%x*} T=${shape#*x}
@@ -33,12 +53,16 @@ for spec in $SPECS; do
     info=$("$VRL" info --model "$preset" | head -1)
     field() { echo "$info" | sed "s/.* $1=\([0-9]*\).*/\1/"; }
     for t in $THREADS; do
-        echo "== $preset B$B x T$T, $t thread(s), load $(load)"
-        OPENBLAS_NUM_THREADS=$t "$BENCH" --fp32 "$preset:${B}x$T" | tail -1 | sed 's/^/vrl   /'
-        if [ "$torch" = 1 ]; then
-            OMP_NUM_THREADS=$t "$PYTHON" "$ROOT/bench/ref_vs_torch.py" --threads "$t" --batch "$B" --seq "$T" \
-                --layers "$(field L)" --heads "$(field heads)" --d "$(field d)" --ffn "$(field ffn)" \
-                --vocab "$(field vocab)" --steps "$TORCH_STEPS" | sed 's/^/      /'
-        fi
+        echo "== $preset B$B x T$T, $t thread(s)"
+        round=0
+        while [ "$round" -lt "$ROUNDS" ]; do
+            round=$((round + 1))
+            OPENBLAS_NUM_THREADS=$t run vrl "$BENCH" --fp32 "$preset:${B}x$T"
+            if [ "$torch" = 1 ]; then
+                OMP_NUM_THREADS=$t run torch "$PYTHON" "$ROOT/bench/ref_vs_torch.py" --threads "$t" --batch "$B" \
+                    --seq "$T" --layers "$(field L)" --heads "$(field heads)" --d "$(field d)" --ffn "$(field ffn)" \
+                    --vocab "$(field vocab)" --steps "$TORCH_STEPS"
+            fi
+        done
     done
 done

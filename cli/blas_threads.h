@@ -1,19 +1,15 @@
-/* blas_threads.h: how many OpenBLAS threads a command runs the reference with.
+/* blas_threads.h: how many threads a command runs the reference with (ref/threads.h).
  *
- * The reference's matrix products are the only multi-threaded part; everything between
- * them runs on one core while OpenBLAS's idle workers spin. For a model as small as
- * `small` (d 128) the products are too short to pay for that spinning: on a 2-core
- * machine the demo spent most of its time in system time. So models below d_model 512
- * run with one thread, larger ones with as many as there are cores. */
+ * The reference splits its own loops and its large matrix products among its threads with
+ * results independent of the count, and keeps OpenBLAS single-threaded meanwhile, so no
+ * BLAS worker spins between products: every model uses every core by default. */
 #ifndef VRL_BLAS_THREADS_H
 #define VRL_BLAS_THREADS_H
 
-#include "common/model/config.h"
-
-/* Thread count for `c`: `requested` when > 0 (--threads), else OPENBLAS_NUM_THREADS when
- * the environment sets it, else the rule above. */
-int blas_threads_choose(int requested, const ModelConfig *c);
-/* Choose and apply (openblas_set_num_threads); returns the count in use. */
-int blas_threads_apply(int requested, const ModelConfig *c);
+/* Thread count: `requested` when > 0 (--threads), else OPENBLAS_NUM_THREADS when the
+ * environment sets it (the name older scripts use), else every online core. */
+int blas_threads_choose(int requested);
+/* Choose and apply (ref_threads_set); returns the count in use. */
+int blas_threads_apply(int requested);
 
 #endif

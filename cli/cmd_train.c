@@ -31,8 +31,8 @@ static void usage(FILE *f) {
             "                        backend's own code on the CPU (slow: tests, gdb, teaching;\n"
             "                        VRL_CUDA_CPU_ORDER=forward|reverse|random[:SEED], docs/fast.md)\n"
             "  --precision fp32|fp64 reference precision on cpu [fp32]\n"
-            "  --threads N           OpenBLAS threads on cpu [OPENBLAS_NUM_THREADS if set, else\n"
-            "                        1 below d_model 512 (they would only spin), else all cores]\n"
+            "  --threads N           reference threads on cpu; results do not depend on N\n"
+            "                        [OPENBLAS_NUM_THREADS if set, else all cores]\n"
             "  --variant SPEC        model variant, e.g. resformer or svformer:anchors=1,5 [baseline]\n"
             "data\n"
             "  --data SHARDS|DIR     comma-separated token shards, or a folder written by\n"
@@ -55,7 +55,8 @@ static void usage(FILE *f) {
             "  --lr X                peak learning rate [3e-3]\n"
             "  --lr-end X            final learning rate [3e-4]\n"
             "  --warmup W            warm-up steps from 1e-7 to the peak [30]\n"
-            "  --decay-end S         step where decay ends [= --steps]\n"
+            "  --decay-end S         step where decay ends [= --steps]; stored: a resume\n"
+            "                        to a larger --steps keeps it (lr-end after S)\n"
             "  --schedule KIND       cosine | linear | exponential [cosine]\n"
             "  --wd X                AdamW weight decay on weights [0.1]\n"
             "  --clip X              global gradient-norm clip, 0 = off [1.0]\n"
@@ -160,15 +161,6 @@ static int mixture_flag(TrainArgs *a, const char *mixture) {
     return 0;
 }
 
-/* BLAS threads fitted to the model; a resumed run's model is in its folder (when that
- * cannot be read, train_run says why). */
-static void fit_blas_threads(const TrainArgs *a, int threads) {
-    ModelConfig m = a->model;
-    char path[sizeof a->out + 16];
-    if (!a->resume || (run_path(path, sizeof path, a->out, RUN_CONFIG) == 0 && config_load_json(path, &m) == 0))
-        blas_threads_apply(threads, &m);
-}
-
 int cmd_train(int argc, char **argv) {
     TrainArgs a;
     ModelSpec spec = {0}; /* a new run's model, built once here (errors name --variant or --model) */
@@ -238,7 +230,7 @@ int cmd_train(int argc, char **argv) {
     if (dist_init() < 0) goto fail;
     if (!resume) a.accum *= dist_world(); /* the update of the whole job; a resumed run keeps its own */
     dist_broadcast(a.out, sizeof a.out);  /* rank 0's folder (a default name holds the time) */
-    if (!strcmp(chosen->device, "cpu")) fit_blas_threads(&a, threads);
+    if (!strcmp(chosen->device, "cpu")) blas_threads_apply(threads);
     if (train_run(&a) < 0) goto fail;
     model_spec_free(&spec);
     dist_finalize();

@@ -4,10 +4,17 @@
 #          tokens through `mpirun -np 8` (32 per rank x 4 accumulation), lr 6e-4 -> 6e-5,
 #          warm-up 120, the three sizes, 2048-token chunks of the full 20B selection; and
 #          writes nothing.
+#          --resume: a finished run is kept, one stopped after a checkpoint continues with
+#          `vrl train --resume`, one whose last checkpoint is the last step is marked done.
+#   preflight  `table5.sh --scale paper` (not a dry run) with a stub nvidia-smi that lists 2
+#          GPUs and a stub curl that cannot reach the network: exits 1 within a minute,
+#          one line per missing thing (the GPUs, the network, a CUDA build when the binary has
+#          none, `vrl eval --device` while vrl eval lacks it), writes nothing, downloads
+#          nothing (curl only asked for headers); with 8 stub GPUs the GPU line goes away.
 #   tiny   all four scripts at --scale tiny end to end from ../shared/data in one shared
 #          work folder (skipped when the data is absent), then every run cell of every table
 #          is compared with the number in the run's own files (eval-*.json, relative_loss.csv).
-# Usage: test_reproduce.sh plan|tiny BUILD_DIR
+# Usage: test_reproduce.sh plan|preflight|tiny BUILD_DIR
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
@@ -47,7 +54,75 @@ if [ "$mode" = plan ]; then
   contains "ablations: sparse on layers 6-8, λ = 5" "$tmp/ablations.out" "--variant resformer:mode=sparse,layers=6-8,lambda=5"
   contains "ablations: GQA config with 4 of 8 KV heads" "$tmp/ablations.out" "--model $tmp/work/configs/82M-kv2.json"
   count_is "table1: downstream eval of 6 runs" "$tmp/table1.out" "^\+ .* eval .* --wikitext .* --tasks all --seq 2048" 6
+  contains "table5: the evaluations run on the GPU" "$tmp/table5.out" "--tasks none --seq 2048 --batch 32 --device cuda"
+  contains "table5: evaluation is in the cost" "$tmp/table5.out" "and 3,000,000,000 evaluated tokens in 6 evaluations"
+  count_is "table5: Open MPI leaves the ranks unbound" "$tmp/table5.out" "^\+ mpirun -np 8 --bind-to none " 6
+  if [ "$(id -u)" = 0 ]; then want=6; else want=0; fi
+  count_is "table5: --allow-run-as-root exactly when root" "$tmp/table5.out" "^\+ .*--allow-run-as-root" "$want"
+  "$root/reproduce/table5.sh" --scale paper --dry-run --tps 1000000 --launcher srun --build "$build" --work "$tmp/work" \
+    > "$tmp/srun.out" 2>&1 || { fails=$((fails + 1)); echo "FAIL --launcher srun exited non-zero"; }
+  count_is "table5: under SLURM every training through srun" "$tmp/srun.out" \
+    "^\+ srun --mpi=pmix --ntasks=8 --cpu-bind=none .* train --model" 6
   check "dry runs write nothing" test ! -e "$tmp/work" -a ! -e "$tmp/results"
+
+  # --resume of an interrupted table: 82M baseline finished, 82M ResFormer stopped at step
+  # 500, 180M baseline killed after its last save (step 10000) before it was marked done
+  r=$tmp/rwork/runs
+  mkdir -p "$r/transformer-82M" "$r/resformer-82M/checkpoints" "$r/transformer-180M"
+  touch "$r/transformer-82M/.done" "$r/resformer-82M/train_state.safetensors" "$r/transformer-180M/train_state.safetensors"
+  ln -s checkpoints/step-000500 "$r/resformer-82M/latest"
+  ln -s checkpoints/step-010000 "$r/transformer-180M/latest"
+  "$root/reproduce/table5.sh" --scale paper --dry-run --resume --tps 1000000 --build "$build" --work "$tmp/rwork" \
+    > "$tmp/resume.out" 2>&1 || { fails=$((fails + 1)); echo "FAIL --resume --dry-run exited non-zero"; cat "$tmp/resume.out"; }
+  contains "resume: a finished run is kept" "$tmp/resume.out" "train transformer-82M: done earlier"
+  count_is "resume: a stopped run continues from its checkpoint" "$tmp/resume.out" \
+    "^\+ mpirun -np 8 .* train --resume $r/resformer-82M --quiet\$" 1
+  contains "resume: a run at its last step is complete" "$tmp/resume.out" "train transformer-180M: complete at step 10000"
+  count_is "resume: the other three start" "$tmp/resume.out" "^\+ mpirun .* train --model " 3
+  contains "resume: the cost counts the four runs left" "$tmp/resume.out" "training tokens in 4 runs"
+  check "resume: a dry run marks nothing done" test ! -e "$r/transformer-180M/.done"
+  finish
+  exit
+fi
+
+if [ "$mode" = preflight ]; then
+  # stubs first on PATH: 2 GPUs, and a curl that logs its arguments and finds no network
+  mkdir -p "$tmp/stub"
+  printf '#!/bin/sh\nfor i in $(seq 0 $((${STUB_GPUS:-2} - 1))); do echo "GPU $i: NVIDIA H100 80GB HBM3 (UUID: GPU-$i)"; done\n' \
+    > "$tmp/stub/nvidia-smi"
+  printf '#!/bin/sh\necho "$*" >> "%s/curl.log"\necho "curl: (6) Could not resolve host: huggingface.co" >&2\nexit 6\n' "$tmp" \
+    > "$tmp/stub/curl"
+  chmod +x "$tmp/stub/nvidia-smi" "$tmp/stub/curl"
+  vrl=$build/bin/vrl
+  start=$(date +%s)
+  PATH=$tmp/stub:$PATH "$root/reproduce/table5.sh" --scale paper --build "$build" --shared "$shared" --work "$tmp/work" \
+    --results "$tmp/results" > "$tmp/out" 2> "$tmp/err"
+  rc=$? took=$(( $(date +%s) - start ))
+  cat "$tmp/err"
+  check "exits 1 (rc $rc)" test "$rc" = 1
+  check "within a minute (${took} s)" test "$took" -lt 60
+  contains "says it refused before spending" "$tmp/err" "table5.sh: --scale paper refused before any download or training:"
+  contains "names the GPU count" "$tmp/err" "missing: GPUs: the plan needs 8, nvidia-smi -L lists 2"
+  contains "names the network" "$tmp/err" "missing: network: https://huggingface.co cannot be reached (curl: (6) Could not resolve host: huggingface.co)"
+  # a CUDA build links the CUDA runtime; the preflight asks the binary itself
+  if ldd "$vrl" | grep -q libcudart; then
+    check "a CUDA build: no CUDA-build line" sh -c "! grep -q 'missing: a CUDA build' '$tmp/err'"
+  else
+    contains "a build without CUDA: named" "$tmp/err" "missing: a CUDA build: $vrl has no CUDA backend"
+  fi
+  if "$vrl" eval --help | grep -q -- --device; then
+    check "vrl eval has --device: no line" sh -c "! grep -q 'missing: vrl eval --device' '$tmp/err'"
+  else
+    contains "vrl eval without --device: named" "$tmp/err" "missing: vrl eval --device: this vrl evaluates on the CPU only"
+  fi
+  count_is "one line per missing thing, each counted in the head line" "$tmp/err" "^   missing: " \
+    "$(sed -n 's/.*training: \([0-9]*\) things\{0,1\} missing here:/\1/p' "$tmp/err")"
+  check "nothing written" test ! -e "$tmp/work" -a ! -e "$tmp/results"
+  check "no download started" sh -c "! grep -q download_slimpajama '$tmp/out' '$tmp/err'"
+  check "curl asked for headers only" sh -c "test -s '$tmp/curl.log' && ! grep -v -- '-sSI ' '$tmp/curl.log'"
+  STUB_GPUS=8 PATH=$tmp/stub:$PATH "$root/reproduce/table5.sh" --scale paper --build "$build" --shared "$shared" --work "$tmp/work" \
+    > /dev/null 2> "$tmp/err8"
+  check "with 8 GPUs the GPU line goes away" sh -c "grep -q 'refused before' '$tmp/err8' && ! grep -q 'missing: GPUs' '$tmp/err8'"
   finish
   exit
 fi

@@ -40,7 +40,7 @@ before=$(cd "$tmp/run" && find . -type f -newer "$tmp/run/config.json" | sort | 
 $VRL train --quiet --resume "$tmp/run" --steps 5 --seed 1337 --batch 2 --save-every 2 --eval-every 1 ||
   echo "FAIL resume with equal and allowed flags"
 check resume_records_changes grep -qx \
-  '{"step":3,"event":"resume","changed":{"eval_every":{"from":100,"to":1},"save_every":{"from":1,"to":2},"steps":{"from":3,"to":5}}}' \
+  '{"step":3,"event":"resume","changed":{"decay_end":{"kept":3},"eval_every":{"from":100,"to":1},"save_every":{"from":1,"to":2},"steps":{"from":3,"to":5}}}' \
   "$tmp/run/metrics.jsonl"
 check resume_analyze_reads_log $VRL analyze --loss "$tmp/run" --window 1 --out "$tmp/an"
 

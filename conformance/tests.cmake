@@ -43,12 +43,17 @@ foreach(t test_overfit test_precision)
   vrl_test(${t} SOURCES conformance/${t}.c LIBS vrl_ref32 vrl_ref64 vrl_common ${MATH_LIB})
 endforeach()
 
+# 1, 2 and 3 threads give byte-identical weights (ref/threads.h)
+vrl_test(test_thread_bits SOURCES conformance/test_thread_bits.c LIBS vrl_ref32 vrl_ref64 vrl_common)
+
 # ---------------------------------------------------------------- training loop and the vrl command
 vrl_test(test_resume SOURCES conformance/test_resume.c LIBS vrl_ref32 vrl_ref64 vrl_common)
 add_test(NAME test_cli_errors COMMAND ${CMAKE_SOURCE_DIR}/conformance/test_cli_errors.sh $<TARGET_FILE:vrl>)
 # The run folder: checkpoint layout, lock, --resume rules; and a run killed or out of disk
 # at every file-system step of its saves resumes bit for bit (VRL_FAULT_AT_WRITE hook).
 add_test(NAME test_run_folder COMMAND ${CMAKE_SOURCE_DIR}/conformance/test_run_folder.sh $<TARGET_FILE:vrl>)
+# --steps raised on --resume keeps the stored LR schedule; --decay-end at the start plans ahead.
+add_test(NAME test_resume_schedule COMMAND ${CMAKE_SOURCE_DIR}/conformance/test_resume_schedule.sh $<TARGET_FILE:vrl>)
 add_test(NAME test_crash_resume COMMAND ${CMAKE_SOURCE_DIR}/conformance/test_crash_resume.sh $<TARGET_FILE:vrl>)
 set_tests_properties(test_crash_resume PROPERTIES TIMEOUT 600)
 
@@ -214,11 +219,14 @@ set_tests_properties(test_shard_memory PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 60
 
 # ---------------------------------------------------------------- reproduce/ scripts
 # plan: `--dry-run --scale paper` prints the paper's steps, tokens and flags (no data needed).
+# preflight: `--scale paper` on this machine refuses within a minute, naming what is missing,
+# and downloads nothing.
 # tiny: the four scripts end to end on ../shared/data (skipped when absent), table cells
 # checked against the runs' files.
 add_test(NAME test_reproduce_plan COMMAND ${CMAKE_SOURCE_DIR}/conformance/test_reproduce.sh plan ${CMAKE_BINARY_DIR})
+add_test(NAME test_reproduce_preflight COMMAND ${CMAKE_SOURCE_DIR}/conformance/test_reproduce.sh preflight ${CMAKE_BINARY_DIR})
 add_test(NAME test_reproduce_tiny COMMAND ${CMAKE_SOURCE_DIR}/conformance/test_reproduce.sh tiny ${CMAKE_BINARY_DIR})
-set_tests_properties(test_reproduce_plan test_reproduce_tiny PROPERTIES SKIP_RETURN_CODE 77
+set_tests_properties(test_reproduce_plan test_reproduce_preflight test_reproduce_tiny PROPERTIES SKIP_RETURN_CODE 77
   ENVIRONMENT "TMPDIR=${VRL_TEST_TMP};VRL_SHARED_DATA=${VRL_SHARED_DATA}")
 # ~5 CPU-minutes; the timeout leaves room for a machine shared with other jobs.
 set_tests_properties(test_reproduce_tiny PROPERTIES TIMEOUT 2400)

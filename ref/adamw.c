@@ -11,8 +11,16 @@
  *   m   ← m.lerp(g, 1 − β1) = m + (1 − β1)·(g − m)   (torch's lerp for weight < 0.5)
  *   v   ← v·β2 + (1 − β2)·g·g                    (mul_ then addcmul_)
  *   denom = sqrt(v) / sqrt(1 − β2^t) + eps
- *   p   ← p + (−lr / (1 − β1^t))·m / denom       (addcdiv_) */
+ *   p   ← p + (−lr / (1 − β1^t))·m / denom       (addcdiv_)
+ *
+ * Threads (threads.h): the clip and the update are element by element and split among
+ * ref_threads() threads; the norm's sum stays on one thread, in its one order. */
 #include "ref/adamw.h"
+
+#include "ref/threads.h"
+
+/* elements below which a loop is not worth waking a second thread for */
+#define PAR_MIN_ELEMS 16384
 
 double adamw_update(const ParamTable *t, real *params, real *g, real *exp_avg, real *exp_avg_sq, long step,
                     const AdamWConfig *opt, double lr) {
@@ -25,6 +33,8 @@ double adamw_update(const ParamTable *t, real *params, real *g, real *exp_avg, r
         double coef = opt->clip / (norm + 1e-6);
         if (coef < 1) { /* torch multiplies by the clamped coef; 1.0 changes nothing */
             const real c = (real)coef;
+            const int nt = ref_threads();
+#pragma omp parallel for num_threads(nt) if (nt > 1 && P >= PAR_MIN_ELEMS) schedule(static)
             for (size_t i = 0; i < P; i++) g[i] *= c;
         }
     }
@@ -41,7 +51,8 @@ double adamw_update(const ParamTable *t, real *params, real *g, real *exp_avg, r
         const ParamInfo *info = &t->p[k];
         real *p = params + info->offset, *gk = g + info->offset;
         real *ma = exp_avg + info->offset, *va = exp_avg_sq + info->offset;
-        const int dec = info->decay && opt->weight_decay != 0;
+        const int dec = info->decay && opt->weight_decay != 0, nt = ref_threads();
+#pragma omp parallel for num_threads(nt) if (nt > 1 && info->numel >= PAR_MIN_ELEMS) schedule(static)
         for (size_t i = 0; i < info->numel; i++) {
             if (dec) p[i] *= decay;
             ma[i] = ma[i] + w1 * (gk[i] - ma[i]);

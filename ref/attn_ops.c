@@ -5,10 +5,17 @@
  * last row t1-1 can see, so the masked upper triangle costs at most half a block; masked
  * entries of att are never read (the diagonal block is copied with zeros). Masking, softmax
  * and its backward are plain loops over the block. Each softmax denominator and
- * each row's Σ p·dp accumulate in double (as ops.c). Scratch tiles live on the stack. */
+ * each row's Σ p·dp accumulate in double (as ops.c). Scratch tiles live on the stack.
+ *
+ * Threads (threads.h): batch rows and heads are shared among ref_threads() threads, each
+ * running single-threaded BLAS on its own. In the backward passes a thread takes a whole
+ * group of query heads that share one key/value head, in head order, so the key and value
+ * gradients accumulate in the same order for any thread count. */
 #include "ref/attn_ops.h"
 
 #include <math.h>
+
+#include "ref/threads.h"
 
 #define ATTN_ROWS 64                  /* query rows per block */
 #define ATTN_COLS 256                 /* key columns per scratch tile */
@@ -20,6 +27,8 @@ void attn_probs_forward(real *att, const real *q, const real *k, const real *k2,
                         int hd) {
     const int group = NH / NKV, qC = NH * hd, kvC = NKV * hd, W = k2 ? 2 * T : T, halves = k2 ? 2 : 1;
     const real scale = (real)(1.0 / sqrt((double)hd));
+    const int nt = ref_threads();
+#pragma omp parallel for collapse(2) num_threads(nt) if (nt > 1) schedule(static)
     for (int b = 0; b < B; b++)
         for (int h = 0; h < NH; h++) {
             const real *qh = q + (size_t)b * T * qC + h * hd;                /* [T,hd], row stride qC */
@@ -58,10 +67,13 @@ void attn_probs_backward(real *dq, real *dk, real *dk2, const real *datt, const 
                          const real *k, const real *k2, int B, int T, int NH, int NKV, int hd) {
     const int group = NH / NKV, qC = NH * hd, kvC = NKV * hd, W = k2 ? 2 * T : T, halves = k2 ? 2 : 1;
     const real scale = (real)(1.0 / sqrt((double)hd));
-    real ds[ATTN_TILE]; /* [R, cols] score gradients of one tile */
-    double rowdot[ATTN_ROWS];
+    const int nt = ref_threads();
+#pragma omp parallel for collapse(2) num_threads(nt) if (nt > 1) schedule(static)
     for (int b = 0; b < B; b++)
-        for (int h = 0; h < NH; h++) {
+        for (int g = 0; g < NKV; g++)
+            for (int h = g * group; h < (g + 1) * group; h++) {
+            real ds[ATTN_TILE]; /* [R, cols] score gradients of one tile */
+            double rowdot[ATTN_ROWS];
             const size_t qoff = (size_t)b * T * qC + h * hd, koff = (size_t)b * T * kvC + (size_t)(h / group) * hd;
             const size_t aoff = ((size_t)b * NH + h) * T * W;
             const real *ah = att + aoff, *dah = datt + aoff; /* [T,W] */
@@ -112,9 +124,11 @@ static void diagonal_block(real *tile, const real *a, int W, int t0, int R) {
 void attn_apply_forward(real *out, const real *att, const real *v, const real *v2, int B, int T, int NH, int NKV,
                         int hd) {
     const int group = NH / NKV, qC = NH * hd, kvC = NKV * hd, W = v2 ? 2 * T : T, halves = v2 ? 2 : 1;
-    real tile[ATTN_ROWS * ATTN_ROWS]; /* [R,R] the masked diagonal block */
+    const int nt = ref_threads();
+#pragma omp parallel for collapse(2) num_threads(nt) if (nt > 1) schedule(static)
     for (int b = 0; b < B; b++)
         for (int h = 0; h < NH; h++) {
+            real tile[ATTN_ROWS * ATTN_ROWS]; /* [R,R] the masked diagonal block */
             const size_t voff = (size_t)b * T * kvC + (size_t)(h / group) * hd;
             const real *ah = att + ((size_t)b * NH + h) * T * W;
             real *oh = out + (size_t)b * T * qC + h * hd; /* [T,hd], stride qC */
@@ -138,9 +152,12 @@ void attn_apply_forward(real *out, const real *att, const real *v, const real *v
 void attn_apply_backward(real *datt, real *dv, real *dv2, const real *dout, const real *att, const real *v,
                          const real *v2, int B, int T, int NH, int NKV, int hd) {
     const int group = NH / NKV, qC = NH * hd, kvC = NKV * hd, W = v2 ? 2 * T : T, halves = v2 ? 2 : 1;
-    real dp[ATTN_TILE]; /* [R, cols] dout · vᵀ of one tile */
+    const int nt = ref_threads();
+#pragma omp parallel for collapse(2) num_threads(nt) if (nt > 1) schedule(static)
     for (int b = 0; b < B; b++)
-        for (int h = 0; h < NH; h++) {
+        for (int g = 0; g < NKV; g++)
+            for (int h = g * group; h < (g + 1) * group; h++) {
+            real dp[ATTN_TILE]; /* [R, cols] dout · vᵀ of one tile */
             const size_t voff = (size_t)b * T * kvC + (size_t)(h / group) * hd;
             const size_t aoff = ((size_t)b * NH + h) * T * W;
             const real *dyh = dout + (size_t)b * T * qC + h * hd; /* [T,hd], stride qC */

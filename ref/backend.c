@@ -120,6 +120,13 @@ static void be_set_state(void *vh, const void *params, const void *exp_avg, cons
     if (exp_avg_sq) memcpy(h->buf.exp_avg_sq, exp_avg_sq, bytes);
 }
 
+static void be_state_view(void *vh, void **params, void **exp_avg, void **exp_avg_sq) {
+    RefHandle *h = vh;
+    *params = h->buf.params;
+    *exp_avg = h->buf.exp_avg;
+    *exp_avg_sq = h->buf.exp_avg_sq;
+}
+
 static void be_get_logits(void *vh, void *out) {
     RefHandle *h = vh;
     memcpy(out, h->buf.logits, h->n_logits * sizeof(real));
@@ -165,6 +172,7 @@ const Backend REF(ref_backend) = {
     .step = be_step,
     .get_state = be_get_state,
     .set_state = be_set_state,
+    .state_view = be_state_view,
     .get_logits = be_get_logits,
     .view = be_view,
     .kv_create = be_kv_create,

@@ -3,19 +3,30 @@
  * Plain loops in the order a reader would write them; matmuls go to BLAS. Sums that
  * decide a normalisation (RMSNorm's mean square, softmax denominators, the loss) are
  * accumulated in double, so the float32 build is at least as accurate as torch's fp32
- * and the float64 build is exact to rounding. Nothing here is threaded except BLAS,
- * so results do not depend on the number of cores. */
+ * and the float64 build is exact to rounding.
+ *
+ * Threads (threads.h): loops are split by rows or elements among ref_threads() OpenMP
+ * threads, never inside a sum, so every result is the same bits for any thread count; a
+ * sum over rows (a norm's weight gradient, the embedding gradient) is split by columns
+ * instead, each column summed over the rows in order. Matrix products are split into
+ * blocks of rows of the output that do not depend on the thread count (gemm_rows). */
 #include "ref/ops.h"
 
 #include <string.h>
 #include <time.h>
 
 #include "ref/profile.h"
+#include "ref/threads.h"
+
+/* elements below which a loop is not worth waking a second thread for */
+#define PAR_MIN_ELEMS 16384
+/* columns per share when a sum over rows is split by columns */
+#define COL_BLOCK 64
 
 /* ------------------------------------------------------------------ matmul */
 
-/* Seconds spent inside BLAS products (profile.h, for bench_ref_train). The reference is
- * single-threaded outside BLAS, so a plain static counter per precision suffices. */
+/* Seconds spent inside BLAS products (profile.h, for bench_ref_train), counted by the
+ * calling thread around the whole (possibly split) product. */
 static double matmul_seconds;
 double REF(ref_matmul_seconds)(void) { return matmul_seconds; }
 
@@ -25,10 +36,36 @@ static double now(void) {
     return ts.tv_sec + 1e-9 * ts.tv_nsec;
 }
 
+/* Products are computed in blocks of this many rows of the output, the same blocks for any
+ * thread count, and the blocks are shared among the threads. OpenBLAS's float32 kernels
+ * round an element differently depending on where its row falls in the product (measured:
+ * splitting a product in two changes some of its elements in the last bit), so only a split
+ * that does not depend on the thread count keeps the bits independent of it. */
+#define GEMM_BLOCK_ROWS 128
+
+/* C [M,N] (row stride ldc) = op(A)·op(B) + beta·C, op(A) [M,K], op(B) [K,N], row blocks of C
+ * shared among the threads. */
+static void gemm_rows(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int K, const real *A, int lda,
+                      const real *B, int ldb, real beta, real *C, int ldc) {
+    const int blocks = (M + GEMM_BLOCK_ROWS - 1) / GEMM_BLOCK_ROWS;
+    if (blocks == 1) {
+        cblas_gemm(CblasRowMajor, ta, tb, M, N, K, 1, A, lda, B, ldb, beta, C, ldc);
+        return;
+    }
+    const int nt = ref_threads() < blocks ? ref_threads() : blocks;
+#pragma omp parallel for num_threads(nt) if (nt > 1) schedule(static)
+    for (int p = 0; p < blocks; p++) {
+        const int r0 = p * GEMM_BLOCK_ROWS, rows = r0 + GEMM_BLOCK_ROWS <= M ? GEMM_BLOCK_ROWS : M - r0;
+        /* rows r0.. of op(A): a row offset of A, or a column offset when A is transposed */
+        const real *Ap = ta == CblasNoTrans ? A + (size_t)r0 * lda : A + r0;
+        cblas_gemm(CblasRowMajor, ta, tb, rows, N, K, 1, Ap, lda, B, ldb, beta, C + (size_t)r0 * ldc, ldc);
+    }
+}
+
 void matmul_forward(real *out, const real *inp, const real *weight, int N, int C, int OC) {
     double t0 = now();
     /* out [N,OC] = inp [N,C] · weightᵀ [C,OC] */
-    cblas_gemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, OC, C, 1, inp, C, weight, C, 0, out, OC);
+    gemm_rows(CblasNoTrans, CblasTrans, N, OC, C, inp, C, weight, C, 0, out, OC);
     matmul_seconds += now() - t0;
 }
 
@@ -36,31 +73,40 @@ void matmul_backward(real *dinp, real *dweight, const real *dout, const real *in
                      int C, int OC) {
     double t0 = now();
     /* dinp [N,C] += dout [N,OC] · weight [OC,C] */
-    if (dinp) cblas_gemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, C, OC, 1, dout, OC, weight, C, 1, dinp, C);
+    if (dinp) gemm_rows(CblasNoTrans, CblasNoTrans, N, C, OC, dout, OC, weight, C, 1, dinp, C);
     /* dweight [OC,C] += doutᵀ [OC,N] · inp [N,C] */
-    if (dweight)
-        cblas_gemm(CblasRowMajor, CblasTrans, CblasNoTrans, OC, C, N, 1, dout, OC, inp, C, 1, dweight, C);
+    if (dweight) gemm_rows(CblasTrans, CblasNoTrans, OC, C, N, dout, OC, inp, C, 1, dweight, C);
     matmul_seconds += now() - t0;
 }
 
 /* ------------------------------------------------------------------ embedding */
 
 void embedding_forward(real *out, const int32_t *tokens, const real *wte, int N, int C) {
+    const int nt = ref_threads();
+#pragma omp parallel for num_threads(nt) if (nt > 1 && (size_t)N * C >= PAR_MIN_ELEMS) schedule(static)
     for (int n = 0; n < N; n++) memcpy(out + (size_t)n * C, wte + (size_t)tokens[n] * C, (size_t)C * sizeof(real));
 }
 
 void embedding_backward(real *dwte, const real *dout, const int32_t *tokens, int N, int C) {
-    /* Positions are visited in order, so repeated tokens accumulate deterministically. */
-    for (int n = 0; n < N; n++) {
-        real *dw = dwte + (size_t)tokens[n] * C;
-        const real *d = dout + (size_t)n * C;
-        for (int i = 0; i < C; i++) dw[i] += d[i];
+    /* Positions are visited in order, so repeated tokens accumulate deterministically;
+     * threads take column blocks [c0, c1) */
+    const int nt = ref_threads();
+#pragma omp parallel for num_threads(nt) if (nt > 1 && (size_t)N * C >= PAR_MIN_ELEMS) schedule(static)
+    for (int c0 = 0; c0 < C; c0 += COL_BLOCK) {
+        const int c1 = c0 + COL_BLOCK < C ? c0 + COL_BLOCK : C;
+        for (int n = 0; n < N; n++) {
+            real *dw = dwte + (size_t)tokens[n] * C;
+            const real *d = dout + (size_t)n * C;
+            for (int i = c0; i < c1; i++) dw[i] += d[i];
+        }
     }
 }
 
 /* ------------------------------------------------------------------ rmsnorm */
 
 void rmsnorm_forward(real *out, real *rstd, const real *inp, const real *weight, int N, int C, double eps) {
+    const int nt = ref_threads();
+#pragma omp parallel for num_threads(nt) if (nt > 1 && (size_t)N * C >= PAR_MIN_ELEMS) schedule(static)
     for (int n = 0; n < N; n++) {
         const real *x = inp + (size_t)n * C;
         real *y = out + (size_t)n * C;
@@ -77,18 +123,29 @@ void rmsnorm_backward(real *dinp, real *dweight, const real *dout, const real *i
                       const real *rstd, int N, int C) {
     /* y_i = g_i x_i r, r = (mean(x²)+eps)^(-1/2), dr/dx_j = -r³ x_j / C:
      * dx_j = r g_j dy_j − (r³/C) x_j Σ_i dy_i g_i x_i;  dg_i += dy_i x_i r. */
+    const int nt = ref_threads(), par = nt > 1 && (size_t)N * C >= PAR_MIN_ELEMS;
+    /* dweight: a sum over rows, so threads take column blocks, rows in order within each */
+    if (dweight) {
+#pragma omp parallel for num_threads(nt) if (par) schedule(static)
+        for (int c0 = 0; c0 < C; c0 += COL_BLOCK) {
+            const int c1 = c0 + COL_BLOCK < C ? c0 + COL_BLOCK : C;
+            for (int n = 0; n < N; n++) {
+                const real *x = inp + (size_t)n * C, *dy = dout + (size_t)n * C;
+                const real r = rstd[n];
+                for (int i = c0; i < c1; i++) dweight[i] += dy[i] * (x[i] * r);
+            }
+        }
+    }
+    if (!dinp) return;
+#pragma omp parallel for num_threads(nt) if (par) schedule(static)
     for (int n = 0; n < N; n++) {
         const real *x = inp + (size_t)n * C, *dy = dout + (size_t)n * C;
         double r = rstd[n];
-        if (dweight)
-            for (int i = 0; i < C; i++) dweight[i] += dy[i] * (x[i] * (real)r);
-        if (dinp) {
-            real *dx = dinp + (size_t)n * C;
-            double dot = 0;
-            for (int i = 0; i < C; i++) dot += (double)dy[i] * weight[i] * x[i];
-            double c = r * r * r * dot / C;
-            for (int i = 0; i < C; i++) dx[i] += (real)(r * weight[i] * dy[i] - c * x[i]);
-        }
+        real *dx = dinp + (size_t)n * C;
+        double dot = 0;
+        for (int i = 0; i < C; i++) dot += (double)dy[i] * weight[i] * x[i];
+        double c = r * r * r * dot / C;
+        for (int i = 0; i < C; i++) dx[i] += (real)(r * weight[i] * dy[i] - c * x[i]);
     }
 }
 
@@ -106,7 +163,9 @@ void rope_tables(real *cos_t, real *sin_t, int T, int hd, double theta) {
 }
 
 void rope_forward(real *out, const real *inp, const real *cos_t, const real *sin_t, int B, int T, int NHX, int hd) {
-    int h2 = hd / 2;
+    const int h2 = hd / 2, nt = ref_threads();
+#pragma omp parallel for collapse(2) num_threads(nt) if (nt > 1 && (size_t)B * T * NHX * hd >= PAR_MIN_ELEMS) \
+    schedule(static)
     for (int b = 0; b < B; b++)
         for (int t = 0; t < T; t++)
             for (int h = 0; h < NHX; h++) {
@@ -124,7 +183,9 @@ void rope_forward(real *out, const real *inp, const real *cos_t, const real *sin
 void rope_backward(real *dinp, const real *dout, const real *cos_t, const real *sin_t, int B, int T, int NHX,
                    int hd) {
     /* The transpose of the 2x2 rotation [[c, −s], [s, c]] is [[c, s], [−s, c]]. */
-    int h2 = hd / 2;
+    const int h2 = hd / 2, nt = ref_threads();
+#pragma omp parallel for collapse(2) num_threads(nt) if (nt > 1 && (size_t)B * T * NHX * hd >= PAR_MIN_ELEMS) \
+    schedule(static)
     for (int b = 0; b < B; b++)
         for (int t = 0; t < T; t++)
             for (int h = 0; h < NHX; h++) {
@@ -141,6 +202,8 @@ void rope_backward(real *dinp, const real *dout, const real *cos_t, const real *
 /* ------------------------------------------------------------------ swiglu */
 
 void swiglu_forward(real *out, const real *gate, const real *up, size_t n) {
+    const int nt = ref_threads();
+#pragma omp parallel for num_threads(nt) if (nt > 1 && n >= PAR_MIN_ELEMS) schedule(static)
     for (size_t i = 0; i < n; i++) {
         real g = gate[i];
         real silu = g / (1 + rexp(-g));
@@ -150,6 +213,8 @@ void swiglu_forward(real *out, const real *gate, const real *up, size_t n) {
 
 void swiglu_backward(real *dgate, real *dup, const real *dout, const real *gate, const real *up, size_t n) {
     /* silu(g) = g·σ(g), silu'(g) = σ(g)·(1 + g·(1 − σ(g))) */
+    const int nt = ref_threads();
+#pragma omp parallel for num_threads(nt) if (nt > 1 && n >= PAR_MIN_ELEMS) schedule(static)
     for (size_t i = 0; i < n; i++) {
         real g = gate[i];
         real sig = 1 / (1 + rexp(-g));
@@ -173,7 +238,10 @@ static double logsumexp(const real *x, int V) {
 
 double crossentropy_forward(real *losses, double *lse, const real *logits, const int32_t *tokens, int B, int T,
                             int V) {
-    double total = 0;
+    /* rows in parallel; the mean then sums them in row order */
+    const int nt = ref_threads();
+#pragma omp parallel for collapse(2) num_threads(nt) if (nt > 1 && (size_t)B * T * V >= PAR_MIN_ELEMS) \
+    schedule(static)
     for (int b = 0; b < B; b++)
         for (int t = 0; t < T; t++) {
             size_t n = (size_t)b * T + t;
@@ -184,9 +252,13 @@ double crossentropy_forward(real *losses, double *lse, const real *logits, const
             }
             const real *x = logits + n * V;
             lse[n] = logsumexp(x, V);
-            double l = lse[n] - x[tokens[n + 1]];
-            losses[n] = (real)l;
-            total += l;
+            losses[n] = (real)(lse[n] - x[tokens[n + 1]]);
+        }
+    double total = 0;
+    for (int b = 0; b < B; b++)
+        for (int t = 0; t < T - 1; t++) {
+            size_t n = (size_t)b * T + t;
+            total += lse[n] - logits[n * V + tokens[n + 1]];
         }
     return total / ((double)B * (T - 1));
 }
@@ -194,6 +266,9 @@ double crossentropy_forward(real *losses, double *lse, const real *logits, const
 void crossentropy_backward(real *dlogits, const real *logits, const double *lse, const int32_t *tokens, int B, int T,
                            int V, double scale) {
     const double w = scale / ((double)B * (T - 1)); /* d(mean)/d(loss_n) times the caller's scale */
+    const int nt = ref_threads();
+#pragma omp parallel for collapse(2) num_threads(nt) if (nt > 1 && (size_t)B * T * V >= PAR_MIN_ELEMS) \
+    schedule(static)
     for (int b = 0; b < B; b++)
         for (int t = 0; t < T - 1; t++) {
             size_t n = (size_t)b * T + t;
@@ -210,6 +285,8 @@ void crossentropy_backward(real *dlogits, const real *logits, const double *lse,
 /* ------------------------------------------------------------------ residual and mixing */
 
 void residual_forward(real *out, const real *a, const real *b, size_t n) {
+    const int nt = ref_threads();
+#pragma omp parallel for num_threads(nt) if (nt > 1 && n >= PAR_MIN_ELEMS) schedule(static)
     for (size_t i = 0; i < n; i++) out[i] = a[i] + b[i];
 }
 

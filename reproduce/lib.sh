@@ -7,20 +7,29 @@
 #
 # Scales (docs/reproduce.md):
 #   paper  the paper's settings (Table 3/4, formulas.md §2-3): 10,000 steps of 1024 x 2048
-#          tokens, 8 GPUs x 32 sequences x 4 accumulation, through `mpirun -np 8`
+#          tokens, 8 GPUs x 32 sequences x 4 accumulation, through `mpirun -np 8` or `srun`
 #   small  one GPU, the same shape: 2,000 steps of 128 x 1024 tokens (hours)
 #   tiny   this CPU, minutes: slimpajama-mini from ../shared/data, 64-token chunks,
 #          models of 4-8 layers at d 32-48 with the real 50277-token vocabulary
 # Numbers a run produces are the run's; the paper's sit beside them, always labelled.
+# The GPU scales check what they need first (preflight.sh) and refuse before any download.
 
 REPRO_ROOT=$(cd "$(dirname "$0")/.." && pwd)
+. "$REPRO_ROOT/reproduce/preflight.sh"
+. "$REPRO_ROOT/reproduce/cost.sh"
 
 repro_usage() {
     cat <<EOF
-usage: reproduce/$REPRO_NAME.sh [--scale paper|small|tiny] [--dry-run] [--work DIR]
+usage: reproduce/$REPRO_NAME.sh [--scale paper|small|tiny] [--dry-run] [--resume] [--work DIR]
                                 [--results DIR] [--build DIR] [--shared DIR] [--tps N]
-  --scale S      paper (8 GPUs via mpirun), small (1 GPU), tiny (this CPU) [tiny]
-  --dry-run      print the plan: every command, tokens, steps and estimated time
+                                [--launcher mpirun|srun]
+  --scale S      paper (8 GPUs via mpirun or srun), small (1 GPU), tiny (this CPU) [tiny]
+  --dry-run      print the plan: the preflight, every command, tokens, steps and the
+                 estimated time of training and evaluation
+  --resume       continue an interrupted table: finished runs and evaluations are kept
+                 (as always), a run stopped after a checkpoint continues from it
+                 (vrl train --resume) instead of starting again
+  --launcher L   how the paper scale starts its 8 ranks [srun under SLURM, else mpirun]
   --work DIR     data and runs, shared by the four scripts [runs/reproduce-SCALE]
   --results DIR  where the table goes [results]
   --build DIR    vrl build folder [build]
@@ -34,11 +43,13 @@ repro_init() {
     REPRO_NAME=$1
     shift
     SCALE=tiny DRY=0 WORK="" RESULTS=$REPRO_ROOT/results BUILD=$REPRO_ROOT/build
-    SHARED=$REPRO_ROOT/../shared/data GIVEN_TPS=""
+    SHARED=$REPRO_ROOT/../shared/data GIVEN_TPS="" RESUME=0 LAUNCHER=""
     while [ $# -gt 0 ]; do
         case $1 in
         --scale) SCALE=${2:?--scale needs a value}; shift ;;
         --dry-run) DRY=1 ;;
+        --resume) RESUME=1 ;;
+        --launcher) LAUNCHER=${2:?--launcher needs mpirun or srun}; shift ;;
         --work) WORK=${2:?--work needs a folder}; shift ;;
         --results) RESULTS=${2:?--results needs a folder}; shift ;;
         --build) BUILD=${2:?--build needs a folder}; shift ;;
@@ -55,7 +66,7 @@ repro_init() {
     SEED=1337 LR=6e-4 LR_END=6e-5 WARMUP=120
     case $SCALE in
     paper)  # Table 3/4: 10k steps, 2M-token batches of 1024 x 2048, 8 GPUs x 32 x accumulation 4
-        GPUS=8 SEQ=2048 MICRO=32 ACCUM=4 STEPS=10000 DEVICE=cuda LAUNCH="mpirun -np 8"
+        GPUS=8 SEQ=2048 MICRO=32 ACCUM=4 STEPS=10000 DEVICE=cuda
         SIZES="82M 180M 468M" DATA_SCALE=1 EVAL_LIMIT=0 TASK_LIMIT=0 EVAL_BATCH=32 EVAL_EVERY=500 SAVE_EVERY=1000
         ANALYSIS_BATCHES=250 ANALYSIS_BATCH=4 WINDOW=100 ;;  # 1,000 sequences, as Sec. 4.1.3
     small)  # one GPU: 2,000 steps of 128 x 1024 tokens on a 2% selection (400M tokens)
@@ -68,12 +79,25 @@ repro_init() {
         ANALYSIS_BATCHES=2 ANALYSIS_BATCH=4 WINDOW=5 LR=3e-3 LR_END=3e-4 WARMUP=4 ;;
     *) echo "$REPRO_NAME.sh: --scale must be paper, small or tiny (not \"$SCALE\")" >&2; exit 2 ;;
     esac
+    repro_launch
     GLOBAL=$((MICRO * ACCUM * GPUS))               # sequences per optimizer step
     TOKENS=$((STEPS * GLOBAL * SEQ))               # training tokens per run
     DATA=$WORK/data
     RUNS=$WORK/runs
-    PLAN_TOKENS=0
     PLAN_RUNS=""
+    if [ "$SCALE" != tiny ]; then
+        # before anything is downloaded, written or trained; a dry run shows the same lines
+        found=$(repro_preflight)
+        n=$(printf '%s\n' "$found" | grep -c 'missing:' || true)
+        if [ "$DRY" = 0 ] && [ "$n" -gt 0 ]; then
+            {
+                echo "$REPRO_NAME.sh: --scale $SCALE refused before any download or training: $n thing$([ "$n" = 1 ] || echo s) missing here:"
+                printf '%s\n' "$found"
+                echo "$REPRO_NAME.sh: (--dry-run prints the plan and its cost without these)"
+            } >&2
+            exit 1
+        fi
+    fi
     if [ "$DRY" = 0 ]; then
         [ -x "$VRL" ] || { echo "$REPRO_NAME.sh: $VRL not built (bash scripts/build.sh)" >&2; exit 1; }
         if [ "$SCALE" = tiny ]; then
@@ -86,11 +110,36 @@ repro_init() {
     echo "== $REPRO_NAME --scale $SCALE$( [ "$DRY" = 1 ] && echo ' (dry run: nothing is executed)')"
     echo "   $STEPS steps x $GLOBAL sequences x $SEQ tokens = $(repro_commas $TOKENS) tokens per run" \
         "($GPUS x $MICRO per micro-batch x $ACCUM accumulation; lr $LR -> $LR_END cosine, warm-up $WARMUP)"
+    if [ "$SCALE" != tiny ] && [ "$DRY" = 1 ]; then
+        if [ "$n" -gt 0 ]; then
+            echo "   preflight: $n thing$([ "$n" = 1 ] || echo s) missing here (a run here would refuse before any download):"
+            printf '%s\n' "$found"
+        else
+            echo "   preflight: everything the plan needs is here"
+        fi
+    fi
+    [ "$RESUME" = 1 ] && echo "   --resume: finished runs are kept, a run stopped after a checkpoint continues from it"
     if [ "$SCALE" = paper ]; then
+        echo "   launch: $LAUNCH ($([ "$LAUNCHER" = srun ] && echo "SLURM: run it inside an allocation of 8 GPUs, e.g. salloc -N1 --gpus=8" || echo "Open MPI, one node of 8 GPUs; --bind-to none leaves each rank's threads free; --allow-run-as-root only as root"))"
         echo "   per-rank batch = $GLOBAL / $GPUS ranks / $ACCUM accumulation = $MICRO sequences; sizes $SIZES (Table 4);"
         echo "   warm-up 120 as Table 4 and the authors' code (Sec. 4.1.1's text says 1,200); data: the formulas.md §3"
         echo "   20B-token SlimPajama selection (CC 10B, C4 4B, GitHub 2B, 1B each for the other four), 2048-token chunks"
     fi
+}
+
+# repro_launch: LAUNCH, the prefix that starts the GPU ranks ("" for one process).
+repro_launch() {
+    LAUNCH=""
+    [ "$GPUS" -gt 1 ] || return 0
+    [ -n "$LAUNCHER" ] || LAUNCHER=$( [ -n "${SLURM_JOB_ID:-}" ] && echo srun || echo mpirun )
+    case $LAUNCHER in
+    mpirun)  # Open MPI binds each rank to one core by default, starving its threads; as root it
+             # refuses to start unless told (docs/distributed.md)
+        LAUNCH="mpirun -np $GPUS --bind-to none"
+        [ "$(id -u)" != 0 ] || LAUNCH="$LAUNCH --allow-run-as-root" ;;
+    srun) LAUNCH="srun --mpi=pmix --ntasks=$GPUS --cpu-bind=none" ;;
+    *) echo "$REPRO_NAME.sh: --launcher must be mpirun or srun (not \"$LAUNCHER\")" >&2; exit 2 ;;
+    esac
 }
 
 repro_commas() { printf '%s' "$1" | sed -e ':a' -e 's/\([0-9]\)\([0-9]\{3\}\)\($\|,\)/\1,\2\3/' -e 'ta'; }
@@ -105,15 +154,8 @@ repro_do() {
 # repro_model SIZE [KV_DIVISOR]
 repro_model() {
     size=$1 kvdiv=${2:-1}
-    case $size in
-    tiny-s) set -- 4 2 32 112 ;;   # layers heads hidden ffn (Table 4: 82M is 8 8 512 1792)
-    tiny-m) set -- 6 2 32 112 ;;
-    tiny-l) set -- 8 4 48 168 ;;
-    82M) set -- 8 8 512 1792 ;;     # Table 4
-    180M) set -- 12 12 768 2688 ;;
-    468M) set -- 24 16 1024 3584 ;;
-    *) echo "$REPRO_NAME.sh: unknown size $size" >&2; exit 2 ;;
-    esac
+    # shellcheck disable=SC2046
+    set -- $(repro_shape "$size")
     case $size in tiny-*) ;; *) [ "$kvdiv" = 1 ] && { echo "$size"; return; } ;; esac
     f=$WORK/configs/$size-kv$kvdiv.json
     if [ "$DRY" = 0 ] && [ ! -f "$f" ]; then
@@ -128,9 +170,28 @@ JSON
     echo "$f"
 }
 
+# repro_shape SIZE: "layers heads hidden ffn".
+repro_shape() {
+    case $1 in
+    tiny-s) echo 4 2 32 112 ;;   # (Table 4: 82M is 8 8 512 1792)
+    tiny-m) echo 6 2 32 112 ;;
+    tiny-l) echo 8 4 48 168 ;;
+    82M) echo 8 8 512 1792 ;;     # Table 4
+    180M) echo 12 12 768 2688 ;;
+    468M) echo 24 16 1024 3584 ;;
+    *) echo "$REPRO_NAME.sh: unknown size $1" >&2; exit 2 ;;
+    esac
+}
+
 # repro_layers SIZE: the number of layers (for ablations that name layers).
-repro_layers() {
-    case $1 in tiny-s) echo 4 ;; tiny-m) echo 6 ;; tiny-l) echo 8 ;; 82M) echo 8 ;; 180M) echo 12 ;; 468M) echo 24 ;; esac
+repro_layers() { repro_shape "$1" | cut -d' ' -f1; }
+
+# repro_params SIZE: parameters of the baseline model, as `vrl info` counts them: per layer
+# Q, K, V, O, the SwiGLU FFN and two norms; embedding, head and the final norm.
+repro_params() {
+    # shellcheck disable=SC2046
+    set -- $(repro_shape "$1")
+    awk -v L="$1" -v d="$3" -v f="$4" 'BEGIN { printf "%.0f", L * (4 * d * d + 3 * d * f + 2 * d) + 2 * d * 50277 + d }'
 }
 
 # repro_data: SlimPajama -> per-domain JSONL -> seeded selection -> 2048-token (tiny: 64) shards.
@@ -159,10 +220,25 @@ repro_train() {
     name=$1 size=$2 variant=$3 kvdiv=${4:-1}
     model=$(repro_model "$size" "$kvdiv")
     PLAN_RUNS="$PLAN_RUNS $size"
-    PLAN_TOKENS=$((PLAN_TOKENS + TOKENS))
     [ -f "$RUNS/$name/.done" ] && { echo "   train $name: done earlier ($RUNS/$name)"; return 0; }
+    if [ "$RESUME" = 1 ] && [ -e "$RUNS/$name/train_state.safetensors" ]; then
+        # killed after its last save but before .done: nothing left to train
+        last=$(readlink "$RUNS/$name/latest" 2>/dev/null | sed -n 's/.*step-0*\([0-9]\)/\1/p')
+        if [ "$last" = "$STEPS" ]; then
+            echo "   train $name: complete at step $STEPS ($RUNS/$name)"
+            [ "$DRY" = 1 ] || touch "$RUNS/$name/.done"
+            return 0
+        fi
+        repro_cost_add train "$name" "$size" "$TOKENS"  # counted whole: an upper bound
+        # the run's own flags are in its folder; it continues from its last checkpoint
+        # shellcheck disable=SC2086
+        repro_do $LAUNCH "$VRL" train --resume "$RUNS/$name" --quiet
+        [ "$DRY" = 1 ] || touch "$RUNS/$name/.done"
+        return 0
+    fi
+    repro_cost_add train "$name" "$size" "$TOKENS"
     [ "$DRY" = 1 ] || rm -rf "${RUNS:?}/$name"
-    # shellcheck disable=SC2086  # LAUNCH is a command prefix ("" or "mpirun -np 8")
+    # shellcheck disable=SC2086  # LAUNCH is a command prefix ("", "mpirun -np 8 ...", "srun ...")
     repro_do $LAUNCH "$VRL" train --model "$model" --variant "$variant" --device "$DEVICE" --data "$DATA/tok" \
         --steps "$STEPS" --batch "$MICRO" --accum "$ACCUM" --seq "$SEQ" --lr "$LR" --lr-end "$LR_END" \
         --warmup "$WARMUP" --schedule cosine --wd 0.1 --clip 1.0 --seed "$SEED" --eval-every "$EVAL_EVERY" \
@@ -202,11 +278,15 @@ repro_eval() {
     name=$1 kind=$2
     out=$RUNS/$name/eval-$kind.json
     [ -f "$out" ] && { echo "   eval $name $kind: done earlier"; return 0; }
+    for eval_size in $SIZES; do case $name in *-"$eval_size") break ;; esac; done  # the run's size
+    repro_cost_add eval "$name-$kind" "$eval_size" "$(repro_eval_tokens "$kind")"
+    # the GPU scales evaluate on the GPU: `vrl eval --device cuda` (the preflight checks it)
+    device=$( [ "$DEVICE" = cpu ] && echo "" || echo "--device $DEVICE" )
     limit=$( [ "$EVAL_LIMIT" = 0 ] && echo "" || echo "--limit $EVAL_LIMIT" )
     [ "$kind" = domains ] || limit=$( [ "$TASK_LIMIT" = 0 ] && echo "" || echo "--limit $TASK_LIMIT" )
     if [ "$kind" = domains ]; then
         # shellcheck disable=SC2086
-        repro_do "$VRL" eval --ckpt "$RUNS/$name" --data "$DATA/tok" --tasks none $limit --seq "$SEQ" --batch "$EVAL_BATCH"
+        repro_do "$VRL" eval --ckpt "$RUNS/$name" --data "$DATA/tok" --tasks none $limit --seq "$SEQ" --batch "$EVAL_BATCH" $device
     else
         wiki=$SHARED/corpora/wikitext-2-raw/wiki.test.raw
         if [ "$SCALE" = tiny ]; then  # the first article: WikiText windows dominate CPU time
@@ -215,44 +295,9 @@ repro_eval() {
         fi
         # shellcheck disable=SC2086
         repro_do "$VRL" eval --ckpt "$RUNS/$name" --tokenizer "$TOK" --eval-dir "$SHARED/eval" --wikitext "$wiki" \
-            --tasks all $limit --seq "$SEQ" --batch "$EVAL_BATCH"
+            --tasks all $limit --seq "$SEQ" --batch "$EVAL_BATCH" $device
     fi
     [ "$DRY" = 1 ] || mv "$RUNS/$name/eval.json" "$out"
-}
-
-# repro_estimate: tokens/s on this machine (measured with a few steps of the plan's smallest
-# model, or given with --tps) and the time the plan's training takes at that rate.
-repro_estimate() {
-    [ "$DRY" = 1 ] || return 0
-    size=$(echo $PLAN_RUNS | cut -d' ' -f1)
-    if [ -n "$GIVEN_TPS" ]; then
-        tps=$GIVEN_TPS how="given with --tps"
-    else
-        dev=cpu
-        command -v nvidia-smi > /dev/null 2>&1 && nvidia-smi -L > /dev/null 2>&1 && dev=$DEVICE
-        tmp=$(mktemp -d)
-        mseq=$( [ "$SEQ" -gt 128 ] && echo 128 || echo "$SEQ" )
-        mkdir -p "$tmp/configs"
-        model=$(WORK=$tmp; DRY=0; repro_model "$size")
-        mb=$( [ "$dev" = "$DEVICE" ] && echo "$MICRO" || echo 1 )
-        # two runs, 1 and 4 steps: the difference is 3 steps without the start-up cost
-        for n in 1 4; do
-            start=$(date +%s.%N)
-            OPENBLAS_NUM_THREADS=$(nproc) "$VRL" train --model "$model" --device "$dev" --steps $n --batch "$mb" \
-                --seq "$mseq" --warmup 1 --eval-every 0 --eval-batches 1 --save-every 0 --quiet --out "$tmp/run$n" \
-                > "$tmp/log" 2>&1 || { echo "   (could not measure: $(tail -1 "$tmp/log")); use --tps N"; rm -rf "$tmp"; return 0; }
-            end=$(date +%s.%N)
-            eval "t$n=\$(awk -v a=\"\$start\" -v b=\"\$end\" 'BEGIN { print b - a }')"
-        done
-        tps=$(awk -v t="$mseq" -v b="$mb" -v x="$t1" -v y="$t4" 'BEGIN { d = y - x; if (d <= 0) d = 1e-3; printf "%.0f", 3 * b * t / d }')
-        how="measured here: 4 steps minus 1 step of $size, $mb x $mseq tokens, on $dev"
-        [ "$dev" = "$DEVICE" ] || how="$how; no GPU here, so this is a CPU figure: a GPU is far faster"
-        rm -rf "$tmp"
-    fi
-    echo "== estimate: $(repro_commas $PLAN_TOKENS) training tokens in $(echo $PLAN_RUNS | wc -w) runs;" \
-        "at $(repro_commas "$tps") tokens/s ($how):" \
-        "$(awk -v n="$PLAN_TOKENS" -v r="$tps" 'BEGIN { s = n / r; if (s < 3600) printf "%.1f minutes", s / 60; else if (s < 172800) printf "%.1f hours", s / 3600; else printf "%.1f days", s / 86400 }')" \
-        "(larger models of the plan are slower per token; evaluation and data preparation not included)"
 }
 
 # repro_header TITLE: the results file's head: scale, commit, machine, date.

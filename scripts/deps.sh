@@ -6,6 +6,7 @@ set -euo pipefail
 VRL_PACKAGES=(
   build-essential cmake pkg-config
   libopenblas-dev      # matrix products of the reference
+  libomp-dev           # LLVM OpenMP: the reference's threads (ref/threads.h), also under gcc
   libcriterion-dev     # the test framework
   libjansson-dev       # JSON: config.json, safetensors headers, jsonl data
   libzstd-dev          # .jsonl.zst corpora

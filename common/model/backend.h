@@ -87,6 +87,11 @@ typedef struct Backend {
     /* Host copies of the state, laid out by the table, in `dtype`. Any pointer may be NULL. */
     void (*get_state)(void *m, void *params, void *grads, void *exp_avg, void *exp_avg_sq);
     void (*set_state)(void *m, const void *params, const void *exp_avg, const void *exp_avg_sq);
+    /* The backend's own host state, laid out by the table, in `dtype`, to be read in place
+     * (checkpoints are written from it: no second copy of the state in memory); valid while
+     * the model lives, changed by step and set_state. NULL where the state is not in host
+     * memory (fast/: on the device; the trainer keeps host copies and calls get_state). */
+    void (*state_view)(void *m, void **params, void **exp_avg, void **exp_avg_sq);
 
     /* Last forward's logits [batch, seq, vocab], host copy in dtype (for tests, eval). */
     void (*get_logits)(void *m, void *out);

@@ -70,23 +70,32 @@ int param_table_expect(const ParamTable *t, const char *name, size_t numel, size
     return 0;
 }
 
-void params_init_f64(const ParamTable *t, uint64_t seed, double *out) {
+/* The draw of params_init_f64, stored as double into d or rounded to float into f (exactly
+ * one of them non-NULL): each value is produced in double either way. */
+static void params_init_into(const ParamTable *t, uint64_t seed, double *d, float *f) {
+#define PUT(j, v) (d ? (void)(x[j] = (v)) : (void)(y[j] = (float)(v)))
     for (int i = 0; i < t->n; i++) {
         const ParamInfo *p = &t->p[i];
-        double *x = out + p->offset;
+        double *x = d ? d + p->offset : NULL;
+        float *y = f ? f + p->offset : NULL;
         if (p->init == INIT_CONST) {
-            for (size_t j = 0; j < p->numel; j++) x[j] = p->init_value;
+            for (size_t j = 0; j < p->numel; j++) PUT(j, p->init_value);
         } else if (p->init == INIT_EYE || p->init == INIT_ONEHOT) {
             const size_t n = (size_t)p->shape[0];
             for (size_t j = 0; j < p->numel; j++)
-                x[j] = (p->init == INIT_EYE ? j % (n + 1) == 0 : j == p->init_index) ? p->init_value : 0.0;
+                PUT(j, (p->init == INIT_EYE ? j % (n + 1) == 0 : j == p->init_index) ? p->init_value : 0.0);
         } else if (p->init == INIT_VALUES) {
-            for (size_t j = 0; j < p->numel; j++) x[j] = p->init_values[j];
+            for (size_t j = 0; j < p->numel; j++) PUT(j, p->init_values[j]);
         } else {
             /* The stream is keyed by the tensor's name, not its position in the table. */
             Rng r;
             rng_seed_stream(&r, seed, fnv1a64(p->name, strlen(p->name), FNV1A64_INIT));
-            for (size_t j = 0; j < p->numel; j++) x[j] = p->init_value * rng_normal(&r);
+            for (size_t j = 0; j < p->numel; j++) PUT(j, p->init_value * rng_normal(&r));
         }
     }
+#undef PUT
 }
+
+void params_init_f64(const ParamTable *t, uint64_t seed, double *out) { params_init_into(t, seed, out, NULL); }
+
+void params_init_f32(const ParamTable *t, uint64_t seed, float *out) { params_init_into(t, seed, NULL, out); }

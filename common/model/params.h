@@ -78,6 +78,9 @@ int param_table_expect(const ParamTable *t, const char *name, size_t numel, size
  * each tensor draws from its own stream keyed by (seed, name), so adding a tensor
  * does not change the others. Values are produced in double; out has t->total elements. */
 void params_init_f64(const ParamTable *t, uint64_t seed, double *out);
+/* The same draw rounded to float (each value as (float) of params_init_f64's), written
+ * straight into out [t->total] without a double copy of the whole table. */
+void params_init_f32(const ParamTable *t, uint64_t seed, float *out);
 
 /* Total parameter count (what `vrl info` prints). */
 static inline size_t param_table_count(const ParamTable *t) { return t->total; }

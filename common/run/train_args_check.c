@@ -134,6 +134,13 @@ int train_args_resume(const char *stored_json, const char *origin, const TrainAr
         free(w);
         free(v);
     }
+    /* --steps past the stored decay end keeps the schedule: the decay was planned when the
+     * run started and steps 1..now followed it, so the later steps train at lr_end. The
+     * resumed run is then the run `--steps N --decay-end S` is from the start; say so. */
+    json_t *steps_now = json_object_get(run, "steps"), *decay = json_object_get(run, "decay_end");
+    if (!rc && json_object_get(log, "steps") && json_integer_value(steps_now) > json_integer_value(decay) &&
+        json_object_set_new(log, "decay_end", json_pack("{s:O}", "kept", decay)))
+        rc = vrl_error("%s: out of memory", origin);
     char *merged = rc ? NULL : json_dumps(run, JSON_COMPACT | JSON_SORT_KEYS | JSON_REAL_PRECISION(17));
     char *logged = rc || !json_object_size(log) ? NULL : json_dumps(log, JSON_COMPACT | JSON_SORT_KEYS);
     if (!rc && !merged) rc = vrl_error("%s: out of memory", origin);

@@ -101,13 +101,15 @@ static double evaluate(const TrainArgs *a, void *model, DataLoader *val, int32_t
 typedef struct {
     ModelSpec spec;                      /* the model, built once from the run's config */
     void *params, *exp_avg, *exp_avg_sq; /* host views [spec.table.total] in backend dtype */
+    int owned; /* 1: host copies of our own (get_state fills them); 0: the backend's state_view */
 } HostState;
 
 /* The whole step goes into a stage folder, then one rename publishes it (ckpt_folder.h). */
 static int save_run(const TrainArgs *a, void *model, HostState *h, DataLoader *train, const Mixture *mix, long step,
                     const Rng *rng) {
     const ParamTable *t = &h->spec.table;
-    a->backend->get_state(model, h->params, NULL, h->exp_avg, h->exp_avg_sq); /* every rank: may gather */
+    if (h->owned) /* every rank: may gather */
+        a->backend->get_state(model, h->params, NULL, h->exp_avg, h->exp_avg_sq);
     if (dist_rank() != 0) return 0;                                             /* rank 0 writes */
     TrainState s = {.step = step, .rng = *rng};
     if (mix) mixture_state_export(mix, s.data_pos, &s.n_data_pos);
@@ -135,6 +137,7 @@ static int host_state_alloc(HostState *h, const ModelConfig *c, ModelSpec *given
     h->params = calloc(1, bytes);
     h->exp_avg = calloc(1, bytes);
     h->exp_avg_sq = calloc(1, bytes);
+    h->owned = 1;
     if (!h->params || !h->exp_avg || !h->exp_avg_sq) return vrl_error("out of memory for %zu parameters", total);
     return 0;
 }
@@ -159,28 +162,24 @@ static int resume_open(const char *run, const TrainArgs *cli, DType dt, HostStat
     /* moved into h: the spec and the three buffers */
     h->spec = rf.spec;
     h->params = rf.params, h->exp_avg = rf.exp_avg, h->exp_avg_sq = rf.exp_avg_sq;
+    h->owned = 1;
     *st = rf.state;
     return 0;
 }
 
 static void host_state_free(HostState *h) {
-    free(h->params);
-    free(h->exp_avg);
-    free(h->exp_avg_sq);
+    if (h->owned) {
+        free(h->params);
+        free(h->exp_avg);
+        free(h->exp_avg_sq);
+    }
     model_spec_free(&h->spec);
 }
 
-static int init_params(HostState *h, DType dt, uint64_t seed) {
-    const ParamTable *t = &h->spec.table;
-    double *init = malloc(t->total * sizeof *init); /* [total] the draw, in double */
-    if (!init) return vrl_error("out of memory initialising %zu parameters", t->total);
-    params_init_f64(t, seed, init);
-    for (size_t i = 0; i < t->total; i++) {
-        if (dt == DT_F64) ((double *)h->params)[i] = init[i];
-        else ((float *)h->params)[i] = (float)init[i];
-    }
-    free(init);
-    return 0;
+/* The draw in the backend's dtype, straight into the host view (no double staging copy). */
+static void init_params(HostState *h, DType dt, uint64_t seed) {
+    if (dt == DT_F64) params_init_f64(&h->spec.table, seed, h->params);
+    else params_init_f32(&h->spec.table, seed, h->params);
 }
 
 /* Rank 0's parameters and moments to every rank, so the replicas start as one. */
@@ -189,6 +188,25 @@ static void share_state(HostState *h, DType dt) {
     dist_broadcast(h->params, bytes);
     dist_broadcast(h->exp_avg, bytes);
     dist_broadcast(h->exp_avg_sq, bytes);
+}
+
+/* The host state into the model. A backend whose state is in host memory (state_view)
+ * takes it one buffer at a time, each host copy freed as soon as it is copied, and from
+ * then on the trainer reads the backend's own buffers: one copy of the state in memory,
+ * and at most one more while the run opens. */
+static void hand_state_to_backend(HostState *h, const Backend *be, void *model) {
+    if (!be->state_view) {
+        be->set_state(model, h->params, h->exp_avg, h->exp_avg_sq);
+        return;
+    }
+    be->set_state(model, h->params, NULL, NULL);
+    free(h->params);
+    be->set_state(model, NULL, h->exp_avg, NULL);
+    free(h->exp_avg);
+    be->set_state(model, NULL, NULL, h->exp_avg_sq);
+    free(h->exp_avg_sq);
+    be->state_view(model, &h->params, &h->exp_avg, &h->exp_avg_sq);
+    h->owned = 0;
 }
 
 /* The next micro-batch of the training stream into tokens [batch, seq]. */
@@ -265,6 +283,12 @@ static int run_open(TrainArgs *a, Run *r) {
         if (st->step >= a->steps)
             return vrl_error("%s: the run is already at step %ld of %ld; give --steps N with N > %ld to continue",
                              a->out, st->step, a->steps, st->step);
+        if (r->root && strstr(changes, "\"decay_end\":{\"kept\""))
+            fprintf(stderr,
+                    "vrl train: note: the run's schedule is kept: its decay ends at step %ld (planned when it "
+                    "started), so steps %ld..%ld train at --lr-end %g, as `--steps %ld --decay-end %ld` would from "
+                    "the start (recorded in metrics.jsonl; to plan a longer run, start it with --decay-end N)\n",
+                    a->sched.decay_end, a->sched.decay_end + 1, a->steps, a->sched.end, a->steps, a->sched.decay_end);
     } else {
         /* A folder whose run died before its first save holds no checkpoint: it is reused. */
         if (ckpt_exists(a->out))
@@ -272,7 +296,7 @@ static int run_open(TrainArgs *a, Run *r) {
                              a->out);
         if (a->sched.decay_end < 0) a->sched.decay_end = a->steps;
         if (host_state_alloc(h, &a->model, a->spec, be->dtype) < 0) return -1;
-        if (init_params(h, be->dtype, a->seed) < 0) return -1;
+        init_params(h, be->dtype, a->seed);
         rng_seed(&st->rng, a->seed);
         if (!r->root) a->quiet = 1;
     }
@@ -291,7 +315,7 @@ static int run_open(TrainArgs *a, Run *r) {
         return -1;
     if (!(r->model = be->create(&h->spec, a->batch, a->seq))) return -1;
     share_state(h, be->dtype);
-    be->set_state(r->model, h->params, h->exp_avg, h->exp_avg_sq);
+    hand_state_to_backend(h, be, r->model);
     if (dist_grad_open(&r->dg, be, r->model, h->spec.table.total, a->accum) < 0) return -1;
 
     /* Inputs are all valid: only now is the run folder created or touched, by rank 0,
