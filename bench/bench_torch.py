@@ -49,7 +49,7 @@ def bench(preset, batch, seq, steps, peak, compile_model):
     decay = [p for n, p in model.named_parameters() if "norm" not in n]
     no_decay = [p for n, p in model.named_parameters() if "norm" in n]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": no_decay, "weight_decay": 0.0}],
-                            lr=1e-4, betas=(0.9, 0.95), eps=1e-8)
+                            lr=1e-4, betas=(0.9, 0.95), eps=1e-8, fused=True)
     n_params = sum(p.numel() for p in model.parameters())
     n_mm = n_params - 50277 * d
     flops_tok = 6 * n_mm + 6 * L * seq * d

@@ -105,10 +105,13 @@ Test(fast_cpu_ops, rmsnorm_edge_shapes) {
 /* ------------------------------------------------------------------ cross-entropy */
 
 Test(fast_cpu_ops, crossentropy_ragged_vocabulary) {
-    const int B = 2, T = 3, V = 300, R = B * T; /* V = 256 + 44: the last threads get one column fewer */
-    vector<float> logits(R * V);
+    /* V = 256 + 44: the last threads get one column fewer; rows padded to LD = 384 as fast/'s
+     * padded vocabulary lays them out, with NaN in the pad so that reading it would show */
+    const int B = 2, T = 3, V = 300, LD = 384, R = B * T;
+    vector<float> logits(R * LD, NAN);
     vector<double> rlogits(R * V);
-    for (int i = 0; i < R * V; i++) logits[i] = (float)(3 * uniform()), rlogits[i] = logits[i];
+    for (int r = 0; r < R; r++)
+        for (int i = 0; i < V; i++) logits[r * LD + i] = (float)(3 * uniform()), rlogits[r * V + i] = logits[r * LD + i];
     vector<int32_t> tokens(R), targets(R);
     for (int i = 0; i < R; i++) tokens[i] = (int32_t)((i * 97 + 13) % V);
     for (int i = 0; i < R; i++) targets[i] = i % T == T - 1 ? -1 : tokens[i + 1];
@@ -121,10 +124,16 @@ Test(fast_cpu_ops, crossentropy_ragged_vocabulary) {
     for (const char *o : orders) {
         cr_assert_eq(cuda_cpu::set_thread_order(o), 0);
         vector<float> loss(R);
-        vector<bf16> d(R * V);
-        cr_assert_eq(fast_cpu::crossentropy_forward_backward(loss.data(), d.data(), logits.data(), targets.data(), R, V,
-                                                              (float)w),
+        vector<bf16> dpad(R * LD, __float2bfloat16(1.0f)), d(R * V);
+        cr_assert_eq(fast_cpu::crossentropy_forward_backward(loss.data(), dpad.data(), logits.data(), targets.data(), R,
+                                                              V, LD, (float)w),
                      0, "%s", vrl_last_error());
+        int pad_nonzero = 0;
+        for (int r = 0; r < R; r++) {
+            for (int i = 0; i < V; i++) d[r * V + i] = dpad[r * LD + i];
+            for (int i = V; i < LD; i++) pad_nonzero += __bfloat162float(dpad[r * LD + i]) != 0.0f;
+        }
+        cr_expect_eq(pad_nonzero, 0, "order %s: %d pad columns of the gradient are not 0", o, pad_nonzero);
         cr_expect_leq(rel(loss, rloss), 1e-6, "losses, order %s: %.3e", o, rel(loss, rloss));
         cr_expect_leq(rel(d, rd), 1e-2, "dlogits (bf16), order %s: %.3e", o, rel(d, rd));
         for (int r = T - 1; r < R; r += T) cr_expect_eq(loss[r], 0.0f, "a row without a target has loss 0");

@@ -3,10 +3,14 @@
  *
  * Two passes. (1) The squared norm: a fixed grid of ADAMW_NORM_BLOCKS blocks, each
  * thread summing a grid-strided slice in double, blocks reduced in a fixed order, the
- * partial sums added on the host in index order: deterministic. (2) The update, one
+ * partial sums added in index order by one device thread, which also computes the clip
+ * coefficient: deterministic, and the host never waits in the middle of the step (with
+ * data parallelism the ranks' sums meet on the host, dist_sum_f64). (2) The update, one
  * launch per run of consecutive tensors with the same decay flag (norm gains are not
- * decayed), which also refreshes the bf16 copy the next forward reads. Operations use
- * the _rn intrinsics so the compiler cannot fuse them into FMAs: the order is torch's. */
+ * decayed), which also refreshes the bf16 copy the next forward reads; it reads the clip
+ * coefficient from the device. The norm comes back once, after the update is queued.
+ * Operations use the _rn intrinsics so the compiler cannot fuse them into FMAs: the order
+ * is torch's. */
 #include <math.h>
 
 #include "fast/model.cuh"
@@ -39,16 +43,33 @@ __global__ void __launch_bounds__(ADAMW_THREADS) adamw_norm_kernel(double *parti
     if (threadIdx.x == 0) partial[blockIdx.x] = sh[0];
 }
 
+/* One thread: ss = Σ partial[k] in index order (the host's former order, bit for bit), then
+ * state[0] = ss and state[1] = max_norm / (sqrt(ss) + 1e-6) where that is < 1, else 0 (torch:
+ * a coefficient of 1 changes nothing). max_norm <= 0: no clipping.  partial [blocks], state [2] */
+__global__ void adamw_clip_kernel(double *state, const double *partial, int blocks, double max_norm) {
+    if (threadIdx.x != 0 || blockIdx.x != 0) return;
+    double ss = 0;
+    for (int k = 0; k < blocks; k++) ss += partial[k];
+    state[0] = ss;
+    state[1] = 0;
+    if (max_norm > 0) {
+        const double coef = max_norm / (sqrt(ss) + 1e-6);
+        if (coef < 1) state[1] = coef;
+    }
+}
+
 /* p ← p·decay (if dec); m ← m + w1·(g − m); v ← v·β2 + w2·g·g;
- * p ← p + step_size·m / (sqrt(v)/bc2_sqrt + eps); g is clipped in place first. */
-__global__ void adamw_update_kernel(float *p, bf16 *p16, float *g, float *ma, float *va, size_t n, int clip,
-                                    float clip_coef, int dec, float decay, float w1, float b2, float w2,
+ * p ← p + step_size·m / (sqrt(v)/bc2_sqrt + eps); g is clipped in place first when
+ * *clip_coef (device, adamw_clip_kernel's) is not 0. */
+__global__ void adamw_update_kernel(float *p, bf16 *p16, float *g, float *ma, float *va, size_t n,
+                                    const double *clip_coef, int dec, float decay, float w1, float b2, float w2,
                                     float bc2_sqrt, float eps, float step_size) {
     size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
     float gi = g[i];
-    if (clip) {
-        gi = __fmul_rn(gi, clip_coef);
+    const double cc = *clip_coef;
+    if (cc != 0) {
+        gi = __fmul_rn(gi, (float)cc);
         g[i] = gi;
     }
     float pi = p[i];
@@ -72,26 +93,31 @@ double fast_adamw_step(FastModel *m, const AdamWConfig *opt, double lr, long ste
     if (m->zero && zero_wait_reduced(m) < 0) return NAN;
     if (m->zero) gn = zero_shard_grads(m, &P);
 #endif
-    double partial[ADAMW_NORM_BLOCKS];
+    double *state = m->norm_partial + ADAMW_NORM_BLOCKS; /* [2] squared norm, clip coefficient */
     LAUNCH(adamw_norm_kernel, ADAMW_NORM_BLOCKS, ADAMW_THREADS, 0, 0)(m->norm_partial, gn, P);
+    LAUNCH(adamw_clip_kernel, 1, 1, 0, 0)(state, m->norm_partial, ADAMW_NORM_BLOCKS, opt->clip);
     cudaError_t e = cudaGetLastError();
-    if (e == cudaSuccess) e = cudaMemcpy(partial, m->norm_partial, sizeof partial, cudaMemcpyDeviceToHost);
     if (e != cudaSuccess) {
         vrl_error("fast: AdamW norm: %s", cudaGetErrorString(e));
         return NAN;
     }
-    double ss = 0;
-    for (int k = 0; k < ADAMW_NORM_BLOCKS; k++) ss += partial[k];
 #if VRL_HAVE_NCCL
-    if (m->zero) ss = dist_sum_f64(ss);
-#endif
-    const double norm = sqrt(ss);
-    int clip = 0;
-    float clip_coef = 1.0f;
-    if (opt->clip > 0) {
-        const double coef = opt->clip / (norm + 1e-6);
-        if (coef < 1) clip = 1, clip_coef = (float)coef; /* torch: 1.0 changes nothing */
+    double norm = NAN;
+    if (m->zero) { /* the ranks' squared sums meet on the host: the coefficient needs all of them */
+        double ss = 0;
+        if ((e = cudaMemcpy(&ss, state, sizeof ss, cudaMemcpyDeviceToHost)) != cudaSuccess) {
+            vrl_error("fast: AdamW norm: %s", cudaGetErrorString(e));
+            return NAN;
+        }
+        ss = dist_sum_f64(ss);
+        norm = sqrt(ss);
+        const double coef = opt->clip > 0 ? opt->clip / (norm + 1e-6) : 1, st[2] = {ss, coef < 1 ? coef : 0};
+        if ((e = cudaMemcpy(state, st, sizeof st, cudaMemcpyHostToDevice)) != cudaSuccess) {
+            vrl_error("fast: AdamW norm: %s", cudaGetErrorString(e));
+            return NAN;
+        }
     }
+#endif
     const double st = (double)step;
     const double bc1 = 1 - pow(opt->beta1, st), bc2 = 1 - pow(opt->beta2, st);
     const float step_size = (float)(-(lr / bc1)), bc2_sqrt = (float)sqrt(bc2);
@@ -122,7 +148,7 @@ double fast_adamw_step(FastModel *m, const AdamWConfig *opt, double lr, long ste
             }
             const size_t n = x1 - x0;
             LAUNCH(adamw_update_kernel, cdiv(n, 256), 256, 0, 0)(m->params32 + x0, m->params16 + x0, g, m->exp_avg + x0,
-                                                        m->exp_avg_sq + x0, n, clip, clip_coef, dec, decay, w1, b2,
+                                                        m->exp_avg_sq + x0, n, state + 1, dec, decay, w1, b2,
                                                         w2, bc2_sqrt, eps, step_size);
             if ((e = cudaGetLastError()) != cudaSuccess) {
                 vrl_error("fast: AdamW update: %s", cudaGetErrorString(e));
@@ -143,11 +169,13 @@ double fast_adamw_step(FastModel *m, const AdamWConfig *opt, double lr, long ste
         return norm;
     }
 #endif
-    if ((e = cudaDeviceSynchronize()) != cudaSuccess) {
+    double ss = 0; /* the step's one wait, after everything is queued */
+    if ((e = cudaMemcpy(&ss, state, sizeof ss, cudaMemcpyDeviceToHost)) != cudaSuccess ||
+        (e = cudaDeviceSynchronize()) != cudaSuccess) {
         vrl_error("fast: AdamW update: %s", cudaGetErrorString(e));
         return NAN;
     }
-    return norm;
+    return sqrt(ss);
 }
 
 FAST_NS_END

@@ -113,10 +113,10 @@ extern "C" int fast_bench_kernels(void *vm, FILE *out) {
     TIME_MS(ms, reps, rmsnorm_backward(m->dres32, m->dres16, m->dln32, a->h, m->params16 + o->ln2, a->ln2_rstd, N, d));
     row(out, "rmsnorm_backward", ms, (double)N * d * (4 + 4 + 4 + 2 + 2), 8.0 * N * d);
     const int R = m->ce_rows;
-    TIME_MS(ms, reps, matmul_forward_f32(&m->blas, m->logits, m->lnf, m->params16 + m->o_lm_head, R, d, V));
+    TIME_MS(ms, reps, matmul_forward_f32(&m->blas, m->logits, m->Vp, m->lnf, m->params16 + m->o_lm_head, R, d, V));
     row(out, "matmul_forward logits chunk", ms, (double)R * d * e2 + (double)V * d * e2 + (double)R * V * 4,
         2.0 * R * d * V);
-    TIME_MS(ms, reps, crossentropy_forward_backward(m->losses, m->dlogits, m->logits, m->targets, R, V, 1.0f));
+    TIME_MS(ms, reps, crossentropy_forward_backward(m->losses, m->dlogits, m->logits, m->targets, R, V, m->Vp, 1.0f));
     row(out, "crossentropy chunk", ms, (double)R * V * (4 + 2), 5.0 * R * V);
     return 0;
 }

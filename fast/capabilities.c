@@ -1,12 +1,16 @@
 /* capabilities.c: what the CUDA backend implements of a model spec (fast_capabilities).
  *
- * The CUDA model runs the llama block with the value mix V'_l = Σ_i cv[l][i]·V_i of the spec's
- * ValuePlan with constant coefficients (baseline, ResFormer identity / general / constant /
- * sparse / V-source ablations, SVFormer with or without anchors, all with GQA/MQA) and the
- * plain residual stream. A spec that needs anything else (trainable coefficients,
- * corrections, Q/K/attention mixing, Eq. 2, hidden residual, a residual-stream variant,
- * GPT-2) is refused by name, so the CUDA backend never trains a different model than ref.
- * It declares no analysis views and no decoding.
+ * The CUDA model runs the llama block with the spec's ValuePlan mixes of raw projections
+ * (formulas.md §4): queries Σ_i cq·Q_i and keys Σ_i ck·K_i before RoPE, values Σ_i cv·V_i with
+ * constant or trainable (v_residual_lambda) coefficients, and output corrections
+ * repeat_kv(Σ_i ce·V_i) after attention; layers without their own projections (SVFormer, CLA,
+ * shared Q/K) read earlier layers'. That covers baseline, every ResFormer mode and V-source
+ * ablation, SVFormer with anchors, NeuTRENO (+ResFormer), identity mapping (Eq. 6), CLA,
+ * the query/key residuals and shared Q/K, all with GQA/MQA, on the plain residual stream.
+ * A spec that needs anything else (attention-matrix mixing, Eq. 2, the hidden residual, a
+ * residual-stream variant, GPT-2) is refused by name (docs/fast.md, "Variants" says why), so
+ * the CUDA backend never trains a different model than ref. It declares no analysis views
+ * and no decoding.
  *
  * Layers are 0-based here: row l is layer n = l+1, and V_0 is formulas.md's V_1. */
 #include <stdio.h>
@@ -24,16 +28,11 @@ static int is_identity(const double *tab, int L) {
 /* The first thing of the value plan the CUDA kernels lack, or NULL. */
 static const char *value_plan_missing(const ValuePlan *p) {
     const int L = p->L;
-    int trainable = 0, corrections = 0, cross = 0, hidden = 0;
+    int cross = 0, hidden = 0;
     for (int l = 0; l < L; l++) {
-        trainable |= p->n_train[l] != 0;
         cross |= p->cross[l] >= 0;
         hidden |= p->hx[l] != 1.0 || p->hh[l] != 0.0;
-        for (int i = 0; i <= l; i++) corrections |= p->ce[(size_t)l * L + i] != 0.0;
     }
-    if (trainable) return "trainable value coefficients";
-    if (corrections) return "output corrections (NeuTRENO, Eq. 6)";
-    if (!is_identity(p->cq, L) || !is_identity(p->ck, L)) return "query/key mixing or sharing";
     if (!is_identity(p->ca, L)) return "attention-matrix mixing";
     if (cross) return "cross-layer attention (Eq. 2)";
     if (hidden) return "the hidden residual to H_0";
@@ -51,7 +50,7 @@ unsigned fast_capabilities(const ModelSpec *s, char *why, size_t why_len) {
         snprintf(buf, sizeof buf, "residual-stream variant \"%s\" is not implemented on CUDA yet",
                  stream_kind_name(s->stream.kind));
     else if ((missing = value_plan_missing(&s->value)))
-        snprintf(buf, sizeof buf, "variant \"%.200s\" needs %s, not implemented on CUDA yet (constant value mixing is)",
+        snprintf(buf, sizeof buf, "variant \"%.200s\" needs %s, not implemented on CUDA yet (Q/K/V mixing and corrections are)",
                  c->variant, missing);
     else if (c->n_layers > FAST_MAX_LAYERS)
         snprintf(buf, sizeof buf, "at most %d layers (got %d)", FAST_MAX_LAYERS, c->n_layers);

@@ -32,8 +32,9 @@ int fast_device_check(void);
 #define FAST_MAX_LAYERS 64
 
 /* What the CUDA backend does for spec (fast_backend_cuda.capabilities, fast/capabilities.c):
- * BACKEND_CAN_TRAIN for the llama block with constant value mixing (the spec's ValuePlan cv
- * table: baseline, ResFormer fixed modes and V-source ablations, SVFormer), the plain
+ * BACKEND_CAN_TRAIN for the llama block with the ValuePlan's Q/K/V mixing (constant or
+ * trainable value coefficients) and output corrections (baseline, ResFormer in every mode,
+ * SVFormer, NeuTRENO, identity mapping, CLA, query/key residuals, shared Q/K), the plain
  * residual stream, at most FAST_MAX_LAYERS layers and head_dim 8..128 (a power of two);
  * else 0 and `why` names the first thing missing. No analysis views, no decoding. */
 unsigned fast_capabilities(const ModelSpec *spec, char *why, size_t why_len);

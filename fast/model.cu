@@ -2,8 +2,12 @@
  * ref/model.c (same sequence of ops, same names), in bf16 with fp32 statistics.
  *
  *   x_0 = embed(tokens)
- *   layer l:  h  = x + W_o · Attn(RoPE(W_q·RMSNorm(x)), RoPE(W_k·RMSNorm(x)), v_in = Σ_i c[l][i]·V_i)
+ *   layer l:  Q_l, K_l, V_l = W_{q,k,v}·RMSNorm(x)          (raw; a projection the plan drops is absent)
+ *             h  = x + W_o · (Attn(RoPE(Σ_i cq·Q_i), RoPE(Σ_i ck·K_i), Σ_i cv·V_i) + repeat_kv(Σ_i ce·V_i))
  *             x' = h + W_down · (silu(W_gate·RMSNorm(h)) ⊙ W_up·RMSNorm(h))
+ *   (the mixes are the spec's ValuePlan rows, formulas.md §4, as in ref/value_path.c; cv's
+ *   trainable entries are the layer's v_residual_lambda parameters; a row that is exactly
+ *   the layer's own projection costs nothing: the mixed tensor is the raw one)
  *   logits = lm_head · RMSNorm(x_L), in chunks of rows, each chunk's cross-entropy and
  *            gradient computed at once, so fp32 logits never exist whole
  *
@@ -63,6 +67,8 @@ static void *carve(char *base, size_t *off, size_t n, size_t size) {
 }
 #define CARVE(ptr, n) ((ptr) = (__typeof__(ptr))carve(base, &off, (size_t)(n), sizeof *(ptr)))
 
+static int in_place(const SourceFlags *f, int l);
+
 static size_t layout(FastModel *m, char *base) {
     const size_t N = m->N, P = m->t->total, d = m->d, F = m->F, qC = m->qC, kvC = m->kvC;
     size_t off = 0, mark = 0;
@@ -74,7 +80,8 @@ static size_t layout(FastModel *m, char *base) {
     m->bytes_grads = off - mark, mark = off;
     CARVE(m->exp_avg, P);
     CARVE(m->exp_avg_sq, P);
-    CARVE(m->norm_partial, ADAMW_NORM_BLOCKS);
+    CARVE(m->norm_partial, ADAMW_NORM_BLOCKS + 2);
+    CARVE(m->loss_sum, 1);
     m->bytes_opt = off - mark, mark = off;
     /* activations kept from the forward to the backward */
     CARVE(m->tokens, N);
@@ -101,13 +108,17 @@ static size_t layout(FastModel *m, char *base) {
             CARVE(a->swi, N * F);
         }
         CARVE(a->ln1_rstd, N);
+        a->qraw = a->kraw = a->v = NULL;
+        if (m->qf.needed[l] && !in_place(&m->qf, l)) CARVE(a->qraw, N * qC);
+        if (m->kf.needed[l] && !in_place(&m->kf, l)) CARVE(a->kraw, N * kvC);
         CARVE(a->q, N * qC);
         CARVE(a->k, N * kvC);
-        a->v = NULL;
-        if (m->v_needed[l]) CARVE(a->v, N * kvC);
-        if (m->v_identity[l]) a->vin = a->v;
+        if (m->vf.needed[l]) CARVE(a->v, N * kvC);
+        if (m->vf.identity[l]) a->vin = a->v;
         else CARVE(a->vin, N * kvC);
         CARVE(a->atty, N * qC);
+        a->u = a->atty;
+        if (m->has_corr[l]) CARVE(a->u, N * qC);
         CARVE(a->lse, (size_t)m->B * m->NH * m->T);
         CARVE(a->h, N * d);
         CARVE(a->ln2_rstd, N);
@@ -120,8 +131,8 @@ static size_t layout(FastModel *m, char *base) {
     CARVE(m->losses, N);
     m->bytes_acts = off - mark, mark = off;
     /* backward and cross-entropy scratch */
-    CARVE(m->logits, (size_t)m->ce_rows * m->V);
-    CARVE(m->dlogits, (size_t)m->ce_rows * m->V);
+    CARVE(m->logits, (size_t)m->ce_rows * m->Vp);
+    CARVE(m->dlogits, (size_t)m->ce_rows * m->Vp);
     CARVE(m->dres32, N * d);
     CARVE(m->dres16, N * d);
     CARVE(m->dln32, N * d);
@@ -134,11 +145,21 @@ static size_t layout(FastModel *m, char *base) {
     CARVE(m->dvin, N * kvC);
     CARVE(m->dv16, N * kvC);
     CARVE(m->dv_own, N * kvC);
+    int q_mixing = 0, k_mixing = 0;
     for (int l = 0; l < m->L; l++) {
         float *dummy = NULL, **p = base ? &m->dv_keep[l] : &dummy;
         *p = NULL;
-        if (m->v_later[l]) CARVE(*p, N * kvC);
+        if (m->vf.later[l]) CARVE(*p, N * kvC);
+        m->dq_keep[l] = m->dk_keep[l] = NULL;
+        if (m->qf.later[l]) CARVE(m->dq_keep[l], N * qC);
+        if (m->kf.later[l]) CARVE(m->dk_keep[l], N * kvC);
+        q_mixing |= !in_place(&m->qf, l);
+        k_mixing |= !in_place(&m->kf, l);
     }
+    m->dq_own = m->dk_own = NULL;
+    if (q_mixing) CARVE(m->dq_own, N * qC);
+    if (k_mixing) CARVE(m->dk_own, N * kvC);
+    CARVE(m->lam_partial, (size_t)m->L * LAMBDA_BLOCKS);
     CARVE(m->attD, (size_t)m->B * m->NH * m->T);
     CARVE(m->norm_scratch, (size_t)cdiv(N, RMSNORM_WEIGHT_ROWS) * d);
     m->bytes_scratch = off - mark;
@@ -146,37 +167,63 @@ static size_t layout(FastModel *m, char *base) {
 }
 #undef CARVE
 
-/* Offsets from the spec's layout (common/model/layout.h). Every layer here has W_q and W_k
- * (fast_capabilities); W_v may be absent (SVFormer drops it for layers >= 2): (size_t)-1,
- * checked in create against the value plan, which says whether the layer computes a V. */
+/* Offsets from the spec's layout (common/model/layout.h). */
 static int bind_tensors(FastModel *m, const ModelLayout *lay) {
     m->o_wte = lay->embed.offset, m->o_lnf = lay->norm.offset, m->o_lm_head = lay->head.offset;
     for (int l = 0; l < m->L; l++) {
         const LayerLayout *ll = &lay->layer[l];
-        if (!ll->wq.numel || !ll->wk.numel)
-            return vrl_error("fast model: layer %d has no W_q or W_k (a shared query/key variant fast cannot run)", l);
         LayerOffsets *o = &m->lo[l];
-        o->ln1 = ll->ln1.offset, o->wq = ll->wq.offset, o->wk = ll->wk.offset;
-        o->wv = ll->wv.numel ? ll->wv.offset : (size_t)-1;
+        /* a projection the value plan drops (SVFormer's W_v, CLA's W_k and W_v, shared Q/K):
+         * (size_t)-1, checked in create against the plan */
+#define OPTIONAL(slot) ((slot).numel ? (slot).offset : (size_t)-1)
+        o->ln1 = ll->ln1.offset, o->wq = OPTIONAL(ll->wq), o->wk = OPTIONAL(ll->wk), o->wv = OPTIONAL(ll->wv);
+        o->lam = OPTIONAL(ll->lam);
+#undef OPTIONAL
         o->wo = ll->wo.offset, o->ln2 = ll->ln2.offset;
         o->wgate = ll->wgate.offset, o->wup = ll->wup.offset, o->wdown = ll->wdown.offset;
     }
     return 0;
 }
 
-/* Which raw values must exist, and which gradients outlive their own layer. */
-static void value_flags(FastModel *m) {
-    const int L = m->L;
+/* Slot of layer l's trainable coefficient for source i in its v_residual_lambda, or -1. */
+static int trained_slot(const ValuePlan *p, int l, int i) {
+    for (int j = 0; j < p->n_train[l]; j++)
+        if (p->train_src[(size_t)l * p->L + j] == i) return j;
+    return -1;
+}
+
+/* The flags of one table (cq, ck, or cv with ce and the trainable entries). */
+static void source_flags(SourceFlags *f, const ValuePlan *p, const double *tab, const double *corr, int trainable) {
+    const int L = p->L;
+#define READS(n, i) \
+    (tab[(size_t)(n) * L + (i)] != 0 || (corr && corr[(size_t)(n) * L + (i)] != 0) || (trainable && trained_slot(p, n, i) >= 0))
     for (int i = 0; i < L; i++) {
-        m->v_needed[i] = m->v_later[i] = 0;
+        f->needed[i] = f->later[i] = 0;
         for (int n = i; n < L; n++)
-            if (m->coef[(size_t)n * L + i] != 0) {
-                m->v_needed[i] = 1;
-                if (n > i) m->v_later[i] = 1;
+            if (READS(n, i)) {
+                f->needed[i] = 1;
+                if (n > i) f->later[i] = 1;
             }
-        int ident = m->coef[(size_t)i * L + i] == 1.0;
-        for (int j = 0; j < i; j++) ident = ident && m->coef[(size_t)i * L + j] == 0;
-        m->v_identity[i] = ident;
+        int ident = tab[(size_t)i * L + i] == 1.0 && !(trainable && p->n_train[i]);
+        for (int j = 0; j < i; j++) ident = ident && tab[(size_t)i * L + j] == 0;
+        f->identity[i] = ident;
+    }
+#undef READS
+}
+
+/* Layer l's Q or K is made in place: only layer l reads its raw projection, unmixed, so the
+ * GEMM writes the queries (keys) directly and RoPE rotates them there. */
+static int in_place(const SourceFlags *f, int l) { return f->identity[l] && !f->later[l]; }
+
+static void value_flags(FastModel *m) {
+    const ValuePlan *p = m->plan;
+    const int L = m->L;
+    source_flags(&m->qf, p, p->cq, NULL, 0);
+    source_flags(&m->kf, p, p->ck, NULL, 0);
+    source_flags(&m->vf, p, p->cv, p->ce, 1);
+    for (int l = 0; l < L; l++) {
+        m->has_corr[l] = 0;
+        for (int i = 0; i <= l; i++) m->has_corr[l] |= p->ce[(size_t)l * L + i] != 0;
     }
 }
 
@@ -187,8 +234,8 @@ static void mib_line(const char *what, size_t bytes) {
 static void memory_report(const FastModel *m) {
     size_t free_b = 0, total_b = 0;
     cudaMemGetInfo(&free_b, &total_b);
-    fprintf(stderr, "vrl fast: memory for %zu parameters, batch %d x seq %d%s, logits chunk %d rows\n", m->t->total,
-            m->B, m->T, m->recompute ? ", recomputing ln1/ln2/swiglu" : "", m->ce_rows);
+    fprintf(stderr, "vrl fast: memory for %zu parameters, batch %d x seq %d%s, logits chunk %d rows x %d (vocabulary %d padded)\n",
+            m->t->total, m->B, m->T, m->recompute ? ", recomputing ln1/ln2/swiglu" : "", m->ce_rows, m->Vp, m->V);
     mib_line("parameters", m->bytes_params);
     mib_line("gradients", m->bytes_grads);
     mib_line("optimizer", m->bytes_opt);
@@ -212,10 +259,6 @@ extern "C" void fast_model_destroy(void *vm) {
     if (m->arena) cudaFree(m->arena);
     blas_destroy(&m->blas);
     free(m->lo);
-    free(m->coef);
-    free(m->v_needed);
-    free(m->v_later);
-    free(m->v_identity);
     free(m->acts);
     free(m->dv_keep);
     free(m->h_tokens);
@@ -224,7 +267,6 @@ extern "C" void fast_model_destroy(void *vm) {
     free(m->h_offsets);
     free(m->h_pos);
     free(m->h_count);
-    free(m->h_losses);
     free(m);
 }
 
@@ -268,16 +310,13 @@ extern "C" void *fast_model_create(const ModelSpec *spec, int batch, int seq) {
     m->qC = m->NH * hd, m->kvC = m->NKV * hd, m->F = c->d_ffn, m->V = c->vocab_size, m->L = c->n_layers;
     const char *rc_env = getenv("VRL_FAST_RECOMPUTE");
     m->recompute = rc_env && rc_env[0] == '1';
-    size_t rows = CE_CHUNK_BYTES / ((size_t)m->V * (sizeof(float) + sizeof(bf16)));
+    m->Vp = (m->V + FAST_VOCAB_PAD - 1) / FAST_VOCAB_PAD * FAST_VOCAB_PAD;
+    size_t rows = CE_CHUNK_BYTES / ((size_t)m->Vp * (sizeof(float) + sizeof(bf16)));
     m->ce_rows = (int)(rows < 1 ? 1 : rows > (size_t)m->N ? (size_t)m->N : rows);
     const char *ce_env = getenv("VRL_FAST_CE_ROWS"); /* tests: several logits chunks at small shapes */
     if (ce_env && atoi(ce_env) > 0 && atoi(ce_env) < m->ce_rows) m->ce_rows = atoi(ce_env);
     const int L = m->L, N = m->N;
     m->lo = (LayerOffsets *)calloc(L, sizeof *m->lo);
-    m->coef = (double *)calloc((size_t)L * L, sizeof *m->coef);
-    m->v_needed = (int *)calloc(L, sizeof(int));
-    m->v_later = (int *)calloc(L, sizeof(int));
-    m->v_identity = (int *)calloc(L, sizeof(int));
     m->acts = (FastActs *)calloc(L, sizeof *m->acts);
     m->dv_keep = (float **)calloc(L, sizeof(float *));
     m->h_tokens = (int32_t *)malloc((size_t)N * sizeof(int32_t));
@@ -286,20 +325,25 @@ extern "C" void *fast_model_create(const ModelSpec *spec, int batch, int seq) {
     m->h_offsets = (int32_t *)malloc(((size_t)N + 1) * sizeof(int32_t));
     m->h_pos = (int32_t *)malloc((size_t)N * sizeof(int32_t));
     m->h_count = (int32_t *)malloc((size_t)m->V * sizeof(int32_t));
-    m->h_losses = (float *)malloc((size_t)N * sizeof(float));
-    if (!m->lo || !m->coef || !m->v_needed || !m->v_later || !m->v_identity || !m->acts || !m->dv_keep ||
-        !m->h_tokens || !m->h_targets || !m->h_uniq || !m->h_offsets || !m->h_pos || !m->h_count || !m->h_losses) {
+    if (!m->lo || !m->acts || !m->dv_keep ||
+        !m->h_tokens || !m->h_targets || !m->h_uniq || !m->h_offsets || !m->h_pos || !m->h_count) {
         vrl_error("fast model: out of host memory");
         goto fail;
     }
+    m->plan = &spec->value;
     if (bind_tensors(m, &spec->layout) < 0) goto fail;
-    memcpy(m->coef, spec->value.cv, (size_t)L * L * sizeof *m->coef); /* constant: fast_capabilities checked */
     value_flags(m);
-    for (int l = 0; l < L; l++)
-        if (m->v_needed[l] && m->lo[l].wv == (size_t)-1) {
-            vrl_error("fast model: layer %d computes V but its W_v is not in the table", l);
-            goto fail;
-        }
+    for (int l = 0; l < L; l++) {
+        const struct { int needed; size_t off; const char *what; } proj[4] = {
+            {m->qf.needed[l], m->lo[l].wq, "q_proj.weight"}, {m->kf.needed[l], m->lo[l].wk, "k_proj.weight"},
+            {m->vf.needed[l], m->lo[l].wv, "v_proj.weight"}, {m->plan->n_train[l] > 0, m->lo[l].lam, "v_residual_lambda"}};
+        for (int j = 0; j < 4; j++)
+            if (proj[j].needed != (proj[j].off != (size_t)-1)) {
+                vrl_error("fast model: model.layers.%d.self_attn.%s %s the table but the value plan %s it", l,
+                          proj[j].what, proj[j].needed ? "is not in" : "is in", proj[j].needed ? "reads" : "never reads");
+                goto fail;
+            }
+    }
     if (blas_create(&m->blas) < 0) goto fail;
     m->arena_bytes = layout(m, NULL);
     {
@@ -386,18 +430,71 @@ static int upload_tokens(FastModel *m, const int32_t *tokens, int backward) {
     return 0;
 }
 
-/* The mixer's sources for layer l (non-zero coefficients only) and where each one's
- * gradient accumulates: dv_keep[i] when a later layer reads V_i too, else dv_own. */
-static void mix_args(const FastModel *m, int l, MixArgs *a) {
+/* What a mix of layer l reads: its row of the plan's cq, ck, cv or ce table. */
+typedef enum { MIX_Q, MIX_K, MIX_V, MIX_CORR } MixKind;
+
+/* The mixer's sources for row l of one table (non-zero or trainable coefficients only) and
+ * where each one's gradient accumulates: the source's keep buffer when a later layer reads it
+ * too, else the own buffer (only layer l reads it). */
+static void mix_args(const FastModel *m, int l, MixKind kind, MixArgs *a) {
+    const ValuePlan *p = m->plan;
+    const double *tab = kind == MIX_Q ? p->cq : kind == MIX_K ? p->ck : kind == MIX_V ? p->cv : p->ce;
     a->n = 0;
     for (int i = 0; i <= l; i++) {
-        const double c = m->coef[(size_t)l * m->L + i];
-        if (c == 0) continue;
-        a->src[a->n] = m->acts[i].v;
-        a->dsrc[a->n] = m->v_later[i] ? m->dv_keep[i] : m->dv_own;
+        const double c = tab[(size_t)l * m->L + i];
+        const int slot = kind == MIX_V ? trained_slot(p, l, i) : -1;
+        if (c == 0 && slot < 0) continue;
+        const FastActs *s = &m->acts[i];
+        if (kind == MIX_Q) a->src[a->n] = s->qraw, a->dsrc[a->n] = m->qf.later[i] ? m->dq_keep[i] : m->dq_own;
+        else if (kind == MIX_K) a->src[a->n] = s->kraw, a->dsrc[a->n] = m->kf.later[i] ? m->dk_keep[i] : m->dk_own;
+        else a->src[a->n] = s->v, a->dsrc[a->n] = m->vf.later[i] ? m->dv_keep[i] : m->dv_own;
         a->coef[a->n] = (float)c;
+        a->param[a->n] = slot >= 0 ? m->params16 + m->lo[l].lam + slot : NULL; /* the current λ, read on the device */
         a->n++;
     }
+}
+
+/* Queries (kind MIX_Q) or keys (MIX_K) of layer l: the raw projection (where the layer has
+ * one), the row's mix, then RoPE.  out [N,C] */
+static int qk_forward(FastModel *m, int l, MixKind kind) {
+    const SourceFlags *f = kind == MIX_Q ? &m->qf : &m->kf;
+    FastActs *a = &m->acts[l];
+    const int C = kind == MIX_Q ? m->qC : m->kvC, heads = kind == MIX_Q ? m->NH : m->NKV;
+    const size_t w = kind == MIX_Q ? m->lo[l].wq : m->lo[l].wk;
+    bf16 *out = kind == MIX_Q ? a->q : a->k, *raw = kind == MIX_Q ? a->qraw : a->kraw;
+    if (in_place(f, l)) {
+        TRY(matmul_forward(&m->blas, out, a->ln1, m->params16 + w, NULL, m->N, m->d, C));
+    } else {
+        if (f->needed[l]) TRY(matmul_forward(&m->blas, raw, a->ln1, m->params16 + w, NULL, m->N, m->d, C));
+        MixArgs mix;
+        mix_args(m, l, kind, &mix);
+        TRY(mix_forward(out, &mix, (size_t)m->N * C));
+    }
+    return rope_forward(out, m->cos_t, m->sin_t, m->B, m->T, heads, m->hd);
+}
+
+/* The backward of qk_forward: grad [N,C] bf16 holds d(queries or keys after RoPE) from the
+ * attention; afterwards the layer's own projection's gradient is done (every reader of it
+ * has run: later layers first) and W's gradient and d(ln1) are accumulated. */
+static int qk_backward(FastModel *m, int l, MixKind kind, bf16 *grad, int *dln_written) {
+    const SourceFlags *f = kind == MIX_Q ? &m->qf : &m->kf;
+    const FastActs *a = &m->acts[l];
+    const int N = m->N, C = kind == MIX_Q ? m->qC : m->kvC, heads = kind == MIX_Q ? m->NH : m->NKV;
+    const size_t w = kind == MIX_Q ? m->lo[l].wq : m->lo[l].wk;
+    TRY(rope_backward(grad, m->cos_t, m->sin_t, m->B, m->T, heads, m->hd));
+    if (!in_place(f, l)) {
+        float *own = kind == MIX_Q ? m->dq_own : m->dk_own;
+        float *keep = kind == MIX_Q ? m->dq_keep[l] : m->dk_keep[l];
+        if (f->needed[l] && !f->later[l]) CUDA_CHECK(cudaMemset(own, 0, (size_t)N * C * sizeof(float)));
+        MixArgs mix;
+        mix_args(m, l, kind, &mix);
+        TRY(mix_backward_bf16(&mix, grad, (size_t)N * C));
+        if (f->needed[l]) TRY(cast_to_bf16(grad, f->later[l] ? keep : own, (size_t)N * C));
+    }
+    if (!f->needed[l]) return 0; /* no projection of its own (CLA's odd layers) */
+    TRY(matmul_backward(&m->blas, m->dln32, *dln_written, NULL, m->grads + w, grad, a->ln1, m->params16 + w, N, m->d, C));
+    *dln_written = 1;
+    return 0;
 }
 
 static int layer_forward(FastModel *m, int l, const bf16 *x) {
@@ -409,18 +506,20 @@ static int layer_forward(FastModel *m, int l, const bf16 *x) {
     a->x_in = x;
     /* attention sublayer */
     TRY(rmsnorm_forward(a->ln1, a->ln1_rstd, x, W16(o->ln1), N, d, (float)m->c.norm_eps));
-    TRY(matmul_forward(bl, a->q, a->ln1, W16(o->wq), NULL, N, d, qC));
-    TRY(matmul_forward(bl, a->k, a->ln1, W16(o->wk), NULL, N, d, kvC));
-    if (m->v_needed[l]) TRY(matmul_forward(bl, a->v, a->ln1, W16(o->wv), NULL, N, d, kvC));
-    TRY(rope_forward(a->q, m->cos_t, m->sin_t, B, T, m->NH, m->hd));
-    TRY(rope_forward(a->k, m->cos_t, m->sin_t, B, T, m->NKV, m->hd));
-    if (!m->v_identity[l]) {
-        MixArgs mix;
-        mix_args(m, l, &mix);
+    TRY(qk_forward(m, l, MIX_Q));
+    TRY(qk_forward(m, l, MIX_K));
+    if (m->vf.needed[l]) TRY(matmul_forward(bl, a->v, a->ln1, W16(o->wv), NULL, N, d, kvC));
+    MixArgs mix;
+    if (!m->vf.identity[l]) {
+        mix_args(m, l, MIX_V, &mix);
         TRY(mix_forward(a->vin, &mix, (size_t)N * kvC));
     }
     TRY(attention_forward(a->atty, a->lse, a->q, a->k, a->vin, B, T, m->NH, m->NKV, m->hd));
-    TRY(matmul_forward(bl, a->h, a->atty, W16(o->wo), x, N, qC, d)); /* h = x + W_o·U */
+    if (m->has_corr[l]) { /* U = atty + repeat_kv(Σ ce·V_i) */
+        mix_args(m, l, MIX_CORR, &mix);
+        TRY(correction_forward(a->u, a->atty, &mix, N, m->NH, m->NKV, m->hd));
+    }
+    TRY(matmul_forward(bl, a->h, a->u, W16(o->wo), x, N, qC, d)); /* h = x + W_o·U */
     /* MLP sublayer */
     TRY(rmsnorm_forward(a->ln2, a->ln2_rstd, a->h, W16(o->ln2), N, d, (float)m->c.norm_eps));
     TRY(matmul_forward(bl, a->gate, a->ln2, W16(o->wgate), NULL, N, d, F));
@@ -439,12 +538,12 @@ static int head_forward(FastModel *m, const bf16 *x_last, double grad_scale, int
     TRY(rmsnorm_forward(m->lnf, m->lnf_rstd, x_last, W16(m->o_lnf), N, d, (float)m->c.norm_eps));
     for (int r0 = 0; r0 < N; r0 += m->ce_rows) {
         const int R = N - r0 < m->ce_rows ? N - r0 : m->ce_rows;
-        TRY(matmul_forward_f32(&m->blas, m->logits, m->lnf + (size_t)r0 * d, W16(m->o_lm_head), R, d, V));
+        TRY(matmul_forward_f32(&m->blas, m->logits, m->Vp, m->lnf + (size_t)r0 * d, W16(m->o_lm_head), R, d, V));
         TRY(crossentropy_forward_backward(m->losses + r0, backward ? m->dlogits : NULL, m->logits, m->targets + r0,
-                                          R, V, w));
+                                          R, V, m->Vp, w));
         if (backward)
-            TRY(matmul_backward(&m->blas, m->dln32 + (size_t)r0 * d, 0, NULL, G32(m->o_lm_head), m->dlogits,
-                                m->lnf + (size_t)r0 * d, W16(m->o_lm_head), R, d, V));
+            TRY(matmul_backward_ld(&m->blas, m->dln32 + (size_t)r0 * d, 0, NULL, G32(m->o_lm_head), m->dlogits, m->Vp,
+                                   m->lnf + (size_t)r0 * d, W16(m->o_lm_head), R, d, V));
     }
     return 0;
 }
@@ -467,31 +566,68 @@ static int layer_backward(FastModel *m, int l) {
     TRY(rmsnorm_backward(m->dres32, m->dres16, m->dln32, a->h, W16(o->ln2), a->ln2_rstd, N, d));
     TRY(rmsnorm_backward_weight(G32(o->ln2), m->norm_scratch, m->dln32, a->h, a->ln2_rstd, N, d));
     /* dres is now dLoss/dh. h = x + W_o·U. */
-    TRY(matmul_backward(bl, NULL, 0, m->datty, G32(o->wo), m->dres16, a->atty, W16(o->wo), N, qC, d));
+    TRY(matmul_backward(bl, NULL, 0, m->datty, G32(o->wo), m->dres16, a->u, W16(o->wo), N, qC, d));
     TRY(attention_backward(m->dq, m->dk, m->dvin, m->attD, m->datty, a->atty, a->q, a->k, a->vin, a->lse, B, T,
                            m->NH, m->NKV, m->hd));
-    /* v_in = Σ_i c[l][i]·V_i: each V_i read here gets its share. V_l's own accumulator is
-     * dv_own unless a later layer also reads V_l (then dv_keep[l] already holds theirs). */
+    /* Each V_i read here (v_in = Σ_i cv·V_i, corrections Σ_i ce·V_i) gets its share. V_l's own
+     * accumulator is dv_own unless a later layer also reads V_l (then dv_keep[l] holds theirs). */
     MixArgs mix;
-    mix_args(m, l, &mix);
-    if (m->v_needed[l] && !m->v_later[l]) CUDA_CHECK(cudaMemset(m->dv_own, 0, (size_t)N * kvC * sizeof(float)));
-    TRY(mix_backward(&mix, m->dvin, (size_t)N * kvC));
-    TRY(rope_backward(m->dq, m->cos_t, m->sin_t, B, T, m->NH, m->hd));
-    TRY(rope_backward(m->dk, m->cos_t, m->sin_t, B, T, m->NKV, m->hd));
-    if (m->recompute) TRY(rmsnorm_forward(a->ln1, a->ln1_rstd, a->x_in, W16(o->ln1), N, d, eps));
-    TRY(matmul_backward(bl, m->dln32, 0, NULL, G32(o->wq), m->dq, a->ln1, W16(o->wq), N, d, qC));
-    TRY(matmul_backward(bl, m->dln32, 1, NULL, G32(o->wk), m->dk, a->ln1, W16(o->wk), N, d, kvC));
-    if (m->v_needed[l]) { /* every reader of V_l (layers >= l) has run its backward */
-        TRY(cast_to_bf16(m->dv16, m->v_later[l] ? m->dv_keep[l] : m->dv_own, (size_t)N * kvC));
-        TRY(matmul_backward(bl, m->dln32, 1, NULL, G32(o->wv), m->dv16, a->ln1, W16(o->wv), N, d, kvC));
+    if (m->vf.needed[l] && !m->vf.later[l]) CUDA_CHECK(cudaMemset(m->dv_own, 0, (size_t)N * kvC * sizeof(float)));
+    if (m->has_corr[l]) {
+        mix_args(m, l, MIX_CORR, &mix);
+        TRY(correction_backward(&mix, m->datty, N, m->NH, m->NKV, m->hd));
     }
+    mix_args(m, l, MIX_V, &mix);
+    TRY(mix_backward(&mix, m->dvin, (size_t)N * kvC));
+    if (m->plan->n_train[l]) { /* d(λ_j) = Σ dV'·V_{train_src[j]} */
+        LambdaGradArgs lg;
+        lg.n = m->plan->n_train[l];
+        for (int j = 0; j < lg.n; j++) {
+            lg.src[j] = m->acts[m->plan->train_src[(size_t)l * m->L + j]].v;
+            lg.grad[j] = G32(o->lam + j);
+        }
+        TRY(lambda_backward(&lg, m->dvin, (size_t)N * kvC, m->lam_partial));
+    }
+    if (m->recompute) TRY(rmsnorm_forward(a->ln1, a->ln1_rstd, a->x_in, W16(o->ln1), N, d, eps));
+    int dln_written = 0; /* the first projection GEMM writes d(ln1), the others add */
+    TRY(qk_backward(m, l, MIX_Q, m->dq, &dln_written));
+    TRY(qk_backward(m, l, MIX_K, m->dk, &dln_written));
+    if (m->vf.needed[l]) { /* every reader of V_l (layers >= l) has run its backward */
+        TRY(cast_to_bf16(m->dv16, m->vf.later[l] ? m->dv_keep[l] : m->dv_own, (size_t)N * kvC));
+        TRY(matmul_backward(bl, m->dln32, dln_written, NULL, G32(o->wv), m->dv16, a->ln1, W16(o->wv), N, d, kvC));
+        dln_written = 1;
+    }
+    if (!dln_written) CUDA_CHECK(cudaMemset(m->dln32, 0, (size_t)N * d * sizeof(float))); /* no projection at all */
     TRY(rmsnorm_backward(m->dres32, m->dres16, m->dln32, a->x_in, W16(o->ln1), a->ln1_rstd, N, d));
     TRY(rmsnorm_backward_weight(G32(o->ln1), m->norm_scratch, m->dln32, a->x_in, a->ln1_rstd, N, d));
     return 0; /* dres is now dLoss/dx, the previous layer's output */
 }
 
-static int forward_backward(FastModel *m, const int32_t *tokens, double grad_scale, int backward, double *loss) {
+/* The backward of the whole model, after the head's chunks left d(lnf) in dln32; x is the
+ * last layer's output. */
+static int backward_pass(FastModel *m, const bf16 *x) {
     const int N = m->N, d = m->d, kvC = m->kvC;
+    CUDA_CHECK(cudaMemset(m->dres32, 0, (size_t)N * d * sizeof(float)));
+    TRY(rmsnorm_backward(m->dres32, m->dres16, m->dln32, x, W16(m->o_lnf), m->lnf_rstd, N, d));
+    TRY(rmsnorm_backward_weight(G32(m->o_lnf), m->norm_scratch, m->dln32, x, m->lnf_rstd, N, d));
+    TRY(zero_grads_ready(m, ZERO_HEAD)); /* data parallel, last micro-batch: reduce-scatter as layers finish */
+    for (int l = 0; l < m->L; l++) {
+        if (m->vf.later[l]) CUDA_CHECK(cudaMemset(m->dv_keep[l], 0, (size_t)N * kvC * sizeof(float)));
+        if (m->qf.later[l]) CUDA_CHECK(cudaMemset(m->dq_keep[l], 0, (size_t)N * m->qC * sizeof(float)));
+        if (m->kf.later[l]) CUDA_CHECK(cudaMemset(m->dk_keep[l], 0, (size_t)N * kvC * sizeof(float)));
+    }
+    for (int l = m->L - 1; l >= 0; l--) {
+        TRY(layer_backward(m, l));
+        TRY(zero_grads_ready(m, l));
+    }
+    TRY(embedding_backward(G32(m->o_wte), m->dres32, m->emb_uniq, m->emb_offsets, m->emb_pos, m->emb_U, d));
+    TRY(zero_grads_ready(m, ZERO_EMBED));
+    TRY(zero_backward_end(m));
+    return 0;
+}
+
+static int forward_backward(FastModel *m, const int32_t *tokens, double grad_scale, int backward, double *loss) {
+    const int N = m->N, d = m->d;
     m->have_forward = 0;
     TRY(upload_tokens(m, tokens, backward));
     TRY(zero_wait_params(m, ZERO_LATE));
@@ -503,27 +639,15 @@ static int forward_backward(FastModel *m, const int32_t *tokens, double grad_sca
         x = m->acts[l].out;
     }
     TRY(head_forward(m, x, grad_scale, backward));
-    CUDA_CHECK(cudaMemcpy(m->h_losses, m->losses, (size_t)N * sizeof(float), cudaMemcpyDeviceToHost));
-    double total = 0;
-    for (int n = 0; n < N; n++) total += m->h_losses[n]; /* fixed order: deterministic */
-    *loss = total / ((double)m->B * (m->T - 1));
+    TRY(loss_sum(m->loss_sum, m->losses, N)); /* fixed order: deterministic; read at the end */
     m->have_forward = 1;
-    if (!backward) return 0;
-    /* head backward: dln32 holds d(lnf) from the chunks */
-    CUDA_CHECK(cudaMemset(m->dres32, 0, (size_t)N * d * sizeof(float)));
-    TRY(rmsnorm_backward(m->dres32, m->dres16, m->dln32, x, W16(m->o_lnf), m->lnf_rstd, N, d));
-    TRY(rmsnorm_backward_weight(G32(m->o_lnf), m->norm_scratch, m->dln32, x, m->lnf_rstd, N, d));
-    TRY(zero_grads_ready(m, ZERO_HEAD)); /* data parallel, last micro-batch: reduce-scatter as layers finish */
-    for (int l = 0; l < m->L; l++)
-        if (m->v_later[l]) CUDA_CHECK(cudaMemset(m->dv_keep[l], 0, (size_t)N * kvC * sizeof(float)));
-    for (int l = m->L - 1; l >= 0; l--) {
-        TRY(layer_backward(m, l));
-        TRY(zero_grads_ready(m, l));
-    }
-    TRY(embedding_backward(G32(m->o_wte), m->dres32, m->emb_uniq, m->emb_offsets, m->emb_pos, m->emb_U, d));
-    TRY(zero_grads_ready(m, ZERO_EMBED));
-    TRY(zero_backward_end(m));
-    CUDA_CHECK(cudaDeviceSynchronize()); /* surface asynchronous faults inside this call */
+    if (backward) TRY(backward_pass(m, x));
+    /* the call's one wait, after the whole forward and backward are queued; it also surfaces
+     * asynchronous faults inside this call */
+    double total = 0;
+    CUDA_CHECK(cudaMemcpy(&total, m->loss_sum, sizeof total, cudaMemcpyDeviceToHost));
+    CUDA_CHECK(cudaDeviceSynchronize());
+    *loss = total / ((double)m->B * (m->T - 1));
     return 0;
 }
 
@@ -576,9 +700,11 @@ extern "C" int fast_model_get_logits(void *vm, float *out) {
     if (!m->have_forward) return vrl_error("fast model: no forward to take logits from");
     for (int r0 = 0; r0 < m->N; r0 += m->ce_rows) {
         const int R = m->N - r0 < m->ce_rows ? m->N - r0 : m->ce_rows;
-        TRY(matmul_forward_f32(&m->blas, m->logits, m->lnf + (size_t)r0 * m->d, W16(m->o_lm_head), R, m->d, m->V));
-        CUDA_CHECK(cudaMemcpy(out + (size_t)r0 * m->V, m->logits, (size_t)R * m->V * sizeof(float),
-                              cudaMemcpyDeviceToHost));
+        TRY(matmul_forward_f32(&m->blas, m->logits, m->Vp, m->lnf + (size_t)r0 * m->d, W16(m->o_lm_head), R, m->d,
+                               m->V));
+        for (int r = 0; r < R; r++) /* the V real columns of each padded row: [N,V] out, as ref's */
+            CUDA_CHECK(cudaMemcpy(out + (size_t)(r0 + r) * m->V, m->logits + (size_t)r * m->Vp,
+                                  (size_t)m->V * sizeof(float), cudaMemcpyDeviceToHost));
     }
     return 0;
 }

@@ -18,20 +18,33 @@ FAST_NS_BEGIN
 /* Offsets of one layer's tensors in the flat parameter table. */
 typedef struct ZeroState ZeroState;
 
+/* wq, wk, wv: (size_t)-1 where the plan drops the projection (SVFormer, CLA); lam: the
+ * layer's trainable value coefficients [n_train[l]], or (size_t)-1. */
 typedef struct {
-    size_t ln1, wq, wk, wv, wo, ln2, wgate, wup, wdown;
+    size_t ln1, wq, wk, wv, wo, ln2, wgate, wup, wdown, lam;
 } LayerOffsets;
+
+/* What one kind of raw projection (Q, K or V) of the value plan is used for, per layer i.
+ * "Reads" means a non-zero constant coefficient, a trainable one (V), or a correction (V). */
+typedef struct {
+    int needed[FAST_MAX_LAYERS];   /* some layer n >= i reads X_i: the projection exists */
+    int later[FAST_MAX_LAYERS];    /* some layer n > i reads X_i: its gradient outlives layer i */
+    int identity[FAST_MAX_LAYERS]; /* row i is exactly X_i with a constant 1 */
+} SourceFlags;
 
 /* What the forward of layer l keeps for the backward. */
 typedef struct {
     const bf16 *x_in; /* [N,d]   the layer's input (emb or the previous layer's out) */
     bf16 *ln1;        /* [N,d]   RMSNorm(x)·g1 (a shared scratch when recomputing) */
     float *ln1_rstd;  /* [N]     */
-    bf16 *q;          /* [N,qC]  queries after RoPE */
-    bf16 *k;          /* [N,kvC] keys after RoPE */
+    bf16 *qraw;       /* [N,qC]  raw Q_l = ln1·W_qᵀ where a mix reads it (else NULL: q is made in place) */
+    bf16 *kraw;       /* [N,kvC] raw K_l, likewise */
+    bf16 *q;          /* [N,qC]  queries after mixing (Σ_i cq[l][i]·Q_i) and RoPE */
+    bf16 *k;          /* [N,kvC] keys after mixing (Σ_i ck[l][i]·K_i) and RoPE */
     bf16 *v;          /* [N,kvC] raw V_l (NULL when no layer reads it, e.g. SVFormer n >= 2) */
     bf16 *vin;        /* [N,kvC] Σ_i c[l][i]·V_i; equals v when the row is the identity */
-    bf16 *atty;       /* [N,qC]  U_l, attention output before W_o */
+    bf16 *atty;       /* [N,qC]  P_l·V'_l, the attention output */
+    bf16 *u;          /* [N,qC]  U_l = atty + repeat_kv(Σ_i ce[l][i]·V_i), W_o's input (= atty without corrections) */
     float *lse;       /* [B,NH,T] softmax log-sum-exp per query row */
     bf16 *h;          /* [N,d]   x + W_o·U */
     bf16 *ln2;        /* [N,d]   (scratch when recomputing) */
@@ -45,6 +58,7 @@ typedef struct FastModel {
     ModelConfig c;
     const ParamTable *t; /* not owned */
     int B, T, N, d, NH, NKV, hd, qC, kvC, F, V, L;
+    int Vp;              /* V rounded up to a multiple of FAST_VOCAB_PAD: the logits' row stride */
     int recompute;       /* VRL_FAST_RECOMPUTE=1: ln1, ln2, swi recomputed in the backward */
     int ce_rows;         /* rows of the logits chunk */
 
@@ -53,15 +67,16 @@ typedef struct FastModel {
     bf16 *params16;      /* [P] bf16 copy every kernel and GEMM reads */
     float *grads;        /* [P] fp32, accumulated over micro-batches */
     float *exp_avg, *exp_avg_sq; /* [P] fp32 AdamW moments */
-    double *norm_partial;        /* [ADAMW_NORM_BLOCKS] */
+    double *norm_partial;        /* [ADAMW_NORM_BLOCKS + 2]: the blocks' squared sums, then the
+                                  * squared norm and the clip coefficient (0: no clipping) */
+    double *loss_sum;            /* [1] Σ losses of the last forward, summed on the device */
     LayerOffsets *lo;    /* host [L] */
     size_t o_wte, o_lnf, o_lm_head;
 
-    /* value path: host tables */
-    double *coef;        /* host [L*L] c[l][i] */
-    int *v_needed;       /* host [L] some layer n >= l reads V_l */
-    int *v_later;        /* host [L] some layer n > l reads V_l (its gradient outlives layer l) */
-    int *v_identity;     /* host [L] row l is exactly V_l (vin aliases v) */
+    /* value path (formulas.md §4): the spec's plan and what it implies, host */
+    const ValuePlan *plan; /* not owned */
+    SourceFlags qf, kf, vf; /* raw Q, K, V (vf counts the corrections' reads too) */
+    int has_corr[FAST_MAX_LAYERS]; /* row l of ce is not all zero */
 
     /* activations */
     int32_t *tokens, *targets; /* [N] each; target −1 at each sequence's last position */
@@ -74,9 +89,8 @@ typedef struct FastModel {
     bf16 *lnf;            /* [N,d] */
     float *lnf_rstd;      /* [N] */
     float *losses;        /* [N] fp32 per position */
-    float *h_losses;      /* host [N] */
-    float *logits;        /* [ce_rows,V] fp32 chunk */
-    bf16 *dlogits;        /* [ce_rows,V] bf16 chunk */
+    float *logits;        /* [ce_rows,Vp] fp32 chunk; columns [V, Vp) are padding, never computed or read */
+    bf16 *dlogits;        /* [ce_rows,Vp] bf16 chunk; zero in the pad columns */
 
     /* backward scratch */
     float *dres32;        /* [N,d] residual-stream gradient */
@@ -87,7 +101,11 @@ typedef struct FastModel {
     float *dvin;          /* [N,kvC] d(value input) from attention */
     bf16 *dv16;           /* [N,kvC] d(V_l) for the W_v GEMMs */
     float *dv_own;        /* [N,kvC] d(V_l) when only layer l reads V_l */
-    float **dv_keep;      /* host [L]; [N,kvC] each where v_later, else NULL */
+    float **dv_keep;      /* host [L]; [N,kvC] each where vf.later, else NULL */
+    float *dq_own, *dk_own; /* [N,qC], [N,kvC] d(raw Q_l), d(raw K_l) of a mixing layer when only it reads them (else NULL) */
+    float *dq_keep[FAST_MAX_LAYERS]; /* [N,qC] each where qf.later, else NULL */
+    float *dk_keep[FAST_MAX_LAYERS]; /* [N,kvC] each where kf.later, else NULL */
+    float *lam_partial;   /* [L, LAMBDA_BLOCKS] partial sums of the trainable coefficients' gradients */
     float *attD;          /* [B,NH,T] */
     float *norm_scratch;  /* [ceil(N/256), d] RMSNorm weight-gradient partials */
 
@@ -100,6 +118,10 @@ typedef struct FastModel {
 } FastModel;
 
 #define ADAMW_NORM_BLOCKS 1024
+/* The vocabulary inside fast/ is padded to a multiple of this (cuBLASLt's aligned kernels want
+ * 16-byte-aligned rows; 128 also makes whole tiles); the parameters, checkpoints, get_state and
+ * get_logits keep the unpadded [V, d] Hugging Face tensors. */
+#define FAST_VOCAB_PAD 128
 
 /* AdamW (adamw.cu): clip to the global norm and update; returns the pre-clip norm or NaN. */
 double fast_adamw_step(FastModel *m, const AdamWConfig *opt, double lr, long t);

@@ -7,6 +7,8 @@
  * flash attention on CUDA cores. Every reduction has a fixed order (warp shuffles with a
  * fixed pattern, partial sums reduced in index order), so a run repeats bit for bit. */
 #include <math.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "fast/ops.cuh"
 
@@ -17,13 +19,29 @@ FAST_NS_BEGIN
 #define BLAS_WORKSPACE (32u << 20) /* cuBLASLt's recommendation for Hopper */
 
 int blas_create(Blas *b) {
+    b->plans = (BlasPlan *)calloc(BLAS_MAX_PLANS, sizeof *b->plans);
+    b->n_plans = 0;
+    if (!b->plans) return vrl_error("fast: out of host memory for the cuBLASLt plans");
     CUBLAS_CHECK(cublasLtCreate(&b->lt));
     b->workspace_bytes = BLAS_WORKSPACE;
     CUDA_CHECK(cudaMalloc(&b->workspace, b->workspace_bytes));
     return 0;
 }
 
+static void plan_release(BlasPlan *p) {
+    if (p->ld) cublasLtMatrixLayoutDestroy(p->ld);
+    if (p->lc) cublasLtMatrixLayoutDestroy(p->lc);
+    if (p->lb) cublasLtMatrixLayoutDestroy(p->lb);
+    if (p->la) cublasLtMatrixLayoutDestroy(p->la);
+    if (p->op) cublasLtMatmulDescDestroy(p->op);
+    memset(p, 0, sizeof *p);
+}
+
 void blas_destroy(Blas *b) {
+    for (int i = 0; i < b->n_plans; i++) plan_release(&b->plans[i]);
+    free(b->plans);
+    b->plans = NULL;
+    b->n_plans = 0;
     if (b->workspace) cudaFree(b->workspace);
     if (b->lt) cublasLtDestroy(b->lt);
     b->workspace = NULL;
@@ -39,87 +57,110 @@ static uint32_t ptr_align(const void *p) {
     return a;
 }
 
-/* Column-major D [m,n] = op(A) [m,k] · op(B) [k,n] + beta·C, A and B bf16, fp32
- * accumulation, C and D of type dt (bf16 or fp32). C may differ from D (the residual).
- * Row-major callers pass their matrices transposed (see the three uses below). */
-static int lt_matmul(Blas *b, void *D, cudaDataType_t dt, const void *C, const bf16 *A, int transA, int lda,
-                     const bf16 *B, int transB, int ldb, int m, int n, int k, float beta) {
-    cublasLtMatmulDesc_t op = NULL;
-    cublasLtMatrixLayout_t la = NULL, lb = NULL, lc = NULL, ld = NULL;
+/* Make p's descriptors for key and ask the heuristic for one algorithm. key: dt, transA,
+ * transB, m, n, k, lda, ldb, ldd, the four alignments, and a spare 0. */
+static int plan_make(Blas *b, BlasPlan *p, const long long *key) {
+    const cudaDataType_t dt = (cudaDataType_t)key[0];
+    const int transA = (int)key[1], transB = (int)key[2], m = (int)key[3], n = (int)key[4], k = (int)key[5];
+    const cublasOperation_t ta = transA ? CUBLAS_OP_T : CUBLAS_OP_N, tb = transB ? CUBLAS_OP_T : CUBLAS_OP_N;
+    const uint32_t align[4] = {(uint32_t)key[9], (uint32_t)key[10], (uint32_t)key[11], (uint32_t)key[12]};
     cublasLtMatmulPreference_t pref = NULL;
     cublasLtMatmulHeuristicResult_t heur;
     int found = 0, rc = -1;
-    const float alpha = 1.0f;
-    cublasOperation_t ta = transA ? CUBLAS_OP_T : CUBLAS_OP_N, tb = transB ? CUBLAS_OP_T : CUBLAS_OP_N;
     cublasStatus_t st;
+    memset(p, 0, sizeof *p);
+    memcpy(p->key, key, sizeof p->key);
 #define LT(call)                                                                                             \
     if ((st = (call)) != CUBLAS_STATUS_SUCCESS) {                                                            \
         vrl_error("fast: cuBLASLt status %d in %s (m=%d n=%d k=%d)", (int)st, #call, m, n, k);            \
         goto done;                                                                                           \
     }
-    LT(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
-    LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
-    LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
+    LT(cublasLtMatmulDescCreate(&p->op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    LT(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
+    LT(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
     /* stored shapes: op(A) is m x k, so A is k x m when transposed */
-    LT(cublasLtMatrixLayoutCreate(&la, CUDA_R_16BF, transA ? k : m, transA ? m : k, lda));
-    LT(cublasLtMatrixLayoutCreate(&lb, CUDA_R_16BF, transB ? n : k, transB ? k : n, ldb));
-    LT(cublasLtMatrixLayoutCreate(&lc, dt, m, n, m));
-    LT(cublasLtMatrixLayoutCreate(&ld, dt, m, n, m));
+    LT(cublasLtMatrixLayoutCreate(&p->la, CUDA_R_16BF, transA ? k : m, transA ? m : k, key[6]));
+    LT(cublasLtMatrixLayoutCreate(&p->lb, CUDA_R_16BF, transB ? n : k, transB ? k : n, key[7]));
+    LT(cublasLtMatrixLayoutCreate(&p->lc, dt, m, n, key[8]));
+    LT(cublasLtMatrixLayoutCreate(&p->ld, dt, m, n, key[8]));
     LT(cublasLtMatmulPreferenceCreate(&pref));
     LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &b->workspace_bytes,
                                             sizeof b->workspace_bytes));
-    {
-        const uint32_t al_a = ptr_align(A), al_b = ptr_align(B), al_c = ptr_align(C ? C : D), al_d = ptr_align(D);
-        LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &al_a, sizeof al_a));
-        LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &al_b, sizeof al_b));
-        LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &al_c, sizeof al_c));
-        LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &al_d, sizeof al_d));
-    }
-    LT(cublasLtMatmulAlgoGetHeuristic(b->lt, op, la, lb, lc, ld, pref, 1, &heur, &found));
+    LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &align[0], sizeof align[0]));
+    LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &align[1], sizeof align[1]));
+    LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &align[2], sizeof align[2]));
+    LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &align[3], sizeof align[3]));
+    LT(cublasLtMatmulAlgoGetHeuristic(b->lt, p->op, p->la, p->lb, p->lc, p->ld, pref, 1, &heur, &found));
     if (found == 0) {
         vrl_error("fast: cuBLASLt has no algorithm for m=%d n=%d k=%d", m, n, k);
         goto done;
     }
-    LT(cublasLtMatmul(b->lt, op, &alpha, A, la, B, lb, &beta, C ? C : D, lc, D, ld, &heur.algo, b->workspace,
-                      b->workspace_bytes, 0));
+    p->algo = heur.algo;
     rc = 0;
 done:
 #undef LT
     if (pref) cublasLtMatmulPreferenceDestroy(pref);
-    if (ld) cublasLtMatrixLayoutDestroy(ld);
-    if (lc) cublasLtMatrixLayoutDestroy(lc);
-    if (lb) cublasLtMatrixLayoutDestroy(lb);
-    if (la) cublasLtMatrixLayoutDestroy(la);
-    if (op) cublasLtMatmulDescDestroy(op);
+    if (rc < 0) plan_release(p);
     return rc;
+}
+
+/* Column-major D [m,n] = op(A) [m,k] · op(B) [k,n] + beta·C, A and B bf16, fp32
+ * accumulation, C and D of type dt (bf16 or fp32), both with leading dimension ldd >= m (the
+ * padded logits use ldd > m). C may differ from D (the residual).
+ * Row-major callers pass their matrices transposed (see the three uses below). */
+static int lt_matmul(Blas *b, void *D, cudaDataType_t dt, const void *C, const bf16 *A, int transA, int lda,
+                     const bf16 *B, int transB, int ldb, int m, int n, int k, float beta, int ldd) {
+    const long long key[BLAS_KEY_LEN] = {(long long)dt, transA, transB, m, n, k, lda, ldb, ldd, ptr_align(A),
+                                         ptr_align(B), ptr_align(C ? C : D), ptr_align(D), 0};
+    const float alpha = 1.0f;
+    BlasPlan *p = NULL, once;
+    for (int i = 0; i < b->n_plans && !p; i++)
+        if (!memcmp(b->plans[i].key, key, sizeof key)) p = &b->plans[i];
+    if (!p) { /* first call of this shape: make its plan, and keep it while there is room */
+        p = b->n_plans < BLAS_MAX_PLANS ? &b->plans[b->n_plans] : &once;
+        if (plan_make(b, p, key) < 0) return -1;
+        if (p != &once) b->n_plans++;
+    }
+    const cublasStatus_t st = cublasLtMatmul(b->lt, p->op, &alpha, A, p->la, B, p->lb, &beta, C ? C : D, p->lc, D,
+                                             p->ld, &p->algo, b->workspace, b->workspace_bytes, 0);
+    if (p == &once) plan_release(&once);
+    if (st != CUBLAS_STATUS_SUCCESS)
+        return vrl_error("fast: cuBLASLt status %d in cublasLtMatmul (m=%d n=%d k=%d)", (int)st, m, n, k);
+    return 0;
 }
 
 /* Row-major out [N,OC] is column-major OC x N; weight [OC,C] row-major is C x OC
  * column-major, so out = opT(weight) · inp with inp as C x N. */
 int matmul_forward(Blas *b, bf16 *out, const bf16 *inp, const bf16 *weight, const bf16 *residual, int N, int C,
                    int OC) {
-    return lt_matmul(b, out, CUDA_R_16BF, residual, weight, 1, C, inp, 0, C, OC, N, C, residual ? 1.0f : 0.0f);
+    return lt_matmul(b, out, CUDA_R_16BF, residual, weight, 1, C, inp, 0, C, OC, N, C, residual ? 1.0f : 0.0f, OC);
 }
 
-int matmul_forward_f32(Blas *b, float *out, const bf16 *inp, const bf16 *weight, int N, int C, int OC) {
-    return lt_matmul(b, out, CUDA_R_32F, NULL, weight, 1, C, inp, 0, C, OC, N, C, 0.0f);
+int matmul_forward_f32(Blas *b, float *out, int ld_out, const bf16 *inp, const bf16 *weight, int N, int C, int OC) {
+    return lt_matmul(b, out, CUDA_R_32F, NULL, weight, 1, C, inp, 0, C, OC, N, C, 0.0f, ld_out);
+}
+
+int matmul_backward_ld(Blas *b, float *dinp32, int accumulate, bf16 *dinp16, float *dweight, const bf16 *dout,
+                       int ld_dout, const bf16 *inp, const bf16 *weight, int N, int C, int OC) {
+    /* dinp [N,C] = dout [N,OC] · weight [OC,C]: column-major C x N = (C x OC) · (OC x N) */
+    if (dinp32 && lt_matmul(b, dinp32, CUDA_R_32F, NULL, weight, 0, C, dout, 0, ld_dout, C, N, OC,
+                            accumulate ? 1.0f : 0.0f, C))
+        return -1;
+    if (!dinp32 && dinp16 &&
+        lt_matmul(b, dinp16, CUDA_R_16BF, NULL, weight, 0, C, dout, 0, ld_dout, C, N, OC, 0.0f, C))
+        return -1;
+    /* dweight [OC,C] += doutᵀ · inp: column-major C x OC = (C x N) · (N x OC) */
+    if (dweight && lt_matmul(b, dweight, CUDA_R_32F, NULL, inp, 0, C, dout, 1, ld_dout, C, OC, N, 1.0f, C)) return -1;
+    return 0;
 }
 
 int matmul_backward(Blas *b, float *dinp32, int accumulate, bf16 *dinp16, float *dweight, const bf16 *dout,
                     const bf16 *inp, const bf16 *weight, int N, int C, int OC) {
-    /* dinp [N,C] = dout [N,OC] · weight [OC,C]: column-major C x N = (C x OC) · (OC x N) */
-    if (dinp32 && lt_matmul(b, dinp32, CUDA_R_32F, NULL, weight, 0, C, dout, 0, OC, C, N, OC,
-                            accumulate ? 1.0f : 0.0f))
-        return -1;
-    if (!dinp32 && dinp16 && lt_matmul(b, dinp16, CUDA_R_16BF, NULL, weight, 0, C, dout, 0, OC, C, N, OC, 0.0f))
-        return -1;
-    /* dweight [OC,C] += doutᵀ · inp: column-major C x OC = (C x N) · (N x OC) */
-    if (dweight && lt_matmul(b, dweight, CUDA_R_32F, NULL, inp, 0, C, dout, 1, OC, C, OC, N, 1.0f)) return -1;
-    return 0;
+    return matmul_backward_ld(b, dinp32, accumulate, dinp16, dweight, dout, OC, inp, weight, N, C, OC);
 }
 
 int matmul_raw(Blas *b, float *D, const bf16 *A, const bf16 *B_, int m, int n, int k) {
-    return lt_matmul(b, D, CUDA_R_32F, NULL, A, 0, m, B_, 0, k, m, n, k, 0.0f);
+    return lt_matmul(b, D, CUDA_R_32F, NULL, A, 0, m, B_, 0, k, m, n, k, 0.0f, m);
 }
 
 /* ================================================================== helpers */
@@ -130,6 +171,8 @@ __device__ __forceinline__ float warp_sum(float v) {
 }
 
 __device__ __forceinline__ float bf(bf16 x) { return __bfloat162float(x); }
+/* x rounded to bf16 and back: a value that ref keeps as a tensor of its own */
+__device__ __forceinline__ float bf16r(float x) { return __bfloat162float(__float2bfloat16(x)); }
 
 /* ================================================================== embedding */
 
@@ -326,11 +369,16 @@ int swiglu_backward(bf16 *dgate, bf16 *dup, const bf16 *dout, const bf16 *gate, 
 
 /* ================================================================== value mixing */
 
+/* Source k's weight: its constant, or the current value of its trainable parameter. */
+__device__ __forceinline__ float mix_weight(const MixArgs &a, int k) {
+    return a.param[k] ? bf(*a.param[k]) : a.coef[k];
+}
+
 __global__ void mix_forward_kernel(bf16 *out, MixArgs a, size_t n) {
     size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
     float s = 0;
-    for (int k = 0; k < a.n; k++) s += a.coef[k] * bf(a.src[k][i]);
+    for (int k = 0; k < a.n; k++) s += mix_weight(a, k) * bf(a.src[k][i]);
     out[i] = __float2bfloat16(s);
 }
 
@@ -340,15 +388,100 @@ int mix_forward(bf16 *out, const MixArgs *a, size_t n) {
     return 0;
 }
 
-__global__ void mix_backward_kernel(MixArgs a, const float *dout, size_t n) {
+__device__ __forceinline__ float to_f32(float x) { return x; }
+__device__ __forceinline__ float to_f32(bf16 x) { return __bfloat162float(x); }
+
+template <typename G>
+__global__ void mix_backward_kernel(MixArgs a, const G *dout, size_t n) {
     size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
-    const float d = dout[i];
-    for (int k = 0; k < a.n; k++) a.dsrc[k][i] += a.coef[k] * d;
+    const float d = to_f32(dout[i]);
+    for (int k = 0; k < a.n; k++) a.dsrc[k][i] += mix_weight(a, k) * d;
 }
 
 int mix_backward(const MixArgs *a, const float *dout, size_t n) {
-    LAUNCH(mix_backward_kernel, cdiv(n, 256), 256, 0, 0)(*a, dout, n);
+    LAUNCH(mix_backward_kernel<float>, cdiv(n, 256), 256, 0, 0)(*a, dout, n);
+    LAUNCH_CHECK();
+    return 0;
+}
+
+int mix_backward_bf16(const MixArgs *a, const bf16 *dout, size_t n) {
+    LAUNCH(mix_backward_kernel<bf16>, cdiv(n, 256), 256, 0, 0)(*a, dout, n);
+    LAUNCH_CHECK();
+    return 0;
+}
+
+/* One thread per element of out [N, NH*hd]: its kv head's correction, summed in fp32. */
+__global__ void correction_forward_kernel(bf16 *out, const bf16 *atty, MixArgs a, int N, int NH, int NKV, int hd) {
+    const size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x, qC = (size_t)NH * hd;
+    if (i >= (size_t)N * qC) return;
+    const size_t n = i / qC, h = (i % qC) / hd, e = i % hd;
+    const size_t kv = n * NKV * hd + (h / (NH / NKV)) * hd + e;
+    float s = 0;
+    for (int k = 0; k < a.n; k++) s += mix_weight(a, k) * bf(a.src[k][kv]);
+    out[i] = __float2bfloat16(bf(atty[i]) + bf16r(s));
+}
+
+int correction_forward(bf16 *out, const bf16 *atty, const MixArgs *a, int N, int NH, int NKV, int hd) {
+    const size_t n = (size_t)N * NH * hd;
+    LAUNCH(correction_forward_kernel, cdiv(n, 256), 256, 0, 0)(out, atty, *a, N, NH, NKV, hd);
+    LAUNCH_CHECK();
+    return 0;
+}
+
+/* One thread per element of the kv-space gradient [N, NKV*hd]: its group's heads in order. */
+__global__ void correction_backward_kernel(MixArgs a, const bf16 *dout, int N, int NH, int NKV, int hd) {
+    const size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x, kvC = (size_t)NKV * hd;
+    if (i >= (size_t)N * kvC) return;
+    const int group = NH / NKV;
+    const size_t n = i / kvC, g = (i % kvC) / hd, e = i % hd;
+    float s = 0;
+    for (int h = 0; h < group; h++) s += bf(dout[n * NH * hd + (g * group + h) * hd + e]);
+    for (int k = 0; k < a.n; k++) a.dsrc[k][i] += mix_weight(a, k) * s;
+}
+
+int correction_backward(const MixArgs *a, const bf16 *dout, int N, int NH, int NKV, int hd) {
+    const size_t n = (size_t)N * NKV * hd;
+    LAUNCH(correction_backward_kernel, cdiv(n, 256), 256, 0, 0)(*a, dout, N, NH, NKV, hd);
+    LAUNCH_CHECK();
+    return 0;
+}
+
+#define LAMBDA_THREADS 256
+
+/* grid (LAMBDA_BLOCKS, n): block b of weight j sums elements b*256 + tid, stepping by the
+ * grid's width, then reduces its threads in a fixed tree. */
+__global__ void __launch_bounds__(LAMBDA_THREADS) lambda_partial_kernel(float *partial, LambdaGradArgs a,
+                                                                        const float *dout, size_t n_el) {
+    __shared__ float sh[LAMBDA_THREADS];
+    const int j = blockIdx.y, tid = threadIdx.x;
+    const bf16 *src = a.src[j];
+    float s = 0;
+    for (size_t i = (size_t)blockIdx.x * LAMBDA_THREADS + tid; i < n_el; i += (size_t)LAMBDA_BLOCKS * LAMBDA_THREADS)
+        s += dout[i] * bf(src[i]);
+    sh[tid] = s;
+    __syncthreads();
+    for (int w = LAMBDA_THREADS / 2; w > 0; w >>= 1) {
+        if (tid < w) sh[tid] += sh[tid + w];
+        __syncthreads();
+    }
+    if (tid == 0) partial[(size_t)j * LAMBDA_BLOCKS + blockIdx.x] = sh[0];
+}
+
+/* One thread per weight: its partial sums in block order. */
+__global__ void lambda_reduce_kernel(LambdaGradArgs a, const float *partial) {
+    const int j = threadIdx.x;
+    if (j >= a.n) return;
+    float s = 0;
+    for (int b = 0; b < LAMBDA_BLOCKS; b++) s += partial[(size_t)j * LAMBDA_BLOCKS + b];
+    *a.grad[j] += s;
+}
+
+int lambda_backward(const LambdaGradArgs *a, const float *dout, size_t n_el, float *partial) {
+    if (a->n == 0) return 0;
+    LAUNCH(lambda_partial_kernel, dim3(LAMBDA_BLOCKS, a->n), LAMBDA_THREADS, 0, 0)(partial, *a, dout, n_el);
+    LAUNCH_CHECK();
+    LAUNCH(lambda_reduce_kernel, 1, FAST_MAX_LAYERS, 0, 0)(*a, partial);
     LAUNCH_CHECK();
     return 0;
 }
@@ -640,11 +773,14 @@ __device__ __forceinline__ void lse_combine(float &m, float &s, float m2, float 
 
 __global__ void __launch_bounds__(CE_THREADS) crossentropy_kernel(float *losses, bf16 *dlogits,
                                                                   const float *logits, const int32_t *targets,
-                                                                  int V, float w) {
+                                                                  int V, int ld, float w) {
     __shared__ float shm[CE_THREADS / 32], shs[CE_THREADS / 32];
     const int row = blockIdx.x, tgt = targets[row], tid = threadIdx.x;
-    const float *x = logits + (size_t)row * V;
-    bf16 *dx = dlogits ? dlogits + (size_t)row * V : NULL;
+    const float *x = logits + (size_t)row * ld;
+    bf16 *dx = dlogits ? dlogits + (size_t)row * ld : NULL;
+    /* the pad columns [V, ld) are outside the vocabulary: never read, zero gradient */
+    if (dx)
+        for (int i = V + tid; i < ld; i += CE_THREADS) dx[i] = __float2bfloat16(0.0f);
     if (tgt < 0) { /* a sequence's last position: no next token */
         if (tid == 0) losses[row] = 0.0f;
         if (dx)
@@ -677,8 +813,30 @@ __global__ void __launch_bounds__(CE_THREADS) crossentropy_kernel(float *losses,
 }
 
 int crossentropy_forward_backward(float *losses, bf16 *dlogits, const float *logits, const int32_t *targets, int R,
-                                  int V, float w) {
-    LAUNCH(crossentropy_kernel, R, CE_THREADS, 0, 0)(losses, dlogits, logits, targets, V, w);
+                                  int V, int ld, float w) {
+    LAUNCH(crossentropy_kernel, R, CE_THREADS, 0, 0)(losses, dlogits, logits, targets, V, ld, w);
+    LAUNCH_CHECK();
+    return 0;
+}
+
+#define LOSS_THREADS 256
+
+__global__ void __launch_bounds__(LOSS_THREADS) loss_sum_kernel(double *out, const float *losses, int n) {
+    __shared__ double sh[LOSS_THREADS];
+    const int tid = threadIdx.x;
+    double s = 0;
+    for (int i = tid; i < n; i += LOSS_THREADS) s += (double)losses[i];
+    sh[tid] = s;
+    __syncthreads();
+    for (int w = LOSS_THREADS / 2; w > 0; w >>= 1) {
+        if (tid < w) sh[tid] += sh[tid + w];
+        __syncthreads();
+    }
+    if (tid == 0) *out = sh[0];
+}
+
+int loss_sum(double *out, const float *losses, int n) {
+    LAUNCH(loss_sum_kernel, 1, LOSS_THREADS, 0, 0)(out, losses, n);
     LAUNCH_CHECK();
     return 0;
 }

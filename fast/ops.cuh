@@ -16,11 +16,26 @@
 FAST_NS_BEGIN
 
 /* ------------------------------------------------------------------ matmul (cuBLASLt) */
-/* One cuBLASLt handle and workspace, owned by the model. */
+/* One GEMM shape's cuBLASLt descriptors and the algorithm the heuristic picked for it, made
+ * on its first call and reused by every later call with the same key (shape, transposes,
+ * leading dimensions, output type, operand alignments): a step makes no descriptor and asks
+ * no heuristic after the first. */
+#define BLAS_KEY_LEN 14
+typedef struct {
+    long long key[BLAS_KEY_LEN];
+    cublasLtMatmulDesc_t op;
+    cublasLtMatrixLayout_t la, lb, lc, ld;
+    cublasLtMatmulAlgo_t algo;
+} BlasPlan;
+#define BLAS_MAX_PLANS 256 /* a model has a few dozen shapes; past this, plans are made per call */
+
+/* One cuBLASLt handle, workspace and plan cache, owned by the model. */
 typedef struct {
     cublasLtHandle_t lt;
     void *workspace;
     size_t workspace_bytes;
+    BlasPlan *plans; /* host [BLAS_MAX_PLANS] */
+    int n_plans;
 } Blas;
 int blas_create(Blas *b);
 void blas_destroy(Blas *b);
@@ -29,13 +44,18 @@ void blas_destroy(Blas *b);
  * residual [N,OC] or NULL (the residual add rides on the GEMM's beta = 1). */
 int matmul_forward(Blas *b, bf16 *out, const bf16 *inp, const bf16 *weight, const bf16 *residual, int N, int C,
                    int OC);
-/* The same product into fp32 (the logits chunk).  out [N,OC] fp32 */
-int matmul_forward_f32(Blas *b, float *out, const bf16 *inp, const bf16 *weight, int N, int C, int OC);
+/* The same product into fp32 (the logits chunk), rows ld_out >= OC apart (the padded
+ * vocabulary: columns [OC, ld_out) are not written).  out [N,ld_out] fp32 */
+int matmul_forward_f32(Blas *b, float *out, int ld_out, const bf16 *inp, const bf16 *weight, int N, int C, int OC);
 /* Input gradient, either dinp32 (fp32, = or += by accumulate) or dinp16 (bf16, =), and
  * dweight += doutᵀ · inp (fp32). Any output may be NULL.
  * dinp [N,C], dweight [OC,C], dout [N,OC], inp [N,C], weight [OC,C] */
 int matmul_backward(Blas *b, float *dinp32, int accumulate, bf16 *dinp16, float *dweight, const bf16 *dout,
                     const bf16 *inp, const bf16 *weight, int N, int C, int OC);
+/* The same with dout's rows ld_dout >= OC apart (the padded logits' gradient; columns
+ * [OC, ld_dout) are not read).  dout [N,ld_dout] */
+int matmul_backward_ld(Blas *b, float *dinp32, int accumulate, bf16 *dinp16, float *dweight, const bf16 *dout,
+                       int ld_dout, const bf16 *inp, const bf16 *weight, int N, int C, int OC);
 /* bf16 x bf16 -> fp32 GEMM in plain column-major terms, for the peak benchmark. */
 int matmul_raw(Blas *b, float *D, const bf16 *A, const bf16 *B_, int m, int n, int k);
 
@@ -76,18 +96,41 @@ int swiglu_forward(bf16 *out, const bf16 *gate, const bf16 *up, size_t n);
 int swiglu_backward(bf16 *dgate, bf16 *dup, const bf16 *dout, const bf16 *gate, const bf16 *up, size_t n);
 
 /* ------------------------------------------------------------------ value mixing */
-/* Up to FAST_MAX_LAYERS sources with non-zero weights, passed by value to the kernel. */
+/* Up to FAST_MAX_LAYERS sources, passed by value to the kernel. Source k's weight is the
+ * constant coef[k], or the bf16 parameter *param[k] when param[k] is not NULL (a trainable
+ * ResFormer λ: the kernel reads its current value, so the host never waits for it). */
 typedef struct {
     int n;
     const bf16 *src[FAST_MAX_LAYERS];
     float *dsrc[FAST_MAX_LAYERS];
     float coef[FAST_MAX_LAYERS];
+    const bf16 *param[FAST_MAX_LAYERS];
 } MixArgs;
-/* out = Σ_i coef[i]·src[i], summed in fp32, rounded once.  out [n], src[i] [n] (the flat
- * [N, NKV*hd] values, before any GQA head sharing, formulas.md §4) */
+/* out = Σ_i w_i·src[i], summed in fp32, rounded once.  out [n], src[i] [n] (a flat raw
+ * projection: [N, NH*hd] queries or [N, NKV*hd] keys/values, before RoPE and before any
+ * GQA head sharing, formulas.md §4) */
 int mix_forward(bf16 *out, const MixArgs *a, size_t n);
-/* dsrc[i] += coef[i]·dout for every source.  dsrc[i] [n] fp32, dout [n] fp32 */
+/* dsrc[i] += w_i·dout for every source.  dsrc[i] [n] fp32, dout [n] fp32 or bf16 */
 int mix_backward(const MixArgs *a, const float *dout, size_t n);
+int mix_backward_bf16(const MixArgs *a, const bf16 *dout, size_t n);
+/* Output corrections (NeuTRENO, formulas.md §4's ce): out = atty + repeat_kv(Σ_i w_i·src[i]),
+ * query head h reading kv head h / (NH/NKV).  out, atty [N, NH*hd] bf16 (out may be atty),
+ * src[i] [N, NKV*hd] */
+int correction_forward(bf16 *out, const bf16 *atty, const MixArgs *a, int N, int NH, int NKV, int hd);
+/* dsrc[i] += w_i·Σ_{h in kv head g's group} dout[n, h]: the query heads' gradients summed
+ * per kv head, in head order.  dout [N, NH*hd] bf16, dsrc[i] [N, NKV*hd] fp32 */
+int correction_backward(const MixArgs *a, const bf16 *dout, int N, int NH, int NKV, int hd);
+/* Gradients of trainable mix weights: grad[j] += Σ_i dout[i]·src[j][i] for j < n, over n_el
+ * elements, in a fixed order (LAMBDA_BLOCKS partial sums per weight, then summed in index
+ * order): deterministic, no atomics.  grad[j] fp32 scalars, dout [n_el] fp32, src[j] [n_el],
+ * partial [n, LAMBDA_BLOCKS] fp32 scratch */
+#define LAMBDA_BLOCKS 64
+typedef struct {
+    int n;
+    const bf16 *src[FAST_MAX_LAYERS];
+    float *grad[FAST_MAX_LAYERS];
+} LambdaGradArgs;
+int lambda_backward(const LambdaGradArgs *a, const float *dout, size_t n_el, float *partial);
 
 /* ------------------------------------------------------------------ attention */
 /* Causal flash attention: online softmax in fp32 over key tiles, no [T,T] matrix; query
@@ -106,12 +149,17 @@ int attention_backward(bf16 *dq, bf16 *dk, float *dv, float *Dscratch, const bf1
                        int hd);
 
 /* ------------------------------------------------------------------ cross-entropy */
-/* One block per row of a logits chunk: loss = logsumexp(x) − x[target] (fp32, online
- * max/sum); if dlogits is not NULL it gets w·(softmax(x) − onehot(target)) in bf16.
- * target < 0 (each sequence's last position) gives loss 0 and a zero gradient row.
- * losses [R] fp32, dlogits [R,V] bf16 or NULL, logits [R,V] fp32, targets [R] */
+/* One block per row of a logits chunk: loss = logsumexp(x) − x[target] over the V real
+ * columns (fp32, online max/sum); if dlogits is not NULL it gets w·(softmax(x) − onehot(target))
+ * in bf16 there, and 0 in the pad columns [V, ld) (the padded vocabulary: masked out of the
+ * loss and its gradient). target < 0 (each sequence's last position) gives loss 0 and a zero
+ * gradient row.  losses [R] fp32, dlogits [R,ld] bf16 or NULL, logits [R,ld] fp32, targets [R] */
 int crossentropy_forward_backward(float *losses, bf16 *dlogits, const float *logits, const int32_t *targets, int R,
-                                  int V, float w);
+                                  int V, int ld, float w);
+
+/* *out = Σ_n losses[n] in double, one block, a fixed order (strided per thread, then a
+ * fixed tree): the batch's loss stays on the device until the step's end.  losses [n] */
+int loss_sum(double *out, const float *losses, int n);
 
 /* ------------------------------------------------------------------ elementwise */
 /* out = bf16(inp).  [n] */

@@ -1,0 +1,193 @@
+#!/usr/bin/env python3
+"""roofline.py: what one fast/ training step should cost on an H100, kernel by kernel, on paper.
+
+For a preset at [batch, seq] it lists every kernel of one training step of the redesigned
+fast/ step (issue "fast/ complete": padded vocabulary, bf16 logits read once by the
+cross-entropy, fused QKV and gate/up GEMMs, the ResFormer value mix folded into the W_v
+GEMM as beta = 1, tensor-core flash attention) with its FLOPs and the bytes it must move
+through HBM, and the time each implies at a bf16 GEMM rate and an HBM bandwidth:
+
+    ideal   = max(FLOPs / peak, bytes / bandwidth)
+    planned = max(FLOPs / (peak * e_flop), bytes / (bandwidth * e_mem))
+
+with the efficiencies e of the kind of kernel written in EFFICIENCY below (assumptions,
+not measurements: a GPU session replaces them with bench_fast --kernels figures). MFU is
+model FLOPs (6 per matmul weight per token plus causal attention 6·L·T·qC per token, the
+count bench/bench_fast.c uses) over the step time and the peak.
+
+    python3 bench/roofline.py --preset 468M --batch 8 --seq 2048
+    python3 bench/roofline.py --preset 468M --variant resformer --markdown
+
+Shapes come from the presets of common/model/config.c (copied below; the test
+bench/roofline_check.sh compares them with `vrl info`).
+"""
+import argparse
+import sys
+
+# L, heads, kv heads, d, ffn, vocab (common/model/config.c)
+PRESETS = {
+    "82M": (8, 8, 8, 512, 1792, 50277),
+    "180M": (12, 12, 12, 768, 2688, 50277),
+    "468M": (24, 16, 16, 1024, 3584, 50277),
+}
+
+# Fraction of the peak each kind of kernel is planned to reach (assumed, see docstring).
+# gemm: large bf16 cuBLASLt GEMMs; attn_fwd / attn_bwd: fused tensor-core attention at
+# head_dim 64 (published FlashAttention-2/3 and cuDNN figures for H100 sit at 45-75 % of
+# dense peak forward, less backward); mem: bandwidth-bound elementwise and row kernels.
+EFFICIENCY = {"gemm": 0.80, "attn_fwd": 0.55, "attn_bwd": 0.45, "mem": 0.80}
+
+BF16, FP32 = 2, 4
+CUDA_CORE_FP32 = 67e12  # H100 SXM non-tensor fp32 FLOP/s (NVIDIA's datasheet)
+
+
+def pad(n, m=128):
+    return (n + m - 1) // m * m
+
+
+def kernels(preset, B, T, variant):
+    """[(name, kind, count per step, FLOPs per call, bytes per call)] of one step."""
+    L, NH, NKV, d, F, V = PRESETS[preset]
+    hd = d // NH
+    qC, kvC, N, Vp = NH * hd, NKV * hd, B * T, pad(V)
+    ks = []
+
+    def add(name, kind, count, flops, nbytes):
+        ks.append((name, kind, count, float(flops), float(nbytes)))
+
+    def gemm(name, count, m, n, k, a_bytes, b_bytes, c_bytes, d_bytes):
+        add(name, "gemm", count, 2.0 * m * n * k, a_bytes + b_bytes + c_bytes + d_bytes)
+
+    res = variant == "resformer"
+    sv = variant == "svformer"
+    # layers that compute their own V (SVFormer: layer 1 only)
+    Lv = 1 if sv else L
+
+    # ---- forward
+    add("embedding fwd", "mem", 1, 0, N * 4 + N * d * BF16 * 2)
+    add("rmsnorm fwd (ln1, ln2)", "mem", 2 * L, 4 * N * d, 2 * N * d * BF16 + N * FP32 + d * BF16)
+    if sv:
+        gemm("qk GEMM fwd (SVFormer layers >1)", L - 1, N, qC + kvC, d, (qC + kvC) * d * BF16, N * d * BF16, 0,
+             N * (qC + kvC) * BF16)
+        gemm("qkv GEMM fwd (layer 1)", 1, N, qC + 2 * kvC, d, (qC + 2 * kvC) * d * BF16, N * d * BF16, 0,
+             N * (qC + 2 * kvC) * BF16)
+    elif res:
+        gemm("qk GEMM fwd", L, N, qC + kvC, d, (qC + kvC) * d * BF16, N * d * BF16, 0, N * (qC + kvC) * BF16)
+        # V'_n = W_v·x + V_1: the mix rides on the GEMM as beta = 1, C = V_1 (layer 1: beta = 0)
+        gemm("v GEMM fwd (+V_1 as beta=1)", L, N, kvC, d, kvC * d * BF16, N * d * BF16, N * kvC * BF16,
+             N * kvC * BF16)
+    else:
+        gemm("qkv GEMM fwd", L, N, qC + 2 * kvC, d, (qC + 2 * kvC) * d * BF16, N * d * BF16, 0,
+             N * (qC + 2 * kvC) * BF16)
+    add("rope fwd (q, k)", "mem", L, 6 * N * (qC + kvC) / 2, 2 * N * (qC + kvC) * BF16 + T * hd * FP32)
+    att = 2.0 * N * T * qC  # QKᵀ and PV, causal half of 4·B·NH·T²·hd
+    add("attention fwd (tensor cores)", "attn_fwd", L, att, N * (2 * qC + 2 * kvC) * BF16 + B * NH * T * FP32)
+    gemm("o GEMM fwd (+x as beta=1)", L, N, d, qC, d * qC * BF16, N * qC * BF16, N * d * BF16, N * d * BF16)
+    gemm("gate|up GEMM fwd", L, N, 2 * F, d, 2 * F * d * BF16, N * d * BF16, 0, N * 2 * F * BF16)
+    add("swiglu fwd", "mem", L, 5 * N * F, 3 * N * F * BF16)
+    gemm("down GEMM fwd (+h as beta=1)", L, N, d, F, d * F * BF16, N * F * BF16, N * d * BF16, N * d * BF16)
+    add("rmsnorm fwd (final)", "mem", 1, 4 * N * d, 2 * N * d * BF16 + N * FP32)
+    gemm("lm_head GEMM fwd (bf16 logits, V padded)", 1, N, Vp, d, Vp * d * BF16, N * d * BF16, 0, N * Vp * BF16)
+    # one read of the bf16 logits, dlogits written in place; pad columns masked
+    add("cross-entropy fwd+bwd", "mem", 1, 5 * N * Vp, 2 * N * Vp * BF16 + N * 8)
+
+    # ---- backward
+    gemm("lm_head GEMM bwd dX", 1, N, d, Vp, Vp * d * BF16, N * Vp * BF16, 0, N * d * FP32)
+    gemm("lm_head GEMM bwd dW", 1, Vp, d, N, N * Vp * BF16, N * d * BF16, Vp * d * FP32, Vp * d * FP32)
+    # dx = f(dy, x, g, rstd); writes the fp32 residual gradient and its bf16 copy; gain partials
+    rms_bwd_bytes = N * d * FP32 + N * d * BF16 + N * d * FP32 * 2 + N * d * BF16 + N * FP32
+    add("rmsnorm bwd (final, ln2, ln1)", "mem", 2 * L + 1, 8 * N * d, rms_bwd_bytes)
+    gemm("down GEMM bwd dX", L, N, F, d, d * F * BF16, N * d * BF16, 0, N * F * BF16)
+    gemm("down GEMM bwd dW", L, d, F, N, N * d * BF16, N * F * BF16, d * F * FP32, d * F * FP32)
+    add("swiglu bwd", "mem", L, 10 * N * F, 5 * N * F * BF16)
+    gemm("gate|up GEMM bwd dX", L, N, d, 2 * F, 2 * F * d * BF16, N * 2 * F * BF16, 0, N * d * FP32)
+    gemm("gate|up GEMM bwd dW", L, 2 * F, d, N, N * 2 * F * BF16, N * d * BF16, 2 * F * d * FP32, 2 * F * d * FP32)
+    gemm("o GEMM bwd dX", L, N, qC, d, d * qC * BF16, N * d * BF16, 0, N * qC * BF16)
+    gemm("o GEMM bwd dW", L, d, qC, N, N * d * BF16, N * qC * BF16, d * qC * FP32, d * qC * FP32)
+    # 5 products: S again, dP = dO·Vᵀ, dV = Pᵀ·dO, dQ = dS·K, dK = dSᵀ·Q (2.5x the forward)
+    add("attention bwd (tensor cores)", "attn_bwd", L, 2.5 * att,
+        N * (4 * qC + 2 * kvC) * BF16 + N * (qC + 2 * kvC) * BF16 + 2 * B * NH * T * FP32)
+    add("rope bwd (dq, dk)", "mem", L, 6 * N * (qC + kvC) / 2, 2 * N * (qC + kvC) * BF16)
+    if res:
+        # dV_1 += dV'_n in fp32, one pass per layer n >= 2 (the baseline has no such pass)
+        add("value-mix bwd (dV_1 += dV'_n)", "mem", L - 1, N * kvC, N * kvC * (BF16 + 2 * FP32))
+    if sv:
+        add("value-mix bwd (dV_1 += dV'_n)", "mem", L - 1, N * kvC, N * kvC * (BF16 + 2 * FP32))
+        gemm("qk GEMM bwd dX (layers >1)", L - 1, N, d, qC + kvC, (qC + kvC) * d * BF16, N * (qC + kvC) * BF16, N * d * FP32,
+             N * d * FP32)
+        gemm("qk GEMM bwd dW (layers >1)", L - 1, qC + kvC, d, N, N * (qC + kvC) * BF16, N * d * BF16,
+             (qC + kvC) * d * FP32, (qC + kvC) * d * FP32)
+        gemm("qkv GEMM bwd dX (layer 1)", 1, N, d, qC + 2 * kvC, (qC + 2 * kvC) * d * BF16, N * (qC + 2 * kvC) * BF16,
+             N * d * FP32, N * d * FP32)
+        gemm("qkv GEMM bwd dW (layer 1)", 1, qC + 2 * kvC, d, N, N * (qC + 2 * kvC) * BF16, N * d * BF16,
+             (qC + 2 * kvC) * d * FP32, (qC + 2 * kvC) * d * FP32)
+    else:
+        gemm("qkv GEMM bwd dX", L, N, d, qC + 2 * kvC, (qC + 2 * kvC) * d * BF16, N * (qC + 2 * kvC) * BF16,
+             N * d * FP32, N * d * FP32)
+        gemm("qkv GEMM bwd dW", L, qC + 2 * kvC, d, N, N * (qC + 2 * kvC) * BF16, N * d * BF16,
+             (qC + 2 * kvC) * d * FP32, (qC + 2 * kvC) * d * FP32)
+    add("rmsnorm gain-gradient reduce", "mem", 2 * L + 1, 0, (N // 256 + 1) * d * FP32 + d * FP32)
+    add("embedding bwd (sorted, no atomics)", "mem", 1, N * d, N * d * FP32 + 2 * N * 4 + N * d * FP32)
+
+    # ---- optimizer: the parameter count of the variant's table (SVFormer drops W_v of layers > 1)
+    P = V * d * 2 + d + L * (2 * d + (qC + kvC) * d + qC * d + 3 * F * d) + Lv * kvC * d
+    add("zero grads", "mem", 1, 0, P * FP32)
+    add("AdamW norm pass", "mem", 1, 2 * P, P * FP32)
+    add("AdamW update (+bf16 refresh)", "mem", 1, 12 * P, P * (4 * FP32 + 3 * FP32 + BF16))
+    model_flops = 6.0 * (P - V * d) * N + 6.0 * L * T * qC * N
+    return ks, model_flops, P
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--preset", default="468M", choices=sorted(PRESETS))
+    ap.add_argument("--variant", default="baseline", choices=["baseline", "resformer", "svformer"])
+    ap.add_argument("--batch", type=int, default=8)
+    ap.add_argument("--seq", type=int, default=2048)
+    ap.add_argument("--peak-tflops", type=float, default=800.0, help="dense bf16 GEMM rate (measured-class H100 SXM)")
+    ap.add_argument("--hbm-tbs", type=float, default=3.0, help="HBM bandwidth, TB/s")
+    ap.add_argument("--markdown", action="store_true", help="a Markdown table (docs/fast.md)")
+    ap.add_argument("--cuda-core-attention", action="store_true",
+                    help="today's attention kernels: fp32 on CUDA cores (67 TFLOP/s on an H100 SXM) instead of tensor cores")
+    a = ap.parse_args()
+    if a.batch < 1 or a.seq < 2:
+        sys.exit("roofline.py: --batch must be >= 1 and --seq >= 2")
+    ks, model_flops, P = kernels(a.preset, a.batch, a.seq, a.variant)
+    peak, bw = a.peak_tflops * 1e12, a.hbm_tbs * 1e12
+    rows, t_ideal, t_plan = [], 0.0, 0.0
+    for name, kind, count, fl, nb in ks:
+        if a.cuda_core_attention and kind.startswith("attn"):
+            name = name.replace("tensor cores", "fp32 CUDA cores")
+        rate = CUDA_CORE_FP32 if a.cuda_core_attention and kind.startswith("attn") else peak
+        ideal = max(fl / rate if kind != "mem" else 0.0, nb / bw) * count
+        plan = max(fl / (rate * EFFICIENCY[kind]) if kind != "mem" else 0.0, nb / (bw * EFFICIENCY["mem"])) * count
+        bound = "memory" if kind == "mem" or nb / bw > fl / rate else "compute"
+        rows.append((name, count, fl * count, nb * count, ideal, plan, bound))
+        t_ideal += ideal
+        t_plan += plan
+    N = a.batch * a.seq
+    head = (f"{a.preset} {a.variant}, B={a.batch} T={a.seq} ({N} tokens/step), {P:,} parameters; "
+            f"{a.peak_tflops:.0f} TFLOP/s bf16, {a.hbm_tbs:.1f} TB/s HBM")
+    if a.markdown:
+        print(head + "\n")
+        print("| kernel | calls | GFLOP | GB moved | ideal ms | planned ms | bound |")
+        print("|---|---:|---:|---:|---:|---:|---|")
+        for name, count, fl, nb, ideal, plan, bound in rows:
+            print(f"| {name} | {count} | {fl / 1e9:,.1f} | {nb / 1e9:,.2f} | {ideal * 1e3:.2f} | {plan * 1e3:.2f} | {bound} |")
+        tot_fl = sum(r[2] for r in rows)
+        tot_b = sum(r[3] for r in rows)
+        print(f"| **step** | | {tot_fl / 1e9:,.0f} | {tot_b / 1e9:,.1f} | {t_ideal * 1e3:.1f} | {t_plan * 1e3:.1f} | |")
+    else:
+        print(head)
+        print(f"{'kernel':44s} {'calls':>5s} {'GFLOP':>10s} {'GB':>8s} {'ideal ms':>9s} {'plan ms':>8s}  bound")
+        for name, count, fl, nb, ideal, plan, bound in rows:
+            print(f"{name:44s} {count:5d} {fl / 1e9:10.1f} {nb / 1e9:8.2f} {ideal * 1e3:9.2f} {plan * 1e3:8.2f}  {bound}")
+    mfu_ideal = model_flops / t_ideal / peak
+    mfu_plan = model_flops / t_plan / peak
+    print(f"\nmodel FLOPs/step {model_flops / 1e12:.2f} TFLOP; step {t_ideal * 1e3:.1f} ms ideal, {t_plan * 1e3:.1f} ms "
+          f"planned; MFU {100 * mfu_ideal:.1f}% ideal, {100 * mfu_plan:.1f}% planned (of {a.peak_tflops:.0f} TFLOP/s); "
+          f"{N / t_plan:,.0f} tokens/s planned")
+
+
+if __name__ == "__main__":
+    main()
