@@ -179,6 +179,60 @@ static int check_finite(const char *ckpt, const RunFolder *run) {
     return 0;
 }
 
+/* What one `vrl eval` reads besides the zero-shot tasks (NULL: not asked). */
+typedef struct {
+    const char *data, *wiki, *text, *tokens;
+    size_t limit; /* documents per set, 0: all */
+    int seq;      /* the scoring window */
+    uint32_t prefix; /* the id each rolling window starts after (<|endoftext|>, or 0) */
+    const char *prefix_name; /* how the report names it */
+} EvalInputs;
+
+/* Every evaluation asked, in eval.json's order, each adding its key to out. */
+static int eval_sections(const EvalInputs *in, Scorer *sc, const Tokenizer *tok, FILE *log, ZeroShot *zs, json_t *out) {
+    if (in->data) {
+        json_t *jd = json_object();
+        sc->label = "per-domain validation";
+        if (!jd || eval_domains(sc, in->data, in->limit, jd) < 0) {
+            json_decref(jd);
+            return -1;
+        }
+        json_object_set_new(out, "domains", jd);
+    }
+    if (in->wiki) {
+        PplResult w;
+        sc->label = "wikitext";
+        if (wikitext_evaluate(sc, tok, in->wiki, in->prefix, in->limit, "wikitext", log, &w) < 0) return -1;
+        char what[256];
+        snprintf(what, sizeof what, "%zu pages, rolling windows of %d after %s", w.docs, in->seq, in->prefix_name);
+        json_t *o = ppl_report("WikiText", what, &w);
+        json_object_set_new(o, "file", json_string(in->wiki));
+        json_object_set_new(out, "wikitext", o);
+    }
+    if (in->text) {
+        PplResult w;
+        sc->label = "text";
+        if (text_evaluate(sc, tok, in->text, in->prefix, log, &w) < 0) return -1;
+        char what[256];
+        snprintf(what, sizeof what, "the whole file, rolling windows after %s", in->prefix_name);
+        json_t *o = ppl_report(in->text, what, &w);
+        json_object_set_new(o, "file", json_string(in->text));
+        json_object_set_new(out, "text", o);
+    }
+    if (in->tokens) {
+        sc->label = "tokens";
+        json_t *o = eval_tokens(sc, in->tokens);
+        if (!o) return -1;
+        json_object_set_new(out, "tokens", o);
+    }
+    if (zs->n_loaded) {
+        json_t *jt = zeroshot_run(zs, sc, tok, log);
+        if (!jt) return -1;
+        json_object_set_new(out, "zero_shot", jt);
+    }
+    return 0;
+}
+
 int cmd_eval(int argc, char **argv) {
     Args p = {.argc = argc, .argv = argv, .i = 1, .cmd = "vrl eval"};
     const char *ckpt = NULL, *tasks = NULL, *eval_dir = default_eval_dir(), *data = NULL, *wiki = NULL,
@@ -257,7 +311,7 @@ int cmd_eval(int argc, char **argv) {
     Tokenizer *tok = NULL;
     Scorer sc = {0};
     FILE *log = NULL;
-    json_t *out = json_object(), *jt = NULL, *jd = json_object();
+    json_t *out = json_object();
     int rc = -1;
     if (check_finite(ckpt, &run) < 0) goto done;
     if (tokfile && tok_load(tokfile, &tok) < 0) goto done;
@@ -285,41 +339,8 @@ int cmd_eval(int argc, char **argv) {
     json_object_set_new(out, "window", json_integer(seq));
     json_object_set_new(out, "limit", json_integer(limit));
 
-    if (data) {
-        sc.label = "per-domain validation";
-        if (eval_domains(&sc, data, (size_t)limit, jd) < 0) goto done;
-        json_object_set(out, "domains", jd);
-    }
-    if (wiki) {
-        PplResult w;
-        sc.label = "wikitext";
-        if (wikitext_evaluate(&sc, tok, wiki, prefix, (size_t)limit, "wikitext", log, &w) < 0) goto done;
-        char what[256];
-        snprintf(what, sizeof what, "%zu pages, rolling windows of %d after %s", w.docs, seq, prefix_name);
-        json_t *o = ppl_report("WikiText", what, &w);
-        json_object_set_new(o, "file", json_string(wiki));
-        json_object_set_new(out, "wikitext", o);
-    }
-    if (text) {
-        PplResult w;
-        sc.label = "text";
-        if (text_evaluate(&sc, tok, text, prefix, log, &w) < 0) goto done;
-        char what[256];
-        snprintf(what, sizeof what, "the whole file, rolling windows after %s", prefix_name);
-        json_t *o = ppl_report(text, what, &w);
-        json_object_set_new(o, "file", json_string(text));
-        json_object_set_new(out, "text", o);
-    }
-    if (tokens) {
-        sc.label = "tokens";
-        json_t *o = eval_tokens(&sc, tokens);
-        if (!o) goto done;
-        json_object_set_new(out, "tokens", o);
-    }
-    if (zs.n_loaded) {
-        if (!(jt = zeroshot_run(&zs, &sc, tok, log))) goto done;
-        json_object_set(out, "zero_shot", jt);
-    }
+    const EvalInputs in = {data, wiki, text, tokens, (size_t)limit, seq, prefix, prefix_name};
+    if (eval_sections(&in, &sc, tok, log, &zs, out) < 0) goto done;
     const double dt = now_seconds() - t0;
     printf("\n%zu forward passes in %.2f s\n", sc.forwards, dt);
     json_object_set_new(out, "seconds", json_real(dt));
@@ -333,7 +354,7 @@ done:
     tok_free(tok);
     run_folder_close(&run);
     zeroshot_free(&zs);
-    json_decref(out), json_decref(jt), json_decref(jd);
+    json_decref(out);
     if (rc == 0) return 0;
 fail:
     fprintf(stderr, "vrl eval: %s\n", vrl_last_error()[0] ? vrl_last_error() : "failed (no reason recorded)");
