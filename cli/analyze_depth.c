@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "cli/evalbatches.h"
+#include "cli/gnuplot.h"
 #include "common/run/checkpoint.h"
 #include "common/eval/domainval.h"
 #include "common/base/error.h"
@@ -152,9 +153,12 @@ static int write_depth_outputs(const char *run_dir, const char *out_dir, const M
         return -1;
     }
     /* y labels: sublayers; x labels: source index (block mode: emb, block 1, ...) */
-    fprintf(gp, "set terminal pngcairo size 900,700 font ',10'\nset output '%s/depth_attention.png'\n", out_dir);
-    fprintf(gp, "set title 'AttnRes depth attention: %s (mean softmax weight over %d tokens)' noenhanced\n", c->variant,
-            used * N);
+    /* gnuplot runs in out_dir (no path in the script); the variant is quoted as text */
+    fprintf(gp, "set terminal pngcairo size 900,700 font ',10'\nset output 'depth_attention.png'\n");
+    char title[600];
+    snprintf(title, sizeof title, "AttnRes depth attention: %s (mean softmax weight over %d tokens)", c->variant,
+             used * N);
+    fputs("set title ", gp), gnuplot_quote(gp, title), fputs(" noenhanced\n", gp);
     fprintf(gp, "set xlabel 'source (0 = embedding%s)'\nset ylabel 'input of'\n",
             pl->block ? ", then finished block sums, then the partial block" : ", then sublayer outputs in order");
     fprintf(gp, "set yrange [%d.5:-0.5]\nset xrange [-0.5:%d.5]\nset cbrange [0:1]\nset palette rgb 33,13,10\n", S - 1,
@@ -165,18 +169,13 @@ static int write_depth_outputs(const char *run_dir, const char *out_dir, const M
         sub_name(rn, sizeof rn, s, L);
         fprintf(gp, "%s'%s' %d", s ? ", " : "", rn, s);
     }
-    fprintf(gp, ")\nset xtics 1\nplot '%s/depth_attention.dat' using 1:2:3 with image notitle, \\\n"
-                "     '' using 1:2:(strcol(3) eq 'NaN' ? '' : sprintf('%%.2f', $3)) with labels font ',8' notitle\n",
-            out_dir);
-    fclose(gp);
-    if (system("command -v gnuplot > /dev/null 2>&1") != 0) {
+    fprintf(gp, ")\nset xtics 1\nplot 'depth_attention.dat' using 1:2:3 with image notitle, \\\n"
+                "     '' using 1:2:(strcol(3) eq 'NaN' ? '' : sprintf('%%.2f', $3)) with labels font ',8' notitle\n");
+    if (fclose(gp) != 0) return vrl_error("%s: cannot write", path);
+    if (!gnuplot_available()) {
         fprintf(stderr, "vrl analyze: gnuplot is not installed; wrote %s/depth_attention.csv only\n", out_dir);
     } else {
-        snprintf(path, sizeof path, "gnuplot '%s/depth_attention.gp'", out_dir);
-        if (system(path) != 0) {
-            vrl_error("%s/depth_attention.gp: gnuplot failed", out_dir);
-            return -1;
-        }
+        if (gnuplot_run(out_dir, "depth_attention.gp") < 0) return -1;
         printf("wrote %s/depth_attention.png (and .csv, .dat, .gp)\n", out_dir);
     }
     return 0;
