@@ -9,6 +9,7 @@
  * Every output file appears atomically; a failing run removes what it wrote. Results
  * do not depend on the thread count: documents are encoded in parallel but always
  * consumed in input order. */
+#include "cli/args.h" /* parse_u64: the one strict parser of numeric flags */
 #include "cli/commands.h"
 #include "common/base/error.h"
 #include "common/base/fsutil.h"
@@ -53,16 +54,6 @@ static int fail(const char *sub) {
 static int default_threads(void) {
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     return n > 0 ? (int)n : 1;
-}
-
-/* Parse a non-negative integer option value. */
-static int parse_u64(const char *opt, const char *s, uint64_t *v) {
-    char *end;
-    errno = 0;
-    unsigned long long x = strtoull(s, &end, 10);
-    if (!*s || *end || errno || s[0] == '-') return vrl_error("%s: \"%s\" is not a non-negative integer", opt, s);
-    *v = x;
-    return 0;
 }
 
 static int ends_with(const char *s, const char *suf) {
@@ -503,9 +494,8 @@ static int data_select(int argc, char **argv) {
         else if (strcmp(a, "--tokenizer") == 0 && has) tokp = argv[++i];
         else if (strcmp(a, "--tokens") == 0 && has) tokens = argv[++i];
         else if (strcmp(a, "--scale") == 0 && has) {
-            char *end;
-            scale = strtod(argv[++i], &end);
-            if (*end || !(scale > 0) || scale > 1e6) { vrl_error("--scale: \"%s\" is not a positive number", argv[i]); return fail("select"); }
+            if (parse_double(a, argv[++i], &scale) < 0) return fail("select");
+            if (!(scale > 0) || scale > 1e6) { vrl_error("--scale: \"%s\" is not a positive number", argv[i]); return fail("select"); }
         } else if (strcmp(a, "--seed") == 0 && has) { if (parse_u64(a, argv[++i], &seed)) return fail("select"); }
         else if (strcmp(a, "--threads") == 0 && has) { if (parse_u64(a, argv[++i], &th) || th < 1) { vrl_error("--threads: need >= 1"); return fail("select"); } }
         else { fprintf(stderr, "vrl data select: unknown or incomplete option %s\n%s", a, SELECT_USAGE); return 2; }
@@ -700,7 +690,8 @@ static int data_tokenize(int argc, char **argv) {
         else { fprintf(stderr, "vrl data tokenize: unknown or incomplete option %s\n%s", a, TOKENIZE_USAGE); return 2; }
     }
     if (!in || !out || !tokp) { fprintf(stderr, "vrl data tokenize: --in, --out and --tokenizer are required\n%s", TOKENIZE_USAGE); return 2; }
-    if (chunk < 1 || chunk > (1u << 24) || th < 1 || th > 256 || shard_chunks < 1 || chunk * shard_chunks > (1ULL << 34)) {
+    if (chunk < 1 || chunk > (1u << 24) || th < 1 || th > 256 || shard_chunks < 1 ||
+        shard_chunks > (1ULL << 34) / chunk) { /* divided, not multiplied: no wrap-around */
         vrl_error("--chunk must be 1..%u, --threads 1..256, --shard-chunks >= 1 (at most 2^34 tokens a shard)", 1u << 24);
         return fail("tokenize");
     }

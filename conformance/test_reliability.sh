@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# test_reliability.sh: issue 24's reproductions (an attacker, a crashing cluster, a careless
+# user) each fail cleanly. One group per guarded property, each its own ctest.
+# usage: test_reliability.sh GROUP PATH/TO/vrl
+set -u
+GROUP=$1 VRL=$2
+. "$(dirname "$0")/cli_test_lib.sh"
+T="$VRL train --quiet --model tiny --batch 2 --seq 16"
+
+# no_shell_in_paths: a quote in --out or in a run folder's name is text, never a command
+no_shell_in_paths() {
+  (cd "$tmp" && $T --steps 2 --out "r'x" >/dev/null 2>&1) || { echo "FAIL could not train"; fails=1; return; }
+  (cd "$tmp" && "$VRL" analyze --ckpt "r'x" --metric entropy --out "a'; touch PWNED; '" >/dev/null 2>&1)
+  check analyze_out_quote_runs_nothing test ! -e "$tmp/PWNED"
+  check analyze_out_quote_is_a_folder test -s "$tmp/a'; touch PWNED; '/entropy.csv"
+  if command -v gnuplot >/dev/null; then
+    check analyze_quoted_label_plots test -s "$tmp/a'; touch PWNED; '/entropy.png"
+  fi
+  (cd "$tmp" && "$VRL" analyze --loss "r'x" --out "b\$(touch PWNED2)" >/dev/null 2>&1)
+  check analyze_loss_dollar_runs_nothing test ! -e "$tmp/PWNED2"
+}
+
+# strict_numeric_flags: overflow, leading or trailing junk are refused at once, naming the flag
+strict_numeric_flags() {
+  expect_error shard_chunks_2_60 "--shard-chunks\|shard-chunks" timeout 10 "$VRL" data tokenize --in "$tmp/x" --out "$tmp/y" \
+    --tokenizer "$tmp/z" --shard-chunks 1152921504606846976
+  check shard_chunks_wrote_nothing test ! -e "$tmp/y"
+  expect_error leading_space "--steps: \" 1\" is not an integer" "$VRL" train --steps " 1"
+  expect_error leading_plus "--steps: \"+1\" is not an integer" "$VRL" train --steps "+1"
+  expect_error trailing_junk "--batch: \"2 \" is not an integer" "$VRL" train --batch "2 "
+  expect_error long_overflow "--steps: \"99999999999999999999999\" is out of range" "$VRL" train --steps 99999999999999999999999
+  expect_error u64_overflow "--chunk: \"99999999999999999999999\" is larger than" "$VRL" data tokenize --chunk 99999999999999999999999
+  expect_error u64_space "--seed: \" 7\" is not an unsigned integer" "$VRL" data select --seed " 7"
+  expect_error double_space "--lr: \" 1e-3\" is not a finite number" "$VRL" train --lr " 1e-3"
+  expect_error double_inf "--lr: \"inf\" is not a finite number" "$VRL" train --lr inf
+}
+
+case $GROUP in
+  no_shell_in_paths | strict_numeric_flags) $GROUP ;;
+  *) echo "unknown group $GROUP"; exit 2 ;;
+esac
+finish
