@@ -35,8 +35,23 @@ strict_numeric_flags() {
   expect_error double_inf "--lr: \"inf\" is not a finite number" "$VRL" train --lr inf
 }
 
+# diverged_run_is_json: a run whose loss blows up stops with one line, keeps its last good
+# checkpoint, and its metrics.jsonl stays valid JSON line by line (null for NaN/inf)
+diverged_run_is_json() {
+  expect_error diverged_stops "step 10: the validation loss is NaN (diverged); stopped, the last checkpoint in .* is intact" \
+    $T --steps 20 --eval-every 2 --save-every 4 --lr 1e3 --out "$tmp/d"
+  check diverged_keeps_step_8 test "$(readlink "$tmp/d/latest")" = checkpoints/step-000008
+  check diverged_wrote_null grep -q '"val_loss":null' "$tmp/d/metrics.jsonl"
+  check diverged_no_bare_nan bash -c "! grep -qi 'nan\|inf' '$tmp/d/metrics.jsonl'"
+  if command -v python3 >/dev/null; then
+    check diverged_every_line_json python3 -c 'import json,sys; [json.loads(l) for l in open(sys.argv[1])]' "$tmp/d/metrics.jsonl"
+  fi
+  check diverged_log_reads_back "$VRL" analyze --loss "$tmp/d" --out "$tmp/dplot"
+  check diverged_resumes_from_step_8 $T --resume "$tmp/d" --steps 9 --lr 1e3
+}
+
 case $GROUP in
-  no_shell_in_paths | strict_numeric_flags) $GROUP ;;
+  no_shell_in_paths | strict_numeric_flags | diverged_run_is_json) $GROUP ;;
   *) echo "unknown group $GROUP"; exit 2 ;;
 esac
 finish

@@ -367,7 +367,7 @@ static int run_open(TrainArgs *a, Run *r) {
         if (hf_export_static(a->out, &a->model, a->data) < 0) return -1;
     }
     if (r->root && metrics_open(&r->met, a->out, a->resume ? st->step : -1) < 0) return -1;
-    if (r->root && changes[0]) metrics_log_resume(&r->met, st->step, changes);
+    if (r->root && changes[0] && metrics_log_resume(&r->met, st->step, changes) < 0) return -1;
     if (!(r->tokens = malloc((size_t)a->batch * a->seq * sizeof *r->tokens))) return vrl_error("out of memory");
     if (r->dg.world > 1 && !(r->skip = malloc((size_t)a->batch * a->seq * sizeof *r->skip)))
         return vrl_error("out of memory");
@@ -417,13 +417,25 @@ static int train_update(Run *r, long step, double *loss, double *lr, double *nor
     return 0;
 }
 
+/* A non-finite value at `step` ends the run before anything is saved from it. */
+static int diverged(const Run *r, long step, const char *what, double x) {
+    if (isfinite(x)) return 0;
+    const char *v = isnan(x) ? "NaN" : x > 0 ? "+inf" : "-inf";
+    if (ckpt_exists(r->a->out))
+        return vrl_error("step %ld: %s is %s (diverged); stopped, the last checkpoint in %s is intact", step, what, v,
+                         r->a->out);
+    return vrl_error("step %ld: %s is %s (diverged) before the first checkpoint; stopped", step, what, v);
+}
+
 /* Validation at `step`: the mean loss of the val windows, or with a data folder the loss of
- * each domain, then the mean over the domains that have chunks. */
-static void run_evaluate(Run *r, long step) {
+ * each domain, then the mean over the domains that have chunks. -1 on a write error or a
+ * non-finite loss. */
+static int run_evaluate(Run *r, long step) {
     const TrainArgs *a = r->a;
     if (r->val) {
         const double vl = evaluate(a, r->model, r->val, r->tokens);
-        metrics_log_eval(&r->met, step, "val", NULL, vl);
+        if (metrics_log_eval(&r->met, step, "val", NULL, vl) < 0 || diverged(r, step, "the validation loss", vl) < 0)
+            return -1;
         if (!a->quiet) {
             progress_end(&r->met);
             fprintf(stderr, "step %ld: val loss %.4f\n", step, vl);
@@ -434,18 +446,21 @@ static void run_evaluate(Run *r, long step) {
         int nd = 0;
         for (int d = 0; d < mixture_n_domains(r->mix); d++) {
             const double vl = domain_val_loss(r->be, r->model, r->mix, d, a->batch, a->seq, a->eval_batches, r->tokens);
-            if (isnan(vl)) continue;
-            metrics_log_eval(&r->met, step, "val", mixture_domain(r->mix, d), vl);
+            if (mixture_val_chunks(r->mix, d) == 0) continue; /* no validation chunks: no line */
+            if (metrics_log_eval(&r->met, step, "val", mixture_domain(r->mix, d), vl) < 0 ||
+                diverged(r, step, "a domain's validation loss", vl) < 0)
+                return -1;
             sum += vl, nd++;
         }
         if (nd) {
-            metrics_log_eval(&r->met, step, "val", NULL, sum / nd);
+            if (metrics_log_eval(&r->met, step, "val", NULL, sum / nd) < 0) return -1;
             if (!a->quiet) {
                 progress_end(&r->met);
                 fprintf(stderr, "step %ld: val loss %.4f (mean of %d domains)\n", step, sum / nd, nd);
             }
         }
     }
+    return 0;
 }
 
 /* From the step after the run's last checkpoint to a->steps: update, log, evaluate, save. */
@@ -459,10 +474,13 @@ static int train_loop(Run *r) {
         if (train_update(r, step, &loss, &lr, &norm) < 0) return -1;
         const double dt = now_seconds() - t0;
         sec_per_step = sec_per_step == 0 ? dt : 0.9 * sec_per_step + 0.1 * dt;
-        if (r->root) metrics_log_step(&r->met, step, loss, lr, norm, tokens_per_step / dt);
+        if (r->root && metrics_log_step(&r->met, step, loss, lr, norm, tokens_per_step / dt) < 0) return -1;
+        if (diverged(r, step, "the gradient norm", norm) < 0) return -1; /* nothing of this step is saved */
         if (!a->quiet && (r->met.tty || step == r->st.step + 1 || step % 10 == 0 || step == a->steps))
             progress_print(&r->met, step, a->steps, loss, lr, norm, tokens_per_step / sec_per_step, sec_per_step);
-        if (r->root && ((a->eval_every > 0 && step % a->eval_every == 0) || step == a->steps)) run_evaluate(r, step);
+        if (r->root && ((a->eval_every > 0 && step % a->eval_every == 0) || step == a->steps) &&
+            run_evaluate(r, step) < 0)
+            return -1;
         if ((a->save_every > 0 && step % a->save_every == 0) || step == a->steps) {
             if (save_run(a, r->model, &r->h, r->train, r->mix, step, &r->st.rng) < 0) return -1;
             dist_barrier(); /* the checkpoint is whole before any rank moves on or ends */
