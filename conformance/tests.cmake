@@ -45,6 +45,7 @@ endforeach()
 
 # ---------------------------------------------------------------- training loop and the vrl command
 vrl_test(test_resume SOURCES conformance/test_resume.c LIBS vrl_ref32 vrl_ref64 vrl_common)
+vrl_test(test_metrics_log SOURCES conformance/test_metrics_log.c LIBS vrl_common)
 add_test(NAME test_cli_errors COMMAND ${CMAKE_SOURCE_DIR}/conformance/test_cli_errors.sh $<TARGET_FILE:vrl>)
 # The run folder: checkpoint layout, lock, --resume rules; and a run killed or out of disk
 # at every file-system step of its saves resumes bit for bit (VRL_FAULT_AT_WRITE hook).
