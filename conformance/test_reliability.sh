@@ -50,8 +50,31 @@ diverged_run_is_json() {
   check diverged_resumes_from_step_8 $T --resume "$tmp/d" --steps 9 --lr 1e3
 }
 
+# crafted_sizes_refused: sizes that multiply past 2^64, or past memory, exit 1 with a line
+# naming the problem, never a signal (the parameter count used to wrap and overflow the heap)
+crafted_sizes_refused() {
+  llama() { # hidden intermediate layers vocab
+    printf '{"model_type": "llama", "hidden_size": %s, "intermediate_size": %s, "num_hidden_layers": %s,
+ "num_attention_heads": 4, "num_key_value_heads": 4, "vocab_size": %s, "max_position_embeddings": 64,
+ "rms_norm_eps": 1e-05, "rope_theta": 10000.0}\n' "$@"
+  }
+  llama 1048576 2147483647 341 358613162 >"$tmp/crafted.json"
+  expect_error crafted_issue_config "crafted.json: hidden_size 1048576 / intermediate_size 2147483647: at most" \
+    $T --steps 1 --model "$tmp/crafted.json" --out "$tmp/c1"
+  llama 1048576 1048576 341 358613162 >"$tmp/wrap.json"
+  expect_error crafted_table_past_2_40 "more than 1099511627776" $T --steps 1 --model "$tmp/wrap.json" --out "$tmp/c2"
+  expect_error crafted_info "more than 1099511627776" "$VRL" info --model "$tmp/wrap.json"
+  llama 65536 1024 4 1000 >"$tmp/big.json"
+  expect_error crafted_larger_than_memory "a model of 69656444928 parameters needs .* GiB of memory, more than this machine" \
+    $T --steps 1 --model "$tmp/big.json" --out "$tmp/c3"
+  echo '{"model_type": "gpt2", "n_embd": 1073741824, "n_layer": 2, "n_head": 4, "vocab_size": 100, "n_positions": 64, "n_inner": null}' >"$tmp/gpt2.json"
+  expect_error crafted_gpt2_4x "gpt2.json: n_embd 1073741824: 4 \* n_embd (the MLP width) exceeds" \
+    $T --steps 1 --model "$tmp/gpt2.json" --out "$tmp/c4"
+  check crafted_left_no_folder test ! -e "$tmp/c1" -a ! -e "$tmp/c2" -a ! -e "$tmp/c3" -a ! -e "$tmp/c4"
+}
+
 case $GROUP in
-  no_shell_in_paths | strict_numeric_flags | diverged_run_is_json) $GROUP ;;
+  no_shell_in_paths | strict_numeric_flags | diverged_run_is_json | crafted_sizes_refused) $GROUP ;;
   *) echo "unknown group $GROUP"; exit 2 ;;
 esac
 finish

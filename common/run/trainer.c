@@ -16,6 +16,7 @@
 #include "common/eval/domainval.h"
 #include "common/base/error.h"
 #include "common/base/fsutil.h"
+#include "common/base/memory.h"
 #include "common/data/loader.h"
 #include "common/run/metrics.h"
 #include "common/model/spec.h"
@@ -209,7 +210,11 @@ static int save_run(const TrainArgs *a, void *model, HostState *h, DataLoader *t
 
 static int host_state_alloc(HostState *h, const ModelConfig *c, DType dt) {
     if (model_spec_build(c, &h->spec) < 0) return -1;
-    const size_t total = h->spec.table.total, bytes = total * dtype_size(dt);
+    const size_t total = h->spec.table.total, bytes = total * dtype_size(dt); /* total <= 2^40: no wrap */
+    /* the host copies and the double draw of the initialisation, before any of them is made */
+    char what[96];
+    snprintf(what, sizeof what, "a model of %zu parameters", total);
+    if (memory_check(3 * bytes + total * sizeof(double), what) < 0) return -1;
     h->params = calloc(1, bytes);
     h->exp_avg = calloc(1, bytes);
     h->exp_avg_sq = calloc(1, bytes);
