@@ -378,8 +378,8 @@ static void mapped_free(MappedLines *m) {
 
 static int map_lines(const char *path, MappedLines *m) {
     memset(m, 0, sizeof *m);
-    int fd = open(path, O_RDONLY);
-    if (fd < 0) return vrl_error("%s: cannot open: %s", path, strerror(errno));
+    int fd = open_regular(path);
+    if (fd < 0) return -1;
     struct stat st;
     if (fstat(fd, &st) != 0) { close(fd); return vrl_error("%s: cannot stat", path); }
     m->size = (size_t)st.st_size;
@@ -413,8 +413,8 @@ static int map_lines(const char *path, MappedLines *m) {
 }
 
 static int copy_file_atomic(const char *src, const char *dst) {
-    FILE *f = fopen(src, "rb");
-    if (!f) return vrl_error("%s: cannot open: %s", src, strerror(errno));
+    FILE *f = fopen_regular(src);
+    if (!f) return -1;
     OutFile o;
     if (outfile_open(&o, dst)) { fclose(f); return -1; }
     char buf[1 << 16];

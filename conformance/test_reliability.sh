@@ -73,8 +73,42 @@ crafted_sizes_refused() {
   check crafted_left_no_folder test ! -e "$tmp/c1" -a ! -e "$tmp/c2" -a ! -e "$tmp/c3" -a ! -e "$tmp/c4"
 }
 
+# special_files_refused: a FIFO or device where a file is read is refused within seconds
+# (it used to hang every reader); a shard truncated under a running trainer is named
+special_files_refused() {
+  $T --steps 2 --out "$tmp/f" >/dev/null 2>&1 || { echo "FAIL could not train"; fails=1; return; }
+  rm "$tmp/f/checkpoints/step-000002/model.safetensors"
+  mkfifo "$tmp/f/checkpoints/step-000002/model.safetensors"
+  local fifo="model.safetensors: not a regular file (a FIFO)"
+  timeout 10 "$VRL" eval --ckpt "$tmp/f" --tokenizer "$(dirname "$0")/fixtures/tiny_tokenizer.json" >/dev/null 2>"$tmp/eval.err"
+  check fifo_model_eval_exit_1 test $? -eq 1
+  check fifo_model_eval_named grep -q "$fifo" "$tmp/eval.err"
+  expect_error fifo_model_resume "$fifo" timeout 10 "$VRL" train --quiet --resume "$tmp/f" --steps 4
+  expect_error fifo_model_generate "$fifo" timeout 10 "$VRL" generate --ckpt "$tmp/f" --ids 1,2 --max-new 2
+  mkfifo "$tmp/data.bin" "$tmp/tok.json"
+  expect_error fifo_shard "data.bin: not a regular file (a FIFO)" timeout 10 $T --steps 1 --data "$tmp/data.bin" --out "$tmp/g"
+  expect_error fifo_tokenizer "tok.json: not a regular file (a FIFO)" timeout 10 "$VRL" tokenize --tokenizer "$tmp/tok.json" hi
+  expect_error device_shard "/dev/zero: not a regular file (a character device)" timeout 10 $T --steps 1 --data /dev/zero --out "$tmp/g"
+  # a shard cut to one page while a run reads it: the run names the file instead of dying of SIGBUS
+  head -c 3000000 /dev/urandom | base64 >"$tmp/text.txt"
+  "$VRL" data bytes --in "$tmp/text.txt" --out "$tmp/by" >/dev/null
+  sed 's/"vocab_size": 64/"vocab_size": 256/' >"$tmp/b256.json" <<'JSON'
+{"model_type": "llama", "hidden_size": 16, "intermediate_size": 56, "num_hidden_layers": 2,
+ "num_attention_heads": 2, "num_key_value_heads": 2, "vocab_size": 64, "max_position_embeddings": 64,
+ "rms_norm_eps": 1e-05, "rope_theta": 10000.0}
+JSON
+  "$VRL" train --quiet --model "$tmp/b256.json" --batch 2 --seq 16 --steps 1000000 --data "$tmp/by/train.bin" \
+    --val-data "$tmp/by/val.bin" --out "$tmp/tb" 2>"$tmp/tb.err" &
+  local pid=$!
+  for _ in $(seq 300); do [ -s "$tmp/tb/metrics.jsonl" ] && break; sleep 0.1; done
+  truncate -s 4096 "$tmp/by/train.bin"
+  wait $pid; local rc=$?
+  check shard_truncated_exit_1 test "$rc" -eq 1
+  check shard_truncated_named grep -q "train.bin: changed on disk while in use (truncated); stopped" "$tmp/tb.err"
+}
+
 case $GROUP in
-  no_shell_in_paths | strict_numeric_flags | diverged_run_is_json | crafted_sizes_refused) $GROUP ;;
+  no_shell_in_paths | strict_numeric_flags | diverged_run_is_json | crafted_sizes_refused | special_files_refused) $GROUP ;;
   *) echo "unknown group $GROUP"; exit 2 ;;
 esac
 finish

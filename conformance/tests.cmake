@@ -53,7 +53,8 @@ add_test(NAME test_run_folder COMMAND ${CMAKE_SOURCE_DIR}/conformance/test_run_f
 add_test(NAME test_crash_resume COMMAND ${CMAKE_SOURCE_DIR}/conformance/test_crash_resume.sh $<TARGET_FILE:vrl>)
 set_tests_properties(test_crash_resume PROPERTIES TIMEOUT 600)
 # Issue 24's reproductions, one ctest per guarded property (conformance/test_reliability.sh).
-foreach(group no_shell_in_paths strict_numeric_flags diverged_run_is_json crafted_sizes_refused)
+foreach(group no_shell_in_paths strict_numeric_flags diverged_run_is_json crafted_sizes_refused
+    special_files_refused)
   add_test(NAME test_${group} COMMAND ${CMAKE_SOURCE_DIR}/conformance/test_reliability.sh ${group} $<TARGET_FILE:vrl>)
 endforeach()
 
