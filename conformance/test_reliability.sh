@@ -107,8 +107,50 @@ JSON
   check shard_truncated_named grep -q "train.bin: changed on disk while in use (truncated); stopped" "$tmp/tb.err"
 }
 
+# checkpoints_survive_copy: a folder whose `latest` is missing, a file, a folder (cp -rL,
+# scp -r), a loop or dangling resumes from its newest verified step and re-creates the
+# link; --out refuses it; no checkpoints/step-N is ever deleted by the advice
+checkpoints_survive_copy() {
+  $T --steps 4 --save-every 2 --out "$tmp/c0" >/dev/null 2>&1 || { echo "FAIL could not train"; fails=1; return; }
+  cp -r "$tmp/c0" "$tmp/ref" && $T --resume "$tmp/ref" --steps 6 2>/dev/null
+  for mode in missing file folder loop dangling cp_rL; do
+    local d="$tmp/c-$mode"
+    case $mode in
+      cp_rL) cp -rL "$tmp/c0" "$d" ;;
+      *) cp -r "$tmp/c0" "$d"; rm "$d/latest" ;;
+    esac
+    case $mode in
+      file) echo x >"$d/latest" ;;
+      folder) cp -r "$tmp/c0/checkpoints/step-000004" "$d/latest" ;;
+      loop) ln -s latest "$d/latest" ;;
+      dangling) ln -s checkpoints/step-000009 "$d/latest" ;;
+    esac
+    expect_error "${mode}_latest_out_refused" "already holds a run; continue it with --resume" $T --steps 4 --out "$d"
+    check "${mode}_latest_steps_kept" test -d "$d/checkpoints/step-000002" -a -d "$d/checkpoints/step-000004"
+    $T --resume "$d" --steps 6 2>"$tmp/err"
+    check "${mode}_latest_resumes" test $? -eq 0
+    check "${mode}_latest_says_so" grep -q "latest was not a link to a checkpoint; it points at .*step-000004 again (verified)" "$tmp/err"
+    check "${mode}_latest_recreated" test "$(readlink "$d/latest")" = checkpoints/step-000006
+    check "${mode}_latest_bit_exact" cmp -s "$d/model.safetensors" "$tmp/ref/model.safetensors"
+  done
+  # a damaged newest step is passed over for the one before it
+  cp -r "$tmp/c0" "$tmp/dmg" && rm "$tmp/dmg/latest"
+  truncate -s 100 "$tmp/dmg/checkpoints/step-000004/model.safetensors"
+  $T --resume "$tmp/dmg" --steps 6 2>"$tmp/err"
+  check damaged_newest_step_skipped grep -q "points at .*step-000002 again (verified)" "$tmp/err"
+  # a copy with no verifiable step is refused, and nothing is removed
+  cp -r "$tmp/c0" "$tmp/bad" && rm "$tmp/bad/latest"
+  for s in 2 4; do truncate -s 100 "$tmp/bad/checkpoints/step-00000$s/model.safetensors"; done
+  expect_error no_step_verifies "bad: no step folder in checkpoints/ verifies" $T --resume "$tmp/bad" --steps 6
+  check no_step_verifies_kept test -d "$tmp/bad/checkpoints/step-000002" -a -d "$tmp/bad/checkpoints/step-000004"
+  # the advice on a folder that never saved still works, and keeps its log
+  mkdir "$tmp/nosave" && cp "$tmp/c0/config.json" "$tmp/c0/metrics.jsonl" "$tmp/nosave/"
+  $T --steps 1 --out "$tmp/nosave" 2>/dev/null
+  check restart_keeps_old_log cmp -s "$tmp/nosave/metrics.jsonl.restarted" "$tmp/c0/metrics.jsonl"
+}
+
 case $GROUP in
-  no_shell_in_paths | strict_numeric_flags | diverged_run_is_json | crafted_sizes_refused | special_files_refused) $GROUP ;;
+  no_shell_in_paths | strict_numeric_flags | diverged_run_is_json | crafted_sizes_refused | special_files_refused | checkpoints_survive_copy) $GROUP ;;
   *) echo "unknown group $GROUP"; exit 2 ;;
 esac
 finish

@@ -257,6 +257,31 @@ static int next_batch(const TrainArgs *a, DataLoader *train, Mixture *mix, int32
     return 0;
 }
 
+/* RUN/latest is missing, a copied folder, a file or a loop (what rsync -r, cp -rL, scp -r
+ * leave): the newest step folder whose model and state load with their checksums verified
+ * is published again. Nothing is removed but what stood at RUN/latest. */
+static int recover_latest(const char *run, HostState *h, DType dt) {
+    long steps[64];
+    char dir[TRAIN_PATH_LEN + 64], why[VRL_ERROR_LEN] = "";
+    const int n = ckpt_steps(run, steps, 64);
+    for (int i = 0; i < n; i++) {
+        TrainState st;
+        if (ckpt_step_dir(run, steps[i], dir, sizeof dir) < 0) return -1;
+        if (checkpoint_load_model(dir, &h->spec.table, dt, h->params) < 0 ||
+            checkpoint_load_state(dir, &h->spec.table, dt, h->exp_avg, h->exp_avg_sq, &st) < 0) {
+            snprintf(why, sizeof why, "%s", vrl_last_error());
+            continue;
+        }
+        if (st.step != steps[i])
+            return vrl_error("%s: holds the state of step %ld, not %ld", dir, st.step, steps[i]);
+        if (ckpt_republish(run, steps[i]) < 0) return -1;
+        fprintf(stderr, "vrl train: %s/latest was not a link to a checkpoint; it points at %s again (verified)\n",
+                run, dir);
+        return 0;
+    }
+    return vrl_error("%s: no step folder in checkpoints/ verifies (%s)", run, why);
+}
+
 /* ------------------------------------------------------------------ opening a run */
 
 /* Everything the step loop needs, validated and in place. */
@@ -319,6 +344,7 @@ static int run_open(TrainArgs *a, Run *r) {
             return vrl_error("--model %s: differs from the run's %s; a resumed run keeps its model",
                              config_origin(&cli.model), path);
         if (host_state_alloc(h, &a->model, be->dtype) < 0) return -1;
+        if (r->root && ckpt_needs_recovery(a->out) && recover_latest(a->out, h, be->dtype) < 0) return -1;
         if (checkpoint_load_model(a->out, &h->spec.table, be->dtype, h->params) < 0) return -1;
         if (checkpoint_load_state(a->out, &h->spec.table, be->dtype, h->exp_avg, h->exp_avg_sq, st) < 0) return -1;
         snprintf(path, sizeof path, "%s/train_state.safetensors", a->out);
