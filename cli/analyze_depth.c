@@ -13,6 +13,7 @@
 #include "cli/evalbatches.h"
 #include "cli/gnuplot.h"
 #include "common/run/checkpoint.h"
+#include "common/run/model_record.h"
 #include "common/eval/domainval.h"
 #include "common/base/error.h"
 #include "common/base/fsutil.h"
@@ -187,7 +188,9 @@ int analyze_depth_attention(const char *run_dir, const char *out_dir, const char
     ModelSpec spec;
     const Backend *be = &ref_backend_f32;
     snprintf(path, sizeof path, "%s/config.json", run_dir);
-    if (config_load_json(path, &c) < 0 || model_spec_build_from(&c, path, &spec) < 0) return -1;
+    if (config_load_json(path, &c) < 0 || model_record_check(run_dir, &c, path) < 0 ||
+        model_spec_build_from(&c, path, &spec) < 0)
+        return -1;
     double *avg = NULL; /* [S][S] mean weights, row s over step s's sources */
     int rc = -1, used = 0, N = 0;
     if (spec.stream.kind != STREAM_ATTNRES)

@@ -6,13 +6,14 @@
 #include <string.h>
 
 #include "common/run/checkpoint.h"
+#include "common/run/model_record.h"
 #include "common/base/error.h"
 
 int run_load(const char *dir, DType dtype, RunModel *r) {
     memset(r, 0, sizeof *r);
     char path[4200];
     snprintf(path, sizeof path, "%s/config.json", dir);
-    if (config_load_json(path, &r->config) < 0) return -1;
+    if (config_load_json(path, &r->config) < 0 || model_record_check(dir, &r->config, path) < 0) return -1;
     if (model_spec_build_from(&r->config, path, &r->spec) < 0) return -1;
     r->dtype = dtype;
     r->params = malloc(r->spec.table.total * dtype_size(dtype));

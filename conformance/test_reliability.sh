@@ -149,8 +149,31 @@ checkpoints_survive_copy() {
   check restart_keeps_old_log cmp -s "$tmp/nosave/metrics.jsonl.restarted" "$tmp/c0/metrics.jsonl"
 }
 
+# edited_config_refused: config.json edited after training (variant, rope_theta,
+# rms_norm_eps) is refused by resume and every reader, naming the key and both values
+edited_config_refused() {
+  $T --steps 2 --out "$tmp/e" >/dev/null 2>&1 || { echo "FAIL could not train"; fails=1; return; }
+  cp "$tmp/e/config.json" "$tmp/config.orig"
+  local tok; tok="$(dirname "$0")/fixtures/tiny_tokenizer.json"
+  sed 's/baseline/resformer/' "$tmp/config.orig" >"$tmp/e/config.json"
+  local want="config.json: vrl_variant is resformer but .*model.safetensors was trained with baseline"
+  expect_error variant_edit_resume "$want" "$VRL" train --quiet --resume "$tmp/e" --steps 4
+  "$VRL" eval --ckpt "$tmp/e" --tokenizer "$tok" >/dev/null 2>"$tmp/err"
+  check variant_edit_eval_exit_1 test $? -eq 1
+  check variant_edit_eval_named grep -q "$want" "$tmp/err"
+  sed 's/"rope_theta": [0-9.e+]*/"rope_theta": 20000.0/' "$tmp/config.orig" >"$tmp/e/config.json"
+  expect_error rope_theta_edit_resume "rope_theta is 20000 but .*model.safetensors was trained with 10000;" \
+    "$VRL" train --quiet --resume "$tmp/e" --steps 4
+  sed 's/"rms_norm_eps": [0-9.e-]*/"rms_norm_eps": 1e-06/' "$tmp/config.orig" >"$tmp/e/config.json"
+  expect_error rms_norm_eps_edit_generate "rms_norm_eps is 1e-06 but .*model.safetensors was trained with 1e-05;" \
+    "$VRL" generate --ckpt "$tmp/e" --ids 1,2 --max-new 2
+  expect_error rms_norm_eps_edit_analyze "rms_norm_eps is 1e-06 but" "$VRL" analyze --ckpt "$tmp/e" --metric entropy --out "$tmp/p"
+  cp "$tmp/config.orig" "$tmp/e/config.json"
+  check unedited_config_resumes "$VRL" train --quiet --resume "$tmp/e" --steps 4
+}
+
 case $GROUP in
-  no_shell_in_paths | strict_numeric_flags | diverged_run_is_json | crafted_sizes_refused | special_files_refused | checkpoints_survive_copy) $GROUP ;;
+  no_shell_in_paths | strict_numeric_flags | diverged_run_is_json | crafted_sizes_refused | special_files_refused | checkpoints_survive_copy | edited_config_refused) $GROUP ;;
   *) echo "unknown group $GROUP"; exit 2 ;;
 esac
 finish

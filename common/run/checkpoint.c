@@ -18,6 +18,7 @@
 #include "common/base/error.h"
 #include "common/base/fsutil.h"
 #include "common/base/hash.h"
+#include "common/run/model_record.h"
 #include "common/run/ckpt_folder.h"
 
 #define MODEL_FILE "model.safetensors"
@@ -109,7 +110,8 @@ int checkpoint_save_model(const char *dir, const ModelConfig *c, const ParamTabl
         rc = st_add(&f, p->name, dtype, p->ndim, p->shape, (const char *)params + p->offset * dtype_size(dtype));
     }
     /* "format":"pt" is what transformers' from_pretrained looks for. */
-    json_t *m = json_pack("{s:s, s:s}", "format", "pt", "vrl_variant", c->variant);
+    json_t *m = json_pack("{s:s}", "format", "pt");
+    if (m && model_record_add(m, c) < 0) json_decref(m), m = NULL; /* every model-defining key */
     char *text = m ? json_dumps(m, JSON_COMPACT) : NULL;
     json_decref(m);
     if (!rc) rc = text ? st_set_metadata(&f, text) : vrl_error("%s: out of memory", path);

@@ -11,6 +11,7 @@
 
 #include "common/run/checkpoint.h"
 #include "common/run/ckpt_folder.h"
+#include "common/run/model_record.h"
 #include "common/run/dist.h"
 #include "common/run/runlock.h"
 #include "common/eval/domainval.h"
@@ -345,6 +346,7 @@ static int run_open(TrainArgs *a, Run *r) {
                              config_origin(&cli.model), path);
         if (host_state_alloc(h, &a->model, be->dtype) < 0) return -1;
         if (r->root && ckpt_needs_recovery(a->out) && recover_latest(a->out, h, be->dtype) < 0) return -1;
+        if (model_record_check(a->out, &a->model, path) < 0) return -1; /* config.json edited since? */
         if (checkpoint_load_model(a->out, &h->spec.table, be->dtype, h->params) < 0) return -1;
         if (checkpoint_load_state(a->out, &h->spec.table, be->dtype, h->exp_avg, h->exp_avg_sq, st) < 0) return -1;
         snprintf(path, sizeof path, "%s/train_state.safetensors", a->out);
