@@ -231,9 +231,10 @@ int cmd_train(int argc, char **argv) {
         snprintf(path, sizeof path, "%s/config.json", a.out);
         if (!resume || config_load_json(path, &m) == 0) blas_threads_apply(threads, &m);
     }
-    if (train_run(&a) < 0) goto fail;
+    const int rc = train_run(&a); /* 0, -1, or 128 + signal after a stop that saved */
+    if (rc < 0) goto fail;
     dist_finalize();
-    return 0;
+    return rc;
 fail:
     dist_abort("vrl train", vrl_last_error()); /* with other ranks: print with the rank, stop them all */
     fprintf(stderr, "vrl train: %s\n", vrl_last_error());

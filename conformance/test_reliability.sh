@@ -172,8 +172,55 @@ edited_config_refused() {
   check unedited_config_resumes "$VRL" train --quiet --resume "$tmp/e" --steps 4
 }
 
+# wait_for_log RUN: until the run has logged a step (a run in the background)
+wait_for_log() { for _ in $(seq 300); do [ -s "$1/metrics.jsonl" ] && return; sleep 0.1; done; }
+
+# sigterm_saves_step: SIGTERM/SIGINT finish the step in hand, save it and exit 143/130 with a
+# line saying so (the resume is bit for bit the uninterrupted run); a second signal exits at once
+sigterm_saves_step() {
+  set -m # background jobs keep SIGINT (a non-interactive shell would ignore it for them)
+  local S="$T --steps 400 --save-every 100000 --eval-every 100000"
+  $S --out "$tmp/ref" 2>/dev/null || { echo "FAIL the uninterrupted run"; fails=1; return; }
+  for sig in TERM INT; do
+    local want; want=$([ $sig = TERM ] && echo 143 || echo 130)
+    $S --out "$tmp/s$sig" 2>"$tmp/s$sig.err" &
+    local pid=$!
+    wait_for_log "$tmp/s$sig"
+    kill -$sig $pid; wait $pid; local rc=$?
+    check "sig${sig}_exit_$want" test $rc -eq $want
+    check "sig${sig}_says_so" grep -q "stopped by SIG$sig after step [0-9]* of 400; checkpoint saved in .*; exit $want" "$tmp/s$sig.err"
+    local step; step=$(sed -n 's/.*stopped by SIG[A-Z]* after step \([0-9]*\) .*/\1/p' "$tmp/s$sig.err")
+    check "sig${sig}_saved_step_in_hand" test "$(readlink "$tmp/s$sig/latest")" = "checkpoints/step-$(printf %06d "${step:-0}")"
+    check "sig${sig}_before_the_end" test "${step:-400}" -lt 400
+    "$VRL" train --quiet --resume "$tmp/s$sig" 2>/dev/null
+    check "sig${sig}_resume_bit_exact" cmp -s "$tmp/s$sig/model.safetensors" "$tmp/ref/model.safetensors"
+  done
+  # a second signal while the first is being honoured: out at once
+  $VRL train --quiet --model small --batch 16 --seq 128 --steps 100000 --out "$tmp/s2" 2>"$tmp/s2.err" &
+  local pid=$!
+  wait_for_log "$tmp/s2"
+  kill -TERM $pid; sleep 0.05; kill -TERM $pid; wait $pid; local rc=$?
+  check second_signal_exit_143 test $rc -eq 143
+  check second_signal_says_so grep -q "second SIGTERM: exiting now" "$tmp/s2.err"
+  set +m
+}
+
+# folder_deleted_fails: a run folder deleted under a running trainer stops it with rc 1 and a
+# line, and is not half re-created
+folder_deleted_fails() {
+  $T --steps 1000000 --save-every 50 --out "$tmp/dd" 2>"$tmp/dd.err" &
+  local pid=$!
+  wait_for_log "$tmp/dd"
+  until rm -rf "$tmp/dd" 2>/dev/null; do sleep 0.05; done # the trainer may write while rm lists
+  wait $pid; local rc=$?
+  check folder_deleted_exit_1 test $rc -eq 1
+  check folder_deleted_says_so grep -q "dd: the run folder was deleted or replaced while training" "$tmp/dd.err"
+  check folder_deleted_not_recreated test ! -e "$tmp/dd"
+}
+
+# the group is one of the functions above
 case $GROUP in
-  no_shell_in_paths | strict_numeric_flags | diverged_run_is_json | crafted_sizes_refused | special_files_refused | checkpoints_survive_copy | edited_config_refused) $GROUP ;;
+  *_*) if declare -F "$GROUP" >/dev/null; then "$GROUP"; else echo "unknown group $GROUP"; exit 2; fi ;;
   *) echo "unknown group $GROUP"; exit 2 ;;
 esac
 finish

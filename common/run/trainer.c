@@ -7,11 +7,14 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "common/run/checkpoint.h"
 #include "common/run/ckpt_folder.h"
 #include "common/run/model_record.h"
+#include "common/run/stop_request.h"
 #include "common/run/dist.h"
 #include "common/run/runlock.h"
 #include "common/eval/domainval.h"
@@ -300,6 +303,8 @@ typedef struct {
     DistGrad dg;             /* who takes which micro-batch, how gradients combine (dist.h) */
     int root;                /* rank 0: alone writes the run folder and reports */
     int lock;                /* rank 0's run_lock descriptor on the folder, -1 before */
+    dev_t folder_dev;        /* rank 0: the locked run folder's identity, checked every step */
+    ino_t folder_ino;
 } Run;
 
 static void run_close(Run *r) {
@@ -399,6 +404,11 @@ static int run_open(TrainArgs *a, Run *r) {
         if (config_save_json(path, &a->model) < 0) return -1;
         if (hf_export_static(a->out, &a->model, a->data) < 0) return -1;
     }
+    if (r->root) {
+        struct stat fs;
+        if (stat(a->out, &fs) != 0) return vrl_error("%s: cannot stat the run folder", a->out);
+        r->folder_dev = fs.st_dev, r->folder_ino = fs.st_ino;
+    }
     if (r->root && metrics_open(&r->met, a->out, a->resume ? st->step : -1) < 0) return -1;
     if (r->root && changes[0] && metrics_log_resume(&r->met, st->step, changes) < 0) return -1;
     if (!(r->tokens = malloc((size_t)a->batch * a->seq * sizeof *r->tokens))) return vrl_error("out of memory");
@@ -496,7 +506,28 @@ static int run_evaluate(Run *r, long step) {
     return 0;
 }
 
-/* From the step after the run's last checkpoint to a->steps: update, log, evaluate, save. */
+/* The run folder is still the one this run locked: deleted or replaced under a running
+ * trainer, every later write would half re-create it (mkdir -p) and leave rc 0. */
+static int folder_intact(const Run *r, long step) {
+    struct stat st;
+    char path[TRAIN_PATH_LEN + 16];
+    snprintf(path, sizeof path, "%s/config.json", r->a->out);
+    if (stat(r->a->out, &st) != 0 || st.st_dev != r->folder_dev || st.st_ino != r->folder_ino || stat(path, &st) != 0)
+        return vrl_error("%s: the run folder was deleted or replaced while training (at step %ld); stopped, "
+                         "nothing more is written",
+                         r->a->out, step);
+    return 0;
+}
+
+/* A SIGTERM or SIGINT on any rank stops every rank after the same step. */
+static int stop_signal(const Run *r) {
+    int sig = stop_request_signal();
+    if (r->dg.world > 1 && dist_sum_f64(sig ? 1.0 : 0.0) > 0 && !sig) sig = SIGTERM;
+    return sig;
+}
+
+/* From the step after the run's last checkpoint to a->steps: update, log, evaluate, save.
+ * 0 at the end, -1 on an error, 128 + the signal after a requested stop (saved first). */
 static int train_loop(Run *r) {
     const TrainArgs *a = r->a;
     const double tokens_per_step = (double)a->batch * a->seq * a->accum;
@@ -507,6 +538,7 @@ static int train_loop(Run *r) {
         if (train_update(r, step, &loss, &lr, &norm) < 0) return -1;
         const double dt = now_seconds() - t0;
         sec_per_step = sec_per_step == 0 ? dt : 0.9 * sec_per_step + 0.1 * dt;
+        if (r->root && folder_intact(r, step) < 0) return -1;
         if (r->root && metrics_log_step(&r->met, step, loss, lr, norm, tokens_per_step / dt) < 0) return -1;
         if (diverged(r, step, "the gradient norm", norm) < 0) return -1; /* nothing of this step is saved */
         if (!a->quiet && (r->met.tty || step == r->st.step + 1 || step % 10 == 0 || step == a->steps))
@@ -514,9 +546,21 @@ static int train_loop(Run *r) {
         if (r->root && ((a->eval_every > 0 && step % a->eval_every == 0) || step == a->steps) &&
             run_evaluate(r, step) < 0)
             return -1;
-        if ((a->save_every > 0 && step % a->save_every == 0) || step == a->steps) {
-            if (save_run(a, r->model, &r->h, r->train, r->mix, step, &r->st.rng) < 0) return -1;
+        const int sig = stop_signal(r);
+        if (sig || (a->save_every > 0 && step % a->save_every == 0) || step == a->steps) {
+            if (save_run(a, r->model, &r->h, r->train, r->mix, step, &r->st.rng) < 0) {
+                if (r->root) folder_intact(r, step); /* a folder deleted mid-save: say that, not ENOENT */
+                return -1;
+            }
             dist_barrier(); /* the checkpoint is whole before any rank moves on or ends */
+        }
+        if (sig) {
+            if (!a->quiet) progress_end(&r->met);
+            if (r->root)
+                fprintf(stderr, "vrl train: stopped by %s after step %ld of %ld; checkpoint saved in %s "
+                                "(continue with --resume %s); exit %d\n",
+                        stop_request_name(sig), step, a->steps, a->out, a->out, 128 + sig);
+            return 128 + sig;
         }
     }
     if (!a->quiet) {
@@ -528,7 +572,12 @@ static int train_loop(Run *r) {
 
 int train_run(TrainArgs *a) {
     Run r;
-    const int rc = run_open(a, &r) < 0 ? -1 : train_loop(&r);
+    int rc = run_open(a, &r);
+    if (rc == 0) { /* from the first step on, SIGTERM/SIGINT save before they stop the run */
+        stop_request_install();
+        rc = train_loop(&r);
+        stop_request_uninstall();
+    }
     run_close(&r);
     return rc;
 }
