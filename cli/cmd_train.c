@@ -32,7 +32,8 @@ static void usage(FILE *f) {
             "  --device cpu|cuda     where to train [cpu]\n"
             "  --precision fp32|fp64 reference precision on cpu [fp32]\n"
             "  --threads N           OpenBLAS threads on cpu [OPENBLAS_NUM_THREADS if set, else\n"
-            "                        1 below d_model 512 (they would only spin), else all cores]\n"
+            "                        1 below d_model 512 (they would only spin), else all cores;\n"
+            "                        recorded: a resumed run keeps its count, another is refused]\n"
             "  --variant SPEC        model variant, e.g. resformer or svformer:anchors=1,5 [baseline]\n"
             "data\n"
             "  --data SHARDS|DIR     comma-separated token shards, or a folder written by\n"
@@ -229,7 +230,10 @@ int cmd_train(int argc, char **argv) {
         ModelConfig m = a.model;
         char path[sizeof a.out + 16];
         snprintf(path, sizeof path, "%s/config.json", a.out);
-        if (!resume || config_load_json(path, &m) == 0) blas_threads_apply(threads, &m);
+        /* the thread count changes the bits: a resumed run keeps its own unless --threads is
+         * given, and then train_args_resume refuses a different one */
+        if (resume && !threads) threads = checkpoint_stored_threads(a.out);
+        if (!resume || config_load_json(path, &m) == 0) a.threads = blas_threads_apply(threads, &m);
     }
     const int rc = train_run(&a); /* 0, -1, or 128 + signal after a stop that saved */
     if (rc < 0) goto fail;

@@ -218,6 +218,18 @@ folder_deleted_fails() {
   check folder_deleted_not_recreated test ! -e "$tmp/dd"
 }
 
+# threads_recorded: the CPU thread count (it changes the bits) is stored with the run; a resume
+# keeps it whatever OPENBLAS_NUM_THREADS says, and refuses another --threads naming both
+threads_recorded() {
+  $T --steps 2 --threads 1 --out "$tmp/th" 2>/dev/null || { echo "FAIL could not train"; fails=1; return; }
+  expect_error threads_change_refused "--threads 2: the run was started with --threads 1; a resumed run keeps it" \
+    "$VRL" train --quiet --resume "$tmp/th" --steps 4 --threads 2
+  check threads_same_accepted "$VRL" train --quiet --resume "$tmp/th" --steps 3 --threads 1
+  OPENBLAS_NUM_THREADS=2 "$VRL" train --quiet --resume "$tmp/th" --steps 4 2>/dev/null
+  check threads_env_ignored_on_resume test $? -eq 0
+  check threads_in_state grep -aq '\\"threads\\":1' "$tmp/th/train_state.safetensors"
+}
+
 # the group is one of the functions above
 case $GROUP in
   *_*) if declare -F "$GROUP" >/dev/null; then "$GROUP"; else echo "unknown group $GROUP"; exit 2; fi ;;

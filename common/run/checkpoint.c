@@ -328,22 +328,36 @@ out:
     return rc;
 }
 
-int checkpoint_stored_backend(const char *run, char *name, size_t n) {
+/* The train_args object of RUN's published state, or NULL (no state, a damaged one: the
+ * full load reports that). */
+static json_t *stored_train_args(const char *run) {
     char dir[PATH_MAX], path[PATH_MAX];
-    name[0] = '\0';
-    if (ckpt_resolve(run, dir, sizeof dir) < 0 || join(path, sizeof path, dir, STATE_FILE) < 0) return -1;
+    if (ckpt_resolve(run, dir, sizeof dir) < 0 || join(path, sizeof path, dir, STATE_FILE) < 0) return NULL;
     StFile f;
     if (!file_exists(path) || st_read(path, &f) < 0) {
         vrl_clear_error(); /* no state or a damaged one: the resume itself says which */
-        return 0;
+        return NULL;
     }
     json_t *meta = f.metadata_json ? json_loads(f.metadata_json, 0, NULL) : NULL;
     const char *text = json_string_value(json_object_get(meta, "train_args"));
     json_t *args = text ? json_loads(text, 0, NULL) : NULL;
+    json_decref(meta);
+    st_free(&f);
+    return args;
+}
+
+int checkpoint_stored_backend(const char *run, char *name, size_t n) {
+    name[0] = '\0';
+    json_t *args = stored_train_args(run);
     const char *be = json_string_value(json_object_get(args, "backend"));
     if (be) snprintf(name, n, "%s", be);
     json_decref(args);
-    json_decref(meta);
-    st_free(&f);
     return 0;
+}
+
+int checkpoint_stored_threads(const char *run) {
+    json_t *args = stored_train_args(run);
+    const json_int_t t = json_integer_value(json_object_get(args, "threads")); /* 0 when absent */
+    json_decref(args);
+    return t > 0 && t <= 1024 ? (int)t : 0;
 }

@@ -47,5 +47,8 @@ int checkpoint_load_state(const char *dir, const ParamTable *t, DType dtype,
 /* The backend name ("ref-fp32", ...) in the train_args of RUN's published state; an
  * unreadable state is left to the full load to report, with name "". */
 int checkpoint_stored_backend(const char *run, char *name, size_t n);
+/* The CPU thread count RUN was trained with (its results depend on it), 0 when its state
+ * does not record one (older runs, or unreadable: the full load says why). */
+int checkpoint_stored_threads(const char *run);
 
 #endif
