@@ -102,7 +102,7 @@ static int list_dir(const char *dir, int want_dir, const char *suf1, const char 
         out->n++;
     }
     closedir(d);
-    qsort(out->v, out->n, sizeof *out->v, cmp_name);
+    if (out->n > 1) qsort(out->v, out->n, sizeof *out->v, cmp_name); /* an empty folder: v is NULL */
     return 0;
 }
 

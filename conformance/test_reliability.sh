@@ -230,6 +230,53 @@ threads_recorded() {
   check threads_in_state grep -aq '\\"threads\\":1' "$tmp/th/train_state.safetensors"
 }
 
+# small_items: a regenerated data folder refused on resume (fingerprint), an empty .zst is an
+# error, an empty validation/ is read without qsort(NULL) (UBSan in the sanitizer pass), the
+# lock always names its holder's pid
+small_items() {
+  mkdir -p "$tmp/sp/train/chunk1" "$tmp/sp/validation/chunk1"
+  for split in train validation; do
+    for i in $(seq 200); do
+      echo "{\"text\": \"the cat sat on the mat, line $i of $split, again and again\", \"meta\": {\"redpajama_set_name\": \"RedPajamaC4\"}}"
+    done >"$tmp/sp/$split/chunk1/example_${split}_0.jsonl"
+  done
+  local tok; tok="$(dirname "$0")/fixtures/tiny_tokenizer.json"
+  "$VRL" data reorganize --in "$tmp/sp" --out "$tmp/rg" >/dev/null 2>&1
+  "$VRL" data tokenize --in "$tmp/rg" --out "$tmp/tk" --tokenizer "$tok" --chunk 16 >/dev/null 2>&1
+  sed 's/"vocab_size": 64/"vocab_size": 512/' >"$tmp/v512.json" <<'JSON'
+{"model_type": "llama", "hidden_size": 16, "intermediate_size": 56, "num_hidden_layers": 2,
+ "num_attention_heads": 2, "num_key_value_heads": 2, "vocab_size": 64, "max_position_embeddings": 64,
+ "rms_norm_eps": 1e-05, "rope_theta": 10000.0}
+JSON
+  local D="$VRL train --quiet --model $tmp/v512.json --data $tmp/tk --mixture RedPajamaC4=1 --seq 16 --batch 2"
+  check fingerprint_run $D --steps 2 --out "$tmp/fp"
+  check fingerprint_same_data_resumes "$VRL" train --quiet --resume "$tmp/fp" --steps 3
+  sed -i 's/cat/dog/' "$tmp/rg/train/RedPajamaC4.jsonl"
+  rm -rf "$tmp/tk"
+  "$VRL" data tokenize --in "$tmp/rg" --out "$tmp/tk" --tokenizer "$tok" --chunk 16 >/dev/null 2>&1
+  expect_error fingerprint_regenerated_refused "--data .*tk: the shards differ from those the run started on" \
+    "$VRL" train --quiet --resume "$tmp/fp" --steps 4
+  rm -f "$tmp/tk/validation/"*
+  check empty_validation_inspect "$VRL" data inspect --in "$tmp/tk"
+  check empty_validation_trains $D --steps 2 --out "$tmp/ev"
+  mkdir -p "$tmp/ez/train/chunk1" && : >"$tmp/ez/train/chunk1/example_train_0.jsonl.zst"
+  expect_error empty_zst "example_train_0.jsonl.zst: empty file (a .zst file holds at least one zstd frame)" \
+    "$VRL" data reorganize --in "$tmp/ez" --out "$tmp/ezo"
+  # the lock: a second run on the folder while the first starts names a pid, never "unknown"
+  local unknown=0
+  for i in 1 2 3; do
+    $T --steps 100000 --out "$tmp/lk$i" 2>/dev/null &
+    local pid=$!
+    for _ in $(seq 200); do
+      $T --steps 1 --out "$tmp/lk$i" 2>"$tmp/lk.err" && break
+      grep -q "in use by another vrl train" "$tmp/lk.err" && break
+    done
+    grep -q "pid unknown" "$tmp/lk.err" && unknown=1
+    kill $pid; wait $pid 2>/dev/null
+  done
+  check lock_names_pid test $unknown -eq 0
+}
+
 # the group is one of the functions above
 case $GROUP in
   *_*) if declare -F "$GROUP" >/dev/null; then "$GROUP"; else echo "unknown group $GROUP"; exit 2; fi ;;

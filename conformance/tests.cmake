@@ -55,7 +55,7 @@ set_tests_properties(test_crash_resume PROPERTIES TIMEOUT 600)
 # Issue 24's reproductions, one ctest per guarded property (conformance/test_reliability.sh).
 foreach(group no_shell_in_paths strict_numeric_flags diverged_run_is_json crafted_sizes_refused
     special_files_refused checkpoints_survive_copy edited_config_refused sigterm_saves_step folder_deleted_fails
-    threads_recorded)
+    threads_recorded small_items)
   add_test(NAME test_${group} COMMAND ${CMAKE_SOURCE_DIR}/conformance/test_reliability.sh ${group} $<TARGET_FILE:vrl>)
 endforeach()
 

@@ -80,6 +80,8 @@ static int refill(LineReader *r) {
                 if (r->last_ret != 0)
                     return vrl_error("%s: truncated zstd stream (near line %llu)", r->path,
                                      (unsigned long long)r->line + 1);
+                if (r->bytes_in == 0) /* not even a frame header: no zstd file holds 0 bytes */
+                    return vrl_error("%s: empty file (a .zst file holds at least one zstd frame)", r->path);
                 r->eof = 1;
                 return 0;
             }

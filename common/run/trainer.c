@@ -21,6 +21,7 @@
 #include "common/base/error.h"
 #include "common/base/fsutil.h"
 #include "common/base/memory.h"
+#include "common/data/data_fingerprint.h"
 #include "common/data/loader.h"
 #include "common/run/metrics.h"
 #include "common/model/spec.h"
@@ -63,6 +64,7 @@ int train_args_to_json(const TrainArgs *a, char *buf, size_t n) {
     json_object_set_new(o, "seed", json_string(seed));
     json_object_set_new(o, "mixture", json_string(a->mixture));
     if (a->threads > 0) json_object_set_new(o, "threads", json_integer(a->threads)); /* it changes the bits */
+    if (a->data_fingerprint[0]) json_object_set_new(o, "data_fingerprint", json_string(a->data_fingerprint));
     char *text = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS | JSON_REAL_PRECISION(17));
     json_decref(o);
     if (!text || strlen(text) >= n) {
@@ -80,17 +82,18 @@ int train_args_from_json(const char *text, TrainArgs *a, const char *origin) {
     if (!o) return vrl_error("%s: training arguments: %s", origin, e.text);
     const char *data, *val, *sched, *seed, *backend, *mixture = "";
     int threads = 0; /* absent in older states */
+    const char *fingerprint = "";
     json_int_t steps, warmup, decay_end, eval_every, save_every, synth;
     int rc = json_unpack_ex(o, &e, JSON_STRICT,
                             "{s:s, s:s, s:s, s:I, s:i, s:i, s:i, s:s, s:F, s:F, s:I, s:I, s:F, s:F, s:F, s:F, s:F, "
-                            "s:s, s:I, s:i, s:I, s:I, s?s, s?i}",
+                            "s:s, s:I, s:i, s:I, s:I, s?s, s?i, s?s}",
                             "backend", &backend, "data", &data, "val_data", &val, "steps", &steps, "batch", &a->batch,
                             "seq", &a->seq, "accum", &a->accum, "schedule", &sched, "lr", &a->sched.peak, "lr_end",
                             &a->sched.end, "warmup", &warmup, "decay_end", &decay_end, "beta1", &a->opt.beta1,
                             "beta2", &a->opt.beta2, "eps", &a->opt.eps, "wd", &a->opt.weight_decay, "clip",
                             &a->opt.clip, "seed", &seed, "eval_every", &eval_every, "eval_batches",
                             &a->eval_batches, "save_every", &save_every, "synthetic_tokens", &synth, "mixture",
-                            &mixture, "threads", &threads);
+                            &mixture, "threads", &threads, "data_fingerprint", &fingerprint);
     if (rc == 0 && schedule_kind_parse(sched, &a->sched.kind) < 0) rc = -1, snprintf(e.text, sizeof e.text, "schedule \"%s\"", sched);
     if (rc == 0) {
         snprintf(a->data, sizeof a->data, "%s", data);
@@ -98,6 +101,7 @@ int train_args_from_json(const char *text, TrainArgs *a, const char *origin) {
         snprintf(a->mixture, sizeof a->mixture, "%s", mixture); /* absent in older states: formulas.md §3 weights */
         a->steps = steps;
         if (threads > 0) a->threads = threads;
+        snprintf(a->data_fingerprint, sizeof a->data_fingerprint, "%s", fingerprint);
         a->sched.warmup = warmup;
         a->sched.decay_end = decay_end;
         a->eval_every = eval_every;
@@ -172,6 +176,20 @@ static int open_data(const TrainArgs *a, DataLoader **train, DataLoader **val, M
         }
     }
     return *train ? 0 : -1;
+}
+
+/* The shards' identity (data_fingerprint.h): recorded by a fresh run, compared on resume so
+ * a data folder regenerated at the same path is refused, not silently trained on. */
+static int check_data_fingerprint(TrainArgs *a) {
+    char d[20], v[20], fp[sizeof a->data_fingerprint];
+    if (data_fingerprint(a->data, d, sizeof d) < 0 || data_fingerprint(a->val_data, v, sizeof v) < 0) return -1;
+    snprintf(fp, sizeof fp, "%s%s%s", d, v[0] ? "," : "", v);
+    if (a->resume && a->data_fingerprint[0] && strcmp(fp, a->data_fingerprint))
+        return vrl_error("--data %s: the shards differ from those the run started on (fingerprint %s, stored %s: "
+                         "regenerated or edited?); a resumed run reads the same data",
+                         a->data, fp, a->data_fingerprint);
+    snprintf(a->data_fingerprint, sizeof a->data_fingerprint, "%s", fp);
+    return 0;
 }
 
 /* Mean loss over the first eval_batches full batches of the validation windows, in order. */
@@ -380,6 +398,7 @@ static int run_open(TrainArgs *a, Run *r) {
     if (a->seq > a->model.max_seq)
         return vrl_error("--seq %d exceeds the model's max_position_embeddings %d", a->seq, a->model.max_seq);
     if (open_data(a, &r->train, &r->val, &r->mix) < 0) return -1;
+    if (check_data_fingerprint(a) < 0) return -1;
     if (r->val && loader_windows(r->val) < (uint64_t)a->batch) /* no full batch: no validation loss to log */
         return vrl_error("%s: %llu validation windows of %d tokens, fewer than one --batch of %d",
                          a->val_data[0] ? a->val_data : "the synthetic validation set",
