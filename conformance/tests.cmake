@@ -52,6 +52,10 @@ add_test(NAME test_cli_errors COMMAND ${CMAKE_SOURCE_DIR}/conformance/test_cli_e
 add_test(NAME test_run_folder COMMAND ${CMAKE_SOURCE_DIR}/conformance/test_run_folder.sh $<TARGET_FILE:vrl>)
 add_test(NAME test_crash_resume COMMAND ${CMAKE_SOURCE_DIR}/conformance/test_crash_resume.sh $<TARGET_FILE:vrl>)
 set_tests_properties(test_crash_resume PROPERTIES TIMEOUT 600)
+# odd numbers and paths through every subcommand, seeded and bounded (20 s): no signal, no
+# sanitizer report (build-asan/), no hang
+add_test(NAME test_cli_fuzz COMMAND ${CMAKE_SOURCE_DIR}/conformance/test_cli_fuzz.sh $<TARGET_FILE:vrl> 1 20)
+set_tests_properties(test_cli_fuzz PROPERTIES TIMEOUT 300)
 # Issue 24's reproductions, one ctest per guarded property (conformance/test_reliability.sh).
 foreach(group no_shell_in_paths strict_numeric_flags diverged_run_is_json crafted_sizes_refused
     special_files_refused checkpoints_survive_copy edited_config_refused sigterm_saves_step folder_deleted_fails
