@@ -378,7 +378,7 @@ static void mapped_free(MappedLines *m) {
 
 static int map_lines(const char *path, MappedLines *m) {
     memset(m, 0, sizeof *m);
-    int fd = open_regular(path);
+    int fd = open_regular(path, NULL);
     if (fd < 0) return -1;
     struct stat st;
     if (fstat(fd, &st) != 0) { close(fd); return vrl_error("%s: cannot stat", path); }

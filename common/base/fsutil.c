@@ -102,7 +102,7 @@ static const char *file_kind(mode_t m) {
          : S_ISBLK(m) ? "a block device" : S_ISSOCK(m) ? "a socket" : "not a plain file";
 }
 
-int open_regular(const char *path) {
+int open_regular(const char *path, uint64_t *size) {
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) return vrl_error("%s: cannot open: %s", path, strerror(errno));
     struct stat st;
@@ -121,11 +121,12 @@ int open_regular(const char *path) {
         close(fd);
         return vrl_error("%s: cannot read: %s", path, strerror(e));
     }
+    if (size) *size = (uint64_t)st.st_size;
     return fd;
 }
 
 FILE *fopen_regular(const char *path) {
-    const int fd = open_regular(path);
+    const int fd = open_regular(path, NULL);
     if (fd < 0) return NULL;
     FILE *f = fdopen(fd, "rb");
     if (!f) {
@@ -138,19 +139,10 @@ FILE *fopen_regular(const char *path) {
 int read_file_all(const char *path, void **data, size_t *n) {
     *data = NULL;
     *n = 0;
-    int fd = open_regular(path);
+    uint64_t file_size;
+    int fd = open_regular(path, &file_size);
     if (fd < 0) return -1;
-    struct stat st;
-    if (fstat(fd, &st) < 0) {
-        int e = errno;
-        close(fd);
-        return vrl_error("%s: cannot stat: %s", path, strerror(e));
-    }
-    if (S_ISDIR(st.st_mode)) {
-        close(fd);
-        return vrl_error("%s: is a directory", path);
-    }
-    size_t size = (size_t)st.st_size;
+    size_t size = (size_t)file_size;
     char *buf = malloc(size + 1); /* +1: room for the convenience NUL */
     if (!buf) {
         close(fd);

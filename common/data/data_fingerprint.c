@@ -18,14 +18,13 @@
 
 /* One shard: its name (relative to what the user named), its size, its header. */
 static int add_file(const char *path, const char *name, uint64_t *h) {
-    const int fd = open_regular(path);
+    uint64_t size;
+    const int fd = open_regular(path, &size);
     if (fd < 0) return -1;
-    struct stat st;
     unsigned char head[HEADER_BYTES] = {0};
-    const ssize_t got = fstat(fd, &st) == 0 ? pread(fd, head, sizeof head, 0) : -1;
+    const ssize_t got = pread(fd, head, sizeof head, 0);
     close(fd);
     if (got < 0) return vrl_error("%s: cannot read", path);
-    const uint64_t size = (uint64_t)st.st_size;
     *h = fnv1a64(name, strlen(name) + 1, *h);
     *h = fnv1a64(&size, sizeof size, *h);
     *h = fnv1a64(head, (size_t)got, *h);

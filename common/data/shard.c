@@ -79,19 +79,9 @@ static int verify_ids(const ShardMap *s, uint64_t checksum, uint32_t version) {
 int shard_map(const char *path, ShardMap *s) {
     memset(s, 0, sizeof *s);
     snprintf(s->path, sizeof s->path, "%s", path);
-    int fd = open_regular(path); /* a FIFO would hang the open itself */
+    uint64_t size;
+    int fd = open_regular(path, &size); /* a FIFO would hang the open itself */
     if (fd < 0) return -1;
-    struct stat st;
-    if (fstat(fd, &st) < 0) {
-        int e = errno;
-        close(fd);
-        return vrl_error("%s: cannot stat: %s", path, strerror(e));
-    }
-    if (!S_ISREG(st.st_mode)) {
-        close(fd);
-        return vrl_error("%s: not a regular file", path);
-    }
-    const uint64_t size = (uint64_t)st.st_size;
     if (size == 0) {
         close(fd);
         return vrl_error("%s: empty file (not a vrl token shard)", path);
