@@ -14,7 +14,7 @@
 
 #include "common/model/spec.h"
 #include "common/base/error.h"
-#include "common/run/metrics.h"
+#include "common/base/clock.h"
 #include "common/model/params.h"
 #include "common/base/rng.h"
 #include "ref/model.h"

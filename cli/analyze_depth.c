@@ -6,21 +6,19 @@
  * behind the Backend table (ref-fp32); its VIEW_DEPTH_WEIGHTS gives the weights. */
 #include "cli/analyze_depth.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli/evalbatches.h"
-#include "cli/gnuplot.h"
-#include "common/run/checkpoint.h"
-#include "common/run/model_record.h"
-#include "common/eval/domainval.h"
+#include "common/data/mixture.h"
 #include "common/base/error.h"
 #include "common/base/fsutil.h"
 #include "common/data/synthetic.h"
-#include "common/run/trainer.h"
+#include "common/run/run_folder.h"
 #include "common/model/spec.h"
-#include "ref/model.h" /* ref_backend_f32 */
+#include "common/model/backends.h"
 
 static void sub_name(char *buf, size_t n, int s, int L) {
     if (s == 2 * L) snprintf(buf, n, "head");
@@ -41,42 +39,31 @@ static void src_name(char *buf, size_t n, const StreamRange *r, int L) {
 }
 
 /* Mean depth weights avg [S][S] (row s: step s's sources in plan order) over every token of
- * up to `batches` held-out batches of the run, its weights in be's model of spec; *data
- * becomes the data read (NULL: the synthetic stream), *used the batches averaged and *N the
- * tokens of one batch. */
-static int mean_depth_weights(const char *run_dir, const ModelSpec *spec, const Backend *be, const char **data,
-                              int batches, double *avg, int *used, int *batch_tokens) {
+ * up to `batches` held-out batches of the run (its weights and training flags in run), in
+ * be's model; *data becomes the data read (NULL: the synthetic stream), *used the batches
+ * averaged and *N the tokens of one batch. */
+static int mean_depth_weights(const RunFolder *run, const Backend *be, const char **data, int batches, double *avg,
+                              int *used, int *batch_tokens) {
+    const ModelSpec *spec = &run->spec;
     const ModelConfig *c = &spec->config;
-    const ParamTable *t = &spec->table;
     const StreamPlan *pl = &spec->stream;
-    char path[4200];
+    const TrainArgs a = run->args; /* the run's batch shape and validation data */
     EvalBatches eb;
     void *m = NULL;
-    float *params = NULL;  /* [t->total] the run's weights */
     int32_t *tok = NULL;   /* [batch, seq] */
     int rc = -1;
-    /* the run's batch shape and validation data, from its training state */
-    TrainState st;
-    TrainArgs a;
-    train_args_defaults(&a);
-    a.model = *c;
-    if (checkpoint_load_state(run_dir, t, DT_F32, NULL, NULL, &st) < 0) return -1; /* its flags only */
-    snprintf(path, sizeof path, "%s/train_state.safetensors", run_dir);
-    if (train_args_from_json(st.train_args_json, &a, path) < 0) return -1;
     /* Held-out data: --data, else the run's own validation shards, else the validation
      * chunks of its tokenized data folder, else the synthetic validation stream. */
     if (!*data) *data = a.val_data[0] ? a.val_data : is_mixture_dir(a.data) ? a.data : NULL;
     if (eval_batches_open(&eb, *data, c->vocab_size, a.batch, a.seq) < 0) return -1;
     const int S = 2 * c->n_layers + 1, N = *batch_tokens = a.batch * a.seq;
-    params = malloc(t->total * sizeof *params);
     tok = malloc((size_t)N * sizeof *tok);
-    if (!params || !tok) {
+    if (!tok) {
         vrl_error("out of memory");
         goto done;
     }
-    if (checkpoint_load_model(run_dir, t, DT_F32, params) < 0) goto done;
     if (!(m = be->create(spec, a.batch, a.seq))) goto done;
-    be->set_state(m, params, NULL, NULL);
+    be->set_state(m, run->params, NULL, NULL);
     for (*used = 0; *used < batches; (*used)++) {
         const int got = eval_batches_next(&eb, tok);
         if (got < 0) goto done;
@@ -98,7 +85,6 @@ static int mean_depth_weights(const char *run_dir, const ModelSpec *spec, const 
     rc = 0;
 done:
     free(tok);
-    free(params);
     if (m) be->destroy(m);
     eval_batches_close(&eb);
     return rc;
@@ -154,12 +140,9 @@ static int write_depth_outputs(const char *run_dir, const char *out_dir, const M
         return -1;
     }
     /* y labels: sublayers; x labels: source index (block mode: emb, block 1, ...) */
-    /* gnuplot runs in out_dir (no path in the script); the variant is quoted as text */
-    fprintf(gp, "set terminal pngcairo size 900,700 font ',10'\nset output 'depth_attention.png'\n");
-    char title[600];
-    snprintf(title, sizeof title, "AttnRes depth attention: %s (mean softmax weight over %d tokens)", c->variant,
-             used * N);
-    fputs("set title ", gp), gnuplot_quote(gp, title), fputs(" noenhanced\n", gp);
+    fprintf(gp, "set terminal pngcairo size 900,700 font ',10'\nset output '%s/depth_attention.png'\n", out_dir);
+    fprintf(gp, "set title 'AttnRes depth attention: %s (mean softmax weight over %d tokens)' noenhanced\n", c->variant,
+            used * N);
     fprintf(gp, "set xlabel 'source (0 = embedding%s)'\nset ylabel 'input of'\n",
             pl->block ? ", then finished block sums, then the partial block" : ", then sublayer outputs in order");
     fprintf(gp, "set yrange [%d.5:-0.5]\nset xrange [-0.5:%d.5]\nset cbrange [0:1]\nset palette rgb 33,13,10\n", S - 1,
@@ -170,13 +153,18 @@ static int write_depth_outputs(const char *run_dir, const char *out_dir, const M
         sub_name(rn, sizeof rn, s, L);
         fprintf(gp, "%s'%s' %d", s ? ", " : "", rn, s);
     }
-    fprintf(gp, ")\nset xtics 1\nplot 'depth_attention.dat' using 1:2:3 with image notitle, \\\n"
-                "     '' using 1:2:(strcol(3) eq 'NaN' ? '' : sprintf('%%.2f', $3)) with labels font ',8' notitle\n");
-    if (fclose(gp) != 0) return vrl_error("%s: cannot write", path);
-    if (!gnuplot_available()) {
+    fprintf(gp, ")\nset xtics 1\nplot '%s/depth_attention.dat' using 1:2:3 with image notitle, \\\n"
+                "     '' using 1:2:(strcol(3) eq 'NaN' ? '' : sprintf('%%.2f', $3)) with labels font ',8' notitle\n",
+            out_dir);
+    fclose(gp);
+    if (system("command -v gnuplot > /dev/null 2>&1") != 0) {
         fprintf(stderr, "vrl analyze: gnuplot is not installed; wrote %s/depth_attention.csv only\n", out_dir);
     } else {
-        if (gnuplot_run(out_dir, "depth_attention.gp") < 0) return -1;
+        snprintf(path, sizeof path, "gnuplot '%s/depth_attention.gp'", out_dir);
+        if (system(path) != 0) {
+            vrl_error("%s/depth_attention.gp: gnuplot failed", out_dir);
+            return -1;
+        }
         printf("wrote %s/depth_attention.png (and .csv, .dat, .gp)\n", out_dir);
     }
     return 0;
@@ -184,24 +172,24 @@ static int write_depth_outputs(const char *run_dir, const char *out_dir, const M
 
 int analyze_depth_attention(const char *run_dir, const char *out_dir, const char *data, int batches) {
     char path[4200];
-    ModelConfig c;
-    ModelSpec spec;
-    const Backend *be = &ref_backend_f32;
-    snprintf(path, sizeof path, "%s/config.json", run_dir);
-    if (config_load_json(path, &c) < 0 || model_record_check(run_dir, &c, path) < 0 ||
-        model_spec_build_from(&c, path, &spec) < 0)
-        return -1;
+    RunFolder run;
+    const BackendEntry *cpu = backend_select("cpu", "fp32");
+    if (!cpu) return -1;
+    const Backend *be = cpu->be;
+    if (run_path(path, sizeof path, run_dir, RUN_CONFIG) < 0 || run_folder_open(run_dir, 0, DT_F32, &run) < 0) return -1;
+    const ModelSpec *spec = &run.spec;
     double *avg = NULL; /* [S][S] mean weights, row s over step s's sources */
     int rc = -1, used = 0, N = 0;
-    if (spec.stream.kind != STREAM_ATTNRES)
-        vrl_error("%s: variant \"%s\" has no depth attention (an attnres variant has)", path, c.variant);
-    else if (backend_require(be, &spec, BACKEND_CAN_ANALYZE)) {
-        const size_t S = 2 * (size_t)c.n_layers + 1;
+    if (spec->stream.kind != STREAM_ATTNRES)
+        vrl_error("%s: variant \"%s\" has no depth attention (an attnres variant has)", path, run.config.variant);
+    else if (backend_require(be, spec, BACKEND_CAN_ANALYZE)) {
+        const size_t S = 2 * (size_t)run.config.n_layers + 1;
         if (!(avg = calloc(S * S, sizeof *avg))) vrl_error("out of memory");
-        else if (mean_depth_weights(run_dir, &spec, be, &data, batches, avg, &used, &N) == 0)
-            rc = write_depth_outputs(run_dir, out_dir, &spec, data, avg, used, N);
+        else if (run_folder_read(&run, RUN_OPEN_ARGS) == 0 && run_folder_read(&run, RUN_OPEN_PARAMS) == 0 &&
+                 mean_depth_weights(&run, be, &data, batches, avg, &used, &N) == 0)
+            rc = write_depth_outputs(run_dir, out_dir, spec, data, avg, used, N);
     }
     free(avg);
-    model_spec_free(&spec);
+    run_folder_close(&run);
     return rc;
 }

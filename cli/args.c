@@ -1,7 +1,7 @@
 /* args.c: command-line parsing helpers (args.h). */
 #include "cli/args.h"
 
-#include "common/model/variant.h"
+#include "common/model/variant_registry.h"
 
 #include <errno.h>
 #include <math.h>

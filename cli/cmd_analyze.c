@@ -2,7 +2,7 @@
  * entropy, token similarity, value spectrum and Fig. 3 cross-layer cosines per layer
  * for one or more runs side by side, and the relative training loss of two runs.
  * Numbers go to CSV and analysis.json, plots to PNG through gnuplot (data + script are
- * kept, so a plot can be redrawn by hand). The math is ref/metrics.c (fp64 build) and
+ * kept, so a plot can be redrawn by hand). The math is ref/analysis.c (fp64 build) and
  * common/eval/curves.c; the model runs behind the Backend table (ref-fp64), which must
  * declare BACKEND_CAN_ANALYZE for the run's spec. New per-run metrics are one row of
  * METRICS below. */
@@ -24,12 +24,12 @@
 #include "common/data/loader.h"
 #include "common/data/mixture.h"
 #include "common/data/synthetic.h"
-#include "cli/runload.h"
+#include "common/run/run_folder.h"
 
 /* Analysis runs the fp64 reference: the plain ref names below map to their _f64 builds. */
 #define VRL_FP64 1
-#include "ref/metrics.h"
-#include "ref/model.h" /* ref_backend_f64 */
+#include "ref/analysis.h"
+#include "common/model/backends.h"
 
 #define MAX_RUNS 8
 
@@ -199,15 +199,17 @@ static const MetricCmd METRICS[] = {
 /* ------------------------------------------------------------------ computing */
 
 static int analyze_run(RunMetrics *r, const char *data, int B, int T, int batches) {
-    RunModel run;
-    if (run_load(r->dir, DT_F64, &run) < 0) return -1;
+    RunFolder run;
+    if (run_folder_open(r->dir, RUN_OPEN_PARAMS, DT_F64, &run) < 0) return -1;
     r->config = run.config;
     if (T > run.config.max_seq) T = run.config.max_seq;
     const int kvC = run.config.n_kv_heads * (run.config.d_model / run.config.n_heads);
     int rc = -1;
     EvalBatches src;
     int32_t *tokens = malloc((size_t)B * T * sizeof *tokens); /* [B,T] */
-    const Backend *be = &ref_backend_f64;
+    const BackendEntry *cpu = backend_select("cpu", "fp64"); /* the analysis runs in double */
+    if (!cpu) return -1;
+    const Backend *be = cpu->be;
     void *m = NULL;
     if (!tokens || metric_sums_init(&r->s, run.config.n_layers, kvC) < 0) {
         vrl_error("out of memory");
@@ -236,7 +238,7 @@ done_nosrc:
     if (m) be->destroy(m);
 done:
     free(tokens);
-    run_free(&run);
+    run_folder_close(&run);
     return rc;
 }
 
@@ -317,8 +319,7 @@ static int loss_curves(Analysis *a, char *const *runs, int n, int w) {
     char path[4200];
     int rc = 0, got = 0;
     for (; got < n; got++) {
-        snprintf(path, sizeof path, "%s/metrics.jsonl", runs[got]);
-        if (curve_read(path, &raw) < 0) break;
+        if (run_path(path, sizeof path, runs[got], RUN_METRICS) < 0 || curve_read(path, &raw) < 0) break;
         rc = curve_smooth(&raw, w, &sm[got]);
         curve_free(&raw);
         if (rc < 0) break;

@@ -11,14 +11,15 @@
 
 #include "cli/args.h"
 #include "cli/commands.h"
-#include "cli/runload.h"
+#include "common/run/run_folder.h"
 #include "common/base/error.h"
 #include "common/base/fsutil.h"
 #include "common/data/mixture.h"
 #include "common/data/shard.h"
 #include "common/eval/lmeval.h"
-#include "common/run/metrics.h"
-#include "ref/model.h"
+#include "common/eval/zeroshot.h"
+#include "common/base/clock.h"
+#include "common/model/backends.h"
 
 #ifndef VRL_DEFAULT_EVAL_DIR
 #define VRL_DEFAULT_EVAL_DIR "../shared/data/eval"
@@ -160,16 +161,17 @@ static int check_output(const char *flag, const char *path, int overwrite) {
 }
 
 /* The first non-finite weight of the checkpoint, as an error naming the tensor. */
-static int check_finite(const char *ckpt, const RunModel *run) {
+static int check_finite(const char *ckpt, const RunFolder *run) {
     for (int i = 0; i < run->spec.table.n; i++) {
         const ParamInfo *p = &run->spec.table.p[i];
         for (size_t j = 0; j < p->numel; j++) {
             const size_t at = p->offset + j;
             const double x = run->dtype == DT_F64 ? ((const double *)run->params)[at] : ((const float *)run->params)[at];
-            if (!isfinite(x))
-                return vrl_error("%s/model.safetensors: tensor %s holds a non-finite value (%g at element %zu); "
-                                 "the training diverged",
-                                 ckpt, p->name, x, j);
+            if (isfinite(x)) continue;
+            char path[4200];
+            if (run_path(path, sizeof path, ckpt, RUN_MODEL) < 0) return -1;
+            return vrl_error("%s: tensor %s holds a non-finite value (%g at element %zu); the training diverged", path,
+                             p->name, x, j);
         }
     }
     return 0;
@@ -222,82 +224,38 @@ int cmd_eval(int argc, char **argv) {
         fprintf(stderr, "vrl eval: --ckpt RUN is required (see vrl eval --help)\n");
         return 2;
     }
-    const Backend *be = NULL;
-    if (!strcmp(precision, "fp32")) be = &ref_backend_f32;
-    else if (!strcmp(precision, "fp64")) be = &ref_backend_f64;
-    else {
-        fprintf(stderr, "vrl eval: --precision: \"%s\" is not fp32 or fp64\n", precision);
+    const BackendEntry *cpu = backend_select("cpu", precision);
+    if (!cpu) {
+        fprintf(stderr, "vrl eval: %s\n", vrl_last_error());
         return 2;
     }
+    const Backend *be = cpu->be;
     if (!tasks) tasks = data || wiki || text || tokens ? "none" : "all";
     char default_out[4200];
-    snprintf(default_out, sizeof default_out, "%s/eval.json", ckpt);
+    if (!out_path && run_path(default_out, sizeof default_out, ckpt, RUN_EVAL) < 0) goto fail;
     if (!out_path) out_path = default_out;
     if (check_output("--out", out_path, overwrite) < 0) goto fail;
     if (log_path && check_output("--log-samples", log_path, overwrite) < 0) goto fail;
 
     /* which tasks: validated (folder and files exist, names known) before any model work */
-    const TaskInfo *sel[16];
-    char task_path[16][4200];
-    int n_sel = 0;
-    if (!strcmp(tasks, "all")) {
-        struct stat st;
-        if (stat(eval_dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
-            vrl_error("%s: no such folder (the task files: give --eval-dir DIR, or --tasks none)", eval_dir);
-            goto fail;
-        }
-        for (const TaskInfo *t = LMEVAL_TASKS; t->name; t++) {
-            snprintf(task_path[n_sel], sizeof task_path[0], "%s/%s", eval_dir, t->file);
-            if (file_exists(task_path[n_sel])) sel[n_sel++] = t;
-            else fprintf(stderr, "vrl eval: %s: absent, task %s skipped\n", task_path[n_sel], t->name);
-        }
-        if (!n_sel) {
-            vrl_error("%s: holds none of the task files (see vrl eval --help; or --tasks none)", eval_dir);
-            goto fail;
-        }
-    } else if (strcmp(tasks, "none")) {
-        char buf[1024];
-        snprintf(buf, sizeof buf, "%s", tasks);
-        for (char *save, *name = strtok_r(buf, ",", &save); name; name = strtok_r(NULL, ",", &save)) {
-            const TaskInfo *t = lmeval_task(name);
-            if (!t) {
-                vrl_error("--tasks: unknown task \"%s\"", name);
-                goto fail;
-            }
-            if (n_sel == 16) {
-                vrl_error("--tasks: too many tasks");
-                goto fail;
-            }
-            snprintf(task_path[n_sel], sizeof task_path[0], "%s/%s", eval_dir, t->file);
-            if (!file_exists(task_path[n_sel])) {
-                vrl_error("%s: no such task file (task %s; see --eval-dir)", task_path[n_sel], name);
-                goto fail;
-            }
-            sel[n_sel++] = t;
-        }
-    }
-    if ((n_sel || wiki || text) && !tokfile) {
+    static ZeroShot zs; /* [16] task paths: static, not on the stack */
+    if (zeroshot_select(tasks, eval_dir, &zs) < 0) goto fail;
+    if ((zs.n || wiki || text) && !tokfile) {
         vrl_error("--tokenizer FILE is needed for tasks, --wikitext and --text");
         goto fail;
     }
-    /* every task file is read and checked before the model is touched */
-    static TaskSet sets[16];
-    for (int i = 0; i < n_sel; i++)
-        if (task_load(sel[i], task_path[i], (size_t)limit, &sets[i]) < 0) {
-            for (int j = 0; j < i; j++) task_free(&sets[j]);
-            goto fail;
-        }
+    if (zeroshot_load(&zs, (size_t)limit) < 0) goto fail;
 
-    RunModel run;
-    if (run_load(ckpt, be->dtype, &run) < 0) {
-        for (int i = 0; i < n_sel; i++) task_free(&sets[i]);
+    RunFolder run;
+    if (run_folder_open(ckpt, RUN_OPEN_PARAMS, be->dtype, &run) < 0) {
+        zeroshot_free(&zs);
         goto fail;
     }
     if (!seq) seq = run.config.max_seq;
     Tokenizer *tok = NULL;
     Scorer sc = {0};
     FILE *log = NULL;
-    json_t *out = json_object(), *jt = json_object(), *jd = json_object();
+    json_t *out = json_object(), *jt = NULL, *jd = json_object();
     int rc = -1;
     if (check_finite(ckpt, &run) < 0) goto done;
     if (tokfile && tok_load(tokfile, &tok) < 0) goto done;
@@ -352,30 +310,8 @@ int cmd_eval(int argc, char **argv) {
         if (!o) goto done;
         json_object_set_new(out, "tokens", o);
     }
-    if (n_sel) {
-        printf("\nzero-shot (lm-evaluation-harness definitions; acc_norm divides by the choice's characters)\n");
-        printf("  %-14s %8s %9s %11s %7s\n", "task", "acc", "acc_norm", "perplexity", "n");
-        double sa = 0;
-        int n_mc = 0;
-        for (int i = 0; i < n_sel; i++) {
-            TaskResult tr;
-            sc.label = sel[i]->name;
-            if (task_evaluate(&sc, tok, &sets[i], log, &tr) < 0) goto done;
-            json_t *o = json_pack("{s:f, s:I}", "acc", tr.acc, "n", (json_int_t)tr.n);
-            printf("  %-14s %8.4f", sel[i]->name, tr.acc);
-            if (sel[i]->has_acc_norm) printf(" %9.4f", tr.acc_norm), json_object_set_new(o, "acc_norm", json_real(tr.acc_norm));
-            else printf(" %9s", "-");
-            if (sel[i]->kind == TASK_LAMBADA)
-                printf(" %11.4f", tr.perplexity), json_object_set_new(o, "perplexity", json_real(tr.perplexity));
-            else printf(" %11s", "-"), sa += tr.acc, n_mc++;
-            printf(" %7zu\n", tr.n);
-            fflush(stdout);
-            json_object_set_new(jt, sel[i]->name, o);
-        }
-        if (n_mc) {
-            printf("  %-14s %8.4f   (multiple-choice tasks)\n", "average", sa / n_mc);
-            json_object_set_new(jt, "average", json_pack("{s:f, s:i}", "acc", sa / n_mc, "tasks", n_mc));
-        }
+    if (zs.n_loaded) {
+        if (!(jt = zeroshot_run(&zs, &sc, tok, log))) goto done;
         json_object_set(out, "zero_shot", jt);
     }
     const double dt = now_seconds() - t0;
@@ -389,8 +325,8 @@ done:
     if (log && fclose(log) != 0 && rc == 0) rc = vrl_error("--log-samples: %s: write failed", log_path);
     scorer_free(&sc);
     tok_free(tok);
-    run_free(&run);
-    for (int i = 0; i < n_sel; i++) task_free(&sets[i]);
+    run_folder_close(&run);
+    zeroshot_free(&zs);
     json_decref(out), json_decref(jt), json_decref(jd);
     if (rc == 0) return 0;
 fail:

@@ -6,15 +6,12 @@
 
 #include "cli/args.h"
 #include "cli/commands.h"
-#include "cli/runload.h"
+#include "common/run/run_folder.h"
 #include "common/base/error.h"
 #include "common/base/fsutil.h"
 #include "common/data/tokenizer.h"
-#include "common/eval/sample.h"
-#include "common/run/metrics.h"
-#include "ref/model.h"
-
-enum { EOS_ID = 0 }; /* formulas.md §3; config.json's eos_token_id */
+#include "common/eval/generate.h"
+#include "common/model/backends.h"
 
 static void usage(FILE *f) {
     fprintf(f,
@@ -53,17 +50,19 @@ static int parse_ids(const char *s, TokIds *out) {
     return 0;
 }
 
-/* Streaming text: decode everything generated so far and print what is new, holding back a
- * trailing U+FFFD (a UTF-8 character whose bytes are split across tokens). */
+/* The tokens as they come: ids separated by spaces, or streaming text: everything generated
+ * so far decoded and what is new printed, holding back a trailing U+FFFD (a UTF-8 character
+ * whose bytes are split across tokens). */
 typedef struct {
-    const Tokenizer *tok;
-    size_t printed;
-} TextOut;
+    const Tokenizer *tok; /* NULL: print ids */
+    size_t printed;       /* bytes of text printed */
+    size_t prompt_n;      /* tokens of the prompt */
+} Printer;
 
-static int emit(TextOut *o, const uint32_t *ids, size_t n, int final) {
+static int emit(Printer *o, const TokIds *ids, int final) {
     char *text;
     size_t len;
-    if (tok_decode(o->tok, ids, n, 1, &text, &len) < 0) return -1;
+    if (tok_decode(o->tok, ids->ids, ids->n, 1, &text, &len) < 0) return -1;
     size_t upto = len;
     if (!final && upto >= 3 && !memcmp(text + upto - 3, "\xEF\xBF\xBD", 3)) upto -= 3;
     if (upto > o->printed) {
@@ -72,6 +71,16 @@ static int emit(TextOut *o, const uint32_t *ids, size_t n, int final) {
         o->printed = upto;
     }
     free(text);
+    return 0;
+}
+
+/* GenerateSink: the prompt (text only; next < 0), then each token. */
+static int print_token(void *ctx, const TokIds *ids, int32_t next) {
+    Printer *o = ctx;
+    if (o->tok) return emit(o, ids, next < 0);
+    if (next < 0) return 0;
+    printf("%s%d", ids->n > o->prompt_n + 1 ? " " : "", (int)next);
+    fflush(stdout);
     return 0;
 }
 
@@ -128,18 +137,13 @@ int cmd_generate(int argc, char **argv) {
         vrl_error("--output: \"%s\" is not text or ids", output);
         goto fail;
     }
-    const Backend *be;
-    if (!strcmp(prec, "fp32")) be = &ref_backend_f32;
-    else if (!strcmp(prec, "fp64")) be = &ref_backend_f64;
-    else {
-        vrl_error("--precision: \"%s\" is not fp32 or fp64", prec);
-        goto fail;
-    }
+    const BackendEntry *cpu = backend_select("cpu", prec);
+    if (!cpu) goto fail;
+    const Backend *be = cpu->be;
 
     /* tokenizer: --tokenizer, else the run folder's own (written at run start when known) */
     char runtok[4200];
-    snprintf(runtok, sizeof runtok, "%s/tokenizer.json", ckpt);
-    if (!tokp && file_exists(runtok)) tokp = runtok;
+    if (!tokp && run_path(runtok, sizeof runtok, ckpt, RUN_TOKENIZER) == 0 && file_exists(runtok)) tokp = runtok;
     Tokenizer *tok = NULL;
     if (tokp && tok_load(tokp, &tok) < 0) goto fail;
     if (prompt && !tok) {
@@ -153,95 +157,32 @@ int cmd_generate(int argc, char **argv) {
         goto fail;
     }
 
-    RunModel rm;
+    RunFolder rm;
     TokIds ids = {0};
-    void *m = NULL, *kv = NULL, *logits = NULL;
-    double *row = NULL;
-    SampleScratch *ss = NULL;
     int rc = 1;
-    if (run_load(ckpt, be->dtype, &rm) < 0) {
+    if (run_folder_open(ckpt, RUN_OPEN_PARAMS, be->dtype, &rm) < 0) {
         tok_free(tok);
         goto fail;
     }
     if (!backend_require(be, &rm.spec, BACKEND_CAN_GENERATE)) goto done;
-    const int V = rm.config.vocab_size;
     if (prompt ? tok_encode(tok, prompt, strlen(prompt), &ids) < 0 : parse_ids(ids_arg, &ids) < 0) goto done;
-    for (size_t i = 0; i < ids.n; i++)
-        if (ids.ids[i] >= (uint32_t)V) {
-            vrl_error("prompt token %u at position %zu is outside the model's vocabulary [0, %d)", ids.ids[i], i, V);
-            goto done;
-        }
-    if (ids.n >= (size_t)rm.config.max_seq) {
-        vrl_error("the prompt has %zu tokens; the model holds %d positions", ids.n, rm.config.max_seq);
-        goto done;
-    }
-    const int prompt_n = (int)ids.n;
-    const int total = prompt_n + max_new < rm.config.max_seq ? prompt_n + max_new : rm.config.max_seq;
-    const size_t esz = dtype_size(be->dtype);
-    if (!(m = be->create(&rm.spec, 1, 2))) goto done;
-    be->set_state(m, rm.params, NULL, NULL);
-    if (!(kv = be->kv_create(m, 1, total))) goto done;
-    logits = malloc((size_t)prompt_n * V * esz);
-    row = malloc((size_t)V * sizeof *row);
-    ss = sample_alloc(V);
-    if (!logits || !row || !ss) {
-        vrl_error("out of memory");
-        goto done;
-    }
-    int32_t *in = malloc((size_t)prompt_n * sizeof *in);
-    if (!in) {
-        vrl_error("out of memory");
-        goto done;
-    }
-    for (int i = 0; i < prompt_n; i++) in[i] = (int32_t)ids.ids[i];
-    TextOut to = {tok, 0};
-    if (as_text && emit(&to, ids.ids, ids.n, 1) < 0) goto done_in;
-    const double t0 = now_seconds();
-    if (be->decode(m, kv, in, prompt_n, logits) < 0) goto done_in;
-    const double t_prompt = now_seconds() - t0;
-    const void *last = (const char *)logits + (size_t)(prompt_n - 1) * V * esz;
     /* text out: draw only ids the tokenizer can decode (a model's vocabulary may be larger,
      * e.g. the `small` preset's 512 rows trained on 256 byte ids) */
-    const int Vs = as_text && tok_vocab_size(tok) < (uint32_t)V ? (int)tok_vocab_size(tok) : V;
-    Rng g;
-    rng_seed(&g, seed);
-    int made = 0;
-    for (int pos = prompt_n; pos < total; pos++) {
-        for (int v = 0; v < V; v++)
-            row[v] = be->dtype == DT_F64 ? ((const double *)last)[v] : ((const float *)last)[v];
-        const int32_t next = sample_next(row, Vs, &sp, &g, ss);
-        if (next == EOS_ID) break;
-        made++;
-        if (tok_ids_push(&ids, (uint32_t)next) < 0) goto done_in;
-        if (as_text) {
-            if (emit(&to, ids.ids, ids.n, 0) < 0) goto done_in;
-        } else {
-            printf("%s%d", made > 1 ? " " : "", (int)next);
-            fflush(stdout);
-        }
-        if (pos + 1 == total) break; /* the last token needs no logits */
-        if (be->decode(m, kv, &next, 1, logits) < 0) goto done_in;
-        last = logits;
-    }
-    if (as_text && emit(&to, ids.ids, ids.n, 1) < 0) goto done_in;
+    const int draw_vocab = as_text ? (int)tok_vocab_size(tok) : rm.config.vocab_size;
+    Printer out = {as_text ? tok : NULL, 0, ids.n};
+    GenerateStats st;
+    if (generate(be, &rm.spec, rm.params, &ids, max_new, draw_vocab, &sp, seed, print_token, &out, &st) < 0) goto done;
+    if (as_text && emit(&out, &ids, 1) < 0) goto done;
     printf("\n");
     fflush(stdout);
-    const double secs = now_seconds() - t0 - t_prompt;
-    fprintf(stderr, "vrl generate: %d tokens in %.3f s (%.1f tokens/s, %s); prompt %d tokens in %.3f s\n", made,
-            secs, secs > 0 ? made / secs : 0.0, be->name, prompt_n, t_prompt);
+    fprintf(stderr, "vrl generate: %d tokens in %.3f s (%.1f tokens/s, %s); prompt %zu tokens in %.3f s\n", st.made,
+            st.seconds, st.seconds > 0 ? st.made / st.seconds : 0.0, be->name, out.prompt_n, st.prompt_seconds);
     rc = 0;
-done_in:
-    free(in);
 done:
     if (rc) fprintf(stderr, "vrl generate: %s\n", vrl_last_error());
-    sample_free(ss);
-    free(row);
-    free(logits);
-    if (kv) be->kv_free(kv);
-    if (m) be->destroy(m);
     tok_ids_free(&ids);
     tok_free(tok);
-    run_free(&rm);
+    run_folder_close(&rm);
     return rc;
 fail:
     fprintf(stderr, "vrl generate: %s\n", vrl_last_error());

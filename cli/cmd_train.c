@@ -6,17 +6,15 @@
 #include "cli/args.h"
 #include "cli/blas_threads.h"
 #include "cli/commands.h"
+#include "common/model/backends.h"
 #include "common/model/config.h"
 #include "common/base/error.h"
 #include "common/data/mixture.h"
 #include "common/run/dist.h"
 #include "common/run/checkpoint.h"
+#include "common/run/run_paths.h"
 #include "common/run/trainer.h"
 #include "common/model/spec.h"
-#include "ref/model.h"
-#if VRL_HAVE_CUDA
-#include "fast/fast.h"
-#endif
 
 static void usage(FILE *f) {
     fprintf(f,
@@ -88,8 +86,94 @@ static void usage(FILE *f) {
     args_print_variants(f);
 }
 
+/* The backend of --device / --precision; --resume without either: the run's own. */
+static const BackendEntry *choose_backend(const TrainArgs *a, const char *resume, const char *device,
+                                          const char *precision) {
+    if (resume && !train_args_flag_given(a, "--device") && !train_args_flag_given(a, "--precision")) {
+        char stored[64];
+        if (checkpoint_stored_backend(resume, stored, sizeof stored) < 0) return NULL;
+        /* a name this build lacks (or none: no state yet) keeps the defaults; the trainer says why */
+        const BackendEntry *run_be = backend_named(stored);
+        if (run_be) device = run_be->device;
+        if (run_be && run_be->precision) precision = run_be->precision;
+    }
+    return backend_select(device, precision);
+}
+
+/* The flags that say which run: a new one or --resume. */
+typedef struct {
+    const char *model, *variant, *mixture, *out, *resume;
+    int model_given, steps_given, seq_given;
+} RunFlags;
+
+/* --resume DIR: the run continues in DIR with its stored model, variant and mixture. */
+static int resume_run(TrainArgs *a, const RunFlags *f) {
+    if (f->out && strcmp(f->out, f->resume))
+        return vrl_error("--out and --resume name different folders; a resumed run continues in its own folder");
+    /* --model again: the trainer checks it names the run's own shape */
+    if (f->model_given && config_from_arg(f->model, &a->model) < 0) return -1;
+    char kept[sizeof a->out + 32];
+    if (f->variant)
+        return run_path(kept, sizeof kept, f->resume, RUN_CONFIG) < 0
+                   ? -1
+                   : vrl_error("--variant: a resumed run keeps the variant in %s", kept);
+    if (f->mixture)
+        return run_path(kept, sizeof kept, f->resume, RUN_TRAIN_STATE) < 0
+                   ? -1
+                   : vrl_error("--mixture: a resumed run keeps the weights stored in %s", kept);
+    snprintf(a->out, sizeof a->out, "%s", f->resume);
+    a->resume = 1;
+    if (!f->steps_given) a->steps = 0;
+    return 0;
+}
+
+/* A new run: its folder, and its model built once into *spec (handed to train_run). */
+static int new_run(TrainArgs *a, const RunFlags *f, ModelSpec *spec) {
+    if (f->out) snprintf(a->out, sizeof a->out, "%s", f->out);
+    else {
+        /* A fresh folder per run, so running `vrl train` twice never collides. */
+        time_t now = time(NULL);
+        strftime(a->out, sizeof a->out, "runs/%Y%m%d-%H%M%S", localtime(&now));
+    }
+    if (config_from_arg(f->model, &a->model) < 0) return -1;
+    /* recorded in config.json as vrl_variant, so the run folder rebuilds the model */
+    if (model_spec_set_variant(&a->model, f->variant, f->variant ? "--variant" : f->model, spec) < 0) return -1;
+    a->spec = spec; /* built once: train_run takes it over */
+    /* the default length must fit every model, tiny's 64 positions included */
+    if (!f->seq_given && a->seq > a->model.max_seq) a->seq = a->model.max_seq;
+    return 0;
+}
+
+/* --mixture NAME=W,...: parsed here; the names are checked against the folder by the
+ * trainer, before anything is written. */
+static int mixture_flag(TrainArgs *a, const char *mixture) {
+    if (!mixture) return 0;
+    MixtureWeights w;
+    if (mixture_weights_parse(mixture, &w) < 0) {
+        char why[VRL_ERROR_LEN];
+        snprintf(why, sizeof why, "%s", vrl_last_error());
+        return vrl_error("--mixture: %s", why);
+    }
+    if (snprintf(a->mixture, sizeof a->mixture, "%s", mixture) >= (int)sizeof a->mixture)
+        return vrl_error("--mixture: longer than %zu characters", sizeof a->mixture - 1);
+    return 0;
+}
+
+/* BLAS threads fitted to the model; a resumed run's model is in its folder (when that
+ * cannot be read, train_run says why). */
+static void fit_blas_threads(TrainArgs *a, int threads) {
+    ModelConfig m = a->model;
+    char path[sizeof a->out + 16];
+    /* the thread count changes the bits: a resumed run keeps its own unless --threads is
+     * given, and then train_args_resume refuses a different one */
+    if (a->resume && !threads) threads = checkpoint_stored_threads(a->out);
+    if (!a->resume || (run_path(path, sizeof path, a->out, RUN_CONFIG) == 0 && config_load_json(path, &m) == 0))
+        a->threads = blas_threads_apply(threads, &m);
+}
+
 int cmd_train(int argc, char **argv) {
     TrainArgs a;
+    ModelSpec spec = {0}; /* a new run's model, built once here (errors name --variant or --model) */
     train_args_defaults(&a);
     Args p = {.argc = argc, .argv = argv, .i = 1, .cmd = "vrl train"};
     const char *model = "small", *device = "cpu", *precision = "fp32", *v, *resume = NULL, *out = NULL, *variant = NULL,
@@ -143,103 +227,27 @@ int cmd_train(int argc, char **argv) {
         fprintf(stderr, "vrl train: unknown argument \"%s\" (see vrl train --help)\n", argv[p.i]);
         return 2;
     }
-    /* --resume without --device or --precision: the run's own backend */
-    if (resume && !train_args_flag_given(&a, "--device") && !train_args_flag_given(&a, "--precision")) {
-        char stored[64];
-        if (checkpoint_stored_backend(resume, stored, sizeof stored) < 0) goto fail;
-        if (!strcmp(stored, "ref-fp64")) precision = "fp64";
-        else if (!strcmp(stored, "cuda-bf16")) device = "cuda";
-    }
-    if (!strcmp(device, "cuda")) {
-#if VRL_HAVE_CUDA
-        if (fast_device_check() < 0) {
-            char why[VRL_ERROR_LEN];
-            snprintf(why, sizeof why, "%s", vrl_last_error());
-            vrl_error("--device cuda: %s", why);
-            goto fail;
-        }
-        a.backend = &fast_backend_cuda; /* bf16 with fp32 master weights; --precision is for cpu */
-#else
-        vrl_error("--device cuda: this build of vrl has no CUDA backend (fast/ is not built)");
-        goto fail;
-#endif
-    } else if (strcmp(device, "cpu")) {
-        vrl_error("--device: \"%s\" is not cpu or cuda", device);
-        goto fail;
-    } else if (!strcmp(precision, "fp32")) a.backend = &ref_backend_f32;
-    else if (!strcmp(precision, "fp64")) a.backend = &ref_backend_f64;
-    else {
-        vrl_error("--precision: \"%s\" is not fp32 or fp64", precision);
-        goto fail;
-    }
+    const BackendEntry *chosen = choose_backend(&a, resume, device, precision);
+    if (!chosen) goto fail;
+    a.backend = chosen->be;
     if (a.sched.warmup > 0 && a.sched.decay_end >= 0 && a.sched.decay_end <= a.sched.warmup) {
         vrl_error("--decay-end %ld must be after --warmup %ld", a.sched.decay_end, a.sched.warmup);
         goto fail;
     }
-    if (resume) {
-        if (out && strcmp(out, resume)) {
-            vrl_error("--out and --resume name different folders; a resumed run continues in its own folder");
-            goto fail;
-        }
-        /* --model again: the trainer checks it names the run's own shape */
-        if (model_given && config_from_arg(model, &a.model) < 0) goto fail;
-        if (variant) {
-            vrl_error("--variant: a resumed run keeps the variant in %s/config.json", resume);
-            goto fail;
-        }
-        if (mixture) {
-            vrl_error("--mixture: a resumed run keeps the weights stored in %s/train_state.safetensors", resume);
-            goto fail;
-        }
-        snprintf(a.out, sizeof a.out, "%s", resume);
-        a.resume = 1;
-        if (!steps_given) a.steps = 0;
-    } else {
-        if (out) snprintf(a.out, sizeof a.out, "%s", out);
-        else {
-            /* A fresh folder per run, so running `vrl train` twice never collides. */
-            time_t now = time(NULL);
-            strftime(a.out, sizeof a.out, "runs/%Y%m%d-%H%M%S", localtime(&now));
-        }
-        if (config_from_arg(model, &a.model) < 0) goto fail;
-        /* recorded in config.json as vrl_variant, so the run folder rebuilds the model */
-        if (model_spec_set_variant(&a.model, variant, variant ? "--variant" : model, NULL) < 0) goto fail;
-        /* the default length must fit every model, tiny's 64 positions included */
-        if (!seq_given && a.seq > a.model.max_seq) a.seq = a.model.max_seq;
-    }
-    if (mixture) { /* the names are checked against the folder by the trainer, before anything is written */
-        MixtureWeights w;
-        if (mixture_weights_parse(mixture, &w) < 0) {
-            char why[VRL_ERROR_LEN];
-            snprintf(why, sizeof why, "%s", vrl_last_error());
-            vrl_error("--mixture: %s", why);
-            goto fail;
-        }
-        if (snprintf(a.mixture, sizeof a.mixture, "%s", mixture) >= (int)sizeof a.mixture) {
-            vrl_error("--mixture: longer than %zu characters", sizeof a.mixture - 1);
-            goto fail;
-        }
-    }
+    const RunFlags rf = {model, variant, mixture, out, resume, model_given, steps_given, seq_given};
+    if ((resume ? resume_run(&a, &rf) : new_run(&a, &rf, &spec)) < 0 || mixture_flag(&a, mixture) < 0) goto fail;
     /* Under mpirun/srun: every process from here on is one rank of the job. */
     if (dist_init() < 0) goto fail;
     if (!resume) a.accum *= dist_world(); /* the update of the whole job; a resumed run keeps its own */
     dist_broadcast(a.out, sizeof a.out);  /* rank 0's folder (a default name holds the time) */
-    if (a.backend == &ref_backend_f32 || a.backend == &ref_backend_f64) {
-        /* BLAS threads fitted to the model; a resumed run's model is in its folder (when that
-         * cannot be read, train_run says why) */
-        ModelConfig m = a.model;
-        char path[sizeof a.out + 16];
-        snprintf(path, sizeof path, "%s/config.json", a.out);
-        /* the thread count changes the bits: a resumed run keeps its own unless --threads is
-         * given, and then train_args_resume refuses a different one */
-        if (resume && !threads) threads = checkpoint_stored_threads(a.out);
-        if (!resume || config_load_json(path, &m) == 0) a.threads = blas_threads_apply(threads, &m);
-    }
+    if (!strcmp(chosen->device, "cpu")) fit_blas_threads(&a, threads);
     const int rc = train_run(&a); /* 0, -1, or 128 + signal after a stop that saved */
     if (rc < 0) goto fail;
+    model_spec_free(&spec);
     dist_finalize();
     return rc;
 fail:
+    model_spec_free(&spec);
     dist_abort("vrl train", vrl_last_error()); /* with other ranks: print with the rank, stop them all */
     fprintf(stderr, "vrl train: %s\n", vrl_last_error());
     dist_finalize();

@@ -3,7 +3,7 @@
 
 #include <string.h>
 
-#include "common/eval/domainval.h"
+#include "common/data/mixture.h"
 #include "common/data/synthetic.h"
 
 int eval_batches_open(EvalBatches *e, const char *data, int vocab_size, int B, int T) {

@@ -3,6 +3,10 @@
 #include <string.h>
 
 #include "cli/commands.h"
+#include "ref/ref.h"
+#if VRL_HAVE_CUDA
+#include "fast/fast.h"
+#endif
 
 typedef struct {
     const char *name;
@@ -30,6 +34,10 @@ static void usage(FILE *f) {
 }
 
 int main(int argc, char **argv) {
+    ref_register_backends();
+#if VRL_HAVE_CUDA
+    fast_register_backends();
+#endif
     if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
         usage(argc < 2 ? stderr : stdout);
         return argc < 2 ? 2 : 0;

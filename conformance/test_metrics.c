@@ -1,4 +1,4 @@
-/* test_metrics.c: formulas.md §6 analysis metrics (ref/metrics.c, fp64 build) on inputs whose
+/* test_metrics.c: formulas.md §6 analysis metrics (ref/analysis.c, fp64 build) on inputs whose
  * answer is known in closed form, and against the PyTorch-computed
  * conformance/golden/fixtures/metrics_baseline.safetensors. */
 #include <criterion/criterion.h>
@@ -14,7 +14,7 @@
 #include "common/model/params.h"
 #include "common/base/safetensors.h"
 #include "conformance/test_util.h"
-#include "ref/metrics.h"
+#include "ref/analysis.h"
 #include "ref/model.h"
 
 /* Uniform causal attention: row i puts 1/(i+1) on keys 0..i. Column sums

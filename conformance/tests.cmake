@@ -69,7 +69,8 @@ foreach(t test_tokenizer test_mixture)
   target_compile_definitions(${t} PRIVATE VRL_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
 endforeach()
 # The data tests drive `vrl data` through cmd_data() directly.
-vrl_test(test_data SOURCES conformance/test_data.c cli/cmd_data.c cli/cmd_data_bytes.c cli/args.c LIBS vrl_common)
+vrl_test(test_data SOURCES conformance/test_data.c cli/cmd_data.c cli/cmd_data_reorganize.c cli/cmd_data_select.c
+  cli/cmd_data_tokenize.c cli/cmd_data_inspect.c cli/data_common.c cli/cmd_data_bytes.c cli/args.c LIBS vrl_common)
 target_compile_definitions(test_data PRIVATE VRL_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
 
 # ---------------------------------------------------------------- value-path (formulas.md §4) and residual-stream (§5) variants, GPT-2

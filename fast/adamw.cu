@@ -13,7 +13,7 @@
 #include "fast/zero.cuh"
 #if VRL_HAVE_NCCL
 extern "C" {
-#include "common/run/dist.h"
+#include "common/base/procgroup.h"
 }
 #else
 /* Without NCCL m->zero is always NULL and these are never reached. */

@@ -6,6 +6,7 @@
  * The table's void functions cannot return an error: a failure there leaves its message
  * in vrl_last_error() and the next forward or step reports it (NaN). */
 #include "common/base/error.h"
+#include "common/model/backends.h"
 #include "fast/fast.h"
 #include "fast/model.h"
 #if VRL_HAVE_NCCL
@@ -54,3 +55,9 @@ const Backend fast_backend_cuda = {
     .reduce_next = fast_reduce_next,
 #endif
 };
+
+void fast_register_backends(void) {
+    /* bf16 with fp32 master weights: --precision is for cpu */
+    static const BackendEntry cuda = {"cuda", NULL, &fast_backend_cuda, fast_device_check};
+    backend_register(&cuda);
+}

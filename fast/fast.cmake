@@ -21,7 +21,7 @@ if(VRL_CUDA)
       fast/adamw.cu
       fast/bench.cu
       fast/backend.c
-      fast/value_plan.c
+      fast/capabilities.c
     )
     set_target_properties(vrl_fast PROPERTIES CUDA_STANDARD 17 CUDA_RUNTIME_LIBRARY Shared)
     target_compile_options(vrl_fast PRIVATE

@@ -21,6 +21,9 @@ extern "C" {
  * the host view (get_state / set_state / get_logits) is DT_F32. */
 extern const Backend fast_backend_cuda;
 
+/* Register fast_backend_cuda as --device cuda (common/model/backends.h). */
+void fast_register_backends(void);
+
 /* 0 if at least one CUDA device is usable; else -1 with
  * vrl_error("no CUDA device (cudaGetDeviceCount: <reason>)"). */
 int fast_device_check(void);
@@ -28,7 +31,7 @@ int fast_device_check(void);
 /* Upper bound on layers the value-path tables and kernel arguments hold. */
 #define FAST_MAX_LAYERS 64
 
-/* What the CUDA backend does for spec (fast_backend_cuda.capabilities, fast/value_plan.c):
+/* What the CUDA backend does for spec (fast_backend_cuda.capabilities, fast/capabilities.c):
  * BACKEND_CAN_TRAIN for the llama block with constant value mixing (the spec's ValuePlan cv
  * table: baseline, ResFormer fixed modes and V-source ablations, SVFormer), the plain
  * residual stream, at most FAST_MAX_LAYERS layers and head_dim 8..128 (a power of two);

@@ -24,7 +24,7 @@
 extern "C" {
 #include "fast/fast.h"
 #include "fast/model.h"
-#include "common/run/dist.h"
+#include "common/base/procgroup.h"
 #if VRL_HAVE_NCCL
 #include "fast/zero.h"
 #endif
@@ -144,32 +144,20 @@ static size_t layout(FastModel *m, char *base) {
 }
 #undef CARVE
 
-static int bind_tensors(FastModel *m) {
-    const ParamTable *t = m->t;
-    const size_t d = m->d, V = m->V, F = m->F, qC = m->qC, kvC = m->kvC;
-    char name[PARAM_NAME_LEN];
-    if (param_table_expect(t, "model.embed_tokens.weight", V * d, &m->o_wte) || param_table_expect(t, "model.norm.weight", d, &m->o_lnf) ||
-        param_table_expect(t, "lm_head.weight", V * d, &m->o_lm_head))
-        return -1;
+/* Offsets from the spec's layout (common/model/layout.h). Every layer here has W_q and W_k
+ * (fast_capabilities); W_v may be absent (SVFormer drops it for layers >= 2): (size_t)-1,
+ * checked in create against the value plan, which says whether the layer computes a V. */
+static int bind_tensors(FastModel *m, const ModelLayout *lay) {
+    m->o_wte = lay->embed.offset, m->o_lnf = lay->norm.offset, m->o_lm_head = lay->head.offset;
     for (int l = 0; l < m->L; l++) {
+        const LayerLayout *ll = &lay->layer[l];
+        if (!ll->wq.numel || !ll->wk.numel)
+            return vrl_error("fast model: layer %d has no W_q or W_k (a shared query/key variant fast cannot run)", l);
         LayerOffsets *o = &m->lo[l];
-#define BIND(field, suffix, numel)                                            \
-    snprintf(name, sizeof name, "model.layers.%d.%s", l, suffix);             \
-    if (param_table_expect(t, name, numel, &o->field)) return -1;
-        BIND(ln1, "input_layernorm.weight", d);
-        BIND(wq, "self_attn.q_proj.weight", qC * d);
-        BIND(wk, "self_attn.k_proj.weight", kvC * d);
-        /* W_v may be absent (SVFormer's table drops it for layers >= 2): checked in create
-         * against the value plan, which says whether the layer computes a V. */
-        snprintf(name, sizeof name, "model.layers.%d.self_attn.v_proj.weight", l);
-        o->wv = (size_t)-1;
-        if (param_table_find(t, name) && param_table_expect(t, name, kvC * d, &o->wv)) return -1;
-        BIND(wo, "self_attn.o_proj.weight", d * qC);
-        BIND(ln2, "post_attention_layernorm.weight", d);
-        BIND(wgate, "mlp.gate_proj.weight", F * d);
-        BIND(wup, "mlp.up_proj.weight", F * d);
-        BIND(wdown, "mlp.down_proj.weight", d * F);
-#undef BIND
+        o->ln1 = ll->ln1.offset, o->wq = ll->wq.offset, o->wk = ll->wk.offset;
+        o->wv = ll->wv.numel ? ll->wv.offset : (size_t)-1;
+        o->wo = ll->wo.offset, o->ln2 = ll->ln2.offset;
+        o->wgate = ll->wgate.offset, o->wup = ll->wup.offset, o->wdown = ll->wdown.offset;
     }
     return 0;
 }
@@ -300,13 +288,12 @@ extern "C" void *fast_model_create(const ModelSpec *spec, int batch, int seq) {
         vrl_error("fast model: out of host memory");
         goto fail;
     }
-    if (bind_tensors(m) < 0) goto fail;
+    if (bind_tensors(m, &spec->layout) < 0) goto fail;
     memcpy(m->coef, spec->value.cv, (size_t)L * L * sizeof *m->coef); /* constant: fast_capabilities checked */
     value_flags(m);
     for (int l = 0; l < L; l++)
         if (m->v_needed[l] && m->lo[l].wv == (size_t)-1) {
-            vrl_error("fast model: layer %d computes V but model.layers.%d.self_attn.v_proj.weight is not in the table",
-                      l, l);
+            vrl_error("fast model: layer %d computes V but its W_v is not in the table", l);
             goto fail;
         }
     if (blas_create(&m->blas) < 0) goto fail;

@@ -9,7 +9,7 @@
 #include "fast/zero.cuh"
 
 extern "C" {
-#include "common/run/dist.h"
+#include "common/base/procgroup.h"
 #include "fast/zero.h"
 }
 
@@ -47,23 +47,27 @@ static size_t block_len(const ZeroBucket *b, int r) {
     return lo >= b->len ? 0 : (b->len - lo < b->chunk ? b->len - lo : b->chunk);
 }
 
-/* Whose gradients a tensor holds, from its Hugging Face name. */
-static int owner_of(const char *name) {
-    int l;
-    if (!strcmp(name, "model.embed_tokens.weight")) return ZERO_EMBED;
-    if (sscanf(name, "model.layers.%d.", &l) == 1) return l;
-    if (!strcmp(name, "model.norm.weight") || !strcmp(name, "lm_head.weight")) return ZERO_HEAD;
+/* Whose gradients the tensor at `offset` holds, from the model's offsets: a layer's tensors
+ * run from its attention norm to the next layer's (the last: to the final norm). */
+static int owner_of(const FastModel *m, size_t offset) {
+    if (offset == m->o_wte) return ZERO_EMBED;
+    if (offset == m->o_lnf || offset == m->o_lm_head) return ZERO_HEAD;
+    for (int l = 0; l < m->L; l++) {
+        const size_t end = l + 1 < m->L ? m->lo[l + 1].ln1 : m->o_lnf;
+        if (offset >= m->lo[l].ln1 && offset < end) return l;
+    }
     return ZERO_LATE;
 }
 
 /* Buckets: maximal runs of adjacent tensors with one owner. */
-static int build_buckets(ZeroState *z, const ParamTable *t) {
+static int build_buckets(ZeroState *z, const FastModel *m) {
+    const ParamTable *t = m->t;
     z->b = (ZeroBucket *)calloc((size_t)t->n, sizeof *z->b);
     if (!z->b) return vrl_error("fast: out of host memory for %d buckets", t->n);
     z->n = 0;
     for (int i = 0; i < t->n; i++) {
         const ParamInfo *p = &t->p[i];
-        const int owner = owner_of(p->name);
+        const int owner = owner_of(m, p->offset);
         ZeroBucket *last = z->n ? &z->b[z->n - 1] : NULL;
         if (last && last->owner == owner && last->start + last->len == p->offset) {
             last->len += p->numel;
@@ -103,7 +107,7 @@ extern "C" int fast_shard_open(void *vm) {
     CUDA_CHECK(cudaStreamCreateWithFlags(&z->stream, cudaStreamNonBlocking));
     CUDA_CHECK(cudaEventCreateWithFlags(&z->reduced, cudaEventDisableTiming));
     CUDA_CHECK(cudaEventCreateWithFlags(&z->updated, cudaEventDisableTiming));
-    if (build_buckets(z, m->t) < 0) return -1;
+    if (build_buckets(z, m) < 0) return -1;
     CUDA_CHECK(cudaMalloc(&z->gshard, z->shard_len * sizeof(float)));
     CUDA_CHECK(cudaMemset(z->gshard, 0, z->shard_len * sizeof(float)));
     if (z->rank == 0)

@@ -11,9 +11,11 @@
 #include <string.h>
 
 #include "common/base/error.h"
+#include "common/model/backends.h"
 #include "ref/adamw.h"
 #include "ref/decode.h"
 #include "ref/net.h"
+#include "ref/ref.h"
 
 typedef struct {
     const RefNet *net;        /* the architecture's table */
@@ -169,3 +171,8 @@ const Backend REF(ref_backend) = {
     .kv_free = be_kv_free,
     .decode = be_decode,
 };
+
+void REF(ref_register_backend)(void) {
+    static const BackendEntry entry = {"cpu", VRL_FP64 ? "fp64" : "fp32", &REF(ref_backend), NULL};
+    backend_register(&entry);
+}

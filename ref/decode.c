@@ -35,14 +35,13 @@ typedef struct {
 
 struct KvCache {
     ModelConfig c;
-    const ParamTable *t;      /* the spec's (not owned) */
     const real *params;
     int B, Tmax, pos, d, NH, NKV, hd, qC, kvC, F, V, L;
     const ValuePlan *plan;    /* the spec's (not owned) */
     double *vcoef;        /* [L,L] plan.cv with the trainable entries read from the weights */
     DecodeLayer *w;       /* [L] */
     const real *wte, *lnf, *lm_head;
-    real **kc, **vc;      /* [L] caches [B,Tmax,kvC], NULL where the layer has no k_proj / v_proj */
+    real **kc, **vc;      /* [L] caches [B,Tmax,kvC], NULL where the layer has no W_k / W_v */
     real *cos_t, *sin_t;  /* [Tmax,hd/2] */
     /* one token's scratch */
     int32_t *tok;         /* [B] */
@@ -61,18 +60,8 @@ struct KvCache {
     StreamState *stream;  /* the depth mixer (ref/stream.c) over N = B tokens, reading y */
 };
 
-static const real *tensor(KvCache *kv, int layer, const char *suffix, size_t numel, int want) {
-    char name[PARAM_NAME_LEN];
-    if (layer < 0) snprintf(name, sizeof name, "%s", suffix);
-    else snprintf(name, sizeof name, "model.layers.%d.%s", layer, suffix);
-    const ParamInfo *p = param_table_find(kv->t, name);
-    if (!want) return NULL;
-    if (!p || p->numel != numel) {
-        vrl_error("decode: parameter %s is %s", name, p ? "of the wrong size" : "not in the table");
-        return NULL;
-    }
-    return kv->params + p->offset;
-}
+/* A weight at its slot in the spec's layout; NULL where the plan drops it. */
+static const real *tensor(const KvCache *kv, TensorSlot slot) { return slot.numel ? kv->params + slot.offset : NULL; }
 
 void kv_cache_free(KvCache *kv) {
     if (!kv) return;
@@ -110,7 +99,6 @@ KvCache *kv_cache_create(const ModelSpec *spec, const real *params, int batch, i
         return NULL;
     }
     kv->c = *c;
-    kv->t = &spec->table;
     kv->plan = &spec->value;
     kv->params = params;
     kv->B = batch;
@@ -147,27 +135,18 @@ KvCache *kv_cache_create(const ModelSpec *spec, const real *params, int batch, i
         return NULL;
     }
     kv->y[0] = kv->emb;
-    /* weights, checked against the table (names and sizes as ref/model.c binds them) */
-    const size_t dd = (size_t)d, qC = (size_t)kv->qC, kvC = (size_t)kv->kvC, F = (size_t)kv->F;
-    ok = (kv->wte = tensor(kv, -1, "model.embed_tokens.weight", (size_t)kv->V * dd, 1)) &&
-         (kv->lnf = tensor(kv, -1, "model.norm.weight", dd, 1)) &&
-         (kv->lm_head = tensor(kv, -1, "lm_head.weight", (size_t)kv->V * dd, 1));
-    for (int l = 0; l < L && ok; l++) {
+    /* weights, at the spec's offsets (as ref/model.c and ref/value_path.c bind them) */
+    const ModelLayout *lay = &spec->layout;
+    kv->wte = tensor(kv, lay->embed);
+    kv->lnf = tensor(kv, lay->norm);
+    kv->lm_head = tensor(kv, lay->head);
+    for (int l = 0; l < L; l++) {
+        const LayerLayout *ll = &lay->layer[l];
         DecodeLayer *w = &kv->w[l];
-        ok = (w->ln1 = tensor(kv, l, "input_layernorm.weight", dd, 1)) &&
-             (w->wo = tensor(kv, l, "self_attn.o_proj.weight", dd * qC, 1)) &&
-             (w->ln2 = tensor(kv, l, "post_attention_layernorm.weight", dd, 1)) &&
-             (w->wgate = tensor(kv, l, "mlp.gate_proj.weight", F * dd, 1)) &&
-             (w->wup = tensor(kv, l, "mlp.up_proj.weight", F * dd, 1)) &&
-             (w->wdown = tensor(kv, l, "mlp.down_proj.weight", dd * F, 1)) &&
-             (!p->has_q[l] || (w->wq = tensor(kv, l, "self_attn.q_proj.weight", qC * dd, 1))) &&
-             (!p->has_k[l] || (w->wk = tensor(kv, l, "self_attn.k_proj.weight", kvC * dd, 1))) &&
-             (!p->has_v[l] || (w->wv = tensor(kv, l, "self_attn.v_proj.weight", kvC * dd, 1))) &&
-             (!p->n_train[l] || (w->lam = tensor(kv, l, "self_attn.v_residual_lambda", (size_t)p->n_train[l], 1)));
-    }
-    if (!ok) {
-        kv_cache_free(kv);
-        return NULL;
+        w->ln1 = tensor(kv, ll->ln1), w->wq = tensor(kv, ll->wq), w->wk = tensor(kv, ll->wk);
+        w->wv = tensor(kv, ll->wv), w->lam = tensor(kv, ll->lam), w->wo = tensor(kv, ll->wo);
+        w->ln2 = tensor(kv, ll->ln2), w->wgate = tensor(kv, ll->wgate), w->wup = tensor(kv, ll->wup);
+        w->wdown = tensor(kv, ll->wdown);
     }
     rope_tables(kv->cos_t, kv->sin_t, max_seq, kv->hd, c->rope_theta);
     /* the depth mixer runs on one token per sequence (N = B); its forward only reads the

@@ -1,8 +1,8 @@
 /* decode.h (ref): incremental decoding with a KV cache, for every llama variant.
  *
  * A KvCache holds, for `batch` sequences of up to `max_seq` positions, the rows that
- * common/model/kv_layout.h lists (post-RoPE keys of layers with k_proj, raw values of layers
- * with v_proj) plus one token's scratch. kv_decode feeds n_new more tokens to every sequence,
+ * common/model/kv_layout.h lists (post-RoPE keys of layers with W_k, raw values of layers
+ * with W_v) plus one token's scratch. kv_decode feeds n_new more tokens to every sequence,
  * one position at a time, and returns the logits of each: the same numbers as a full forward
  * over the whole prefix (conformance/test_decode.c checks fp64 to 1e-12). The weights are read
  * in place from the model's flat buffer (laid out by the ParamTable), so the cache follows

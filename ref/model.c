@@ -66,39 +66,25 @@ static size_t layout(RefModel *m, char *base) {
 }
 #undef CARVE
 
-/* Fill the views of params and grads this file uses (the value path and the depth mixer
- * bind their own), checking every name and size against the table. */
-static int bind_tensors(RefModel *m) {
-    const ParamTable *t = m->t;
-    const size_t d = m->d, V = m->V, F = m->F, qC = m->qC;
-    size_t o;
-    char name[PARAM_NAME_LEN];
-#define BIND(field, nm, numel)                                                                                        \
-    do {                                                                                                              \
-        if (param_table_expect(t, nm, numel, &o)) return -1;                                                          \
-        m->mp.field = m->params + o;                                                                                  \
-        m->mg.field = m->grads + o;                                                                                   \
-    } while (0)
-    BIND(wte, "model.embed_tokens.weight", V * d);
-    BIND(lnf, "model.norm.weight", d);
-    BIND(lm_head, "lm_head.weight", V * d);
+/* Point the views of params and grads this file uses at the spec's layout (the value path
+ * and the depth mixer bind their own). */
+static void bind_tensors(RefModel *m) {
+    const ModelLayout *lay = &m->spec->layout;
+#define BIND(dst, slot) (m->mp.dst = m->params + (slot).offset, m->mg.dst = m->grads + (slot).offset)
+    BIND(wte, lay->embed);
+    BIND(lnf, lay->norm);
+    BIND(lm_head, lay->head);
 #undef BIND
+#define BIND(dst, slot) (m->lp[l].dst = m->params + (slot).offset, m->lg[l].dst = m->grads + (slot).offset)
     for (int l = 0; l < m->L; l++) {
-#define BIND(field, suffix, numel)                                                                                    \
-    do {                                                                                                              \
-        snprintf(name, sizeof name, "model.layers.%d.%s", l, suffix);                                                 \
-        if (param_table_expect(t, name, numel, &o)) return -1;                                                        \
-        m->lp[l].field = m->params + o;                                                                               \
-        m->lg[l].field = m->grads + o;                                                                                \
-    } while (0)
-        BIND(wo, "self_attn.o_proj.weight", d * qC);
-        BIND(ln2, "post_attention_layernorm.weight", d);
-        BIND(wgate, "mlp.gate_proj.weight", F * d);
-        BIND(wup, "mlp.up_proj.weight", F * d);
-        BIND(wdown, "mlp.down_proj.weight", d * F);
-#undef BIND
+        const LayerLayout *ll = &lay->layer[l];
+        BIND(wo, ll->wo);
+        BIND(ln2, ll->ln2);
+        BIND(wgate, ll->wgate);
+        BIND(wup, ll->wup);
+        BIND(wdown, ll->wdown);
     }
-    return 0;
+#undef BIND
 }
 
 RefModel *model_create(const ModelSpec *spec, int batch, int seq) {
@@ -146,7 +132,8 @@ RefModel *model_create(const ModelSpec *spec, int batch, int seq) {
         m->y[2 * l + 1] = m->acts[l].y_attn;
         m->y[2 * l + 2] = m->acts[l].y_mlp;
     }
-    if (bind_tensors(m) < 0 || !(m->vp = vp_create(spec, batch, seq, m->params, m->grads, m->emb, m->eps)) ||
+    bind_tensors(m);
+    if (!(m->vp = vp_create(spec, batch, seq, m->params, m->grads, m->emb, m->eps)) ||
         !(m->stream = stream_create(spec, m->N, m->params, m->grads, (const real *const *)m->y))) {
         model_destroy(m);
         return NULL;

@@ -61,8 +61,7 @@ const real *model_view(const RefModel *m, BackendView what, int index);
 const real *model_stream_input(const RefModel *m, int s);
 const real *model_sublayer_output(const RefModel *m, int k);
 
-/* The Backend tables (ref/backend.c). */
-extern const Backend ref_backend_f32;
-extern const Backend ref_backend_f64;
+/* The Backend tables: ref/ref.h. */
+#include "ref/ref.h"
 
 #endif

@@ -13,20 +13,21 @@
 #include "ref/value_path.h"
 
 /* One layer's tensors inside a flat buffer (parameters, or their gradients) outside the
- * value path's (input_layernorm, q/k/v_proj, v_residual_lambda: ref/value_path.c). */
+ * value path's (the attention norm, W_q/W_k/W_v, the value coefficients: ref/value_path.c);
+ * fields as LayerLayout's (common/model/layout.h). */
 typedef struct {
-    real *wo;    /* self_attn.o_proj.weight           [d, qC] */
-    real *ln2;   /* post_attention_layernorm.weight   [d] */
-    real *wgate; /* mlp.gate_proj.weight              [F, d] */
-    real *wup;   /* mlp.up_proj.weight                [F, d] */
-    real *wdown; /* mlp.down_proj.weight              [d, F] */
+    real *wo;    /* W_o         [d, qC] */
+    real *ln2;   /* MLP norm    [d] */
+    real *wgate; /* W_gate      [F, d] */
+    real *wup;   /* W_up        [F, d] */
+    real *wdown; /* W_down      [d, F] */
 } LayerTensors;
 
 /* The model-level tensors inside a flat buffer. */
 typedef struct {
-    real *wte;     /* model.embed_tokens.weight [V, d] */
-    real *lnf;     /* model.norm.weight         [d] */
-    real *lm_head; /* lm_head.weight            [V, d] (untied) */
+    real *wte;     /* embedding  [V, d] */
+    real *lnf;     /* final norm [d] */
+    real *lm_head; /* head       [V, d] (untied) */
 } ModelTensors;
 
 /* What the forward of layer l keeps for the backward and for analysis. */

@@ -24,12 +24,6 @@
 
 #include "common/base/error.h"
 
-enum { HC_AM, HC_AR, HC_B, HC_WM, HC_WR, HC_WB, HC_SA, HC_SB, HC_NP };
-enum { MH_PHI_PRE, MH_PHI_POST, MH_PHI_RES, MH_B_PRE, MH_B_POST, MH_B_RES, MH_A_PRE, MH_A_POST, MH_A_RES, MH_NP };
-static const char *hc_names[HC_NP] = {"alpha_m", "alpha_r", "beta", "dyn_alpha_m", "dyn_alpha_r", "dyn_beta",
-                                      "scale_alpha", "scale_beta"};
-static const char *mhc_names[MH_NP] = {"phi_pre", "phi_post", "phi_res", "b_pre",    "b_post",
-                                       "b_res",   "alpha_pre", "alpha_post", "alpha_res"};
 
 struct StreamState {
     const StreamPlan *plan;  /* the spec's (spec.h), not owned */
@@ -46,7 +40,7 @@ struct StreamState {
     /* DENSEFORMER */
     real **X, **h, **D;      /* [L+1], [L], [L+1] of [N,d] */
     real **dX, *dD, *dh;     /* [L+1] of [N,d]; [N,d]; [N,d] */
-    size_t *alpha_off;       /* [L] offset of model.dwa.{i}.alpha */
+    size_t *alpha_off;       /* [L] offset of the DWA weights after block i */
     /* ATTNRES */
     size_t *q_off;           /* [S] offset of the step's query w [d] */
     const real ***srcp;      /* [S][n_src] source pointers [N,d] */
@@ -55,7 +49,7 @@ struct StreamState {
     real **alpha;            /* [S] [N][n_src] softmax weights */
     real **dy;               /* [S] of [N,d] dLoss/dy_k accumulators */
     /* HC / MHC */
-    size_t (*po)[MH_NP];     /* [2L] parameter offsets per sublayer */
+    size_t (*po)[STREAM_STEP_TENSORS]; /* [2L] parameter offsets per sublayer, HC_* / MH_* (stream.h) */
     real **H;                /* [S] streams [N,n,d] */
     real **nrm;              /* [2L] rstd: HC [N,n] per stream, mHC [N] */
     real **a_in, **R, **b_out; /* [2L] maps [N,n], [N,n,n] (row = source i), [N,n] */
@@ -102,8 +96,8 @@ StreamState *stream_create(const ModelSpec *spec, int N, real *params, real *gra
     const StreamPlan *p = st->plan;
     const int L = p->L, S = 2 * L + 1, d = spec->config.d_model, n = p->n_streams;
     const size_t Nd = (size_t)N * d;
+    const StreamLayout *lay = &spec->layout.stream; /* the mixing tensors' slots (layout.h) */
     st->S = S, st->n = n, st->N = N, st->d = d;
-    char name[PARAM_NAME_LEN];
     /* HC/mHC keep da [N,n] in an [N,d] buffer during the backward */
     if (n > d) {
         vrl_error("%s: variant %s: n=%d streams exceeds hidden_size %d", config_origin(&spec->config), spec->config.variant, n, d);
@@ -122,10 +116,7 @@ StreamState *stream_create(const ModelSpec *spec, int N, real *params, real *gra
         for (int i = 0; i <= L && ok; i++) {
             ok = ALLOC(st->dX[i], Nd) && (i == 0 || ALLOC(st->X[i], Nd)) && (i == L || ALLOC(st->h[i], Nd)) &&
                  (i == 0 || !p->dwa_n[i - 1] || ALLOC(st->D[i], Nd));
-            if (ok && i > 0 && p->dwa_n[i - 1]) {
-                snprintf(name, sizeof name, "model.dwa.%d.alpha", i - 1);
-                if (param_table_expect(&spec->table, name, (size_t)p->dwa_n[i - 1], &st->alpha_off[i - 1]) < 0) goto fail;
-            }
+            if (ok && i > 0) st->alpha_off[i - 1] = lay->at[i - 1][0].offset;
         }
         break;
     case STREAM_ATTNRES:
@@ -138,10 +129,7 @@ StreamState *stream_create(const ModelSpec *spec, int N, real *params, real *gra
                  ALLOC(st->alpha[s], (size_t)N * ns) && ALLOC(st->dy[s], Nd) && ALLOC(st->xin[s], Nd);
             for (int g = 0; g < ns && ok; g++)
                 if (r[g].hi - r[g].lo > 1) ok = ALLOC(st->sumbuf[s][g], Nd);
-            if (!ok) break;
-            if (s == 2 * L) snprintf(name, sizeof name, "model.final_res_query");
-            else snprintf(name, sizeof name, "model.layers.%d.%s_res_query", s / 2, s % 2 ? "mlp" : "attn");
-            if (param_table_expect(&spec->table, name, (size_t)d, &st->q_off[s]) < 0) goto fail;
+            if (ok) st->q_off[s] = lay->at[s][0].offset;
         }
         break;
     case STREAM_HC:
@@ -158,21 +146,13 @@ StreamState *stream_create(const ModelSpec *spec, int N, real *params, real *gra
             ok = ALLOC(st->xin[s], Nd) && ALLOC(st->nrm[s], (size_t)N * (mhc ? 1 : n)) &&
                  ALLOC(st->a_in[s], (size_t)N * n) && ALLOC(st->R[s], (size_t)N * n * n) &&
                  ALLOC(st->b_out[s], (size_t)N * n) && ALLOC(st->aux[s], (size_t)N * (2 * n + n * n));
-            const size_t nn = (size_t)n * n;
-            const size_t hc_numel[HC_NP] = {n, nn, n, d, (size_t)d * n, d, 1, 1};
-            const size_t mh_numel[MH_NP] = {nd * n, nd * n, nd * nn, n, n, nn, 1, 1, 1};
-            for (int k = 0; k < (mhc ? MH_NP : HC_NP) && ok; k++) {
-                snprintf(name, sizeof name, "model.layers.%d.%s_%s.%s", s / 2, mhc ? "mhc" : "hc",
-                         s % 2 ? "mlp" : "attn", mhc ? mhc_names[k] : hc_names[k]);
-                if (param_table_expect(&spec->table, name, mhc ? mh_numel[k] : hc_numel[k], &st->po[s][k]) < 0) goto fail;
-            }
+            for (int k = 0; k < STREAM_STEP_TENSORS && ok; k++) st->po[s][k] = lay->at[s][k].offset;
         }
         break;
     }
     }
     if (ok) return st;
     vrl_error("model: out of memory for the depth mixer");
-fail:
     stream_destroy(st);
     return NULL;
 }

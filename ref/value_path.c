@@ -30,11 +30,11 @@
 
 /* Layer l's tensors inside a flat buffer (parameters, or their gradients). */
 typedef struct {
-    real *ln1; /* input_layernorm.weight      [d] */
-    real *wq;  /* self_attn.q_proj.weight     [qC, d]  (NULL where the plan drops it) */
-    real *wk;  /* self_attn.k_proj.weight     [kvC, d] (NULL where the plan drops it) */
-    real *wv;  /* self_attn.v_proj.weight     [kvC, d] (NULL where the plan drops it) */
-    real *lam; /* self_attn.v_residual_lambda [n_train] trainable value coefficients, or NULL */
+    real *ln1; /* attention norm [d] */
+    real *wq;  /* W_q [qC, d]  (NULL where the plan drops it) */
+    real *wk;  /* W_k [kvC, d] (NULL where the plan drops it) */
+    real *wv;  /* W_v [kvC, d] (NULL where the plan drops it) */
+    real *lam; /* [n_train] trainable value coefficients, or NULL */
 } VpTensors;
 
 /* What layer l's forward keeps for the backward, for later layers and for analysis. */
@@ -147,30 +147,16 @@ static size_t vp_layout(VpState *vp, char *base) {
 }
 #undef CARVE
 
-/* Bind layer l's tensors; a tensor the plan drops must not be in the table. */
-static int bind_layer(VpState *vp, const ParamTable *t, int l, real *params, real *grads) {
-    const ValuePlan *p = vp->plan;
-    struct { real **pp, **gp; const char *suffix; size_t numel; int keep; } b[5] = {
-        {&vp->w[l].ln1, &vp->dw[l].ln1, "input_layernorm.weight", (size_t)vp->d, 1},
-        {&vp->w[l].wq, &vp->dw[l].wq, "self_attn.q_proj.weight", (size_t)vp->qC * vp->d, p->has_q[l]},
-        {&vp->w[l].wk, &vp->dw[l].wk, "self_attn.k_proj.weight", (size_t)vp->kvC * vp->d, p->has_k[l]},
-        {&vp->w[l].wv, &vp->dw[l].wv, "self_attn.v_proj.weight", (size_t)vp->kvC * vp->d, p->has_v[l]},
-        {&vp->w[l].lam, &vp->dw[l].lam, "self_attn.v_residual_lambda", (size_t)p->n_train[l], p->n_train[l] > 0},
-    };
-    char name[PARAM_NAME_LEN];
-    size_t o;
+/* Bind layer l's tensors at the spec's offsets; a tensor the plan drops stays NULL. */
+static void bind_layer(VpState *vp, const LayerLayout *ll, int l, real *params, real *grads) {
+    const TensorSlot *slot[5] = {&ll->ln1, &ll->wq, &ll->wk, &ll->wv, &ll->lam};
+    real **pp[5] = {&vp->w[l].ln1, &vp->w[l].wq, &vp->w[l].wk, &vp->w[l].wv, &vp->w[l].lam};
+    real **gp[5] = {&vp->dw[l].ln1, &vp->dw[l].wq, &vp->dw[l].wk, &vp->dw[l].wv, &vp->dw[l].lam};
     for (int j = 0; j < 5; j++) {
-        snprintf(name, sizeof name, "model.layers.%d.%s", l, b[j].suffix);
-        *b[j].pp = *b[j].gp = NULL;
-        if (!b[j].keep) {
-            if (param_table_find(t, name)) return vrl_error("model: parameter %s is in the table but the variant has none", name);
-            continue;
-        }
-        if (param_table_expect(t, name, b[j].numel, &o) < 0) return -1;
-        *b[j].pp = params + o;
-        *b[j].gp = grads + o;
+        const int have = slot[j]->numel > 0;
+        *pp[j] = have ? params + slot[j]->offset : NULL;
+        *gp[j] = have ? grads + slot[j]->offset : NULL;
     }
-    return 0;
 }
 
 VpState *vp_create(const ModelSpec *spec, int B, int T, real *params, real *grads, const real *emb, double eps) {
@@ -194,10 +180,7 @@ VpState *vp_create(const ModelSpec *spec, int B, int T, real *params, real *grad
     vp_layout(vp, vp->arena);
     const ValuePlan *p = vp->plan;
     for (int l = 0; l < vp->L; l++) {
-        if (bind_layer(vp, &spec->table, l, params, grads) < 0) {
-            vp_destroy(vp);
-            return NULL;
-        }
+        bind_layer(vp, &spec->layout.layer[l], l, params, grads);
         const VpActs *a = &vp->a[l];
         vp->qsrc[l] = p->has_q[l] ? a->qraw : NULL;
         vp->ksrc[l] = p->has_k[l] ? a->kraw : NULL;

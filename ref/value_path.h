@@ -22,8 +22,8 @@ typedef struct VpState VpState;
 #define vp_view REF(vp_view)
 
 /* The attention sublayers of spec's model for [B,T] inputs: binds every layer's
- * input_layernorm, the q/k/v_proj the plan keeps and v_residual_lambda in params/grads (flat
- * buffers laid out by spec->table); emb [B*T, d] is the embedding output H_0 (read by hidden
+ * attention norm, the W_q/W_k/W_v the plan keeps and its trainable value coefficients in
+ * params/grads (flat buffers at the offsets of spec->layout); emb [B*T, d] is the embedding output H_0 (read by hidden
  * residuals); eps the model's RMSNorm eps. spec must outlive the state. NULL with vrl_error
  * on failure. */
 VpState *vp_create(const ModelSpec *spec, int B, int T, real *params, real *grads, const real *emb, double eps);

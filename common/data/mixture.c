@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 const char *const MIXTURE_DEFAULT_DOMAINS[7] = {
     "RedPajamaCommonCrawl", "RedPajamaC4", "RedPajamaGithub", "RedPajamaStackExchange",
@@ -117,6 +118,15 @@ static void shuffle(Mixture *m, Domain *d) {
     Rng r;
     rng_seed_stream(&r, m->seed ^ fnv1a64(d->name, strlen(d->name), FNV1A64_INIT), d->epoch + 1);
     rng_permutation(&r, d->perm, d->n_train);
+}
+
+int is_mixture_dir(const char *path) {
+    char p[4200];
+    struct stat st;
+    snprintf(p, sizeof p, "%s/train", path);
+    if (stat(p, &st) != 0 || !S_ISDIR(st.st_mode)) return 0;
+    snprintf(p, sizeof p, "%s/validation", path);
+    return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
 int mixture_open(const char *dir, const char *const *domains, const double *weights, int n_domains,

@@ -41,6 +41,10 @@ extern const double MIXTURE_DEFAULT_WEIGHTS[7];
  * is an error listing the domains DIR holds), and every domain with weight > 0 train
  * chunks; shards of domains not named are ignored. seq_len T: 1 <= T <= chunk_len, or
  * 0 for chunk_len. */
+/* 1 if path is a directory holding train/ and validation/ subdirectories (a folder
+ * written by `vrl data tokenize`). */
+int is_mixture_dir(const char *path);
+
 int mixture_open(const char *dir, const char *const *domains, const double *weights, int n_domains,
                  uint32_t seq_len, uint64_t seed, Mixture **out);
 void mixture_close(Mixture *m);

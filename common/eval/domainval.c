@@ -3,16 +3,6 @@
 
 #include <math.h>
 #include <stdio.h>
-#include <sys/stat.h>
-
-int is_mixture_dir(const char *path) {
-    char p[4200];
-    struct stat st;
-    snprintf(p, sizeof p, "%s/train", path);
-    if (stat(p, &st) != 0 || !S_ISDIR(st.st_mode)) return 0;
-    snprintf(p, sizeof p, "%s/validation", path);
-    return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
-}
 
 double domain_val_loss(const Backend *be, void *model, const Mixture *mx, int d, int B, int T, int max_batches,
                        int32_t *tokens) {

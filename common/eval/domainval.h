@@ -9,9 +9,6 @@
 #include "common/model/backend.h"
 #include "common/data/mixture.h"
 
-/* 1 if path is a directory holding train/ and validation/ subdirectories. */
-int is_mixture_dir(const char *path);
-
 /* Mean loss of domain d over its validation chunks (first T tokens of each), read in
  * order in batches of B: max_batches batches at most, fewer when the domain has fewer
  * chunks (ceil(n/B) batches; row i reads chunk i mod n, so a domain with fewer than B

@@ -13,8 +13,8 @@
 #include <string.h>
 
 #include "common/base/error.h"
+#include "common/base/clock.h"
 #include "common/base/fsutil.h"
-#include "common/run/metrics.h"
 #include "common/data/textio.h"
 
 /* ------------------------------------------------------------------ scoring */

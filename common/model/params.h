@@ -45,6 +45,19 @@ typedef struct {
     size_t total;              /* elements in the flat buffer */
 } ParamTable;
 
+/* Where one tensor sits in the flat buffer; numel 0 = absent (a tensor the plan drops).
+ * The spec's layout (layout.h) hands these down so models never look a name up. */
+typedef struct {
+    size_t offset;
+    size_t numel;
+} TensorSlot;
+
+/* The slot of the tensor appended last (t->n >= 1). */
+static inline TensorSlot param_table_last_slot(const ParamTable *t) {
+    TensorSlot s = {t->p[t->n - 1].offset, t->p[t->n - 1].numel};
+    return s;
+}
+
 /* The table of a config is built by model_spec_build (spec.h). */
 void param_table_free(ParamTable *t);
 

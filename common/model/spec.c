@@ -3,43 +3,55 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/base/error.h"
+#include "common/model/variant_registry.h"
 
 #define SPEC_MAX_LAYERS 1024 /* dense ResFormer: one coefficient per earlier layer */
 
-/* Shorthands for the two shapes the LLaMA baseline uses. */
-static int add_linear(ParamTable *t, const char *name, int64_t out, int64_t in, double std) {
+/* Shorthands for the two shapes the LLaMA baseline uses; each records the tensor's slot. */
+static int add_linear(ParamTable *t, TensorSlot *slot, const char *name, int64_t out, int64_t in, double std) {
     int64_t shape[2] = {out, in};
-    return param_table_add(t, name, 2, shape, 1, INIT_NORMAL, std);
+    if (param_table_add(t, name, 2, shape, 1, INIT_NORMAL, std) < 0) return -1;
+    *slot = param_table_last_slot(t);
+    return 0;
 }
 
-static int add_norm(ParamTable *t, const char *name, int64_t d) {
+static int add_norm(ParamTable *t, TensorSlot *slot, const char *name, int64_t d) {
     int64_t shape[1] = {d};
-    return param_table_add(t, name, 1, shape, 0, INIT_CONST, 1.0);
+    if (param_table_add(t, name, 1, shape, 0, INIT_CONST, 1.0) < 0) return -1;
+    *slot = param_table_last_slot(t);
+    return 0;
 }
 
 /* LLaMA (formulas.md §1) with the value path's attention tensors and the stream's mixing tensors. */
-static int table_llama(const ModelSpec *s, ParamTable *t) {
+static int table_llama(ModelSpec *s) {
     const ModelConfig *c = &s->config;
+    ParamTable *t = &s->table;
+    ModelLayout *lay = &s->layout;
     const int64_t d = c->d_model;
     const double std = c->init_std;
     char name[PARAM_NAME_LEN];
-    int rc = add_linear(t, "model.embed_tokens.weight", c->vocab_size, d, std);
+    lay->layer = calloc((size_t)c->n_layers, sizeof *lay->layer);
+    if (!lay->layer) return vrl_error("out of memory building the parameter table");
+    int rc = add_linear(t, &lay->embed, "model.embed_tokens.weight", c->vocab_size, d, std);
     for (int i = 0; i < c->n_layers && !rc; i++) {
+        LayerLayout *ll = &lay->layer[i];
 #define LAYER(fmt) (snprintf(name, sizeof name, "model.layers.%d." fmt, i), name)
-        rc |= add_norm(t, LAYER("input_layernorm.weight"), d);
-        rc |= value_plan_add_params(&s->value, c, i, t); /* q/k/v/o_proj, v_residual_lambda */
-        rc |= add_norm(t, LAYER("post_attention_layernorm.weight"), d);
-        rc |= add_linear(t, LAYER("mlp.gate_proj.weight"), c->d_ffn, d, std);
-        rc |= add_linear(t, LAYER("mlp.up_proj.weight"), c->d_ffn, d, std);
-        rc |= add_linear(t, LAYER("mlp.down_proj.weight"), d, c->d_ffn, std);
+        rc |= add_norm(t, &ll->ln1, LAYER("input_layernorm.weight"), d);
+        rc |= value_plan_add_params(&s->value, c, i, t, ll); /* q/k/v/o_proj, v_residual_lambda */
+        rc |= add_norm(t, &ll->ln2, LAYER("post_attention_layernorm.weight"), d);
+        rc |= add_linear(t, &ll->wgate, LAYER("mlp.gate_proj.weight"), c->d_ffn, d, std);
+        rc |= add_linear(t, &ll->wup, LAYER("mlp.up_proj.weight"), c->d_ffn, d, std);
+        rc |= add_linear(t, &ll->wdown, LAYER("mlp.down_proj.weight"), d, c->d_ffn, std);
 #undef LAYER
     }
-    if (!rc) rc = add_norm(t, "model.norm.weight", d);
-    if (!rc) rc = add_linear(t, "lm_head.weight", c->vocab_size, d, std);
-    if (!rc) rc = stream_add_params(&s->stream, c, t); /* formulas.md §5 mixing parameters, none for PLAIN */
+    if (!rc) rc = add_norm(t, &lay->norm, "model.norm.weight", d);
+    if (!rc) rc = add_linear(t, &lay->head, "lm_head.weight", c->vocab_size, d, std);
+    /* formulas.md §5 mixing parameters, none for PLAIN */
+    if (!rc) rc = stream_add_params(&s->stream, c, t, &lay->stream);
     return rc ? -1 : 0;
 }
 
@@ -85,14 +97,14 @@ int model_spec_build_from(const ModelConfig *c, const char *origin, ModelSpec *s
     s->config = *c;
     if (config_validate(c, origin) < 0) return -1;
     if (c->n_layers > SPEC_MAX_LAYERS) return vrl_error("%s: at most %d layers", origin, SPEC_MAX_LAYERS);
-    if (variant_parse(c->variant, &s->variant, origin) < 0) return -1;
+    if (variant_parse(c->variant, variant_lookup, &s->variant, origin) < 0) return -1;
     int rc = value_plan_build(variant_part(&s->variant, FAMILY_VALUE), c, &s->value, origin);
     if (!rc) rc = stream_plan_build(variant_part(&s->variant, FAMILY_STREAM), c, &s->stream, origin);
     if (!rc && c->arch == ARCH_GPT2 && s->variant.n_parts)
         /* The variants are defined on the LLaMA block (RMSNorm, RoPE, SwiGLU; formulas.md §4-5). */
         rc = vrl_error("%s: variant \"%s\" is not supported with model_type gpt2 (the GPT-2 baseline is plain; "
                        "variants are defined on the llama block)", origin, c->variant);
-    if (!rc) rc = c->arch == ARCH_LLAMA ? table_llama(s, &s->table) : table_gpt2(c, &s->table);
+    if (!rc) rc = c->arch == ARCH_LLAMA ? table_llama(s) : table_gpt2(c, &s->table);
     if (rc) model_spec_free(s);
     return rc ? -1 : 0;
 }
@@ -113,6 +125,8 @@ void model_spec_free(ModelSpec *s) {
     value_plan_free(&s->value);
     stream_plan_free(&s->stream);
     param_table_free(&s->table);
+    free(s->layout.layer);
+    stream_layout_free(&s->layout.stream);
     memset(s, 0, sizeof *s);
 }
 

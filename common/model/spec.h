@@ -10,11 +10,14 @@
  *   llama: embed_tokens; per layer input_layernorm, the attention tensors the value plan
  *          keeps (value_plan_add_params), post_attention_layernorm, gate/up/down_proj;
  *          norm, lm_head; then the residual-stream plan's mixing tensors (stream_add_params).
- *   gpt2:  transformers' GPT2LMHeadModel names (no variants). */
+ *   gpt2:  transformers' GPT2LMHeadModel names (no variants).
+ * As the llama table is built its slots are recorded in `layout` (layout.h): ref/ and fast/
+ * read offsets from it and never spell a tensor name. */
 #ifndef VRL_SPEC_H
 #define VRL_SPEC_H
 
 #include "common/model/config.h"
+#include "common/model/layout.h"
 #include "common/model/params.h"
 #include "common/model/stream.h"
 #include "common/model/value_path.h"
@@ -26,6 +29,7 @@ typedef struct {
     ValuePlan value;     /* the attention sublayer's tables (the identity for gpt2) */
     StreamPlan stream;   /* the residual stream between sublayers (PLAIN for gpt2) */
     ParamTable table;
+    ModelLayout layout;  /* llama: each tensor's slot in the table, so models bind by offset */
 } ModelSpec;
 
 /* Validate c and build everything from it; errors name config_origin(c). On failure the

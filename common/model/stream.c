@@ -141,20 +141,31 @@ int stream_plan_build(VariantPart *vp, const ModelConfig *c, StreamPlan *p, cons
 
 /* ------------------------------------------------------------------ parameters */
 
-static int add(ParamTable *t, const char *name, int ndim, int64_t a, int64_t b, InitKind init, double v) {
+/* Append one mixing tensor (no decay) and record its slot. */
+static int add(ParamTable *t, TensorSlot *slot, const char *name, int ndim, int64_t a, int64_t b, InitKind init, double v) {
     int64_t shape[2] = {a, b};
-    return param_table_add(t, name, ndim, shape, 0, init, v);
+    if (param_table_add(t, name, ndim, shape, 0, init, v) < 0) return -1;
+    *slot = param_table_last_slot(t);
+    return 0;
 }
 
-static int add_onehot(ParamTable *t, const char *name, int64_t n, size_t at, double v) {
-    if (add(t, name, 1, n, 0, INIT_ONEHOT, v) < 0) return -1;
+static int add_onehot(ParamTable *t, TensorSlot *slot, const char *name, int64_t n, size_t at, double v) {
+    if (add(t, slot, name, 1, n, 0, INIT_ONEHOT, v) < 0) return -1;
     t->p[t->n - 1].init_index = at;
     return 0;
 }
 
-int stream_add_params(const StreamPlan *p, const ModelConfig *c, ParamTable *t) {
+void stream_layout_free(StreamLayout *l) {
+    free(l->at);
+    memset(l, 0, sizeof *l);
+}
+
+int stream_add_params(const StreamPlan *p, const ModelConfig *c, ParamTable *t, StreamLayout *out) {
     const int64_t d = c->d_model, n = p->n_streams;
     char name[PARAM_NAME_LEN];
+    out->steps = 2 * p->L + 1;
+    out->at = calloc((size_t)out->steps, sizeof *out->at);
+    if (!out->at) return vrl_error("out of memory building the parameter table");
     int rc = 0;
     switch (p->kind) {
     case STREAM_PLAIN: break;
@@ -162,44 +173,44 @@ int stream_add_params(const StreamPlan *p, const ModelConfig *c, ParamTable *t) 
         for (int j = 0; j < p->L && !rc; j++) {
             if (!p->dwa_n[j]) continue;
             snprintf(name, sizeof name, "model.dwa.%d.alpha", j);
-            rc = add_onehot(t, name, p->dwa_n[j], (size_t)p->dwa_n[j] - 1, 1.0); /* identity: 1 on X_{j+1} */
+            rc = add_onehot(t, &out->at[j][0], name, p->dwa_n[j], (size_t)p->dwa_n[j] - 1, 1.0); /* identity: 1 on X_{j+1} */
         }
         break;
     case STREAM_ATTNRES:
         for (int i = 0; i < p->L && !rc; i++) {
             snprintf(name, sizeof name, "model.layers.%d.attn_res_query", i);
-            rc |= add(t, name, 1, d, 0, INIT_CONST, 0.0);
+            rc |= add(t, &out->at[2 * i][0], name, 1, d, 0, INIT_CONST, 0.0);
             snprintf(name, sizeof name, "model.layers.%d.mlp_res_query", i);
-            rc |= add(t, name, 1, d, 0, INIT_CONST, 0.0);
+            rc |= add(t, &out->at[2 * i + 1][0], name, 1, d, 0, INIT_CONST, 0.0);
         }
-        if (!rc) rc = add(t, "model.final_res_query", 1, d, 0, INIT_CONST, 0.0);
+        if (!rc) rc = add(t, &out->at[2 * p->L][0], "model.final_res_query", 1, d, 0, INIT_CONST, 0.0);
         break;
     case STREAM_HC:
         for (int s = 0; s < 2 * p->L && !rc; s++) {
             const char *sub = s % 2 ? "hc_mlp" : "hc_attn";
 #define NAME(x) (snprintf(name, sizeof name, "model.layers.%d.%s." x, s / 2, sub), name)
-            rc |= add_onehot(t, NAME("alpha_m"), n, (size_t)(s % n), 1.0); /* 0-based sublayer index mod n */
-            rc |= add(t, NAME("alpha_r"), 2, n, n, INIT_EYE, 1.0);
-            rc |= add(t, NAME("beta"), 1, n, 0, INIT_CONST, 1.0);
-            rc |= add(t, NAME("dyn_alpha_m"), 1, d, 0, INIT_CONST, 0.0);
-            rc |= add(t, NAME("dyn_alpha_r"), 2, d, n, INIT_CONST, 0.0);
-            rc |= add(t, NAME("dyn_beta"), 1, d, 0, INIT_CONST, 0.0);
-            rc |= add(t, NAME("scale_alpha"), 1, 1, 0, INIT_CONST, 0.01);
-            rc |= add(t, NAME("scale_beta"), 1, 1, 0, INIT_CONST, 0.01);
+            rc |= add_onehot(t, &out->at[s][HC_AM], NAME("alpha_m"), n, (size_t)(s % n), 1.0); /* 0-based sublayer index mod n */
+            rc |= add(t, &out->at[s][HC_AR], NAME("alpha_r"), 2, n, n, INIT_EYE, 1.0);
+            rc |= add(t, &out->at[s][HC_B], NAME("beta"), 1, n, 0, INIT_CONST, 1.0);
+            rc |= add(t, &out->at[s][HC_WM], NAME("dyn_alpha_m"), 1, d, 0, INIT_CONST, 0.0);
+            rc |= add(t, &out->at[s][HC_WR], NAME("dyn_alpha_r"), 2, d, n, INIT_CONST, 0.0);
+            rc |= add(t, &out->at[s][HC_WB], NAME("dyn_beta"), 1, d, 0, INIT_CONST, 0.0);
+            rc |= add(t, &out->at[s][HC_SA], NAME("scale_alpha"), 1, 1, 0, INIT_CONST, 0.01);
+            rc |= add(t, &out->at[s][HC_SB], NAME("scale_beta"), 1, 1, 0, INIT_CONST, 0.01);
         }
         break;
     case STREAM_MHC:
         for (int s = 0; s < 2 * p->L && !rc; s++) {
             const char *sub = s % 2 ? "mhc_mlp" : "mhc_attn";
-            rc |= add(t, NAME("phi_pre"), 2, n * d, n, INIT_CONST, 0.0);
-            rc |= add(t, NAME("phi_post"), 2, n * d, n, INIT_CONST, 0.0);
-            rc |= add(t, NAME("phi_res"), 2, n * d, n * n, INIT_CONST, 0.0);
-            rc |= add(t, NAME("b_pre"), 1, n, 0, INIT_CONST, -log((double)(n - 1))); /* σ = 1/n: mean of streams */
-            rc |= add(t, NAME("b_post"), 1, n, 0, INIT_CONST, 0.0);                  /* 2σ(0) = 1 */
-            rc |= add(t, NAME("b_res"), 2, n, n, INIT_EYE, 4.0);                     /* Sinkhorn ≈ 0.95 on the diagonal */
-            rc |= add(t, NAME("alpha_pre"), 1, 1, 0, INIT_CONST, 0.01);
-            rc |= add(t, NAME("alpha_post"), 1, 1, 0, INIT_CONST, 0.01);
-            rc |= add(t, NAME("alpha_res"), 1, 1, 0, INIT_CONST, 0.01);
+            rc |= add(t, &out->at[s][MH_PHI_PRE], NAME("phi_pre"), 2, n * d, n, INIT_CONST, 0.0);
+            rc |= add(t, &out->at[s][MH_PHI_POST], NAME("phi_post"), 2, n * d, n, INIT_CONST, 0.0);
+            rc |= add(t, &out->at[s][MH_PHI_RES], NAME("phi_res"), 2, n * d, n * n, INIT_CONST, 0.0);
+            rc |= add(t, &out->at[s][MH_B_PRE], NAME("b_pre"), 1, n, 0, INIT_CONST, -log((double)(n - 1))); /* σ = 1/n: mean of streams */
+            rc |= add(t, &out->at[s][MH_B_POST], NAME("b_post"), 1, n, 0, INIT_CONST, 0.0);                  /* 2σ(0) = 1 */
+            rc |= add(t, &out->at[s][MH_B_RES], NAME("b_res"), 2, n, n, INIT_EYE, 4.0);                     /* Sinkhorn ≈ 0.95 on the diagonal */
+            rc |= add(t, &out->at[s][MH_A_PRE], NAME("alpha_pre"), 1, 1, 0, INIT_CONST, 0.01);
+            rc |= add(t, &out->at[s][MH_A_POST], NAME("alpha_post"), 1, 1, 0, INIT_CONST, 0.01);
+            rc |= add(t, &out->at[s][MH_A_RES], NAME("alpha_res"), 1, 1, 0, INIT_CONST, 0.01);
 #undef NAME
         }
         break;

@@ -18,6 +18,7 @@
 #define VRL_STREAM_H
 
 #include "common/model/config.h"
+#include "common/model/layout.h"
 #include "common/model/params.h"
 #include "common/model/variant.h"
 
@@ -52,7 +53,13 @@ const VariantInfo *stream_variant_info(int i);
 int stream_plan_build(VariantPart *part, const ModelConfig *c, StreamPlan *p, const char *origin);
 void stream_plan_free(StreamPlan *p);
 
-/* Append the plan's trainable mixing parameters to the table (none for PLAIN):
+/* The slots of an HC / mHC sublayer's tensors in its StreamLayout step (layout.h). */
+typedef enum { HC_AM, HC_AR, HC_B, HC_WM, HC_WR, HC_WB, HC_SA, HC_SB, HC_NP } StreamHcTensor;
+typedef enum { MH_PHI_PRE, MH_PHI_POST, MH_PHI_RES, MH_B_PRE, MH_B_POST, MH_B_RES, MH_A_PRE, MH_A_POST, MH_A_RES,
+               MH_NP } StreamMhcTensor;
+
+/* Append the plan's trainable mixing parameters to the table (none for PLAIN) and record
+ * their slots in out (layout.h; out->at is allocated here, freed by stream_layout_free):
  *   model.dwa.{j}.alpha [dwa_n[j]]                       1 on the last source (X_{j+1})
  *   model.layers.{i}.{attn,mlp}_res_query [d], model.final_res_query [d]      zeros
  *   model.layers.{i}.hc_{attn,mlp}.{alpha_m [n], alpha_r [n,n], beta [n], dyn_alpha_m [d],
@@ -60,7 +67,8 @@ void stream_plan_free(StreamPlan *p);
  *   model.layers.{i}.mhc_{attn,mlp}.{phi_pre [nd,n], phi_post [nd,n], phi_res [nd,n²],
  *       b_pre [n], b_post [n], b_res [n,n], alpha_pre, alpha_post, alpha_res [1]}
  * All without weight decay (formulas.md §2 [A]). */
-int stream_add_params(const StreamPlan *p, const ModelConfig *c, ParamTable *t);
+int stream_add_params(const StreamPlan *p, const ModelConfig *c, ParamTable *t, StreamLayout *out);
+void stream_layout_free(StreamLayout *l);
 
 /* "attnres", "hc", ... for messages; "plain" for the baseline residual. */
 const char *stream_kind_name(StreamKind k);

@@ -375,20 +375,21 @@ int value_plan_build(VariantPart *v, const ModelConfig *c, ValuePlan *p, const c
 
 /* ------------------------------------------------------------------ parameters */
 
-int value_plan_add_params(const ValuePlan *p, const ModelConfig *c, int l, ParamTable *t) {
+int value_plan_add_params(const ValuePlan *p, const ModelConfig *c, int l, ParamTable *t, LayerLayout *out) {
     const int64_t d = c->d_model, hd = config_head_dim(c);
     const int64_t q_dim = (int64_t)c->n_heads * hd, kv_dim = (int64_t)c->n_kv_heads * hd;
     char name[PARAM_NAME_LEN];
     int64_t shape[2];
-#define LINEAR(suffix, out, in)                                                                                      \
-    (snprintf(name, sizeof name, "model.layers.%d.self_attn." suffix, l), shape[0] = (out), shape[1] = (in),          \
-     param_table_add(t, name, 2, shape, 1, INIT_NORMAL, c->init_std))
+#define LINEAR(slot, suffix, rows, cols)                                                                              \
+    (snprintf(name, sizeof name, "model.layers.%d.self_attn." suffix, l), shape[0] = (rows), shape[1] = (cols),       \
+     rc = rc ? rc : param_table_add(t, name, 2, shape, 1, INIT_NORMAL, c->init_std),                                  \
+     out->slot = rc ? out->slot : param_table_last_slot(t))
     int rc = 0;
     /* projections nobody reads do not exist (SVFormer, CLA, shared Q/K) */
-    if (p->has_q[l]) rc |= LINEAR("q_proj.weight", q_dim, d);
-    if (p->has_k[l]) rc |= LINEAR("k_proj.weight", kv_dim, d);
-    if (p->has_v[l]) rc |= LINEAR("v_proj.weight", kv_dim, d);
-    rc |= LINEAR("o_proj.weight", d, q_dim);
+    if (p->has_q[l]) LINEAR(wq, "q_proj.weight", q_dim, d);
+    if (p->has_k[l]) LINEAR(wk, "k_proj.weight", kv_dim, d);
+    if (p->has_v[l]) LINEAR(wv, "v_proj.weight", kv_dim, d);
+    LINEAR(wo, "o_proj.weight", d, q_dim);
 #undef LINEAR
     if (!rc && p->n_train[l]) { /* trainable value coefficients, starting at the plan's values */
         double *init = malloc((size_t)p->n_train[l] * sizeof *init);
@@ -397,6 +398,7 @@ int value_plan_add_params(const ValuePlan *p, const ModelConfig *c, int l, Param
         shape[0] = p->n_train[l];
         value_plan_lambda_name(l, name, sizeof name);
         rc = param_table_add_values(t, name, 1, shape, init);
+        if (!rc) out->lam = param_table_last_slot(t);
         free(init);
     }
     return rc ? -1 : 0;

@@ -24,6 +24,7 @@
 #define VRL_VALUE_PATH_H
 
 #include "common/model/config.h"
+#include "common/model/layout.h"
 #include "common/model/params.h"
 #include "common/model/variant.h"
 
@@ -57,8 +58,9 @@ void value_plan_free(ValuePlan *p);
 
 /* Append layer l's attention tensors, in this order: the q/k/v_proj the plan keeps (has_q,
  * has_k, has_v), o_proj, then v_residual_lambda [n_train[l]] (no decay, starting at the
- * table's values) where the layer trains coefficients. */
-int value_plan_add_params(const ValuePlan *p, const ModelConfig *c, int l, ParamTable *t);
+ * table's values) where the layer trains coefficients; their slots go to out (wq, wk, wv,
+ * wo, lam; the dropped ones stay absent). */
+int value_plan_add_params(const ValuePlan *p, const ModelConfig *c, int l, ParamTable *t, LayerLayout *out);
 
 /* 1 if any layer after i reads source i of the [L,L] table tab (cv, ce, cq, ck or ca). */
 int value_plan_read_later(const ValuePlan *p, const double *tab, int i);

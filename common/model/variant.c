@@ -1,4 +1,5 @@
-/* variant.c: parsing `--variant` strings and the registry of variant names. */
+/* variant.c: parsing `--variant` strings and reading their options (variant.h); the names
+ * are variant_registry.c's. */
 #include "common/model/variant.h"
 
 #include <errno.h>
@@ -8,29 +9,8 @@
 #include <string.h>
 
 #include "common/base/error.h"
-#include "common/model/stream.h"
-#include "common/model/value_path.h"
 
-/* Every variant vrl knows: the baseline here, then each family's table (value_path.c,
- * stream.c), where each name sits beside the function that turns it into a plan;
- * docs/variants.md gives the formulas. */
-static const VariantInfo baseline = {"baseline", FAMILY_NONE, "the LLaMA baseline of formulas.md §1"};
-
-const VariantInfo *variant_info(int i) {
-    if (i == 0) return &baseline;
-    int n = 0;
-    while (value_variant_info(n)) n++;
-    return i - 1 < n ? value_variant_info(i - 1) : stream_variant_info(i - 1 - n);
-}
-
-static const VariantInfo *lookup(const char *name) {
-    const VariantInfo *v;
-    for (int i = 0; (v = variant_info(i)); i++)
-        if (!strcmp(v->name, name)) return v;
-    return NULL;
-}
-
-static int parse_part(char *text, VariantPart *p, const char *origin) {
+static int parse_part(char *text, VariantPart *p, VariantLookup lookup, const char *origin) {
     memset(p, 0, sizeof *p);
     char *colon = strchr(text, ':');
     if (colon) *colon = '\0';
@@ -66,7 +46,7 @@ static int parse_part(char *text, VariantPart *p, const char *origin) {
     return 0;
 }
 
-int variant_parse(const char *text, VariantSpec *out, const char *origin) {
+int variant_parse(const char *text, VariantLookup lookup, VariantSpec *out, const char *origin) {
     memset(out, 0, sizeof *out);
     char buf[1024];
     if (snprintf(buf, sizeof buf, "%s", text) >= (int)sizeof buf) return vrl_error("%s: variant string too long", origin);
@@ -76,7 +56,7 @@ int variant_parse(const char *text, VariantSpec *out, const char *origin) {
     char *save = NULL;
     for (char *part = strtok_r(buf, "+", &save); part; part = strtok_r(NULL, "+", &save)) {
         VariantPart p;
-        if (parse_part(part, &p, origin) < 0) return -1;
+        if (parse_part(part, &p, lookup, origin) < 0) return -1;
         if (p.family == FAMILY_NONE) {
             if (p.n_opts) return vrl_error("%s: variant %s takes no options", origin, p.name);
             continue;

@@ -9,9 +9,10 @@
  *   - value-path variants (formulas.md §4): per-layer coefficient tables (value_path.h);
  *   - residual-stream variants (formulas.md §5): depth-mixing plans (stream.h).
  * Every name is listed once, in its family's table (value_path.c, stream.c) beside the
- * function that builds its plan, with a summary; variant_info() walks them all, so an
- * unknown name or a second part of one family is rejected here, before any model is
- * built. */
+ * function that builds its plan, with a summary; variant_registry.h walks them all, and
+ * the parser asks it for each name, so an unknown name or a second part of one family is
+ * rejected here, before any model is built. This file is only the grammar and the option
+ * getters the families read: it calls neither family. */
 #ifndef VRL_VARIANT_H
 #define VRL_VARIANT_H
 
@@ -44,9 +45,12 @@ typedef struct {
     const char *summary;        /* one line for --help and docs */
 } VariantInfo;
 
-/* Parse and check names against the registry; `origin` (a file or "--variant") names
- * the source in errors. "baseline" parses to zero parts. */
-int variant_parse(const char *text, VariantSpec *out, const char *origin);
+/* A variant's entry by name, or NULL (variant_lookup, variant_registry.h). */
+typedef const VariantInfo *(*VariantLookup)(const char *name);
+
+/* Parse and check names with lookup (the registry); `origin` (a file or "--variant")
+ * names the source in errors. "baseline" parses to zero parts. */
+int variant_parse(const char *text, VariantLookup lookup, VariantSpec *out, const char *origin);
 
 /* The part of a family, or NULL (the baseline of that family). */
 VariantPart *variant_part(VariantSpec *s, VariantFamily f);
@@ -59,9 +63,5 @@ int variant_opt_double(VariantPart *p, const char *key, double *out, const char 
 int variant_opt_int(VariantPart *p, const char *key, int *out, const char *origin);
 /* Fail if any option of the spec was never read: catches typos like "lamda=2". */
 int variant_check_used(const VariantSpec *s, const char *origin);
-
-/* Every variant name, i = 0, 1, ...: the baseline, the value family's, the stream family's;
- * NULL past the end (for --help and the parser). */
-const VariantInfo *variant_info(int i);
 
 #endif

@@ -20,14 +20,8 @@
 #include "common/base/hash.h"
 #include "common/run/model_record.h"
 #include "common/run/ckpt_folder.h"
+#include "common/run/run_paths.h"
 
-#define MODEL_FILE "model.safetensors"
-#define STATE_FILE "train_state.safetensors"
-
-static int join(char *out, size_t cap, const char *dir, const char *file) {
-    if (snprintf(out, cap, "%s/%s", dir, file) >= (int)cap) return vrl_error("%s: path too long", dir);
-    return 0;
-}
 
 static int check_run_dtype(DType d) {
     if (d != DT_F32 && d != DT_F64) return vrl_error("checkpoint: dtype %s is not a run precision (F32 or F64)",
@@ -101,7 +95,7 @@ static int check_no_extra(const char *path, const StFile *f, const ParamTable *t
 int checkpoint_save_model(const char *dir, const ModelConfig *c, const ParamTable *t, DType dtype,
                           const void *params) {
     char path[PATH_MAX];
-    if (join(path, sizeof path, dir, MODEL_FILE) < 0 || check_run_dtype(dtype) < 0) return -1;
+    if (run_path(path, sizeof path, dir, RUN_MODEL) < 0 || check_run_dtype(dtype) < 0) return -1;
     StFile f;
     st_init(&f);
     int rc = 0;
@@ -123,7 +117,7 @@ int checkpoint_save_model(const char *dir, const ModelConfig *c, const ParamTabl
 
 int checkpoint_load_model(const char *run, const ParamTable *t, DType dtype, void *params) {
     char path[PATH_MAX], dir[PATH_MAX];
-    if (ckpt_resolve(run, dir, sizeof dir) < 0 || join(path, sizeof path, dir, MODEL_FILE) < 0 ||
+    if (ckpt_resolve(run, dir, sizeof dir) < 0 || run_path(path, sizeof path, dir, RUN_MODEL) < 0 ||
         check_run_dtype(dtype) < 0)
         return -1;
     StFile f;
@@ -178,7 +172,7 @@ static int state_hash(const char *path, const StFile *f, const ParamTable *t, js
 int checkpoint_save_state(const char *dir, const ParamTable *t, DType dtype, const void *m, const void *v,
                           const TrainState *s) {
     char path[PATH_MAX], model[PATH_MAX];
-    if (join(path, sizeof path, dir, STATE_FILE) < 0 || join(model, sizeof model, dir, MODEL_FILE) < 0 ||
+    if (run_path(path, sizeof path, dir, RUN_TRAIN_STATE) < 0 || run_path(model, sizeof model, dir, RUN_MODEL) < 0 ||
         check_run_dtype(dtype) < 0)
         return -1;
     if (s->n_data_pos < 0 || s->n_data_pos > 16) return vrl_error("%s: %d data position words", path, s->n_data_pos);
@@ -246,7 +240,7 @@ static int get_u64(const char *path, json_t *meta, const char *key, uint64_t *ou
 
 int checkpoint_load_state(const char *run, const ParamTable *t, DType dtype, void *m, void *v, TrainState *s) {
     char path[PATH_MAX], model[PATH_MAX], dir[PATH_MAX];
-    if (ckpt_resolve(run, dir, sizeof dir) < 0 || join(path, sizeof path, dir, STATE_FILE) < 0 || join(model, sizeof model, dir, MODEL_FILE) < 0 ||
+    if (ckpt_resolve(run, dir, sizeof dir) < 0 || run_path(path, sizeof path, dir, RUN_TRAIN_STATE) < 0 || run_path(model, sizeof model, dir, RUN_MODEL) < 0 ||
         check_run_dtype(dtype) < 0)
         return -1;
     memset(s, 0, sizeof *s);
@@ -332,7 +326,7 @@ out:
  * full load reports that). */
 static json_t *stored_train_args(const char *run) {
     char dir[PATH_MAX], path[PATH_MAX];
-    if (ckpt_resolve(run, dir, sizeof dir) < 0 || join(path, sizeof path, dir, STATE_FILE) < 0) return NULL;
+    if (ckpt_resolve(run, dir, sizeof dir) < 0 || run_path(path, sizeof path, dir, RUN_TRAIN_STATE) < 0) return NULL;
     StFile f;
     if (!file_exists(path) || st_read(path, &f) < 0) {
         vrl_clear_error(); /* no state or a damaged one: the resume itself says which */

@@ -16,14 +16,15 @@
 #include "common/base/error.h"
 #include "common/base/fault.h"
 #include "common/base/fsutil.h"
+#include "common/run/run_paths.h"
 
-#define CKPT_DIR "checkpoints"
-#define LATEST "latest"
+#define CKPT_DIR RUN_CHECKPOINTS
+#define LATEST RUN_LATEST
 #define STEP_FMT "step-%06ld"
 #define STAGE_FMT ".stage-%06ld"
 
 /* Files of a checkpoint that the run folder also shows at its top level. */
-static const char *const linked_files[] = {"model.safetensors", "train_state.safetensors"};
+static const char *const linked_files[] = {RUN_MODEL, RUN_TRAIN_STATE};
 #define N_LINKED ((int)(sizeof linked_files / sizeof linked_files[0]))
 
 /* snprintf into a path buffer; a path that does not fit is an error, never cut short. */

@@ -9,6 +9,7 @@
 #include "common/base/error.h"
 #include "common/base/fsutil.h"
 #include "common/data/tokenizer.h"
+#include "common/run/run_paths.h"
 
 /* The folder holding the training data's tokenizer.json: the data folder itself, or the folder
  * of the first shard file; "" when there is none (the synthetic corpus). */
@@ -42,7 +43,7 @@ static int export_tokenizer(const char *run_dir, const ModelConfig *c, const cha
     size_t n;
     char path[4300];
     rc = read_file_all(src, &text, &n);
-    snprintf(path, sizeof path, "%s/tokenizer.json", run_dir);
+    if (rc == 0) rc = run_path(path, sizeof path, run_dir, RUN_TOKENIZER);
     if (rc == 0) rc = write_file_atomic(path, text, n);
     free(text);
     if (rc == 0) {
@@ -51,8 +52,8 @@ static int export_tokenizer(const char *run_dir, const ModelConfig *c, const cha
                                 "model_max_length", c->max_seq, "clean_up_tokenization_spaces", 0);
         char *text = cfg ? json_dumps(cfg, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
         json_decref(cfg);
-        snprintf(path, sizeof path, "%s/tokenizer_config.json", run_dir);
-        rc = text ? write_file_atomic(path, text, strlen(text)) : vrl_error("%s: out of memory", path);
+        rc = run_path(path, sizeof path, run_dir, RUN_TOKENIZER_CONFIG);
+        if (rc == 0) rc = text ? write_file_atomic(path, text, strlen(text)) : vrl_error("%s: out of memory", path);
         free(text);
     }
     free(eos);
@@ -63,7 +64,7 @@ int hf_export_static(const char *run_dir, const ModelConfig *c, const char *data
     char path[4300];
     if (c->arch == ARCH_LLAMA && strcmp(c->variant, "baseline"))
         for (int i = 0; i < hf_n_files; i++) {
-            snprintf(path, sizeof path, "%s/%s", run_dir, hf_files[i].name);
+            if (run_path(path, sizeof path, run_dir, hf_files[i].name) < 0) return -1;
             if (write_file_atomic(path, hf_files[i].data, hf_files[i].size) < 0) return -1;
         }
     char tok[4200];

@@ -8,14 +8,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/base/clock.h"
 #include "common/base/error.h"
 #include "common/base/fsutil.h"
-
-double now_seconds(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
+#include "common/run/run_paths.h"
 
 /* Keep the lines that are whole JSON objects whose "step" is <= keep; rewrite the file
  * atomically. A line cut by a full disk, or glued to the next one, does not parse and goes. */
@@ -51,7 +47,7 @@ static int truncate_after(const char *path, long keep) {
 
 int metrics_open(Metrics *m, const char *run_dir, long keep_upto_step) {
     memset(m, 0, sizeof *m);
-    snprintf(m->path, sizeof m->path, "%s/metrics.jsonl", run_dir);
+    if (run_path(m->path, sizeof m->path, run_dir, RUN_METRICS) < 0) return -1;
     if (keep_upto_step >= 0 && truncate_after(m->path, keep_upto_step) < 0) return -1;
     if (keep_upto_step < 0 && file_exists(m->path)) {
         /* a run that stopped before its first save, started again: its log is kept aside */

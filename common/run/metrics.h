@@ -35,7 +35,5 @@ void progress_print(Metrics *m, long step, long total, double loss, double lr, d
                     double tokens_per_s, double seconds_per_step);
 void progress_end(Metrics *m);
 
-/* Monotonic wall clock in seconds. */
-double now_seconds(void);
 
 #endif

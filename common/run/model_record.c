@@ -73,7 +73,10 @@ int model_record_check(const char *run, const ModelConfig *c, const char *config
     if (ckpt_resolve(run, dir, sizeof dir) < 0) return -1;
     if (snprintf(path, sizeof path, "%s/model.safetensors", dir) >= (int)sizeof path)
         return vrl_error("%s: path too long", dir);
-    if (st_read_metadata(path, &text) < 0) return -1;
+    if (st_read_metadata(path, &text) < 0) { /* damaged or absent: the load (or a resume's recovery) says so */
+        vrl_clear_error();
+        return 0;
+    }
     json_t *meta = json_loads(text, 0, NULL);
     free(text);
     if (!meta) return vrl_error("%s: out of memory reading __metadata__", path);

@@ -15,7 +15,8 @@ int model_record_add(json_t *meta, const ModelConfig *c);
 
 /* Compare the record in RUN's model.safetensors (the published checkpoint) with c, read from
  * config_path. A key recorded with another value is an error naming the key and both
- * values; a key the file does not record (an older checkpoint) is not compared. */
+ * values; a key the file does not record (an older checkpoint) is not compared, nor a file
+ * whose header cannot be read (the weights' load reports that). */
 int model_record_check(const char *run, const ModelConfig *c, const char *config_path);
 
 #endif

@@ -12,10 +12,11 @@
 #include <unistd.h>
 
 #include "common/base/error.h"
+#include "common/run/run_paths.h"
 
 int run_lock(const char *run) {
     char path[PATH_MAX];
-    if (snprintf(path, sizeof path, "%s/.lock", run) >= (int)sizeof path) return vrl_error("%s: path too long", run);
+    if (run_path(path, sizeof path, run, RUN_LOCK) < 0) return -1;
     int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
     if (fd < 0) return vrl_error("%s: cannot open: %s", path, strerror(errno));
     if (flock(fd, LOCK_EX | LOCK_NB) < 0) {

@@ -1,7 +1,7 @@
 /* train_args_check.c: one range check for the training flags, whether they come from
  * the command line or from a stored training state, and the rules for flags given
  * again on `vrl train --resume` (trainer.h). */
-#include "common/run/trainer.h"
+#include "common/run/train_args.h"
 
 #include <jansson.h>
 #include <math.h>

@@ -2,8 +2,6 @@
 #include "common/run/trainer.h"
 #include "common/run/hf_export.h"
 
-#include <errno.h>
-#include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +14,7 @@
 #include "common/run/model_record.h"
 #include "common/run/stop_request.h"
 #include "common/run/dist.h"
+#include "common/run/run_folder.h"
 #include "common/run/runlock.h"
 #include "common/eval/domainval.h"
 #include "common/base/error.h"
@@ -24,97 +23,9 @@
 #include "common/data/data_fingerprint.h"
 #include "common/data/loader.h"
 #include "common/run/metrics.h"
+#include "common/base/clock.h"
 #include "common/model/spec.h"
 #include "common/data/synthetic.h"
-
-void train_args_defaults(TrainArgs *a) {
-    memset(a, 0, sizeof *a);
-    a->steps = 300;
-    a->batch = 16;
-    a->seq = 128;
-    a->accum = 1;
-    a->sched = (Schedule){.kind = SCHED_COSINE, .peak = 3e-3, .end = 3e-4, .warmup = 30, .decay_end = -1};
-    a->opt = (AdamWConfig){.beta1 = 0.9, .beta2 = 0.95, .eps = 1e-8, .weight_decay = 0.1, .clip = 1.0};
-    a->seed = 1337;
-    a->eval_every = 100;
-    a->eval_batches = 8;
-    a->save_every = 500;
-    a->synthetic_tokens = 2000000;
-    a->keep_previous = 1;
-    snprintf(a->out, sizeof a->out, "runs/default");
-}
-
-/* ------------------------------------------------------------------ args <-> JSON */
-
-int train_args_to_json(const TrainArgs *a, char *buf, size_t n) {
-    json_t *o = json_pack("{s:s, s:s, s:s, s:I, s:i, s:i, s:i, s:s, s:f, s:f, s:I, s:I, s:f, s:f, s:f, s:f, s:f, "
-                          "s:s, s:I, s:i, s:I, s:I}",
-                          "backend", a->backend->name, "data", a->data, "val_data", a->val_data, "steps",
-                          (json_int_t)a->steps, "batch", a->batch, "seq", a->seq, "accum", a->accum, "schedule",
-                          schedule_kind_name(a->sched.kind), "lr", a->sched.peak, "lr_end", a->sched.end,
-                          "warmup", (json_int_t)a->sched.warmup, "decay_end", (json_int_t)a->sched.decay_end,
-                          "beta1", a->opt.beta1, "beta2", a->opt.beta2, "eps", a->opt.eps, "wd",
-                          a->opt.weight_decay, "clip", a->opt.clip, "seed", "", "eval_every",
-                          (json_int_t)a->eval_every, "eval_batches", a->eval_batches, "save_every",
-                          (json_int_t)a->save_every, "synthetic_tokens", (json_int_t)a->synthetic_tokens);
-    if (!o) return vrl_error("cannot encode the training arguments");
-    /* The seed is a full 64-bit value: store it as a decimal string. */
-    char seed[32];
-    snprintf(seed, sizeof seed, "%llu", (unsigned long long)a->seed);
-    json_object_set_new(o, "seed", json_string(seed));
-    json_object_set_new(o, "mixture", json_string(a->mixture));
-    if (a->threads > 0) json_object_set_new(o, "threads", json_integer(a->threads)); /* it changes the bits */
-    if (a->data_fingerprint[0]) json_object_set_new(o, "data_fingerprint", json_string(a->data_fingerprint));
-    char *text = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS | JSON_REAL_PRECISION(17));
-    json_decref(o);
-    if (!text || strlen(text) >= n) {
-        free(text);
-        return vrl_error("training arguments too long to store");
-    }
-    snprintf(buf, n, "%s", text);
-    free(text);
-    return 0;
-}
-
-int train_args_from_json(const char *text, TrainArgs *a, const char *origin) {
-    json_error_t e;
-    json_t *o = json_loads(text, 0, &e);
-    if (!o) return vrl_error("%s: training arguments: %s", origin, e.text);
-    const char *data, *val, *sched, *seed, *backend, *mixture = "";
-    int threads = 0; /* absent in older states */
-    const char *fingerprint = "";
-    json_int_t steps, warmup, decay_end, eval_every, save_every, synth;
-    int rc = json_unpack_ex(o, &e, JSON_STRICT,
-                            "{s:s, s:s, s:s, s:I, s:i, s:i, s:i, s:s, s:F, s:F, s:I, s:I, s:F, s:F, s:F, s:F, s:F, "
-                            "s:s, s:I, s:i, s:I, s:I, s?s, s?i, s?s}",
-                            "backend", &backend, "data", &data, "val_data", &val, "steps", &steps, "batch", &a->batch,
-                            "seq", &a->seq, "accum", &a->accum, "schedule", &sched, "lr", &a->sched.peak, "lr_end",
-                            &a->sched.end, "warmup", &warmup, "decay_end", &decay_end, "beta1", &a->opt.beta1,
-                            "beta2", &a->opt.beta2, "eps", &a->opt.eps, "wd", &a->opt.weight_decay, "clip",
-                            &a->opt.clip, "seed", &seed, "eval_every", &eval_every, "eval_batches",
-                            &a->eval_batches, "save_every", &save_every, "synthetic_tokens", &synth, "mixture",
-                            &mixture, "threads", &threads, "data_fingerprint", &fingerprint);
-    if (rc == 0 && schedule_kind_parse(sched, &a->sched.kind) < 0) rc = -1, snprintf(e.text, sizeof e.text, "schedule \"%s\"", sched);
-    if (rc == 0) {
-        snprintf(a->data, sizeof a->data, "%s", data);
-        snprintf(a->val_data, sizeof a->val_data, "%s", val);
-        snprintf(a->mixture, sizeof a->mixture, "%s", mixture); /* absent in older states: formulas.md §3 weights */
-        a->steps = steps;
-        if (threads > 0) a->threads = threads;
-        snprintf(a->data_fingerprint, sizeof a->data_fingerprint, "%s", fingerprint);
-        a->sched.warmup = warmup;
-        a->sched.decay_end = decay_end;
-        a->eval_every = eval_every;
-        a->save_every = save_every;
-        a->synthetic_tokens = synth;
-        char *end;
-        errno = 0;
-        a->seed = strtoull(seed, &end, 10);
-        if (!*seed || *end || errno || *seed == '-') rc = -1, snprintf(e.text, sizeof e.text, "seed \"%.40s\" is not a number", seed);
-    }
-    json_decref(o);
-    return rc ? vrl_error("%s: training arguments: %s", origin, e.text) : 0;
-}
 
 /* ------------------------------------------------------------------ data */
 
@@ -233,8 +144,13 @@ static int save_run(const TrainArgs *a, void *model, HostState *h, DataLoader *t
     return 0;
 }
 
-static int host_state_alloc(HostState *h, const ModelConfig *c, DType dt) {
-    if (model_spec_build(c, &h->spec) < 0) return -1;
+/* For a new run: the spec the caller built (taken over), else built here from c. */
+static int host_state_alloc(HostState *h, const ModelConfig *c, ModelSpec *given, DType dt) {
+    if (given) {
+        h->spec = *given;
+        memset(given, 0, sizeof *given);
+    } else if (model_spec_build(c, &h->spec) < 0)
+        return -1;
     const size_t total = h->spec.table.total, bytes = total * dtype_size(dt); /* total <= 2^40: no wrap */
     /* the host copies and the double draw of the initialisation, before any of them is made */
     char what[96];
@@ -244,6 +160,34 @@ static int host_state_alloc(HostState *h, const ModelConfig *c, DType dt) {
     h->exp_avg = calloc(1, bytes);
     h->exp_avg_sq = calloc(1, bytes);
     if (!h->params || !h->exp_avg || !h->exp_avg_sq) return vrl_error("out of memory for %zu parameters", total);
+    return 0;
+}
+
+static int recover_latest(const char *run, const ParamTable *t, DType dt);
+
+/* --resume: the run's model (the shape --model may name again), weights, moments and state,
+ * read through run_folder.h into h and st. */
+static int resume_open(const char *run, const TrainArgs *cli, DType dt, int root, HostState *h, TrainState *st) {
+    RunFolder rf;
+    char path[TRAIN_PATH_LEN + 64];
+    if (run_folder_open(run, 0, dt, &rf) < 0) return -1;
+    int rc = 0;
+    /* rank 0 holds the lock: a copy without a usable latest gets it back, verified */
+    if (root && ckpt_needs_recovery(run)) rc = recover_latest(run, &rf.spec.table, dt);
+    if (!rc && train_args_flag_given(cli, "--model") && !config_same_shape(&cli->model, &rf.config)) {
+        rc = run_path(path, sizeof path, run, RUN_CONFIG);
+        if (!rc) rc = vrl_error("--model %s: differs from the run's %s; a resumed run keeps its model",
+                                config_origin(&cli->model), path);
+    }
+    if (!rc) rc = run_folder_read(&rf, RUN_OPEN_PARAMS | RUN_OPEN_MOMENTS);
+    if (rc) {
+        run_folder_close(&rf);
+        return -1;
+    }
+    /* moved into h: the spec and the three buffers */
+    h->spec = rf.spec;
+    h->params = rf.params, h->exp_avg = rf.exp_avg, h->exp_avg_sq = rf.exp_avg_sq;
+    *st = rf.state;
     return 0;
 }
 
@@ -285,26 +229,28 @@ static int next_batch(const TrainArgs *a, DataLoader *train, Mixture *mix, int32
 /* RUN/latest is missing, a copied folder, a file or a loop (what rsync -r, cp -rL, scp -r
  * leave): the newest step folder whose model and state load with their checksums verified
  * is published again. Nothing is removed but what stood at RUN/latest. */
-static int recover_latest(const char *run, HostState *h, DType dt) {
+static int recover_latest(const char *run, const ParamTable *t, DType dt) {
     long steps[64];
     char dir[TRAIN_PATH_LEN + 64], why[VRL_ERROR_LEN] = "";
     const int n = ckpt_steps(run, steps, 64);
-    for (int i = 0; i < n; i++) {
+    const size_t bytes = t->total * dtype_size(dt);
+    void *p = malloc(bytes), *m = malloc(bytes), *v = malloc(bytes); /* [total] each, read to verify */
+    int rc = p && m && v ? 1 : vrl_error("out of memory for %zu parameters", t->total);
+    for (int i = 0; rc > 0 && i < n; i++) {
         TrainState st;
-        if (ckpt_step_dir(run, steps[i], dir, sizeof dir) < 0) return -1;
-        if (checkpoint_load_model(dir, &h->spec.table, dt, h->params) < 0 ||
-            checkpoint_load_state(dir, &h->spec.table, dt, h->exp_avg, h->exp_avg_sq, &st) < 0) {
+        if (ckpt_step_dir(run, steps[i], dir, sizeof dir) < 0) rc = -1;
+        else if (checkpoint_load_model(dir, t, dt, p) < 0 || checkpoint_load_state(dir, t, dt, m, v, &st) < 0)
             snprintf(why, sizeof why, "%s", vrl_last_error());
-            continue;
+        else if (st.step != steps[i]) rc = vrl_error("%s: holds the state of step %ld, not %ld", dir, st.step, steps[i]);
+        else if (ckpt_republish(run, steps[i]) < 0) rc = -1;
+        else {
+            fprintf(stderr, "vrl train: %s/latest was not a link to a checkpoint; it points at %s again (verified)\n",
+                    run, dir);
+            rc = 0;
         }
-        if (st.step != steps[i])
-            return vrl_error("%s: holds the state of step %ld, not %ld", dir, st.step, steps[i]);
-        if (ckpt_republish(run, steps[i]) < 0) return -1;
-        fprintf(stderr, "vrl train: %s/latest was not a link to a checkpoint; it points at %s again (verified)\n",
-                run, dir);
-        return 0;
     }
-    return vrl_error("%s: no step folder in checkpoints/ verifies (%s)", run, why);
+    free(p), free(m), free(v);
+    return rc > 0 ? vrl_error("%s: no step folder in checkpoints/ verifies (%s)", run, why) : rc;
 }
 
 /* ------------------------------------------------------------------ opening a run */
@@ -356,7 +302,7 @@ static int run_open(TrainArgs *a, Run *r) {
     char path[TRAIN_PATH_LEN + 64];
     char changes[1024] = ""; /* flags a --resume changed, for metrics.jsonl */
     if (train_args_check(a, NULL) < 0) return -1;
-    snprintf(path, sizeof path, "%s/config.json", a->out);
+    if (run_path(path, sizeof path, a->out, RUN_CONFIG) < 0) return -1;
     if (a->resume) {
         /* The lock comes first: another run may be writing the folder (rank 0 holds it). */
         if (!ckpt_exists(a->out))
@@ -366,16 +312,9 @@ static int run_open(TrainArgs *a, Run *r) {
                              a->out, a->out);
         if (r->root && ((r->lock = run_lock(a->out)) < 0 || ckpt_clean(a->out, a->keep_previous) < 0)) return -1;
         TrainArgs cli = *a;
-        if (config_load_json(path, &a->model) < 0) return -1;
-        if (train_args_flag_given(&cli, "--model") && !config_same_shape(&cli.model, &a->model))
-            return vrl_error("--model %s: differs from the run's %s; a resumed run keeps its model",
-                             config_origin(&cli.model), path);
-        if (host_state_alloc(h, &a->model, be->dtype) < 0) return -1;
-        if (r->root && ckpt_needs_recovery(a->out) && recover_latest(a->out, h, be->dtype) < 0) return -1;
-        if (model_record_check(a->out, &a->model, path) < 0) return -1; /* config.json edited since? */
-        if (checkpoint_load_model(a->out, &h->spec.table, be->dtype, h->params) < 0) return -1;
-        if (checkpoint_load_state(a->out, &h->spec.table, be->dtype, h->exp_avg, h->exp_avg_sq, st) < 0) return -1;
-        snprintf(path, sizeof path, "%s/train_state.safetensors", a->out);
+        if (resume_open(a->out, &cli, be->dtype, r->root, h, st) < 0) return -1;
+        a->model = h->spec.config;
+        if (run_path(path, sizeof path, a->out, RUN_TRAIN_STATE) < 0) return -1;
         const ModelConfig model = a->model;
         if (train_args_resume(st->train_args_json, path, &cli, a, changes, sizeof changes) < 0) return -1;
         a->model = model;
@@ -389,7 +328,7 @@ static int run_open(TrainArgs *a, Run *r) {
             return vrl_error("%s: already holds a run; continue it with --resume %s or choose another --out", a->out,
                              a->out);
         if (a->sched.decay_end < 0) a->sched.decay_end = a->steps;
-        if (host_state_alloc(h, &a->model, be->dtype) < 0) return -1;
+        if (host_state_alloc(h, &a->model, a->spec, be->dtype) < 0) return -1;
         if (init_params(h, be->dtype, a->seed) < 0) return -1;
         rng_seed(&st->rng, a->seed);
         if (!r->root) a->quiet = 1;
@@ -422,7 +361,7 @@ static int run_open(TrainArgs *a, Run *r) {
             return vrl_error("%s: already holds a run; continue it with --resume %s or choose another --out", a->out,
                              a->out);
         if (ckpt_clean(a->out, a->keep_previous) < 0) return -1;
-        snprintf(path, sizeof path, "%s/config.json", a->out);
+        if (run_path(path, sizeof path, a->out, RUN_CONFIG) < 0) return -1;
         if (config_save_json(path, &a->model) < 0) return -1;
         if (hf_export_static(a->out, &a->model, a->data) < 0) return -1;
     }

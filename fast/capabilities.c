@@ -1,4 +1,4 @@
-/* value_plan.c: what the CUDA backend implements of a model spec (fast_capabilities).
+/* capabilities.c: what the CUDA backend implements of a model spec (fast_capabilities).
  *
  * The CUDA model runs the llama block with the value mix V'_l = Σ_i cv[l][i]·V_i of the spec's
  * ValuePlan with constant coefficients (baseline, ResFormer identity / general / constant /

@@ -1,12 +1,12 @@
-/* metrics.h: the analysis metrics of formulas.md §6 (paper Eq. 11-13, Fig. 3).
+/* analysis.h: the analysis metrics of formulas.md §6 (paper Eq. 11-13, Fig. 3).
  *
  * Two layers: per-sample kernels on plain arrays (closed-form tests feed them directly)
  * and metrics_accumulate(), which runs a backend's model on a batch and adds every
  * metric of every sample, read through the Backend's analysis views, into a MetricSums. All arithmetic is in double whatever the
  * build's `real`; compiled twice like the rest of ref/ (real.h), so use the plain names.
  * Layers are 0-based here (layer l is the paper's n = l + 1). */
-#ifndef VRL_REF_METRICS_H
-#define VRL_REF_METRICS_H
+#ifndef VRL_REF_ANALYSIS_H
+#define VRL_REF_ANALYSIS_H
 
 #include <stdint.h>
 #include <stdlib.h>

@@ -1,6 +1,6 @@
-/* metrics.c: formulas.md §6 analysis metrics (metrics.h). Inputs are the build's `real`;
+/* analysis.c: formulas.md §6 analysis metrics (analysis.h). Inputs are the build's `real`;
  * every sum is in double so the fp32 build loses nothing beyond its inputs. */
-#include "ref/metrics.h"
+#include "ref/analysis.h"
 
 #include <math.h>
 #include <stdlib.h>

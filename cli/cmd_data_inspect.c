@@ -1,0 +1,111 @@
+/* cmd_data_inspect.c: `vrl data inspect`: a shard or a shard directory of formulas.md §3's
+ * data: token, chunk and shard counts per split and domain, and a decoded sample. */
+#include "cli/commands.h"
+#include "cli/data_common.h"
+#include "common/base/error.h"
+#include "common/data/shard.h"
+#include "common/data/tokenizer.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+static const char INSPECT_USAGE[] =
+    "usage: vrl data inspect --in PATH [--tokenizer FILE] [--chunk K] [--n N]\n"
+    "  --in PATH is a shard or a directory of SPLIT/*.bin shards: print token, chunk and\n"
+    "  shard counts per split and domain. For a shard with --tokenizer, also decode the\n"
+    "  first N (default 64) tokens of chunk K (default 0).\n";
+
+static int inspect_shard(const char *path, const char *tokp, uint64_t chunk_i, uint64_t n) {
+    Shard s;
+    if (shard_read(path, &s)) return -1;
+    uint64_t chunks = s.chunk_len ? s.n_tokens / s.chunk_len : 0;
+    printf("%s: domain \"%s\", %llu tokens, chunk_len %u, %llu chunks, vocab_size %u, %u-byte ids\n", path, s.domain,
+           (unsigned long long)s.n_tokens, s.chunk_len, (unsigned long long)chunks, s.vocab_size, s.token_bytes);
+    int rc = 0;
+    if (tokp) {
+        uint64_t len = s.chunk_len ? s.chunk_len : s.n_tokens, start = chunk_i * len;
+        if (start >= s.n_tokens) rc = vrl_error("%s: no chunk %llu", path, (unsigned long long)chunk_i);
+        Tokenizer *t = NULL;
+        if (rc == 0) rc = tok_load(tokp, &t);
+        if (rc == 0) {
+            if (n > len) n = len;
+            if (start + n > s.n_tokens) n = s.n_tokens - start;
+            char *text;
+            size_t tn;
+            rc = tok_decode(t, s.tokens + start, n, 0, &text, &tn);
+            if (rc == 0) {
+                printf("chunk %llu, first %llu tokens:\n", (unsigned long long)chunk_i, (unsigned long long)n);
+                for (uint64_t i = 0; i < n; i++) printf(i ? " %u" : "%u", s.tokens[start + i]);
+                printf("\n---\n%.*s\n---\n", (int)tn, text);
+                free(text);
+            }
+            tok_free(t);
+        }
+    }
+    shard_free(&s);
+    return rc;
+}
+
+static int inspect_dir(const char *dir) {
+    int found = 0;
+    for (int sp = 0; sp < 3; sp++) {
+        char sd[4200];
+        snprintf(sd, sizeof sd, "%s/%s", dir, DATA_SPLITS[sp]);
+        Names files;
+        if (data_list_dir(sd, 0, ".bin", NULL, &files)) return -1;
+        /* files are DOMAIN-NNNNN.bin sorted, so one domain's shards are adjacent */
+        char cur[SHARD_DOMAIN_LEN + 1] = "";
+        uint64_t tok = 0, ch = 0, total = 0;
+        int shards = 0;
+        for (size_t f = 0; f <= files.n; f++) {
+            Shard s = {0};
+            if (f < files.n) {
+                char p[8400];
+                snprintf(p, sizeof p, "%s/%s", sd, files.v[f]);
+                if (shard_read(p, &s)) { names_free(&files); return -1; }
+            }
+            if (shards && (f == files.n || strcmp(cur, s.domain) != 0)) {
+                printf("%-10s %-24s %12llu tokens %8llu chunks %3d shards\n", DATA_SPLITS[sp], cur,
+                       (unsigned long long)tok, (unsigned long long)ch, shards);
+                tok = ch = 0;
+                shards = 0;
+            }
+            if (f < files.n) {
+                snprintf(cur, sizeof cur, "%s", s.domain);
+                tok += s.n_tokens;
+                total += s.n_tokens;
+                ch += s.chunk_len ? s.n_tokens / s.chunk_len : 0;
+                shards++;
+                found = 1;
+                shard_free(&s);
+            }
+        }
+        if (files.n) printf("%-10s %-24s %12llu tokens\n", DATA_SPLITS[sp], "(all)", (unsigned long long)total);
+        names_free(&files);
+    }
+    if (!found) return vrl_error("%s: no SPLIT/*.bin shards", dir);
+    return 0;
+}
+
+int data_inspect(int argc, char **argv) {
+    const char *path = NULL, *tokp = NULL;
+    uint64_t chunk = 0, n = 64;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--help") == 0) { fputs(INSPECT_USAGE, stdout); return 0; }
+        int has = i + 1 < argc;
+        if (strcmp(a, "--in") == 0 && has) path = argv[++i];
+        else if (strcmp(a, "--tokenizer") == 0 && has) tokp = argv[++i];
+        else if (strcmp(a, "--chunk") == 0 && has) { if (data_parse_u64(a, argv[++i], &chunk)) return data_fail("inspect"); }
+        else if (strcmp(a, "--n") == 0 && has) { if (data_parse_u64(a, argv[++i], &n)) return data_fail("inspect"); }
+        else { fprintf(stderr, "vrl data inspect: unknown or incomplete option %s\n%s", a, INSPECT_USAGE); return 2; }
+    }
+    if (!path) { fprintf(stderr, "vrl data inspect: --in PATH is required\n%s", INSPECT_USAGE); return 2; }
+    struct stat st;
+    if (stat(path, &st) != 0) { vrl_error("%s: %s", path, strerror(errno)); return data_fail("inspect"); }
+    int rc = S_ISDIR(st.st_mode) ? inspect_dir(path) : inspect_shard(path, tokp, chunk, n);
+    return rc ? data_fail("inspect") : 0;
+}

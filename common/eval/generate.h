@@ -1,0 +1,35 @@
+/* generate.h: continuing a prompt one token at a time through a backend's KV cache
+ * (Backend kv_create / decode, docs/generate.md), each token drawn by sample.h. What is
+ * done with each token (printed as ids, decoded as text) is the caller's sink. */
+#ifndef VRL_GENERATE_H
+#define VRL_GENERATE_H
+
+#include <stdint.h>
+
+#include "common/data/tokenizer.h"
+#include "common/eval/sample.h"
+#include "common/model/backend.h"
+#include "common/model/spec.h"
+
+enum { GENERATE_EOS_ID = 0 }; /* formulas.md §3; config.json's eos_token_id */
+
+typedef struct {
+    int made;              /* tokens drawn (EOS not counted) */
+    double prompt_seconds; /* the prompt's one decode call */
+    double seconds;        /* the drawn tokens' decode calls and draws */
+} GenerateStats;
+
+/* Called once with next = -1 when the prompt is accepted (before it is decoded), then after
+ * each drawn token: ids holds the prompt and every token so far, next the new one. 0, or -1
+ * (vrl_error set) to stop. */
+typedef int (*GenerateSink)(void *ctx, const TokIds *ids, int32_t next);
+
+/* Continue the prompt in ids (checked here: at least one token, every id inside the
+ * vocabulary, shorter than max_position_embeddings) with up to max_new tokens from be's
+ * model of spec at params, stopping at EOS or at the model's last position. Draws only ids
+ * below draw_vocab (a tokenizer's vocabulary may be smaller than the model's). The caller
+ * has checked BACKEND_CAN_GENERATE. 0, or -1 with vrl_error. */
+int generate(const Backend *be, const ModelSpec *spec, const void *params, TokIds *ids, int max_new, int draw_vocab,
+             const SampleParams *sp, uint64_t seed, GenerateSink sink, void *ctx, GenerateStats *st);
+
+#endif

@@ -1,0 +1,23 @@
+/* run_paths.h: the file names of a run folder (docs/architecture.md "The run folder"; what
+ * each holds: run_folder.h) and run_path, the one place that formats a path into one. */
+#ifndef VRL_RUN_PATHS_H
+#define VRL_RUN_PATHS_H
+
+#include <stddef.h>
+
+#define RUN_CONFIG "config.json"
+#define RUN_CHECKPOINTS "checkpoints"
+#define RUN_LATEST "latest"
+#define RUN_MODEL "model.safetensors"
+#define RUN_TRAIN_STATE "train_state.safetensors"
+#define RUN_METRICS "metrics.jsonl"
+#define RUN_LOCK ".lock"
+#define RUN_TOKENIZER "tokenizer.json"
+#define RUN_TOKENIZER_CONFIG "tokenizer_config.json"
+#define RUN_EVAL "eval.json"
+
+/* out = "RUN/FILE" (FILE one of the names above, or a checkpoint file inside a step
+ * folder). 0, or -1 with vrl_error when it does not fit in n. */
+int run_path(char *out, size_t n, const char *run, const char *file);
+
+#endif
