@@ -35,10 +35,22 @@ int args_switch(Args *a, const char *flag) {
     return 0;
 }
 
+/* The one shape every integer flag accepts: an optional '-' (when allowed) and decimal
+ * digits, nothing before or after (strtol alone would take " 1" and "+1"). */
+static int all_digits(const char *s, int allow_minus) {
+    if (allow_minus && *s == '-') s++;
+    if (!*s) return 0;
+    for (; *s; s++)
+        if (*s < '0' || *s > '9') return 0;
+    return 1;
+}
+
 int parse_long(const char *flag, const char *s, long lo, long hi, long *out) {
+    if (!all_digits(s, 1)) return vrl_error("%s: \"%s\" is not an integer", flag, s);
     char *end;
     errno = 0;
     long v = strtol(s, &end, 10);
+    if (errno == ERANGE) return vrl_error("%s: \"%s\" is out of range [%ld, %ld]", flag, s, lo, hi);
     if (errno || end == s || *end) return vrl_error("%s: \"%s\" is not an integer", flag, s);
     if (v < lo || v > hi) return vrl_error("%s: %ld is out of range [%ld, %ld]", flag, v, lo, hi);
     *out = v;
@@ -53,6 +65,8 @@ int parse_int(const char *flag, const char *s, int lo, int hi, int *out) {
 }
 
 int parse_double(const char *flag, const char *s, double *out) {
+    /* strtod skips leading space; a flag value must be the number and nothing else */
+    if (!*s || !(strchr("0123456789-.", *s))) return vrl_error("%s: \"%s\" is not a finite number", flag, s);
     char *end;
     errno = 0;
     double v = strtod(s, &end);
@@ -65,7 +79,9 @@ int parse_u64(const char *flag, const char *s, uint64_t *out) {
     char *end;
     errno = 0;
     if (*s == '-') return vrl_error("%s: \"%s\" must not be negative", flag, s);
+    if (!all_digits(s, 0)) return vrl_error("%s: \"%s\" is not an unsigned integer", flag, s);
     unsigned long long v = strtoull(s, &end, 10);
+    if (errno == ERANGE) return vrl_error("%s: \"%s\" is larger than %llu", flag, s, (unsigned long long)UINT64_MAX);
     if (errno || end == s || *end) return vrl_error("%s: \"%s\" is not an unsigned integer", flag, s);
     *out = v;
     return 0;

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "cli/analyze_depth.h"
+#include "cli/gnuplot.h"
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "cli/evalbatches.h"
@@ -66,21 +67,25 @@ static int plot(const Analysis *a, const char *name, const char *title, const ch
     fprintf(f,
             "# %s: redraw with `gnuplot %s.gp` in this folder\n"
             "set terminal pngcairo size 800,520 noenhanced\nset output '%s.png'\n"
-            "set datafile separator ','\nset key outside right top\nset grid\n"
-            "set title '%s'\nset xlabel '%s'\nset ylabel '%s'\n%s%s"
-            "plot ",
-            name, name, name, title, xlabel, ylabel, logy ? "set logscale y\n" : "",
+            "set datafile separator ','\nset key outside right top\nset grid\n%s%s",
+            name, name, name, logy ? "set logscale y\n" : "",
             strcmp(xlabel, "step") ? "set xtics 1\n" : ""); /* layers are integers */
-    for (int i = 0; i < n_series; i++)
-        fprintf(f, "%s'%s.csv' using 1:%d with %s lw 2 title '%s'", i ? ", " : "", name, i + 2,
-                strcmp(xlabel, "step") ? "linespoints" : "lines", series[i]); /* curves over steps: no markers */
+    /* titles and run labels may hold any character: quoted for gnuplot, never a shell */
+    fputs("set title ", f), gnuplot_quote(f, title);
+    fputs("\nset xlabel ", f), gnuplot_quote(f, xlabel);
+    fputs("\nset ylabel ", f), gnuplot_quote(f, ylabel);
+    fputs("\nplot ", f);
+    for (int i = 0; i < n_series; i++) {
+        fprintf(f, "%s'%s.csv' using 1:%d with %s lw 2 title ", i ? ", " : "", name, i + 2,
+                strcmp(xlabel, "step") ? "linespoints" : "lines"); /* curves over steps: no markers */
+        gnuplot_quote(f, series[i]);
+    }
     fprintf(f, "\n");
-    fclose(f);
+    if (fclose(f) != 0) return vrl_error("%s: cannot write", path);
     if (!a->have_gnuplot) return 0;
-    char cmd[9000];
-    snprintf(cmd, sizeof cmd, "cd '%s' && gnuplot '%s.gp'", a->out, name);
-    if (system(cmd) != 0) return vrl_error("%s/%s.gp: gnuplot failed", a->out, name);
-    return 0;
+    char script[300];
+    snprintf(script, sizeof script, "%s.gp", name);
+    return gnuplot_run(a->out, script);
 }
 
 /* CSV with one row per x in [x0, x1] and one column per run of values v(run, x). */
@@ -451,7 +456,7 @@ int cmd_analyze(int argc, char **argv) {
         }
     }
     if (make_dirs(an.out) < 0) goto fail;
-    an.have_gnuplot = system("command -v gnuplot >/dev/null 2>&1") == 0;
+    an.have_gnuplot = gnuplot_available();
     if (!an.have_gnuplot) printf("vrl analyze: gnuplot not found; writing CSV and .gp scripts only\n");
     if (rel_base && relative_loss(&an, rel_base, rel_method, window) < 0) goto fail;
     if (n_loss && loss_curves(&an, loss_runs, n_loss, window) < 0) goto fail;

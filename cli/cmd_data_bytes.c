@@ -56,9 +56,8 @@ int data_bytes(int argc, char **argv) {
         vrl_error("--val-fraction %g must lie in (0, 1)", frac);
         goto fail;
     }
-    FILE *f = fopen(in, "rb");
+    FILE *f = fopen_regular(in);
     if (!f) {
-        vrl_error("%s: cannot open", in);
         goto fail;
     }
     size_t cap = 1 << 20, n = 0;

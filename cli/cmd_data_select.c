@@ -1,6 +1,7 @@
 /* cmd_data_select.c: `vrl data select` (formulas.md §3):
  *   OUT/SPLIT/DOMAIN.jsonl -> a seeded sample of N tokens per train domain.
  * Every output file appears atomically; a failing run removes what it wrote. */
+#include "cli/args.h" /* parse_double */
 #include "cli/commands.h"
 #include "cli/data_common.h"
 #include "common/base/clock.h"
@@ -48,8 +49,8 @@ static void mapped_free(MappedLines *m) {
 
 static int map_lines(const char *path, MappedLines *m) {
     memset(m, 0, sizeof *m);
-    int fd = open(path, O_RDONLY);
-    if (fd < 0) return vrl_error("%s: cannot open: %s", path, strerror(errno));
+    int fd = open_regular(path, NULL);
+    if (fd < 0) return -1;
     struct stat st;
     if (fstat(fd, &st) != 0) { close(fd); return vrl_error("%s: cannot stat", path); }
     m->size = (size_t)st.st_size;
@@ -83,8 +84,8 @@ static int map_lines(const char *path, MappedLines *m) {
 }
 
 static int copy_file_atomic(const char *src, const char *dst) {
-    FILE *f = fopen(src, "rb");
-    if (!f) return vrl_error("%s: cannot open: %s", src, strerror(errno));
+    FILE *f = fopen_regular(src);
+    if (!f) return -1;
     OutFile o;
     if (outfile_open(&o, dst)) { fclose(f); return -1; }
     char buf[1 << 16];
@@ -164,9 +165,8 @@ int data_select(int argc, char **argv) {
         else if (strcmp(a, "--tokenizer") == 0 && has) tokp = argv[++i];
         else if (strcmp(a, "--tokens") == 0 && has) tokens = argv[++i];
         else if (strcmp(a, "--scale") == 0 && has) {
-            char *end;
-            scale = strtod(argv[++i], &end);
-            if (*end || !(scale > 0) || scale > 1e6) { vrl_error("--scale: \"%s\" is not a positive number", argv[i]); return data_fail("select"); }
+            if (parse_double(a, argv[++i], &scale) < 0) return data_fail("select");
+            if (!(scale > 0) || scale > 1e6) { vrl_error("--scale: \"%s\" is not a positive number", argv[i]); return data_fail("select"); }
         } else if (strcmp(a, "--seed") == 0 && has) { if (data_parse_u64(a, argv[++i], &seed)) return data_fail("select"); }
         else if (strcmp(a, "--threads") == 0 && has) { if (data_parse_u64(a, argv[++i], &th) || th < 1) { vrl_error("--threads: need >= 1"); return data_fail("select"); } }
         else { fprintf(stderr, "vrl data select: unknown or incomplete option %s\n%s", a, SELECT_USAGE); return 2; }

@@ -142,7 +142,8 @@ int data_tokenize(int argc, char **argv) {
         else { fprintf(stderr, "vrl data tokenize: unknown or incomplete option %s\n%s", a, TOKENIZE_USAGE); return 2; }
     }
     if (!in || !out || !tokp) { fprintf(stderr, "vrl data tokenize: --in, --out and --tokenizer are required\n%s", TOKENIZE_USAGE); return 2; }
-    if (chunk < 1 || chunk > (1u << 24) || th < 1 || th > 256 || shard_chunks < 1 || chunk * shard_chunks > (1ULL << 34)) {
+    if (chunk < 1 || chunk > (1u << 24) || th < 1 || th > 256 || shard_chunks < 1 ||
+        shard_chunks > (1ULL << 34) / chunk) { /* divided, not multiplied: no wrap-around */
         vrl_error("--chunk must be 1..%u, --threads 1..256, --shard-chunks >= 1 (at most 2^34 tokens a shard)", 1u << 24);
         return data_fail("tokenize");
     }

@@ -32,7 +32,7 @@ static void usage(FILE *f) {
             "                        VRL_CUDA_CPU_ORDER=forward|reverse|random[:SEED], docs/fast.md)\n"
             "  --precision fp32|fp64 reference precision on cpu [fp32]\n"
             "  --threads N           reference threads on cpu; results do not depend on N\n"
-            "                        [OPENBLAS_NUM_THREADS if set, else all cores]\n"
+            "                        [OPENBLAS_NUM_THREADS if set, else all cores; recorded with the run]\n"
             "  --variant SPEC        model variant, e.g. resformer or svformer:anchors=1,5 [baseline]\n"
             "data\n"
             "  --data SHARDS|DIR     comma-separated token shards, or a folder written by\n"
@@ -161,6 +161,10 @@ static int mixture_flag(TrainArgs *a, const char *mixture) {
     return 0;
 }
 
+/* The reference's thread count: results do not depend on it (test_thread_bits), so a
+ * resumed run may use another; the count in use is recorded with the run. */
+static void fit_blas_threads(TrainArgs *a, int threads) { a->threads = blas_threads_apply(threads); }
+
 int cmd_train(int argc, char **argv) {
     TrainArgs a;
     ModelSpec spec = {0}; /* a new run's model, built once here (errors name --variant or --model) */
@@ -230,11 +234,12 @@ int cmd_train(int argc, char **argv) {
     if (dist_init() < 0) goto fail;
     if (!resume) a.accum *= dist_world(); /* the update of the whole job; a resumed run keeps its own */
     dist_broadcast(a.out, sizeof a.out);  /* rank 0's folder (a default name holds the time) */
-    if (!strcmp(chosen->device, "cpu")) blas_threads_apply(threads);
-    if (train_run(&a) < 0) goto fail;
+    if (!strcmp(chosen->device, "cpu")) fit_blas_threads(&a, threads);
+    const int rc = train_run(&a); /* 0, -1, or 128 + signal after a stop that saved */
+    if (rc < 0) goto fail;
     model_spec_free(&spec);
     dist_finalize();
-    return 0;
+    return rc;
 fail:
     model_spec_free(&spec);
     dist_abort("vrl train", vrl_last_error()); /* with other ranks: print with the rank, stop them all */

@@ -1,5 +1,6 @@
 /* data_common.c: helpers of the `vrl data` subcommands (data_common.h). */
 #include "cli/data_common.h"
+#include "cli/args.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -32,15 +33,9 @@ int data_default_threads(void) {
     return n > 0 ? (int)n : 1;
 }
 
-/* Parse a non-negative integer option value. */
-int data_parse_u64(const char *opt, const char *s, uint64_t *v) {
-    char *end;
-    errno = 0;
-    unsigned long long x = strtoull(s, &end, 10);
-    if (!*s || *end || errno || s[0] == '-') return vrl_error("%s: \"%s\" is not a non-negative integer", opt, s);
-    *v = x;
-    return 0;
-}
+/* A non-negative integer option value, through the one strict parser of numeric flags
+ * (cli/args.c: digits only, overflow named). */
+int data_parse_u64(const char *opt, const char *s, uint64_t *v) { return parse_u64(opt, s, v); }
 
 int data_ends_with(const char *s, const char *suf) {
     size_t a = strlen(s), b = strlen(suf);
@@ -86,7 +81,7 @@ int data_list_dir(const char *dir, int want_dir, const char *suf1, const char *s
         out->n++;
     }
     closedir(d);
-    qsort(out->v, out->n, sizeof *out->v, cmp_name);
+    if (out->n > 1) qsort(out->v, out->n, sizeof *out->v, cmp_name); /* an empty folder: v is NULL */
     return 0;
 }
 

@@ -30,7 +30,9 @@ echo "$(grep -c '^fault point' "$tmp/trace.txt") file-system steps, failing at $
 # run_to_end DIR: continue a run whatever state the failure left it in (a run killed
 # after its last save is complete: the resume only tidies the folder and says so).
 run_to_end() {
-  if [ ! -L "$1/latest" ]; then $T --out "$1"; return; fi
+  # no step folder: the run died before its first save and starts again; a step folder
+  # without `latest` (killed between the rename and the publish) is found by --resume
+  if ! compgen -G "$1/checkpoints/step-*" >/dev/null; then $T --out "$1"; return; fi
   $VRL train --quiet --resume "$1" 2>"$tmp/resume.err" && return
   grep -q "already at step 2 of 2" "$tmp/resume.err" || { cat "$tmp/resume.err" >&2; return 1; }
 }

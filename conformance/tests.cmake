@@ -48,6 +48,7 @@ vrl_test(test_thread_bits SOURCES conformance/test_thread_bits.c LIBS vrl_ref32 
 
 # ---------------------------------------------------------------- training loop and the vrl command
 vrl_test(test_resume SOURCES conformance/test_resume.c LIBS vrl_ref32 vrl_ref64 vrl_common)
+vrl_test(test_metrics_log SOURCES conformance/test_metrics_log.c LIBS vrl_common)
 add_test(NAME test_cli_errors COMMAND ${CMAKE_SOURCE_DIR}/conformance/test_cli_errors.sh $<TARGET_FILE:vrl>)
 # The run folder: checkpoint layout, lock, --resume rules; and a run killed or out of disk
 # at every file-system step of its saves resumes bit for bit (VRL_FAULT_AT_WRITE hook).
@@ -56,6 +57,16 @@ add_test(NAME test_run_folder COMMAND ${CMAKE_SOURCE_DIR}/conformance/test_run_f
 add_test(NAME test_resume_schedule COMMAND ${CMAKE_SOURCE_DIR}/conformance/test_resume_schedule.sh $<TARGET_FILE:vrl>)
 add_test(NAME test_crash_resume COMMAND ${CMAKE_SOURCE_DIR}/conformance/test_crash_resume.sh $<TARGET_FILE:vrl>)
 set_tests_properties(test_crash_resume PROPERTIES TIMEOUT 600)
+# odd numbers and paths through every subcommand, seeded and bounded (20 s): no signal, no
+# sanitizer report (build-asan/), no hang
+add_test(NAME test_cli_fuzz COMMAND ${CMAKE_SOURCE_DIR}/conformance/test_cli_fuzz.sh $<TARGET_FILE:vrl> 1 20)
+set_tests_properties(test_cli_fuzz PROPERTIES TIMEOUT 300)
+# Issue 24's reproductions, one ctest per guarded property (conformance/test_reliability.sh).
+foreach(group no_shell_in_paths strict_numeric_flags diverged_run_is_json crafted_sizes_refused
+    special_files_refused checkpoints_survive_copy edited_config_refused sigterm_saves_step folder_deleted_fails
+    threads_recorded small_items)
+  add_test(NAME test_${group} COMMAND ${CMAKE_SOURCE_DIR}/conformance/test_reliability.sh ${group} $<TARGET_FILE:vrl>)
+endforeach()
 
 # ---------------------------------------------------------------- tokenizer, data pipeline, mixture loader
 foreach(t test_tokenizer test_mixture)

@@ -97,10 +97,13 @@ int write_file_atomic(const char *path, const void *data, size_t n) {
     return write_file_atomic_parts(path, parts, sizes, 1);
 }
 
-int read_file_all(const char *path, void **data, size_t *n) {
-    *data = NULL;
-    *n = 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+static const char *file_kind(mode_t m) {
+    return S_ISDIR(m) ? "a folder" : S_ISFIFO(m) ? "a FIFO" : S_ISCHR(m) ? "a character device"
+         : S_ISBLK(m) ? "a block device" : S_ISSOCK(m) ? "a socket" : "not a plain file";
+}
+
+int open_regular(const char *path, uint64_t *size) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) return vrl_error("%s: cannot open: %s", path, strerror(errno));
     struct stat st;
     if (fstat(fd, &st) < 0) {
@@ -108,11 +111,38 @@ int read_file_all(const char *path, void **data, size_t *n) {
         close(fd);
         return vrl_error("%s: cannot stat: %s", path, strerror(e));
     }
-    if (S_ISDIR(st.st_mode)) {
+    if (!S_ISREG(st.st_mode)) {
         close(fd);
-        return vrl_error("%s: is a directory", path);
+        return vrl_error("%s: not a regular file (%s)", path, file_kind(st.st_mode));
     }
-    size_t size = (size_t)st.st_size;
+    const int flags = fcntl(fd, F_GETFL);
+    if (flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) < 0) {
+        int e = errno;
+        close(fd);
+        return vrl_error("%s: cannot read: %s", path, strerror(e));
+    }
+    if (size) *size = (uint64_t)st.st_size;
+    return fd;
+}
+
+FILE *fopen_regular(const char *path) {
+    const int fd = open_regular(path, NULL);
+    if (fd < 0) return NULL;
+    FILE *f = fdopen(fd, "rb");
+    if (!f) {
+        close(fd);
+        vrl_error("%s: cannot open: %s", path, strerror(errno));
+    }
+    return f;
+}
+
+int read_file_all(const char *path, void **data, size_t *n) {
+    *data = NULL;
+    *n = 0;
+    uint64_t file_size;
+    int fd = open_regular(path, &file_size);
+    if (fd < 0) return -1;
+    size_t size = (size_t)file_size;
     char *buf = malloc(size + 1); /* +1: room for the convenience NUL */
     if (!buf) {
         close(fd);

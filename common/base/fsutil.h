@@ -11,6 +11,16 @@ int write_file_atomic(const char *path, const void *data, size_t n);
 /* Same, but the bytes come from `n_parts` separate buffers (header + payload). */
 int write_file_atomic_parts(const char *path, const void *const *parts, const size_t *sizes, int n_parts);
 
+/* Open `path` for reading only if it is a regular file: the open never blocks (O_NONBLOCK,
+ * so a FIFO with no writer cannot hang it), fstat decides, then the descriptor is made
+ * blocking again. Anything else (FIFO, device, socket, folder) is refused with
+ * "PATH: not a regular file (KIND)". A descriptor and its size in *size (may be NULL), or -1. */
+#include <stdint.h>
+int open_regular(const char *path, uint64_t *size);
+/* The same as a stdio stream ("rb"), or NULL. */
+#include <stdio.h>
+FILE *fopen_regular(const char *path);
+
 /* Read a whole file into a malloc'd buffer (NUL-terminated for convenience). */
 int read_file_all(const char *path, void **data, size_t *n);
 

@@ -265,6 +265,46 @@ int st_add(StFile *f, const char *name, DType dtype, int ndim, const int64_t *sh
     return 0;
 }
 
+int st_read_metadata(const char *path, char **metadata_json) {
+    *metadata_json = NULL;
+    FILE *f = fopen_regular(path);
+    if (!f) return -1;
+    unsigned char len8[8];
+    uint64_t hlen = 0;
+    char *header = NULL;
+    int rc = -1;
+    if (fread(len8, 1, 8, f) != 8) {
+        vrl_error("%s: truncated file (no header length)", path);
+        goto out;
+    }
+    for (int i = 0; i < 8; i++) hlen |= (uint64_t)len8[i] << (8 * i);
+    if (hlen > ST_MAX_HEADER) {
+        vrl_error("%s: header length %llu exceeds the 100 MB limit (not a safetensors file?)", path,
+                  (unsigned long long)hlen);
+        goto out;
+    }
+    if (!(header = malloc((size_t)hlen + 1))) {
+        vrl_error("%s: out of memory", path);
+        goto out;
+    }
+    if (fread(header, 1, (size_t)hlen, f) != (size_t)hlen) {
+        vrl_error("%s: header length %llu is larger than the file: truncated?", path, (unsigned long long)hlen);
+        goto out;
+    }
+    json_error_t err;
+    json_t *root = json_loadb(header, (size_t)hlen, JSON_REJECT_DUPLICATES, &err);
+    json_t *m = json_object_get(root, "__metadata__");
+    if (!json_is_object(root)) vrl_error("%s: bad JSON header", path);
+    else if (m && metadata_check(path, m) < 0) (void)0;
+    else if (!(*metadata_json = m ? json_dumps(m, JSON_COMPACT) : strdup("{}"))) vrl_error("%s: out of memory", path);
+    else rc = 0;
+    json_decref(root);
+out:
+    free(header);
+    fclose(f);
+    return rc;
+}
+
 int st_set_metadata(StFile *f, const char *json_object_text) {
     json_error_t err;
     json_t *m = json_loads(json_object_text, 0, &err);

@@ -34,6 +34,9 @@ typedef struct {
  * byte range inside the data section, no overlaps, sizes matching dtype x shape. */
 int st_read(const char *path, StFile *f);
 void st_free(StFile *f);
+/* Only the header's "__metadata__" object as compact JSON text (malloc'd; "{}" when the file
+ * has none), reading the header and not the tensors. */
+int st_read_metadata(const char *path, char **metadata_json);
 const StTensor *st_find(const StFile *f, const char *name);
 
 /* Writer: collect tensors (data is not copied: keep it alive until st_write), then

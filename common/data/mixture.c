@@ -78,7 +78,7 @@ static int load_split(Mixture *m, const char *split, int is_val) {
         nn++;
     }
     closedir(d);
-    if (rc == 0) qsort(names, nn, sizeof *names, cmp_str);
+    if (rc == 0 && nn > 1) qsort(names, nn, sizeof *names, cmp_str); /* an empty folder: names is NULL */
     for (size_t i = 0; i < nn && rc == 0; i++) {
         char file[8400];
         snprintf(file, sizeof file, "%s/%s", path, names[i]);

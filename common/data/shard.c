@@ -14,6 +14,7 @@
 
 #include "common/base/error.h"
 #include "common/base/fsutil.h"
+#include "common/data/shard_guard.h"
 
 /* Explicit little-endian access: the format is LE whatever the host is. */
 static uint32_t rd32(const unsigned char *p) {
@@ -78,19 +79,9 @@ static int verify_ids(const ShardMap *s, uint64_t checksum, uint32_t version) {
 int shard_map(const char *path, ShardMap *s) {
     memset(s, 0, sizeof *s);
     snprintf(s->path, sizeof s->path, "%s", path);
-    int fd = open(path, O_RDONLY);
-    if (fd < 0) return vrl_error("%s: cannot open: %s", path, strerror(errno));
-    struct stat st;
-    if (fstat(fd, &st) < 0) {
-        int e = errno;
-        close(fd);
-        return vrl_error("%s: cannot stat: %s", path, strerror(e));
-    }
-    if (!S_ISREG(st.st_mode)) {
-        close(fd);
-        return vrl_error("%s: not a regular file", path);
-    }
-    const uint64_t size = (uint64_t)st.st_size;
+    uint64_t size;
+    int fd = open_regular(path, &size); /* a FIFO would hang the open itself */
+    if (fd < 0) return -1;
     if (size == 0) {
         close(fd);
         return vrl_error("%s: empty file (not a vrl token shard)", path);
@@ -101,6 +92,7 @@ int shard_map(const char *path, ShardMap *s) {
     if (map == MAP_FAILED) return vrl_error("%s: cannot map: %s", path, strerror(e));
     s->map = map;
     s->map_bytes = size;
+    shard_guard_add(map, size, path); /* a truncation under us is then named, not a bare SIGBUS */
     const unsigned char *h = map;
     uint32_t version, tb, chunk, vocab;
     uint64_t n, checksum, data;
@@ -165,6 +157,7 @@ int shard_map(const char *path, ShardMap *s) {
     madvise(map, size, MADV_RANDOM); /* training reads chunks in a shuffled order */
     return 0;
 fail:
+    shard_guard_remove(map);
     munmap(map, size);
     memset(s, 0, sizeof *s);
     return -1;
@@ -188,7 +181,10 @@ int shard_map_tokens(const uint32_t *tokens, uint64_t n, const char *name, Shard
 }
 
 void shard_unmap(ShardMap *s) {
-    if (s->map) munmap(s->map, s->map_bytes);
+    if (s->map) {
+        shard_guard_remove(s->map);
+        munmap(s->map, s->map_bytes);
+    }
     free(s->owned);
     memset(s, 0, sizeof *s);
 }

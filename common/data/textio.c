@@ -1,6 +1,7 @@
 /* textio.c: line reading over plain and zstd files, and JSONL document parsing. */
 #include "common/data/textio.h"
 #include "common/base/error.h"
+#include "common/base/fsutil.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -27,11 +28,10 @@ int lr_open(const char *path, LineReader **out) {
     LineReader *r = calloc(1, sizeof *r);
     if (!r) return vrl_error("%s: out of memory", path);
     snprintf(r->path, sizeof r->path, "%s", path);
-    r->f = fopen(path, "rb");
+    r->f = fopen_regular(path); /* a FIFO would hang the reader */
     if (!r->f) {
-        int e = errno;
         free(r);
-        return vrl_error("%s: cannot open: %s", path, strerror(e));
+        return -1;
     }
     size_t n = strlen(path);
     if (n > 4 && strcmp(path + n - 4, ".zst") == 0) {
@@ -80,6 +80,8 @@ static int refill(LineReader *r) {
                 if (r->last_ret != 0)
                     return vrl_error("%s: truncated zstd stream (near line %llu)", r->path,
                                      (unsigned long long)r->line + 1);
+                if (r->bytes_in == 0) /* not even a frame header: no zstd file holds 0 bytes */
+                    return vrl_error("%s: empty file (a .zst file holds at least one zstd frame)", r->path);
                 r->eof = 1;
                 return 0;
             }

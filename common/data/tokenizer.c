@@ -862,7 +862,13 @@ int tok_load(const char *path, Tokenizer **out) {
     snprintf(t->path, sizeof t->path, "%s", path);
     t->gen = atomic_fetch_add(&next_gen, 1);
     json_error_t je;
-    json_t *root = json_load_file(path, 0, &je);
+    FILE *f = fopen_regular(path); /* a FIFO would hang the reader */
+    if (!f) {
+        tok_free(t);
+        return -1;
+    }
+    json_t *root = json_loadf(f, 0, &je);
+    fclose(f);
     if (!root) {
         tok_free(t);
         return vrl_error("%s:%d: invalid tokenizer JSON: %s", path, je.line, je.text);

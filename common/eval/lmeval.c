@@ -14,6 +14,7 @@
 
 #include "common/base/error.h"
 #include "common/base/clock.h"
+#include "common/base/fsutil.h"
 #include "common/data/textio.h"
 
 /* ------------------------------------------------------------------ scoring */
@@ -788,8 +789,8 @@ size_t count_words(const char *text) {
 }
 
 static int read_text(const char *path, char **text, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return vrl_error("%s: cannot open", path);
+    FILE *f = fopen_regular(path);
+    if (!f) return -1;
     fseek(f, 0, SEEK_END);
     long sz = ftell(f);
     fseek(f, 0, SEEK_SET);

@@ -61,6 +61,13 @@ int config_validate(const ModelConfig *c, const char *origin) {
     if (c->d_ffn < 1) return vrl_error("%s: intermediate_size must be >= 1 (got %d)", origin, c->d_ffn);
     if (c->vocab_size < 2) return vrl_error("%s: vocab_size must be >= 2 (got %d)", origin, c->vocab_size);
     if (c->max_seq < 2) return vrl_error("%s: max_position_embeddings must be >= 2 (got %d)", origin, c->max_seq);
+    if (c->d_model > CONFIG_MAX_WIDTH || c->d_ffn > CONFIG_MAX_WIDTH)
+        return vrl_error("%s: hidden_size %d / intermediate_size %d: at most %d", origin, c->d_model, c->d_ffn,
+                         CONFIG_MAX_WIDTH);
+    if (c->n_layers > CONFIG_MAX_LAYERS)
+        return vrl_error("%s: num_hidden_layers %d: at most %d", origin, c->n_layers, CONFIG_MAX_LAYERS);
+    if (c->max_seq > CONFIG_MAX_POSITIONS)
+        return vrl_error("%s: max_position_embeddings %d: at most %d", origin, c->max_seq, CONFIG_MAX_POSITIONS);
     if (c->d_model % c->n_heads)
         return vrl_error("%s: hidden_size %d is not divisible by num_attention_heads %d", origin, c->d_model,
                          c->n_heads);

@@ -14,6 +14,13 @@ typedef enum { ARCH_LLAMA = 0, ARCH_GPT2 = 1 } Arch;
 #define VRL_NAME_LEN 64
 #define VRL_VARIANT_LEN 512
 
+/* Bounds beyond any model vrl can train (the largest preset has d 2048, ffn 7168, L 24): a
+ * value past them is a typo or a crafted file, and keeping every width below 2^20 keeps
+ * each tensor's size product far from overflow (param_table_add checks it all the same). */
+#define CONFIG_MAX_WIDTH (1 << 20)   /* hidden_size, intermediate_size */
+#define CONFIG_MAX_LAYERS 4096       /* num_hidden_layers */
+#define CONFIG_MAX_POSITIONS (1 << 24) /* max_position_embeddings */
+
 typedef struct {
     char preset[VRL_NAME_LEN];   /* preset it came from, or "custom" */
     Arch arch;                   /* llama (formulas.md §1) or gpt2 (formulas.md §1, GPT-2 baseline) */

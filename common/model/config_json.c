@@ -184,7 +184,11 @@ static int load_gpt2(const char *path, json_t *root, ModelConfig *c) {
     if (!have_layer) return vrl_error("%s: missing key \"n_layer\"", path);
     if (!have_head) return vrl_error("%s: missing key \"n_head\"", path);
     if (!have_vocab) return vrl_error("%s: missing key \"vocab_size\"", path);
-    if (inner_null) c->d_ffn = 4 * c->d_model; /* GPT2Config: n_inner null means 4d */
+    if (inner_null) { /* GPT2Config: n_inner null means 4d */
+        if (c->d_model > CONFIG_MAX_WIDTH / 4)
+            return vrl_error("%s: n_embd %d: 4 * n_embd (the MLP width) exceeds %d", path, c->d_model, CONFIG_MAX_WIDTH);
+        c->d_ffn = 4 * c->d_model;
+    }
     if (n_ctx >= 0 && n_ctx != c->max_seq)
         return vrl_error("%s: n_ctx %d differs from n_positions %d", path, n_ctx, c->max_seq);
     /* vrl has one dropout rate; the official runs use the same value in all three places. */

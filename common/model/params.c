@@ -23,15 +23,19 @@ int param_table_add(ParamTable *t, const char *name, int ndim, const int64_t *sh
         t->p = p;
         t->cap = cap;
     }
+    /* every product and sum checked: a crafted config must not wrap the table's size */
+    size_t numel = 1;
+    for (int i = 0; i < ndim; i++)
+        if (shape[i] < 0 || __builtin_mul_overflow(numel, (size_t)shape[i], &numel) || numel > PARAM_MAX_TOTAL)
+            return vrl_error("parameter %s: more than %llu elements", name, (unsigned long long)PARAM_MAX_TOTAL);
+    if (t->total + numel > PARAM_MAX_TOTAL)
+        return vrl_error("model: more than %llu parameters (at %s)", (unsigned long long)PARAM_MAX_TOTAL, name);
     ParamInfo *p = &t->p[t->n++];
     memset(p, 0, sizeof *p);
     snprintf(p->name, sizeof p->name, "%s", name);
     p->ndim = ndim;
-    p->numel = 1;
-    for (int i = 0; i < ndim; i++) {
-        p->shape[i] = shape[i];
-        p->numel *= (size_t)shape[i];
-    }
+    p->numel = numel;
+    for (int i = 0; i < ndim; i++) p->shape[i] = shape[i];
     p->offset = t->total;
     p->decay = decay;
     p->init = init;

@@ -15,6 +15,8 @@
 
 #define PARAM_NAME_LEN 96
 #define PARAM_MAX_DIM 4
+/* elements in one table (2^40): times 8 bytes and a few buffers, still far inside size_t */
+#define PARAM_MAX_TOTAL (1ULL << 40)
 
 typedef enum {
     INIT_NORMAL = 0, /* N(0, init_value^2): linears and embeddings, std 0.02 */

@@ -18,6 +18,7 @@
 #include "common/base/error.h"
 #include "common/base/fsutil.h"
 #include "common/base/hash.h"
+#include "common/run/model_record.h"
 #include "common/run/ckpt_folder.h"
 #include "common/run/run_paths.h"
 
@@ -103,7 +104,8 @@ int checkpoint_save_model(const char *dir, const ModelConfig *c, const ParamTabl
         rc = st_add(&f, p->name, dtype, p->ndim, p->shape, (const char *)params + p->offset * dtype_size(dtype));
     }
     /* "format":"pt" is what transformers' from_pretrained looks for. */
-    json_t *m = json_pack("{s:s, s:s}", "format", "pt", "vrl_variant", c->variant);
+    json_t *m = json_pack("{s:s}", "format", "pt");
+    if (m && model_record_add(m, c) < 0) json_decref(m), m = NULL; /* every model-defining key */
     char *text = m ? json_dumps(m, JSON_COMPACT) : NULL;
     json_decref(m);
     if (!rc) rc = text ? st_set_metadata(&f, text) : vrl_error("%s: out of memory", path);
@@ -320,22 +322,29 @@ out:
     return rc;
 }
 
-int checkpoint_stored_backend(const char *run, char *name, size_t n) {
+/* The train_args object of RUN's published state, or NULL (no state, a damaged one: the
+ * full load reports that). */
+static json_t *stored_train_args(const char *run) {
     char dir[PATH_MAX], path[PATH_MAX];
-    name[0] = '\0';
-    if (ckpt_resolve(run, dir, sizeof dir) < 0 || run_path(path, sizeof path, dir, RUN_TRAIN_STATE) < 0) return -1;
+    if (ckpt_resolve(run, dir, sizeof dir) < 0 || run_path(path, sizeof path, dir, RUN_TRAIN_STATE) < 0) return NULL;
     StFile f;
     if (!file_exists(path) || st_read(path, &f) < 0) {
         vrl_clear_error(); /* no state or a damaged one: the resume itself says which */
-        return 0;
+        return NULL;
     }
     json_t *meta = f.metadata_json ? json_loads(f.metadata_json, 0, NULL) : NULL;
     const char *text = json_string_value(json_object_get(meta, "train_args"));
     json_t *args = text ? json_loads(text, 0, NULL) : NULL;
+    json_decref(meta);
+    st_free(&f);
+    return args;
+}
+
+int checkpoint_stored_backend(const char *run, char *name, size_t n) {
+    name[0] = '\0';
+    json_t *args = stored_train_args(run);
     const char *be = json_string_value(json_object_get(args, "backend"));
     if (be) snprintf(name, n, "%s", be);
     json_decref(args);
-    json_decref(meta);
-    st_free(&f);
     return 0;
 }

@@ -47,7 +47,9 @@ static long step_of(const char *name, const char *prefix) {
     return (*end || errno || s < 0 || name[pl] < '0' || name[pl] > '9') ? -1 : s;
 }
 
-/* The step RUN/latest points at, or -1 (no pointer or not ours). */
+/* The step RUN/latest points at, or -1: no pointer, not a symlink (a copy made with
+ * `cp -rL` or `scp -r` holds a folder there), a loop, not ours, or a step folder that is
+ * not there (`rsync` without the links). */
 static long latest_step(const char *run) {
     char p[PATH_MAX], target[PATH_MAX];
     if (pathf(p, sizeof p, "%s/%s", run, LATEST) < 0) return -1;
@@ -55,7 +57,37 @@ static long latest_step(const char *run) {
     if (len < 0) return -1;
     target[len] = '\0';
     const char *slash = strrchr(target, '/');
-    return step_of(slash ? slash + 1 : target, "step-");
+    const long s = step_of(slash ? slash + 1 : target, "step-");
+    struct stat st;
+    if (s < 0 || pathf(p, sizeof p, "%s/" CKPT_DIR "/" STEP_FMT, run, s) < 0 || stat(p, &st) != 0 || !S_ISDIR(st.st_mode))
+        return -1;
+    return s;
+}
+
+int ckpt_steps(const char *run, long *steps, int max) {
+    char dir[PATH_MAX];
+    if (pathf(dir, sizeof dir, "%s/%s", run, CKPT_DIR) < 0) return 0;
+    DIR *d = opendir(dir);
+    if (!d) return 0;
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d)) && n < max;) {
+        const long s = step_of(e->d_name, "step-");
+        if (s < 0) continue;
+        int i = n++; /* insertion, newest first */
+        for (; i > 0 && steps[i - 1] < s; i--) steps[i] = steps[i - 1];
+        steps[i] = s;
+    }
+    closedir(d);
+    return n;
+}
+
+int ckpt_step_dir(const char *run, long step, char *dir, size_t n) {
+    return pathf(dir, n, "%s/" CKPT_DIR "/" STEP_FMT, run, step);
+}
+
+int ckpt_needs_recovery(const char *run) {
+    long newest;
+    return latest_step(run) < 0 && ckpt_steps(run, &newest, 1) > 0;
 }
 
 /* Replace `link` by a symlink to `target` with one rename (atomic for readers). */
@@ -102,7 +134,9 @@ static int prune(const char *run, long latest, int keep_previous) {
     for (struct dirent *e; (e = readdir(d));) {
         long s = step_of(e->d_name, "step-");
         if (s >= 0 && s < latest && n < 256) steps[n++] = s;
-        if (s > latest || (s < 0 && step_of(e->d_name, ".stage-") >= 0)) { /* unpublished: never resumed from */
+        /* above a published latest: renamed but never published. Without a latest nothing
+         * says which step is whole, so no step folder goes (the resume finds the newest). */
+        if ((latest >= 0 && s > latest) || (s < 0 && step_of(e->d_name, ".stage-") >= 0)) {
             if (pathf(path, sizeof path, "%s/%s", dir, e->d_name) < 0) rc = -1;
             else if (fault_point("remove unpublished") < 0) rc = vrl_error("%s: cannot remove: %s", path, strerror(errno));
             else if (remove_flat_dir(path) < 0) rc = -1;
@@ -121,19 +155,27 @@ static int prune(const char *run, long latest, int keep_previous) {
     return rc;
 }
 
+static int publish_links(const char *run, long step);
+
 int ckpt_publish(const char *run, long step, int keep_previous) {
-    char dir[PATH_MAX], stage[PATH_MAX], final[PATH_MAX], target[64], path[PATH_MAX], link_target[PATH_MAX];
+    char dir[PATH_MAX], stage[PATH_MAX], final[PATH_MAX];
     if (pathf(dir, sizeof dir, "%s/%s", run, CKPT_DIR) < 0) return -1;
     if (pathf(stage, sizeof stage, "%s/" STAGE_FMT, dir, step) < 0 ||
-        pathf(final, sizeof final, "%s/" STEP_FMT, dir, step) < 0 ||
-        pathf(target, sizeof target, CKPT_DIR "/" STEP_FMT, step) < 0)
+        pathf(final, sizeof final, "%s/" STEP_FMT, dir, step) < 0)
         return -1;
     if (fsync_dir(stage) < 0) return -1;
     if (remove_flat_dir(final) < 0) return -1; /* an unpublished leftover of the same step */
     if (fault_point("rename stage") < 0 || rename(stage, final) < 0)
         return vrl_error("%s: cannot rename to %s: %s", stage, final, strerror(errno));
     if (fsync_dir(dir) < 0) return -1;
-    /* the one step that publishes */
+    if (publish_links(run, step) < 0) return -1;
+    return prune(run, step, keep_previous);
+}
+
+/* RUN/latest -> checkpoints/step-N (the one step that publishes), then the top-level links. */
+static int publish_links(const char *run, long step) {
+    char target[64], path[PATH_MAX], link_target[PATH_MAX];
+    if (pathf(target, sizeof target, CKPT_DIR "/" STEP_FMT, step) < 0) return -1;
     if (pathf(path, sizeof path, "%s/%s", run, LATEST) < 0 || swap_symlink(target, path) < 0) return -1;
     /* The top-level links point through latest, so they are written once per folder
      * (and replace the plain files of a folder from before checkpoints/). */
@@ -146,18 +188,31 @@ int ckpt_publish(const char *run, long step, int keep_previous) {
         if (len >= 0 && (size_t)len == strlen(link_target) && !memcmp(have, link_target, (size_t)len)) continue;
         if (swap_symlink(link_target, path) < 0) return -1;
     }
-    if (fsync_dir(run) < 0) return -1;
-    return prune(run, step, keep_previous);
+    return fsync_dir(run);
+}
+
+int ckpt_republish(const char *run, long step) {
+    char path[PATH_MAX];
+    struct stat st;
+    /* whatever stands at RUN/latest is not a link to a step: a copied folder, a file, a loop */
+    if (pathf(path, sizeof path, "%s/%s", run, LATEST) < 0) return -1;
+    if (lstat(path, &st) == 0) {
+        if (S_ISDIR(st.st_mode) ? remove_flat_dir(path) < 0 : unlink(path) < 0)
+            return vrl_error("%s: cannot remove to re-create it: %s", path, strerror(errno));
+    }
+    return publish_links(run, step);
 }
 
 int ckpt_resolve(const char *run, char *dir, size_t n) {
     long s = latest_step(run);
+    if (s < 0 && ckpt_steps(run, &s, 1) < 1) s = -1; /* no latest: the newest step folder */
     return s >= 0 ? pathf(dir, n, "%s/" CKPT_DIR "/" STEP_FMT, run, s) : pathf(dir, n, "%s", run);
 }
 
 int ckpt_exists(const char *run) {
     char p[PATH_MAX];
-    if (latest_step(run) >= 0) return 1;
+    long newest;
+    if (latest_step(run) >= 0 || ckpt_steps(run, &newest, 1) > 0) return 1;
     struct stat st; /* a folder from before checkpoints/: a plain model file */
     return pathf(p, sizeof p, "%s/%s", run, linked_files[0]) == 0 && lstat(p, &st) == 0 && S_ISREG(st.st_mode);
 }

@@ -29,15 +29,28 @@ int ckpt_publish(const char *run, long step, int keep_previous);
 void ckpt_discard(const char *stage);
 
 /* The folder that holds the published checkpoint of RUN: RUN/checkpoints/step-N through
- * RUN/latest, else RUN itself (a folder from before checkpoints/, or a plain folder). */
+ * RUN/latest; without a usable latest (a copy made by `rsync -r`, `cp -rL`, `scp -r`) the
+ * newest step folder; else RUN itself (a folder from before checkpoints/, or a plain one). */
 int ckpt_resolve(const char *run, char *dir, size_t n);
 
-/* 1 when RUN holds a published checkpoint (latest, or an older folder's model file). */
+/* 1 when RUN holds a checkpoint: a published one, any step folder, or an older folder's
+ * model file. A fresh run refuses such a folder. */
 int ckpt_exists(const char *run);
+
+/* The step numbers of RUN/checkpoints/step-N folders, newest first (at most max); 0 for none. */
+int ckpt_steps(const char *run, long *steps, int max);
+/* RUN/checkpoints/step-N into dir. */
+int ckpt_step_dir(const char *run, long step, char *dir, size_t n);
+/* 1 when RUN has step folders but no RUN/latest link to one of them. */
+int ckpt_needs_recovery(const char *run);
+/* Make RUN/latest (whatever stands there: a copied folder, a file, a loop) and the top-level
+ * links point at step N again. The caller has verified that step. */
+int ckpt_republish(const char *run, long step);
 
 /* At the start of a run, with the run lock held: remove stage folders, steps that were
  * renamed but never published, steps older than the `keep_previous` before the
- * latest (a save killed while pruning), and `*.tmp.PID` files that killed writers left. */
+ * latest (a save killed while pruning), and `*.tmp.PID` files that killed writers left.
+ * Without a published latest no step folder is removed: only stages and temporary files. */
 int ckpt_clean(const char *run, int keep_previous);
 
 #endif

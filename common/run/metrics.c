@@ -1,6 +1,7 @@
 /* metrics.c: JSON-lines metrics and the terminal progress line. */
 #include "common/run/metrics.h"
 
+#include <jansson.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,7 +13,8 @@
 #include "common/base/fsutil.h"
 #include "common/run/run_paths.h"
 
-/* Keep the lines whose "step" is <= keep: rewrite the file atomically. */
+/* Keep the lines that are whole JSON objects whose "step" is <= keep; rewrite the file
+ * atomically. A line cut by a full disk, or glued to the next one, does not parse and goes. */
 static int truncate_after(const char *path, long keep) {
     void *data;
     size_t n;
@@ -26,13 +28,15 @@ static int truncate_after(const char *path, long keep) {
     }
     for (char *line = src; line < src + n;) {
         char *end = memchr(line, '\n', (size_t)(src + n - line));
-        size_t len = end ? (size_t)(end - line) + 1 : (size_t)(src + n - line);
-        const char *k = strstr(line, "\"step\":");
-        long step = (k && k < line + len) ? strtol(k + 7, NULL, 10) : 0;
-        if (step <= keep) {
+        if (!end) break; /* no newline: the write of this line never finished */
+        const size_t len = (size_t)(end - line) + 1;
+        json_t *o_line = json_loadb(line, len - 1, 0, NULL);
+        json_t *step = json_is_object(o_line) ? json_object_get(o_line, "step") : NULL;
+        if (json_is_integer(step) && json_integer_value(step) <= keep) {
             memcpy(out + o, line, len);
             o += len;
         }
+        json_decref(o_line);
         line += len;
     }
     int rc = write_file_atomic(path, out, o);
@@ -45,6 +49,13 @@ int metrics_open(Metrics *m, const char *run_dir, long keep_upto_step) {
     memset(m, 0, sizeof *m);
     if (run_path(m->path, sizeof m->path, run_dir, RUN_METRICS) < 0) return -1;
     if (keep_upto_step >= 0 && truncate_after(m->path, keep_upto_step) < 0) return -1;
+    if (keep_upto_step < 0 && file_exists(m->path)) {
+        /* a run that stopped before its first save, started again: its log is kept aside */
+        char old[sizeof m->path + 16];
+        snprintf(old, sizeof old, "%s.restarted", m->path);
+        if (rename(m->path, old) != 0) return vrl_error("%s: cannot move aside to %s", m->path, old);
+        fprintf(stderr, "vrl train: %s held a log of a run with no checkpoint; kept as %s\n", m->path, old);
+    }
     m->f = fopen(m->path, keep_upto_step >= 0 ? "a" : "w");
     if (!m->f) return vrl_error("%s: cannot open for writing", m->path);
     m->tty = isatty(STDERR_FILENO);
@@ -57,27 +68,46 @@ void metrics_close(Metrics *m) {
     m->f = NULL;
 }
 
-/* %.17g round-trips a double exactly, so logs can be compared bit for bit. */
-void metrics_log_step(Metrics *m, long step, double loss, double lr, double grad_norm, double tokens_per_s) {
-    fprintf(m->f,
-            "{\"step\":%ld,\"loss\":%.17g,\"lr\":%.17g,\"grad_norm\":%.17g,\"tokens_per_s\":%.1f,"
-            "\"elapsed_s\":%.3f}\n",
-            step, loss, lr, grad_norm, tokens_per_s, now_seconds() - m->t_start);
-    fflush(m->f);
+/* A JSON number, or null for NaN and the infinities (which JSON cannot write): %.17g
+ * round-trips a double exactly, so logs can be compared bit for bit. */
+static const char *json_num(char buf[32], double x) {
+    if (isfinite(x)) snprintf(buf, 32, "%.17g", x);
+    else snprintf(buf, 32, "null");
+    return buf;
 }
 
-void metrics_log_eval(Metrics *m, long step, const char *split, const char *domain, double loss) {
+/* Every line is checked like a checkpoint write: a full disk is an error, never a gap. */
+static int metrics_flush(Metrics *m, int printed) {
+    if (printed < 0 || fflush(m->f) != 0 || ferror(m->f))
+        return vrl_error("%s: cannot write (disk full?); the log is repaired from the checkpoint on --resume",
+                         m->path);
+    return 0;
+}
+
+int metrics_log_step(Metrics *m, long step, double loss, double lr, double grad_norm, double tokens_per_s) {
+    char l[32], r[32], g[32], t[32];
+    if (isfinite(tokens_per_s)) snprintf(t, sizeof t, "%.1f", tokens_per_s);
+    else snprintf(t, sizeof t, "null");
+    const int n = fprintf(m->f, "{\"step\":%ld,\"loss\":%s,\"lr\":%s,\"grad_norm\":%s,\"tokens_per_s\":%s,"
+                                "\"elapsed_s\":%.3f}\n",
+                          step, json_num(l, loss), json_num(r, lr), json_num(g, grad_norm), t,
+                          now_seconds() - m->t_start);
+    return metrics_flush(m, n);
+}
+
+int metrics_log_eval(Metrics *m, long step, const char *split, const char *domain, double loss) {
+    char v[32];
+    int n;
     if (domain)
-        fprintf(m->f, "{\"step\":%ld,\"split\":\"%s\",\"domain\":\"%s\",\"val_loss\":%.17g}\n", step, split, domain,
-                loss);
+        n = fprintf(m->f, "{\"step\":%ld,\"split\":\"%s\",\"domain\":\"%s\",\"val_loss\":%s}\n", step, split, domain,
+                    json_num(v, loss));
     else
-        fprintf(m->f, "{\"step\":%ld,\"split\":\"%s\",\"val_loss\":%.17g}\n", step, split, loss);
-    fflush(m->f);
+        n = fprintf(m->f, "{\"step\":%ld,\"split\":\"%s\",\"val_loss\":%s}\n", step, split, json_num(v, loss));
+    return metrics_flush(m, n);
 }
 
-void metrics_log_resume(Metrics *m, long step, const char *changes_json) {
-    fprintf(m->f, "{\"step\":%ld,\"event\":\"resume\",\"changed\":%s}\n", step, changes_json);
-    fflush(m->f);
+int metrics_log_resume(Metrics *m, long step, const char *changes_json) {
+    return metrics_flush(m, fprintf(m->f, "{\"step\":%ld,\"event\":\"resume\",\"changed\":%s}\n", step, changes_json));
 }
 
 static void format_duration(double s, char *buf, size_t n) {

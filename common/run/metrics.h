@@ -17,14 +17,18 @@ typedef struct {
 } Metrics;
 
 /* Open RUN/metrics.jsonl. keep_upto_step >= 0 (resume): lines of later steps, written
- * after the checkpoint being resumed, are dropped so the log matches the state. */
+ * after the checkpoint being resumed, and lines that are not whole JSON objects (cut by a
+ * full disk) are dropped so the log matches the state. A fresh run (keep_upto_step < 0)
+ * moves an existing log aside to metrics.jsonl.restarted, never overwriting it. */
 int metrics_open(Metrics *m, const char *run_dir, long keep_upto_step);
 void metrics_close(Metrics *m);
 
-void metrics_log_step(Metrics *m, long step, double loss, double lr, double grad_norm, double tokens_per_s);
-void metrics_log_eval(Metrics *m, long step, const char *split, const char *domain, double loss);
+/* Each writes and flushes one line; -1 when it could not (a full disk), so the run stops.
+ * A non-finite value is written as null: every line stays valid JSON. */
+int metrics_log_step(Metrics *m, long step, double loss, double lr, double grad_norm, double tokens_per_s);
+int metrics_log_eval(Metrics *m, long step, const char *split, const char *domain, double loss);
 /* {"step":S,"event":"resume","changed":CHANGES}: flags a --resume changed (trainer.h). */
-void metrics_log_resume(Metrics *m, long step, const char *changes_json);
+int metrics_log_resume(Metrics *m, long step, const char *changes_json);
 
 /* Progress line on stderr. */
 void progress_print(Metrics *m, long step, long total, double loss, double lr, double grad_norm,

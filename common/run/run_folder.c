@@ -1,5 +1,6 @@
 /* run_folder.c: run-folder paths and the one open of a run (run_folder.h). */
 #include "common/run/run_folder.h"
+#include "common/run/model_record.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +14,7 @@ int run_folder_open(const char *dir, unsigned what, DType dtype, RunFolder *r) {
     char path[4200];
     if (snprintf(r->dir, sizeof r->dir, "%s", dir) >= (int)sizeof r->dir) return vrl_error("%s: path too long", dir);
     if (run_path(path, sizeof path, dir, RUN_CONFIG) < 0 || config_load_json(path, &r->config) < 0) return -1;
+    if (model_record_check(dir, &r->config, path) < 0) return -1; /* config.json edited since the weights? */
     if (model_spec_build_from(&r->config, path, &r->spec) < 0) return -1;
     if (run_folder_read(r, what) < 0) {
         run_folder_close(r);

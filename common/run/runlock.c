@@ -1,4 +1,5 @@
 /* runlock.c: the run-folder lock (runlock.h). */
+#define _DEFAULT_SOURCE /* usleep */
 #include "common/run/runlock.h"
 
 #include <errno.h>
@@ -21,17 +22,23 @@ int run_lock(const char *run) {
     if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
         int e = errno;
         char pid[32] = "";
-        ssize_t n = pread(fd, pid, sizeof pid - 1, 0);
+        /* the holder may have locked and not yet written its pid: look again for a moment
+         * rather than report "pid unknown" */
+        for (int tries = 0; e == EWOULDBLOCK && !pid[0] && tries < 100; tries++) {
+            if (tries) usleep(10000);
+            ssize_t n = pread(fd, pid, sizeof pid - 1, 0);
+            pid[n > 0 ? n : 0] = '\0';
+            pid[strcspn(pid, "\n")] = '\0';
+        }
         close(fd);
         if (e != EWOULDBLOCK) return vrl_error("%s: cannot lock: %s", path, strerror(e));
-        pid[n > 0 ? n : 0] = '\0';
-        pid[strcspn(pid, "\n")] = '\0';
         return vrl_error("%s: in use by another vrl train (pid %s); wait for it to finish or stop it", run,
                          pid[0] ? pid : "unknown");
     }
     char pid[32];
     int len = snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
-    if (ftruncate(fd, 0) < 0 || pwrite(fd, pid, (size_t)len, 0) != len) {
+    /* written over the old pid, then cut to length: a reader never finds the file empty */
+    if (pwrite(fd, pid, (size_t)len, 0) != len || ftruncate(fd, len) < 0) {
         int e = errno;
         close(fd);
         return vrl_error("%s: cannot write: %s", path, strerror(e));

@@ -27,6 +27,8 @@ typedef struct {
     uint64_t seed;                 /* initialisation and data order */
     long eval_every;               /* 0: only at the end */
     int eval_batches;              /* validation batches per evaluation */
+    int threads;                   /* CPU (BLAS) threads the ref backend runs with; 0 = not recorded */
+    char data_fingerprint[40];     /* data_fingerprint.h of --data[,--val-data]; "" = synthetic or not recorded */
     long save_every;               /* 0: only at the end */
     long synthetic_tokens;         /* size of the synthetic training corpus */
     char out[TRAIN_PATH_LEN];      /* the run folder */

@@ -80,7 +80,8 @@ static const struct {
     {"--batch", "batch", 0},       {"--seq", "seq", 0},             {"--accum", "accum", 0},
     {"--lr", "lr", 0},             {"--lr-end", "lr_end", 0},       {"--warmup", "warmup", 0},
     {"--decay-end", "decay_end", 0}, {"--schedule", "schedule", 0}, {"--wd", "wd", 0},
-    {"--clip", "clip", 0},         {"--seed", "seed", 0},           {"--steps", "steps", 1},
+    {"--clip", "clip", 0},         {"--seed", "seed", 0},           {"--threads", "threads", 1},
+    {"--steps", "steps", 1},
     {"--eval-every", "eval_every", 1}, {"--eval-batches", "eval_batches", 1}, {"--save-every", "save_every", 1},
 };
 
@@ -120,6 +121,7 @@ int train_args_resume(const char *stored_json, const char *origin, const TrainAr
         const int steps_set = !strcmp(resume_rules[i].flag, "--steps") && cli->steps > 0;
         if (!train_args_flag_given(cli, resume_rules[i].flag) && !steps_set) continue;
         json_t *was = json_object_get(run, resume_rules[i].key), *is = json_object_get(now, resume_rules[i].key);
+        if (!was && !strcmp(resume_rules[i].key, "threads")) continue; /* an older state does not record it */
         if (json_equal(was, is)) continue;
         char *w = value_text(was), *v = value_text(is);
         if (!resume_rules[i].may_change)

@@ -5,16 +5,22 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "common/run/checkpoint.h"
 #include "common/run/ckpt_folder.h"
+#include "common/run/model_record.h"
+#include "common/run/stop_request.h"
 #include "common/run/dist.h"
 #include "common/run/run_folder.h"
 #include "common/run/runlock.h"
 #include "common/eval/domainval.h"
 #include "common/base/error.h"
 #include "common/base/fsutil.h"
+#include "common/base/memory.h"
+#include "common/data/data_fingerprint.h"
 #include "common/data/loader.h"
 #include "common/run/metrics.h"
 #include "common/base/clock.h"
@@ -83,6 +89,20 @@ static int open_data(const TrainArgs *a, DataLoader **train, DataLoader **val, M
     return *train ? 0 : -1;
 }
 
+/* The shards' identity (data_fingerprint.h): recorded by a fresh run, compared on resume so
+ * a data folder regenerated at the same path is refused, not silently trained on. */
+static int check_data_fingerprint(TrainArgs *a) {
+    char d[20], v[20], fp[sizeof a->data_fingerprint];
+    if (data_fingerprint(a->data, d, sizeof d) < 0 || data_fingerprint(a->val_data, v, sizeof v) < 0) return -1;
+    snprintf(fp, sizeof fp, "%s%s%s", d, v[0] ? "," : "", v);
+    if (a->resume && a->data_fingerprint[0] && strcmp(fp, a->data_fingerprint))
+        return vrl_error("--data %s: the shards differ from those the run started on (fingerprint %s, stored %s: "
+                         "regenerated or edited?); a resumed run reads the same data",
+                         a->data, fp, a->data_fingerprint);
+    snprintf(a->data_fingerprint, sizeof a->data_fingerprint, "%s", fp);
+    return 0;
+}
+
 /* Mean loss over the first eval_batches full batches of the validation windows, in order. */
 static double evaluate(const TrainArgs *a, void *model, DataLoader *val, int32_t *tokens) {
     const uint64_t windows = loader_windows(val);
@@ -133,7 +153,11 @@ static int host_state_alloc(HostState *h, const ModelConfig *c, ModelSpec *given
         memset(given, 0, sizeof *given);
     } else if (model_spec_build(c, &h->spec) < 0)
         return -1;
-    const size_t total = h->spec.table.total, bytes = total * dtype_size(dt);
+    const size_t total = h->spec.table.total, bytes = total * dtype_size(dt); /* total <= 2^40: no wrap */
+    /* the host copies and the double draw of the initialisation, before any of them is made */
+    char what[96];
+    snprintf(what, sizeof what, "a model of %zu parameters", total);
+    if (memory_check(3 * bytes + total * sizeof(double), what) < 0) return -1;
     h->params = calloc(1, bytes);
     h->exp_avg = calloc(1, bytes);
     h->exp_avg_sq = calloc(1, bytes);
@@ -142,14 +166,18 @@ static int host_state_alloc(HostState *h, const ModelConfig *c, ModelSpec *given
     return 0;
 }
 
+static int recover_latest(const char *run, const ParamTable *t, DType dt);
+
 /* --resume: the run's model (the shape --model may name again), weights, moments and state,
  * read through run_folder.h into h and st. */
-static int resume_open(const char *run, const TrainArgs *cli, DType dt, HostState *h, TrainState *st) {
+static int resume_open(const char *run, const TrainArgs *cli, DType dt, int root, HostState *h, TrainState *st) {
     RunFolder rf;
     char path[TRAIN_PATH_LEN + 64];
     if (run_folder_open(run, 0, dt, &rf) < 0) return -1;
     int rc = 0;
-    if (train_args_flag_given(cli, "--model") && !config_same_shape(&cli->model, &rf.config)) {
+    /* rank 0 holds the lock: a copy without a usable latest gets it back, verified */
+    if (root && ckpt_needs_recovery(run)) rc = recover_latest(run, &rf.spec.table, dt);
+    if (!rc && train_args_flag_given(cli, "--model") && !config_same_shape(&cli->model, &rf.config)) {
         rc = run_path(path, sizeof path, run, RUN_CONFIG);
         if (!rc) rc = vrl_error("--model %s: differs from the run's %s; a resumed run keeps its model",
                                 config_origin(&cli->model), path);
@@ -216,6 +244,33 @@ static int next_batch(const TrainArgs *a, DataLoader *train, Mixture *mix, int32
     return 0;
 }
 
+/* RUN/latest is missing, a copied folder, a file or a loop (what rsync -r, cp -rL, scp -r
+ * leave): the newest step folder whose model and state load with their checksums verified
+ * is published again. Nothing is removed but what stood at RUN/latest. */
+static int recover_latest(const char *run, const ParamTable *t, DType dt) {
+    long steps[64];
+    char dir[TRAIN_PATH_LEN + 64], why[VRL_ERROR_LEN] = "";
+    const int n = ckpt_steps(run, steps, 64);
+    const size_t bytes = t->total * dtype_size(dt);
+    void *p = malloc(bytes), *m = malloc(bytes), *v = malloc(bytes); /* [total] each, read to verify */
+    int rc = p && m && v ? 1 : vrl_error("out of memory for %zu parameters", t->total);
+    for (int i = 0; rc > 0 && i < n; i++) {
+        TrainState st;
+        if (ckpt_step_dir(run, steps[i], dir, sizeof dir) < 0) rc = -1;
+        else if (checkpoint_load_model(dir, t, dt, p) < 0 || checkpoint_load_state(dir, t, dt, m, v, &st) < 0)
+            snprintf(why, sizeof why, "%s", vrl_last_error());
+        else if (st.step != steps[i]) rc = vrl_error("%s: holds the state of step %ld, not %ld", dir, st.step, steps[i]);
+        else if (ckpt_republish(run, steps[i]) < 0) rc = -1;
+        else {
+            fprintf(stderr, "vrl train: %s/latest was not a link to a checkpoint; it points at %s again (verified)\n",
+                    run, dir);
+            rc = 0;
+        }
+    }
+    free(p), free(m), free(v);
+    return rc > 0 ? vrl_error("%s: no step folder in checkpoints/ verifies (%s)", run, why) : rc;
+}
+
 /* ------------------------------------------------------------------ opening a run */
 
 /* Everything the step loop needs, validated and in place. */
@@ -233,6 +288,8 @@ typedef struct {
     DistGrad dg;             /* who takes which micro-batch, how gradients combine (dist.h) */
     int root;                /* rank 0: alone writes the run folder and reports */
     int lock;                /* rank 0's run_lock descriptor on the folder, -1 before */
+    dev_t folder_dev;        /* rank 0: the locked run folder's identity, checked every step */
+    ino_t folder_ino;
 } Run;
 
 static void run_close(Run *r) {
@@ -273,7 +330,7 @@ static int run_open(TrainArgs *a, Run *r) {
                              a->out, a->out);
         if (r->root && ((r->lock = run_lock(a->out)) < 0 || ckpt_clean(a->out, a->keep_previous) < 0)) return -1;
         TrainArgs cli = *a;
-        if (resume_open(a->out, &cli, be->dtype, h, st) < 0) return -1;
+        if (resume_open(a->out, &cli, be->dtype, r->root, h, st) < 0) return -1;
         a->model = h->spec.config;
         if (run_path(path, sizeof path, a->out, RUN_TRAIN_STATE) < 0) return -1;
         const ModelConfig model = a->model;
@@ -304,6 +361,7 @@ static int run_open(TrainArgs *a, Run *r) {
     if (a->seq > a->model.max_seq)
         return vrl_error("--seq %d exceeds the model's max_position_embeddings %d", a->seq, a->model.max_seq);
     if (open_data(a, &r->train, &r->val, &r->mix) < 0) return -1;
+    if (check_data_fingerprint(a) < 0) return -1;
     if (r->val && loader_windows(r->val) < (uint64_t)a->batch) /* no full batch: no validation loss to log */
         return vrl_error("%s: %llu validation windows of %d tokens, fewer than one --batch of %d",
                          a->val_data[0] ? a->val_data : "the synthetic validation set",
@@ -331,8 +389,13 @@ static int run_open(TrainArgs *a, Run *r) {
         if (config_save_json(path, &a->model) < 0) return -1;
         if (hf_export_static(a->out, &a->model, a->data) < 0) return -1;
     }
+    if (r->root) {
+        struct stat fs;
+        if (stat(a->out, &fs) != 0) return vrl_error("%s: cannot stat the run folder", a->out);
+        r->folder_dev = fs.st_dev, r->folder_ino = fs.st_ino;
+    }
     if (r->root && metrics_open(&r->met, a->out, a->resume ? st->step : -1) < 0) return -1;
-    if (r->root && changes[0]) metrics_log_resume(&r->met, st->step, changes);
+    if (r->root && changes[0] && metrics_log_resume(&r->met, st->step, changes) < 0) return -1;
     if (!(r->tokens = malloc((size_t)a->batch * a->seq * sizeof *r->tokens))) return vrl_error("out of memory");
     if (r->dg.world > 1 && !(r->skip = malloc((size_t)a->batch * a->seq * sizeof *r->skip)))
         return vrl_error("out of memory");
@@ -382,13 +445,25 @@ static int train_update(Run *r, long step, double *loss, double *lr, double *nor
     return 0;
 }
 
+/* A non-finite value at `step` ends the run before anything is saved from it. */
+static int diverged(const Run *r, long step, const char *what, double x) {
+    if (isfinite(x)) return 0;
+    const char *v = isnan(x) ? "NaN" : x > 0 ? "+inf" : "-inf";
+    if (ckpt_exists(r->a->out))
+        return vrl_error("step %ld: %s is %s (diverged); stopped, the last checkpoint in %s is intact", step, what, v,
+                         r->a->out);
+    return vrl_error("step %ld: %s is %s (diverged) before the first checkpoint; stopped", step, what, v);
+}
+
 /* Validation at `step`: the mean loss of the val windows, or with a data folder the loss of
- * each domain, then the mean over the domains that have chunks. */
-static void run_evaluate(Run *r, long step) {
+ * each domain, then the mean over the domains that have chunks. -1 on a write error or a
+ * non-finite loss. */
+static int run_evaluate(Run *r, long step) {
     const TrainArgs *a = r->a;
     if (r->val) {
         const double vl = evaluate(a, r->model, r->val, r->tokens);
-        metrics_log_eval(&r->met, step, "val", NULL, vl);
+        if (metrics_log_eval(&r->met, step, "val", NULL, vl) < 0 || diverged(r, step, "the validation loss", vl) < 0)
+            return -1;
         if (!a->quiet) {
             progress_end(&r->met);
             fprintf(stderr, "step %ld: val loss %.4f\n", step, vl);
@@ -399,21 +474,45 @@ static void run_evaluate(Run *r, long step) {
         int nd = 0;
         for (int d = 0; d < mixture_n_domains(r->mix); d++) {
             const double vl = domain_val_loss(r->be, r->model, r->mix, d, a->batch, a->seq, a->eval_batches, r->tokens);
-            if (isnan(vl)) continue;
-            metrics_log_eval(&r->met, step, "val", mixture_domain(r->mix, d), vl);
+            if (mixture_val_chunks(r->mix, d) == 0) continue; /* no validation chunks: no line */
+            if (metrics_log_eval(&r->met, step, "val", mixture_domain(r->mix, d), vl) < 0 ||
+                diverged(r, step, "a domain's validation loss", vl) < 0)
+                return -1;
             sum += vl, nd++;
         }
         if (nd) {
-            metrics_log_eval(&r->met, step, "val", NULL, sum / nd);
+            if (metrics_log_eval(&r->met, step, "val", NULL, sum / nd) < 0) return -1;
             if (!a->quiet) {
                 progress_end(&r->met);
                 fprintf(stderr, "step %ld: val loss %.4f (mean of %d domains)\n", step, sum / nd, nd);
             }
         }
     }
+    return 0;
 }
 
-/* From the step after the run's last checkpoint to a->steps: update, log, evaluate, save. */
+/* The run folder is still the one this run locked: deleted or replaced under a running
+ * trainer, every later write would half re-create it (mkdir -p) and leave rc 0. */
+static int folder_intact(const Run *r, long step) {
+    struct stat st;
+    char path[TRAIN_PATH_LEN + 16];
+    snprintf(path, sizeof path, "%s/config.json", r->a->out);
+    if (stat(r->a->out, &st) != 0 || st.st_dev != r->folder_dev || st.st_ino != r->folder_ino || stat(path, &st) != 0)
+        return vrl_error("%s: the run folder was deleted or replaced while training (at step %ld); stopped, "
+                         "nothing more is written",
+                         r->a->out, step);
+    return 0;
+}
+
+/* A SIGTERM or SIGINT on any rank stops every rank after the same step. */
+static int stop_signal(const Run *r) {
+    int sig = stop_request_signal();
+    if (r->dg.world > 1 && dist_sum_f64(sig ? 1.0 : 0.0) > 0 && !sig) sig = SIGTERM;
+    return sig;
+}
+
+/* From the step after the run's last checkpoint to a->steps: update, log, evaluate, save.
+ * 0 at the end, -1 on an error, 128 + the signal after a requested stop (saved first). */
 static int train_loop(Run *r) {
     const TrainArgs *a = r->a;
     const double tokens_per_step = (double)a->batch * a->seq * a->accum;
@@ -424,13 +523,29 @@ static int train_loop(Run *r) {
         if (train_update(r, step, &loss, &lr, &norm) < 0) return -1;
         const double dt = now_seconds() - t0;
         sec_per_step = sec_per_step == 0 ? dt : 0.9 * sec_per_step + 0.1 * dt;
-        if (r->root) metrics_log_step(&r->met, step, loss, lr, norm, tokens_per_step / dt);
+        if (r->root && folder_intact(r, step) < 0) return -1;
+        if (r->root && metrics_log_step(&r->met, step, loss, lr, norm, tokens_per_step / dt) < 0) return -1;
+        if (diverged(r, step, "the gradient norm", norm) < 0) return -1; /* nothing of this step is saved */
         if (!a->quiet && (r->met.tty || step == r->st.step + 1 || step % 10 == 0 || step == a->steps))
             progress_print(&r->met, step, a->steps, loss, lr, norm, tokens_per_step / sec_per_step, sec_per_step);
-        if (r->root && ((a->eval_every > 0 && step % a->eval_every == 0) || step == a->steps)) run_evaluate(r, step);
-        if ((a->save_every > 0 && step % a->save_every == 0) || step == a->steps) {
-            if (save_run(a, r->model, &r->h, r->train, r->mix, step, &r->st.rng) < 0) return -1;
+        if (r->root && ((a->eval_every > 0 && step % a->eval_every == 0) || step == a->steps) &&
+            run_evaluate(r, step) < 0)
+            return -1;
+        const int sig = stop_signal(r);
+        if (sig || (a->save_every > 0 && step % a->save_every == 0) || step == a->steps) {
+            if (save_run(a, r->model, &r->h, r->train, r->mix, step, &r->st.rng) < 0) {
+                if (r->root) folder_intact(r, step); /* a folder deleted mid-save: say that, not ENOENT */
+                return -1;
+            }
             dist_barrier(); /* the checkpoint is whole before any rank moves on or ends */
+        }
+        if (sig) {
+            if (!a->quiet) progress_end(&r->met);
+            if (r->root)
+                fprintf(stderr, "vrl train: stopped by %s after step %ld of %ld; checkpoint saved in %s "
+                                "(continue with --resume %s); exit %d\n",
+                        stop_request_name(sig), step, a->steps, a->out, a->out, 128 + sig);
+            return 128 + sig;
         }
     }
     if (!a->quiet) {
@@ -442,7 +557,12 @@ static int train_loop(Run *r) {
 
 int train_run(TrainArgs *a) {
     Run r;
-    const int rc = run_open(a, &r) < 0 ? -1 : train_loop(&r);
+    int rc = run_open(a, &r);
+    if (rc == 0) { /* from the first step on, SIGTERM/SIGINT save before they stop the run */
+        stop_request_install();
+        rc = train_loop(&r);
+        stop_request_uninstall();
+    }
     run_close(&r);
     return rc;
 }

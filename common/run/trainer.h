@@ -14,7 +14,8 @@
  * and only then create or touch the run folder), then train_loop (train_update: one update
  * = accum micro-batches + optimizer step; log, evaluate, save). trainer.c. Returns 0, or -1
  * with vrl_error() set (bad input, a backend without BACKEND_CAN_TRAIN for the model, NaN
- * loss, I/O failure). */
+ * loss, I/O failure, the run folder deleted under it), or 128 + SIGTERM/SIGINT when a
+ * signal stopped the run after saving the step in hand (stop_request.h). */
 int train_run(TrainArgs *a);
 
 #endif

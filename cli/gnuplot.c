@@ -1,0 +1,57 @@
+/* gnuplot.c: gnuplot through fork/exec, never through a shell (gnuplot.h). */
+#define _POSIX_C_SOURCE 200809L
+#include "cli/gnuplot.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common/base/error.h"
+
+int gnuplot_available(void) {
+    const char *path = getenv("PATH");
+    if (!path) return 0;
+    char dir[4096];
+    while (*path) {
+        size_t n = strcspn(path, ":");
+        if (n > 0 && n < sizeof dir - 10) {
+            char exe[4200];
+            memcpy(dir, path, n);
+            dir[n] = '\0';
+            snprintf(exe, sizeof exe, "%s/gnuplot", dir);
+            if (access(exe, X_OK) == 0) return 1;
+        }
+        path += n;
+        if (*path == ':') path++;
+    }
+    return 0;
+}
+
+int gnuplot_run(const char *dir, const char *script) {
+    fflush(NULL); /* the child must not repeat our buffered output */
+    pid_t pid = fork();
+    if (pid < 0) return vrl_error("%s/%s: cannot start gnuplot", dir, script);
+    if (pid == 0) {
+        if (chdir(dir) != 0) _exit(126);
+        execlp("gnuplot", "gnuplot", script, (char *)NULL);
+        _exit(127);
+    }
+    int status;
+    while (waitpid(pid, &status, 0) < 0)
+        if (errno == EINTR) continue;
+        else return vrl_error("%s/%s: lost the gnuplot process", dir, script);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return vrl_error("%s/%s: gnuplot failed", dir, script);
+    return 0;
+}
+
+void gnuplot_quote(FILE *f, const char *s) {
+    fputc('\'', f);
+    for (; *s; s++) {
+        if (*s == '\'') fputc('\'', f);
+        if (*s == '\n' || *s == '\r') fputc(' ', f); /* a newline would end the command */
+        else fputc(*s, f);
+    }
+    fputc('\'', f);
+}

@@ -1,0 +1,19 @@
+/* gnuplot.h: run gnuplot without a shell, and quote text for its scripts.
+ * No path or label ever reaches a shell command line: gnuplot is found on PATH and
+ * started with fork/exec in the output folder, the script named relative to it. */
+#ifndef VRL_GNUPLOT_H
+#define VRL_GNUPLOT_H
+
+#include <stdio.h>
+
+/* 1 when an executable `gnuplot` is on PATH. */
+int gnuplot_available(void);
+
+/* Run `gnuplot SCRIPT` with DIR as its working folder; 0, or -1 naming DIR/SCRIPT. */
+int gnuplot_run(const char *dir, const char *script);
+
+/* Write s as a gnuplot single-quoted string: no substitution happens inside one,
+ * and a quote inside it is doubled, so any text stays text. */
+void gnuplot_quote(FILE *f, const char *s);
+
+#endif
