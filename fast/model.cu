@@ -335,11 +335,11 @@ extern "C" void *fast_model_create(const ModelSpec *spec, int batch, int seq) {
     value_flags(m);
     for (int l = 0; l < L; l++) {
         const struct { int needed; size_t off; const char *what; } proj[4] = {
-            {m->qf.needed[l], m->lo[l].wq, "q_proj.weight"}, {m->kf.needed[l], m->lo[l].wk, "k_proj.weight"},
-            {m->vf.needed[l], m->lo[l].wv, "v_proj.weight"}, {m->plan->n_train[l] > 0, m->lo[l].lam, "v_residual_lambda"}};
+            {m->qf.needed[l], m->lo[l].wq, "query projection"}, {m->kf.needed[l], m->lo[l].wk, "key projection"},
+            {m->vf.needed[l], m->lo[l].wv, "value projection"}, {m->plan->n_train[l] > 0, m->lo[l].lam, "value coefficients"}};
         for (int j = 0; j < 4; j++)
             if (proj[j].needed != (proj[j].off != (size_t)-1)) {
-                vrl_error("fast model: model.layers.%d.self_attn.%s %s the table but the value plan %s it", l,
+                vrl_error("fast model: layer %d's %s %s the table but the value plan %s it", l,
                           proj[j].what, proj[j].needed ? "is not in" : "is in", proj[j].needed ? "reads" : "never reads");
                 goto fail;
             }

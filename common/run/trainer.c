@@ -496,7 +496,7 @@ static int run_evaluate(Run *r, long step) {
 static int folder_intact(const Run *r, long step) {
     struct stat st;
     char path[TRAIN_PATH_LEN + 16];
-    snprintf(path, sizeof path, "%s/config.json", r->a->out);
+    if (run_path(path, sizeof path, r->a->out, RUN_CONFIG) < 0) return -1;
     if (stat(r->a->out, &st) != 0 || st.st_dev != r->folder_dev || st.st_ino != r->folder_ino || stat(path, &st) != 0)
         return vrl_error("%s: the run folder was deleted or replaced while training (at step %ld); stopped, "
                          "nothing more is written",
