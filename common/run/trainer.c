@@ -340,12 +340,6 @@ static int run_open(TrainArgs *a, Run *r) {
         if (st->step >= a->steps)
             return vrl_error("%s: the run is already at step %ld of %ld; give --steps N with N > %ld to continue",
                              a->out, st->step, a->steps, st->step);
-        if (r->root && strstr(changes, "\"decay_end\":{\"kept\""))
-            fprintf(stderr,
-                    "vrl train: note: the run's schedule is kept: its decay ends at step %ld (planned when it "
-                    "started), so steps %ld..%ld train at --lr-end %g, as `--steps %ld --decay-end %ld` would from "
-                    "the start (recorded in metrics.jsonl; to plan a longer run, start it with --decay-end N)\n",
-                    a->sched.decay_end, a->sched.decay_end + 1, a->steps, a->sched.end, a->steps, a->sched.decay_end);
     } else {
         /* A folder whose run died before its first save holds no checkpoint: it is reused. */
         if (ckpt_exists(a->out))
@@ -366,6 +360,13 @@ static int run_open(TrainArgs *a, Run *r) {
         return vrl_error("%s: %llu validation windows of %d tokens, fewer than one --batch of %d",
                          a->val_data[0] ? a->val_data : "the synthetic validation set",
                          (unsigned long long)loader_windows(r->val), a->seq, a->batch);
+    /* said once the resume is accepted: a refusal above stays one line */
+    if (a->resume && r->root && strstr(changes, "\"decay_end\":{\"kept\""))
+        fprintf(stderr,
+                "vrl train: note: the run's schedule is kept: its decay ends at step %ld (planned when it "
+                "started), so steps %ld..%ld train at --lr-end %g, as `--steps %ld --decay-end %ld` would from "
+                "the start (recorded in metrics.jsonl; to plan a longer run, start it with --decay-end N)\n",
+                a->sched.decay_end, a->sched.decay_end + 1, a->steps, a->sched.end, a->steps, a->sched.decay_end);
     /* the flags must fit the training state, or the first checkpoint would fail after the work */
     if (train_args_to_json(a, st->train_args_json, sizeof st->train_args_json) < 0) return -1;
     if (a->resume && (r->mix ? mixture_state_import(r->mix, st->data_pos, st->n_data_pos)
