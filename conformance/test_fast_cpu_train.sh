@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # test_fast_cpu_train.sh: `vrl train --device cuda-cpu` (fast/'s CUDA code on the CPU,
 # docs/fast.md) end to end, tiny model, synthetic corpus:
-#   - thread orders: for ResFormer and SVFormer, VRL_CUDA_CPU_ORDER=forward, reverse and
-#     random:SEED give byte-identical model.safetensors (a kernel whose result depends on
-#     the order its threads run between barriers would differ);
+#   - thread orders: for every value-path family fast/ trains (ResFormer, trainable and
+#     dense λ, NeuTRENO, SVFormer with anchors, CLA, Q/K residuals),
+#     VRL_CUDA_CPU_ORDER=forward, reverse and random:SEED give byte-identical
+#     model.safetensors (a kernel whose result depends on the order its threads run between
+#     barriers would differ);
 #   - a bad VRL_CUDA_CPU_ORDER is one error line;
 #   - ZeRO-2 over the NCCL-over-MPI stand-in: `mpirun -np 2` equals one process with
 #     --accum 2 (losses and weights within 1e-6: the same gradient sums, the global norm
@@ -27,13 +29,15 @@ run() {
   return $rc
 }
 
-for v in resformer svformer; do
-  VRL_CUDA_CPU_ORDER=forward run "${v}_forward" --variant $v --steps 3
-  VRL_CUDA_CPU_ORDER=reverse run "${v}_reverse" --variant $v --steps 3
-  VRL_CUDA_CPU_ORDER=random:12345 run "${v}_random" --variant $v --steps 3
+for v in resformer svformer:anchors=1 resformer:mode=learnable-plus resformer:mode=dense neutreno_resformer cla \
+    query_residual key_residual; do
+  n=${v//[:=,]/_}
+  VRL_CUDA_CPU_ORDER=forward run "${n}_forward" --variant $v --steps 3
+  VRL_CUDA_CPU_ORDER=reverse run "${n}_reverse" --variant $v --steps 3
+  VRL_CUDA_CPU_ORDER=random:12345 run "${n}_random" --variant $v --steps 3
   for o in reverse random; do
     check "${v}: order $o gives the forward order's weights byte for byte" \
-      cmp "$tmp/${v}_forward/model.safetensors" "$tmp/${v}_$o/model.safetensors"
+      cmp "$tmp/${n}_forward/model.safetensors" "$tmp/${n}_$o/model.safetensors"
   done
 done
 VRL_CUDA_CPU_ORDER=sideways expect_error bad_order "VRL_CUDA_CPU_ORDER=sideways: expected forward, reverse or random" \
