@@ -9,8 +9,11 @@
 #   paper  the paper's settings (Table 3/4, formulas.md §2-3): 10,000 steps of 1024 x 2048
 #          tokens, 8 GPUs x 32 sequences x 4 accumulation, through `mpirun -np 8` or `srun`
 #   small  one GPU, the same shape: 2,000 steps of 128 x 1024 tokens (hours)
+#   cpu    this CPU, hours: slimpajama-mini whole, 128-token chunks, models of 4-8 layers at
+#          d 64-128 with the real vocabulary, 3 seeds each: the multi-seed Table 5
+#          (table5.sh reports mean, spread and the paired ResFormer − Transformer difference)
 #   tiny   this CPU, minutes: slimpajama-mini from ../shared/data, 64-token chunks,
-#          models of 4-8 layers at d 32-48 with the real 50277-token vocabulary
+#          models of 4-8 layers at d 32-48 with the real 50277-token vocabulary (a smoke test)
 # Numbers a run produces are the run's; the paper's sit beside them, always labelled.
 # The GPU scales check what they need first (preflight.sh) and refuse before any download.
 
@@ -20,10 +23,13 @@ REPRO_ROOT=$(cd "$(dirname "$0")/.." && pwd)
 
 repro_usage() {
     cat <<EOF
-usage: reproduce/$REPRO_NAME.sh [--scale paper|small|tiny] [--dry-run] [--resume] [--work DIR]
+usage: reproduce/$REPRO_NAME.sh [--scale paper|small|cpu|tiny] [--dry-run] [--resume] [--work DIR]
                                 [--results DIR] [--build DIR] [--shared DIR] [--tps N]
-                                [--launcher mpirun|srun]
-  --scale S      paper (8 GPUs via mpirun or srun), small (1 GPU), tiny (this CPU) [tiny]
+                                [--launcher mpirun|srun] [--seeds N]
+  --scale S      paper (8 GPUs via mpirun or srun), small (1 GPU), cpu (this CPU, hours),
+                 tiny (this CPU, minutes) [tiny]
+  --seeds N      train every run with N seeds (1337, 1338, ...): seed 1337's run keeps its
+                 plain name, the others are NAME-seedS [3 at scale cpu, else 1]
   --dry-run      print the plan: the preflight, every command, tokens, steps and the
                  estimated time of training and evaluation
   --resume       continue an interrupted table: finished runs and evaluations are kept
@@ -43,7 +49,7 @@ repro_init() {
     REPRO_NAME=$1
     shift
     SCALE=tiny DRY=0 WORK="" RESULTS=$REPRO_ROOT/results BUILD=$REPRO_ROOT/build
-    SHARED=$REPRO_ROOT/../shared/data GIVEN_TPS="" RESUME=0 LAUNCHER=""
+    SHARED=$REPRO_ROOT/../shared/data GIVEN_TPS="" RESUME=0 LAUNCHER="" NSEEDS=""
     while [ $# -gt 0 ]; do
         case $1 in
         --scale) SCALE=${2:?--scale needs a value}; shift ;;
@@ -55,6 +61,7 @@ repro_init() {
         --build) BUILD=${2:?--build needs a folder}; shift ;;
         --shared) SHARED=${2:?--shared needs a folder}; shift ;;
         --tps) GIVEN_TPS=${2:?--tps needs a number}; shift ;;
+        --seeds) NSEEDS=${2:?--seeds needs a number}; shift ;;
         -h|--help) repro_usage; exit 0 ;;
         *) echo "$REPRO_NAME.sh: unknown flag $1" >&2; repro_usage >&2; exit 2 ;;
         esac
@@ -73,19 +80,27 @@ repro_init() {
         GPUS=1 SEQ=1024 MICRO=32 ACCUM=4 STEPS=2000 DEVICE=cuda LAUNCH=""
         SIZES="82M 180M 468M" DATA_SCALE=0.02 EVAL_LIMIT=500 TASK_LIMIT=500 EVAL_BATCH=32 EVAL_EVERY=200 SAVE_EVERY=500
         ANALYSIS_BATCHES=64 ANALYSIS_BATCH=4 WINDOW=100 ;;
+    cpu)    # this CPU, hours (docs/reproduce.md): 300 steps of 8 x 128 tokens, two runs at a time;
+            # the whole corpus, validation capped at 200 chunks per domain; lr as tiny
+        GPUS=1 SEQ=128 MICRO=8 ACCUM=1 STEPS=${CPU_STEPS:-300} DEVICE=cpu LAUNCH=""
+        SIZES="cpu-s cpu-m cpu-l" DATA_SCALE=1 EVAL_LIMIT=200 TASK_LIMIT=100 EVAL_BATCH=16 EVAL_EVERY=0 SAVE_EVERY=0
+        ANALYSIS_BATCHES=8 ANALYSIS_BATCH=4 WINDOW=20 LR=3e-3 LR_END=3e-4 WARMUP=15 NSEEDS=${NSEEDS:-3} ;;
     tiny)   # this CPU: minutes; learning rate raised for so few steps
         GPUS=1 SEQ=64 MICRO=4 ACCUM=1 STEPS=${TINY_STEPS:-40} DEVICE=cpu LAUNCH=""
         SIZES="tiny-s tiny-m tiny-l" DATA_SCALE=0.0001 EVAL_LIMIT=${TINY_EVAL_LIMIT:-40} TASK_LIMIT=${TINY_TASK_LIMIT:-10} EVAL_BATCH=8 EVAL_EVERY=0 SAVE_EVERY=0
         ANALYSIS_BATCHES=2 ANALYSIS_BATCH=4 WINDOW=5 LR=3e-3 LR_END=3e-4 WARMUP=4 ;;
-    *) echo "$REPRO_NAME.sh: --scale must be paper, small or tiny (not \"$SCALE\")" >&2; exit 2 ;;
+    *) echo "$REPRO_NAME.sh: --scale must be paper, small, cpu or tiny (not \"$SCALE\")" >&2; exit 2 ;;
     esac
+    NSEEDS=${NSEEDS:-1}
+    case $NSEEDS in ''|*[!0-9]*|0) echo "$REPRO_NAME.sh: --seeds must be a positive integer (not \"$NSEEDS\")" >&2; exit 2 ;; esac
+    SEEDS=$(awk -v s="$SEED" -v n="$NSEEDS" 'BEGIN { for (i = 0; i < n; i++) printf "%d ", s + i }')
     repro_launch
     GLOBAL=$((MICRO * ACCUM * GPUS))               # sequences per optimizer step
     TOKENS=$((STEPS * GLOBAL * SEQ))               # training tokens per run
     DATA=$WORK/data
     RUNS=$WORK/runs
     PLAN_RUNS=""
-    if [ "$SCALE" != tiny ]; then
+    if ! repro_local; then
         # before anything is downloaded, written or trained; a dry run shows the same lines
         found=$(repro_preflight)
         n=$(printf '%s\n' "$found" | grep -c 'missing:' || true)
@@ -100,7 +115,7 @@ repro_init() {
     fi
     if [ "$DRY" = 0 ]; then
         [ -x "$VRL" ] || { echo "$REPRO_NAME.sh: $VRL not built (bash scripts/build.sh)" >&2; exit 1; }
-        if [ "$SCALE" = tiny ]; then
+        if repro_local; then
             for f in "$TOK" "$SHARED/corpora/slimpajama-mini" "$SHARED/eval" "$SHARED/corpora/wikitext-2-raw/wiki.test.raw"; do
                 [ -e "$f" ] || { echo "$REPRO_NAME.sh: $f is missing (real data lives in ../shared/data)" >&2; exit 1; }
             done
@@ -110,7 +125,8 @@ repro_init() {
     echo "== $REPRO_NAME --scale $SCALE$( [ "$DRY" = 1 ] && echo ' (dry run: nothing is executed)')"
     echo "   $STEPS steps x $GLOBAL sequences x $SEQ tokens = $(repro_commas $TOKENS) tokens per run" \
         "($GPUS x $MICRO per micro-batch x $ACCUM accumulation; lr $LR -> $LR_END cosine, warm-up $WARMUP)"
-    if [ "$SCALE" != tiny ] && [ "$DRY" = 1 ]; then
+    [ "$NSEEDS" = 1 ] || echo "   seeds: $SEEDS(initialisation and data order; the data selection keeps seed $SEED)"
+    if ! repro_local && [ "$DRY" = 1 ]; then
         if [ "$n" -gt 0 ]; then
             echo "   preflight: $n thing$([ "$n" = 1 ] || echo s) missing here (a run here would refuse before any download):"
             printf '%s\n' "$found"
@@ -126,6 +142,12 @@ repro_init() {
         echo "   20B-token SlimPajama selection (CC 10B, C4 4B, GitHub 2B, 1B each for the other four), 2048-token chunks"
     fi
 }
+
+# repro_local: true at the scales that run on this CPU (tiny, cpu).
+repro_local() { [ "$SCALE" = tiny ] || [ "$SCALE" = cpu ]; }
+
+# repro_seed_name NAME SEED: the run folder's name for SEED (the first seed keeps NAME).
+repro_seed_name() { [ "$2" = "$SEED" ] && echo "$1" || echo "$1-seed$2"; }
 
 # repro_launch: LAUNCH, the prefix that starts the GPU ranks ("" for one process).
 repro_launch() {
@@ -156,7 +178,7 @@ repro_model() {
     size=$1 kvdiv=${2:-1}
     # shellcheck disable=SC2046
     set -- $(repro_shape "$size")
-    case $size in tiny-*) ;; *) [ "$kvdiv" = 1 ] && { echo "$size"; return; } ;; esac
+    case $size in tiny-* | cpu-*) ;; *) [ "$kvdiv" = 1 ] && { echo "$size"; return; } ;; esac
     f=$WORK/configs/$size-kv$kvdiv.json
     if [ "$DRY" = 0 ] && [ ! -f "$f" ]; then
         mkdir -p "$WORK/configs"
@@ -176,6 +198,9 @@ repro_shape() {
     tiny-s) echo 4 2 32 112 ;;   # (Table 4: 82M is 8 8 512 1792)
     tiny-m) echo 6 2 32 112 ;;
     tiny-l) echo 8 4 48 168 ;;
+    cpu-s) echo 4 2 64 224 ;;    # FFN 3.5 d as Table 4; head_dim 32
+    cpu-m) echo 6 3 96 336 ;;
+    cpu-l) echo 8 4 128 448 ;;
     82M) echo 8 8 512 1792 ;;     # Table 4
     180M) echo 12 12 768 2688 ;;
     468M) echo 24 16 1024 3584 ;;
@@ -194,11 +219,12 @@ repro_params() {
     awk -v L="$1" -v d="$3" -v f="$4" 'BEGIN { printf "%.0f", L * (4 * d * d + 3 * d * f + 2 * d) + 2 * d * 50277 + d }'
 }
 
-# repro_data: SlimPajama -> per-domain JSONL -> seeded selection -> 2048-token (tiny: 64) shards.
+# repro_data: SlimPajama -> per-domain JSONL -> seeded selection -> 2048-token (tiny: 64, cpu:
+# 128) shards.
 repro_data() {
     [ -f "$DATA/.done" ] && { echo "   data: $DATA (prepared earlier)"; return 0; }
-    threads=$( [ "$SCALE" = tiny ] && echo 2 || echo 16 )
-    if [ "$SCALE" = tiny ]; then
+    threads=$(repro_local && echo 2 || echo 16)
+    if repro_local; then
         raw=$SHARED/corpora/slimpajama-mini
     else
         raw=$DATA/raw
@@ -209,15 +235,16 @@ repro_data() {
     repro_do "$VRL" data reorganize --in "$raw" --out "$DATA/reorg"
     repro_do "$VRL" data select --in "$DATA/reorg" --out "$DATA/select" --tokenizer "$TOK" --scale "$DATA_SCALE" \
         --seed "$SEED" --threads "$threads"
-    chunk=$( [ "$SCALE" = tiny ] && echo 64 || echo 2048 )
+    case $SCALE in tiny) chunk=64 ;; cpu) chunk=$SEQ ;; *) chunk=2048 ;; esac
     repro_do "$VRL" data tokenize --in "$DATA/select" --out "$DATA/tok" --tokenizer "$TOK" --chunk "$chunk" \
         --threads "$threads"
     [ "$DRY" = 1 ] || touch "$DATA/.done"
 }
 
-# repro_train NAME SIZE VARIANT [KV_DIVISOR]: one training run into $RUNS/NAME (skipped when done).
+# repro_train NAME SIZE VARIANT [KV_DIVISOR [SEED]]: one training run into $RUNS/NAME (skipped
+# when done), with --seed SEED [$SEED].
 repro_train() {
-    name=$1 size=$2 variant=$3 kvdiv=${4:-1}
+    name=$1 size=$2 variant=$3 kvdiv=${4:-1} seed=${5:-$SEED}
     model=$(repro_model "$size" "$kvdiv")
     PLAN_RUNS="$PLAN_RUNS $size"
     [ -f "$RUNS/$name/.done" ] && { echo "   train $name: done earlier ($RUNS/$name)"; return 0; }
@@ -241,18 +268,21 @@ repro_train() {
     # shellcheck disable=SC2086  # LAUNCH is a command prefix ("", "mpirun -np 8 ...", "srun ...")
     repro_do $LAUNCH "$VRL" train --model "$model" --variant "$variant" --device "$DEVICE" --data "$DATA/tok" \
         --steps "$STEPS" --batch "$MICRO" --accum "$ACCUM" --seq "$SEQ" --lr "$LR" --lr-end "$LR_END" \
-        --warmup "$WARMUP" --schedule cosine --wd 0.1 --clip 1.0 --seed "$SEED" --eval-every "$EVAL_EVERY" \
+        --warmup "$WARMUP" --schedule cosine --wd 0.1 --clip 1.0 --seed "$seed" --eval-every "$EVAL_EVERY" \
         --eval-batches 4 --save-every "$SAVE_EVERY" --quiet --out "$RUNS/$name"
     [ "$DRY" = 1 ] || touch "$RUNS/$name/.done"
 }
 
-# repro_train_all "NAME SIZE VARIANT [KVDIV]" ...: tiny runs two at a time (2 cores, one BLAS
-# thread each); GPU runs one after another.
-repro_train_all() {
-    if [ "$SCALE" != tiny ] || [ "$DRY" = 1 ]; then
+# repro_parallel FUNC "ARGS" ...: FUNC ARGS for each; on this CPU (tiny, cpu) two at a time, one
+# thread each (2 cores; pairs, so give them in pairs of like cost), each into WORK/FUNC-NAME.log
+# (NAME: the first of ARGS); on GPUs one after another.
+repro_parallel() {
+    func=$1
+    shift
+    if ! repro_local || [ "$DRY" = 1 ]; then
         for r in "$@"; do
             # shellcheck disable=SC2086
-            repro_train $r
+            $func $r
         done
         return 0
     fi
@@ -261,8 +291,8 @@ repro_train_all() {
     for r in "$@"; do
         # shellcheck disable=SC2086
         set -- $r
-        log=$WORK/train-$1.log
-        ( repro_train "$@" > "$log" 2>&1 || { echo "$REPRO_NAME.sh: training $1 failed:" >&2; tail -3 "$log" >&2; exit 1; } ) &
+        log=$WORK/${func#repro_}-$(echo "$1" | tr : -).log
+        ( $func "$@" > "$log" 2>&1 || { echo "$REPRO_NAME.sh: ${func#repro_} $1 failed:" >&2; tail -3 "$log" >&2; exit 1; } ) &
         pending="$pending $!"
         if [ "$(echo $pending | wc -w)" -ge 2 ]; then
             for p in $pending; do wait "$p" || exit 1; done
@@ -272,13 +302,25 @@ repro_train_all() {
     for p in $pending; do wait "$p" || exit 1; done
 }
 
+# repro_train_all "NAME SIZE VARIANT [KVDIV [SEED]]" ...: every training run (repro_parallel).
+repro_train_all() { repro_parallel repro_train "$@"; }
+
+# repro_eval_all KIND NAME ...: repro_eval NAME KIND for every run (repro_parallel).
+repro_eval_all() {
+    kind=$1
+    shift
+    set -- $(for n in "$@"; do echo "$n:$kind"; done)
+    repro_parallel repro_eval_one "$@"
+}
+repro_eval_one() { repro_eval "${1%%:*}" "${1#*:}"; }
+
 # repro_eval NAME KIND: KIND domains (per-domain validation loss) or downstream (WikiText-2
 # perplexity and the zero-shot tasks). Writes $RUNS/NAME/eval-KIND.json.
 repro_eval() {
     name=$1 kind=$2
     out=$RUNS/$name/eval-$kind.json
     [ -f "$out" ] && { echo "   eval $name $kind: done earlier"; return 0; }
-    for eval_size in $SIZES; do case $name in *-"$eval_size") break ;; esac; done  # the run's size
+    for eval_size in $SIZES; do case $name in *-"$eval_size" | *-"$eval_size"-seed*) break ;; esac; done  # the run's size
     repro_cost_add eval "$name-$kind" "$eval_size" "$(repro_eval_tokens "$kind")"
     # the GPU scales evaluate on the GPU: `vrl eval --device cuda` (the preflight checks it)
     device=$( [ "$DEVICE" = cpu ] && echo "" || echo "--device $DEVICE" )
@@ -289,7 +331,7 @@ repro_eval() {
         repro_do "$VRL" eval --ckpt "$RUNS/$name" --data "$DATA/tok" --tasks none $limit --seq "$SEQ" --batch "$EVAL_BATCH" $device
     else
         wiki=$SHARED/corpora/wikitext-2-raw/wiki.test.raw
-        if [ "$SCALE" = tiny ]; then  # the first article: WikiText windows dominate CPU time
+        if repro_local; then  # the first article: WikiText windows dominate CPU time
             [ "$DRY" = 1 ] || awk '/^ = [^=]/ { n++ } n <= 1' "$wiki" > "$WORK/wiki.test.head.raw"
             wiki=$WORK/wiki.test.head.raw
         fi

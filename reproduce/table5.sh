@@ -3,19 +3,25 @@
 # the average, Transformer vs ResFormer (identity, λ = 0.5) at 82M / 180M / 468M.
 # Pipeline: data (reorganize, select, tokenize) -> 6 trainings -> `vrl eval --data` per run
 # -> results/table5-SCALE.md with the paper's numbers beside the run's.
-# Usage: reproduce/table5.sh [--scale paper|small|tiny] [--dry-run] (see --help, docs/reproduce.md)
+# With --seeds N (3 at --scale cpu) every model trains with N seeds and the table gives each
+# domain's mean ± sample sd per model and the paired difference ResFormer − Transformer (same
+# seed: same initial weights where shapes agree, same data order) with its standard error.
+# Usage: reproduce/table5.sh [--scale paper|small|cpu|tiny] [--seeds N] [--dry-run] (see --help, docs/reproduce.md)
 set -eu
 . "$(dirname "$0")/lib.sh"
 repro_init table5 "$@"
 
 repro_data
 set --
-for size in $SIZES; do set -- "$@" "transformer-$size $size baseline" "resformer-$size $size resformer"; done
-repro_train_all "$@"
-for size in $SIZES; do
-    repro_eval "transformer-$size" domains
-    repro_eval "resformer-$size" domains
+for size in $SIZES; do  # size by size: a table cut short still has every seed of its first sizes
+    for seed in $SEEDS; do
+        t=$(repro_seed_name "transformer-$size" "$seed") r=$(repro_seed_name "resformer-$size" "$seed")
+        set -- "$@" "$t $size baseline 1 $seed" "$r $size resformer 1 $seed"
+    done
 done
+# each run is evaluated as soon as it is trained (on this CPU, two runs at a time)
+table5_run() { repro_train "$@" && repro_eval "$1" domains; }
+repro_parallel table5_run "$@"
 repro_estimate
 [ "$DRY" = 1 ] && exit 0
 
@@ -23,16 +29,23 @@ DOMAINS="RedPajamaCommonCrawl RedPajamaC4 RedPajamaGithub RedPajamaStackExchange
 # Table 5 of the paper (validation loss, 10k steps, 20B tokens), in DOMAINS order then the average.
 paper_row() {
     case $1 in
-    transformer-82M|transformer-tiny-s) echo "3.3595 3.5388 1.4247 2.3872 2.9047 3.3797 2.1779 2.7389" ;;
-    transformer-180M|transformer-tiny-m) echo "3.0961 3.2834 1.2451 2.1651 2.5897 3.1309 2.0001 2.5015" ;;
-    transformer-468M|transformer-tiny-l) echo "2.8514 3.0430 1.0908 1.9628 2.2821 2.8979 1.8362 2.2806" ;;
-    resformer-82M|resformer-tiny-s) echo "3.3362 3.5191 1.3941 2.3592 2.8646 3.3572 2.1518 2.7117" ;;
-    resformer-180M|resformer-tiny-m) echo "3.0631 3.2504 1.2200 2.1350 2.5435 3.0994 1.9732 2.4692" ;;
-    resformer-468M|resformer-tiny-l) echo "2.8214 3.0115 1.0730 1.9388 2.2477 2.8696 1.8142 2.2537" ;;
+    transformer-82M|transformer-tiny-s|transformer-cpu-s) echo "3.3595 3.5388 1.4247 2.3872 2.9047 3.3797 2.1779 2.7389" ;;
+    transformer-180M|transformer-tiny-m|transformer-cpu-m) echo "3.0961 3.2834 1.2451 2.1651 2.5897 3.1309 2.0001 2.5015" ;;
+    transformer-468M|transformer-tiny-l|transformer-cpu-l) echo "2.8514 3.0430 1.0908 1.9628 2.2821 2.8979 1.8362 2.2806" ;;
+    resformer-82M|resformer-tiny-s|resformer-cpu-s) echo "3.3362 3.5191 1.3941 2.3592 2.8646 3.3572 2.1518 2.7117" ;;
+    resformer-180M|resformer-tiny-m|resformer-cpu-m) echo "3.0631 3.2504 1.2200 2.1350 2.5435 3.0994 1.9732 2.4692" ;;
+    resformer-468M|resformer-tiny-l|resformer-cpu-l) echo "2.8214 3.0115 1.0730 1.9388 2.2477 2.8696 1.8142 2.2537" ;;
     esac
 }
-paper_size() { case $1 in *tiny-s|*82M) echo 82M ;; *tiny-m|*180M) echo 180M ;; *) echo 468M ;; esac; }
+paper_size() { case $1 in *tiny-s|*cpu-s|*82M) echo 82M ;; *tiny-m|*cpu-m|*180M) echo 180M ;; *) echo 468M ;; esac; }
 md=$RESULTS/table5-$SCALE.md
+if [ "$NSEEDS" -gt 1 ]; then
+    . "$REPRO_ROOT/reproduce/table5_seeds.sh"
+    table5_seeds > "$md"
+    cat "$md"
+    echo "wrote $md"
+    exit 0
+fi
 {
     repro_header "Table 5: validation loss per domain"
     echo

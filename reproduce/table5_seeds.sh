@@ -1,0 +1,100 @@
+# table5_seeds.sh: Table 5 over several seeds (sourced by table5.sh when --seeds N > 1, POSIX
+# sh). Per size: each model's per-domain validation loss as mean ± sample standard deviation
+# over the seeds; the paired difference ResFormer − Transformer (the two runs of one seed share
+# the data order and every initial weight the two models have in common) as mean ± standard
+# error with its paired t statistic; and the paper's rows. A domain whose validation split holds
+# fewer than FEW_TOKENS tokens is marked: its loss rests on one or two documents.
+FEW_TOKENS=10000
+
+# table5_values NAME: "d1 ... d7 mean" from the run's eval-domains.json (DOMAINS order), or
+# nothing when the file is missing.
+table5_values() {
+    f=$RUNS/$1/eval-domains.json
+    [ -f "$f" ] || return 0
+    line=""
+    for d in $DOMAINS; do line="$line $(jq -r ".domains.$d.loss // \"nan\"" "$f")"; done
+    echo "$line $(jq -r '.domains.mean // "nan"' "$f")"
+}
+
+# table5_stats: reads lines "ARCH v1 ... v8" (ARCH transformer|resformer, one line per seed, the
+# two archs' lines in seed order) and prints the rows "mean±sd" per arch and the paired row.
+table5_stats() {
+    awk '
+    # two-sided 5% critical values of Student t, by degrees of freedom
+    function tcrit(df) { return df == 1 ? 12.706 : df == 2 ? 4.303 : df == 3 ? 3.182 : df == 4 ? 2.776 :
+                         df == 5 ? 2.571 : df == 6 ? 2.447 : df == 7 ? 2.365 : df == 8 ? 2.306 :
+                         df == 9 ? 2.262 : 2.0 }
+    $1 == "transformer" { nt++; for (i = 2; i <= NF; i++) t[nt, i] = $i; k = NF }
+    $1 == "resformer"   { nr++; for (i = 2; i <= NF; i++) r[nr, i] = $i }
+    function row(label, a, n,    i, j, m, v, out) {
+        out = "| " label " | mean ± sd"
+        for (i = 2; i <= k; i++) {
+            m = 0; for (j = 1; j <= n; j++) m += a[j, i]; m /= n
+            v = 0; for (j = 1; j <= n; j++) v += (a[j, i] - m) ^ 2; v = n > 1 ? sqrt(v / (n - 1)) : 0
+            out = out sprintf(" | %.4f ± %.4f", m, v)
+        }
+        print out " |"
+    }
+    END {
+        if (nt == 0 || nt != nr) { print "| (runs missing: " nt " transformer, " nr " resformer) |"; exit }
+        row("Transformer", t, nt)
+        row("ResFormer", r, nr)
+        out = "| ResFormer − Transformer, paired | mean ± se (t)"
+        sig = ""
+        for (i = 2; i <= k; i++) {
+            m = 0; for (j = 1; j <= nt; j++) m += r[j, i] - t[j, i]; m /= nt
+            v = 0; for (j = 1; j <= nt; j++) v += (r[j, i] - t[j, i] - m) ^ 2
+            se = nt > 1 ? sqrt(v / (nt - 1) / nt) : 0
+            tt = se > 0 ? m / se : 0
+            out = out sprintf(" | %+.4f ± %.4f (%.1f)", m, se, tt)
+            if (i == k) sig = (se > 0 && (tt > tcrit(nt - 1) || tt < -tcrit(nt - 1))) ? "significant" : "not significant"
+        }
+        print out " |"
+        printf "SIG %s %d\n", sig, nt - 1
+    }'
+}
+
+table5_seeds() {
+    repro_header "Table 5 over $NSEEDS seeds: validation loss per domain"
+    echo
+    echo "Seeds: $SEEDS(each seed sets the initial weights and the data order; the two models of a"
+    echo "seed share the data order and the initial values of every tensor they both have). Losses"
+    echo "are token means over the first $EVAL_LIMIT validation chunks of $SEQ tokens per domain."
+    echo "Columns marked † hold fewer than $(repro_commas $FEW_TOKENS) validation tokens (one or two"
+    echo "documents): read them as anecdotes. Paired rows: mean difference over seeds ± its standard"
+    echo "error, (t) the paired t statistic; the Avg. column says whether it is significant at 5%"
+    echo "(two-sided, $((NSEEDS - 1)) degrees of freedom)."
+    for size in $SIZES; do
+        first=$RUNS/transformer-$size/eval-domains.json
+        head="| $size | | "
+        sep="|---|---|"
+        for d in $DOMAINS; do
+            short=$(echo "$d" | sed 's/^RedPajama//; s/CommonCrawl/CC/; s/StackExchange/StackEx./')
+            n=$(jq -r ".domains.$d.tokens // 0" "$first" 2>/dev/null || echo 0)
+            mark=$(awk -v n="$n" -v f="$FEW_TOKENS" 'BEGIN { if (n < f) print " †" }')
+            head="$head$short$mark ($(repro_commas "$n")) | "
+            sep="$sep---|"
+        done
+        params=$("$VRL" info --model "$(repro_model "$size")" | sed -n 's/^parameters: //p')
+        echo
+        echo "### $size ($(repro_shape "$size" | awk '{ printf "%d layers, %d heads, d %d, FFN %d", $1, $2, $3, $4 }'), $params parameters; the paper's $(paper_size "$size")"
+        echo
+        echo "${head}Avg. |"
+        echo "$sep---|"
+        stats=$(for seed in $SEEDS; do
+            for arch in transformer resformer; do
+                v=$(table5_values "$(repro_seed_name "$arch-$size" "$seed")")
+                [ -n "$v" ] && echo "$arch $v"
+            done
+        done | table5_stats)
+        echo "$stats" | grep -v '^SIG '
+        for arch in transformer resformer; do
+            echo "| paper, $arch $(paper_size "$size") | | $(paper_row "$arch-$size" | sed 's/ / | /g') |"
+        done
+        echo "| paper, ResFormer − Transformer | | $(awk -v a="$(paper_row "resformer-$size")" -v b="$(paper_row "transformer-$size")" \
+            'BEGIN { n = split(a, x, " "); split(b, y, " "); for (i = 1; i <= n; i++) printf "%+.4f | ", x[i] - y[i] }')"
+        sig=$(echo "$stats" | sed -n 's/^SIG //p')
+        echo
+        echo "Average over domains: the paired difference is ${sig% *} at 5% (${sig##* } degrees of freedom)."
+    done
+}
