@@ -7,16 +7,20 @@
 #include "common/data/tokenizer.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
 static const char INSPECT_USAGE[] =
-    "usage: vrl data inspect --in PATH [--tokenizer FILE] [--chunk K] [--n N]\n"
+    "usage: vrl data inspect --in PATH [--tokenizer FILE] [--chunk K] [--n N] [--entropy]\n"
     "  --in PATH is a shard or a directory of SPLIT/*.bin shards: print token, chunk and\n"
     "  shard counts per split and domain. For a shard with --tokenizer, also decode the\n"
-    "  first N (default 64) tokens of chunk K (default 0).\n";
+    "  first N (default 64) tokens of chunk K (default 0).\n"
+    "  --entropy (directory): also each domain's and each split's unigram entropy in nats,\n"
+    "  -sum p log p over its token frequencies: the loss of the best context-free model\n"
+    "  of those very tokens, the mark a language model has to get well below.\n";
 
 static int inspect_shard(const char *path, const char *tokp, uint64_t chunk_i, uint64_t n) {
     Shard s;
@@ -49,7 +53,32 @@ static int inspect_shard(const char *path, const char *tokp, uint64_t chunk_i, u
     return rc;
 }
 
-static int inspect_dir(const char *dir) {
+/* -sum p log p of the frequencies in counts [n], in nats (0 for no tokens). */
+static double unigram_entropy(const uint64_t *counts, size_t n) {
+    uint64_t total = 0;
+    for (size_t i = 0; i < n; i++) total += counts[i];
+    double h = 0;
+    for (size_t i = 0; i < n; i++)
+        if (counts[i]) {
+            const double p = (double)counts[i] / (double)total;
+            h -= p * log(p);
+        }
+    return h;
+}
+
+/* Add the shard's ids to counts [*n] (grown to its vocab_size, zero-filled). */
+static int count_tokens(const Shard *s, uint64_t **counts, size_t *n) {
+    if (s->vocab_size > *n) {
+        uint64_t *c = realloc(*counts, s->vocab_size * sizeof *c);
+        if (!c) return vrl_error("out of memory for %u token counts", s->vocab_size);
+        memset(c + *n, 0, (s->vocab_size - *n) * sizeof *c);
+        *counts = c, *n = s->vocab_size;
+    }
+    for (uint64_t i = 0; i < s->n_tokens; i++) (*counts)[s->tokens[i]]++; /* ids < vocab_size: shard_read checks */
+    return 0;
+}
+
+static int inspect_dir(const char *dir, int entropy) {
     int found = 0;
     for (int sp = 0; sp < 3; sp++) {
         char sd[4200];
@@ -60,18 +89,28 @@ static int inspect_dir(const char *dir) {
         char cur[SHARD_DOMAIN_LEN + 1] = "";
         uint64_t tok = 0, ch = 0, total = 0;
         int shards = 0;
+        uint64_t *dom_counts = NULL, *split_counts = NULL; /* [vocab] token frequencies */
+        size_t n_dom = 0, n_split = 0;
         for (size_t f = 0; f <= files.n; f++) {
             Shard s = {0};
             if (f < files.n) {
                 char p[8400];
                 snprintf(p, sizeof p, "%s/%s", sd, files.v[f]);
-                if (shard_read(p, &s)) { names_free(&files); return -1; }
+                if (shard_read(p, &s)) { names_free(&files); free(dom_counts), free(split_counts); return -1; }
             }
             if (shards && (f == files.n || strcmp(cur, s.domain) != 0)) {
-                printf("%-10s %-24s %12llu tokens %8llu chunks %3d shards\n", DATA_SPLITS[sp], cur,
+                printf("%-10s %-24s %12llu tokens %8llu chunks %3d shards", DATA_SPLITS[sp], cur,
                        (unsigned long long)tok, (unsigned long long)ch, shards);
+                if (entropy) printf("   unigram entropy %.4f nats", unigram_entropy(dom_counts, n_dom));
+                printf("\n");
+                if (dom_counts) memset(dom_counts, 0, n_dom * sizeof *dom_counts);
                 tok = ch = 0;
                 shards = 0;
+            }
+            if (f < files.n && entropy &&
+                (count_tokens(&s, &dom_counts, &n_dom) || count_tokens(&s, &split_counts, &n_split))) {
+                shard_free(&s), names_free(&files), free(dom_counts), free(split_counts);
+                return -1;
             }
             if (f < files.n) {
                 snprintf(cur, sizeof cur, "%s", s.domain);
@@ -83,7 +122,13 @@ static int inspect_dir(const char *dir) {
                 shard_free(&s);
             }
         }
-        if (files.n) printf("%-10s %-24s %12llu tokens\n", DATA_SPLITS[sp], "(all)", (unsigned long long)total);
+        if (files.n) {
+            printf("%-10s %-24s %12llu tokens", DATA_SPLITS[sp], "(all)", (unsigned long long)total);
+            if (entropy) printf("%30s unigram entropy %.4f nats", "",
+                                unigram_entropy(split_counts, n_split));
+            printf("\n");
+        }
+        free(dom_counts), free(split_counts);
         names_free(&files);
     }
     if (!found) return vrl_error("%s: no SPLIT/*.bin shards", dir);
@@ -93,12 +138,14 @@ static int inspect_dir(const char *dir) {
 int data_inspect(int argc, char **argv) {
     const char *path = NULL, *tokp = NULL;
     uint64_t chunk = 0, n = 64;
+    int entropy = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "--help") == 0) { fputs(INSPECT_USAGE, stdout); return 0; }
         int has = i + 1 < argc;
         if (strcmp(a, "--in") == 0 && has) path = argv[++i];
         else if (strcmp(a, "--tokenizer") == 0 && has) tokp = argv[++i];
+        else if (strcmp(a, "--entropy") == 0) entropy = 1;
         else if (strcmp(a, "--chunk") == 0 && has) { if (data_parse_u64(a, argv[++i], &chunk)) return data_fail("inspect"); }
         else if (strcmp(a, "--n") == 0 && has) { if (data_parse_u64(a, argv[++i], &n)) return data_fail("inspect"); }
         else { fprintf(stderr, "vrl data inspect: unknown or incomplete option %s\n%s", a, INSPECT_USAGE); return 2; }
@@ -106,6 +153,10 @@ int data_inspect(int argc, char **argv) {
     if (!path) { fprintf(stderr, "vrl data inspect: --in PATH is required\n%s", INSPECT_USAGE); return 2; }
     struct stat st;
     if (stat(path, &st) != 0) { vrl_error("%s: %s", path, strerror(errno)); return data_fail("inspect"); }
-    int rc = S_ISDIR(st.st_mode) ? inspect_dir(path) : inspect_shard(path, tokp, chunk, n);
+    if (entropy && !S_ISDIR(st.st_mode)) {
+        vrl_error("%s: --entropy needs a directory of SPLIT/*.bin shards, not one shard", path);
+        return data_fail("inspect");
+    }
+    int rc = S_ISDIR(st.st_mode) ? inspect_dir(path, entropy) : inspect_shard(path, tokp, chunk, n);
     return rc ? data_fail("inspect") : 0;
 }

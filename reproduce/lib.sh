@@ -80,11 +80,11 @@ repro_init() {
         GPUS=1 SEQ=1024 MICRO=32 ACCUM=4 STEPS=2000 DEVICE=cuda LAUNCH=""
         SIZES="82M 180M 468M" DATA_SCALE=0.02 EVAL_LIMIT=500 TASK_LIMIT=500 EVAL_BATCH=32 EVAL_EVERY=200 SAVE_EVERY=500
         ANALYSIS_BATCHES=64 ANALYSIS_BATCH=4 WINDOW=100 ;;
-    cpu)    # this CPU, hours (docs/reproduce.md): 300 steps of 8 x 128 tokens, two runs at a time;
+    cpu)    # this CPU, hours (docs/reproduce.md): 400 steps of 8 x 128 tokens, two runs at a time;
             # the whole corpus, validation capped at 200 chunks per domain; lr as tiny
-        GPUS=1 SEQ=128 MICRO=8 ACCUM=1 STEPS=${CPU_STEPS:-300} DEVICE=cpu LAUNCH=""
+        GPUS=1 SEQ=128 MICRO=8 ACCUM=1 STEPS=${CPU_STEPS:-400} DEVICE=cpu LAUNCH=""
         SIZES="cpu-s cpu-m cpu-l" DATA_SCALE=1 EVAL_LIMIT=200 TASK_LIMIT=100 EVAL_BATCH=16 EVAL_EVERY=0 SAVE_EVERY=0
-        ANALYSIS_BATCHES=8 ANALYSIS_BATCH=4 WINDOW=20 LR=3e-3 LR_END=3e-4 WARMUP=15 NSEEDS=${NSEEDS:-3} ;;
+        ANALYSIS_BATCHES=8 ANALYSIS_BATCH=4 WINDOW=20 LR=3e-3 LR_END=3e-4 WARMUP=20 NSEEDS=${NSEEDS:-3} ;;
     tiny)   # this CPU: minutes; learning rate raised for so few steps
         GPUS=1 SEQ=64 MICRO=4 ACCUM=1 STEPS=${TINY_STEPS:-40} DEVICE=cpu LAUNCH=""
         SIZES="tiny-s tiny-m tiny-l" DATA_SCALE=0.0001 EVAL_LIMIT=${TINY_EVAL_LIMIT:-40} TASK_LIMIT=${TINY_TASK_LIMIT:-10} EVAL_BATCH=8 EVAL_EVERY=0 SAVE_EVERY=0

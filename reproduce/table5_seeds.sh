@@ -64,6 +64,17 @@ table5_seeds() {
     echo "documents): read them as anecdotes. Paired rows: mean difference over seeds ± its standard"
     echo "error, (t) the paired t statistic; the Avg. column says whether it is significant at 5%"
     echo "(two-sided, $((NSEEDS - 1)) degrees of freedom)."
+    # each validation domain's unigram entropy (nats): a model that ignores context cannot beat it
+    ent=$("$VRL" data inspect --in "$DATA/tok" --entropy)
+    unigram="" mean_h=""
+    for d in $DOMAINS; do
+        unigram="$unigram$(echo "$ent" | awk -v d="$d" '$1 == "validation" && $2 == d { print $(NF - 1) }') | "
+    done
+    unigram="$unigram$(echo "$unigram" | tr -d ' ' | tr '|' '\n' | awk 'NF { s += $1; n++ } END { if (n) printf "%.4f", s / n }')"
+    echo
+    echo "Training data: $(echo "$ent" | awk '$1 == "train" && $2 == "(all)" { print $3 }') tokens, whose pooled unigram entropy is"
+    echo "$(echo "$ent" | awk '$1 == "train" && $2 == "(all)" { print $(NF - 1) }') nats; each run samples the formulas.md §3 mixture from it, so small domains repeat"
+    echo "(CommonCrawl's weight is 1/2 of a run's tokens but it holds 2% of the corpus)."
     for size in $SIZES; do
         first=$RUNS/transformer-$size/eval-domains.json
         head="| $size | | "
@@ -88,6 +99,7 @@ table5_seeds() {
             done
         done | table5_stats)
         echo "$stats" | grep -v '^SIG '
+        echo "| unigram entropy of the validation tokens | | $unigram |"
         for arch in transformer resformer; do
             echo "| paper, $arch $(paper_size "$size") | | $(paper_row "$arch-$size" | sed 's/ / | /g') |"
         done

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# test_data_inspect.sh: `vrl data inspect --entropy` gives the unigram entropy of known token
+# frequencies: two ids equally often -> ln 2, four ids in proportions 1:1:2:4 -> 1.2130 nats
+# (-(2 * 1/8 ln 1/8 + 1/4 ln 1/4 + 1/2 ln 1/2)), one id -> 0.
+# usage: test_data_inspect.sh PATH/TO/vrl
+set -u
+VRL=$1
+. "$(dirname "$0")/cli_test_lib.sh"
+
+# a byte corpus laid out as a shard directory: DIR/train/bytes-00000.bin (the first half)
+shards() {
+  local name=$1 text=$2
+  printf '%s' "$text" >"$tmp/$name.txt"
+  $VRL data bytes --in "$tmp/$name.txt" --out "$tmp/$name.bytes" --val-fraction 0.5 >/dev/null 2>&1 || return 1
+  mkdir -p "$tmp/$name/train" && cp "$tmp/$name.bytes/train.bin" "$tmp/$name/train/bytes-00000.bin"
+}
+repeat() { local i; for ((i = 0; i < $2; i++)); do printf '%s' "$1"; done; }
+
+shards two "$(repeat ab 4096)" || { echo "FAIL data bytes"; exit 1; }
+shards four "$(repeat abccdddd 1024)" || { echo "FAIL data bytes"; exit 1; }
+shards one "$(repeat a 8192)" || { echo "FAIL data bytes"; exit 1; }
+entropy() { $VRL data inspect --in "$tmp/$1" --entropy | sed -n "s/^train *$2 .*unigram entropy \([0-9.]*\) nats.*/\1/p"; }
+check two_ids_ln2 test "$(entropy two bytes)" = 0.6931
+check split_line_ln2 test "$(entropy two '(all)')" = 0.6931
+check four_ids test "$(entropy four bytes)" = 1.2130
+check one_id_zero test "$(entropy one bytes)" = 0.0000
+expect_error entropy_needs_dir "needs a directory" $VRL data inspect --in "$tmp/two/train/bytes-00000.bin" --entropy
+finish
