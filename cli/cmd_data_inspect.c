@@ -19,8 +19,10 @@ static const char INSPECT_USAGE[] =
     "  shard counts per split and domain. For a shard with --tokenizer, also decode the\n"
     "  first N (default 64) tokens of chunk K (default 0).\n"
     "  --entropy (directory): also each domain's and each split's unigram entropy in nats,\n"
-    "  -sum p log p over its token frequencies: the loss of the best context-free model\n"
-    "  of those very tokens, the mark a language model has to get well below.\n";
+    "  -sum p log p over its own token frequencies, and for the other splits' domains the\n"
+    "  cross-entropy under the train split's unigram model (add-one smoothed over the\n"
+    "  vocabulary): the loss of a context-free model of the training tokens, the mark a\n"
+    "  language model trained on them has to get well below.\n";
 
 static int inspect_shard(const char *path, const char *tokp, uint64_t chunk_i, uint64_t n) {
     Shard s;
@@ -78,13 +80,31 @@ static int count_tokens(const Shard *s, uint64_t **counts, size_t *n) {
     return 0;
 }
 
+/* -1/n sum_v c_v log q_v with q_v = (t_v + 1) / (T + V): the tokens counted in c [nc] scored by
+ * the add-one unigram model of the counts t [nt] (T their sum) over a vocabulary of V ids. */
+static double unigram_cross_entropy(const uint64_t *c, size_t nc, const uint64_t *t, size_t nt) {
+    const size_t V = nc > nt ? nc : nt;
+    uint64_t T = 0, n = 0;
+    for (size_t i = 0; i < nt; i++) T += t[i];
+    double sum = 0;
+    for (size_t i = 0; i < nc; i++)
+        if (c[i]) {
+            const double q = ((double)(i < nt ? t[i] : 0) + 1.0) / ((double)T + (double)V);
+            sum -= (double)c[i] * log(q);
+            n += c[i];
+        }
+    return n ? sum / (double)n : 0;
+}
+
 static int inspect_dir(const char *dir, int entropy) {
+    uint64_t *train_counts = NULL; /* [n_train] the train split's token frequencies */
+    size_t n_train = 0;
     int found = 0;
     for (int sp = 0; sp < 3; sp++) {
         char sd[4200];
         snprintf(sd, sizeof sd, "%s/%s", dir, DATA_SPLITS[sp]);
         Names files;
-        if (data_list_dir(sd, 0, ".bin", NULL, &files)) return -1;
+        if (data_list_dir(sd, 0, ".bin", NULL, &files)) { free(train_counts); return -1; }
         /* files are DOMAIN-NNNNN.bin sorted, so one domain's shards are adjacent */
         char cur[SHARD_DOMAIN_LEN + 1] = "";
         uint64_t tok = 0, ch = 0, total = 0;
@@ -96,12 +116,17 @@ static int inspect_dir(const char *dir, int entropy) {
             if (f < files.n) {
                 char p[8400];
                 snprintf(p, sizeof p, "%s/%s", sd, files.v[f]);
-                if (shard_read(p, &s)) { names_free(&files); free(dom_counts), free(split_counts); return -1; }
+                if (shard_read(p, &s)) {
+                    names_free(&files), free(dom_counts), free(split_counts), free(train_counts);
+                    return -1;
+                }
             }
             if (shards && (f == files.n || strcmp(cur, s.domain) != 0)) {
                 printf("%-10s %-24s %12llu tokens %8llu chunks %3d shards", DATA_SPLITS[sp], cur,
                        (unsigned long long)tok, (unsigned long long)ch, shards);
                 if (entropy) printf("   unigram entropy %.4f nats", unigram_entropy(dom_counts, n_dom));
+                if (entropy && sp > 0 && train_counts)
+                    printf(", %.4f under train's", unigram_cross_entropy(dom_counts, n_dom, train_counts, n_train));
                 printf("\n");
                 if (dom_counts) memset(dom_counts, 0, n_dom * sizeof *dom_counts);
                 tok = ch = 0;
@@ -109,7 +134,7 @@ static int inspect_dir(const char *dir, int entropy) {
             }
             if (f < files.n && entropy &&
                 (count_tokens(&s, &dom_counts, &n_dom) || count_tokens(&s, &split_counts, &n_split))) {
-                shard_free(&s), names_free(&files), free(dom_counts), free(split_counts);
+                shard_free(&s), names_free(&files), free(dom_counts), free(split_counts), free(train_counts);
                 return -1;
             }
             if (f < files.n) {
@@ -124,13 +149,17 @@ static int inspect_dir(const char *dir, int entropy) {
         }
         if (files.n) {
             printf("%-10s %-24s %12llu tokens", DATA_SPLITS[sp], "(all)", (unsigned long long)total);
-            if (entropy) printf("%30s unigram entropy %.4f nats", "",
-                                unigram_entropy(split_counts, n_split));
+            if (entropy) printf("%30s unigram entropy %.4f nats", "", unigram_entropy(split_counts, n_split));
+            if (entropy && sp > 0 && train_counts)
+                printf(", %.4f under train's", unigram_cross_entropy(split_counts, n_split, train_counts, n_train));
             printf("\n");
         }
-        free(dom_counts), free(split_counts);
+        free(dom_counts);
+        if (sp == 0 && files.n) train_counts = split_counts, n_train = n_split; /* DATA_SPLITS[0] is train */
+        else free(split_counts);
         names_free(&files);
     }
+    free(train_counts);
     if (!found) return vrl_error("%s: no SPLIT/*.bin shards", dir);
     return 0;
 }

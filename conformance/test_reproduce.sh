@@ -14,7 +14,10 @@
 #   tiny   all four scripts at --scale tiny end to end from ../shared/data in one shared
 #          work folder (skipped when the data is absent), then every run cell of every table
 #          is compared with the number in the run's own files (eval-*.json, relative_loss.csv).
-# Usage: test_reproduce.sh plan|preflight|tiny BUILD_DIR
+#   seeds  `table5.sh --scale tiny --seeds 2` (4 steps): 12 runs, seed 1337's under the plain
+#          names and 1338's as NAME-seed1338, and each size's mean ± sd rows and paired
+#          ResFormer − Transformer row recomputed from the runs' eval-domains.json.
+# Usage: test_reproduce.sh plan|preflight|tiny|seeds BUILD_DIR
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
@@ -133,6 +136,44 @@ if [ ! -f "$shared/tokenizers/gpt-neox-20b.tokenizer.json" ] || [ ! -d "$shared/
   exit 77
 fi
 work=$tmp/work res=$tmp/results
+
+if [ "$mode" = seeds ]; then
+  start=$(date +%s)
+  if TINY_STEPS=4 TINY_EVAL_LIMIT=4 "$root/reproduce/table5.sh" --scale tiny --seeds 2 --build "$build" --shared "$shared" \
+       --work "$work" --results "$res" > "$tmp/seeds.out" 2>&1; then
+    passes=$((passes + 1)); echo "ok   table5.sh --scale tiny --seeds 2 ($(( $(date +%s) - start )) s)"
+  else
+    fails=$((fails + 1)); echo "FAIL table5.sh --scale tiny --seeds 2:"; tail -20 "$tmp/seeds.out"; finish; exit
+  fi
+  md=$res/table5-tiny.md
+  for size in tiny-s tiny-m tiny-l; do
+    for arch in transformer resformer; do
+      check "$arch-$size: both seeds evaluated" test -s "$work/runs/$arch-$size/eval-domains.json" -a \
+        -s "$work/runs/$arch-$size-seed1338/eval-domains.json"
+    done
+    check "$size: seed 1338 trained with --seed 1338" grep -q -- "--seed 1338" "$work/table5_run-transformer-$size-seed1338.log"
+    # the Avg. column (last cell) of the size's three rows, from the two runs' .domains.mean
+    avg() { jq -r .domains.mean "$work/runs/$1/eval-domains.json"; }
+    t1=$(avg "transformer-$size") t2=$(avg "transformer-$size-seed1338")
+    r1=$(avg "resformer-$size") r2=$(avg "resformer-$size-seed1338")
+    want=$(awk -v t1="$t1" -v t2="$t2" -v r1="$r1" -v r2="$r2" 'BEGIN {
+      mt = (t1 + t2) / 2; st = sqrt(((t1 - mt) ^ 2 + (t2 - mt) ^ 2) / 1)
+      mr = (r1 + r2) / 2; sr = sqrt(((r1 - mr) ^ 2 + (r2 - mr) ^ 2) / 1)
+      d1 = r1 - t1; d2 = r2 - t2; md = (d1 + d2) / 2; se = sqrt(((d1 - md) ^ 2 + (d2 - md) ^ 2) / 1 / 2)
+      printf "%.4f ± %.4f|%.4f ± %.4f|%+.4f ± %.4f (%.1f)", mt, st, mr, sr, md, se, (se > 0 ? md / se : 0) }')
+    block=$(awk -v s="### $size " 'index($0, s) == 1 { on = 1; next } /^### / { on = 0 } on' "$md")
+    last() { echo "$block" | grep -F "| $1 |" | head -1 | awk -F'|' '{ gsub(/^ +| +$/, "", $(NF - 1)); print $(NF - 1) }'; }
+    got="$(last Transformer)|$(last ResFormer)|$(last "ResFormer − Transformer, paired")"
+    if [ "$got" = "$want" ]; then passes=$((passes + 1)); echo "ok   $size: mean ± sd and paired Avg. cells = the runs' files ($got)"
+    else fails=$((fails + 1)); echo "FAIL $size: table says \"$got\", the runs' files give \"$want\""; fi
+    check "$size: the seeds differ (sd > 0)" awk -v a="$t1" -v b="$t2" 'BEGIN { exit !(a != b) }'
+  done
+  contains "the unigram baseline row" "$md" "| unigram model of the training tokens | |"
+  contains "significance stated" "$md" "Average over domains: the paired difference is"
+  finish
+  exit
+fi
+
 # The pipeline and the provenance of every cell, not the losses: a quarter of the default
 # steps and few evaluation documents (the scripts' defaults are in reproduce/lib.sh).
 export TINY_STEPS=${TINY_STEPS:-10} TINY_EVAL_LIMIT=${TINY_EVAL_LIMIT:-8} TINY_TASK_LIMIT=${TINY_TASK_LIMIT:-4}

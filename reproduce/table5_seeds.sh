@@ -1,8 +1,7 @@
 # table5_seeds.sh: Table 5 over several seeds (sourced by table5.sh when --seeds N > 1, POSIX
 # sh). Per size: each model's per-domain validation loss as mean ± sample standard deviation
-# over the seeds; the paired difference ResFormer − Transformer (the two runs of one seed share
-# the data order and every initial weight the two models have in common) as mean ± standard
-# error with its paired t statistic; and the paper's rows. A domain whose validation split holds
+# over the seeds; the paired difference ResFormer − Transformer (the two runs of one seed see
+# the same batches) as mean ± standard error with its paired t statistic; and the paper's rows. A domain whose validation split holds
 # fewer than FEW_TOKENS tokens is marked: its loss rests on one or two documents.
 FEW_TOKENS=10000
 
@@ -21,9 +20,10 @@ table5_values() {
 table5_stats() {
     awk '
     # two-sided 5% critical values of Student t, by degrees of freedom
-    function tcrit(df) { return df == 1 ? 12.706 : df == 2 ? 4.303 : df == 3 ? 3.182 : df == 4 ? 2.776 :
-                         df == 5 ? 2.571 : df == 6 ? 2.447 : df == 7 ? 2.365 : df == 8 ? 2.306 :
-                         df == 9 ? 2.262 : 2.0 }
+    function tcrit(df) {
+        split("12.706 4.303 3.182 2.776 2.571 2.447 2.365 2.306 2.262", tc, " ")
+        return df >= 1 && df <= 9 ? tc[df] + 0 : 2.0
+    }
     $1 == "transformer" { nt++; for (i = 2; i <= NF; i++) t[nt, i] = $i; k = NF }
     $1 == "resformer"   { nr++; for (i = 2; i <= NF; i++) r[nr, i] = $i }
     function row(label, a, n,    i, j, m, v, out) {
@@ -57,18 +57,19 @@ table5_stats() {
 table5_seeds() {
     repro_header "Table 5 over $NSEEDS seeds: validation loss per domain"
     echo
-    echo "Seeds: $SEEDS(each seed sets the initial weights and the data order; the two models of a"
-    echo "seed share the data order and the initial values of every tensor they both have). Losses"
-    echo "are token means over the first $EVAL_LIMIT validation chunks of $SEQ tokens per domain."
+    echo "Seeds: $SEEDS(each seed sets the initial weights and the data order; the two models of"
+    echo "a seed see the same batches in the same order, which is what makes the difference paired)."
+    echo "Losses are token means over the first $EVAL_LIMIT validation chunks of $SEQ tokens per domain."
     echo "Columns marked † hold fewer than $(repro_commas $FEW_TOKENS) validation tokens (one or two"
     echo "documents): read them as anecdotes. Paired rows: mean difference over seeds ± its standard"
     echo "error, (t) the paired t statistic; the Avg. column says whether it is significant at 5%"
     echo "(two-sided, $((NSEEDS - 1)) degrees of freedom)."
-    # each validation domain's unigram entropy (nats): a model that ignores context cannot beat it
+    # each validation domain's loss under the add-one unigram model of the training tokens
+    # (`vrl data inspect --entropy`): the context-free baseline the runs must get well below
     ent=$("$VRL" data inspect --in "$DATA/tok" --entropy)
     unigram="" mean_h=""
     for d in $DOMAINS; do
-        unigram="$unigram$(echo "$ent" | awk -v d="$d" '$1 == "validation" && $2 == d { print $(NF - 1) }') | "
+        unigram="$unigram$(echo "$ent" | awk -v d="$d" '$1 == "validation" && $2 == d { print $(NF - 2) }') | "
     done
     unigram="$unigram$(echo "$unigram" | tr -d ' ' | tr '|' '\n' | awk 'NF { s += $1; n++ } END { if (n) printf "%.4f", s / n }')"
     echo
@@ -88,7 +89,7 @@ table5_seeds() {
         done
         params=$("$VRL" info --model "$(repro_model "$size")" | sed -n 's/^parameters: //p')
         echo
-        echo "### $size ($(repro_shape "$size" | awk '{ printf "%d layers, %d heads, d %d, FFN %d", $1, $2, $3, $4 }'), $params parameters; the paper's $(paper_size "$size")"
+        echo "### $size ($(repro_shape "$size" | awk '{ printf "%d layers, %d heads, d %d, FFN %d", $1, $2, $3, $4 }'), $params parameters; the paper's $(paper_size "$size"))"
         echo
         echo "${head}Avg. |"
         echo "$sep---|"
@@ -99,14 +100,18 @@ table5_seeds() {
             done
         done | table5_stats)
         echo "$stats" | grep -v '^SIG '
-        echo "| unigram entropy of the validation tokens | | $unigram |"
+        echo "| unigram model of the training tokens | | $unigram |"
         for arch in transformer resformer; do
             echo "| paper, $arch $(paper_size "$size") | | $(paper_row "$arch-$size" | sed 's/ / | /g') |"
         done
         echo "| paper, ResFormer − Transformer | | $(awk -v a="$(paper_row "resformer-$size")" -v b="$(paper_row "transformer-$size")" \
-            'BEGIN { n = split(a, x, " "); split(b, y, " "); for (i = 1; i <= n; i++) printf "%+.4f | ", x[i] - y[i] }')"
+            'BEGIN { n = split(a, x, " "); split(b, y, " "); for (i = 1; i <= n; i++) printf "%+.4f |%s", x[i] - y[i], i < n ? " " : "" }')"
         sig=$(echo "$stats" | sed -n 's/^SIG //p')
         echo
-        echo "Average over domains: the paired difference is ${sig% *} at 5% (${sig##* } degrees of freedom)."
+        if [ -n "$sig" ]; then
+            echo "Average over domains: the paired difference is ${sig% *} at 5% (${sig##* } degrees of freedom)."
+        else
+            echo "Average over domains: not every run of this size has been evaluated yet."
+        fi
     done
 }
