@@ -24,6 +24,7 @@ typedef struct {
 #define BACKEND_CAN_TRAIN 1u    /* create, forward_backward, step, get/set_state */
 #define BACKEND_CAN_ANALYZE 2u  /* view: the activations `vrl analyze` reads */
 #define BACKEND_CAN_GENERATE 4u /* incremental decoding (`vrl generate`) */
+#define BACKEND_CAN_SCORE 8u    /* create, set_state, token_logprobs (`vrl eval`) */
 
 /* What `view` returns of the last forward; B batch, T seq, NH/NKV heads, hd head dim,
  * d width, L layers; layers 0-based. Host memory in the backend's dtype, owned by the
