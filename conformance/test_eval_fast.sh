@@ -26,8 +26,7 @@
 set -u
 DEVICE=$1 VRL=$2 CHECK=$3
 HERE=$(cd "$(dirname "$0")" && pwd)
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+. "$HERE/cli_test_lib.sh"
 R=0.00390625 # 2^-8, see above
 fail() { echo "FAIL: $*"; exit 1; }
 
@@ -87,4 +86,16 @@ if [ $rc -ne 0 ] && [ "$DEVICE" = cuda ] && grep -q -- "--device cuda: " "$tmp/e
   exit 77
 fi
 [ $rc -eq 0 ] || { cat "$tmp/log" "$tmp/err"; fail "vrl eval --device $DEVICE"; }
-"$CHECK" $R "$tmp/ref.json" "$tmp/ref.jsonl" "$tmp/dev.json" "$tmp/dev.jsonl"
+check "vrl eval --device $DEVICE within 2^-8 of the fp64 reference" \
+  "$CHECK" $R "$tmp/ref.json" "$tmp/ref.jsonl" "$tmp/dev.json" "$tmp/dev.jsonl"
+
+# what the CUDA backend refuses, in one line each (a flag that does not fit: exit 2, as vrl eval's usage errors)
+"$VRL" eval --ckpt "$tmp/run" --device "$DEVICE" --precision fp64 --tokens "$tmp/bytes/val.bin" --out "$tmp/x.json" \
+  2>"$tmp/err"
+rc=$?
+check "precision_not_for_device: exit 2, one line: $(cat "$tmp/err")" test $rc -eq 2 -a "$(wc -l <"$tmp/err")" -eq 1 \
+  -a -n "$(grep -- "--precision fp64: applies to --device cpu only" "$tmp/err")"
+"$VRL" train --quiet --model tiny --steps 1 --variant attnres --out "$tmp/attnres" >/dev/null 2>&1 || fail "vrl train attnres"
+expect_error variant_not_scored "backend cuda.*-bf16 cannot score this model: residual-stream variant \"attnres\"" \
+  "$VRL" eval --ckpt "$tmp/attnres" --device "$DEVICE" --tasks none --out "$tmp/x.json"
+finish
