@@ -1,7 +1,8 @@
 /* cmd_eval.c: `vrl eval` — a trained run's per-domain validation loss, WikiText and text
  * perplexity, zero-shot accuracies and LAMBADA (docs/evaluation.md), printed as a table
  * and written as a JSON summary (--out) and, on request, one JSON line per request
- * (--log-samples). The arithmetic is common/eval/lmeval.c. */
+ * (--log-samples). The arithmetic is common/eval/lmeval.c, on the backend --device picks
+ * (the reference, or fast/ through Backend.token_logprobs). */
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -62,9 +63,10 @@ static void usage(FILE *f) {
             "  --batch B           rows per forward at the full window; shorter requests go\n"
             "                      in shorter windows with more rows (B x window tokens) [4]\n"
             "  --seq T             window length [the model's max_position_embeddings]\n"
-            "  --precision P       fp32 | fp64 [fp32] (evaluation runs on the reference CPU\n"
-            "                      backend; the CUDA backend, cuda or cuda-cpu, has no\n"
-            "                      evaluation views yet)\n"
+            "  --device D          cpu | cuda | cuda-cpu [cpu]: the reference on the CPU, the\n"
+            "                      CUDA backend (bf16, fp32 statistics) on a GPU, or its code\n"
+            "                      on the CPU (slow; for checks)\n"
+            "  --precision P       fp32 | fp64 [fp32], --device cpu only\n"
             "  --fixed-shape       every forward at [B, T] in request order (the unbatched\n"
             "                      path: for checks and timing)\n"
             "  --out FILE          the JSON summary [RUN/eval.json]\n"
@@ -236,8 +238,8 @@ static int eval_sections(const EvalInputs *in, Scorer *sc, const Tokenizer *tok,
 int cmd_eval(int argc, char **argv) {
     Args p = {.argc = argc, .argv = argv, .i = 1, .cmd = "vrl eval"};
     const char *ckpt = NULL, *tasks = NULL, *eval_dir = default_eval_dir(), *data = NULL, *wiki = NULL,
-               *text = NULL, *tokens = NULL, *tokfile = NULL, *precision = "fp32", *out_path = NULL,
-               *log_path = NULL, *v;
+               *text = NULL, *tokens = NULL, *tokfile = NULL, *device = "cpu", *precision = NULL,
+               *out_path = NULL, *log_path = NULL, *v;
     long limit = 0;
     int batch = 4, seq = 0, fixed = 0, overwrite = 0, r;
     while (p.i < argc) {
@@ -266,6 +268,7 @@ int cmd_eval(int argc, char **argv) {
         FLAG("--text", (text = v, 0));
         FLAG("--tokens", (tokens = v, 0));
         FLAG("--tokenizer", (tokfile = v, 0));
+        FLAG("--device", (device = v, 0));
         FLAG("--precision", (precision = v, 0));
         FLAG("--out", (out_path = v, 0));
         FLAG("--log-samples", (log_path = v, 0));
@@ -280,12 +283,17 @@ int cmd_eval(int argc, char **argv) {
         fprintf(stderr, "vrl eval: --ckpt RUN is required (see vrl eval --help)\n");
         return 2;
     }
-    const BackendEntry *cpu = backend_select("cpu", precision);
-    if (!cpu) {
+    if (precision && strcmp(device, "cpu")) {
+        fprintf(stderr, "vrl eval: --precision %s: applies to --device cpu only (--device %s has its own)\n", precision,
+                device);
+        return 2;
+    }
+    const BackendEntry *chosen = backend_select(device, precision ? precision : "fp32");
+    if (!chosen) {
         fprintf(stderr, "vrl eval: %s\n", vrl_last_error());
         return 2;
     }
-    const Backend *be = cpu->be;
+    const Backend *be = chosen->be;
     if (!tasks) tasks = data || wiki || text || tokens ? "none" : "all";
     char default_out[4200];
     if (!out_path && run_path(default_out, sizeof default_out, ckpt, RUN_EVAL) < 0) goto fail;
@@ -313,7 +321,7 @@ int cmd_eval(int argc, char **argv) {
     FILE *log = NULL;
     json_t *out = json_object();
     int rc = -1;
-    if (check_finite(ckpt, &run) < 0) goto done;
+    if (check_finite(ckpt, &run) < 0 || !backend_require(be, &run.spec, BACKEND_CAN_SCORE)) goto done;
     if (tokfile && tok_load(tokfile, &tok) < 0) goto done;
     if (tok && tok_vocab_size(tok) > (uint32_t)run.config.vocab_size) {
         vrl_error("%s: the tokenizer has %u ids, the model in %s only %d", tokfile, tok_vocab_size(tok), ckpt,

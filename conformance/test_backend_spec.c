@@ -3,11 +3,11 @@
  *
  * - a spec's plans and table agree (a stream part and a value part together);
  * - errors of either family name the origin given to model_spec_set_variant;
- * - ref declares training and analysis for llama, training only for GPT-2, and a command
+ * - ref declares training, scoring and analysis for llama, training and scoring for GPT-2, and a command
  *   asking for a missing capability gets one line naming the backend;
  * - the analysis views exist exactly where the model has them (AttnRes depth weights: rows
  *   sum to 1 over the plan's sources);
- * - fast (when built) declares training only, and refuses by name what its kernels lack,
+ * - fast (when built) declares training and scoring, and refuses by name what its kernels lack,
  *   with no GPU needed for the question. */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -73,8 +73,8 @@ Test(backend, ref_capabilities) {
     for (int b = 0; b < 2; b++) {
         char why[256] = "";
         cr_assert_eq(bes[b]->capabilities(&llama, why, sizeof why),
-                     BACKEND_CAN_TRAIN | BACKEND_CAN_ANALYZE | BACKEND_CAN_GENERATE);
-        cr_assert_eq(bes[b]->capabilities(&gpt2, why, sizeof why), BACKEND_CAN_TRAIN);
+                     BACKEND_CAN_TRAIN | BACKEND_CAN_ANALYZE | BACKEND_CAN_GENERATE | BACKEND_CAN_SCORE);
+        cr_assert_eq(bes[b]->capabilities(&gpt2, why, sizeof why), BACKEND_CAN_TRAIN | BACKEND_CAN_SCORE);
         cr_assert(strstr(why, "gpt2"), "%s", why);
         cr_assert_eq(backend_require(bes[b], &llama, BACKEND_CAN_TRAIN | BACKEND_CAN_ANALYZE), 1);
         cr_assert_eq(backend_require(bes[b], &gpt2, BACKEND_CAN_ANALYZE), 0);
@@ -154,11 +154,15 @@ Test(backend, fast_capabilities) {
         ModelSpec s;
         build(&s, cases[i].variant, cases[i].gpt2);
         char why[512] = "";
-        cr_expect_eq(fast_backend_cuda.capabilities(&s, why, sizeof why), cases[i].want, "%s", cases[i].variant);
+        /* what fast trains it also scores (vrl eval) */
+        const unsigned want = cases[i].want ? cases[i].want | BACKEND_CAN_SCORE : 0u;
+        cr_expect_eq(fast_backend_cuda.capabilities(&s, why, sizeof why), want, "%s", cases[i].variant);
         cr_expect(strstr(why, cases[i].why), "%s: \"%s\"", cases[i].variant, why);
         if (!cases[i].want) {
             cr_expect_eq(backend_require(&fast_backend_cuda, &s, BACKEND_CAN_TRAIN), 0);
             cr_expect(strstr(vrl_last_error(), "backend cuda-bf16 cannot train this model: "), "%s", vrl_last_error());
+            cr_expect_eq(backend_require(&fast_backend_cuda, &s, BACKEND_CAN_SCORE), 0);
+            cr_expect(strstr(vrl_last_error(), "backend cuda-bf16 cannot score this model: "), "%s", vrl_last_error());
         }
         model_spec_free(&s);
     }

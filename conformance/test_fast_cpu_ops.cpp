@@ -7,7 +7,8 @@
  * orders and must give the same bits (a missing barrier would not). Shapes: RMSNorm with
  * rows not a multiple of the 8 rows of a block and channels not a multiple of the warp, its
  * gain gradient over more than one 256-row chunk; cross-entropy with a vocabulary not a
- * multiple of the 256 threads and rows without a target; attention with T = 1 and T = 65
+ * multiple of the 256 threads and rows without a target; scoring's log-softmax and argmax with
+ * ties and a padded vocabulary; attention with T = 1 and T = 65
  * (one query past a 64-query tile), GQA, hd 16 and 128. */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -23,6 +24,7 @@ extern "C" {
 }
 #undef rmsnorm_forward  /* ref/real.h's renaming would reach fast_cpu::rmsnorm_forward too */
 #undef rmsnorm_backward
+#undef token_logprobs_forward
 
 using std::vector;
 
@@ -142,6 +144,61 @@ Test(fast_cpu_ops, crossentropy_ragged_vocabulary) {
     }
     cuda_cpu::set_thread_order("forward");
 }
+
+/* ------------------------------------------------------------------ scoring (vrl eval) */
+
+/* token_logprobs_forward on fp32 and bf16 logits against ref's: V = 300 in rows of LD = 384 with
+ * 1e30 in the pad columns (read, they would win the argmax and swamp the sum); exact ties, where
+ * the lowest id wins (so a target tied with a lower id is not greedy) across threads, inside one
+ * thread's columns (0 and 256) and at the last real column; a row of equal logits; a row
+ * without a target left as it was. Values are bf16-exact, so both instantiations see the same. */
+template <class L> static L as_logit(float x) { return x; }
+template <> bf16 as_logit(float x) { return __float2bfloat16(x); }
+
+template <class L> static void token_logprobs_case(void) {
+    const int V = 300, LD = 384, R = 9;
+    vector<L> logits((size_t)R * LD);
+    vector<double> rlogits((size_t)R * V);
+    for (int r = 0; r < R; r++)
+        for (int i = 0; i < LD; i++) {
+            const float x = i >= V ? 1e30f : r == 7 ? 0.5f : __bfloat162float(__float2bfloat16((float)(3 * uniform())));
+            logits[(size_t)r * LD + i] = as_logit<L>(x);
+            if (i < V) rlogits[(size_t)r * V + i] = x;
+        }
+    const struct { int a, b, target; } ties[] = {{10, 200, 10}, {10, 200, 200}, {7, 299, 299}, {-1, 299, 299},
+                                                 {0, 256, 256}, {1, 255, 1}, {3, 100, 100}};
+    for (int r = 0; r < 7; r++) /* 5 beats the uniform values in [-3, 3) */
+        for (int c : {ties[r].a, ties[r].b})
+            if (c >= 0) logits[(size_t)r * LD + c] = as_logit<L>(5.0f), rlogits[(size_t)r * V + c] = 5.0;
+    vector<int32_t> targets(R);
+    for (int r = 0; r < 7; r++) targets[r] = ties[r].target;
+    targets[7] = 0, targets[8] = -1;
+    const int want_greedy[R] = {1, 0, 0, 1, 0, 1, 0, 1, 7};
+    vector<double> rlp(R, 0.0);
+    vector<uint8_t> rg(R, 7);
+    REF64(token_logprobs_forward)(rlp.data(), rg.data(), rlogits.data(), targets.data(), R, V);
+    for (int r = 0; r < R; r++) cr_expect_eq(rg[r], want_greedy[r], "ref, row %d: greedy %d", r, rg[r]);
+    cr_expect(fabs(rlp[7] + log(300.0)) < 1e-12, "ref: equal logits give log(1/V), got %.17g", rlp[7]);
+    vector<float> first_lp;
+    vector<uint8_t> first_g;
+    for (const char *o : orders) {
+        cr_assert_eq(cuda_cpu::set_thread_order(o), 0);
+        vector<float> lp(R, -123.0f);
+        vector<uint8_t> g(R, 7);
+        cr_assert_eq(fast_cpu::token_logprobs_forward(lp.data(), g.data(), logits.data(), targets.data(), R, V, LD), 0,
+                     "%s", vrl_last_error());
+        for (int r = 0; r < R; r++) cr_expect_eq(g[r], want_greedy[r], "order %s, row %d: greedy %d", o, r, g[r]);
+        cr_expect(lp[8] == -123.0f, "a row without a target is left as it was");
+        for (int r = 0; r < R - 1; r++)
+            cr_expect(fabs(lp[r] - rlp[r]) <= 1e-5 * fabs(rlp[r]), "order %s, row %d: %.9g vs ref %.9g", o, r, lp[r],
+                      rlp[r]);
+        if (o == orders[0]) first_lp = lp, first_g = g;
+        else cr_expect(same_bits(lp, first_lp) && same_bits(g, first_g), "scoring: order %s changes the bits", o);
+    }
+    cuda_cpu::set_thread_order("forward");
+}
+Test(fast_cpu_ops, token_logprobs_fp32_ties_and_pads) { token_logprobs_case<float>(); }
+Test(fast_cpu_ops, token_logprobs_bf16_ties_and_pads) { token_logprobs_case<bf16>(); }
 
 /* ------------------------------------------------------------------ attention */
 

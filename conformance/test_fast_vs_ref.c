@@ -3,8 +3,9 @@
  * Story, for each value-path variant fast/ supports (every one fast_capabilities accepts has a
  * case below, trainable λ included: its gradient is compared like any tensor's): build the config, give both
  * backends the same initial weights and the same batch, and compare the loss, the
- * logits and every parameter gradient, tensor by tensor, printing the worst errors;
- * then take 10 AdamW steps on both and compare the losses step by step. The trainer
+ * logits and every parameter gradient, tensor by tensor, printing the worst errors, and the
+ * scoring hook of vrl eval (log p of targets, greedy flags) within what the logits' difference
+ * allows; then take 10 AdamW steps on both and compare the losses step by step. The trainer
  * then runs the tiny model on both backends (the logged learning rates must be equal,
  * the losses close), and a fast run stopped at step 5 and resumed must log the same
  * losses bit for bit as an uninterrupted one.
@@ -111,6 +112,50 @@ static double rel_err(const float *a, const double *b, size_t n, double *maxabs)
     return den == 0 ? (num == 0 ? 0 : INFINITY) : sqrt(num / den);
 }
 
+/* Scoring (Backend.token_logprobs, vrl eval) on the batch whose logits were just compared, mx
+ * their largest difference: targets are the next tokens, and at every third position ref's
+ * argmax (so greedy flags of 1 occur), none at a row's last position. A log-softmax moves by at
+ * most twice the largest change of its logits, so each |Δ log p| <= 2·mx (plus fp32 rounding);
+ * the greedy flags must agree wherever ref's two largest logits are more than 2·mx apart (no
+ * change within the logits' difference can swap them there). */
+static void score_check(const Case *k, void *ref, void *fast, const int32_t *tok, const double *rlog, size_t N,
+                        size_t V, double mx) {
+    int32_t *tg = malloc(N * sizeof *tg);
+    double *rlp = malloc(N * sizeof *rlp), *flp = malloc(N * sizeof *flp);
+    uint8_t *rg = malloc(N), *fg = malloc(N);
+    int n_greedy = 0, n_close = 0;
+    for (size_t n = 0; n < N; n++) {
+        const double *x = rlog + n * V;
+        size_t arg = 0;
+        for (size_t v = 1; v < V; v++)
+            if (x[v] > x[arg]) arg = v;
+        tg[n] = (n + 1) % (size_t)k->T == 0 ? -1 : n % 3 == 0 ? (int32_t)arg : tok[n + 1];
+    }
+    CHECK(ref_backend_f64.token_logprobs(ref, tok, tg, rlp, rg) == 0 &&
+              fast_backend_cuda.token_logprobs(fast, tok, tg, flp, fg) == 0,
+          "%s: token_logprobs: %s", k->name, vrl_last_error());
+    double worst = 0;
+    for (size_t n = 0; n < N; n++) {
+        if (tg[n] < 0) continue;
+        const double *x = rlog + n * V, d = fabs(flp[n] - rlp[n]);
+        double top = -INFINITY, second = -INFINITY;
+        for (size_t v = 0; v < V; v++)
+            if (x[v] > top) second = top, top = x[v];
+            else if (x[v] > second) second = x[v];
+        if (d > worst) worst = d;
+        CHECK(d <= 2 * mx + 1e-6 * fabs(rlp[n]), "%s: position %zu: log p %.9g vs ref %.9g (bound %.3g)", k->name, n,
+              flp[n], rlp[n], 2 * mx);
+        n_greedy += rg[n];
+        if (top - second <= 2 * mx) n_close++;
+        else CHECK(fg[n] == rg[n], "%s: position %zu: greedy %d vs ref %d", k->name, n, fg[n], rg[n]);
+    }
+    printf("%s: scoring max|dlogp| %.2e (bound 2*max|dlogit| = %.2e), %d greedy targets, %d positions with ref's top "
+           "two logits within the bound\n",
+           k->name, worst, 2 * mx, n_greedy, n_close);
+    CHECK(n_greedy > 0, "%s: no greedy target was scored", k->name);
+    free(tg), free(rlp), free(flp), free(rg), free(fg);
+}
+
 static void run_case(const Case *k) {
     ModelConfig c;
     ModelSpec spec = {0};
@@ -164,6 +209,7 @@ static void run_case(const Case *k) {
         CHECK(ge <= TOL_GRAD, "%s: gradient of %s relative error %.3e", k->name, p->name, ge);
     }
     printf("%s: worst gradient rel %.2e (%s)\n", k->name, worst, worst_name);
+    score_check(k, ref, fast, tok, rlog, N, V, mx);
 
     /* 10 training steps on the same batches and learning rates */
     Schedule sched = {.kind = SCHED_COSINE, .peak = 3e-3, .end = 3e-4, .warmup = 3, .decay_end = 10};

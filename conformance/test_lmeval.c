@@ -58,13 +58,26 @@ static double fake_forward_loss(void *m_, const int32_t *tokens) {
     g_fake.forwards++;
     return 0;
 }
-static void fake_get_logits(void *m_, void *out) {
+/* Backend.token_logprobs of the fake: the forward, then each scored position's fake logits
+ * row, log-softmax at the target, and the greedy flag (lowest id among equal maxima). */
+static int fake_token_logprobs(void *m_, const int32_t *tokens, const int32_t *targets, double *logprob,
+                               uint8_t *greedy) {
     FakeModel *m = m_;
-    double *o = out; /* [B,T,V] */
-    for (int n = 0; n < m->B * m->T; n++)
-        for (int v = 0; v < g_fake.V; v++)
-            o[(size_t)n * g_fake.V + v] =
-                g_fake.mode == FAKE_CONST ? g_fake.base[v] : (v == (m->tok[n] + 1) % g_fake.V ? 5.0 : 0.0);
+    fake_forward_loss(m, tokens);
+    double x[256]; /* [V] one position's logits */
+    for (int n = 0; n < m->B * m->T; n++) {
+        if (targets[n] < 0) continue;
+        double mx = -INFINITY, z = 0;
+        int arg = 0;
+        for (int v = 0; v < g_fake.V; v++) {
+            x[v] = g_fake.mode == FAKE_CONST ? g_fake.base[v] : (v == (m->tok[n] + 1) % g_fake.V ? 5.0 : 0.0);
+            if (x[v] > mx) mx = x[v], arg = v;
+        }
+        for (int v = 0; v < g_fake.V; v++) z += exp(x[v] - mx);
+        logprob[n] = x[targets[n]] - mx - log(z);
+        greedy[n] = arg == targets[n];
+    }
+    return 0;
 }
 static const Backend fake_backend = {.name = "fake",
                                      .dtype = DT_F64,
@@ -72,7 +85,7 @@ static const Backend fake_backend = {.name = "fake",
                                      .destroy = fake_destroy,
                                      .set_state = fake_set_state,
                                      .forward_loss = fake_forward_loss,
-                                     .get_logits = fake_get_logits};
+                                     .token_logprobs = fake_token_logprobs};
 
 static void fake_scorer(Scorer *s, int B, int T, int V, int mode) {
     memset(&g_fake, 0, sizeof g_fake);

@@ -192,6 +192,20 @@ vrl_test(test_lmeval SOURCES conformance/test_lmeval.c LIBS vrl_common)
 target_compile_definitions(test_lmeval PRIVATE VRL_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
 vrl_test(test_curves SOURCES conformance/test_curves.c LIBS vrl_common ${MATH_LIB})
 add_test(NAME test_eval_cli COMMAND ${CMAKE_SOURCE_DIR}/conformance/test_eval_cli.sh $<TARGET_FILE:vrl>)
+# vrl eval on the CUDA backend against the fp64 reference (bounds in test_eval_fast.sh): its code on
+# the CPU on every machine, and the GPU twin, which exits 77 (skipped) without a device
+add_executable(eval_device_check conformance/eval_device_check.c)
+target_link_libraries(eval_device_check PRIVATE PkgConfig::JANSSON ${MATH_LIB})
+if(VRL_HAVE_CUDA_CPU)
+  add_test(NAME test_eval_fast_cpu COMMAND ${CMAKE_SOURCE_DIR}/conformance/test_eval_fast.sh cuda-cpu $<TARGET_FILE:vrl>
+    $<TARGET_FILE:eval_device_check>)
+  set_tests_properties(test_eval_fast_cpu PROPERTIES TIMEOUT 300 ENVIRONMENT "TMPDIR=${VRL_TEST_TMP}")
+endif()
+if(VRL_HAVE_CUDA)
+  add_test(NAME test_eval_fast COMMAND ${CMAKE_SOURCE_DIR}/conformance/test_eval_fast.sh cuda $<TARGET_FILE:vrl>
+    $<TARGET_FILE:eval_device_check>)
+  set_tests_properties(test_eval_fast PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 ENVIRONMENT "TMPDIR=${VRL_TEST_TMP}")
+endif()
 # lm-evaluation-harness's own figures (conformance/lmeval_golden/make_expected.sh) against vrl eval's
 add_executable(lmeval_golden_check conformance/lmeval_golden_check.c)
 target_link_libraries(lmeval_golden_check PRIVATE PkgConfig::JANSSON ${MATH_LIB})

@@ -37,6 +37,11 @@ static void be_set_state(void *m, const void *params, const void *exp_avg, const
 
 static void be_get_logits(void *m, void *out) { (void)fast_model_get_logits(m, out); }
 
+static int be_token_logprobs(void *m, const int32_t *tokens, const int32_t *targets, double *logprob,
+                             uint8_t *greedy) {
+    return fast_model_token_logprobs(m, tokens, targets, logprob, greedy);
+}
+
 const Backend fast_backend_cuda = {
 #if VRL_CUDA_CPU
     .name = "cuda-cpu-bf16", /* the same code on the CPU (fast/cuda_cpu/) */
@@ -44,7 +49,7 @@ const Backend fast_backend_cuda = {
     .name = "cuda-bf16",
 #endif
     .dtype = DT_F32,
-    .capabilities = fast_capabilities, /* training only; no analysis views, no decoding */
+    .capabilities = fast_capabilities, /* training and scoring; no analysis views, no decoding */
     .create = be_create,
     .destroy = be_destroy,
     .forward_backward = be_forward_backward,
@@ -54,6 +59,7 @@ const Backend fast_backend_cuda = {
     .get_state = be_get_state,
     .set_state = be_set_state,
     .get_logits = be_get_logits,
+    .token_logprobs = be_token_logprobs, /* vrl eval: log-softmax, gather and argmax on the device */
 #if VRL_HAVE_NCCL
     .shard_open = fast_shard_open,     /* every run, one GPU too, goes through NCCL */
     .reduce_next = fast_reduce_next,

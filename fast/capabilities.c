@@ -9,8 +9,9 @@
  * the query/key residuals and shared Q/K, all with GQA/MQA, on the plain residual stream.
  * A spec that needs anything else (attention-matrix mixing, Eq. 2, the hidden residual, a
  * residual-stream variant, GPT-2) is refused by name (docs/fast.md, "Variants" says why), so
- * the CUDA backend never trains a different model than ref. It declares no analysis views
- * and no decoding.
+ * the CUDA backend never trains a different model than ref. What it trains it also scores
+ * (`vrl eval`: the same forward, then log-probabilities on the device). It declares no
+ * analysis views and no decoding.
  *
  * Layers are 0-based here: row l is layer n = l+1, and V_0 is formulas.md's V_1. */
 #include <stdio.h>
@@ -57,5 +58,5 @@ unsigned fast_capabilities(const ModelSpec *s, char *why, size_t why_len) {
     else if (hd != 8 && hd != 16 && hd != 32 && hd != 64 && hd != 128)
         snprintf(buf, sizeof buf, "head_dim must be 8, 16, 32, 64 or 128 (got %d)", hd);
     if (why && why_len) snprintf(why, why_len, "%s", buf[0] ? buf : "no analysis views or decoding on CUDA yet");
-    return buf[0] ? 0u : BACKEND_CAN_TRAIN;
+    return buf[0] ? 0u : BACKEND_CAN_TRAIN | BACKEND_CAN_SCORE; /* scoring is the training forward's trunk */
 }

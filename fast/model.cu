@@ -129,6 +129,9 @@ static size_t layout(FastModel *m, char *base) {
     CARVE(m->lnf, N * d);
     CARVE(m->lnf_rstd, N);
     CARVE(m->losses, N);
+    CARVE(m->score_targets, N);
+    CARVE(m->score_lp, N);
+    CARVE(m->score_greedy, N);
     m->bytes_acts = off - mark, mark = off;
     /* backward and cross-entropy scratch */
     CARVE(m->logits, (size_t)m->ce_rows * m->Vp);
@@ -267,6 +270,8 @@ extern "C" void fast_model_destroy(void *vm) {
     free(m->h_offsets);
     free(m->h_pos);
     free(m->h_count);
+    free(m->h_score_lp);
+    free(m->h_score_greedy);
     free(m);
 }
 
@@ -325,8 +330,10 @@ extern "C" void *fast_model_create(const ModelSpec *spec, int batch, int seq) {
     m->h_offsets = (int32_t *)malloc(((size_t)N + 1) * sizeof(int32_t));
     m->h_pos = (int32_t *)malloc((size_t)N * sizeof(int32_t));
     m->h_count = (int32_t *)malloc((size_t)m->V * sizeof(int32_t));
-    if (!m->lo || !m->acts || !m->dv_keep ||
-        !m->h_tokens || !m->h_targets || !m->h_uniq || !m->h_offsets || !m->h_pos || !m->h_count) {
+    m->h_score_lp = (float *)malloc((size_t)N * sizeof(float));
+    m->h_score_greedy = (uint8_t *)malloc((size_t)N);
+    if (!m->lo || !m->acts || !m->dv_keep || !m->h_tokens || !m->h_targets || !m->h_uniq || !m->h_offsets ||
+        !m->h_pos || !m->h_count || !m->h_score_lp || !m->h_score_greedy) {
         vrl_error("fast model: out of host memory");
         goto fail;
     }
@@ -529,6 +536,11 @@ static int layer_forward(FastModel *m, int l, const bf16 *x) {
     return 0;
 }
 
+/* The fp32 logits [R,Vp] of rows r0..r0+R-1 into the chunk buffer, from the kept final-norm output. */
+static int logits_chunk(FastModel *m, int r0, int R) {
+    return matmul_forward_f32(&m->blas, m->logits, m->Vp, m->lnf + (size_t)r0 * m->d, W16(m->o_lm_head), R, m->d, m->V);
+}
+
 /* Head: final norm, then per chunk of rows the fp32 logits, their loss and (backward)
  * the bf16 gradient, whose two GEMMs run before the next chunk overwrites it. */
 static int head_forward(FastModel *m, const bf16 *x_last, double grad_scale, int backward) {
@@ -538,7 +550,7 @@ static int head_forward(FastModel *m, const bf16 *x_last, double grad_scale, int
     TRY(rmsnorm_forward(m->lnf, m->lnf_rstd, x_last, W16(m->o_lnf), N, d, (float)m->c.norm_eps));
     for (int r0 = 0; r0 < N; r0 += m->ce_rows) {
         const int R = N - r0 < m->ce_rows ? N - r0 : m->ce_rows;
-        TRY(matmul_forward_f32(&m->blas, m->logits, m->Vp, m->lnf + (size_t)r0 * d, W16(m->o_lm_head), R, d, V));
+        TRY(logits_chunk(m, r0, R));
         TRY(crossentropy_forward_backward(m->losses + r0, backward ? m->dlogits : NULL, m->logits, m->targets + r0,
                                           R, V, m->Vp, w));
         if (backward)
@@ -626,18 +638,26 @@ static int backward_pass(FastModel *m, const bf16 *x) {
     return 0;
 }
 
-static int forward_backward(FastModel *m, const int32_t *tokens, double grad_scale, int backward, double *loss) {
-    const int N = m->N, d = m->d;
+/* Tokens through the embedding and every layer; *x_last is the last layer's output. */
+static int trunk_forward(FastModel *m, const int32_t *tokens, int backward, const bf16 **x_last) {
     m->have_forward = 0;
     TRY(upload_tokens(m, tokens, backward));
     TRY(zero_wait_params(m, ZERO_LATE));
     TRY(zero_wait_params(m, ZERO_EMBED));
-    TRY(embedding_forward(m->emb, m->tokens, W16(m->o_wte), N, d));
+    TRY(embedding_forward(m->emb, m->tokens, W16(m->o_wte), m->N, m->d));
     const bf16 *x = m->emb;
     for (int l = 0; l < m->L; l++) {
         TRY(layer_forward(m, l, x));
         x = m->acts[l].out;
     }
+    *x_last = x;
+    return 0;
+}
+
+static int forward_backward(FastModel *m, const int32_t *tokens, double grad_scale, int backward, double *loss) {
+    const int N = m->N;
+    const bf16 *x;
+    TRY(trunk_forward(m, tokens, backward, &x));
     TRY(head_forward(m, x, grad_scale, backward));
     TRY(loss_sum(m->loss_sum, m->losses, N)); /* fixed order: deterministic; read at the end */
     m->have_forward = 1;
@@ -655,6 +675,38 @@ extern "C" double fast_model_forward(void *vm, const int32_t *tokens, double gra
     double loss = NAN;
     if (forward_backward((FastModel *)vm, tokens, grad_scale, backward, &loss) < 0) return NAN;
     return loss;
+}
+
+/* Scoring (Backend.token_logprobs): the forward without the loss, then per logits chunk the
+ * log-softmax at each target and the greedy flag on the device (token_logprobs_forward);
+ * [N] floats and [N] bytes come back, never the [N,V] logits. */
+extern "C" int fast_model_token_logprobs(void *vm, const int32_t *tokens, const int32_t *targets, double *logprob,
+                                         uint8_t *greedy) {
+    FastModel *m = (FastModel *)vm;
+    const int N = m->N;
+    for (int n = 0; n < N; n++)
+        if (targets[n] < -1 || targets[n] >= m->V)
+            return vrl_error("scoring: target id %d at batch %d position %d is outside the vocabulary [0, %d)",
+                             (int)targets[n], n / m->T, n % m->T, m->V);
+    CUDA_CHECK(cudaMemcpy(m->score_targets, targets, (size_t)N * sizeof(int32_t), cudaMemcpyHostToDevice));
+    const bf16 *x;
+    TRY(trunk_forward(m, tokens, 0, &x));
+    TRY(zero_wait_params(m, ZERO_HEAD));
+    TRY(rmsnorm_forward(m->lnf, m->lnf_rstd, x, W16(m->o_lnf), N, m->d, (float)m->c.norm_eps));
+    for (int r0 = 0; r0 < N; r0 += m->ce_rows) {
+        const int R = N - r0 < m->ce_rows ? N - r0 : m->ce_rows;
+        TRY(logits_chunk(m, r0, R));
+        TRY(token_logprobs_forward(m->score_lp + r0, m->score_greedy + r0, m->logits, m->score_targets + r0, R, m->V,
+                                   m->Vp));
+    }
+    m->have_forward = 1; /* get_logits may recompute this forward's logits from lnf */
+    /* the host's one wait: these two copies (pageable memory: cudaMemcpy returns when done) */
+    float *lp = m->h_score_lp;
+    CUDA_CHECK(cudaMemcpy(lp, m->score_lp, (size_t)N * sizeof(float), cudaMemcpyDeviceToHost));
+    CUDA_CHECK(cudaMemcpy(m->h_score_greedy, m->score_greedy, (size_t)N, cudaMemcpyDeviceToHost));
+    for (int n = 0; n < N; n++)
+        if (targets[n] >= 0) logprob[n] = lp[n], greedy[n] = m->h_score_greedy[n];
+    return 0;
 }
 
 /* ------------------------------------------------------------------ state */
@@ -700,8 +752,7 @@ extern "C" int fast_model_get_logits(void *vm, float *out) {
     if (!m->have_forward) return vrl_error("fast model: no forward to take logits from");
     for (int r0 = 0; r0 < m->N; r0 += m->ce_rows) {
         const int R = m->N - r0 < m->ce_rows ? m->N - r0 : m->ce_rows;
-        TRY(matmul_forward_f32(&m->blas, m->logits, m->Vp, m->lnf + (size_t)r0 * m->d, W16(m->o_lm_head), R, m->d,
-                               m->V));
+        TRY(logits_chunk(m, r0, R));
         for (int r = 0; r < R; r++) /* the V real columns of each padded row: [N,V] out, as ref's */
             CUDA_CHECK(cudaMemcpy(out + (size_t)(r0 + r) * m->V, m->logits + (size_t)r * m->Vp,
                                   (size_t)m->V * sizeof(float), cudaMemcpyDeviceToHost));

@@ -82,6 +82,8 @@ typedef struct FastModel {
     int32_t *tokens, *targets; /* [N] each; target −1 at each sequence's last position */
     int32_t *emb_uniq, *emb_offsets, *emb_pos; /* [N], [N+1], [N] embedding backward plan */
     int32_t *h_tokens, *h_targets, *h_uniq, *h_offsets, *h_pos, *h_count; /* host mirrors; h_count [V] */
+    float *h_score_lp;        /* host [N]: score_lp as copied back */
+    uint8_t *h_score_greedy;  /* host [N]: score_greedy as copied back */
     int emb_U;
     float *cos_t, *sin_t; /* [T, hd/2] */
     bf16 *emb;            /* [N,d] */
@@ -89,6 +91,9 @@ typedef struct FastModel {
     bf16 *lnf;            /* [N,d] */
     float *lnf_rstd;      /* [N] */
     float *losses;        /* [N] fp32 per position */
+    int32_t *score_targets; /* [N] a scoring forward's targets (vrl eval), −1 where nothing is scored */
+    float *score_lp;      /* [N] fp32 log p(target) of a scoring forward */
+    uint8_t *score_greedy; /* [N] 1 where the target is the argmax, of a scoring forward */
     float *logits;        /* [ce_rows,Vp] fp32 chunk; columns [V, Vp) are padding, never computed or read */
     bf16 *dlogits;        /* [ce_rows,Vp] bf16 chunk; zero in the pad columns */
 

@@ -25,6 +25,11 @@ int fast_model_set_state(void *m, const float *params, const float *exp_avg, con
 /* Logits of the last forward [B,T,V] fp32, recomputed chunk by chunk from the kept
  * final-norm output (the forward never holds them whole). */
 int fast_model_get_logits(void *m, float *out);
+/* Backend.token_logprobs: a forward, then log p(targets[i]) and the greedy flag at each position
+ * with targets[i] >= 0, computed on the device from the logits; 0 or -1 with vrl_error.
+ * tokens, targets [B,T]; logprob [B,T] (from fp32); greedy [B,T] */
+int fast_model_token_logprobs(void *m, const int32_t *tokens, const int32_t *targets, double *logprob,
+                              uint8_t *greedy);
 
 #ifdef __cplusplus
 }

@@ -819,6 +819,73 @@ int crossentropy_forward_backward(float *losses, bf16 *dlogits, const float *log
     return 0;
 }
 
+/* ================================================================== scoring (vrl eval) */
+
+__device__ __forceinline__ float logit_value(const float *x, int i) { return x[i]; }
+__device__ __forceinline__ float logit_value(const bf16 *x, int i) { return __bfloat162float(x[i]); }
+
+/* keep the larger of two (value, index) pairs, the lower index on equal values: the result is
+ * the row's first maximum whatever order the pairs meet in */
+__device__ __forceinline__ void argmax_combine(float &v, int &i, float v2, int i2) {
+    if (v2 > v || (v2 == v && i2 < i)) v = v2, i = i2;
+}
+
+template <typename T>
+__global__ void __launch_bounds__(CE_THREADS) token_logprobs_kernel(float *logprob, uint8_t *greedy, const T *logits,
+                                                                    const int32_t *targets, int V, int ld) {
+    __shared__ float shm[CE_THREADS / 32], shs[CE_THREADS / 32], shv[CE_THREADS / 32];
+    __shared__ int shi[CE_THREADS / 32];
+    const int row = blockIdx.x, tgt = targets[row], tid = threadIdx.x;
+    if (tgt < 0) return; /* not scored: left as it is (the whole block leaves) */
+    const T *x = logits + (size_t)row * ld;
+    /* one pass over the V real columns (the pad columns [V, ld) are never read): online
+     * max/sum as the cross-entropy's, and each thread's first maximum (its indices grow) */
+    float m = -INFINITY, s = 0.0f, bv = -INFINITY;
+    int bi = V; /* V: no maximum yet (a row of NaN has none, so nothing is greedy) */
+    for (int i = tid; i < V; i += CE_THREADS) {
+        const float xi = logit_value(x, i);
+        lse_combine(m, s, xi, 1.0f);
+        if (xi > bv) bv = xi, bi = i;
+    }
+    for (int o = 16; o > 0; o >>= 1) {
+        const float m2 = __shfl_xor_sync(0xffffffffu, m, o), s2 = __shfl_xor_sync(0xffffffffu, s, o);
+        const float v2 = __shfl_xor_sync(0xffffffffu, bv, o);
+        const int i2 = __shfl_xor_sync(0xffffffffu, bi, o);
+        lse_combine(m, s, m2, s2);
+        argmax_combine(bv, bi, v2, i2);
+    }
+    if (tid % 32 == 0) {
+        shm[tid / 32] = m, shs[tid / 32] = s, shv[tid / 32] = bv, shi[tid / 32] = bi;
+    }
+    __syncthreads();
+    if (tid != 0) return;
+    m = shm[0], s = shs[0], bv = shv[0], bi = shi[0];
+    for (int k = 1; k < CE_THREADS / 32; k++) {
+        lse_combine(m, s, shm[k], shs[k]);
+        argmax_combine(bv, bi, shv[k], shi[k]);
+    }
+    logprob[row] = logit_value(x, tgt) - (m + logf(s)); /* −(the cross-entropy kernel's loss), same sums */
+    greedy[row] = bi == tgt;
+}
+
+template <typename T>
+static int token_logprobs_launch(float *logprob, uint8_t *greedy, const T *logits, const int32_t *targets, int R,
+                                 int V, int ld) {
+    LAUNCH(token_logprobs_kernel<T>, R, CE_THREADS, 0, 0)(logprob, greedy, logits, targets, V, ld);
+    LAUNCH_CHECK();
+    return 0;
+}
+
+int token_logprobs_forward(float *logprob, uint8_t *greedy, const float *logits, const int32_t *targets, int R, int V,
+                           int ld) {
+    return token_logprobs_launch(logprob, greedy, logits, targets, R, V, ld);
+}
+
+int token_logprobs_forward(float *logprob, uint8_t *greedy, const bf16 *logits, const int32_t *targets, int R, int V,
+                           int ld) {
+    return token_logprobs_launch(logprob, greedy, logits, targets, R, V, ld);
+}
+
 #define LOSS_THREADS 256
 
 __global__ void __launch_bounds__(LOSS_THREADS) loss_sum_kernel(double *out, const float *losses, int n) {

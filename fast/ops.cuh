@@ -157,6 +157,19 @@ int attention_backward(bf16 *dq, bf16 *dk, float *dv, float *Dscratch, const bf1
 int crossentropy_forward_backward(float *losses, bf16 *dlogits, const float *logits, const int32_t *targets, int R,
                                   int V, int ld, float w);
 
+/* ------------------------------------------------------------------ scoring (vrl eval) */
+/* ref/ops.h's token_logprobs_forward on a logits chunk, one block per row: at a row with
+ * targets[r] >= 0, logprob[r] = x[t] − logsumexp(x) (fp32, the cross-entropy kernel's sums,
+ * so it is exactly minus that kernel's loss) and greedy[r] = 1 if t is the argmax, the lowest
+ * index among equal maxima (ref's and torch.argmax's rule). Only the V real columns count:
+ * the pad columns [V, ld) of the padded vocabulary neither enter the sum nor can win the
+ * argmax (they are never read). Rows with target < 0 are left as they are. For fp32 logits
+ * (today's chunk) and bf16 ones.  logprob [R] fp32, greedy [R], logits [R,ld], targets [R] */
+int token_logprobs_forward(float *logprob, uint8_t *greedy, const float *logits, const int32_t *targets, int R, int V,
+                           int ld);
+int token_logprobs_forward(float *logprob, uint8_t *greedy, const bf16 *logits, const int32_t *targets, int R, int V,
+                           int ld);
+
 /* *out = Σ_n losses[n] in double, one block, a fixed order (strided per thread, then a
  * fixed tree): the batch's loss stays on the device until the step's end.  losses [n] */
 int loss_sum(double *out, const float *losses, int n);

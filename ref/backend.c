@@ -15,6 +15,7 @@
 #include "ref/adamw.h"
 #include "ref/decode.h"
 #include "ref/net.h"
+#include "ref/ops.h"
 #include "ref/ref.h"
 
 typedef struct {
@@ -27,10 +28,10 @@ typedef struct {
     long drop_step, drop_micro; /* run seed, update (1-based), micro-batch */
 } RefHandle;
 
-/* The reference runs every spec model_spec_build accepts; the formulas.md §6 analysis views and the
+/* The reference trains and scores every spec model_spec_build accepts; the formulas.md §6 analysis views and the
  * KV-cache decoder (ref/decode.c) exist for llama only. */
 static unsigned be_capabilities(const ModelSpec *s, char *why, size_t why_len) {
-    unsigned caps = BACKEND_CAN_TRAIN;
+    unsigned caps = BACKEND_CAN_TRAIN | BACKEND_CAN_SCORE;
     if (s->config.arch == ARCH_LLAMA) caps |= BACKEND_CAN_GENERATE;
     if (ref_net(&s->config)->view) caps |= BACKEND_CAN_ANALYZE;
     else if (why) snprintf(why, why_len, "the analysis views and the decoder are defined on the llama block, not gpt2");
@@ -132,6 +133,22 @@ static void be_get_logits(void *vh, void *out) {
     memcpy(out, h->buf.logits, h->n_logits * sizeof(real));
 }
 
+/* Scoring from this model's own logits (ops.c's token_logprobs_forward); ids are checked
+ * first, so a NaN loss can only mean non-finite values, which reach the log-probabilities. */
+static int be_token_logprobs(void *vh, const int32_t *tokens, const int32_t *targets, double *logprob,
+                             uint8_t *greedy) {
+    RefHandle *h = vh;
+    const int V = h->spec->config.vocab_size;
+    const size_t N = h->n_logits / (size_t)V;
+    for (size_t n = 0; n < N; n++)
+        if (tokens[n] < 0 || tokens[n] >= V || targets[n] < -1 || targets[n] >= V)
+            return vrl_error("scoring: token %d / target %d at position %zu is outside the vocabulary [0, %d)",
+                             (int)tokens[n], (int)targets[n], n, V);
+    (void)h->net->forward(h->m, tokens);
+    token_logprobs_forward(logprob, greedy, h->buf.logits, targets, N, V);
+    return 0;
+}
+
 static const void *be_view(void *vh, BackendView what, int index) {
     RefHandle *h = vh;
     if (!h->net->view) {
@@ -174,6 +191,7 @@ const Backend REF(ref_backend) = {
     .set_state = be_set_state,
     .state_view = be_state_view,
     .get_logits = be_get_logits,
+    .token_logprobs = be_token_logprobs,
     .view = be_view,
     .kv_create = be_kv_create,
     .kv_free = be_kv_free,

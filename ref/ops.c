@@ -353,6 +353,24 @@ void crossentropy_backward(real *dlogits, const real *logits, const double *lse,
         }
 }
 
+void token_logprobs_forward(double *logprob, uint8_t *greedy, const real *logits, const int32_t *targets, size_t N,
+                            int V) {
+    const int nt = ref_threads();
+#pragma omp parallel for num_threads(nt) if (nt > 1 && N * (size_t)V >= PAR_MIN_ELEMS) schedule(static)
+    for (size_t n = 0; n < N; n++) {
+        if (targets[n] < 0) continue;
+        const real *x = logits + n * V;
+        double mx = x[0];
+        int arg = 0;
+        for (int v = 1; v < V; v++) /* strictly greater: the first maximum stays */
+            if (x[v] > mx) mx = x[v], arg = v;
+        double z = 0;
+        for (int v = 0; v < V; v++) z += exp(x[v] - mx);
+        logprob[n] = x[targets[n]] - mx - log(z);
+        greedy[n] = arg == targets[n];
+    }
+}
+
 /* ------------------------------------------------------------------ residual and mixing */
 
 void residual_forward(real *out, const real *a, const real *b, size_t n) {

@@ -31,6 +31,7 @@
 #define swiglu_backward REF(swiglu_backward)
 #define crossentropy_forward REF(crossentropy_forward)
 #define crossentropy_backward REF(crossentropy_backward)
+#define token_logprobs_forward REF(token_logprobs_forward)
 #define residual_forward REF(residual_forward)
 #define residual_backward REF(residual_backward)
 #define mix_forward REF(mix_forward)
@@ -88,6 +89,14 @@ double crossentropy_forward(real *losses, double *lse, const real *logits, const
  * dlogits [B,T,V], logits [B,T,V], lse [B,T] from the forward, tokens [B,T] */
 void crossentropy_backward(real *dlogits, const real *logits, const double *lse, const int32_t *tokens, int B, int T,
                            int V, double scale);
+
+/* Scoring (vrl eval, Backend.token_logprobs): at every row n with targets[n] >= 0,
+ * logprob[n] = x[t] − max − log Σ exp(x − max) (accumulated in double) and greedy[n] = 1 if t
+ * is the argmax of the row, the lowest index among equal maxima (torch.argmax's rule, which
+ * lm-eval's is_greedy compares with); rows with targets[n] < 0 are left as they are. Forward
+ * only. logprob [N] (double), greedy [N], logits [N,V], targets [N] */
+void token_logprobs_forward(double *logprob, uint8_t *greedy, const real *logits, const int32_t *targets, size_t N,
+                            int V);
 
 /* out = a + b.  out [n], a [n], b [n] (out may alias a or b) */
 void residual_forward(real *out, const real *a, const real *b, size_t n);

@@ -23,20 +23,23 @@ int scorer_init(Scorer *s, const Backend *be, const ModelSpec *spec, const void 
     memset(s, 0, sizeof *s);
     s->be = be, s->spec = spec, s->params = params;
     s->B = B, s->T = T, s->V = spec->config.vocab_size;
-    s->tokens = calloc((size_t)B * T, sizeof *s->tokens);
-    s->logits = malloc((size_t)B * T * s->V * dtype_size(be->dtype));
-    if (!s->tokens || !s->logits) {
+    if (!be->token_logprobs) return vrl_error("evaluation: backend %s cannot score (no token_logprobs)", be->name);
+    const size_t n = (size_t)B * T;
+    s->tokens = calloc(n, sizeof *s->tokens);
+    s->targets = malloc(n * sizeof *s->targets);
+    s->logprob = malloc(n * sizeof *s->logprob);
+    s->greedy = malloc(n * sizeof *s->greedy);
+    if (!s->tokens || !s->targets || !s->logprob || !s->greedy) {
         scorer_free(s);
-        return vrl_error("evaluation: out of memory for a %d x %d x %d logits batch", B, T, s->V);
+        return vrl_error("evaluation: out of memory for a %d x %d batch", B, T);
     }
     return 0;
 }
 
 void scorer_free(Scorer *s) {
     if (s->model) s->be->destroy(s->model);
-    free(s->tokens);
-    free(s->logits);
-    s->model = NULL, s->tokens = NULL, s->logits = NULL;
+    free(s->tokens), free(s->targets), free(s->logprob), free(s->greedy);
+    s->model = NULL, s->tokens = NULL, s->targets = NULL, s->logprob = NULL, s->greedy = NULL;
 }
 
 /* Make the current model [rows, len]; the previous shape's model is dropped (requests
@@ -49,27 +52,6 @@ static int scorer_shape(Scorer *s, int rows, int len) {
     s->be->set_state(s->model, s->params, NULL, NULL);
     s->rows = rows, s->len = len;
     return 0;
-}
-
-/* log p(target) at (row, pos) of the [rows, len, V] logits, and whether target is the argmax. */
-static double logprob_at(const Scorer *s, int row, int pos, uint32_t target, int *is_max) {
-    const size_t off = ((size_t)row * s->len + pos) * s->V;
-    double mx = -INFINITY, z = 0;
-    int arg = 0;
-    if (s->be->dtype == DT_F64) {
-        const double *x = (const double *)s->logits + off;
-        for (int v = 0; v < s->V; v++)
-            if (x[v] > mx) mx = x[v], arg = v;
-        for (int v = 0; v < s->V; v++) z += exp(x[v] - mx);
-        *is_max = arg == (int)target;
-        return x[target] - mx - log(z);
-    }
-    const float *x = (const float *)s->logits + off;
-    for (int v = 0; v < s->V; v++)
-        if (x[v] > mx) mx = x[v], arg = v;
-    for (int v = 0; v < s->V; v++) z += exp((double)x[v] - mx);
-    *is_max = arg == (int)target;
-    return (double)x[target] - mx - log(z);
 }
 
 /* The i-th token of ctx ++ cont. */
@@ -99,7 +81,11 @@ static int by_length_desc(const void *a, const void *b) {
     return i < j ? -1 : i > j;
 }
 
-/* Put request q's input in row r of the [rows, len] batch and check its ids. */
+/* Tokens scored of request q: its continuation, at most the n_in predictions its input gives. */
+static size_t n_scored_of(const LLRequest *q, size_t n_in) { return q->n_cont < n_in ? q->n_cont : n_in; }
+
+/* Put request q's input in row r of the [rows, len] batch, and the continuation tokens it
+ * scores as the targets of their positions, after checking the ids. */
 static int fill_row(Scorer *s, const LLRequest *q, int r) {
     if (q->n_ctx < 1 || q->n_cont < 1) return vrl_error("evaluation: empty context or continuation");
     const size_t total = q->n_ctx + q->n_cont, n_in = input_len(q, (size_t)s->T), first = total - n_in - 1;
@@ -111,22 +97,27 @@ static int fill_row(Scorer *s, const LLRequest *q, int r) {
                              id, s->V);
         if (i < n_in) s->tokens[(size_t)r * s->len + i] = (int32_t)id;
     }
+    /* whole token i (i >= total - n_scored) is predicted at input position i - first - 1 */
+    for (size_t i = total - n_scored_of(q, n_in); i < total; i++)
+        s->targets[(size_t)r * s->len + (i - first - 1)] = (int32_t)whole_at(q, i);
     return 0;
 }
 
-/* Score request q from row r of the last forward's logits. */
+/* Score request q from row r of the last forward's log-probabilities. */
 static int score_row(const Scorer *s, LLRequest *q, int r) {
     const size_t total = q->n_ctx + q->n_cont, n_in = input_len(q, (size_t)s->T), first = total - n_in - 1;
-    q->n_scored = q->n_cont < n_in ? q->n_cont : n_in;
+    q->n_scored = n_scored_of(q, n_in);
     q->logprob = 0;
     q->greedy = 1;
-    /* whole token i (i >= total - n_scored) is predicted at input position i - first - 1 */
     for (size_t i = total - q->n_scored; i < total; i++) {
-        int is_max;
-        q->logprob += logprob_at(s, r, (int)(i - first - 1), whole_at(q, i), &is_max);
-        q->greedy &= is_max;
+        const size_t at = (size_t)r * s->len + (i - first - 1);
+        q->logprob += s->logprob[at];
+        q->greedy &= s->greedy[at];
     }
-    if (!isfinite(q->logprob)) return vrl_error("evaluation: the model's log-probabilities are not finite");
+    if (!isfinite(q->logprob))
+        return vrl_error("evaluation: the model's log-probabilities are not finite (non-finite weights, or an "
+                         "overflow in %s)",
+                         s->be->name);
     return 0;
 }
 
@@ -156,15 +147,12 @@ int scorer_loglik(Scorer *s, LLRequest *req, size_t n) {
         rc = scorer_shape(s, rows, len);
         if (rc < 0) break;
         memset(s->tokens, 0, (size_t)rows * len * sizeof *s->tokens); /* padding: token 0 */
+        for (size_t i = 0; i < (size_t)rows * len; i++) s->targets[i] = -1; /* nothing scored */
         for (int r = 0; rc == 0 && r < used; r++) rc = fill_row(s, &req[order[start + (size_t)r]], r);
         if (rc < 0) break;
-        if (isnan(s->be->forward_loss(s->model, s->tokens))) {
-            rc = vrl_error("evaluation: the model's loss is NaN (non-finite weights, or an overflow in %s)",
-                           s->be->name);
-            break;
-        }
+        rc = s->be->token_logprobs(s->model, s->tokens, s->targets, s->logprob, s->greedy);
+        if (rc < 0) break;
         s->forwards++;
-        s->be->get_logits(s->model, s->logits);
         for (int r = 0; rc == 0 && r < used; r++) rc = score_row(s, &req[order[start + (size_t)r]], r);
         start += (size_t)used;
     }

@@ -30,7 +30,9 @@
 
 /* ------------------------------------------------------------------ scoring */
 
-/* The scorer owns the model. Requests are sorted by input length (longest first) and
+/* The scorer owns the model and scores through Backend.token_logprobs, so only a
+ * log-probability and a greedy flag per position come back from the backend (a GPU's
+ * logits stay on the GPU). Requests are sorted by input length (longest first) and
  * cut into batches whose window is the smallest of T, T/2, T/4, ... (down to 16) that
  * holds the batch's longest input, with B*T/window rows, so every forward costs about
  * B*T tokens and is not mostly padding. A model is created for each shape as the
@@ -45,7 +47,9 @@ typedef struct {
     void *model;         /* the current shape's model, [rows, len] */
     int rows, len;
     int32_t *tokens;     /* [B*T] the batch being built, as [rows, len] */
-    void *logits;        /* [B*T*V] host copy in be->dtype, as [rows, len, V] */
+    int32_t *targets;    /* [B*T] the token each position must predict, -1 where nothing is scored */
+    double *logprob;     /* [B*T] log p(target) per position, from be->token_logprobs */
+    uint8_t *greedy;     /* [B*T] 1 where the target is the argmax (lowest id on ties) */
     size_t forwards;     /* forward passes so far */
     const char *label;   /* progress on stderr ("piqa: 120/400 requests ...") when set */
 } Scorer;

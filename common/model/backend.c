@@ -9,6 +9,7 @@ int backend_require(const Backend *be, const ModelSpec *s, unsigned need) {
     if ((have & need) == need) return 1;
     const char *what = (need & ~have & BACKEND_CAN_TRAIN)     ? "train"
                        : (need & ~have & BACKEND_CAN_ANALYZE) ? "analyze"
+                       : (need & ~have & BACKEND_CAN_SCORE)   ? "score"
                                                               : "generate with";
     if (why[0]) vrl_error("backend %s cannot %s this model: %s", be->name, what, why);
     else vrl_error("backend %s cannot %s this model (variant \"%s\")", be->name, what, s->config.variant);

@@ -24,6 +24,7 @@ typedef struct {
 #define BACKEND_CAN_TRAIN 1u    /* create, forward_backward, step, get/set_state */
 #define BACKEND_CAN_ANALYZE 2u  /* view: the activations `vrl analyze` reads */
 #define BACKEND_CAN_GENERATE 4u /* incremental decoding (`vrl generate`) */
+#define BACKEND_CAN_SCORE 8u    /* create, set_state, token_logprobs (`vrl eval`) */
 
 /* What `view` returns of the last forward; B batch, T seq, NH/NKV heads, hd head dim,
  * d width, L layers; layers 0-based. Host memory in the backend's dtype, owned by the
@@ -93,8 +94,19 @@ typedef struct Backend {
      * memory (fast/: on the device; the trainer keeps host copies and calls get_state). */
     void (*state_view)(void *m, void **params, void **exp_avg, void **exp_avg_sq);
 
-    /* Last forward's logits [batch, seq, vocab], host copy in dtype (for tests, eval). */
+    /* Last forward's logits [batch, seq, vocab], host copy in dtype (for tests). */
     void (*get_logits)(void *m, void *out);
+
+    /* Scoring (vrl eval, common/eval/lmeval.c): a forward of tokens, then at every position i
+     * with targets[i] >= 0, logprob[i] = log softmax(logits_i)[targets[i]] and greedy[i] = 1
+     * if targets[i] is the argmax of logits_i, else 0. Ties: the argmax is the lowest id
+     * among equal maxima (torch.argmax, which lm-eval's is_greedy compares with), so a
+     * target tied with a lower id is not greedy. Positions with target -1 are left as they
+     * are. Only these two [batch, seq] arrays reach the host, never the logits. 0, or -1
+     * with vrl_error (a token or target outside the vocabulary, a failed forward); a
+     * non-finite logit row gives a non-finite logprob, which the caller checks. */
+    int (*token_logprobs)(void *m, const int32_t *tokens /* [batch, seq] */, const int32_t *targets /* [batch, seq] */,
+                          double *logprob /* [batch, seq] */, uint8_t *greedy /* [batch, seq] */);
 
     /* BACKEND_CAN_ANALYZE: an activation of the last forward (BackendView), or NULL with
      * vrl_error when this model has no such view (e.g. depth weights without AttnRes).

@@ -22,6 +22,7 @@
 #define fast_model_get_state fast_model_get_state_cpu
 #define fast_model_set_state fast_model_set_state_cpu
 #define fast_model_get_logits fast_model_get_logits_cpu
+#define fast_model_token_logprobs fast_model_token_logprobs_cpu
 #define fast_shard_open fast_shard_open_cpu
 #define fast_reduce_next fast_reduce_next_cpu
 #define fast_shard_close fast_shard_close_cpu
