@@ -107,6 +107,17 @@ table5_seeds() {
         echo "| paper, ResFormer − Transformer | | $(awk -v a="$(paper_row "resformer-$size")" -v b="$(paper_row "transformer-$size")" \
             'BEGIN { n = split(a, x, " "); split(b, y, " "); for (i = 1; i <= n; i++) printf "%+.4f |%s", x[i] - y[i], i < n ? " " : "" }')"
         sig=$(echo "$stats" | sed -n 's/^SIG //p')
+        # the training-loss curves of the size's runs, every seed, in one PNG (gnuplot)
+        curves=$RESULTS/table5-$SCALE-curves/$size runs=""
+        for seed in $SEEDS; do
+            for arch in transformer resformer; do
+                r=$RUNS/$(repro_seed_name "$arch-$size" "$seed")
+                [ -s "$r/metrics.jsonl" ] && runs="$runs $r"
+            done
+        done
+        # shellcheck disable=SC2086 # one argument per run folder
+        [ -n "$runs" ] && "$VRL" analyze --loss $runs --window "$WINDOW" --out "$curves" > /dev/null 2>&1 &&
+            [ -s "$curves/loss_curves.png" ] && echo && echo "Training loss (moving average $WINDOW): table5-$SCALE-curves/$size/loss_curves.png"
         echo
         if [ -n "$sig" ]; then
             echo "Average over domains: the paired difference is ${sig% *} at 5% (${sig##* } degrees of freedom)."
