@@ -241,9 +241,9 @@ static inline double exp_shifted(double x) {
                  LN2_LO = 1.90821492927058770002e-10, ROUND = 6755399441055744.0; /* 1.5 * 2^52 */
     const double t = x * LOG2E + ROUND; /* k in the low bits of t's significand */
     const double k = t - ROUND;
-    int64_t tb;
+    uint64_t tb; /* unsigned: modular arithmetic, defined for any x (a NaN, -inf) */
     memcpy(&tb, &t, sizeof tb);
-    const int64_t ki = tb - 0x4338000000000000LL; /* bits of ROUND */
+    const uint64_t ki = tb - 0x4338000000000000ULL; /* k mod 2^64 (bits of ROUND subtracted) */
     const double r = (x - k * LN2_HI) - k * LN2_LO;
     double p = 1.0 / 6227020800.0; /* 1/13! */
     p = p * r + 1.0 / 479001600.0;
@@ -259,7 +259,7 @@ static inline double exp_shifted(double x) {
     p = p * r + 0.5;
     p = p * r + 1.0;
     p = p * r + 1.0;
-    const uint64_t eb = (uint64_t)(ki + 1023) << 52;
+    const uint64_t eb = (ki + 1023) << 52; /* the exponent field of 2^k, k >= -1022 */
     double scale;
     memcpy(&scale, &eb, sizeof scale);
     const double v = p * scale;
