@@ -131,12 +131,25 @@ int checkpoint_load_model(const char *run, const ParamTable *t, DType dtype, voi
 
 /* ------------------------------------------------------------------ training state */
 
+/* FNV-1a 64 of the file's bytes, read 1 MiB at a time: the model file is as large as the
+ * parameters, and reading it whole set vrl train's peak memory (a fourth copy of them). */
 static int hash_file(const char *path, uint64_t *h) {
-    void *data;
+    FILE *f = fopen(path, "rb");
+    if (!f) return vrl_error("%s: %s", path, strerror(errno));
+    enum { CHUNK = 1 << 20 };
+    unsigned char *buf = malloc(CHUNK); /* [CHUNK] bytes of the file */
+    if (!buf) {
+        fclose(f);
+        return vrl_error("%s: out of memory for a read buffer", path);
+    }
+    uint64_t x = FNV1A64_INIT;
     size_t n;
-    if (read_file_all(path, &data, &n) < 0) return -1;
-    *h = fnv1a64(data, n, FNV1A64_INIT);
-    free(data);
+    while ((n = fread(buf, 1, CHUNK, f)) > 0) x = fnv1a64(buf, n, x);
+    const int bad = ferror(f);
+    free(buf);
+    fclose(f);
+    if (bad) return vrl_error("%s: read error", path);
+    *h = x;
     return 0;
 }
 
