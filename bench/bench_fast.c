@@ -55,7 +55,7 @@ static int bench_one(const char *preset, const char *variant, int B, int T, int 
         if (s == 2) t0 = now();
         for (size_t i = 0; i < N; i++) tok[i] = (int32_t)rng_below(&r, (uint64_t)c.vocab_size);
         fast_backend_cuda.zero_grad(m);
-        loss = fast_backend_cuda.forward_backward(m, tok, 1.0);
+        loss = backend_forward_backward_now(&fast_backend_cuda, m, tok, 1.0);
         fast_backend_cuda.step(m, &opt, 1e-4, s + 1); /* synchronises: the step ends on the host */
     }
     const double dt = (now() - t0) / steps;
