@@ -6,6 +6,10 @@
 #     VRL_CUDA_CPU_ORDER=forward, reverse and random:SEED give byte-identical
 #     model.safetensors (a kernel whose result depends on the order its threads run between
 #     barriers would differ);
+#   - the step as CUDA graphs (captured once, replayed; the default) against the same kernels
+#     queued one by one (VRL_FAST_GRAPH=0), for the baseline, ResFormer, SVFormer, a
+#     trainable λ and --accum 2: byte-identical model.safetensors and train_state.safetensors,
+#     and the same logged losses and gradient norms (docs/fast.md, "The step");
 #   - a bad VRL_CUDA_CPU_ORDER is one error line;
 #   - ZeRO-2 over the NCCL-over-MPI stand-in: `mpirun -np 2` equals one process with
 #     --accum 2 (losses and weights within 1e-6: the same gradient sums, the global norm
@@ -40,6 +44,23 @@ for v in resformer svformer:anchors=1 resformer:mode=learnable-plus resformer:mo
       cmp "$tmp/${n}_forward/model.safetensors" "$tmp/${n}_$o/model.safetensors"
   done
 done
+# graph on (default) vs off
+for v in baseline resformer svformer resformer:mode=learnable "resformer --accum 2"; do
+  n=graph_${v//[:=, -]/_}
+  # shellcheck disable=SC2086  # "$v" carries the variant and, once, --accum 2
+  run "${n}_on" --variant $v --steps 3
+  # shellcheck disable=SC2086
+  VRL_FAST_GRAPH=0 run "${n}_off" --variant $v --steps 3
+  for f in model.safetensors train_state.safetensors; do
+    check "${v}: graph replay gives the uncaptured run's $f byte for byte" \
+      cmp "$tmp/${n}_on/$f" "$tmp/${n}_off/$f"
+  done
+  check "${v}: the graph run logged 3 steps" test "$(grep -c '"grad_norm":' "$tmp/${n}_on/metrics.jsonl")" -eq 3
+  check "${v}: graph replay logs the uncaptured run's losses and gradient norms" \
+    cmp <(grep -o '"loss":[^,]*,"lr":[^,]*,"grad_norm":[^,]*' "$tmp/${n}_on/metrics.jsonl") \
+        <(grep -o '"loss":[^,]*,"lr":[^,]*,"grad_norm":[^,]*' "$tmp/${n}_off/metrics.jsonl")
+done
+
 VRL_CUDA_CPU_ORDER=sideways expect_error bad_order "VRL_CUDA_CPU_ORDER=sideways: expected forward, reverse or random" \
   "$VRL" "${T[@]}" --steps 1 --out "$tmp/bad_order"
 

@@ -470,7 +470,6 @@ static int upload_tokens(FastModel *m, const int32_t *tokens, int backward) {
         }
     m->h_offsets[U] = at;
     for (int n = 0; n < N; n++) m->h_pos[m->h_count[tokens[n]]++] = n; /* positions in order */
-    m->emb_U = U;
     *m->h_emb_count = U;
     /* whole buffers, whatever U is: the same copies every batch */
     CUDA_CHECK(cudaMemcpyAsync(m->emb_uniq, m->h_uniq, (size_t)N * sizeof(int32_t), cudaMemcpyHostToDevice, m->stream));
@@ -677,7 +676,9 @@ static int backward_pass(FastModel *m, const bf16 *x) {
         TRY(layer_backward(m, l));
         TRY(zero_grads_ready(m, l));
     }
-    TRY(embedding_backward(G32(m->o_wte), m->dres32, m->emb_uniq, m->emb_offsets, m->emb_pos, m->emb_count, N, d));
+    /* at most min(N, V) distinct tokens: that many blocks, the batch's U read on the device */
+    TRY(embedding_backward(G32(m->o_wte), m->dres32, m->emb_uniq, m->emb_offsets, m->emb_pos, m->emb_count,
+                           N < m->V ? N : m->V, d));
     TRY(zero_grads_ready(m, ZERO_EMBED));
     TRY(zero_backward_end(m));
     return 0;
@@ -735,24 +736,27 @@ static int capture_end(FastModel *m, int queued, cudaGraphExec_t *exec) {
     return 0;
 }
 
-/* A training micro-batch: upload, then the captured graph (captured on the first call, and
- * again if grad_scale changes) or, with VRL_FAST_GRAPH=0 or data parallelism over several
- * ranks (NCCL calls and cross-stream events stay outside graphs), the same work queued
- * kernel by kernel. Nothing is waited for: the loss stays on the device until the step. */
+/* A training micro-batch: upload, then the captured graph or, with VRL_FAST_GRAPH=0 or data
+ * parallelism over several ranks (NCCL calls and cross-stream events stay outside graphs),
+ * the same work queued kernel by kernel. The first call with a gradient scale runs
+ * uncaptured (a warm-up: cuBLASLt plans are made outside any capture), the second captures,
+ * every later one replays. Nothing is waited for: the loss stays on the device until the step. */
 static int forward_backward(FastModel *m, const int32_t *tokens, double grad_scale) {
     if (m->n_micro >= FAST_MAX_MICRO)
         return vrl_error("fast model: more than %d micro-batches in one update (lower --accum)", FAST_MAX_MICRO);
     m->have_forward = 0;
     TRY(upload_tokens(m, tokens, 1));
-    if (m->graph_on && !m->zero) {
-        if (!m->g_micro || m->g_micro_scale != grad_scale) {
+    const int warm = m->micro_warm && m->g_micro_scale == grad_scale;
+    if (m->graph_on && !m->zero && warm) {
+        if (!m->g_micro) {
             TRY(capture_begin(m));
             TRY(capture_end(m, queue_micro_batch(m, grad_scale), &m->g_micro));
-            m->g_micro_scale = grad_scale;
         }
         CUDA_CHECK(cudaGraphLaunch(m->g_micro, m->stream));
     } else {
+        if (!warm && m->g_micro) cudaGraphExecDestroy(m->g_micro), m->g_micro = NULL; /* another scale */
         TRY(queue_micro_batch(m, grad_scale));
+        m->micro_warm = 1, m->g_micro_scale = grad_scale;
     }
     m->n_micro++;
     m->read_valid = 0;
@@ -843,15 +847,17 @@ static int update(FastModel *m, const AdamWConfig *opt, double lr, long t, doubl
     fast_adamw_scalars(m, opt, lr, t); /* h_adamw is free: the previous step waited for its copy */
     CUDA_CHECK(cudaMemcpyAsync(m->adamw_scalars, m->h_adamw, sizeof *m->h_adamw, cudaMemcpyHostToDevice, m->stream));
     const int decays = opt->weight_decay != 0; /* which runs of tensors the update launches */
-    if (m->graph_on && !m->zero) {
-        if (!m->g_update || m->g_update_decays != decays) {
+    const int warm = m->update_warm && m->g_update_decays == decays; /* as forward_backward: warm-up first */
+    if (m->graph_on && !m->zero && warm) {
+        if (!m->g_update) {
             TRY(capture_begin(m));
             TRY(capture_end(m, fast_adamw_queue(m, opt), &m->g_update));
-            m->g_update_decays = decays;
         }
         CUDA_CHECK(cudaGraphLaunch(m->g_update, m->stream));
     } else {
+        if (!warm && m->g_update) cudaGraphExecDestroy(m->g_update), m->g_update = NULL;
         TRY(fast_adamw_queue(m, opt));
+        m->update_warm = 1, m->g_update_decays = decays;
     }
     CUDA_CHECK(cudaMemcpyAsync(&m->h_read->norm_sq, fast_adamw_norm_sq(m), sizeof(double), cudaMemcpyDeviceToHost,
                                m->stream));

@@ -96,8 +96,10 @@ typedef struct FastModel {
     int graph_on;                /* VRL_FAST_GRAPH, default 1; 0 queues every kernel each time */
     cudaGraphExec_t g_micro;     /* forward+backward of a micro-batch, for gradient scale g_micro_scale */
     double g_micro_scale;
+    int micro_warm;              /* a micro-batch with g_micro_scale ran uncaptured: the next captures */
     cudaGraphExec_t g_update;    /* norm, clip coefficient and AdamW, for g_update_decays */
     int g_update_decays;
+    int update_warm;             /* likewise for the update */
     cudaEvent_t uploaded;        /* the last host→device input copies are done: pinned inputs may change */
     FastReadback *h_read;        /* pinned host: what the update's wait copies back */
     AdamWScalars *h_adamw;       /* pinned host: the scalars' source */
@@ -120,7 +122,6 @@ typedef struct FastModel {
     int32_t *h_tokens, *h_targets, *h_uniq, *h_offsets, *h_pos, *h_emb_count, *h_count;
     float *h_score_lp;        /* host [N]: score_lp as copied back */
     uint8_t *h_score_greedy;  /* host [N]: score_greedy as copied back */
-    int emb_U;
     float *cos_t, *sin_t; /* [T, hd/2] */
     bf16 *emb;            /* [N,d] */
     FastActs *acts;       /* host [L] */
