@@ -330,55 +330,12 @@ Test(cuda_cpu, capture_refuses_synchronous_calls_and_the_legacy_stream) {
     cudaStreamDestroy(s);
 }
 
-/* The cuBLASLt stand-in's matmul on a capturing stream is recorded and replayed, with the
- * descriptors' values as they were at capture (they may be destroyed in between). */
-Test(cuda_cpu, graph_records_the_cublaslt_stand_in) {
-    alignas(256) __nv_bfloat16 A[4], B[4];
-    alignas(256) float D[4] = {0};
-    for (int i = 0; i < 4; i++) A[i] = __float2bfloat16((float)(i + 1)), B[i] = __float2bfloat16(i == 0 || i == 3 ? 1.0f : 0.0f);
-    cublasLtHandle_t h;
-    cublasLtMatmulDesc_t op;
-    cublasLtMatrixLayout_t la, lb, lc;
-    cublasLtMatmulPreference_t pref;
-    cublasLtMatmulHeuristicResult_t heur;
-    int found = 0;
-    const float alpha = 2.0f, beta = 0.0f;
-    cr_assert_eq(cublasLtCreate(&h), CUBLAS_STATUS_SUCCESS);
-    cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F);
-    cublasLtMatrixLayoutCreate(&la, CUDA_R_16BF, 2, 2, 2);
-    cublasLtMatrixLayoutCreate(&lb, CUDA_R_16BF, 2, 2, 2);
-    cublasLtMatrixLayoutCreate(&lc, CUDA_R_32F, 2, 2, 2);
-    cublasLtMatmulPreferenceCreate(&pref);
-    cr_assert_eq(cublasLtMatmulAlgoGetHeuristic(h, op, la, lb, lc, lc, pref, 1, &heur, &found), CUBLAS_STATUS_SUCCESS);
-    cudaStream_t s;
-    cudaGraph_t g;
-    cudaGraphExec_t ex;
-    cr_assert_eq(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
-    cr_assert_eq(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal), cudaSuccess);
-    cr_assert_eq(cublasLtMatmul(h, op, &alpha, A, la, B, lb, &beta, D, lc, D, lc, &heur.algo, NULL, 0, s),
-                 CUBLAS_STATUS_SUCCESS);
-    cr_expect_neq(cublasLtMatmul(h, op, &alpha, A, la, B, lb, &beta, D, lc, D, lc, &heur.algo, NULL, 0, 0),
-                  CUBLAS_STATUS_SUCCESS, "the legacy default stream during a capture is refused");
-    cr_assert_eq(cudaStreamEndCapture(s, &g), cudaSuccess);
-    cr_expect_eq(D[0], 0.0f, "captured, not run");
-    cublasLtMatrixLayoutDestroy(la), cublasLtMatrixLayoutDestroy(lb), cublasLtMatrixLayoutDestroy(lc);
-    cublasLtMatmulDescDestroy(op);
-    cr_assert_eq(cudaGraphInstantiate(&ex, g, 0), cudaSuccess);
-    cr_assert_eq(cudaGraphLaunch(ex, s), cudaSuccess);
-    /* B is the identity: D = 2·A (column-major 2x2) */
-    for (int i = 0; i < 4; i++) cr_expect_eq(D[i], 2.0f * (i + 1), "D[%d] = %g", i, D[i]);
-    cudaGraphExecDestroy(ex);
-    cudaGraphDestroy(g);
-    cudaStreamDestroy(s);
-    cublasLtMatmulPreferenceDestroy(pref);
-    cublasLtDestroy(h);
-}
-
 /* ------------------------------------------------------------------ cuBLASLt */
 
-/* Column-major D [m,n] = op(A)·op(B) + beta·C through the stand-in; A, B bf16, fp32 out. */
+/* Column-major D [m,n] = op(A)·op(B) + beta·C through the stand-in, issued on stream s; A, B
+ * bf16, fp32 out. The descriptors are destroyed before it returns. */
 static cublasStatus_t lt(float *D, const __nv_bfloat16 *A, int ta, int lda, const __nv_bfloat16 *B, int tb, int ldb,
-                         int m, int n, int k, int a_rows, float beta) {
+                         int m, int n, int k, int a_rows, float beta, cudaStream_t s = 0) {
     cublasLtHandle_t h;
     cublasLtMatmulDesc_t op;
     cublasLtMatrixLayout_t la, lb, lc;
@@ -400,7 +357,7 @@ static cublasStatus_t lt(float *D, const __nv_bfloat16 *A, int ta, int lda, cons
     cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &one, sizeof one);
     cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(h, op, la, lb, lc, lc, pref, 1, &heur, &found);
     if (st == CUBLAS_STATUS_SUCCESS)
-        st = cublasLtMatmul(h, op, &alpha, A, la, B, lb, &beta, D, lc, D, lc, &heur.algo, NULL, 0, 0);
+        st = cublasLtMatmul(h, op, &alpha, A, la, B, lb, &beta, D, lc, D, lc, &heur.algo, NULL, 0, s);
     cublasLtMatmulPreferenceDestroy(pref);
     cublasLtMatrixLayoutDestroy(la);
     cublasLtMatrixLayoutDestroy(lb);
@@ -408,6 +365,32 @@ static cublasStatus_t lt(float *D, const __nv_bfloat16 *A, int ta, int lda, cons
     cublasLtMatmulDescDestroy(op);
     cublasLtDestroy(h);
     return st;
+}
+
+/* The stand-in's matmul on a capturing stream is recorded and replayed, with the descriptors'
+ * values as they were at capture (lt destroys them before the replay); on the legacy
+ * default stream during a capture it is refused. */
+Test(cuda_cpu, graph_records_the_cublaslt_stand_in) {
+    __nv_bfloat16 A[4], B[4];
+    alignas(256) float D[4] = {0}; /* C and D keep the default 256-byte alignment */
+    for (int i = 0; i < 4; i++)
+        A[i] = __float2bfloat16((float)(i + 1)), B[i] = __float2bfloat16(i == 0 || i == 3 ? 1.0f : 0.0f);
+    cudaStream_t s;
+    cudaGraph_t g;
+    cudaGraphExec_t ex;
+    cr_assert_eq(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+    cr_assert_eq(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal), cudaSuccess);
+    cr_assert_eq(lt(D, A, 0, 2, B, 0, 2, 2, 2, 2, 2, 0.0f, s), CUBLAS_STATUS_SUCCESS);
+    cr_expect_neq(lt(D, A, 0, 2, B, 0, 2, 2, 2, 2, 2, 0.0f, 0), CUBLAS_STATUS_SUCCESS,
+                  "the legacy default stream during a capture is refused");
+    cr_assert_eq(cudaStreamEndCapture(s, &g), cudaSuccess);
+    cr_expect_eq(D[0], 0.0f, "captured, not run");
+    cr_assert_eq(cudaGraphInstantiate(&ex, g, 0), cudaSuccess);
+    cr_assert_eq(cudaGraphLaunch(ex, s), cudaSuccess);
+    for (int i = 0; i < 4; i++) cr_expect_eq(D[i], (float)(i + 1), "D = A·I: D[%d] = %g", i, D[i]);
+    cudaGraphExecDestroy(ex);
+    cudaGraphDestroy(g);
+    cudaStreamDestroy(s);
 }
 
 Test(cuda_cpu, cublaslt_stand_in_computes_the_documented_product) {

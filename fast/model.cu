@@ -265,8 +265,8 @@ extern "C" void fast_model_destroy(void *vm) {
 #endif
     if (m->stream) cudaStreamSynchronize(m->stream);
     if (ops_stream == m->stream) ops_use_stream(0); /* no launcher may issue on a destroyed stream */
-    if (m->g_micro) cudaGraphExecDestroy(m->g_micro);
-    if (m->g_update) cudaGraphExecDestroy(m->g_update);
+    if (m->micro_graph.exec) cudaGraphExecDestroy(m->micro_graph.exec);
+    if (m->update_graph.exec) cudaGraphExecDestroy(m->update_graph.exec);
     if (m->uploaded) cudaEventDestroy(m->uploaded);
     if (m->stream) cudaStreamDestroy(m->stream);
     if (m->arena) cudaFree(m->arena);
@@ -736,28 +736,42 @@ static int capture_end(FastModel *m, int queued, cudaGraphExec_t *exec) {
     return 0;
 }
 
-/* A training micro-batch: upload, then the captured graph or, with VRL_FAST_GRAPH=0 or data
- * parallelism over several ranks (NCCL calls and cross-stream events stay outside graphs),
- * the same work queued kernel by kernel. The first call with a gradient scale runs
- * uncaptured (a warm-up: cuBLASLt plans are made outside any capture), the second captures,
- * every later one replays. Nothing is waited for: the loss stays on the device until the step. */
+/* queue(m, arg)'s work on m->stream as graph g: the first call with this key runs uncaptured
+ * (a warm-up: cuBLASLt's plans are made outside any capture), the second captures and
+ * launches, every later one replays. A new key starts over. With VRL_FAST_GRAPH=0 or data
+ * parallelism over several ranks (NCCL calls and cross-stream events stay outside graphs)
+ * the work is always queued kernel by kernel. */
+static int run_step_graph(FastModel *m, StepGraph *g, double key, int (*queue)(FastModel *, const void *),
+                          const void *arg) {
+    if (g->warm && g->key != key) {
+        if (g->exec) cudaGraphExecDestroy(g->exec);
+        g->exec = NULL, g->warm = 0;
+    }
+    if (!m->graph_on || m->zero || !g->warm) {
+        TRY(queue(m, arg));
+        g->warm = 1, g->key = key;
+        return 0;
+    }
+    if (!g->exec) {
+        TRY(capture_begin(m));
+        TRY(capture_end(m, queue(m, arg), &g->exec));
+    }
+    CUDA_CHECK(cudaGraphLaunch(g->exec, m->stream));
+    return 0;
+}
+
+static int queue_micro_batch_at(FastModel *m, const void *grad_scale) {
+    return queue_micro_batch(m, *(const double *)grad_scale);
+}
+
+/* A training micro-batch: upload, then the forward and backward as a graph (run_step_graph).
+ * Nothing is waited for: the loss stays on the device until the step. */
 static int forward_backward(FastModel *m, const int32_t *tokens, double grad_scale) {
     if (m->n_micro >= FAST_MAX_MICRO)
         return vrl_error("fast model: more than %d micro-batches in one update (lower --accum)", FAST_MAX_MICRO);
     m->have_forward = 0;
     TRY(upload_tokens(m, tokens, 1));
-    const int warm = m->micro_warm && m->g_micro_scale == grad_scale;
-    if (m->graph_on && !m->zero && warm) {
-        if (!m->g_micro) {
-            TRY(capture_begin(m));
-            TRY(capture_end(m, queue_micro_batch(m, grad_scale), &m->g_micro));
-        }
-        CUDA_CHECK(cudaGraphLaunch(m->g_micro, m->stream));
-    } else {
-        if (!warm && m->g_micro) cudaGraphExecDestroy(m->g_micro), m->g_micro = NULL; /* another scale */
-        TRY(queue_micro_batch(m, grad_scale));
-        m->micro_warm = 1, m->g_micro_scale = grad_scale;
-    }
+    TRY(run_step_graph(m, &m->micro_graph, grad_scale, queue_micro_batch_at, &grad_scale));
     m->n_micro++;
     m->read_valid = 0;
     m->have_forward = 1;
@@ -840,32 +854,29 @@ extern "C" int fast_model_zero_grad(void *vm) {
     return 0;
 }
 
+/* Queue the copy of the update's micro-batch losses into h_read, then wait for the stream. */
+static int read_micro_losses(FastModel *m) {
+    if (m->n_micro)
+        CUDA_CHECK(cudaMemcpyAsync(m->h_read->loss, m->micro_loss, (size_t)m->n_micro * sizeof(double),
+                                   cudaMemcpyDeviceToHost, m->stream));
+    CUDA_CHECK(cudaStreamSynchronize(m->stream));
+    m->read_valid = 1;
+    return 0;
+}
+
+static int queue_update(FastModel *m, const void *opt) { return fast_adamw_queue(m, (const AdamWConfig *)opt); }
+
 /* The update: this step's AdamW scalars to the device, the captured update graph (or the
  * kernels one by one: VRL_FAST_GRAPH=0, several ranks), then the step's one wait, which
  * brings back the squared norm and the update's micro-batch losses together. */
 static int update(FastModel *m, const AdamWConfig *opt, double lr, long t, double *norm) {
     fast_adamw_scalars(m, opt, lr, t); /* h_adamw is free: the previous step waited for its copy */
     CUDA_CHECK(cudaMemcpyAsync(m->adamw_scalars, m->h_adamw, sizeof *m->h_adamw, cudaMemcpyHostToDevice, m->stream));
-    const int decays = opt->weight_decay != 0; /* which runs of tensors the update launches */
-    const int warm = m->update_warm && m->g_update_decays == decays; /* as forward_backward: warm-up first */
-    if (m->graph_on && !m->zero && warm) {
-        if (!m->g_update) {
-            TRY(capture_begin(m));
-            TRY(capture_end(m, fast_adamw_queue(m, opt), &m->g_update));
-        }
-        CUDA_CHECK(cudaGraphLaunch(m->g_update, m->stream));
-    } else {
-        if (!warm && m->g_update) cudaGraphExecDestroy(m->g_update), m->g_update = NULL;
-        TRY(fast_adamw_queue(m, opt));
-        m->update_warm = 1, m->g_update_decays = decays;
-    }
+    const double decays = opt->weight_decay != 0; /* which runs of tensors the update launches */
+    TRY(run_step_graph(m, &m->update_graph, decays, queue_update, opt));
     CUDA_CHECK(cudaMemcpyAsync(&m->h_read->norm_sq, fast_adamw_norm_sq(m), sizeof(double), cudaMemcpyDeviceToHost,
                                m->stream));
-    if (m->n_micro)
-        CUDA_CHECK(cudaMemcpyAsync(m->h_read->loss, m->micro_loss, (size_t)m->n_micro * sizeof(double),
-                                   cudaMemcpyDeviceToHost, m->stream));
-    CUDA_CHECK(cudaStreamSynchronize(m->stream));
-    m->read_valid = 1;
+    TRY(read_micro_losses(m));
     *norm = sqrt(m->h_read->norm_sq); /* with several ranks: the global squared norm adamw.cu wrote back */
     return 0;
 }
@@ -882,13 +893,7 @@ extern "C" int fast_model_micro_losses(void *vm, double *out, int n) {
     if (n < 0 || n > m->n_micro)
         return vrl_error("fast model: %d micro-batch losses asked for, %d forward_backward calls since zero_grad", n,
                          m->n_micro);
-    if (!m->read_valid) { /* no step since the last forward_backward: read them now */
-        if (m->n_micro)
-            CUDA_CHECK(cudaMemcpyAsync(m->h_read->loss, m->micro_loss, (size_t)m->n_micro * sizeof(double),
-                                       cudaMemcpyDeviceToHost, m->stream));
-        CUDA_CHECK(cudaStreamSynchronize(m->stream));
-        m->read_valid = 1;
-    }
+    if (!m->read_valid) TRY(read_micro_losses(m)); /* no step since the last forward_backward */
     memcpy(out, m->h_read->loss + (m->n_micro - n), (size_t)n * sizeof(double)); /* the last n */
     return 0;
 }

@@ -62,6 +62,15 @@ typedef struct {
     double max_norm; /* the clip threshold; <= 0: no clipping */
 } AdamWScalars;
 
+/* One captured piece of the step (model.cu's run_step_graph): the instantiated graph, the
+ * key it was captured for (a value baked into its launches), and whether a call with that
+ * key already ran uncaptured (the warm-up before the capture). */
+typedef struct {
+    cudaGraphExec_t exec;
+    double key;
+    int warm;
+} StepGraph;
+
 /* What the update's one wait brings back (pinned host memory). */
 #define FAST_MAX_MICRO 4096 /* micro-batches per update whose losses the device keeps */
 typedef struct {
@@ -94,12 +103,8 @@ typedef struct FastModel {
      * forward+backward and the update each captured once as a CUDA graph and replayed */
     cudaStream_t stream;
     int graph_on;                /* VRL_FAST_GRAPH, default 1; 0 queues every kernel each time */
-    cudaGraphExec_t g_micro;     /* forward+backward of a micro-batch, for gradient scale g_micro_scale */
-    double g_micro_scale;
-    int micro_warm;              /* a micro-batch with g_micro_scale ran uncaptured: the next captures */
-    cudaGraphExec_t g_update;    /* norm, clip coefficient and AdamW, for g_update_decays */
-    int g_update_decays;
-    int update_warm;             /* likewise for the update */
+    StepGraph micro_graph;       /* forward+backward of a micro-batch; key: the gradient scale */
+    StepGraph update_graph;      /* norm, clip coefficient and AdamW; key: weight decay on or off */
     cudaEvent_t uploaded;        /* the last host→device input copies are done: pinned inputs may change */
     FastReadback *h_read;        /* pinned host: what the update's wait copies back */
     AdamWScalars *h_adamw;       /* pinned host: the scalars' source */

@@ -212,15 +212,10 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t h, cublasLtMatmulDesc_t op, const
     const float al = *(const float *)alpha, be = *(const float *)beta;
     const CublasCpuDesc op_v = *op;
     const CublasCpuLayout a_v = *a, b_v = *b, c_v = *c, d_v = *d;
-    int recorded = 0;
-    if (cuda_cpu::record_or_run(
-            stream, "cublasLtMatmul",
-            [=]() {
-                matmul_now(op_v, al, A, a_v, B, b_v, be, C, c_v, D, d_v, m, n, k);
-                return cudaSuccess;
-            },
-            &recorded) != cudaSuccess)
+    if (cuda_cpu::issue(stream, "cublasLtMatmul", [=]() {
+            matmul_now(op_v, al, A, a_v, B, b_v, be, C, c_v, D, d_v, m, n, k);
+            return cudaSuccess;
+        }) != cudaSuccess)
         return refuse("matmul: %s", cudaGetErrorString(cudaGetLastError()));
-    if (!recorded) matmul_now(op_v, al, A, a_v, B, b_v, be, C, c_v, D, d_v, m, n, k);
     return ok();
 }

@@ -104,18 +104,16 @@ int set_thread_order(const char *spec) {
 
 size_t launch_smem(void) { return current_smem; }
 
-cudaError_t record_or_run(cudaStream_t stream, const char *what, std::function<cudaError_t()> op, int *recorded) {
-    *recorded = 0;
+cudaError_t issue(cudaStream_t stream, const char *what, std::function<cudaError_t()> op) {
     if (stream && stream->capture) {
         stream->capture->nodes.push_back(CudaCpuGraphNode{what, dim3(), dim3(), 0, NULL, std::move(op)});
-        *recorded = 1;
         return cudaSuccess;
     }
     if (stream == 0 && capturing)
         return set_error(cudaErrorStreamCaptureUnsupported,
                          "%s on the legacy default stream while a stream is being captured (it would not be replayed)",
                          what);
-    return cudaSuccess;
+    return op();
 }
 
 void launch(const char *kernel, dim3 grid, dim3 block, size_t smem, cudaStream_t stream, const LaunchBody *body) {
@@ -272,33 +270,19 @@ cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes, cudaMemcpy
         return set_error(cudaErrorInvalidValue, "cudaMemcpyAsync: bad kind %d", (int)kind);
     if (bytes == 0) return cudaSuccess;
     if (!dst || !src) return set_error(cudaErrorInvalidValue, "cudaMemcpyAsync of %zu bytes with a NULL pointer", bytes);
-    int recorded = 0;
-    const cudaError_t e = cuda_cpu::record_or_run(
-        s, "cudaMemcpyAsync",
-        [=]() {
-            memcpy(dst, src, bytes);
-            return cudaSuccess;
-        },
-        &recorded);
-    if (e != cudaSuccess || recorded) return e;
-    memcpy(dst, src, bytes);
-    return cudaSuccess;
+    return cuda_cpu::issue(s, "cudaMemcpyAsync", [=]() {
+        memcpy(dst, src, bytes);
+        return cudaSuccess;
+    });
 }
 
 cudaError_t cudaMemsetAsync(void *p, int value, size_t bytes, cudaStream_t s) {
     if (bytes == 0) return cudaSuccess;
     if (!p) return set_error(cudaErrorInvalidValue, "cudaMemsetAsync of %zu bytes at NULL", bytes);
-    int recorded = 0;
-    const cudaError_t e = cuda_cpu::record_or_run(
-        s, "cudaMemsetAsync",
-        [=]() {
-            memset(p, value, bytes);
-            return cudaSuccess;
-        },
-        &recorded);
-    if (e != cudaSuccess || recorded) return e;
-    memset(p, value, bytes);
-    return cudaSuccess;
+    return cuda_cpu::issue(s, "cudaMemsetAsync", [=]() {
+        memset(p, value, bytes);
+        return cudaSuccess;
+    });
 }
 
 /* ------------------------------------------------------------------ streams and events */

@@ -241,11 +241,11 @@ struct LaunchBody {
     virtual ~LaunchBody() {}
 };
 void launch(const char *kernel, dim3 grid, dim3 block, size_t smem, cudaStream_t stream, const LaunchBody *body);
-/* For work that is not a kernel (a copy, a memset, a stand-in library call) issued on
- * stream: when stream is capturing, op is recorded into its graph and *recorded = 1;
- * when another stream is capturing and this is the legacy default stream, the error CUDA
- * gives (naming `what`); else *recorded = 0 and the caller runs the work now. */
-cudaError_t record_or_run(cudaStream_t stream, const char *what, std::function<cudaError_t()> op, int *recorded);
+/* Work that is not a kernel (a copy, a memset, a stand-in library call) issued on stream:
+ * recorded into its graph when stream is capturing; refused with the error CUDA gives
+ * (naming `what`) when it is the legacy default stream and another stream is capturing;
+ * else op runs now and its result is returned. */
+cudaError_t issue(cudaStream_t stream, const char *what, std::function<cudaError_t()> op);
 
 template <class... P> struct Args final : LaunchBody {
     void (*fn)(P...);
