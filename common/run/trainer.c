@@ -433,7 +433,7 @@ static int train_update(Run *r, long step, double *loss, double *lr, double *nor
         for (int k = 0; k < dg->world; k++) /* every rank reads every batch: the position stays global */
             if (next_batch(a, r->train, r->mix, k == dg->rank ? r->tokens : r->skip) < 0) return -1;
         const int micro = dist_grad_micro(dg, round);
-        dist_grad_begin_micro(dg, be, r->model);
+        dist_grad_begin_micro(dg, be, r->model, round);
         if (be->set_rng_key) be->set_rng_key(r->model, a->seed, step, micro);
         const double micro_loss = be->forward_backward(r->model, r->tokens, 1.0 / a->accum);
         if (be->micro_losses) {
