@@ -64,7 +64,7 @@ const Backend fast_backend_cuda = {
     .get_logits = be_get_logits,
     .token_logprobs = be_token_logprobs, /* vrl eval: log-softmax, gather and argmax on the device */
 #if VRL_HAVE_NCCL
-    .shard_open = fast_shard_open,     /* every run, one GPU too, goes through NCCL */
+    .shard_open = fast_shard_open,     /* several processes: NCCL (one process: no communicator) */
     .reduce_next = fast_reduce_next,
 #endif
 };
