@@ -242,11 +242,100 @@ Test(cuda_cpu, graph_capture_replays_in_order) {
     cudaStreamDestroy(s);
 }
 
+/* Async copies and memsets on a capturing stream become graph nodes, replayed in issue
+ * order with the kernels (the fast/ step's inputs: copies from fixed pinned buffers). */
+Test(cuda_cpu, graph_records_async_copies_and_memsets) {
+    float *pinned = NULL, *dev = NULL;
+    cr_assert_eq(cudaMallocHost(&pinned, 8 * sizeof(float)), cudaSuccess);
+    cr_assert_eq(cudaMalloc(&dev, 8 * sizeof(float)), cudaSuccess);
+    cudaStream_t s;
+    cudaGraph_t g;
+    cudaGraphExec_t ex;
+    cr_assert_eq(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+    for (int i = 0; i < 8; i++) pinned[i] = (float)i, dev[i] = -1.0f;
+    cr_assert_eq(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal), cudaSuccess);
+    cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
+    cr_assert_eq(cudaStreamIsCapturing(s, &cs), cudaSuccess);
+    cr_expect_eq(cs, cudaStreamCaptureStatusActive);
+    cr_assert_eq(cudaMemsetAsync(dev, 0, 8 * sizeof(float), s), cudaSuccess);
+    cr_assert_eq(cudaMemcpyAsync(dev, pinned, 4 * sizeof(float), cudaMemcpyHostToDevice, s), cudaSuccess);
+    LAUNCH(add_kernel, 1, 8, 0, s)(dev, 10.0f);
+    cr_assert_eq(cudaStreamEndCapture(s, &g), cudaSuccess);
+    cr_expect_eq(dev[0], -1.0f, "captured, not run");
+    cr_assert_eq(cudaGraphInstantiate(&ex, g, 0), cudaSuccess);
+    cr_assert_eq(cudaGraphDestroy(g), cudaSuccess, "the instance outlives its graph");
+    for (int i = 0; i < 8; i++) pinned[i] = (float)(100 + i); /* the replay reads the buffer as it is now */
+    cr_assert_eq(cudaGraphLaunch(ex, s), cudaSuccess);
+    for (int i = 0; i < 8; i++) cr_expect_eq(dev[i], i < 4 ? 110.0f + i : 10.0f, "element %d", i);
+    cr_assert_eq(cudaStreamSynchronize(s), cudaSuccess, "no capture: waiting is allowed");
+    cudaGraphExecDestroy(ex);
+    cudaStreamDestroy(s);
+    cudaFree(dev);
+    cudaFreeHost(pinned);
+}
+
+/* The classic graph bugs fail as CUDA fails them (cudaErrorStreamCaptureUnsupported), naming
+ * the call, instead of running at capture time and never again: a synchronous copy or
+ * memset, a device or stream wait, and work issued on the legacy default stream while a
+ * stream captures, which is not recorded into that stream's graph. */
+Test(cuda_cpu, capture_refuses_synchronous_calls_and_the_legacy_stream) {
+    float x[8] = {0}, y[8] = {0};
+    cudaStream_t s, other;
+    cudaGraph_t g;
+    cudaGraphExec_t ex;
+    cr_assert_eq(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+    cr_assert_eq(cudaStreamCreateWithFlags(&other, cudaStreamNonBlocking), cudaSuccess);
+    cr_assert_eq(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal), cudaSuccess);
+    LAUNCH(add_kernel, 1, 8, 0, s)(x, 1.0f);
+    struct {
+        cudaError_t got;
+        const char *name;
+    } refused[] = {
+        {cudaMemcpy(y, x, sizeof x, cudaMemcpyDeviceToHost), "cudaMemcpy"},
+        {cudaMemset(y, 0, sizeof y), "cudaMemset"},
+        {cudaDeviceSynchronize(), "cudaDeviceSynchronize"},
+        {cudaStreamSynchronize(s), "cudaStreamSynchronize"},
+        {cudaStreamSynchronize(other), "cudaStreamSynchronize"},
+        {cudaMemcpyAsync(y, x, sizeof x, cudaMemcpyDeviceToHost, 0), "cudaMemcpyAsync on the legacy default stream"},
+        {cudaMemsetAsync(y, 0, sizeof y, 0), "cudaMemsetAsync on the legacy default stream"},
+    };
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        cr_expect_eq(refused[i].got, cudaErrorStreamCaptureUnsupported, "%s during a capture", refused[i].name);
+        (void)cudaGetLastError();
+    }
+    /* the error string names the call; checked on a fresh refusal */
+    cr_expect_eq(cudaMemcpy(y, x, sizeof x, cudaMemcpyDeviceToHost), cudaErrorStreamCaptureUnsupported);
+    const char *msg = cudaGetErrorString(cudaGetLastError());
+    cr_expect(strstr(msg, "cudaMemcpy") && strstr(msg, "captured"), "%s", msg);
+    cr_expect_eq(cudaDeviceSynchronize(), cudaErrorStreamCaptureUnsupported);
+    msg = cudaGetErrorString(cudaGetLastError());
+    cr_expect(strstr(msg, "cudaDeviceSynchronize"), "%s", msg);
+    LAUNCH(add_kernel, 1, 8, 0, 0)(x, 100.0f); /* the legacy stream: refused, not recorded */
+    msg = launch_message();
+    cr_expect(strstr(msg, "add_kernel") && strstr(msg, "legacy default stream"), "%s", msg);
+    cr_expect_eq(cudaMemcpyAsync(y, x, sizeof x, cudaMemcpyDeviceToHost, 0), cudaErrorStreamCaptureUnsupported);
+    msg = cudaGetErrorString(cudaGetLastError());
+    cr_expect(strstr(msg, "cudaMemcpyAsync on the legacy default stream"), "%s", msg);
+    cr_expect_eq(y[0], 0.0f, "nothing refused ran");
+    cr_assert_eq(cudaStreamEndCapture(s, &g), cudaSuccess);
+    cr_expect_eq(x[0], 0.0f, "the captured launch did not run, the refused ones neither");
+    cr_assert_eq(cudaGraphInstantiate(&ex, g, 0), cudaSuccess);
+    cr_assert_eq(cudaGraphLaunch(ex, s), cudaSuccess);
+    for (int i = 0; i < 8; i++) cr_expect_eq(x[i], 1.0f, "the graph holds the one launch on s only");
+    cr_expect_eq(cudaMemcpy(y, x, sizeof x, cudaMemcpyDeviceToHost), cudaSuccess, "after the capture: allowed");
+    cr_expect_eq(y[3], 1.0f);
+    cudaGraphExecDestroy(ex);
+    cudaGraphDestroy(g);
+    cudaStreamDestroy(other);
+    cudaStreamDestroy(s);
+}
+
 /* ------------------------------------------------------------------ cuBLASLt */
 
-/* Column-major D [m,n] = op(A)·op(B) + beta·C through the stand-in; A, B bf16, fp32 out. */
+/* Column-major D [m,n] = op(A)·op(B) + beta·C through the stand-in, issued on stream s; A, B
+ * bf16, fp32 out. The descriptors are destroyed before it returns. */
 static cublasStatus_t lt(float *D, const __nv_bfloat16 *A, int ta, int lda, const __nv_bfloat16 *B, int tb, int ldb,
-                         int m, int n, int k, int a_rows, float beta) {
+                         int m, int n, int k, int a_rows, float beta, cudaStream_t s = 0) {
     cublasLtHandle_t h;
     cublasLtMatmulDesc_t op;
     cublasLtMatrixLayout_t la, lb, lc;
@@ -268,7 +357,7 @@ static cublasStatus_t lt(float *D, const __nv_bfloat16 *A, int ta, int lda, cons
     cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &one, sizeof one);
     cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(h, op, la, lb, lc, lc, pref, 1, &heur, &found);
     if (st == CUBLAS_STATUS_SUCCESS)
-        st = cublasLtMatmul(h, op, &alpha, A, la, B, lb, &beta, D, lc, D, lc, &heur.algo, NULL, 0, 0);
+        st = cublasLtMatmul(h, op, &alpha, A, la, B, lb, &beta, D, lc, D, lc, &heur.algo, NULL, 0, s);
     cublasLtMatmulPreferenceDestroy(pref);
     cublasLtMatrixLayoutDestroy(la);
     cublasLtMatrixLayoutDestroy(lb);
@@ -276,6 +365,32 @@ static cublasStatus_t lt(float *D, const __nv_bfloat16 *A, int ta, int lda, cons
     cublasLtMatmulDescDestroy(op);
     cublasLtDestroy(h);
     return st;
+}
+
+/* The stand-in's matmul on a capturing stream is recorded and replayed, with the descriptors'
+ * values as they were at capture (lt destroys them before the replay); on the legacy
+ * default stream during a capture it is refused. */
+Test(cuda_cpu, graph_records_the_cublaslt_stand_in) {
+    __nv_bfloat16 A[4], B[4];
+    alignas(256) float D[4] = {0}; /* C and D keep the default 256-byte alignment */
+    for (int i = 0; i < 4; i++)
+        A[i] = __float2bfloat16((float)(i + 1)), B[i] = __float2bfloat16(i == 0 || i == 3 ? 1.0f : 0.0f);
+    cudaStream_t s;
+    cudaGraph_t g;
+    cudaGraphExec_t ex;
+    cr_assert_eq(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+    cr_assert_eq(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal), cudaSuccess);
+    cr_assert_eq(lt(D, A, 0, 2, B, 0, 2, 2, 2, 2, 2, 0.0f, s), CUBLAS_STATUS_SUCCESS);
+    cr_expect_neq(lt(D, A, 0, 2, B, 0, 2, 2, 2, 2, 2, 0.0f, 0), CUBLAS_STATUS_SUCCESS,
+                  "the legacy default stream during a capture is refused");
+    cr_assert_eq(cudaStreamEndCapture(s, &g), cudaSuccess);
+    cr_expect_eq(D[0], 0.0f, "captured, not run");
+    cr_assert_eq(cudaGraphInstantiate(&ex, g, 0), cudaSuccess);
+    cr_assert_eq(cudaGraphLaunch(ex, s), cudaSuccess);
+    for (int i = 0; i < 4; i++) cr_expect_eq(D[i], (float)(i + 1), "D = A·I: D[%d] = %g", i, D[i]);
+    cudaGraphExecDestroy(ex);
+    cudaGraphDestroy(g);
+    cudaStreamDestroy(s);
 }
 
 Test(cuda_cpu, cublaslt_stand_in_computes_the_documented_product) {

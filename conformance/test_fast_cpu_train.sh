@@ -6,9 +6,14 @@
 #     VRL_CUDA_CPU_ORDER=forward, reverse and random:SEED give byte-identical
 #     model.safetensors (a kernel whose result depends on the order its threads run between
 #     barriers would differ);
+#   - the step as CUDA graphs (captured once, replayed; the default) against the same kernels
+#     queued one by one (VRL_FAST_GRAPH=0), for the baseline, ResFormer, SVFormer, a
+#     trainable λ and --accum 2: byte-identical model.safetensors and train_state.safetensors,
+#     and the same logged losses and gradient norms (docs/fast.md, "The step");
 #   - a bad VRL_CUDA_CPU_ORDER is one error line;
 #   - ZeRO-2 over the NCCL-over-MPI stand-in: `mpirun -np 2` equals one process with
-#     --accum 2 (losses and weights within 1e-6: the same gradient sums, the global norm
+#     --accum 2, and `mpirun -np 2 --accum 4` (four rounds per rank) one process with
+#     --accum 8 (losses and weights within 1e-6: the same gradient sums, the global norm
 #     added in another order; the line printed says whether they are bit-identical).
 #     Skipped with the reason when mpirun is absent or vrl has no MPI.
 # usage: test_fast_cpu_train.sh PATH/TO/vrl PATH/TO/run_compare
@@ -40,6 +45,23 @@ for v in resformer svformer:anchors=1 resformer:mode=learnable-plus resformer:mo
       cmp "$tmp/${n}_forward/model.safetensors" "$tmp/${n}_$o/model.safetensors"
   done
 done
+# graph on (default) vs off
+for v in baseline resformer svformer resformer:mode=learnable "resformer --accum 2"; do
+  n=graph_${v//[:=, -]/_}
+  # shellcheck disable=SC2086  # "$v" carries the variant and, once, --accum 2
+  run "${n}_on" --variant $v --steps 3
+  # shellcheck disable=SC2086
+  VRL_FAST_GRAPH=0 run "${n}_off" --variant $v --steps 3
+  for f in model.safetensors train_state.safetensors; do
+    check "${v}: graph replay gives the uncaptured run's $f byte for byte" \
+      cmp "$tmp/${n}_on/$f" "$tmp/${n}_off/$f"
+  done
+  check "${v}: the graph run logged 3 steps" test "$(grep -c '"grad_norm":' "$tmp/${n}_on/metrics.jsonl")" -eq 3
+  check "${v}: graph replay logs the uncaptured run's losses and gradient norms" \
+    cmp <(grep -o '"loss":[^,]*,"lr":[^,]*,"grad_norm":[^,]*' "$tmp/${n}_on/metrics.jsonl") \
+        <(grep -o '"loss":[^,]*,"lr":[^,]*,"grad_norm":[^,]*' "$tmp/${n}_off/metrics.jsonl")
+done
+
 VRL_CUDA_CPU_ORDER=sideways expect_error bad_order "VRL_CUDA_CPU_ORDER=sideways: expected forward, reverse or random" \
   "$VRL" "${T[@]}" --steps 1 --out "$tmp/bad_order"
 
@@ -59,6 +81,18 @@ else
     check "the two-process run went through fast/zero.cu's NCCL path" grep -q "vrl fast: NCCL 2 ranks" "$tmp/np2.log"
   else
     fails=$((fails + 1)); echo "FAIL zero2_np2_vs_accum2:"; cat "$tmp/cmp" "$tmp/np2.log"
+  fi
+  # --accum is per process: four rounds per rank, of which only the last one's backward
+  # reduce-scatters (Backend.reduce_next), while the losses are handed over after the step
+  # (Backend.micro_losses); one process takes the same update with --accum 8
+  run accum8 --steps 3 --accum 8
+  timeout $LIMIT "${MPI[@]}" -np 2 "$VRL" "${T[@]}" --steps 3 --accum 4 --out "$tmp/np2a4" >"$tmp/np2a4.log" 2>&1
+  if grep -q "has no MPI" "$tmp/np2a4.log"; then
+    echo "SKIP: this build of vrl has no MPI: no two-round check"
+  elif "$CMP" "$tmp/accum8" "$tmp/np2a4" 1e-6 >"$tmp/cmp4" 2>&1; then
+    passes=$((passes + 1)); echo "ok   zero2_np2_accum4_vs_accum8: $(cat "$tmp/cmp4")"
+  else
+    fails=$((fails + 1)); echo "FAIL zero2_np2_accum4_vs_accum8:"; cat "$tmp/cmp4" "$tmp/np2a4.log"
   fi
 fi
 finish

@@ -188,7 +188,7 @@ static void run_case(const Case *k) {
     ref_backend_f64.zero_grad(ref);
     fast_backend_cuda.zero_grad(fast);
     const double lr_ = ref_backend_f64.forward_backward(ref, tok, 1.0);
-    const double lf = fast_backend_cuda.forward_backward(fast, tok, 1.0);
+    const double lf = backend_forward_backward_now(&fast_backend_cuda, fast, tok, 1.0);
     printf("%s: loss ref %.6f fast %.6f |diff| %.2e\n", k->name, lr_, lf, fabs(lr_ - lf));
     CHECK(fabs(lr_ - lf) <= TOL_LOSS, "%s: loss %.6f vs ref %.6f", k->name, lf, lr_);
     ref_backend_f64.get_logits(ref, rlog);
@@ -220,7 +220,7 @@ static void run_case(const Case *k) {
         ref_backend_f64.zero_grad(ref);
         fast_backend_cuda.zero_grad(fast);
         const double a = ref_backend_f64.forward_backward(ref, tok, 1.0);
-        const double b = fast_backend_cuda.forward_backward(fast, tok, 1.0);
+        const double b = backend_forward_backward_now(&fast_backend_cuda, fast, tok, 1.0);
         const double lr = schedule_lr(&sched, s - 1);
         const double na = ref_backend_f64.step(ref, &opt, lr, s), nb = fast_backend_cuda.step(fast, &opt, lr, s);
         printf("%s: step %2ld lr %.3e loss ref %.6f fast %.6f norm ref %.4f fast %.4f\n", k->name, s, lr, a, b, na,

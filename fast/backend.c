@@ -21,6 +21,8 @@ static double be_forward_backward(void *m, const int32_t *tokens, double grad_sc
     return fast_model_forward(m, tokens, grad_scale, 1);
 }
 
+static int be_micro_losses(void *m, double *out, int n) { return fast_model_micro_losses(m, out, n); }
+
 static double be_forward_loss(void *m, const int32_t *tokens) { return fast_model_forward(m, tokens, 0.0, 0); }
 
 static void be_zero_grad(void *m) { (void)fast_model_zero_grad(m); }
@@ -52,7 +54,8 @@ const Backend fast_backend_cuda = {
     .capabilities = fast_capabilities, /* training and scoring; no analysis views, no decoding */
     .create = be_create,
     .destroy = be_destroy,
-    .forward_backward = be_forward_backward,
+    .forward_backward = be_forward_backward, /* the loss stays on the device: micro_losses */
+    .micro_losses = be_micro_losses,
     .forward_loss = be_forward_loss,
     .zero_grad = be_zero_grad,
     .step = be_step,
@@ -61,7 +64,7 @@ const Backend fast_backend_cuda = {
     .get_logits = be_get_logits,
     .token_logprobs = be_token_logprobs, /* vrl eval: log-softmax, gather and argmax on the device */
 #if VRL_HAVE_NCCL
-    .shard_open = fast_shard_open,     /* every run, one GPU too, goes through NCCL */
+    .shard_open = fast_shard_open,     /* several processes: NCCL (one process: no communicator) */
     .reduce_next = fast_reduce_next,
 #endif
 };

@@ -12,16 +12,17 @@ extern "C" {
 
 FAST_NS_BEGIN
 
-/* Elapsed milliseconds of `reps` runs of a statement, CUDA events around them. */
+/* Elapsed milliseconds of `reps` runs of a statement, CUDA events around them on the stream
+ * the ops issue on (ops_stream: the model's, or the legacy default stream without one). */
 #define TIME_MS(ms, reps, stmt)                                                    \
     do {                                                                           \
         cudaEvent_t e0_, e1_;                                                      \
         CUDA_CHECK(cudaEventCreate(&e0_));                                         \
         CUDA_CHECK(cudaEventCreate(&e1_));                                         \
-        CUDA_CHECK(cudaEventRecord(e0_));                                          \
+        CUDA_CHECK(cudaEventRecord(e0_, ops_stream));                                          \
         for (int r_ = 0; r_ < (reps); r_++)                                        \
             if ((stmt) < 0) return -1;                                             \
-        CUDA_CHECK(cudaEventRecord(e1_));                                          \
+        CUDA_CHECK(cudaEventRecord(e1_, ops_stream));                                          \
         CUDA_CHECK(cudaEventSynchronize(e1_));                                     \
         float t_ = 0;                                                              \
         CUDA_CHECK(cudaEventElapsedTime(&t_, e0_, e1_));                           \
@@ -57,8 +58,8 @@ static int peak_bf16(int n, double *tflops) {
         vrl_error("fast bench: cannot allocate %d x %d matrices", n, n);
         goto done;
     }
-    LAUNCH(fill_kernel, cdiv(nn, 256), 256, 0, 0)(A, nn, 1u);
-    LAUNCH(fill_kernel, cdiv(nn, 256), 256, 0, 0)(B, nn, 2u);
+    LAUNCH(fill_kernel, cdiv(nn, 256), 256, 0, ops_stream)(A, nn, 1u);
+    LAUNCH(fill_kernel, cdiv(nn, 256), 256, 0, ops_stream)(B, nn, 2u);
     if (matmul_raw(&b, D, A, B, n, n, n) < 0) goto done; /* warm-up, algorithm choice */
     if (time_gemm(&b, D, A, B, n, &ms) < 0) goto done;
     *tflops = 2.0 * n * (double)n * n / (ms * 1e-3) / 1e12;

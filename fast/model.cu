@@ -82,6 +82,9 @@ static size_t layout(FastModel *m, char *base) {
     CARVE(m->exp_avg_sq, P);
     CARVE(m->norm_partial, ADAMW_NORM_BLOCKS + 2);
     CARVE(m->loss_sum, 1);
+    CARVE(m->micro_loss, FAST_MAX_MICRO);
+    CARVE(m->micro_count, 1);
+    CARVE(m->adamw_scalars, 1);
     m->bytes_opt = off - mark, mark = off;
     /* activations kept from the forward to the backward */
     CARVE(m->tokens, N);
@@ -89,6 +92,7 @@ static size_t layout(FastModel *m, char *base) {
     CARVE(m->emb_uniq, N);
     CARVE(m->emb_offsets, N + 1);
     CARVE(m->emb_pos, N);
+    CARVE(m->emb_count, 1);
     CARVE(m->cos_t, (size_t)m->T * (m->hd / 2));
     CARVE(m->sin_t, (size_t)m->T * (m->hd / 2));
     CARVE(m->emb, N * d);
@@ -259,16 +263,19 @@ extern "C" void fast_model_destroy(void *vm) {
 #if VRL_HAVE_NCCL
     fast_shard_close(m);
 #endif
+    if (m->stream) cudaStreamSynchronize(m->stream);
+    if (ops_stream == m->stream) ops_use_stream(0); /* no launcher may issue on a destroyed stream */
+    if (m->micro_graph.exec) cudaGraphExecDestroy(m->micro_graph.exec);
+    if (m->update_graph.exec) cudaGraphExecDestroy(m->update_graph.exec);
+    if (m->uploaded) cudaEventDestroy(m->uploaded);
+    if (m->stream) cudaStreamDestroy(m->stream);
     if (m->arena) cudaFree(m->arena);
     blas_destroy(&m->blas);
     free(m->lo);
     free(m->acts);
     free(m->dv_keep);
-    free(m->h_tokens);
-    free(m->h_targets);
-    free(m->h_uniq);
-    free(m->h_offsets);
-    free(m->h_pos);
+    cudaFreeHost(m->h_tokens); /* pinned: one block for every host mirror the copies read */
+    cudaFreeHost(m->h_read);
     free(m->h_count);
     free(m->h_score_lp);
     free(m->h_score_greedy);
@@ -324,11 +331,22 @@ extern "C" void *fast_model_create(const ModelSpec *spec, int batch, int seq) {
     m->lo = (LayerOffsets *)calloc(L, sizeof *m->lo);
     m->acts = (FastActs *)calloc(L, sizeof *m->acts);
     m->dv_keep = (float **)calloc(L, sizeof(float *));
-    m->h_tokens = (int32_t *)malloc((size_t)N * sizeof(int32_t));
-    m->h_targets = (int32_t *)malloc((size_t)N * sizeof(int32_t));
-    m->h_uniq = (int32_t *)malloc((size_t)N * sizeof(int32_t));
-    m->h_offsets = (int32_t *)malloc(((size_t)N + 1) * sizeof(int32_t));
-    m->h_pos = (int32_t *)malloc((size_t)N * sizeof(int32_t));
+    {
+        /* the async copies' host sides, pinned: tokens, targets, uniq, pos [N], offsets [N+1], count [1] */
+        int32_t *pin = NULL;
+        const size_t n_pin = 5 * (size_t)N + 2;
+        if (cudaMallocHost(&pin, n_pin * sizeof(int32_t)) != cudaSuccess ||
+            cudaMallocHost(&m->h_read, sizeof *m->h_read + sizeof *m->h_adamw) != cudaSuccess) {
+            vrl_error("fast model: cannot allocate pinned host memory");
+            cudaFreeHost(pin);
+            m->h_read = NULL;
+            goto fail;
+        }
+        memset(pin, 0, n_pin * sizeof(int32_t)); /* offsets past a batch's U are copied, never read */
+        m->h_tokens = pin, m->h_targets = pin + N, m->h_uniq = pin + 2 * (size_t)N, m->h_pos = pin + 3 * (size_t)N;
+        m->h_offsets = pin + 4 * (size_t)N, m->h_emb_count = pin + 5 * (size_t)N + 1;
+        m->h_adamw = (AdamWScalars *)(m->h_read + 1);
+    }
     m->h_count = (int32_t *)malloc((size_t)m->V * sizeof(int32_t));
     m->h_score_lp = (float *)malloc((size_t)N * sizeof(float));
     m->h_score_greedy = (uint8_t *)malloc((size_t)N);
@@ -351,6 +369,16 @@ extern "C" void *fast_model_create(const ModelSpec *spec, int batch, int seq) {
                 goto fail;
             }
     }
+    if (cudaStreamCreateWithFlags(&m->stream, cudaStreamNonBlocking) != cudaSuccess ||
+        cudaEventCreateWithFlags(&m->uploaded, cudaEventDisableTiming) != cudaSuccess) {
+        vrl_error("fast model: cannot create the model's stream and event");
+        goto fail;
+    }
+    {
+        const char *g_env = getenv("VRL_FAST_GRAPH"); /* 0: queue every kernel on every call (debugging) */
+        m->graph_on = !(g_env && g_env[0] == '0' && g_env[1] == '\0');
+    }
+    ops_use_stream(m->stream);
     if (blas_create(&m->blas) < 0) goto fail;
     m->arena_bytes = layout(m, NULL);
     {
@@ -391,6 +419,11 @@ extern "C" void *fast_model_create(const ModelSpec *spec, int batch, int seq) {
             goto fail;
         }
     }
+    /* the legacy stream's memset and copies above are not ordered before m->stream's work */
+    if (cudaDeviceSynchronize() != cudaSuccess) {
+        vrl_error("fast model: %s", cudaGetErrorString(cudaGetLastError()));
+        goto fail;
+    }
     memory_report(m);
     return m;
 fail:
@@ -406,18 +439,25 @@ fail:
     if ((call) < 0) return -1
 
 /* Tokens to the device; targets (next token in the sequence, −1 at its end); with
- * backward, the embedding-gradient plan: positions grouped by token (counting sort). */
+ * backward, the embedding-gradient plan: positions grouped by token (counting sort). The
+ * host builds them in pinned buffers and queues async copies into the fixed device buffers
+ * the (captured) forward and backward read; it first waits for the previous upload's
+ * copies (long done: they ran at the start of the previous micro-batch), not for compute. */
 static int upload_tokens(FastModel *m, const int32_t *tokens, int backward) {
     const int N = m->N, T = m->T, V = m->V;
     for (int n = 0; n < N; n++)
         if (tokens[n] < 0 || tokens[n] >= V)
             return vrl_error("token id %d at batch %d position %d is outside the vocabulary [0, %d)", (int)tokens[n],
                              n / T, n % T, V);
+    CUDA_CHECK(cudaEventSynchronize(m->uploaded));
     for (int n = 0; n < N; n++) m->h_targets[n] = n % T == T - 1 ? -1 : tokens[n + 1];
-    CUDA_CHECK(cudaMemcpy(m->tokens, tokens, (size_t)N * sizeof(int32_t), cudaMemcpyHostToDevice));
-    CUDA_CHECK(cudaMemcpy(m->targets, m->h_targets, (size_t)N * sizeof(int32_t), cudaMemcpyHostToDevice));
     memcpy(m->h_tokens, tokens, (size_t)N * sizeof(int32_t));
-    if (!backward) return 0;
+    CUDA_CHECK(cudaMemcpyAsync(m->tokens, m->h_tokens, (size_t)N * sizeof(int32_t), cudaMemcpyHostToDevice, m->stream));
+    CUDA_CHECK(cudaMemcpyAsync(m->targets, m->h_targets, (size_t)N * sizeof(int32_t), cudaMemcpyHostToDevice, m->stream));
+    if (!backward) {
+        CUDA_CHECK(cudaEventRecord(m->uploaded, m->stream));
+        return 0;
+    }
     memset(m->h_count, 0, (size_t)V * sizeof(int32_t));
     for (int n = 0; n < N; n++) m->h_count[tokens[n]]++;
     int U = 0, at = 0;
@@ -430,10 +470,14 @@ static int upload_tokens(FastModel *m, const int32_t *tokens, int backward) {
         }
     m->h_offsets[U] = at;
     for (int n = 0; n < N; n++) m->h_pos[m->h_count[tokens[n]]++] = n; /* positions in order */
-    m->emb_U = U;
-    CUDA_CHECK(cudaMemcpy(m->emb_uniq, m->h_uniq, (size_t)U * sizeof(int32_t), cudaMemcpyHostToDevice));
-    CUDA_CHECK(cudaMemcpy(m->emb_offsets, m->h_offsets, ((size_t)U + 1) * sizeof(int32_t), cudaMemcpyHostToDevice));
-    CUDA_CHECK(cudaMemcpy(m->emb_pos, m->h_pos, (size_t)N * sizeof(int32_t), cudaMemcpyHostToDevice));
+    *m->h_emb_count = U;
+    /* whole buffers, whatever U is: the same copies every batch */
+    CUDA_CHECK(cudaMemcpyAsync(m->emb_uniq, m->h_uniq, (size_t)N * sizeof(int32_t), cudaMemcpyHostToDevice, m->stream));
+    CUDA_CHECK(cudaMemcpyAsync(m->emb_offsets, m->h_offsets, ((size_t)N + 1) * sizeof(int32_t), cudaMemcpyHostToDevice,
+                               m->stream));
+    CUDA_CHECK(cudaMemcpyAsync(m->emb_pos, m->h_pos, (size_t)N * sizeof(int32_t), cudaMemcpyHostToDevice, m->stream));
+    CUDA_CHECK(cudaMemcpyAsync(m->emb_count, m->h_emb_count, sizeof(int32_t), cudaMemcpyHostToDevice, m->stream));
+    CUDA_CHECK(cudaEventRecord(m->uploaded, m->stream));
     return 0;
 }
 
@@ -492,7 +536,7 @@ static int qk_backward(FastModel *m, int l, MixKind kind, bf16 *grad, int *dln_w
     if (!in_place(f, l)) {
         float *own = kind == MIX_Q ? m->dq_own : m->dk_own;
         float *keep = kind == MIX_Q ? m->dq_keep[l] : m->dk_keep[l];
-        if (f->needed[l] && !f->later[l]) CUDA_CHECK(cudaMemset(own, 0, (size_t)N * C * sizeof(float)));
+        if (f->needed[l] && !f->later[l]) CUDA_CHECK(cudaMemsetAsync(own, 0, (size_t)N * C * sizeof(float), m->stream));
         MixArgs mix;
         mix_args(m, l, kind, &mix);
         TRY(mix_backward_bf16(&mix, grad, (size_t)N * C));
@@ -584,7 +628,7 @@ static int layer_backward(FastModel *m, int l) {
     /* Each V_i read here (v_in = Σ_i cv·V_i, corrections Σ_i ce·V_i) gets its share. V_l's own
      * accumulator is dv_own unless a later layer also reads V_l (then dv_keep[l] holds theirs). */
     MixArgs mix;
-    if (m->vf.needed[l] && !m->vf.later[l]) CUDA_CHECK(cudaMemset(m->dv_own, 0, (size_t)N * kvC * sizeof(float)));
+    if (m->vf.needed[l] && !m->vf.later[l]) CUDA_CHECK(cudaMemsetAsync(m->dv_own, 0, (size_t)N * kvC * sizeof(float), m->stream));
     if (m->has_corr[l]) {
         mix_args(m, l, MIX_CORR, &mix);
         TRY(correction_backward(&mix, m->datty, N, m->NH, m->NKV, m->hd));
@@ -609,7 +653,7 @@ static int layer_backward(FastModel *m, int l) {
         TRY(matmul_backward(bl, m->dln32, dln_written, NULL, G32(o->wv), m->dv16, a->ln1, W16(o->wv), N, d, kvC));
         dln_written = 1;
     }
-    if (!dln_written) CUDA_CHECK(cudaMemset(m->dln32, 0, (size_t)N * d * sizeof(float))); /* no projection at all */
+    if (!dln_written) CUDA_CHECK(cudaMemsetAsync(m->dln32, 0, (size_t)N * d * sizeof(float), m->stream)); /* no projection at all */
     TRY(rmsnorm_backward(m->dres32, m->dres16, m->dln32, a->x_in, W16(o->ln1), a->ln1_rstd, N, d));
     TRY(rmsnorm_backward_weight(G32(o->ln1), m->norm_scratch, m->dln32, a->x_in, a->ln1_rstd, N, d));
     return 0; /* dres is now dLoss/dx, the previous layer's output */
@@ -619,29 +663,29 @@ static int layer_backward(FastModel *m, int l) {
  * last layer's output. */
 static int backward_pass(FastModel *m, const bf16 *x) {
     const int N = m->N, d = m->d, kvC = m->kvC;
-    CUDA_CHECK(cudaMemset(m->dres32, 0, (size_t)N * d * sizeof(float)));
+    CUDA_CHECK(cudaMemsetAsync(m->dres32, 0, (size_t)N * d * sizeof(float), m->stream));
     TRY(rmsnorm_backward(m->dres32, m->dres16, m->dln32, x, W16(m->o_lnf), m->lnf_rstd, N, d));
     TRY(rmsnorm_backward_weight(G32(m->o_lnf), m->norm_scratch, m->dln32, x, m->lnf_rstd, N, d));
     TRY(zero_grads_ready(m, ZERO_HEAD)); /* data parallel, last micro-batch: reduce-scatter as layers finish */
     for (int l = 0; l < m->L; l++) {
-        if (m->vf.later[l]) CUDA_CHECK(cudaMemset(m->dv_keep[l], 0, (size_t)N * kvC * sizeof(float)));
-        if (m->qf.later[l]) CUDA_CHECK(cudaMemset(m->dq_keep[l], 0, (size_t)N * m->qC * sizeof(float)));
-        if (m->kf.later[l]) CUDA_CHECK(cudaMemset(m->dk_keep[l], 0, (size_t)N * kvC * sizeof(float)));
+        if (m->vf.later[l]) CUDA_CHECK(cudaMemsetAsync(m->dv_keep[l], 0, (size_t)N * kvC * sizeof(float), m->stream));
+        if (m->qf.later[l]) CUDA_CHECK(cudaMemsetAsync(m->dq_keep[l], 0, (size_t)N * m->qC * sizeof(float), m->stream));
+        if (m->kf.later[l]) CUDA_CHECK(cudaMemsetAsync(m->dk_keep[l], 0, (size_t)N * kvC * sizeof(float), m->stream));
     }
     for (int l = m->L - 1; l >= 0; l--) {
         TRY(layer_backward(m, l));
         TRY(zero_grads_ready(m, l));
     }
-    TRY(embedding_backward(G32(m->o_wte), m->dres32, m->emb_uniq, m->emb_offsets, m->emb_pos, m->emb_U, d));
+    /* at most min(N, V) distinct tokens: that many blocks, the batch's U read on the device */
+    TRY(embedding_backward(G32(m->o_wte), m->dres32, m->emb_uniq, m->emb_offsets, m->emb_pos, m->emb_count,
+                           N < m->V ? N : m->V, d));
     TRY(zero_grads_ready(m, ZERO_EMBED));
     TRY(zero_backward_end(m));
     return 0;
 }
 
-/* Tokens through the embedding and every layer; *x_last is the last layer's output. */
-static int trunk_forward(FastModel *m, const int32_t *tokens, int backward, const bf16 **x_last) {
-    m->have_forward = 0;
-    TRY(upload_tokens(m, tokens, backward));
+/* The embedding and every layer, queued; *x_last is the last layer's output. */
+static int trunk_forward(FastModel *m, const bf16 **x_last) {
     TRY(zero_wait_params(m, ZERO_LATE));
     TRY(zero_wait_params(m, ZERO_EMBED));
     TRY(embedding_forward(m->emb, m->tokens, W16(m->o_wte), m->N, m->d));
@@ -654,26 +698,110 @@ static int trunk_forward(FastModel *m, const int32_t *tokens, int backward, cons
     return 0;
 }
 
-static int forward_backward(FastModel *m, const int32_t *tokens, double grad_scale, int backward, double *loss) {
-    const int N = m->N;
+/* Everything one micro-batch does on the device, queued on m->stream from the uploaded
+ * inputs: forward, loss, its mean into the update's next loss slot, backward. No host work
+ * depends on a result, so this is what the micro-batch graph captures. */
+static int queue_micro_batch(FastModel *m, double grad_scale) {
     const bf16 *x;
-    TRY(trunk_forward(m, tokens, backward, &x));
-    TRY(head_forward(m, x, grad_scale, backward));
-    TRY(loss_sum(m->loss_sum, m->losses, N)); /* fixed order: deterministic; read at the end */
-    m->have_forward = 1;
-    if (backward) TRY(backward_pass(m, x));
-    /* the call's one wait, after the whole forward and backward are queued; it also surfaces
-     * asynchronous faults inside this call */
-    double total = 0;
-    CUDA_CHECK(cudaMemcpy(&total, m->loss_sum, sizeof total, cudaMemcpyDeviceToHost));
-    CUDA_CHECK(cudaDeviceSynchronize());
-    *loss = total / ((double)m->B * (m->T - 1));
+    TRY(trunk_forward(m, &x));
+    TRY(head_forward(m, x, grad_scale, 1));
+    TRY(loss_sum(m->loss_sum, m->losses, m->N)); /* fixed order: deterministic */
+    TRY(loss_record(m->micro_loss, m->micro_count, FAST_MAX_MICRO, m->loss_sum, (double)m->B * (m->T - 1)));
+    return backward_pass(m, x);
+}
+
+/* Capture: what is queued on m->stream between the two calls becomes a graph, instantiated
+ * into *exec (replacing the one there). `queued` is the queueing's result: on failure the
+ * half-captured graph is dropped and the queueing's own error stands. */
+static int capture_begin(FastModel *m) {
+    CUDA_CHECK(cudaStreamBeginCapture(m->stream, cudaStreamCaptureModeGlobal));
+    return 0;
+}
+static int capture_end(FastModel *m, int queued, cudaGraphExec_t *exec) {
+    cudaGraph_t g = NULL;
+    const cudaError_t e = cudaStreamEndCapture(m->stream, &g);
+    if (queued < 0 || e != cudaSuccess) {
+        if (g) cudaGraphDestroy(g);
+        (void)cudaGetLastError();
+        return queued < 0 ? -1 : vrl_error("fast: capturing the step as a graph: %s", cudaGetErrorString(e));
+    }
+    if (*exec) cudaGraphExecDestroy(*exec);
+    *exec = NULL;
+    const cudaError_t ei = cudaGraphInstantiate(exec, g, 0);
+    cudaGraphDestroy(g);
+    if (ei != cudaSuccess) {
+        *exec = NULL;
+        return vrl_error("fast: instantiating the step's graph: %s", cudaGetErrorString(ei));
+    }
     return 0;
 }
 
+/* queue(m, arg)'s work on m->stream as graph g: the first call with this key runs uncaptured
+ * (a warm-up: cuBLASLt's plans are made outside any capture), the second captures and
+ * launches, every later one replays. A new key starts over. With VRL_FAST_GRAPH=0 or data
+ * parallelism over several ranks (NCCL calls and cross-stream events stay outside graphs)
+ * the work is always queued kernel by kernel. */
+static int run_step_graph(FastModel *m, StepGraph *g, double key, int (*queue)(FastModel *, const void *),
+                          const void *arg) {
+    if (g->warm && g->key != key) {
+        if (g->exec) cudaGraphExecDestroy(g->exec);
+        g->exec = NULL, g->warm = 0;
+    }
+    if (!m->graph_on || m->zero || !g->warm) {
+        TRY(queue(m, arg));
+        g->warm = 1, g->key = key;
+        return 0;
+    }
+    if (!g->exec) {
+        TRY(capture_begin(m));
+        TRY(capture_end(m, queue(m, arg), &g->exec));
+    }
+    CUDA_CHECK(cudaGraphLaunch(g->exec, m->stream));
+    return 0;
+}
+
+static int queue_micro_batch_at(FastModel *m, const void *grad_scale) {
+    return queue_micro_batch(m, *(const double *)grad_scale);
+}
+
+/* A training micro-batch: upload, then the forward and backward as a graph (run_step_graph).
+ * Nothing is waited for: the loss stays on the device until the step. */
+static int forward_backward(FastModel *m, const int32_t *tokens, double grad_scale) {
+    if (m->n_micro >= FAST_MAX_MICRO)
+        return vrl_error("fast model: more than %d micro-batches in one update (lower --accum)", FAST_MAX_MICRO);
+    m->have_forward = 0;
+    TRY(upload_tokens(m, tokens, 1));
+    TRY(run_step_graph(m, &m->micro_graph, grad_scale, queue_micro_batch_at, &grad_scale));
+    m->n_micro++;
+    m->read_valid = 0;
+    m->have_forward = 1;
+    return 0;
+}
+
+/* Forward only (validation): the mean loss, read back at once (not part of a training step). */
+static int forward_only(FastModel *m, const int32_t *tokens, double *loss) {
+    const bf16 *x;
+    m->have_forward = 0;
+    TRY(upload_tokens(m, tokens, 0));
+    TRY(trunk_forward(m, &x));
+    TRY(head_forward(m, x, 0.0, 0));
+    TRY(loss_sum(m->loss_sum, m->losses, m->N));
+    m->have_forward = 1;
+    CUDA_CHECK(cudaMemcpyAsync(&m->h_read->forward_loss_sum, m->loss_sum, sizeof(double), cudaMemcpyDeviceToHost,
+                               m->stream));
+    CUDA_CHECK(cudaStreamSynchronize(m->stream)); /* also surfaces asynchronous faults inside this call */
+    *loss = m->h_read->forward_loss_sum / ((double)m->B * (m->T - 1));
+    return 0;
+}
+
+/* With backward: 0 (the loss comes back with the step, fast_model_micro_losses) or NaN with
+ * vrl_error; without: the mean loss. */
 extern "C" double fast_model_forward(void *vm, const int32_t *tokens, double grad_scale, int backward) {
+    FastModel *m = (FastModel *)vm;
+    ops_use_stream(m->stream);
     double loss = NAN;
-    if (forward_backward((FastModel *)vm, tokens, grad_scale, backward, &loss) < 0) return NAN;
+    if (backward) return forward_backward(m, tokens, grad_scale) < 0 ? NAN : 0.0;
+    if (forward_only(m, tokens, &loss) < 0) return NAN;
     return loss;
 }
 
@@ -684,13 +812,18 @@ extern "C" int fast_model_token_logprobs(void *vm, const int32_t *tokens, const 
                                          uint8_t *greedy) {
     FastModel *m = (FastModel *)vm;
     const int N = m->N;
+    ops_use_stream(m->stream);
     for (int n = 0; n < N; n++)
         if (targets[n] < -1 || targets[n] >= m->V)
             return vrl_error("scoring: target id %d at batch %d position %d is outside the vocabulary [0, %d)",
                              (int)targets[n], n / m->T, n % m->T, m->V);
-    CUDA_CHECK(cudaMemcpy(m->score_targets, targets, (size_t)N * sizeof(int32_t), cudaMemcpyHostToDevice));
+    m->have_forward = 0;
+    TRY(upload_tokens(m, tokens, 0));
+    /* pageable source: the copy has read it when the call returns */
+    CUDA_CHECK(cudaMemcpyAsync(m->score_targets, targets, (size_t)N * sizeof(int32_t), cudaMemcpyHostToDevice,
+                               m->stream));
     const bf16 *x;
-    TRY(trunk_forward(m, tokens, 0, &x));
+    TRY(trunk_forward(m, &x));
     TRY(zero_wait_params(m, ZERO_HEAD));
     TRY(rmsnorm_forward(m->lnf, m->lnf_rstd, x, W16(m->o_lnf), N, m->d, (float)m->c.norm_eps));
     for (int r0 = 0; r0 < N; r0 += m->ce_rows) {
@@ -700,10 +833,11 @@ extern "C" int fast_model_token_logprobs(void *vm, const int32_t *tokens, const 
                                    m->Vp));
     }
     m->have_forward = 1; /* get_logits may recompute this forward's logits from lnf */
-    /* the host's one wait: these two copies (pageable memory: cudaMemcpy returns when done) */
+    /* the host's one wait: these two copies */
     float *lp = m->h_score_lp;
-    CUDA_CHECK(cudaMemcpy(lp, m->score_lp, (size_t)N * sizeof(float), cudaMemcpyDeviceToHost));
-    CUDA_CHECK(cudaMemcpy(m->h_score_greedy, m->score_greedy, (size_t)N, cudaMemcpyDeviceToHost));
+    CUDA_CHECK(cudaMemcpyAsync(lp, m->score_lp, (size_t)N * sizeof(float), cudaMemcpyDeviceToHost, m->stream));
+    CUDA_CHECK(cudaMemcpyAsync(m->h_score_greedy, m->score_greedy, (size_t)N, cudaMemcpyDeviceToHost, m->stream));
+    CUDA_CHECK(cudaStreamSynchronize(m->stream));
     for (int n = 0; n < N; n++)
         if (targets[n] >= 0) logprob[n] = lp[n], greedy[n] = m->h_score_greedy[n];
     return 0;
@@ -713,49 +847,98 @@ extern "C" int fast_model_token_logprobs(void *vm, const int32_t *tokens, const 
 
 extern "C" int fast_model_zero_grad(void *vm) {
     FastModel *m = (FastModel *)vm;
-    CUDA_CHECK(cudaMemset(m->grads, 0, m->t->total * sizeof(float)));
+    CUDA_CHECK(cudaMemsetAsync(m->grads, 0, m->t->total * sizeof(float), m->stream));
+    CUDA_CHECK(cudaMemsetAsync(m->micro_count, 0, sizeof(int32_t), m->stream));
+    m->n_micro = 0;
+    m->read_valid = 0;
+    return 0;
+}
+
+/* Queue the copy of the update's micro-batch losses into h_read, then wait for the stream. */
+static int read_micro_losses(FastModel *m) {
+    if (m->n_micro)
+        CUDA_CHECK(cudaMemcpyAsync(m->h_read->loss, m->micro_loss, (size_t)m->n_micro * sizeof(double),
+                                   cudaMemcpyDeviceToHost, m->stream));
+    CUDA_CHECK(cudaStreamSynchronize(m->stream));
+    m->read_valid = 1;
+    return 0;
+}
+
+static int queue_update(FastModel *m, const void *opt) { return fast_adamw_queue(m, (const AdamWConfig *)opt); }
+
+/* The update: this step's AdamW scalars to the device, the captured update graph (or the
+ * kernels one by one: VRL_FAST_GRAPH=0, several ranks), then the step's one wait, which
+ * brings back the squared norm and the update's micro-batch losses together. */
+static int update(FastModel *m, const AdamWConfig *opt, double lr, long t, double *norm) {
+    fast_adamw_scalars(m, opt, lr, t); /* h_adamw is free: the previous step waited for its copy */
+    CUDA_CHECK(cudaMemcpyAsync(m->adamw_scalars, m->h_adamw, sizeof *m->h_adamw, cudaMemcpyHostToDevice, m->stream));
+    const double decays = opt->weight_decay != 0; /* which runs of tensors the update launches */
+    TRY(run_step_graph(m, &m->update_graph, decays, queue_update, opt));
+    CUDA_CHECK(cudaMemcpyAsync(&m->h_read->norm_sq, fast_adamw_norm_sq(m), sizeof(double), cudaMemcpyDeviceToHost,
+                               m->stream));
+    TRY(read_micro_losses(m));
+    *norm = sqrt(m->h_read->norm_sq); /* with several ranks: the global squared norm adamw.cu wrote back */
     return 0;
 }
 
 extern "C" double fast_model_step(void *vm, const AdamWConfig *opt, double lr, long t) {
-    return fast_adamw_step((FastModel *)vm, opt, lr, t);
+    FastModel *m = (FastModel *)vm;
+    ops_use_stream(m->stream);
+    double norm = NAN;
+    return update(m, opt, lr, t, &norm) < 0 ? NAN : norm;
+}
+
+extern "C" int fast_model_micro_losses(void *vm, double *out, int n) {
+    FastModel *m = (FastModel *)vm;
+    if (n < 0 || n > m->n_micro)
+        return vrl_error("fast model: %d micro-batch losses asked for, %d forward_backward calls since zero_grad", n,
+                         m->n_micro);
+    if (!m->read_valid) TRY(read_micro_losses(m)); /* no step since the last forward_backward */
+    memcpy(out, m->h_read->loss + (m->n_micro - n), (size_t)n * sizeof(double)); /* the last n */
+    return 0;
 }
 
 extern "C" int fast_model_get_state(void *vm, float *params, float *grads, float *exp_avg, float *exp_avg_sq) {
     FastModel *m = (FastModel *)vm;
     const size_t bytes = m->t->total * sizeof(float);
+    ops_use_stream(m->stream);
 #if VRL_HAVE_NCCL
     if (params || exp_avg || exp_avg_sq) TRY(zero_gather_state(m)); /* data parallel: every rank calls this */
 #endif
-    if (params) CUDA_CHECK(cudaMemcpy(params, m->params32, bytes, cudaMemcpyDeviceToHost));
-    if (grads) CUDA_CHECK(cudaMemcpy(grads, m->grads, bytes, cudaMemcpyDeviceToHost));
-    if (exp_avg) CUDA_CHECK(cudaMemcpy(exp_avg, m->exp_avg, bytes, cudaMemcpyDeviceToHost));
-    if (exp_avg_sq) CUDA_CHECK(cudaMemcpy(exp_avg_sq, m->exp_avg_sq, bytes, cudaMemcpyDeviceToHost));
+    /* pageable destinations: each copy is done when it returns; the stream wait covers all */
+    if (params) CUDA_CHECK(cudaMemcpyAsync(params, m->params32, bytes, cudaMemcpyDeviceToHost, m->stream));
+    if (grads) CUDA_CHECK(cudaMemcpyAsync(grads, m->grads, bytes, cudaMemcpyDeviceToHost, m->stream));
+    if (exp_avg) CUDA_CHECK(cudaMemcpyAsync(exp_avg, m->exp_avg, bytes, cudaMemcpyDeviceToHost, m->stream));
+    if (exp_avg_sq) CUDA_CHECK(cudaMemcpyAsync(exp_avg_sq, m->exp_avg_sq, bytes, cudaMemcpyDeviceToHost, m->stream));
+    CUDA_CHECK(cudaStreamSynchronize(m->stream));
     return 0;
 }
 
 extern "C" int fast_model_set_state(void *vm, const float *params, const float *exp_avg, const float *exp_avg_sq) {
     FastModel *m = (FastModel *)vm;
     const size_t P = m->t->total, bytes = P * sizeof(float);
+    ops_use_stream(m->stream);
     if (params) {
-        CUDA_CHECK(cudaMemcpy(m->params32, params, bytes, cudaMemcpyHostToDevice));
+        CUDA_CHECK(cudaMemcpyAsync(m->params32, params, bytes, cudaMemcpyHostToDevice, m->stream));
         TRY(cast_to_bf16(m->params16, m->params32, P));
     }
-    if (exp_avg) CUDA_CHECK(cudaMemcpy(m->exp_avg, exp_avg, bytes, cudaMemcpyHostToDevice));
-    if (exp_avg_sq) CUDA_CHECK(cudaMemcpy(m->exp_avg_sq, exp_avg_sq, bytes, cudaMemcpyHostToDevice));
-    CUDA_CHECK(cudaDeviceSynchronize());
+    if (exp_avg) CUDA_CHECK(cudaMemcpyAsync(m->exp_avg, exp_avg, bytes, cudaMemcpyHostToDevice, m->stream));
+    if (exp_avg_sq) CUDA_CHECK(cudaMemcpyAsync(m->exp_avg_sq, exp_avg_sq, bytes, cudaMemcpyHostToDevice, m->stream));
+    CUDA_CHECK(cudaStreamSynchronize(m->stream));
     return 0;
 }
 
 extern "C" int fast_model_get_logits(void *vm, float *out) {
     FastModel *m = (FastModel *)vm;
     if (!m->have_forward) return vrl_error("fast model: no forward to take logits from");
+    ops_use_stream(m->stream);
     for (int r0 = 0; r0 < m->N; r0 += m->ce_rows) {
         const int R = m->N - r0 < m->ce_rows ? m->N - r0 : m->ce_rows;
         TRY(logits_chunk(m, r0, R));
         for (int r = 0; r < R; r++) /* the V real columns of each padded row: [N,V] out, as ref's */
-            CUDA_CHECK(cudaMemcpy(out + (size_t)(r0 + r) * m->V, m->logits + (size_t)r * m->Vp,
-                                  (size_t)m->V * sizeof(float), cudaMemcpyDeviceToHost));
+            CUDA_CHECK(cudaMemcpyAsync(out + (size_t)(r0 + r) * m->V, m->logits + (size_t)r * m->Vp,
+                                       (size_t)m->V * sizeof(float), cudaMemcpyDeviceToHost, m->stream));
+        CUDA_CHECK(cudaStreamSynchronize(m->stream)); /* the chunk buffer is reused by the next chunk */
     }
     return 0;
 }

@@ -54,6 +54,31 @@ typedef struct {
     bf16 *out;        /* [N,d]   the layer's output */
 } FastActs;
 
+/* AdamW's per-step scalars (adamw.cu), in device memory so a captured update reads the
+ * current step's learning rate and bias corrections (formulas as ref/adamw.c, rounded on
+ * the host exactly as before). */
+typedef struct {
+    float step_size, bc2_sqrt, decay, w1, b2, w2, eps;
+    double max_norm; /* the clip threshold; <= 0: no clipping */
+} AdamWScalars;
+
+/* One captured piece of the step (model.cu's run_step_graph): the instantiated graph, the
+ * key it was captured for (a value baked into its launches), and whether a call with that
+ * key already ran uncaptured (the warm-up before the capture). */
+typedef struct {
+    cudaGraphExec_t exec;
+    double key;
+    int warm;
+} StepGraph;
+
+/* What the update's one wait brings back (pinned host memory). */
+#define FAST_MAX_MICRO 4096 /* micro-batches per update whose losses the device keeps */
+typedef struct {
+    double norm_sq;                /* the pre-clip squared global norm */
+    double forward_loss_sum;       /* a forward-only call's Σ losses */
+    double loss[FAST_MAX_MICRO];   /* each micro-batch's mean loss, in order */
+} FastReadback;
+
 typedef struct FastModel {
     ModelConfig c;
     const ParamTable *t; /* not owned */
@@ -70,6 +95,21 @@ typedef struct FastModel {
     double *norm_partial;        /* [ADAMW_NORM_BLOCKS + 2]: the blocks' squared sums, then the
                                   * squared norm and the clip coefficient (0: no clipping) */
     double *loss_sum;            /* [1] Σ losses of the last forward, summed on the device */
+    double *micro_loss;          /* [FAST_MAX_MICRO] the update's micro-batch mean losses, in order */
+    int32_t *micro_count;        /* [1] micro-batches of this update so far (the next loss's slot) */
+    AdamWScalars *adamw_scalars; /* [1] this step's AdamW scalars */
+
+    /* the step's structure (docs/fast.md, "The step"): one non-blocking stream; the micro-batch
+     * forward+backward and the update each captured once as a CUDA graph and replayed */
+    cudaStream_t stream;
+    int graph_on;                /* VRL_FAST_GRAPH, default 1; 0 queues every kernel each time */
+    StepGraph micro_graph;       /* forward+backward of a micro-batch; key: the gradient scale */
+    StepGraph update_graph;      /* norm, clip coefficient and AdamW; key: weight decay on or off */
+    cudaEvent_t uploaded;        /* the last host→device input copies are done: pinned inputs may change */
+    FastReadback *h_read;        /* pinned host: what the update's wait copies back */
+    AdamWScalars *h_adamw;       /* pinned host: the scalars' source */
+    int n_micro;                 /* host: forward_backward calls since zero_grad */
+    int read_valid;              /* h_read holds this update's losses (set by step's wait) */
     LayerOffsets *lo;    /* host [L] */
     size_t o_wte, o_lnf, o_lm_head;
 
@@ -81,10 +121,12 @@ typedef struct FastModel {
     /* activations */
     int32_t *tokens, *targets; /* [N] each; target −1 at each sequence's last position */
     int32_t *emb_uniq, *emb_offsets, *emb_pos; /* [N], [N+1], [N] embedding backward plan */
-    int32_t *h_tokens, *h_targets, *h_uniq, *h_offsets, *h_pos, *h_count; /* host mirrors; h_count [V] */
+    int32_t *emb_count;        /* [1] distinct tokens of the batch (the plan's U) */
+    /* host mirrors, pinned (the async copies' sources): tokens, targets, uniq [N], offsets [N+1],
+     * pos [N], emb_count [1]; h_count [V] plain host scratch */
+    int32_t *h_tokens, *h_targets, *h_uniq, *h_offsets, *h_pos, *h_emb_count, *h_count;
     float *h_score_lp;        /* host [N]: score_lp as copied back */
     uint8_t *h_score_greedy;  /* host [N]: score_greedy as copied back */
-    int emb_U;
     float *cos_t, *sin_t; /* [T, hd/2] */
     bf16 *emb;            /* [N,d] */
     FastActs *acts;       /* host [L] */
@@ -128,8 +170,14 @@ typedef struct FastModel {
  * get_logits keep the unpadded [V, d] Hugging Face tensors. */
 #define FAST_VOCAB_PAD 128
 
-/* AdamW (adamw.cu): clip to the global norm and update; returns the pre-clip norm or NaN. */
-double fast_adamw_step(FastModel *m, const AdamWConfig *opt, double lr, long t);
+/* AdamW (adamw.cu). fast_adamw_scalars: this step's scalars into h_adamw (host only).
+ * fast_adamw_queue: queue the norm, the clip coefficient and the update on m->stream,
+ * reading the scalars from m->adamw_scalars (capturable without data parallelism; with it
+ * the ranks' norms meet on the host, which writes the global squared norm back). 0 or -1. */
+void fast_adamw_scalars(FastModel *m, const AdamWConfig *opt, double lr, long t);
+int fast_adamw_queue(FastModel *m, const AdamWConfig *opt);
+/* The squared norm's slot in device memory (read back by the step's one wait). */
+static inline double *fast_adamw_norm_sq(FastModel *m) { return m->norm_partial + ADAMW_NORM_BLOCKS; }
 
 FAST_NS_END
 

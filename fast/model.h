@@ -14,11 +14,16 @@ extern "C" {
 /* A model of spec (which fast_capabilities must accept; spec outlives it) for [batch, seq]. */
 void *fast_model_create(const ModelSpec *spec, int batch, int seq);
 void fast_model_destroy(void *m);
-/* Mean loss over the batch's B*(T-1) predictions; with backward, adds grad_scale *
- * dLoss/dParam into the fp32 gradients. NaN with vrl_error on failure. */
+/* Without backward: the mean loss over the batch's B*(T-1) predictions. With backward: adds
+ * grad_scale * dLoss/dParam into the fp32 gradients and keeps the mean loss on the device
+ * (returns 0; fast_model_micro_losses reads it). NaN with vrl_error on failure. */
 double fast_model_forward(void *m, const int32_t *tokens /* [B,T] */, double grad_scale, int backward);
 int fast_model_zero_grad(void *m);
+/* Clip and AdamW; the update's one host wait. The pre-clip global norm, or NaN. */
 double fast_model_step(void *m, const AdamWConfig *opt, double lr, long t);
+/* Backend.micro_losses: the mean losses of the last n forward_backward calls since zero_grad,
+ * in order (read back by the step's wait; read here if no step came yet). 0 or -1. */
+int fast_model_micro_losses(void *m, double *out, int n);
 /* Host copies in fp32, laid out by the table; any pointer may be NULL. */
 int fast_model_get_state(void *m, float *params, float *grads, float *exp_avg, float *exp_avg_sq);
 int fast_model_set_state(void *m, const float *params, const float *exp_avg, const float *exp_avg_sq);

@@ -14,6 +14,8 @@
 
 FAST_NS_BEGIN
 
+cudaStream_t ops_stream = 0;
+
 /* ================================================================== matmul (cuBLASLt) */
 
 #define BLAS_WORKSPACE (32u << 20) /* cuBLASLt's recommendation for Hopper */
@@ -122,7 +124,7 @@ static int lt_matmul(Blas *b, void *D, cudaDataType_t dt, const void *C, const b
         if (p != &once) b->n_plans++;
     }
     const cublasStatus_t st = cublasLtMatmul(b->lt, p->op, &alpha, A, p->la, B, p->lb, &beta, C ? C : D, p->lc, D,
-                                             p->ld, &p->algo, b->workspace, b->workspace_bytes, 0);
+                                             p->ld, &p->algo, b->workspace, b->workspace_bytes, ops_stream);
     if (p == &once) plan_release(&once);
     if (st != CUBLAS_STATUS_SUCCESS)
         return vrl_error("fast: cuBLASLt status %d in cublasLtMatmul (m=%d n=%d k=%d)", (int)st, m, n, k);
@@ -184,15 +186,19 @@ __global__ void embedding_forward_kernel(bf16 *out, const int32_t *tokens, const
 }
 
 int embedding_forward(bf16 *out, const int32_t *tokens, const bf16 *wte, int N, int C) {
-    LAUNCH(embedding_forward_kernel, cdiv((size_t)N * C, 256), 256, 0, 0)(out, tokens, wte, N, C);
+    LAUNCH(embedding_forward_kernel, cdiv((size_t)N * C, 256), 256, 0, ops_stream)(out, tokens, wte, N, C);
     LAUNCH_CHECK();
     return 0;
 }
 
-/* grid: one block per distinct token; threads stride over channels */
+/* grid: one block per possible distinct token (the batch's count is read on the device, so
+ * the launch is the same for every batch and can be replayed by a graph); threads stride
+ * over channels */
 __global__ void embedding_backward_kernel(float *dwte, const float *dout, const int32_t *uniq,
-                                          const int32_t *offsets, const int32_t *pos, int C) {
-    const int u = blockIdx.x, tok = uniq[u], p0 = offsets[u], p1 = offsets[u + 1];
+                                          const int32_t *offsets, const int32_t *pos, const int32_t *n_uniq, int C) {
+    const int u = blockIdx.x;
+    if (u >= *n_uniq) return;
+    const int tok = uniq[u], p0 = offsets[u], p1 = offsets[u + 1];
     for (int c = threadIdx.x; c < C; c += blockDim.x) {
         float s = 0;
         for (int p = p0; p < p1; p++) s += dout[(size_t)pos[p] * C + c]; /* positions in order */
@@ -201,9 +207,9 @@ __global__ void embedding_backward_kernel(float *dwte, const float *dout, const 
 }
 
 int embedding_backward(float *dwte, const float *dout, const int32_t *uniq, const int32_t *offsets,
-                       const int32_t *pos, int U, int C) {
-    if (U == 0) return 0;
-    LAUNCH(embedding_backward_kernel, U, 256, 0, 0)(dwte, dout, uniq, offsets, pos, C);
+                       const int32_t *pos, const int32_t *n_uniq, int max_U, int C) {
+    if (max_U == 0) return 0;
+    LAUNCH(embedding_backward_kernel, max_U, 256, 0, ops_stream)(dwte, dout, uniq, offsets, pos, n_uniq, C);
     LAUNCH_CHECK();
     return 0;
 }
@@ -233,7 +239,7 @@ __global__ void rmsnorm_forward_kernel(bf16 *out, float *rstd, const bf16 *inp, 
 }
 
 int rmsnorm_forward(bf16 *out, float *rstd, const bf16 *inp, const bf16 *weight, int N, int C, float eps) {
-    LAUNCH(rmsnorm_forward_kernel, cdiv(N, 8), 256, 0, 0)(out, rstd, inp, weight, N, C, eps);
+    LAUNCH(rmsnorm_forward_kernel, cdiv(N, 8), 256, 0, ops_stream)(out, rstd, inp, weight, N, C, eps);
     LAUNCH_CHECK();
     return 0;
 }
@@ -258,7 +264,7 @@ __global__ void rmsnorm_backward_kernel(float *dinp32, bf16 *dinp16, const float
 
 int rmsnorm_backward(float *dinp32, bf16 *dinp16, const float *dout, const bf16 *inp, const bf16 *weight,
                      const float *rstd, int N, int C) {
-    LAUNCH(rmsnorm_backward_kernel, cdiv(N, 8), 256, 0, 0)(dinp32, dinp16, dout, inp, weight, rstd, N, C);
+    LAUNCH(rmsnorm_backward_kernel, cdiv(N, 8), 256, 0, ops_stream)(dinp32, dinp16, dout, inp, weight, rstd, N, C);
     LAUNCH_CHECK();
     return 0;
 }
@@ -294,9 +300,9 @@ __global__ void rmsnorm_weight_reduce_kernel(float *dweight, const float *partia
 int rmsnorm_backward_weight(float *dweight, float *partial, const float *dout, const bf16 *inp, const float *rstd,
                             int N, int C) {
     const int chunks = (int)cdiv(N, RMSNORM_WEIGHT_ROWS);
-    LAUNCH(rmsnorm_weight_partial_kernel, dim3(cdiv(C, 32), chunks), dim3(32, 8), 0, 0)(partial, dout, inp, rstd, N, C);
+    LAUNCH(rmsnorm_weight_partial_kernel, dim3(cdiv(C, 32), chunks), dim3(32, 8), 0, ops_stream)(partial, dout, inp, rstd, N, C);
     LAUNCH_CHECK();
-    LAUNCH(rmsnorm_weight_reduce_kernel, cdiv(C, 256), 256, 0, 0)(dweight, partial, chunks, C);
+    LAUNCH(rmsnorm_weight_reduce_kernel, cdiv(C, 256), 256, 0, ops_stream)(dweight, partial, chunks, C);
     LAUNCH_CHECK();
     return 0;
 }
@@ -322,14 +328,14 @@ __global__ void rope_kernel(bf16 *x, const float *cos_t, const float *sin_t, int
 
 int rope_forward(bf16 *x, const float *cos_t, const float *sin_t, int B, int T, int NHX, int hd) {
     const size_t n = (size_t)B * T * NHX * (hd / 2);
-    LAUNCH(rope_kernel, cdiv(n, 256), 256, 0, 0)(x, cos_t, sin_t, B * T, T, NHX, hd, 1.0f);
+    LAUNCH(rope_kernel, cdiv(n, 256), 256, 0, ops_stream)(x, cos_t, sin_t, B * T, T, NHX, hd, 1.0f);
     LAUNCH_CHECK();
     return 0;
 }
 
 int rope_backward(bf16 *x, const float *cos_t, const float *sin_t, int B, int T, int NHX, int hd) {
     const size_t n = (size_t)B * T * NHX * (hd / 2);
-    LAUNCH(rope_kernel, cdiv(n, 256), 256, 0, 0)(x, cos_t, sin_t, B * T, T, NHX, hd, -1.0f);
+    LAUNCH(rope_kernel, cdiv(n, 256), 256, 0, ops_stream)(x, cos_t, sin_t, B * T, T, NHX, hd, -1.0f);
     LAUNCH_CHECK();
     return 0;
 }
@@ -345,7 +351,7 @@ __global__ void swiglu_forward_kernel(bf16 *out, const bf16 *gate, const bf16 *u
 }
 
 int swiglu_forward(bf16 *out, const bf16 *gate, const bf16 *up, size_t n) {
-    LAUNCH(swiglu_forward_kernel, cdiv(n, 256), 256, 0, 0)(out, gate, up, n);
+    LAUNCH(swiglu_forward_kernel, cdiv(n, 256), 256, 0, ops_stream)(out, gate, up, n);
     LAUNCH_CHECK();
     return 0;
 }
@@ -362,7 +368,7 @@ __global__ void swiglu_backward_kernel(bf16 *dgate, bf16 *dup, const bf16 *dout,
 }
 
 int swiglu_backward(bf16 *dgate, bf16 *dup, const bf16 *dout, const bf16 *gate, const bf16 *up, size_t n) {
-    LAUNCH(swiglu_backward_kernel, cdiv(n, 256), 256, 0, 0)(dgate, dup, dout, gate, up, n);
+    LAUNCH(swiglu_backward_kernel, cdiv(n, 256), 256, 0, ops_stream)(dgate, dup, dout, gate, up, n);
     LAUNCH_CHECK();
     return 0;
 }
@@ -383,7 +389,7 @@ __global__ void mix_forward_kernel(bf16 *out, MixArgs a, size_t n) {
 }
 
 int mix_forward(bf16 *out, const MixArgs *a, size_t n) {
-    LAUNCH(mix_forward_kernel, cdiv(n, 256), 256, 0, 0)(out, *a, n);
+    LAUNCH(mix_forward_kernel, cdiv(n, 256), 256, 0, ops_stream)(out, *a, n);
     LAUNCH_CHECK();
     return 0;
 }
@@ -400,13 +406,13 @@ __global__ void mix_backward_kernel(MixArgs a, const G *dout, size_t n) {
 }
 
 int mix_backward(const MixArgs *a, const float *dout, size_t n) {
-    LAUNCH(mix_backward_kernel<float>, cdiv(n, 256), 256, 0, 0)(*a, dout, n);
+    LAUNCH(mix_backward_kernel<float>, cdiv(n, 256), 256, 0, ops_stream)(*a, dout, n);
     LAUNCH_CHECK();
     return 0;
 }
 
 int mix_backward_bf16(const MixArgs *a, const bf16 *dout, size_t n) {
-    LAUNCH(mix_backward_kernel<bf16>, cdiv(n, 256), 256, 0, 0)(*a, dout, n);
+    LAUNCH(mix_backward_kernel<bf16>, cdiv(n, 256), 256, 0, ops_stream)(*a, dout, n);
     LAUNCH_CHECK();
     return 0;
 }
@@ -424,7 +430,7 @@ __global__ void correction_forward_kernel(bf16 *out, const bf16 *atty, MixArgs a
 
 int correction_forward(bf16 *out, const bf16 *atty, const MixArgs *a, int N, int NH, int NKV, int hd) {
     const size_t n = (size_t)N * NH * hd;
-    LAUNCH(correction_forward_kernel, cdiv(n, 256), 256, 0, 0)(out, atty, *a, N, NH, NKV, hd);
+    LAUNCH(correction_forward_kernel, cdiv(n, 256), 256, 0, ops_stream)(out, atty, *a, N, NH, NKV, hd);
     LAUNCH_CHECK();
     return 0;
 }
@@ -442,7 +448,7 @@ __global__ void correction_backward_kernel(MixArgs a, const bf16 *dout, int N, i
 
 int correction_backward(const MixArgs *a, const bf16 *dout, int N, int NH, int NKV, int hd) {
     const size_t n = (size_t)N * NKV * hd;
-    LAUNCH(correction_backward_kernel, cdiv(n, 256), 256, 0, 0)(*a, dout, N, NH, NKV, hd);
+    LAUNCH(correction_backward_kernel, cdiv(n, 256), 256, 0, ops_stream)(*a, dout, N, NH, NKV, hd);
     LAUNCH_CHECK();
     return 0;
 }
@@ -479,9 +485,9 @@ __global__ void lambda_reduce_kernel(LambdaGradArgs a, const float *partial) {
 
 int lambda_backward(const LambdaGradArgs *a, const float *dout, size_t n_el, float *partial) {
     if (a->n == 0) return 0;
-    LAUNCH(lambda_partial_kernel, dim3(LAMBDA_BLOCKS, a->n), LAMBDA_THREADS, 0, 0)(partial, *a, dout, n_el);
+    LAUNCH(lambda_partial_kernel, dim3(LAMBDA_BLOCKS, a->n), LAMBDA_THREADS, 0, ops_stream)(partial, *a, dout, n_el);
     LAUNCH_CHECK();
-    LAUNCH(lambda_reduce_kernel, 1, FAST_MAX_LAYERS, 0, 0)(*a, partial);
+    LAUNCH(lambda_reduce_kernel, 1, FAST_MAX_LAYERS, 0, ops_stream)(*a, partial);
     LAUNCH_CHECK();
     return 0;
 }
@@ -721,7 +727,7 @@ int attention_forward(bf16 *out, float *lse, const bf16 *q, const bf16 *k, const
                       int NKV, int hd) {
     const float scale = 1.0f / sqrtf((float)hd);
     const dim3 grid(cdiv(T, ATT_BQ), B * NH);
-#define FWD LAUNCH(attention_forward_kernel<HDc>, grid, ATT_BQ, 0, 0)(out, lse, q, k, v, T, NH, NKV, scale)
+#define FWD LAUNCH(attention_forward_kernel<HDc>, grid, ATT_BQ, 0, ops_stream)(out, lse, q, k, v, T, NH, NKV, scale)
     switch (hd) {
         ATT_DISPATCH(8, FWD)
         ATT_DISPATCH(16, FWD)
@@ -740,12 +746,12 @@ int attention_backward(bf16 *dq, bf16 *dk, float *dv, float *Dscratch, const bf1
                        int hd) {
     const float scale = 1.0f / sqrtf((float)hd);
     const size_t rows = (size_t)B * T * NH;
-    LAUNCH(attention_backward_D_kernel, cdiv(rows, 256), 256, 0, 0)(Dscratch, dout, out, B, T, NH, hd);
+    LAUNCH(attention_backward_D_kernel, cdiv(rows, 256), 256, 0, ops_stream)(Dscratch, dout, out, B, T, NH, hd);
     LAUNCH_CHECK();
     const dim3 gkv(cdiv(T, ATT_BQ), B * NKV), gq(cdiv(T, ATT_BQ), B * NH);
 #define BWD                                                                                                   \
-    LAUNCH(attention_backward_dkdv_kernel<HDc>, gkv, ATT_BQ, 0, 0)(dk, dv, dout, q, k, v, lse, Dscratch, T, NH, NKV, scale); \
-    LAUNCH(attention_backward_dq_kernel<HDc>, gq, ATT_BQ, 0, 0)(dq, dout, q, k, v, lse, Dscratch, T, NH, NKV, scale)
+    LAUNCH(attention_backward_dkdv_kernel<HDc>, gkv, ATT_BQ, 0, ops_stream)(dk, dv, dout, q, k, v, lse, Dscratch, T, NH, NKV, scale); \
+    LAUNCH(attention_backward_dq_kernel<HDc>, gq, ATT_BQ, 0, ops_stream)(dq, dout, q, k, v, lse, Dscratch, T, NH, NKV, scale)
     switch (hd) {
         ATT_DISPATCH(8, BWD)
         ATT_DISPATCH(16, BWD)
@@ -814,7 +820,7 @@ __global__ void __launch_bounds__(CE_THREADS) crossentropy_kernel(float *losses,
 
 int crossentropy_forward_backward(float *losses, bf16 *dlogits, const float *logits, const int32_t *targets, int R,
                                   int V, int ld, float w) {
-    LAUNCH(crossentropy_kernel, R, CE_THREADS, 0, 0)(losses, dlogits, logits, targets, V, ld, w);
+    LAUNCH(crossentropy_kernel, R, CE_THREADS, 0, ops_stream)(losses, dlogits, logits, targets, V, ld, w);
     LAUNCH_CHECK();
     return 0;
 }
@@ -871,7 +877,7 @@ __global__ void __launch_bounds__(CE_THREADS) token_logprobs_kernel(float *logpr
 template <typename T>
 static int token_logprobs_launch(float *logprob, uint8_t *greedy, const T *logits, const int32_t *targets, int R,
                                  int V, int ld) {
-    LAUNCH(token_logprobs_kernel<T>, R, CE_THREADS, 0, 0)(logprob, greedy, logits, targets, V, ld);
+    LAUNCH(token_logprobs_kernel<T>, R, CE_THREADS, 0, ops_stream)(logprob, greedy, logits, targets, V, ld);
     LAUNCH_CHECK();
     return 0;
 }
@@ -903,7 +909,21 @@ __global__ void __launch_bounds__(LOSS_THREADS) loss_sum_kernel(double *out, con
 }
 
 int loss_sum(double *out, const float *losses, int n) {
-    LAUNCH(loss_sum_kernel, 1, LOSS_THREADS, 0, 0)(out, losses, n);
+    LAUNCH(loss_sum_kernel, 1, LOSS_THREADS, 0, ops_stream)(out, losses, n);
+    LAUNCH_CHECK();
+    return 0;
+}
+
+/* one thread: the mean into the next slot (the host's former division, in double) */
+__global__ void loss_record_kernel(double *slots, int32_t *count, int capacity, const double *sum, double denom) {
+    if (threadIdx.x != 0 || blockIdx.x != 0) return;
+    const int k = *count;
+    if (k < capacity) slots[k] = *sum / denom;
+    *count = k + 1;
+}
+
+int loss_record(double *slots, int32_t *count, int capacity, const double *sum, double denom) {
+    LAUNCH(loss_record_kernel, 1, 1, 0, ops_stream)(slots, count, capacity, sum, denom);
     LAUNCH_CHECK();
     return 0;
 }
@@ -916,7 +936,7 @@ __global__ void cast_to_bf16_kernel(bf16 *out, const float *inp, size_t n) {
 }
 
 int cast_to_bf16(bf16 *out, const float *inp, size_t n) {
-    LAUNCH(cast_to_bf16_kernel, cdiv(n, 256), 256, 0, 0)(out, inp, n);
+    LAUNCH(cast_to_bf16_kernel, cdiv(n, 256), 256, 0, ops_stream)(out, inp, n);
     LAUNCH_CHECK();
     return 0;
 }

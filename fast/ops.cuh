@@ -7,13 +7,20 @@
  *    parameter gradients are fp32 and ADDED to (+=), so micro-batches accumulate.
  *  - Activation gradients are WRITTEN (=) unless the comment says +=: each is produced
  *    once per layer, so the ref's zero-then-add is a plain store here.
- *  - Every launcher runs on the default stream and returns 0, or -1 with vrl_error. */
+ *  - Every launcher (kernels and cuBLASLt) issues its work on ops_stream, the calling
+ *    model's non-blocking stream (ops_use_stream, set by every model entry point; 0, the
+ *    legacy default stream, until one is set), and returns 0, or -1 with vrl_error. */
 #ifndef VRL_FAST_OPS_CUH
 #define VRL_FAST_OPS_CUH
 
 #include "fast/common.cuh"
 
 FAST_NS_BEGIN
+
+/* The stream every launcher below issues on. The host drives one model at a time, so one
+ * variable serves; a model sets its own stream before it queues anything. */
+extern cudaStream_t ops_stream;
+static inline void ops_use_stream(cudaStream_t s) { ops_stream = s; }
 
 /* ------------------------------------------------------------------ matmul (cuBLASLt) */
 /* One GEMM shape's cuBLASLt descriptors and the algorithm the heuristic picked for it, made
@@ -64,9 +71,11 @@ int matmul_raw(Blas *b, float *D, const bf16 *A, const bf16 *B_, int m, int n, i
 int embedding_forward(bf16 *out, const int32_t *tokens, const bf16 *wte, int N, int C);
 /* dwte[tok] += Σ dout[n] over the positions n holding tok, in position order, one block
  * per distinct token (deterministic; no atomics). The host sorts positions by token:
- * uniq [U] distinct tokens, offsets [U+1] into pos [N] positions.  dwte [V,C] fp32, dout [N,C] fp32 */
+ * uniq [U] distinct tokens, offsets [U+1] into pos [N] positions; U = *n_uniq is read on
+ * the device (max_U >= U blocks are launched, the rest return at once), so one launch
+ * serves every batch.  dwte [V,C] fp32, dout [N,C] fp32, n_uniq [1] */
 int embedding_backward(float *dwte, const float *dout, const int32_t *uniq, const int32_t *offsets,
-                       const int32_t *pos, int U, int C);
+                       const int32_t *pos, const int32_t *n_uniq, int max_U, int C);
 
 /* ------------------------------------------------------------------ rmsnorm */
 /* out = weight · bf16(inp · rstd) as HF's LlamaRMSNorm in bf16; statistics in fp32.
@@ -173,6 +182,10 @@ int token_logprobs_forward(float *logprob, uint8_t *greedy, const bf16 *logits, 
 /* *out = Σ_n losses[n] in double, one block, a fixed order (strided per thread, then a
  * fixed tree): the batch's loss stays on the device until the step's end.  losses [n] */
 int loss_sum(double *out, const float *losses, int n);
+/* slots[*count] = *sum / denom (when *count < capacity), then ++*count: a micro-batch's mean
+ * loss kept on the device in micro-batch order until the step reads them all at once.
+ * slots [capacity] double, count [1], sum [1] */
+int loss_record(double *slots, int32_t *count, int capacity, const double *sum, double denom);
 
 /* ------------------------------------------------------------------ elementwise */
 /* out = bf16(inp).  [n] */

@@ -27,15 +27,15 @@ typedef struct {
     size_t shard_off;    /* this rank's block in gshard */
     int owner;           /* layer 0 .. L-1, or ZERO_EMBED / ZERO_HEAD / ZERO_LATE */
     int launched;        /* reduce-scatter issued in the running backward */
-    cudaEvent_t ready;   /* default stream: the bucket's gradients are complete */
+    cudaEvent_t ready;   /* model's stream: the bucket's gradients are complete */
     cudaEvent_t gathered;/* communication stream: its bf16 parameters are everywhere */
 } ZeroBucket;
 
 struct ZeroState {
     ncclComm_t comm;
-    cudaStream_t stream;      /* non-blocking: runs beside the default stream */
+    cudaStream_t stream;      /* non-blocking: runs beside the model's stream */
     cudaEvent_t reduced;      /* communication stream: every reduce-scatter done */
-    cudaEvent_t updated;      /* default stream: the shard's AdamW done */
+    cudaEvent_t updated;      /* model's stream: the shard's AdamW done */
     int rank, world;
     int armed;                /* the running backward reduce-scatters */
     int n;                    /* buckets, in table order */
@@ -95,6 +95,11 @@ static int build_buckets(ZeroState *z, const FastModel *m) {
 extern "C" int fast_shard_open(void *vm) {
     FastModel *m = (FastModel *)vm;
     if (m->zero) return 0;
+    /* one rank: its shard is the whole gradient and there is nothing to exchange, so no
+     * communicator; the step then runs as graphs (model.cu). VRL_FAST_ZERO_ONE_RANK=1 keeps
+     * the NCCL path at one rank (test_fast_nccl compares it with the plain path). */
+    const char *one = getenv("VRL_FAST_ZERO_ONE_RANK");
+    if (dist_world() == 1 && !(one && one[0] == '1')) return 0;
     ZeroState *z = (ZeroState *)calloc(1, sizeof *z);
     if (!z) return vrl_error("fast: out of host memory");
     m->zero = z;
@@ -148,7 +153,7 @@ extern "C" void fast_shard_close(void *vm) {
 
 static int reduce_scatter(FastModel *m, ZeroBucket *b) {
     ZeroState *z = m->zero;
-    CUDA_CHECK(cudaEventRecord(b->ready, 0));
+    CUDA_CHECK(cudaEventRecord(b->ready, m->stream));
     CUDA_CHECK(cudaStreamWaitEvent(z->stream, b->ready, 0));
     float *src = m->grads + b->start, *dst = z->gshard + b->shard_off;
     if (b->len % z->world == 0) {
@@ -184,7 +189,7 @@ int zero_backward_end(FastModel *m) {
 }
 
 int zero_wait_reduced(FastModel *m) {
-    CUDA_CHECK(cudaStreamWaitEvent(0, m->zero->reduced, 0));
+    CUDA_CHECK(cudaStreamWaitEvent(m->stream, m->zero->reduced, 0));
     return 0;
 }
 
@@ -226,7 +231,7 @@ static int gather(ZeroState *z, const ZeroBucket *b, void *base, size_t esize, n
 
 int zero_gather_params(FastModel *m) {
     ZeroState *z = m->zero;
-    CUDA_CHECK(cudaEventRecord(z->updated, 0));
+    CUDA_CHECK(cudaEventRecord(z->updated, m->stream));
     CUDA_CHECK(cudaStreamWaitEvent(z->stream, z->updated, 0));
     /* forward order: the embedding, the layers, the head, the rest */
     const int order[4] = {ZERO_EMBED, 0, ZERO_HEAD, ZERO_LATE};
@@ -244,14 +249,14 @@ int zero_wait_params(FastModel *m, int owner) {
     ZeroState *z = m->zero;
     if (!z) return 0;
     for (int k = 0; k < z->n; k++)
-        if (z->b[k].owner == owner) CUDA_CHECK(cudaStreamWaitEvent(0, z->b[k].gathered, 0));
+        if (z->b[k].owner == owner) CUDA_CHECK(cudaStreamWaitEvent(m->stream, z->b[k].gathered, 0));
     return 0;
 }
 
 int zero_gather_state(FastModel *m) {
     ZeroState *z = m->zero;
     if (!z || z->world == 1) return 0; /* one rank's shard is everything */
-    CUDA_CHECK(cudaEventRecord(z->updated, 0));
+    CUDA_CHECK(cudaEventRecord(z->updated, m->stream));
     CUDA_CHECK(cudaStreamWaitEvent(z->stream, z->updated, 0));
     for (int k = 0; k < z->n; k++) {
         if (gather(z, &z->b[k], m->params32, sizeof(float), ncclFloat32) < 0) return -1;

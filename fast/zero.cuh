@@ -8,7 +8,7 @@
  *   backward  as soon as an owner's gradients are complete (the head first, then layers
  *             L-1 .. 0, then the embedding), its buckets are reduce-scattered (fp32 sum) on
  *             the communication stream into gshard, this rank's blocks back to back, while
- *             the default stream goes on with the next layer's backward;
+ *             the model's stream goes on with the next layer's backward;
  *   step      the global gradient norm = the shards' squared norms summed in rank order
  *             (common/run/dist.h), then AdamW (adamw.cu's kernels, with offsets) on this
  *             rank's blocks of the fp32 master weights and moments, which also writes their
@@ -32,7 +32,8 @@ FAST_NS_BEGIN
 #define ZERO_HEAD (-2)
 #define ZERO_LATE (-3)
 
-/* All of these are no-ops when m->zero is NULL (one process without NCCL). */
+/* All of these are no-ops when m->zero is NULL (one process: without NCCL, or one rank,
+ * where fast_shard_open makes no communicator). */
 
 /* The forward of `owner` is about to read its parameters: wait for their all-gather. */
 int zero_wait_params(FastModel *m, int owner);
@@ -47,7 +48,7 @@ int zero_n_ranges(const FastModel *m);
 void zero_range(const FastModel *m, int k, size_t *start, size_t *n, float **grad);
 /* The reduced shard gradient, all of it (gaps zero): for the norm. */
 float *zero_shard_grads(const FastModel *m, size_t *n);
-/* Wait (default stream) for the backward's reduce-scatters. */
+/* Wait (the model's stream) for the backward's reduce-scatters. */
 int zero_wait_reduced(FastModel *m);
 /* After the shard's update: all-gather the bf16 parameters on the communication stream. */
 int zero_gather_params(FastModel *m);

@@ -1,5 +1,8 @@
-/* backend.c: the one check every command makes before it uses a backend (backend.h). */
+/* backend.c: the one check every command makes before it uses a backend, and a loss read
+ * that works for backends that keep it on the device (backend.h). */
 #include "common/model/backend.h"
+
+#include <math.h>
 
 #include "common/base/error.h"
 
@@ -14,4 +17,11 @@ int backend_require(const Backend *be, const ModelSpec *s, unsigned need) {
     if (why[0]) vrl_error("backend %s cannot %s this model: %s", be->name, what, why);
     else vrl_error("backend %s cannot %s this model (variant \"%s\")", be->name, what, s->config.variant);
     return 0;
+}
+
+double backend_forward_backward_now(const Backend *be, void *m, const int32_t *tokens, double grad_scale) {
+    const double loss = be->forward_backward(m, tokens, grad_scale);
+    if (!be->micro_losses || isnan(loss)) return loss;
+    double kept = NAN;
+    return be->micro_losses(m, &kept, 1) < 0 ? NAN : kept;
 }

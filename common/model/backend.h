@@ -55,8 +55,15 @@ typedef struct Backend {
     void (*destroy)(void *m);
 
     /* Forward and backward of one micro-batch; gradients are *added* to the gradient
-     * buffer scaled by grad_scale (1/accum). Returns the micro-batch's mean loss. */
+     * buffer scaled by grad_scale (1/accum). Returns the micro-batch's mean loss, or, where
+     * micro_losses is not NULL, 0 (the loss stays with the backend until the step); NaN with
+     * vrl_error when it refused the batch. */
     double (*forward_backward)(void *m, const int32_t *tokens /* [batch, seq] */, double grad_scale);
+    /* Deferred losses (fast/: no host wait inside a step): the mean losses of the last n
+     * forward_backward calls since zero_grad, in call order, into out [n]; the trainer calls
+     * it after step, whose one wait brought them back (earlier, it waits itself). 0, or -1
+     * with vrl_error. NULL where forward_backward returns the loss itself (ref/). */
+    int (*micro_losses)(void *m, double *out, int n);
     /* Key the randomness of the next training forward (GPT-2 dropout masks) by the run's
      * seed, the update about to be taken (1-based) and the micro-batch within it, so a
      * resumed run draws exactly the masks the uninterrupted run drew. NULL if the
@@ -123,6 +130,10 @@ typedef struct Backend {
     int (*decode)(void *m, void *kv, const int32_t *tokens /* [batch, n_new] */, int n_new,
                   void *logits_out /* [batch, n_new, vocab] */);
 } Backend;
+
+/* forward_backward's mean loss, read at once also from a backend that keeps it
+ * (micro_losses: this waits for the device): for tests and benchmarks, not the trainer. */
+double backend_forward_backward_now(const Backend *be, void *m, const int32_t *tokens, double grad_scale);
 
 /* 1 if be can do everything in `need` for s; else 0 with vrl_error("NAME: reason"). */
 int backend_require(const Backend *be, const ModelSpec *s, unsigned need);

@@ -51,9 +51,9 @@ void dist_grad_close(DistGrad *g) {
 int dist_grad_rounds(const DistGrad *g) { return g->accum / g->world; }
 int dist_grad_micro(const DistGrad *g, int round) { return round * g->world + g->rank; }
 
-void dist_grad_begin_micro(DistGrad *g, const Backend *be, void *model) {
+void dist_grad_begin_micro(DistGrad *g, const Backend *be, void *model, int round) {
     if (g->mode == DIST_HOST_SUM) be->zero_grad(model);
-    if (g->mode == DIST_SHARDED && g->rounds_done == dist_grad_rounds(g) - 1) be->reduce_next(model);
+    if (g->mode == DIST_SHARDED && round == dist_grad_rounds(g) - 1) be->reduce_next(model);
 }
 
 /* sum (+)= x, elementwise, in the backend's precision */

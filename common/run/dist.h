@@ -61,10 +61,11 @@ void dist_grad_close(DistGrad *g);
 int dist_grad_rounds(const DistGrad *g);
 int dist_grad_micro(const DistGrad *g, int round);
 
-/* Before this rank's micro-batch of a round: clear the backend's gradients when each
- * micro-batch is kept apart; before the last round of a sharded backend, ask its
- * backward to reduce-scatter. */
-void dist_grad_begin_micro(DistGrad *g, const Backend *be, void *model);
+/* Before this rank's micro-batch of round `round` (0-based): clear the backend's gradients
+ * when each micro-batch is kept apart; before the last round of a sharded backend, ask its
+ * backward to reduce-scatter. (The round is passed, not counted by dist_grad_end_micro: a
+ * backend with deferred losses ends its micro-batches only after its step.) */
+void dist_grad_begin_micro(DistGrad *g, const Backend *be, void *model, int round);
 /* After it: `loss` is its mean loss. Exchanges the round's gradients and losses and adds
  * them in micro-batch order. */
 int dist_grad_end_micro(DistGrad *g, const Backend *be, void *model, double loss);

@@ -283,6 +283,8 @@ typedef struct {
     void *model;             /* be's model of h.spec, holding the run's state */
     int32_t *tokens;         /* [batch, seq] one micro-batch */
     int32_t *skip;           /* [batch, seq] other ranks' micro-batches, read and dropped */
+    double *micro_losses;    /* [accum] this rank's micro-batch losses of an update, where the
+                              * backend keeps them until its step (Backend.micro_losses) */
     Metrics met;             /* metrics.jsonl + progress line */
     TrainState st;           /* the step reached, the RNG, the data position */
     DistGrad dg;             /* who takes which micro-batch, how gradients combine (dist.h) */
@@ -295,6 +297,7 @@ typedef struct {
 static void run_close(Run *r) {
     free(r->tokens);
     free(r->skip);
+    free(r->micro_losses);
     dist_grad_close(&r->dg);
     metrics_close(&r->met);
     if (r->model) r->be->destroy(r->model);
@@ -398,6 +401,7 @@ static int run_open(TrainArgs *a, Run *r) {
     if (r->root && metrics_open(&r->met, a->out, a->resume ? st->step : -1) < 0) return -1;
     if (r->root && changes[0] && metrics_log_resume(&r->met, st->step, changes) < 0) return -1;
     if (!(r->tokens = malloc((size_t)a->batch * a->seq * sizeof *r->tokens))) return vrl_error("out of memory");
+    if (!(r->micro_losses = malloc((size_t)a->accum * sizeof *r->micro_losses))) return vrl_error("out of memory");
     if (r->dg.world > 1 && !(r->skip = malloc((size_t)a->batch * a->seq * sizeof *r->skip)))
         return vrl_error("out of memory");
     if (!a->quiet)
@@ -415,7 +419,10 @@ static int run_open(TrainArgs *a, Run *r) {
 /* One update, number `step` (1-based): accum micro-batches (gradients summed, scaled by
  * 1/accum), then clipping and AdamW at lr(step - 1). *loss is the mean of the micro-batch
  * means, *norm the pre-clip gradient norm. -1 on a data error or a non-finite loss.
- * Micro-batch i of the update is rank i % world's (common/run/dist.h). */
+ * Micro-batch i of the update is rank i % world's (common/run/dist.h). A backend that keeps
+ * its losses on the device (Backend.micro_losses, fast/) hands them over after its step, so
+ * the update has one host wait: the losses are then combined in the same order, and a
+ * non-finite loss ends the run as before (the weights it updated are never saved). */
 static int train_update(Run *r, long step, double *loss, double *lr, double *norm) {
     const TrainArgs *a = r->a;
     const Backend *be = r->be;
@@ -426,10 +433,22 @@ static int train_update(Run *r, long step, double *loss, double *lr, double *nor
         for (int k = 0; k < dg->world; k++) /* every rank reads every batch: the position stays global */
             if (next_batch(a, r->train, r->mix, k == dg->rank ? r->tokens : r->skip) < 0) return -1;
         const int micro = dist_grad_micro(dg, round);
-        dist_grad_begin_micro(dg, be, r->model);
+        dist_grad_begin_micro(dg, be, r->model, round);
         if (be->set_rng_key) be->set_rng_key(r->model, a->seed, step, micro);
         const double micro_loss = be->forward_backward(r->model, r->tokens, 1.0 / a->accum);
+        if (be->micro_losses) {
+            if (isnan(micro_loss) && vrl_last_error()[0]) return -1; /* refused the batch */
+            continue;
+        }
         if (dist_grad_end_micro(dg, be, r->model, micro_loss) < 0) return -1;
+    }
+    *lr = schedule_lr(&a->sched, step - 1);
+    if (be->micro_losses) {
+        *norm = be->step(r->model, &a->opt, *lr, step);
+        const int rounds = dist_grad_rounds(dg);
+        if (be->micro_losses(r->model, r->micro_losses, rounds) < 0) return -1;
+        for (int round = 0; round < rounds; round++)
+            if (dist_grad_end_micro(dg, be, r->model, r->micro_losses[round]) < 0) return -1;
     }
     *loss = dist_grad_finish(dg, be, r->model);
     if (!isfinite(*loss)) {
@@ -441,8 +460,7 @@ static int train_update(Run *r, long step, double *loss, double *lr, double *nor
             vrl_error("step %ld: training loss is %g (diverged) before the first checkpoint", step, *loss);
         return -1;
     }
-    *lr = schedule_lr(&a->sched, step - 1);
-    *norm = be->step(r->model, &a->opt, *lr, step);
+    if (!be->micro_losses) *norm = be->step(r->model, &a->opt, *lr, step);
     return 0;
 }
 

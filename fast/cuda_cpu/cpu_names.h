@@ -19,6 +19,7 @@
 #define fast_model_forward fast_model_forward_cpu
 #define fast_model_zero_grad fast_model_zero_grad_cpu
 #define fast_model_step fast_model_step_cpu
+#define fast_model_micro_losses fast_model_micro_losses_cpu
 #define fast_model_get_state fast_model_get_state_cpu
 #define fast_model_set_state fast_model_set_state_cpu
 #define fast_model_get_logits fast_model_get_logits_cpu

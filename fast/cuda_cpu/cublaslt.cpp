@@ -167,12 +167,38 @@ cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t h, cublasLtMatmul
     return ok();
 }
 
+namespace {
+/* D = alpha·op(A)·op(B) + beta·C with checked shapes (the descriptors by value: a recorded
+ * matmul must not depend on descriptors destroyed after the capture). */
+void matmul_now(CublasCpuDesc op, float al, const void *A, CublasCpuLayout a, const void *B, CublasCpuLayout b,
+                float be, const void *C, CublasCpuLayout c, void *D, CublasCpuLayout d, uint64_t m, uint64_t n,
+                uint64_t k) {
+    /* opA [m,k] and opB [n,k], row-major fp32: element (i, p) of op(A), (j, p) of op(B) */
+    std::vector<float> opA(m * k), opB(n * k);
+    for (uint64_t i = 0; i < m; i++)
+        for (uint64_t p = 0; p < k; p++)
+            opA[i * k + p] = load(A, CUDA_R_16BF, op.ta == CUBLAS_OP_N ? i + p * a.ld : p + i * a.ld);
+    for (uint64_t j = 0; j < n; j++)
+        for (uint64_t p = 0; p < k; p++)
+            opB[j * k + p] = load(B, CUDA_R_16BF, op.tb == CUBLAS_OP_N ? p + j * b.ld : j + p * b.ld);
+    for (uint64_t j = 0; j < n; j++)
+        for (uint64_t i = 0; i < m; i++) {
+            const float acc = dot_in_order(&opA[i * k], &opB[j * k], k);
+            /* beta = 0 ignores C (it may hold NaN), as cuBLASLt does */
+            const float v = be == 0.0f ? al * acc : al * acc + be * load(C, c.type, i + j * c.ld);
+            if (d.type == CUDA_R_16BF) ((__nv_bfloat16 *)D)[i + j * d.ld] = __float2bfloat16(v);
+            else ((float *)D)[i + j * d.ld] = v;
+        }
+}
+} // namespace
+
+/* Checked when issued; run then, or at replay when stream is capturing (runtime.h). */
 cublasStatus_t cublasLtMatmul(cublasLtHandle_t h, cublasLtMatmulDesc_t op, const void *alpha, const void *A,
                               cublasLtMatrixLayout_t a, const void *B, cublasLtMatrixLayout_t b, const void *beta,
                               const void *C, cublasLtMatrixLayout_t c, void *D, cublasLtMatrixLayout_t d,
                               const cublasLtMatmulAlgo_t *algo, void *workspace, size_t workspace_bytes,
                               cudaStream_t stream) {
-    (void)workspace, (void)workspace_bytes, (void)stream;
+    (void)workspace, (void)workspace_bytes;
     uint64_t m, n, k;
     why[0] = '\0';
     if (!h || !algo || !alpha || !beta || !A || !B || !C || !D) return refuse("matmul: a NULL argument");
@@ -184,21 +210,12 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t h, cublasLtMatmulDesc_t op, const
             return refuse("%c at %p is not %u-byte aligned as the preference promised", "ABCD"[i], ptrs[i],
                           algo->align[i]);
     const float al = *(const float *)alpha, be = *(const float *)beta;
-    /* opA [m,k] and opB [n,k], row-major fp32: element (i, p) of op(A), (j, p) of op(B) */
-    std::vector<float> opA(m * k), opB(n * k);
-    for (uint64_t i = 0; i < m; i++)
-        for (uint64_t p = 0; p < k; p++)
-            opA[i * k + p] = load(A, CUDA_R_16BF, op->ta == CUBLAS_OP_N ? i + p * a->ld : p + i * a->ld);
-    for (uint64_t j = 0; j < n; j++)
-        for (uint64_t p = 0; p < k; p++)
-            opB[j * k + p] = load(B, CUDA_R_16BF, op->tb == CUBLAS_OP_N ? p + j * b->ld : j + p * b->ld);
-    for (uint64_t j = 0; j < n; j++)
-        for (uint64_t i = 0; i < m; i++) {
-            const float acc = dot_in_order(&opA[i * k], &opB[j * k], k);
-            /* beta = 0 ignores C (it may hold NaN), as cuBLASLt does */
-            const float v = be == 0.0f ? al * acc : al * acc + be * load(C, c->type, i + j * c->ld);
-            if (d->type == CUDA_R_16BF) ((__nv_bfloat16 *)D)[i + j * d->ld] = __float2bfloat16(v);
-            else ((float *)D)[i + j * d->ld] = v;
-        }
+    const CublasCpuDesc op_v = *op;
+    const CublasCpuLayout a_v = *a, b_v = *b, c_v = *c, d_v = *d;
+    if (cuda_cpu::issue(stream, "cublasLtMatmul", [=]() {
+            matmul_now(op_v, al, A, a_v, B, b_v, be, C, c_v, D, d_v, m, n, k);
+            return cudaSuccess;
+        }) != cudaSuccess)
+        return refuse("matmul: %s", cudaGetErrorString(cudaGetLastError()));
     return ok();
 }

@@ -25,7 +25,12 @@ MPI_Datatype mpi_type(ncclDataType_t t) { return t == ncclFloat32 ? MPI_FLOAT : 
 
 ncclResult_t mpi(int rc, const char *what) { return rc == MPI_SUCCESS ? ncclSuccess : fail(ncclSystemError, what); }
 
-ncclResult_t check(ncclComm_t c, ncclDataType_t t, int reduce) {
+/* A collective on a capturing stream would run now, not at replay: the stand-in refuses it
+ * (fast/ keeps its collectives out of graphs, docs/fast.md). */
+ncclResult_t check(ncclComm_t c, ncclDataType_t t, int reduce, cudaStream_t stream) {
+    cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
+    if (stream && cudaStreamIsCapturing(stream, &cs) == cudaSuccess && cs != cudaStreamCaptureStatusNone)
+        return fail(ncclInvalidUsage, "a collective on a capturing stream (the MPI stand-in cannot be replayed)");
     if (!c) return fail(ncclInvalidArgument, "NULL communicator");
     if (t != ncclFloat32 && t != ncclBfloat16) return fail(ncclInvalidArgument, "data type other than fp32 and bf16");
     if (reduce && t != ncclFloat32) return fail(ncclInvalidArgument, "the MPI stand-in sums fp32 only");
@@ -82,8 +87,8 @@ ncclResult_t ncclGroupEnd(void) { return ncclSuccess; }
 
 ncclResult_t ncclReduceScatter(const void *send, void *recv, size_t recvcount, ncclDataType_t type, ncclRedOp_t op,
                                ncclComm_t comm, cudaStream_t stream) {
-    (void)op, (void)stream;
-    ncclResult_t r = check(comm, type, 1);
+    (void)op;
+    ncclResult_t r = check(comm, type, 1, stream);
     if (r != ncclSuccess) return r;
     if (comm->world == 1) {
         memmove(recv, send, recvcount * type_bytes(type));
@@ -95,8 +100,8 @@ ncclResult_t ncclReduceScatter(const void *send, void *recv, size_t recvcount, n
 
 ncclResult_t ncclReduce(const void *send, void *recv, size_t count, ncclDataType_t type, ncclRedOp_t op, int root,
                         ncclComm_t comm, cudaStream_t stream) {
-    (void)op, (void)stream;
-    ncclResult_t r = check(comm, type, 1);
+    (void)op;
+    ncclResult_t r = check(comm, type, 1, stream);
     if (r != ncclSuccess) return r;
     if (comm->world == 1) {
         memmove(recv, send, count * type_bytes(type));
@@ -110,8 +115,7 @@ ncclResult_t ncclReduce(const void *send, void *recv, size_t count, ncclDataType
 
 ncclResult_t ncclAllGather(const void *send, void *recv, size_t sendcount, ncclDataType_t type, ncclComm_t comm,
                            cudaStream_t stream) {
-    (void)stream;
-    ncclResult_t r = check(comm, type, 0);
+    ncclResult_t r = check(comm, type, 0, stream);
     if (r != ncclSuccess) return r;
     const size_t bytes = sendcount * type_bytes(type);
     char *mine = (char *)recv + (size_t)comm->rank * bytes;
@@ -126,8 +130,7 @@ ncclResult_t ncclAllGather(const void *send, void *recv, size_t sendcount, ncclD
 
 ncclResult_t ncclBroadcast(const void *send, void *recv, size_t count, ncclDataType_t type, int root, ncclComm_t comm,
                            cudaStream_t stream) {
-    (void)stream;
-    ncclResult_t r = check(comm, type, 0);
+    ncclResult_t r = check(comm, type, 0, stream);
     if (r != ncclSuccess) return r;
     if (comm->rank == root && send != recv) memmove(recv, send, count * type_bytes(type));
     if (comm->world == 1) return ncclSuccess;

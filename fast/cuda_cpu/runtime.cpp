@@ -14,11 +14,13 @@
 #include "fast/cuda_cpu/launch_state.h"
 #include "fast/cuda_cpu/runtime.h"
 
+/* A kernel launch (body set) or other recorded work (op: a copy, a memset, a matmul). */
 struct CudaCpuGraphNode {
-    const char *kernel;
+    const char *kernel; /* the kernel's name, or what op is */
     dim3 grid, block;
     size_t smem;
-    cuda_cpu::LaunchBody *body; /* owned */
+    cuda_cpu::LaunchBody *body; /* owned; NULL for an op */
+    std::function<cudaError_t()> op;
 };
 struct CudaCpuGraph {
     std::vector<CudaCpuGraphNode> nodes;
@@ -102,13 +104,28 @@ int set_thread_order(const char *spec) {
 
 size_t launch_smem(void) { return current_smem; }
 
+cudaError_t issue(cudaStream_t stream, const char *what, std::function<cudaError_t()> op) {
+    if (stream && stream->capture) {
+        stream->capture->nodes.push_back(CudaCpuGraphNode{what, dim3(), dim3(), 0, NULL, std::move(op)});
+        return cudaSuccess;
+    }
+    if (stream == 0 && capturing)
+        return set_error(cudaErrorStreamCaptureUnsupported,
+                         "%s on the legacy default stream while a stream is being captured (it would not be replayed)",
+                         what);
+    return op();
+}
+
 void launch(const char *kernel, dim3 grid, dim3 block, size_t smem, cudaStream_t stream, const LaunchBody *body) {
     if (stream && stream->capture) {
-        stream->capture->nodes.push_back(CudaCpuGraphNode{kernel, grid, block, smem, body->clone()});
+        stream->capture->nodes.push_back(CudaCpuGraphNode{kernel, grid, block, smem, body->clone(), nullptr});
         return;
     }
     if (stream == 0 && capturing) {
-        set_error(cudaErrorStreamCaptureUnsupported, "kernel %s launched on the default stream during a capture", kernel);
+        set_error(cudaErrorStreamCaptureUnsupported,
+                  "kernel %s launched on the legacy default stream while a stream is being captured (it would not be "
+                  "replayed)",
+                  kernel);
         return;
     }
     const OrderConfig &oc = order_config();
@@ -241,7 +258,39 @@ cudaError_t cudaMemset(void *p, int value, size_t bytes) {
     return cudaSuccess;
 }
 
+cudaError_t cudaMallocHostBytes(void **p, size_t bytes) {
+    const cudaError_t e = cudaMallocBytes(p, bytes);
+    return e == cudaSuccess ? e : set_error(e, "cudaMallocHost: out of host memory for %zu bytes", bytes);
+}
+
+cudaError_t cudaFreeHost(void *p) { return cudaFree(p); }
+
+cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes, cudaMemcpyKind kind, cudaStream_t s) {
+    if ((unsigned)kind > cudaMemcpyDefault)
+        return set_error(cudaErrorInvalidValue, "cudaMemcpyAsync: bad kind %d", (int)kind);
+    if (bytes == 0) return cudaSuccess;
+    if (!dst || !src) return set_error(cudaErrorInvalidValue, "cudaMemcpyAsync of %zu bytes with a NULL pointer", bytes);
+    return cuda_cpu::issue(s, "cudaMemcpyAsync", [=]() {
+        memcpy(dst, src, bytes);
+        return cudaSuccess;
+    });
+}
+
+cudaError_t cudaMemsetAsync(void *p, int value, size_t bytes, cudaStream_t s) {
+    if (bytes == 0) return cudaSuccess;
+    if (!p) return set_error(cudaErrorInvalidValue, "cudaMemsetAsync of %zu bytes at NULL", bytes);
+    return cuda_cpu::issue(s, "cudaMemsetAsync", [=]() {
+        memset(p, value, bytes);
+        return cudaSuccess;
+    });
+}
+
 /* ------------------------------------------------------------------ streams and events */
+
+cudaError_t cudaStreamIsCapturing(cudaStream_t s, cudaStreamCaptureStatus *status) {
+    *status = s && s->capture ? cudaStreamCaptureStatusActive : cudaStreamCaptureStatusNone;
+    return cudaSuccess;
+}
 
 cudaError_t cudaStreamCreate(cudaStream_t *s) { return cudaStreamCreateWithFlags(s, 0); }
 
@@ -321,14 +370,21 @@ cudaError_t cudaGraphInstantiate(cudaGraphExec_t *exec, cudaGraph_t g, unsigned 
     (void)flags;
     CudaCpuGraph *x = new CudaCpuGraph;
     for (const CudaCpuGraphNode &n : g->nodes)
-        x->nodes.push_back(CudaCpuGraphNode{n.kernel, n.grid, n.block, n.smem, n.body->clone()});
+        x->nodes.push_back(CudaCpuGraphNode{n.kernel, n.grid, n.block, n.smem, n.body ? n.body->clone() : NULL, n.op});
     *exec = x;
     return cudaSuccess;
 }
 
+/* Replays the nodes in order on s. */
 cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t s) {
+    if (!exec) return set_error(cudaErrorInvalidResourceHandle, "cudaGraphLaunch of a NULL graph");
+    if (capturing)
+        return set_error(cudaErrorStreamCaptureUnsupported,
+                         "cudaGraphLaunch while a stream is being captured (the CPU layer records no graph in a graph)");
     for (const CudaCpuGraphNode &n : exec->nodes) {
-        cuda_cpu::launch(n.kernel, n.grid, n.block, n.smem, s, n.body);
+        if (n.body) cuda_cpu::launch(n.kernel, n.grid, n.block, n.smem, s, n.body);
+        else if (n.op() != cudaSuccess && last_error == cudaSuccess)
+            set_error(cudaErrorLaunchFailure, "%s in a graph failed", n.kernel);
         if (last_error != cudaSuccess) return last_error;
     }
     return cudaSuccess;
@@ -336,7 +392,7 @@ cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t s) {
 
 cudaError_t cudaGraphDestroy(cudaGraph_t g) {
     if (!g) return cudaSuccess;
-    for (CudaCpuGraphNode &n : g->nodes) delete n.body;
+    for (CudaCpuGraphNode &n : g->nodes) delete n.body; /* NULL for ops */
     delete g;
     return cudaSuccess;
 }

@@ -4,7 +4,9 @@
  * Everything runs synchronously on the calling host thread, in program order:
  *  - memory: cudaMalloc is malloc (AddressSanitizer sees every buffer), memcpy/memset;
  *  - streams and events exist and are recorded, but work is done when it is issued;
- *    graph capture records launches and replays them in order;
+ *    graph capture records launches, async copies and memsets (and the stand-ins' matmuls)
+ *    and replays them in order; what CUDA refuses during a capture (a synchronous copy or
+ *    memset, a device or stream wait, work on the legacy default stream) fails here too;
  *  - a kernel launch runs grid blocks one after another (x fastest); a block's threads are
  *    fibers (fiber.cpp) that run one at a time, in the order VRL_CUDA_CPU_ORDER picks,
  *    and switch only at __syncthreads(), __syncwarp() and warp collectives;
@@ -21,6 +23,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include <functional>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -98,6 +101,12 @@ template <class T> static inline cudaError_t cudaMalloc(T **p, size_t bytes) {
 cudaError_t cudaFree(void *p);
 cudaError_t cudaMemcpy(void *dst, const void *src, size_t bytes, cudaMemcpyKind kind);
 cudaError_t cudaMemset(void *p, int value, size_t bytes);
+/* Pinned host memory: plain host memory here (the GPU build needs it for truly async copies). */
+cudaError_t cudaMallocHostBytes(void **p, size_t bytes);
+template <class T> static inline cudaError_t cudaMallocHost(T **p, size_t bytes) {
+    return cudaMallocHostBytes((void **)p, bytes);
+}
+cudaError_t cudaFreeHost(void *p);
 
 /* ------------------------------------------------------------------ streams, events, graphs */
 typedef struct CudaCpuStream *cudaStream_t;  /* NULL is the default stream */
@@ -109,6 +118,11 @@ typedef struct CudaCpuGraph *cudaGraphExec_t;
 #define cudaEventDisableTiming 0x2u
 enum cudaStreamCaptureMode { cudaStreamCaptureModeGlobal = 0, cudaStreamCaptureModeThreadLocal = 1,
                              cudaStreamCaptureModeRelaxed = 2 };
+enum cudaStreamCaptureStatus { cudaStreamCaptureStatusNone = 0, cudaStreamCaptureStatusActive = 1 };
+/* On stream s (the default stream if 0): done at once, or recorded when s is capturing. */
+cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes, cudaMemcpyKind kind, cudaStream_t s = 0);
+cudaError_t cudaMemsetAsync(void *p, int value, size_t bytes, cudaStream_t s = 0);
+cudaError_t cudaStreamIsCapturing(cudaStream_t s, cudaStreamCaptureStatus *status);
 cudaError_t cudaStreamCreate(cudaStream_t *s);
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned flags);
 cudaError_t cudaStreamDestroy(cudaStream_t s);
@@ -120,7 +134,7 @@ cudaError_t cudaEventDestroy(cudaEvent_t e);
 cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s = 0);
 cudaError_t cudaEventSynchronize(cudaEvent_t e);
 cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t end);
-/* Capture: launches, memcpys and memsets issued on s are recorded, not run, until
+/* Capture: launches, async copies and memsets issued on s are recorded, not run, until
  * cudaStreamEndCapture; cudaGraphLaunch replays them in the order they were issued. */
 cudaError_t cudaStreamBeginCapture(cudaStream_t s, cudaStreamCaptureMode mode);
 cudaError_t cudaStreamEndCapture(cudaStream_t s, cudaGraph_t *g);
@@ -227,6 +241,11 @@ struct LaunchBody {
     virtual ~LaunchBody() {}
 };
 void launch(const char *kernel, dim3 grid, dim3 block, size_t smem, cudaStream_t stream, const LaunchBody *body);
+/* Work that is not a kernel (a copy, a memset, a stand-in library call) issued on stream:
+ * recorded into its graph when stream is capturing; refused with the error CUDA gives
+ * (naming `what`) when it is the legacy default stream and another stream is capturing;
+ * else op runs now and its result is returned. */
+cudaError_t issue(cudaStream_t stream, const char *what, std::function<cudaError_t()> op);
 
 template <class... P> struct Args final : LaunchBody {
     void (*fn)(P...);
