@@ -135,7 +135,7 @@ int checkpoint_load_model(const char *run, const ParamTable *t, DType dtype, voi
  * parameters, and reading it whole set vrl train's peak memory (a fourth copy of them). */
 static int hash_file(const char *path, uint64_t *h) {
     FILE *f = fopen(path, "rb");
-    if (!f) return vrl_error("%s: %s", path, strerror(errno));
+    if (!f) return vrl_error("%s: cannot open: %s", path, strerror(errno));
     enum { CHUNK = 1 << 20 };
     unsigned char *buf = malloc(CHUNK); /* [CHUNK] bytes of the file */
     if (!buf) {
