@@ -31,7 +31,7 @@ table5_stats() {
         for (i = 2; i <= k; i++) {
             m = 0; for (j = 1; j <= n; j++) m += a[j, i]; m /= n
             v = 0; for (j = 1; j <= n; j++) v += (a[j, i] - m) ^ 2; v = n > 1 ? sqrt(v / (n - 1)) : 0
-            out = out sprintf(" | %.4f ± %.4f", m, v)
+            out = out (n > 1 ? sprintf(" | %.4f ± %.4f", m, v) : sprintf(" | %.4f", m))
         }
         print out " |"
     }
@@ -46,11 +46,11 @@ table5_stats() {
             v = 0; for (j = 1; j <= nt; j++) v += (r[j, i] - t[j, i] - m) ^ 2
             se = nt > 1 ? sqrt(v / (nt - 1) / nt) : 0
             tt = se > 0 ? m / se : 0
-            out = out sprintf(" | %+.4f ± %.4f (%.1f)", m, se, tt)
-            if (i == k) sig = (se > 0 && (tt > tcrit(nt - 1) || tt < -tcrit(nt - 1))) ? "significant" : "not significant"
+            out = out (nt > 1 ? sprintf(" | %+.4f ± %.4f (%.1f)", m, se, tt) : sprintf(" | %+.4f", m))
+            if (i == k && nt > 1) sig = (se > 0 && (tt > tcrit(nt - 1) || tt < -tcrit(nt - 1))) ? "significant" : "not significant"
         }
         print out " |"
-        printf "SIG %s %d\n", sig, nt - 1
+        if (sig != "") printf "SIG %s %d\n", sig, nt - 1
     }'
 }
 
