@@ -2,7 +2,7 @@
 # sh). Per size: each model's per-domain validation loss as mean ± sample standard deviation
 # over the seeds; the paired difference ResFormer − Transformer (the two runs of one seed see
 # the same batches) as mean ± standard error with its paired t statistic; and the paper's rows. A domain whose validation split holds
-# fewer than FEW_TOKENS tokens is marked: its loss rests on one or two documents.
+# fewer than FEW_TOKENS tokens is marked: its loss rests on a few documents.
 FEW_TOKENS=10000
 
 # table5_values NAME: "d1 ... d7 mean" from the run's eval-domains.json (DOMAINS order), or
@@ -60,7 +60,7 @@ table5_seeds() {
     echo "Seeds: $SEEDS(each seed sets the initial weights and the data order; the two models of"
     echo "a seed see the same batches in the same order, which is what makes the difference paired)."
     echo "Losses are token means over the first $EVAL_LIMIT validation chunks of $SEQ tokens per domain."
-    echo "Columns marked † hold fewer than $(repro_commas $FEW_TOKENS) validation tokens (one or two"
+    echo "Columns marked † hold fewer than $(repro_commas $FEW_TOKENS) validation tokens (a few"
     echo "documents): read them as anecdotes. Paired rows: mean difference over seeds ± its standard"
     echo "error, (t) the paired t statistic; the Avg. column says whether it is significant at 5%"
     echo "(two-sided, $((NSEEDS - 1)) degrees of freedom)."
