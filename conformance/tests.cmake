@@ -50,6 +50,8 @@ vrl_test(test_thread_bits SOURCES conformance/test_thread_bits.c LIBS vrl_ref32 
 vrl_test(test_resume SOURCES conformance/test_resume.c LIBS vrl_ref32 vrl_ref64 vrl_common)
 vrl_test(test_metrics_log SOURCES conformance/test_metrics_log.c LIBS vrl_common)
 add_test(NAME test_cli_errors COMMAND ${CMAKE_SOURCE_DIR}/conformance/test_cli_errors.sh $<TARGET_FILE:vrl>)
+# vrl data inspect --entropy: unigram entropies and the cross-entropy under train's unigram, known values
+add_test(NAME test_data_inspect COMMAND ${CMAKE_SOURCE_DIR}/conformance/test_data_inspect.sh $<TARGET_FILE:vrl>)
 # The run folder: checkpoint layout, lock, --resume rules; and a run killed or out of disk
 # at every file-system step of its saves resumes bit for bit (VRL_FAULT_AT_WRITE hook).
 add_test(NAME test_run_folder COMMAND ${CMAKE_SOURCE_DIR}/conformance/test_run_folder.sh $<TARGET_FILE:vrl>)
