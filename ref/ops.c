@@ -360,13 +360,10 @@ void token_logprobs_forward(double *logprob, uint8_t *greedy, const real *logits
     for (size_t n = 0; n < N; n++) {
         if (targets[n] < 0) continue;
         const real *x = logits + n * V;
-        double mx = x[0];
         int arg = 0;
         for (int v = 1; v < V; v++) /* strictly greater: the first maximum stays */
-            if (x[v] > mx) mx = x[v], arg = v;
-        double z = 0;
-        for (int v = 0; v < V; v++) z += exp(x[v] - mx);
-        logprob[n] = x[targets[n]] - mx - log(z);
+            if (x[v] > x[arg]) arg = v;
+        logprob[n] = x[targets[n]] - logsumexp(x, V); /* the training loss's log-sum-exp, same bits */
         greedy[n] = arg == targets[n];
     }
 }
