@@ -46,6 +46,12 @@ Test(cuda_cpu, bf16_rounds_to_nearest_even) {
     cr_expect_eq(__bfloat162float(__float2bfloat16(3.140625f)), 3.140625f, "bf16 values convert exactly");
 }
 
+Test(cuda_cpu, bf16_raw_bits_round_trip) {
+    cr_expect_eq(__bfloat16_as_ushort(__float2bfloat16(-2.5f)), 0xc020, "the raw bits, unrounded");
+    cr_expect_eq(__bfloat162float(__ushort_as_bfloat16(0x3f81)), from_bits(0x3f810000u), "bits back to a value");
+    cr_expect(isnan(__bfloat162float(__ushort_as_bfloat16(0x7fc1))), "a NaN pattern stays NaN");
+}
+
 /* ------------------------------------------------------------------ warp collectives */
 
 __global__ void shuffles_kernel(int *out) {
@@ -365,6 +371,55 @@ static cublasStatus_t lt(float *D, const __nv_bfloat16 *A, int ta, int lda, cons
     cublasLtMatmulDescDestroy(op);
     cublasLtDestroy(h);
     return st;
+}
+
+/* bf16 D [m,n] with ldd > m (fast/'s logits: rows of the padded vocabulary): each column of D
+ * gets its m products rounded once to bf16, and the ldd − m entries past them are not touched.
+ * A [m,k] and B [k,n] stored plainly (no transposes). */
+Test(cuda_cpu, cublaslt_stand_in_bf16_output_with_a_leading_dimension) {
+    const int m = 3, n = 2, k = 4, ldd = 5;
+    __nv_bfloat16 A[3 * 4], B[4 * 2];
+    float Af[3 * 4], Bf[4 * 2];
+    for (int i = 0; i < m * k; i++) Af[i] = __bfloat162float(A[i] = __float2bfloat16(0.3f * (float)i - 1.1f));
+    for (int i = 0; i < k * n; i++) Bf[i] = __bfloat162float(B[i] = __float2bfloat16(0.7f - 0.2f * (float)i));
+    alignas(256) __nv_bfloat16 D[5 * 2];
+    for (int i = 0; i < ldd * n; i++) D[i] = __float2bfloat16(-99.0f); /* the pad: must stay */
+    cublasLtHandle_t h;
+    cublasLtMatmulDesc_t op;
+    cublasLtMatrixLayout_t la, lb, ld;
+    cublasLtMatmulPreference_t pref;
+    cublasLtMatmulHeuristicResult_t heur;
+    int found = 0;
+    const float alpha = 1.0f, beta = 0.0f;
+    const uint32_t two = 2;
+    cublasLtCreate(&h);
+    cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F);
+    cublasLtMatrixLayoutCreate(&la, CUDA_R_16BF, m, k, m);
+    cublasLtMatrixLayoutCreate(&lb, CUDA_R_16BF, k, n, k);
+    cublasLtMatrixLayoutCreate(&ld, CUDA_R_16BF, m, n, ldd);
+    cublasLtMatmulPreferenceCreate(&pref);
+    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &two, sizeof two);
+    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &two, sizeof two);
+    cr_assert_eq(cublasLtMatmulAlgoGetHeuristic(h, op, la, lb, ld, ld, pref, 1, &heur, &found), CUBLAS_STATUS_SUCCESS,
+                 "%s", cublas_cpu_last_error());
+    cr_assert_eq(cublasLtMatmul(h, op, &alpha, A, la, B, lb, &beta, D, ld, D, ld, &heur.algo, NULL, 0, 0),
+                 CUBLAS_STATUS_SUCCESS, "%s", cublas_cpu_last_error());
+    for (int j = 0; j < n; j++) {
+        for (int i = 0; i < m; i++) {
+            float acc = 0.0f; /* fp32, over k in order: the stand-in's documented accumulation */
+            for (int p = 0; p < k; p++) acc += Af[i + p * m] * Bf[p + j * k];
+            cr_expect_eq(__bfloat16_as_ushort(D[i + j * ldd]), __bfloat16_as_ushort(__float2bfloat16(acc)),
+                         "D[%d,%d] = %g, expected bf16(%g)", i, j, __bfloat162float(D[i + j * ldd]), acc);
+        }
+        for (int i = m; i < ldd; i++)
+            cr_expect_eq(__bfloat162float(D[i + j * ldd]), -99.0f, "pad entry %d of column %d was written", i, j);
+    }
+    cublasLtMatmulPreferenceDestroy(pref);
+    cublasLtMatrixLayoutDestroy(la);
+    cublasLtMatrixLayoutDestroy(lb);
+    cublasLtMatrixLayoutDestroy(ld);
+    cublasLtMatmulDescDestroy(op);
+    cublasLtDestroy(h);
 }
 
 /* The stand-in's matmul on a capturing stream is recorded and replayed, with the descriptors'

@@ -6,8 +6,9 @@
  * land within bf16 tolerances of ref; then it runs again in the reverse and random thread
  * orders and must give the same bits (a missing barrier would not). Shapes: RMSNorm with
  * rows not a multiple of the 8 rows of a block and channels not a multiple of the warp, its
- * gain gradient over more than one 256-row chunk; cross-entropy with a vocabulary not a
- * multiple of the 256 threads and rows without a target; scoring's log-softmax and argmax with
+ * gain gradient over more than one 256-row chunk; the single-read cross-entropy (against a
+ * double computation) at each of its register sizes up to the paper's vocabulary, odd V, pad
+ * columns and rows without a target; SwiGLU on the fused gate|up layout; scoring's log-softmax and argmax with
  * ties and a padded vocabulary; attention with T = 1 and T = 65
  * (one query past a 64-query tile), GQA, hd 16 and 128. */
 #include <criterion/criterion.h>
@@ -25,6 +26,8 @@ extern "C" {
 #undef rmsnorm_forward  /* ref/real.h's renaming would reach fast_cpu::rmsnorm_forward too */
 #undef rmsnorm_backward
 #undef token_logprobs_forward
+#undef swiglu_forward
+#undef swiglu_backward
 
 using std::vector;
 
@@ -106,70 +109,138 @@ Test(fast_cpu_ops, rmsnorm_edge_shapes) {
 
 /* ------------------------------------------------------------------ cross-entropy */
 
-Test(fast_cpu_ops, crossentropy_ragged_vocabulary) {
-    /* V = 256 + 44: the last threads get one column fewer; rows padded to LD = 384 as fast/'s
-     * padded vocabulary lays them out, with NaN in the pad so that reading it would show */
-    const int B = 2, T = 3, V = 300, LD = 384, R = B * T;
-    vector<float> logits(R * LD, NAN);
-    vector<double> rlogits(R * V);
+/* The single-read cross-entropy on bf16 rows of LD columns (the padded vocabulary) against
+ * a double computation from the same bf16 values: loss = logsumexp(x) − x[t] over the V real
+ * columns, gradient w·(softmax(x) − onehot(t)) written over the logits, 0 in the pad. The pad
+ * holds NaN, so reading it would show. Row 1 has no target (loss 0, zero gradient row); the
+ * targets include column 0 and the last real column V − 1 (with V odd, the low half of the
+ * row's last word, whose high half is pad). The shapes reach each register template (1, 4,
+ * 16 and 64 words per thread of 512), the last one the paper's 50277 in 50304. Forward only
+ * (backward 0) must give the same losses and leave the row as it was. */
+static void crossentropy_case(int V, int LD, int R) {
+    vector<bf16> logits((size_t)R * LD, __float2bfloat16(NAN));
+    vector<double> x((size_t)R * V);
     for (int r = 0; r < R; r++)
-        for (int i = 0; i < V; i++) logits[r * LD + i] = (float)(3 * uniform()), rlogits[r * V + i] = logits[r * LD + i];
-    vector<int32_t> tokens(R), targets(R);
-    for (int i = 0; i < R; i++) tokens[i] = (int32_t)((i * 97 + 13) % V);
-    for (int i = 0; i < R; i++) targets[i] = i % T == T - 1 ? -1 : tokens[i + 1];
-    vector<double> rloss(R), lse(R), rd(R * V, 0.0);
-    const double w = 1.0 / (B * (T - 1));
-    REF64(crossentropy_forward)(rloss.data(), lse.data(), rlogits.data(), tokens.data(), B, T, V);
-    REF64(crossentropy_backward)(rd.data(), rlogits.data(), lse.data(), tokens.data(), B, T, V, 1.0);
+        for (int i = 0; i < V; i++) {
+            logits[(size_t)r * LD + i] = __float2bfloat16((float)(4 * uniform()));
+            x[(size_t)r * V + i] = __bfloat162float(logits[(size_t)r * LD + i]);
+        }
+    vector<int32_t> targets(R);
+    for (int r = 0; r < R; r++) targets[r] = r == 0 ? V - 1 : r == 1 ? -1 : r == 2 ? 0 : (r * 7919) % V;
+    const double w = 1.0 / 3.0;
+    vector<double> rloss(R, 0.0), rd((size_t)R * V, 0.0);
+    for (int r = 0; r < R; r++) {
+        if (targets[r] < 0) continue;
+        const double *xr = &x[(size_t)r * V];
+        double mx = -INFINITY, sum = 0;
+        for (int i = 0; i < V; i++) mx = fmax(mx, xr[i]);
+        for (int i = 0; i < V; i++) sum += exp(xr[i] - mx);
+        const double lse = mx + log(sum);
+        rloss[r] = lse - xr[targets[r]];
+        for (int i = 0; i < V; i++) rd[(size_t)r * V + i] = w * (exp(xr[i] - lse) - (i == targets[r] ? 1.0 : 0.0));
+    }
     vector<float> first_loss;
     vector<bf16> first_d;
     for (const char *o : orders) {
         cr_assert_eq(cuda_cpu::set_thread_order(o), 0);
-        vector<float> loss(R);
-        vector<bf16> dpad(R * LD, __float2bfloat16(1.0f)), d(R * V);
-        cr_assert_eq(fast_cpu::crossentropy_forward_backward(loss.data(), dpad.data(), logits.data(), targets.data(), R,
-                                                              V, LD, (float)w),
+        vector<float> loss(R, -1.0f), loss_fwd(R, -1.0f);
+        vector<bf16> row = logits, d((size_t)R * V);
+        cr_assert_eq(fast_cpu::crossentropy_forward_backward(loss_fwd.data(), row.data(), targets.data(), R, V, LD,
+                                                              (float)w, 0),
                      0, "%s", vrl_last_error());
+        cr_expect(same_bits(row, logits), "V=%d order %s: the forward-only pass wrote the logits", V, o);
+        cr_assert_eq(fast_cpu::crossentropy_forward_backward(loss.data(), row.data(), targets.data(), R, V, LD, (float)w,
+                                                              1),
+                     0, "%s", vrl_last_error());
+        cr_expect(same_bits(loss, loss_fwd), "V=%d order %s: forward-only and training losses differ", V, o);
         int pad_nonzero = 0;
         for (int r = 0; r < R; r++) {
-            for (int i = 0; i < V; i++) d[r * V + i] = dpad[r * LD + i];
-            for (int i = V; i < LD; i++) pad_nonzero += __bfloat162float(dpad[r * LD + i]) != 0.0f;
+            for (int i = 0; i < V; i++) d[(size_t)r * V + i] = row[(size_t)r * LD + i];
+            for (int i = V; i < LD; i++) pad_nonzero += __bfloat162float(row[(size_t)r * LD + i]) != 0.0f;
         }
-        cr_expect_eq(pad_nonzero, 0, "order %s: %d pad columns of the gradient are not 0", o, pad_nonzero);
-        cr_expect_leq(rel(loss, rloss), 1e-6, "losses, order %s: %.3e", o, rel(loss, rloss));
-        cr_expect_leq(rel(d, rd), 1e-2, "dlogits (bf16), order %s: %.3e", o, rel(d, rd));
-        for (int r = T - 1; r < R; r += T) cr_expect_eq(loss[r], 0.0f, "a row without a target has loss 0");
+        cr_expect_eq(pad_nonzero, 0, "V=%d order %s: %d pad columns of the gradient are not 0", V, o, pad_nonzero);
+        /* fp32 sums of exp over V terms: ~1e-7 relative on logsumexp */
+        cr_expect_leq(rel(loss, rloss), 1e-6, "V=%d losses, order %s: %.3e", V, o, rel(loss, rloss));
+        /* bf16 rounding is at most 2^-9 relative per element; 2^-8 leaves room for fp32 exp */
+        cr_expect_leq(rel(d, rd), 1.0 / 256, "V=%d dlogits (bf16), order %s: %.3e", V, o, rel(d, rd));
+        cr_expect_eq(loss[1], 0.0f, "a row without a target has loss 0");
+        int row1_nonzero = 0;
+        for (int i = 0; i < V; i++) row1_nonzero += __bfloat162float(d[(size_t)V + i]) != 0.0f;
+        cr_expect_eq(row1_nonzero, 0, "V=%d: the row without a target has %d non-zero gradients", V, row1_nonzero);
         if (o == orders[0]) first_loss = loss, first_d = d;
-        else cr_expect(same_bits(loss, first_loss) && same_bits(d, first_d), "cross-entropy: order %s changes the bits", o);
+        else
+            cr_expect(same_bits(loss, first_loss) && same_bits(d, first_d), "V=%d cross-entropy: order %s changes the bits",
+                      V, o);
     }
     cuda_cpu::set_thread_order("forward");
 }
 
+Test(fast_cpu_ops, crossentropy_one_word_per_thread) { crossentropy_case(300, 384, 5); }
+Test(fast_cpu_ops, crossentropy_four_words_odd_vocabulary) { crossentropy_case(1999, 2048, 4); }
+Test(fast_cpu_ops, crossentropy_sixteen_words) { crossentropy_case(9000, 9088, 4); }
+Test(fast_cpu_ops, crossentropy_paper_vocabulary) { crossentropy_case(50277, 50304, 3); }
+
+Test(fast_cpu_ops, crossentropy_refuses_what_registers_cannot_hold) {
+    vector<float> loss(1);
+    vector<bf16> row(4);
+    vector<int32_t> t(1, 0);
+    cr_expect_lt(fast_cpu::crossentropy_forward_backward(loss.data(), row.data(), t.data(), 1, 3, 3, 1.0f, 1), 0,
+                 "an odd row stride");
+    cr_expect(strstr(vrl_last_error(), "ld even"), "%s", vrl_last_error());
+    cr_expect_lt(fast_cpu::crossentropy_forward_backward(loss.data(), row.data(), t.data(), 1, 70000, 70016, 1.0f, 1),
+                 0, "a row over CE_MAX_COLUMNS");
+}
+
+/* ------------------------------------------------------------------ swiglu */
+
+/* The fused gate|up layout: rows of 2F, gate in [0, F), up in [F, 2F); F = 300 is not a
+ * multiple of the 256-thread blocks, so blocks straddle rows. Against ref's float64 swiglu on
+ * the same values taken apart; the gradient lands back in the same layout. */
+Test(fast_cpu_ops, swiglu_reads_and_writes_the_gate_up_stride) {
+    const int N = 7, F = 300;
+    vector<bf16> gu16, do16;
+    vector<double> gu, dout;
+    random_bf16(gu16, gu, (size_t)N * 2 * F, 3.0);
+    random_bf16(do16, dout, (size_t)N * F, 1.0);
+    vector<double> g((size_t)N * F), u((size_t)N * F), ry((size_t)N * F), rdg((size_t)N * F, 0.0), rdu((size_t)N * F, 0.0);
+    for (int n = 0; n < N; n++)
+        for (int f = 0; f < F; f++) g[(size_t)n * F + f] = gu[(size_t)n * 2 * F + f], u[(size_t)n * F + f] = gu[(size_t)n * 2 * F + F + f];
+    REF64(swiglu_forward)(ry.data(), g.data(), u.data(), (size_t)N * F);
+    REF64(swiglu_backward)(rdg.data(), rdu.data(), dout.data(), g.data(), u.data(), (size_t)N * F);
+    vector<double> rdgu((size_t)N * 2 * F);
+    for (int n = 0; n < N; n++)
+        for (int f = 0; f < F; f++)
+            rdgu[(size_t)n * 2 * F + f] = rdg[(size_t)n * F + f], rdgu[(size_t)n * 2 * F + F + f] = rdu[(size_t)n * F + f];
+    vector<bf16> y((size_t)N * F), dgu((size_t)N * 2 * F, __float2bfloat16(NAN));
+    cr_assert_eq(fast_cpu::swiglu_forward(y.data(), gu16.data(), N, F), 0, "%s", vrl_last_error());
+    cr_assert_eq(fast_cpu::swiglu_backward(dgu.data(), do16.data(), gu16.data(), N, F), 0, "%s", vrl_last_error());
+    /* silu rounded to bf16, then the product: two roundings of at most 2^-9 each */
+    cr_expect_leq(rel(y, ry), 1.0 / 256, "swiglu out: %.3e", rel(y, ry));
+    cr_expect_leq(rel(dgu, rdgu), 1.0 / 256, "swiglu d(gate|up) (NaN where a column was missed): %.3e", rel(dgu, rdgu));
+}
+
 /* ------------------------------------------------------------------ scoring (vrl eval) */
 
-/* token_logprobs_forward on fp32 and bf16 logits against ref's: V = 300 in rows of LD = 384 with
+/* token_logprobs_forward on the model's bf16 logits against ref's: V = 300 in rows of LD = 384 with
  * 1e30 in the pad columns (read, they would win the argmax and swamp the sum); exact ties, where
  * the lowest id wins (so a target tied with a lower id is not greedy) across threads, inside one
  * thread's columns (0 and 256) and at the last real column; a row of equal logits; a row
- * without a target left as it was. Values are bf16-exact, so both instantiations see the same. */
-template <class L> static L as_logit(float x) { return x; }
-template <> bf16 as_logit(float x) { return __float2bfloat16(x); }
-
-template <class L> static void token_logprobs_case(void) {
+ * without a target left as it was. Values are bf16-exact, so ref sees the same. */
+Test(fast_cpu_ops, token_logprobs_bf16_ties_and_pads) {
     const int V = 300, LD = 384, R = 9;
-    vector<L> logits((size_t)R * LD);
+    vector<bf16> logits((size_t)R * LD);
     vector<double> rlogits((size_t)R * V);
     for (int r = 0; r < R; r++)
         for (int i = 0; i < LD; i++) {
             const float x = i >= V ? 1e30f : r == 7 ? 0.5f : __bfloat162float(__float2bfloat16((float)(3 * uniform())));
-            logits[(size_t)r * LD + i] = as_logit<L>(x);
+            logits[(size_t)r * LD + i] = __float2bfloat16(x);
             if (i < V) rlogits[(size_t)r * V + i] = x;
         }
     const struct { int a, b, target; } ties[] = {{10, 200, 10}, {10, 200, 200}, {7, 299, 299}, {-1, 299, 299},
                                                  {0, 256, 256}, {1, 255, 1}, {3, 100, 100}};
     for (int r = 0; r < 7; r++) /* 5 beats the uniform values in [-3, 3) */
         for (int c : {ties[r].a, ties[r].b})
-            if (c >= 0) logits[(size_t)r * LD + c] = as_logit<L>(5.0f), rlogits[(size_t)r * V + c] = 5.0;
+            if (c >= 0) logits[(size_t)r * LD + c] = __float2bfloat16(5.0f), rlogits[(size_t)r * V + c] = 5.0;
     vector<int32_t> targets(R);
     for (int r = 0; r < 7; r++) targets[r] = ties[r].target;
     targets[7] = 0, targets[8] = -1;
@@ -197,8 +268,6 @@ template <class L> static void token_logprobs_case(void) {
     }
     cuda_cpu::set_thread_order("forward");
 }
-Test(fast_cpu_ops, token_logprobs_fp32_ties_and_pads) { token_logprobs_case<float>(); }
-Test(fast_cpu_ops, token_logprobs_bf16_ties_and_pads) { token_logprobs_case<bf16>(); }
 
 /* ------------------------------------------------------------------ attention */
 

@@ -8,8 +8,9 @@
  *   (the mixes are the spec's ValuePlan rows, formulas.md §4, as in ref/value_path.c; cv's
  *   trainable entries are the layer's v_residual_lambda parameters; a row that is exactly
  *   the layer's own projection costs nothing: the mixed tensor is the raw one)
- *   logits = lm_head · RMSNorm(x_L), in chunks of rows, each chunk's cross-entropy and
- *            gradient computed at once, so fp32 logits never exist whole
+ *   (W_gate and W_up are adjacent [F,d] blocks of the table: one [2F,d] GEMM, gate|up)
+ *   logits = lm_head · RMSNorm(x_L) in bf16, by chunks of rows (default: the whole batch),
+ *            each chunk's cross-entropy reading it once and writing its gradient over it
  *
  * Precision: parameters are read as bf16 (a copy of the fp32 master weights), activations
  * are bf16, GEMMs accumulate in fp32 (cuBLASLt), RMSNorm statistics, softmax and the loss
@@ -126,8 +127,7 @@ static size_t layout(FastModel *m, char *base) {
         CARVE(a->lse, (size_t)m->B * m->NH * m->T);
         CARVE(a->h, N * d);
         CARVE(a->ln2_rstd, N);
-        CARVE(a->gate, N * F);
-        CARVE(a->up, N * F);
+        CARVE(a->gu, N * 2 * F);
         CARVE(a->out, N * d);
     }
     CARVE(m->lnf, N * d);
@@ -139,13 +139,11 @@ static size_t layout(FastModel *m, char *base) {
     m->bytes_acts = off - mark, mark = off;
     /* backward and cross-entropy scratch */
     CARVE(m->logits, (size_t)m->ce_rows * m->Vp);
-    CARVE(m->dlogits, (size_t)m->ce_rows * m->Vp);
     CARVE(m->dres32, N * d);
     CARVE(m->dres16, N * d);
     CARVE(m->dln32, N * d);
     CARVE(m->dswi, N * F);
-    CARVE(m->dgate, N * F);
-    CARVE(m->dup, N * F);
+    CARVE(m->dgu, N * 2 * F);
     CARVE(m->datty, N * qC);
     CARVE(m->dq, N * qC);
     CARVE(m->dk, N * kvC);
@@ -255,7 +253,9 @@ static void memory_report(const FastModel *m) {
 
 /* ------------------------------------------------------------------ create / destroy */
 
-#define CE_CHUNK_BYTES ((size_t)512 << 20) /* fp32 + bf16 logits chunk */
+/* The bf16 logits chunk's cap: 2 GiB holds a whole batch of 21,345 rows at V = 50304 (468M at
+ * B = 8, T = 2048 is 16,384: one lm_head GEMM and one cross-entropy launch per micro-batch). */
+#define CE_CHUNK_BYTES ((size_t)2 << 30)
 
 extern "C" void fast_model_destroy(void *vm) {
     FastModel *m = (FastModel *)vm;
@@ -299,6 +299,11 @@ extern "C" void *fast_model_create(const ModelSpec *spec, int batch, int seq) {
         vrl_error("fast model: batch x seq too large");
         return NULL;
     }
+    if ((c->vocab_size + FAST_VOCAB_PAD - 1) / FAST_VOCAB_PAD * FAST_VOCAB_PAD > CE_MAX_COLUMNS) {
+        vrl_error("fast model: vocabulary %d is over the %d padded columns the cross-entropy keeps in registers",
+                  c->vocab_size, CE_MAX_COLUMNS);
+        return NULL;
+    }
     if (fast_device_check() < 0) return NULL;
     if (dist_world() > 1) { /* one GPU per process: the node's ranks take its devices in turn */
         int nd = 1;
@@ -323,7 +328,7 @@ extern "C" void *fast_model_create(const ModelSpec *spec, int batch, int seq) {
     const char *rc_env = getenv("VRL_FAST_RECOMPUTE");
     m->recompute = rc_env && rc_env[0] == '1';
     m->Vp = (m->V + FAST_VOCAB_PAD - 1) / FAST_VOCAB_PAD * FAST_VOCAB_PAD;
-    size_t rows = CE_CHUNK_BYTES / ((size_t)m->Vp * (sizeof(float) + sizeof(bf16)));
+    size_t rows = CE_CHUNK_BYTES / ((size_t)m->Vp * sizeof(bf16));
     m->ce_rows = (int)(rows < 1 ? 1 : rows > (size_t)m->N ? (size_t)m->N : rows);
     const char *ce_env = getenv("VRL_FAST_CE_ROWS"); /* tests: several logits chunks at small shapes */
     if (ce_env && atoi(ce_env) > 0 && atoi(ce_env) < m->ce_rows) m->ce_rows = atoi(ce_env);
@@ -357,6 +362,11 @@ extern "C" void *fast_model_create(const ModelSpec *spec, int batch, int seq) {
     }
     m->plan = &spec->value;
     if (bind_tensors(m, &spec->layout) < 0) goto fail;
+    for (int l = 0; l < L; l++)
+        if (m->lo[l].wup != m->lo[l].wgate + (size_t)m->F * m->d) { /* the fused gate|up GEMM reads [2F,d] */
+            vrl_error("fast model: layer %d's mlp.up_proj.weight does not follow mlp.gate_proj.weight in the table", l);
+            goto fail;
+        }
     value_flags(m);
     for (int l = 0; l < L; l++) {
         const struct { int needed; size_t off; const char *what; } proj[4] = {
@@ -573,20 +583,21 @@ static int layer_forward(FastModel *m, int l, const bf16 *x) {
     TRY(matmul_forward(bl, a->h, a->u, W16(o->wo), x, N, qC, d)); /* h = x + W_o·U */
     /* MLP sublayer */
     TRY(rmsnorm_forward(a->ln2, a->ln2_rstd, a->h, W16(o->ln2), N, d, (float)m->c.norm_eps));
-    TRY(matmul_forward(bl, a->gate, a->ln2, W16(o->wgate), NULL, N, d, F));
-    TRY(matmul_forward(bl, a->up, a->ln2, W16(o->wup), NULL, N, d, F));
-    TRY(swiglu_forward(a->swi, a->gate, a->up, (size_t)N * F));
+    TRY(matmul_forward(bl, a->gu, a->ln2, W16(o->wgate), NULL, N, d, 2 * F)); /* [W_gate; W_up]: one [2F,d] */
+    TRY(swiglu_forward(a->swi, a->gu, N, F));
     TRY(matmul_forward(bl, a->out, a->swi, W16(o->wdown), a->h, N, F, d)); /* x' = h + W_down·swi */
     return 0;
 }
 
-/* The fp32 logits [R,Vp] of rows r0..r0+R-1 into the chunk buffer, from the kept final-norm output. */
+/* The bf16 logits [R,Vp] of rows r0..r0+R-1 into the chunk buffer, from the kept final-norm
+ * output (the V real columns; the pad columns are not written). */
 static int logits_chunk(FastModel *m, int r0, int R) {
-    return matmul_forward_f32(&m->blas, m->logits, m->Vp, m->lnf + (size_t)r0 * m->d, W16(m->o_lm_head), R, m->d, m->V);
+    return matmul_forward_ld(&m->blas, m->logits, m->Vp, m->lnf + (size_t)r0 * m->d, W16(m->o_lm_head), R, m->d, m->V);
 }
 
-/* Head: final norm, then per chunk of rows the fp32 logits, their loss and (backward)
- * the bf16 gradient, whose two GEMMs run before the next chunk overwrites it. */
+/* Head: final norm, then per chunk of rows the bf16 logits and their loss, the cross-entropy
+ * reading each logit once and (backward) writing its bf16 gradient over it, whose two GEMMs
+ * run before the next chunk overwrites it. */
 static int head_forward(FastModel *m, const bf16 *x_last, double grad_scale, int backward) {
     const int N = m->N, d = m->d, V = m->V;
     const float w = (float)(grad_scale / ((double)m->B * (m->T - 1)));
@@ -595,10 +606,9 @@ static int head_forward(FastModel *m, const bf16 *x_last, double grad_scale, int
     for (int r0 = 0; r0 < N; r0 += m->ce_rows) {
         const int R = N - r0 < m->ce_rows ? N - r0 : m->ce_rows;
         TRY(logits_chunk(m, r0, R));
-        TRY(crossentropy_forward_backward(m->losses + r0, backward ? m->dlogits : NULL, m->logits, m->targets + r0,
-                                          R, V, m->Vp, w));
+        TRY(crossentropy_forward_backward(m->losses + r0, m->logits, m->targets + r0, R, V, m->Vp, w, backward));
         if (backward)
-            TRY(matmul_backward_ld(&m->blas, m->dln32 + (size_t)r0 * d, 0, NULL, G32(m->o_lm_head), m->dlogits, m->Vp,
+            TRY(matmul_backward_ld(&m->blas, m->dln32 + (size_t)r0 * d, 0, NULL, G32(m->o_lm_head), m->logits, m->Vp,
                                    m->lnf + (size_t)r0 * d, W16(m->o_lm_head), R, d, V));
     }
     return 0;
@@ -612,13 +622,13 @@ static int layer_backward(FastModel *m, int l) {
     const float eps = (float)m->c.norm_eps;
     if (m->recompute) { /* the MLP's inputs, exactly as the forward made them */
         TRY(rmsnorm_forward(a->ln2, a->ln2_rstd, a->h, W16(o->ln2), N, d, eps));
-        TRY(swiglu_forward(a->swi, a->gate, a->up, (size_t)N * F));
+        TRY(swiglu_forward(a->swi, a->gu, N, F));
     }
     /* dres32/dres16 hold dLoss/dx'. x' = h + W_down·swi. */
     TRY(matmul_backward(bl, NULL, 0, m->dswi, G32(o->wdown), m->dres16, a->swi, W16(o->wdown), N, F, d));
-    TRY(swiglu_backward(m->dgate, m->dup, m->dswi, a->gate, a->up, (size_t)N * F));
-    TRY(matmul_backward(bl, m->dln32, 0, NULL, G32(o->wgate), m->dgate, a->ln2, W16(o->wgate), N, d, F));
-    TRY(matmul_backward(bl, m->dln32, 1, NULL, G32(o->wup), m->dup, a->ln2, W16(o->wup), N, d, F));
+    TRY(swiglu_backward(m->dgu, m->dswi, a->gu, N, F));
+    /* one dX GEMM over 2F and one dW GEMM into the adjacent gradient blocks of W_gate and W_up */
+    TRY(matmul_backward(bl, m->dln32, 0, NULL, G32(o->wgate), m->dgu, a->ln2, W16(o->wgate), N, d, 2 * F));
     TRY(rmsnorm_backward(m->dres32, m->dres16, m->dln32, a->h, W16(o->ln2), a->ln2_rstd, N, d));
     TRY(rmsnorm_backward_weight(G32(o->ln2), m->norm_scratch, m->dln32, a->h, a->ln2_rstd, N, d));
     /* dres is now dLoss/dh. h = x + W_o·U. */
@@ -928,19 +938,29 @@ extern "C" int fast_model_set_state(void *vm, const float *params, const float *
     return 0;
 }
 
+/* The bf16 logits the training step and the scoring use, recomputed chunk by chunk from the
+ * kept final-norm output and widened to fp32 on the host (exact): [N,V] out, as ref's. */
 extern "C" int fast_model_get_logits(void *vm, float *out) {
     FastModel *m = (FastModel *)vm;
     if (!m->have_forward) return vrl_error("fast model: no forward to take logits from");
     ops_use_stream(m->stream);
-    for (int r0 = 0; r0 < m->N; r0 += m->ce_rows) {
+    bf16 *chunk = (bf16 *)malloc((size_t)m->ce_rows * m->Vp * sizeof(bf16)); /* host [ce_rows,Vp] */
+    if (!chunk) return vrl_error("fast model: out of host memory for the logits");
+    int rc = 0;
+    for (int r0 = 0; r0 < m->N && rc == 0; r0 += m->ce_rows) {
         const int R = m->N - r0 < m->ce_rows ? m->N - r0 : m->ce_rows;
-        TRY(logits_chunk(m, r0, R));
-        for (int r = 0; r < R; r++) /* the V real columns of each padded row: [N,V] out, as ref's */
-            CUDA_CHECK(cudaMemcpyAsync(out + (size_t)(r0 + r) * m->V, m->logits + (size_t)r * m->Vp,
-                                       (size_t)m->V * sizeof(float), cudaMemcpyDeviceToHost, m->stream));
-        CUDA_CHECK(cudaStreamSynchronize(m->stream)); /* the chunk buffer is reused by the next chunk */
+        cudaError_t e = cudaSuccess;
+        rc = logits_chunk(m, r0, R);
+        if (rc == 0) e = cudaMemcpyAsync(chunk, m->logits, (size_t)R * m->Vp * sizeof(bf16), cudaMemcpyDeviceToHost,
+                                         m->stream);
+        if (rc == 0 && e == cudaSuccess) e = cudaStreamSynchronize(m->stream); /* the buffer is reused next chunk */
+        if (e != cudaSuccess) rc = vrl_error("fast model: reading the logits back: %s", cudaGetErrorString(e));
+        for (int r = 0; r < R && rc == 0; r++) /* the V real columns of each padded row */
+            for (int v = 0; v < m->V; v++)
+                out[(size_t)(r0 + r) * m->V + v] = __bfloat162float(chunk[(size_t)r * m->Vp + v]);
     }
-    return 0;
+    free(chunk);
+    return rc;
 }
 
 extern "C" size_t fast_model_device_bytes(void *vm) {

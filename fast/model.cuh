@@ -49,7 +49,7 @@ typedef struct {
     bf16 *h;          /* [N,d]   x + W_o·U */
     bf16 *ln2;        /* [N,d]   (scratch when recomputing) */
     float *ln2_rstd;  /* [N]     */
-    bf16 *gate, *up;  /* [N,F]   */
+    bf16 *gu;         /* [N,2F]  the fused gate|up GEMM: ln2·[W_gate;W_up]ᵀ, gate in columns [0,F), up in [F,2F) */
     bf16 *swi;        /* [N,F]   silu(gate)⊙up (scratch when recomputing) */
     bf16 *out;        /* [N,d]   the layer's output */
 } FastActs;
@@ -85,7 +85,7 @@ typedef struct FastModel {
     int B, T, N, d, NH, NKV, hd, qC, kvC, F, V, L;
     int Vp;              /* V rounded up to a multiple of FAST_VOCAB_PAD: the logits' row stride */
     int recompute;       /* VRL_FAST_RECOMPUTE=1: ln1, ln2, swi recomputed in the backward */
-    int ce_rows;         /* rows of the logits chunk */
+    int ce_rows;         /* rows of the logits chunk (the whole batch unless over CE_CHUNK_BYTES or VRL_FAST_CE_ROWS) */
 
     /* parameters and optimizer, flat in table order */
     float *params32;     /* [P] fp32 master weights */
@@ -136,14 +136,15 @@ typedef struct FastModel {
     int32_t *score_targets; /* [N] a scoring forward's targets (vrl eval), −1 where nothing is scored */
     float *score_lp;      /* [N] fp32 log p(target) of a scoring forward */
     uint8_t *score_greedy; /* [N] 1 where the target is the argmax, of a scoring forward */
-    float *logits;        /* [ce_rows,Vp] fp32 chunk; columns [V, Vp) are padding, never computed or read */
-    bf16 *dlogits;        /* [ce_rows,Vp] bf16 chunk; zero in the pad columns */
+    bf16 *logits;         /* [ce_rows,Vp] bf16 chunk: the lm_head GEMM's logits, then (training) their gradient,
+                           * written over them by the cross-entropy; pad columns [V, Vp) never enter the loss */
 
     /* backward scratch */
     float *dres32;        /* [N,d] residual-stream gradient */
     bf16 *dres16;         /* [N,d] its bf16 copy for the GEMMs */
     float *dln32;         /* [N,d] d(ln1|ln2|lnf) accumulated over GEMMs in fp32 */
-    bf16 *dswi, *dgate, *dup; /* [N,F] */
+    bf16 *dswi;           /* [N,F] */
+    bf16 *dgu;            /* [N,2F] d(gate|up), laid out as acts' gu: the fused dX and dW GEMMs' input */
     bf16 *datty, *dq, *dk;    /* [N,qC], [N,qC], [N,kvC] */
     float *dvin;          /* [N,kvC] d(value input) from attention */
     bf16 *dv16;           /* [N,kvC] d(V_l) for the W_v GEMMs */

@@ -138,8 +138,8 @@ int matmul_forward(Blas *b, bf16 *out, const bf16 *inp, const bf16 *weight, cons
     return lt_matmul(b, out, CUDA_R_16BF, residual, weight, 1, C, inp, 0, C, OC, N, C, residual ? 1.0f : 0.0f, OC);
 }
 
-int matmul_forward_f32(Blas *b, float *out, int ld_out, const bf16 *inp, const bf16 *weight, int N, int C, int OC) {
-    return lt_matmul(b, out, CUDA_R_32F, NULL, weight, 1, C, inp, 0, C, OC, N, C, 0.0f, ld_out);
+int matmul_forward_ld(Blas *b, bf16 *out, int ld_out, const bf16 *inp, const bf16 *weight, int N, int C, int OC) {
+    return lt_matmul(b, out, CUDA_R_16BF, NULL, weight, 1, C, inp, 0, C, OC, N, C, 0.0f, ld_out);
 }
 
 int matmul_backward_ld(Blas *b, float *dinp32, int accumulate, bf16 *dinp16, float *dweight, const bf16 *dout,
@@ -342,33 +342,40 @@ int rope_backward(bf16 *x, const float *cos_t, const float *sin_t, int B, int T,
 
 /* ================================================================== swiglu */
 
-__global__ void swiglu_forward_kernel(bf16 *out, const bf16 *gate, const bf16 *up, size_t n) {
+/* Element i of the [N,F] output: row i / F, column i % F; its gate is at that row's column
+ * i % F of the [N,2F] gate|up buffer, its up F columns further. */
+__device__ __forceinline__ size_t gate_at(size_t i, int F) { return i / F * 2 * (size_t)F + i % F; }
+
+__global__ void swiglu_forward_kernel(bf16 *out, const bf16 *gu, size_t n, int F) {
     size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
-    const float g = bf(gate[i]);
+    const size_t at = gate_at(i, F);
+    const float g = bf(gu[at]);
     const bf16 silu = __float2bfloat16(g / (1.0f + expf(-g))); /* torch: act_fn(gate) in bf16 */
-    out[i] = __float2bfloat16(bf(silu) * bf(up[i]));
+    out[i] = __float2bfloat16(bf(silu) * bf(gu[at + F]));
 }
 
-int swiglu_forward(bf16 *out, const bf16 *gate, const bf16 *up, size_t n) {
-    LAUNCH(swiglu_forward_kernel, cdiv(n, 256), 256, 0, ops_stream)(out, gate, up, n);
+int swiglu_forward(bf16 *out, const bf16 *gu, int N, int F) {
+    const size_t n = (size_t)N * F;
+    LAUNCH(swiglu_forward_kernel, cdiv(n, 256), 256, 0, ops_stream)(out, gu, n, F);
     LAUNCH_CHECK();
     return 0;
 }
 
-__global__ void swiglu_backward_kernel(bf16 *dgate, bf16 *dup, const bf16 *dout, const bf16 *gate, const bf16 *up,
-                                       size_t n) {
+__global__ void swiglu_backward_kernel(bf16 *dgu, const bf16 *dout, const bf16 *gu, size_t n, int F) {
     size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
     /* silu'(g) = σ(g)·(1 + g·(1 − σ(g))) */
-    const float g = bf(gate[i]), u = bf(up[i]), dy = bf(dout[i]);
+    const size_t at = gate_at(i, F);
+    const float g = bf(gu[at]), u = bf(gu[at + F]), dy = bf(dout[i]);
     const float sig = 1.0f / (1.0f + expf(-g));
-    dgate[i] = __float2bfloat16(dy * u * sig * (1.0f + g * (1.0f - sig)));
-    dup[i] = __float2bfloat16(dy * g * sig);
+    dgu[at] = __float2bfloat16(dy * u * sig * (1.0f + g * (1.0f - sig)));
+    dgu[at + F] = __float2bfloat16(dy * g * sig);
 }
 
-int swiglu_backward(bf16 *dgate, bf16 *dup, const bf16 *dout, const bf16 *gate, const bf16 *up, size_t n) {
-    LAUNCH(swiglu_backward_kernel, cdiv(n, 256), 256, 0, ops_stream)(dgate, dup, dout, gate, up, n);
+int swiglu_backward(bf16 *dgu, const bf16 *dout, const bf16 *gu, int N, int F) {
+    const size_t n = (size_t)N * F;
+    LAUNCH(swiglu_backward_kernel, cdiv(n, 256), 256, 0, ops_stream)(dgu, dout, gu, n, F);
     LAUNCH_CHECK();
     return 0;
 }
@@ -767,6 +774,106 @@ int attention_backward(bf16 *dq, bf16 *dk, float *dv, float *Dscratch, const bf1
 
 /* ================================================================== cross-entropy */
 
+#define CE_ROW_THREADS 512 /* the single-read kernel: a row of up to 2·512·64 columns in registers */
+
+/* A word of two bf16 columns: column 2j in the low half (little-endian, as the row lies in memory). */
+__device__ __forceinline__ float word_lo(uint32_t u) { return bf(__ushort_as_bfloat16((unsigned short)(u & 0xffffu))); }
+__device__ __forceinline__ float word_hi(uint32_t u) { return bf(__ushort_as_bfloat16((unsigned short)(u >> 16))); }
+__device__ __forceinline__ uint32_t word_of(float lo, float hi) {
+    return (uint32_t)__bfloat16_as_ushort(__float2bfloat16(lo)) |
+           (uint32_t)__bfloat16_as_ushort(__float2bfloat16(hi)) << 16;
+}
+
+/* The block's max (op 0) or sum (op 1) of one value per thread: warp butterflies (every lane
+ * ends with the same value), then the warps' results in warp order. Every thread gets it. */
+__device__ __forceinline__ float ce_block_reduce(float v, float *sh, int op) {
+    for (int o = 16; o > 0; o >>= 1) {
+        const float v2 = __shfl_xor_sync(0xffffffffu, v, o);
+        v = op ? v + v2 : fmaxf(v, v2);
+    }
+    if (threadIdx.x % 32 == 0) sh[threadIdx.x / 32] = v;
+    __syncthreads();
+    v = sh[0];
+    for (int k = 1; k < CE_ROW_THREADS / 32; k++) v = op ? v + sh[k] : fmaxf(v, sh[k]);
+    return v;
+}
+
+/* WORDS: words of the row each thread holds (a template constant, so the array stays in
+ * registers; the launcher picks the smallest that covers the row). */
+template <int WORDS>
+__global__ void __launch_bounds__(CE_ROW_THREADS) crossentropy_kernel(float *losses, bf16 *logits,
+                                                                      const int32_t *targets, int V, int ld, float w,
+                                                                      int backward) {
+    __shared__ float sh_max[CE_ROW_THREADS / 32], sh_sum[CE_ROW_THREADS / 32];
+    const int row = blockIdx.x, tgt = targets[row], tid = threadIdx.x;
+    uint32_t *xw = (uint32_t *)(logits + (size_t)row * ld); /* the row as ld/2 words */
+    const int used = (V + 1) / 2; /* words holding a real column (the last may hold pad column V too) */
+    if (tgt < 0) { /* a sequence's last position: no next token */
+        if (tid == 0) losses[row] = 0.0f;
+        if (backward)
+            for (int j = tid; j < ld / 2; j += CE_ROW_THREADS) xw[j] = 0u;
+        return;
+    }
+    /* the one read: this thread's words, and their max over real columns */
+    uint32_t u[WORDS];
+    float mx = -INFINITY;
+#pragma unroll
+    for (int k = 0; k < WORDS; k++) {
+        const int j = tid + k * CE_ROW_THREADS;
+        u[k] = j < used ? xw[j] : 0u;
+        if (j < used) mx = fmaxf(mx, 2 * j + 1 < V ? fmaxf(word_lo(u[k]), word_hi(u[k])) : word_lo(u[k]));
+    }
+    mx = ce_block_reduce(mx, sh_max, 0);
+    /* Σ exp(x − max) from the registers; the target's logit from the thread that holds it */
+    float s = 0.0f, xt = 0.0f;
+    int holds_target = 0;
+#pragma unroll
+    for (int k = 0; k < WORDS; k++) {
+        const int j = tid + k * CE_ROW_THREADS;
+        if (j < used) {
+            s += expf(word_lo(u[k]) - mx);
+            if (2 * j + 1 < V) s += expf(word_hi(u[k]) - mx);
+        }
+        if (j == tgt / 2) {
+            xt = tgt % 2 ? word_hi(u[k]) : word_lo(u[k]);
+            holds_target = 1;
+        }
+    }
+    s = ce_block_reduce(s, sh_sum, 1);
+    const float lse = mx + logf(s);
+    if (holds_target) losses[row] = lse - xt;
+    if (!backward) return;
+    /* the one write: the gradient of the weighted loss over the logits, 0 in the pad columns */
+#pragma unroll
+    for (int k = 0; k < WORDS; k++) {
+        const int j = tid + k * CE_ROW_THREADS, c = 2 * j;
+        if (j >= ld / 2) continue;
+        float g0 = 0.0f, g1 = 0.0f;
+        if (c < V) g0 = w * (expf(word_lo(u[k]) - lse) - (c == tgt ? 1.0f : 0.0f));
+        if (c + 1 < V) g1 = w * (expf(word_hi(u[k]) - lse) - (c + 1 == tgt ? 1.0f : 0.0f));
+        xw[j] = word_of(g0, g1);
+    }
+}
+
+int crossentropy_forward_backward(float *losses, bf16 *logits, const int32_t *targets, int R, int V, int ld, float w,
+                                  int backward) {
+    if (V < 1 || ld < V || ld % 2 || ld > CE_MAX_COLUMNS)
+        return vrl_error("fast: cross-entropy needs 1 <= V <= ld <= %d with ld even (got V=%d ld=%d)", CE_MAX_COLUMNS,
+                         V, ld);
+    const int words = ld / 2;
+#define CE_LAUNCH(W)                                                                                        \
+    LAUNCH(crossentropy_kernel<W>, R, CE_ROW_THREADS, 0, ops_stream)(losses, logits, targets, V, ld, w, backward)
+    if (words <= CE_ROW_THREADS) CE_LAUNCH(1);
+    else if (words <= 4 * CE_ROW_THREADS) CE_LAUNCH(4);
+    else if (words <= 16 * CE_ROW_THREADS) CE_LAUNCH(16);
+    else CE_LAUNCH(64);
+#undef CE_LAUNCH
+    LAUNCH_CHECK();
+    return 0;
+}
+
+/* ================================================================== scoring (vrl eval) */
+
 #define CE_THREADS 256
 
 /* combine two (max, sum of exp(x − max)) pairs */
@@ -777,58 +884,6 @@ __device__ __forceinline__ void lse_combine(float &m, float &s, float m2, float 
     m = M;
 }
 
-__global__ void __launch_bounds__(CE_THREADS) crossentropy_kernel(float *losses, bf16 *dlogits,
-                                                                  const float *logits, const int32_t *targets,
-                                                                  int V, int ld, float w) {
-    __shared__ float shm[CE_THREADS / 32], shs[CE_THREADS / 32];
-    const int row = blockIdx.x, tgt = targets[row], tid = threadIdx.x;
-    const float *x = logits + (size_t)row * ld;
-    bf16 *dx = dlogits ? dlogits + (size_t)row * ld : NULL;
-    /* the pad columns [V, ld) are outside the vocabulary: never read, zero gradient */
-    if (dx)
-        for (int i = V + tid; i < ld; i += CE_THREADS) dx[i] = __float2bfloat16(0.0f);
-    if (tgt < 0) { /* a sequence's last position: no next token */
-        if (tid == 0) losses[row] = 0.0f;
-        if (dx)
-            for (int i = tid; i < V; i += CE_THREADS) dx[i] = __float2bfloat16(0.0f);
-        return;
-    }
-    /* pass 1: online max and sum of exponentials, per thread then fixed-order reduce */
-    float m = -INFINITY, s = 0.0f;
-    for (int i = tid; i < V; i += CE_THREADS) lse_combine(m, s, x[i], 1.0f);
-    for (int o = 16; o > 0; o >>= 1) {
-        const float m2 = __shfl_xor_sync(0xffffffffu, m, o), s2 = __shfl_xor_sync(0xffffffffu, s, o);
-        lse_combine(m, s, m2, s2);
-    }
-    if (tid % 32 == 0) {
-        shm[tid / 32] = m;
-        shs[tid / 32] = s;
-    }
-    __syncthreads();
-    m = shm[0];
-    s = shs[0];
-    for (int k = 1; k < CE_THREADS / 32; k++) lse_combine(m, s, shm[k], shs[k]);
-    const float lse = m + logf(s);
-    if (tid == 0) losses[row] = lse - x[tgt];
-    /* pass 2: the gradient of the weighted loss */
-    if (dx)
-        for (int i = tid; i < V; i += CE_THREADS) {
-            const float p = expf(x[i] - lse);
-            dx[i] = __float2bfloat16(w * (p - (i == tgt ? 1.0f : 0.0f)));
-        }
-}
-
-int crossentropy_forward_backward(float *losses, bf16 *dlogits, const float *logits, const int32_t *targets, int R,
-                                  int V, int ld, float w) {
-    LAUNCH(crossentropy_kernel, R, CE_THREADS, 0, ops_stream)(losses, dlogits, logits, targets, V, ld, w);
-    LAUNCH_CHECK();
-    return 0;
-}
-
-/* ================================================================== scoring (vrl eval) */
-
-__device__ __forceinline__ float logit_value(const float *x, int i) { return x[i]; }
-__device__ __forceinline__ float logit_value(const bf16 *x, int i) { return __bfloat162float(x[i]); }
 
 /* keep the larger of two (value, index) pairs, the lower index on equal values: the result is
  * the row's first maximum whatever order the pairs meet in */
@@ -836,20 +891,19 @@ __device__ __forceinline__ void argmax_combine(float &v, int &i, float v2, int i
     if (v2 > v || (v2 == v && i2 < i)) v = v2, i = i2;
 }
 
-template <typename T>
-__global__ void __launch_bounds__(CE_THREADS) token_logprobs_kernel(float *logprob, uint8_t *greedy, const T *logits,
+__global__ void __launch_bounds__(CE_THREADS) token_logprobs_kernel(float *logprob, uint8_t *greedy, const bf16 *logits,
                                                                     const int32_t *targets, int V, int ld) {
     __shared__ float shm[CE_THREADS / 32], shs[CE_THREADS / 32], shv[CE_THREADS / 32];
     __shared__ int shi[CE_THREADS / 32];
     const int row = blockIdx.x, tgt = targets[row], tid = threadIdx.x;
     if (tgt < 0) return; /* not scored: left as it is (the whole block leaves) */
-    const T *x = logits + (size_t)row * ld;
+    const bf16 *x = logits + (size_t)row * ld;
     /* one pass over the V real columns (the pad columns [V, ld) are never read): online
-     * max/sum as the cross-entropy's, and each thread's first maximum (its indices grow) */
+     * max/sum, and each thread's first maximum (its indices grow) */
     float m = -INFINITY, s = 0.0f, bv = -INFINITY;
     int bi = V; /* V: no maximum yet (a row of NaN has none, so nothing is greedy) */
     for (int i = tid; i < V; i += CE_THREADS) {
-        const float xi = logit_value(x, i);
+        const float xi = bf(x[i]);
         lse_combine(m, s, xi, 1.0f);
         if (xi > bv) bv = xi, bi = i;
     }
@@ -870,26 +924,15 @@ __global__ void __launch_bounds__(CE_THREADS) token_logprobs_kernel(float *logpr
         lse_combine(m, s, shm[k], shs[k]);
         argmax_combine(bv, bi, shv[k], shi[k]);
     }
-    logprob[row] = logit_value(x, tgt) - (m + logf(s)); /* −(the cross-entropy kernel's loss), same sums */
+    logprob[row] = bf(x[tgt]) - (m + logf(s)); /* −(the cross-entropy's loss up to the order of its fp32 sums) */
     greedy[row] = bi == tgt;
-}
-
-template <typename T>
-static int token_logprobs_launch(float *logprob, uint8_t *greedy, const T *logits, const int32_t *targets, int R,
-                                 int V, int ld) {
-    LAUNCH(token_logprobs_kernel<T>, R, CE_THREADS, 0, ops_stream)(logprob, greedy, logits, targets, V, ld);
-    LAUNCH_CHECK();
-    return 0;
-}
-
-int token_logprobs_forward(float *logprob, uint8_t *greedy, const float *logits, const int32_t *targets, int R, int V,
-                           int ld) {
-    return token_logprobs_launch(logprob, greedy, logits, targets, R, V, ld);
 }
 
 int token_logprobs_forward(float *logprob, uint8_t *greedy, const bf16 *logits, const int32_t *targets, int R, int V,
                            int ld) {
-    return token_logprobs_launch(logprob, greedy, logits, targets, R, V, ld);
+    LAUNCH(token_logprobs_kernel, R, CE_THREADS, 0, ops_stream)(logprob, greedy, logits, targets, V, ld);
+    LAUNCH_CHECK();
+    return 0;
 }
 
 #define LOSS_THREADS 256

@@ -51,9 +51,9 @@ void blas_destroy(Blas *b);
  * residual [N,OC] or NULL (the residual add rides on the GEMM's beta = 1). */
 int matmul_forward(Blas *b, bf16 *out, const bf16 *inp, const bf16 *weight, const bf16 *residual, int N, int C,
                    int OC);
-/* The same product into fp32 (the logits chunk), rows ld_out >= OC apart (the padded
- * vocabulary: columns [OC, ld_out) are not written).  out [N,ld_out] fp32 */
-int matmul_forward_f32(Blas *b, float *out, int ld_out, const bf16 *inp, const bf16 *weight, int N, int C, int OC);
+/* The same product without a residual, rows ld_out >= OC apart (the logits chunk in the padded
+ * vocabulary: columns [OC, ld_out) are not written).  out [N,ld_out] bf16 */
+int matmul_forward_ld(Blas *b, bf16 *out, int ld_out, const bf16 *inp, const bf16 *weight, int N, int C, int OC);
 /* Input gradient, either dinp32 (fp32, = or += by accumulate) or dinp16 (bf16, =), and
  * dweight += doutᵀ · inp (fp32). Any output may be NULL.
  * dinp [N,C], dweight [OC,C], dout [N,OC], inp [N,C], weight [OC,C] */
@@ -99,10 +99,13 @@ int rope_forward(bf16 *x, const float *cos_t, const float *sin_t, int B, int T, 
 int rope_backward(bf16 *x, const float *cos_t, const float *sin_t, int B, int T, int NHX, int hd);
 
 /* ------------------------------------------------------------------ swiglu */
-/* out = bf16(bf16(silu(gate)) · up).  out, gate, up [N,F] (n = N*F) */
-int swiglu_forward(bf16 *out, const bf16 *gate, const bf16 *up, size_t n);
-/* dgate = dout·up·silu'(gate), dup = dout·silu(gate) (written).  [N,F] each */
-int swiglu_backward(bf16 *dgate, bf16 *dup, const bf16 *dout, const bf16 *gate, const bf16 *up, size_t n);
+/* gu is the fused gate|up GEMM's output: row n holds gate in columns [0, F) and up in
+ * [F, 2F) (row stride 2F), as W_gate and W_up lie adjacent in the parameter table.
+ * out = bf16(bf16(silu(gate)) · up).  out [N,F], gu [N,2F] */
+int swiglu_forward(bf16 *out, const bf16 *gu, int N, int F);
+/* d(gate) = dout·up·silu'(gate) into columns [0, F) of dgu, d(up) = dout·silu(gate) into
+ * [F, 2F) (written): one buffer for the fused dX and dW GEMMs.  dgu [N,2F], dout [N,F], gu [N,2F] */
+int swiglu_backward(bf16 *dgu, const bf16 *dout, const bf16 *gu, int N, int F);
 
 /* ------------------------------------------------------------------ value mixing */
 /* Up to FAST_MAX_LAYERS sources, passed by value to the kernel. Source k's weight is the
@@ -158,13 +161,17 @@ int attention_backward(bf16 *dq, bf16 *dk, float *dv, float *Dscratch, const bf1
                        int hd);
 
 /* ------------------------------------------------------------------ cross-entropy */
-/* One block per row of a logits chunk: loss = logsumexp(x) − x[target] over the V real
- * columns (fp32, online max/sum); if dlogits is not NULL it gets w·(softmax(x) − onehot(target))
- * in bf16 there, and 0 in the pad columns [V, ld) (the padded vocabulary: masked out of the
- * loss and its gradient). target < 0 (each sequence's last position) gives loss 0 and a zero
- * gradient row.  losses [R] fp32, dlogits [R,ld] bf16 or NULL, logits [R,ld] fp32, targets [R] */
-int crossentropy_forward_backward(float *losses, bf16 *dlogits, const float *logits, const int32_t *targets, int R,
-                                  int V, int ld, float w);
+/* One block per row of a bf16 logits chunk, each logit read once from memory into registers
+ * (32-bit words of two columns, at most CE_MAX_COLUMNS per row): the row's max, then Σ exp(x −
+ * max), both in fp32 and reduced in a fixed order, give loss = logsumexp(x) − x[target] over
+ * the V real columns (the pad columns [V, ld) of the padded vocabulary are never counted).
+ * With backward, w·(softmax(x) − onehot(target)) is written in bf16 over the logits, 0 in the
+ * pad columns: one read, one write. target < 0 (each sequence's last position) gives loss 0
+ * and (backward) a zero gradient row. ld must be even.
+ * losses [R] fp32, logits [R,ld] bf16 (in: logits; out with backward: their gradient), targets [R] */
+#define CE_MAX_COLUMNS 65536
+int crossentropy_forward_backward(float *losses, bf16 *logits, const int32_t *targets, int R, int V, int ld, float w,
+                                  int backward);
 
 /* ------------------------------------------------------------------ scoring (vrl eval) */
 /* ref/ops.h's token_logprobs_forward on a logits chunk, one block per row: at a row with
@@ -172,10 +179,8 @@ int crossentropy_forward_backward(float *losses, bf16 *dlogits, const float *log
  * so it is exactly minus that kernel's loss) and greedy[r] = 1 if t is the argmax, the lowest
  * index among equal maxima (ref's and torch.argmax's rule). Only the V real columns count:
  * the pad columns [V, ld) of the padded vocabulary neither enter the sum nor can win the
- * argmax (they are never read). Rows with target < 0 are left as they are. For fp32 logits
- * (today's chunk) and bf16 ones.  logprob [R] fp32, greedy [R], logits [R,ld], targets [R] */
-int token_logprobs_forward(float *logprob, uint8_t *greedy, const float *logits, const int32_t *targets, int R, int V,
-                           int ld);
+ * argmax (they are never read). Rows with target < 0 are left as they are.
+ * logprob [R] fp32, greedy [R], logits [R,ld] bf16 (the model's chunk), targets [R] */
 int token_logprobs_forward(float *logprob, uint8_t *greedy, const bf16 *logits, const int32_t *targets, int R, int V,
                            int ld);
 

@@ -1,7 +1,9 @@
 /* bf16.h: CUDA's __nv_bfloat16 on the CPU (docs/fast.md, "CUDA on the CPU").
  *
  * 16 bits: the top half of an IEEE fp32. float -> bf16 rounds to nearest, ties to even,
- * as __float2bfloat16 does on the GPU; a NaN stays a (quiet) NaN. bf16 -> float is exact. */
+ * as __float2bfloat16 does on the GPU; a NaN stays a (quiet) NaN. bf16 -> float is exact.
+ * __bfloat16_as_ushort / __ushort_as_bfloat16 move the raw bits (the cross-entropy keeps a
+ * row as 32-bit words of two columns). */
 #ifndef VRL_CUDA_CPU_BF16_H
 #define VRL_CUDA_CPU_BF16_H
 
@@ -32,6 +34,14 @@ static inline float __bfloat162float(__nv_bfloat16 b) {
     float f;
     memcpy(&f, &u, sizeof f);
     return f;
+}
+
+/* The raw 16 bits and back (CUDA's bit reinterpretations: no rounding). */
+static inline unsigned short __bfloat16_as_ushort(__nv_bfloat16 b) { return b.x; }
+static inline __nv_bfloat16 __ushort_as_bfloat16(unsigned short u) {
+    __nv_bfloat16 r;
+    r.x = u;
+    return r;
 }
 
 #endif
