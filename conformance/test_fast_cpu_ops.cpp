@@ -115,7 +115,7 @@ Test(fast_cpu_ops, rmsnorm_edge_shapes) {
  * holds NaN, so reading it would show. Row 1 has no target (loss 0, zero gradient row); the
  * targets include column 0 and the last real column V − 1 (with V odd, the low half of the
  * row's last word, whose high half is pad). The shapes reach each register template (1, 4,
- * 16 and 64 words per thread of 512), the last one the paper's 50277 in 50304. Forward only
+ * 16 and 56 words per thread of 512), the last one the paper's 50277 in 50304. Forward only
  * (backward 0) must give the same losses and leave the row as it was. */
 static void crossentropy_case(int V, int LD, int R) {
     vector<bf16> logits((size_t)R * LD, __float2bfloat16(NAN));

@@ -774,7 +774,7 @@ int attention_backward(bf16 *dq, bf16 *dk, float *dv, float *Dscratch, const bf1
 
 /* ================================================================== cross-entropy */
 
-#define CE_ROW_THREADS 512 /* the single-read kernel: a row of up to 2·512·64 columns in registers */
+#define CE_ROW_THREADS 512 /* the single-read kernel: a row of up to 2·512·56 columns in registers */
 
 /* A word of two bf16 columns: column 2j in the low half (little-endian, as the row lies in memory). */
 __device__ __forceinline__ float word_lo(uint32_t u) { return bf(__ushort_as_bfloat16((unsigned short)(u & 0xffffu))); }
@@ -866,7 +866,7 @@ int crossentropy_forward_backward(float *losses, bf16 *logits, const int32_t *ta
     if (words <= CE_ROW_THREADS) CE_LAUNCH(1);
     else if (words <= 4 * CE_ROW_THREADS) CE_LAUNCH(4);
     else if (words <= 16 * CE_ROW_THREADS) CE_LAUNCH(16);
-    else CE_LAUNCH(64);
+    else CE_LAUNCH(56);
 #undef CE_LAUNCH
     LAUNCH_CHECK();
     return 0;

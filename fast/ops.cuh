@@ -169,7 +169,7 @@ int attention_backward(bf16 *dq, bf16 *dk, float *dv, float *Dscratch, const bf1
  * pad columns: one read, one write. target < 0 (each sequence's last position) gives loss 0
  * and (backward) a zero gradient row. ld must be even.
  * losses [R] fp32, logits [R,ld] bf16 (in: logits; out with backward: their gradient), targets [R] */
-#define CE_MAX_COLUMNS 65536
+#define CE_MAX_COLUMNS 57344
 int crossentropy_forward_backward(float *losses, bf16 *logits, const int32_t *targets, int R, int V, int ld, float w,
                                   int backward);
 
