@@ -342,40 +342,45 @@ int rope_backward(bf16 *x, const float *cos_t, const float *sin_t, int B, int T,
 
 /* ================================================================== swiglu */
 
-/* Element i of the [N,F] output: row i / F, column i % F; its gate is at that row's column
- * i % F of the [N,2F] gate|up buffer, its up F columns further. */
-__device__ __forceinline__ size_t gate_at(size_t i, int F) { return i / F * 2 * (size_t)F + i % F; }
+/* Grid: x over column blocks of a row, y over rows (at most 65535 blocks; a block strides
+ * over the rows past them): no per-element division, and gate and up are each read
+ * coalesced. Row n's gate is gu[n·2F + f], its up gu[n·2F + F + f]. */
+#define SWIGLU_THREADS 256
+static dim3 swiglu_grid(int N, int F) { return dim3(cdiv(F, SWIGLU_THREADS), N < 65535 ? N : 65535); }
 
-__global__ void swiglu_forward_kernel(bf16 *out, const bf16 *gu, size_t n, int F) {
-    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) return;
-    const size_t at = gate_at(i, F);
-    const float g = bf(gu[at]);
-    const bf16 silu = __float2bfloat16(g / (1.0f + expf(-g))); /* torch: act_fn(gate) in bf16 */
-    out[i] = __float2bfloat16(bf(silu) * bf(gu[at + F]));
+__global__ void swiglu_forward_kernel(bf16 *out, const bf16 *gu, int N, int F) {
+    const int f = blockIdx.x * SWIGLU_THREADS + threadIdx.x;
+    if (f >= F) return;
+    for (size_t n = blockIdx.y; n < (size_t)N; n += gridDim.y) {
+        const bf16 *row = gu + n * 2 * F;
+        const float g = bf(row[f]);
+        const bf16 silu = __float2bfloat16(g / (1.0f + expf(-g))); /* torch: act_fn(gate) in bf16 */
+        out[n * F + f] = __float2bfloat16(bf(silu) * bf(row[F + f]));
+    }
 }
 
 int swiglu_forward(bf16 *out, const bf16 *gu, int N, int F) {
-    const size_t n = (size_t)N * F;
-    LAUNCH(swiglu_forward_kernel, cdiv(n, 256), 256, 0, ops_stream)(out, gu, n, F);
+    LAUNCH(swiglu_forward_kernel, swiglu_grid(N, F), SWIGLU_THREADS, 0, ops_stream)(out, gu, N, F);
     LAUNCH_CHECK();
     return 0;
 }
 
-__global__ void swiglu_backward_kernel(bf16 *dgu, const bf16 *dout, const bf16 *gu, size_t n, int F) {
-    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) return;
-    /* silu'(g) = σ(g)·(1 + g·(1 − σ(g))) */
-    const size_t at = gate_at(i, F);
-    const float g = bf(gu[at]), u = bf(gu[at + F]), dy = bf(dout[i]);
-    const float sig = 1.0f / (1.0f + expf(-g));
-    dgu[at] = __float2bfloat16(dy * u * sig * (1.0f + g * (1.0f - sig)));
-    dgu[at + F] = __float2bfloat16(dy * g * sig);
+__global__ void swiglu_backward_kernel(bf16 *dgu, const bf16 *dout, const bf16 *gu, int N, int F) {
+    const int f = blockIdx.x * SWIGLU_THREADS + threadIdx.x;
+    if (f >= F) return;
+    for (size_t n = blockIdx.y; n < (size_t)N; n += gridDim.y) {
+        /* silu'(g) = σ(g)·(1 + g·(1 − σ(g))) */
+        const bf16 *row = gu + n * 2 * F;
+        bf16 *drow = dgu + n * 2 * F;
+        const float g = bf(row[f]), u = bf(row[F + f]), dy = bf(dout[n * F + f]);
+        const float sig = 1.0f / (1.0f + expf(-g));
+        drow[f] = __float2bfloat16(dy * u * sig * (1.0f + g * (1.0f - sig)));
+        drow[F + f] = __float2bfloat16(dy * g * sig);
+    }
 }
 
 int swiglu_backward(bf16 *dgu, const bf16 *dout, const bf16 *gu, int N, int F) {
-    const size_t n = (size_t)N * F;
-    LAUNCH(swiglu_backward_kernel, cdiv(n, 256), 256, 0, ops_stream)(dgu, dout, gu, n, F);
+    LAUNCH(swiglu_backward_kernel, swiglu_grid(N, F), SWIGLU_THREADS, 0, ops_stream)(dgu, dout, gu, N, F);
     LAUNCH_CHECK();
     return 0;
 }
