@@ -194,7 +194,8 @@ Test(fast_cpu_ops, crossentropy_refuses_what_registers_cannot_hold) {
 /* ------------------------------------------------------------------ swiglu */
 
 /* The fused gate|up layout: rows of 2F, gate in [0, F), up in [F, 2F); F = 300 is not a
- * multiple of the 256-thread blocks, so blocks straddle rows. Against ref's float64 swiglu on
+ * multiple of the 256-thread column blocks, so each row's second block is partly idle (a
+ * column guard that let it through would read up as gate). Against ref's float64 swiglu on
  * the same values taken apart; the gradient lands back in the same layout. */
 Test(fast_cpu_ops, swiglu_reads_and_writes_the_gate_up_stride) {
     const int N = 7, F = 300;
