@@ -9,7 +9,8 @@
  * gain gradient over more than one 256-row chunk; cross-entropy with a vocabulary not a
  * multiple of the 256 threads and rows without a target; scoring's log-softmax and argmax with
  * ties and a padded vocabulary; attention with T = 1 and T = 65
- * (one query past a 64-query tile), GQA, hd 16 and 128. */
+ * (one query past a 64-query tile), GQA, hd 16 and 128, its dV written in fp32, added onto an
+ * fp32 accumulator and rounded to bf16 in the same call. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <string.h>
@@ -229,9 +230,34 @@ static void attention_case(int B, int T, int NH, int NKV, int hd) {
                                                  NKV, hd),
                      0, "%s", vrl_last_error());
         /* the backward reads the forward's bf16 output, as in the model */
-        cr_assert_eq(fast_cpu::attention_backward(dq.data(), dk.data(), dv.data(), D.data(), do16.data(), fo.data(),
-                                                  q16.data(), k16.data(), v16.data(), lse.data(), B, T, NH, NKV, hd),
+        cr_assert_eq(fast_cpu::attention_backward(dq.data(), dk.data(), dv.data(), 0, NULL, D.data(), do16.data(),
+                                                  fo.data(), q16.data(), k16.data(), v16.data(), lse.data(), B, T, NH,
+                                                  NKV, hd),
                      0, "%s", vrl_last_error());
+        /* the model's other two dV destinations: added onto an fp32 accumulator (a value shared
+         * across layers) and, in the same call, its bf16 rounding (the W_v GEMMs' input):
+         * exactly dv + acc and bf16(dv) */
+        vector<float> dv_acc((size_t)N * kvC);
+        vector<bf16> dv16((size_t)N * kvC), dq2((size_t)N * qC), dk2((size_t)N * kvC);
+        for (size_t i = 0; i < dv_acc.size(); i++) dv_acc[i] = (float)uniform();
+        const vector<float> acc0 = dv_acc;
+        cr_assert_eq(fast_cpu::attention_backward(dq2.data(), dk2.data(), dv_acc.data(), 1, dv16.data(), D.data(),
+                                                  do16.data(), fo.data(), q16.data(), k16.data(), v16.data(),
+                                                  lse.data(), B, T, NH, NKV, hd),
+                     0, "%s", vrl_last_error());
+        int acc_ok = 1, r16_ok = 1;
+        for (size_t i = 0; i < dv.size(); i++) {
+            acc_ok &= dv_acc[i] == acc0[i] + dv[i];
+            const bf16 want = __float2bfloat16(dv[i]);
+            r16_ok &= !memcmp(&dv16[i], &want, sizeof want);
+        }
+        cr_expect(acc_ok, "T=%d hd=%d: dv added onto the accumulator is not acc + dv exactly", T, hd);
+        cr_expect(r16_ok, "T=%d hd=%d: the bf16 dv is not bf16(fp32 dv)", T, hd);
+        cr_expect(same_bits(dq2, dq) && same_bits(dk2, dk), "T=%d hd=%d: the dv destinations change dq/dk", T, hd);
+        cr_expect_neq(fast_cpu::attention_backward(dq2.data(), dk2.data(), NULL, 0, NULL, D.data(), do16.data(),
+                                                   fo.data(), q16.data(), k16.data(), v16.data(), lse.data(), B, T,
+                                                   NH, NKV, hd),
+                      0, "no dv destination at all is refused");
         cr_expect_leq(rel(fo, out), 1e-2, "T=%d hd=%d out, order %s: %.3e", T, hd, o, rel(fo, out));
         cr_expect_leq(rel(dv, rdv), 1e-2, "T=%d hd=%d dv, order %s: %.3e", T, hd, o, rel(dv, rdv));
         cr_expect_leq(rel(dq, rdq), 2e-2, "T=%d hd=%d dq, order %s: %.3e", T, hd, o, rel(dq, rdq));

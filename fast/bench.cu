@@ -104,8 +104,8 @@ extern "C" int fast_bench_kernels(void *vm, FILE *out) {
     row(out, "rope_forward q", ms, 2.0 * N * qC * e2, 6.0 * N * qC / 2);
     TIME_MS(ms, reps, attention_forward(m->datty, m->attD, a->q, a->k, a->vin, B, T, m->NH, m->NKV, m->hd));
     row(out, "attention_forward", ms, ((double)N * qC * 2 + (double)N * kvC * 2) * e2, 4.0 * m->hd * att_pairs);
-    TIME_MS(ms, reps, attention_backward(m->dq, m->dk, m->dvin, m->attD, a->atty, a->atty, a->q, a->k, a->vin, a->lse,
-                                         B, T, m->NH, m->NKV, m->hd));
+    TIME_MS(ms, reps, attention_backward(m->dq, m->dk, NULL, 0, m->dv16, m->attD, a->atty, a->atty, a->q, a->k,
+                                         a->vin, a->lse, B, T, m->NH, m->NKV, m->hd));
     row(out, "attention_backward", ms, ((double)N * qC * 4 + (double)N * kvC * 4) * e2, 10.0 * m->hd * att_pairs);
     TIME_MS(ms, reps, swiglu_forward(m->dswi, a->gate, a->up, (size_t)N * F));
     row(out, "swiglu_forward", ms, 3.0 * N * F * e2, 5.0 * N * F);

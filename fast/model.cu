@@ -68,6 +68,7 @@ static void *carve(char *base, size_t *off, size_t n, size_t size) {
 #define CARVE(ptr, n) ((ptr) = (__typeof__(ptr))carve(base, &off, (size_t)(n), sizeof *(ptr)))
 
 static int in_place(const SourceFlags *f, int l);
+static int uses_dv_own(const FastModel *m, int l);
 
 static size_t layout(FastModel *m, char *base) {
     const size_t N = m->N, P = m->t->total, d = m->d, F = m->F, qC = m->qC, kvC = m->kvC;
@@ -117,8 +118,9 @@ static size_t layout(FastModel *m, char *base) {
         if (m->kf.needed[l] && !in_place(&m->kf, l)) CARVE(a->kraw, N * kvC);
         CARVE(a->q, N * qC);
         CARVE(a->k, N * kvC);
-        if (m->vf.needed[l]) CARVE(a->v, N * kvC);
-        if (m->vf.identity[l]) a->vin = a->v;
+        if (m->vf.needed[l] && m->vin_kind[l] != VIN_FOLD) CARVE(a->v, N * kvC);
+        if (m->vin_kind[l] == VIN_ALIAS) /* V_j, j <= l: already carved (the count pass reads no pointer) */
+            a->vin = m->vin_src[l] == l ? a->v : base ? m->acts[m->vin_src[l]].v : NULL;
         else CARVE(a->vin, N * kvC);
         CARVE(a->atty, N * qC);
         a->u = a->atty;
@@ -149,9 +151,18 @@ static size_t layout(FastModel *m, char *base) {
     CARVE(m->datty, N * qC);
     CARVE(m->dq, N * qC);
     CARVE(m->dk, N * kvC);
-    CARVE(m->dvin, N * kvC);
-    CARVE(m->dv16, N * kvC);
-    CARVE(m->dv_own, N * kvC);
+    /* the value path's gradients, only where some layer's kind needs them (value_flags) */
+    int need_dvin = 0, need_dv16 = 0, need_dv_own = 0;
+    for (int l = 0; l < m->L; l++) {
+        need_dvin |= m->vin_kind[l] != VIN_ALIAS;
+        need_dv16 |= m->vf.needed[l];
+        need_dv_own |= uses_dv_own(m, l);
+    }
+    m->dvin = m->dv_own = NULL;
+    m->dv16 = NULL;
+    if (need_dvin) CARVE(m->dvin, N * kvC);
+    if (need_dv16) CARVE(m->dv16, N * kvC);
+    if (need_dv_own) CARVE(m->dv_own, N * kvC);
     int q_mixing = 0, k_mixing = 0;
     for (int l = 0; l < m->L; l++) {
         float *dummy = NULL, **p = base ? &m->dv_keep[l] : &dummy;
@@ -232,6 +243,27 @@ static void value_flags(FastModel *m) {
         m->has_corr[l] = 0;
         for (int i = 0; i <= l; i++) m->has_corr[l] |= p->ce[(size_t)l * L + i] != 0;
     }
+    /* each row's value input: one source with a constant 1 is an alias; an own term that only
+     * this row's attention reads, with constants, rides on the W_v GEMM; the rest is mixed */
+    for (int l = 0; l < L; l++) {
+        const double *row = p->cv + (size_t)l * L;
+        int n_src = 0, j = -1;
+        for (int i = 0; i <= l; i++)
+            if (row[i] != 0) n_src++, j = i;
+        const int only_here = m->vf.needed[l] && !m->vf.later[l] && p->ce[(size_t)l * L + l] == 0;
+        m->vin_src[l] = -1, m->dv_direct[l] = 0;
+        if (p->n_train[l] == 0 && n_src == 1 && row[j] == 1.0) {
+            m->vin_kind[l] = VIN_ALIAS, m->vin_src[l] = j;
+            m->dv_direct[l] = j == l && only_here;
+        } else if (p->n_train[l] == 0 && row[l] != 0 && only_here) m->vin_kind[l] = VIN_FOLD;
+        else m->vin_kind[l] = VIN_MIX;
+    }
+}
+
+/* V_l's gradient accumulates in the shared dv_own: only layer l reads V_l, through a mix or a
+ * correction (not the whole gradient straight from attention, not folded into the GEMM). */
+static int uses_dv_own(const FastModel *m, int l) {
+    return m->vf.needed[l] && !m->vf.later[l] && m->vin_kind[l] != VIN_FOLD && !m->dv_direct[l];
 }
 
 static void mib_line(const char *what, size_t bytes) {
@@ -548,8 +580,32 @@ static int qk_backward(FastModel *m, int l, MixKind kind, bf16 *grad, int *dln_w
     return 0;
 }
 
+/* Layer l's own V_l where something reads it raw, and its value input v_in (by vin_kind). */
+static int value_forward(FastModel *m, int l) {
+    FastActs *a = &m->acts[l];
+    const int N = m->N, d = m->d, kvC = m->kvC;
+    const bf16 *wv = m->params16 + m->lo[l].wv;
+    if (m->vf.needed[l] && m->vin_kind[l] != VIN_FOLD) TRY(matmul_forward(&m->blas, a->v, a->ln1, wv, NULL, N, d, kvC));
+    if (m->vin_kind[l] == VIN_ALIAS) return 0; /* v_in is V_j's buffer */
+    MixArgs mix;
+    mix_args(m, l, MIX_V, &mix);
+    if (m->vin_kind[l] == VIN_MIX) return mix_forward(a->vin, &mix, (size_t)N * kvC);
+    /* VIN_FOLD: sources come in layer order, so the own term (a constant) is the last; the
+     * others enter as the GEMM's C: one source directly with its coefficient as beta, several
+     * summed into v_in first (beta = 1, C = D) */
+    const float own = mix.coef[--mix.n];
+    const bf16 *c = NULL;
+    float beta = 0.0f;
+    if (mix.n == 1) c = mix.src[0], beta = mix.coef[0];
+    else if (mix.n > 1) {
+        TRY(mix_forward(a->vin, &mix, (size_t)N * kvC));
+        c = a->vin, beta = 1.0f;
+    }
+    return matmul_forward_scaled(&m->blas, a->vin, a->ln1, wv, own, c, beta, N, d, kvC);
+}
+
 static int layer_forward(FastModel *m, int l, const bf16 *x) {
-    const int B = m->B, T = m->T, N = m->N, d = m->d, qC = m->qC, kvC = m->kvC, F = m->F;
+    const int B = m->B, T = m->T, N = m->N, d = m->d, qC = m->qC, F = m->F;
     const LayerOffsets *o = &m->lo[l];
     FastActs *a = &m->acts[l];
     Blas *bl = &m->blas;
@@ -559,12 +615,8 @@ static int layer_forward(FastModel *m, int l, const bf16 *x) {
     TRY(rmsnorm_forward(a->ln1, a->ln1_rstd, x, W16(o->ln1), N, d, (float)m->c.norm_eps));
     TRY(qk_forward(m, l, MIX_Q));
     TRY(qk_forward(m, l, MIX_K));
-    if (m->vf.needed[l]) TRY(matmul_forward(bl, a->v, a->ln1, W16(o->wv), NULL, N, d, kvC));
+    TRY(value_forward(m, l));
     MixArgs mix;
-    if (!m->vf.identity[l]) {
-        mix_args(m, l, MIX_V, &mix);
-        TRY(mix_forward(a->vin, &mix, (size_t)N * kvC));
-    }
     TRY(attention_forward(a->atty, a->lse, a->q, a->k, a->vin, B, T, m->NH, m->NKV, m->hd));
     if (m->has_corr[l]) { /* U = atty + repeat_kv(Σ ce·V_i) */
         mix_args(m, l, MIX_CORR, &mix);
@@ -604,8 +656,73 @@ static int head_forward(FastModel *m, const bf16 *x_last, double grad_scale, int
     return 0;
 }
 
+/* The value path's backward (formulas.md §4): each V_i that layer l reads (v_in = Σ_i cv·V_i,
+ * corrections Σ_i ce·V_i) gets its share. V_i's fp32 accumulator is dv_keep[i] when a later
+ * layer reads it too, else dv_own (uses_dv_own); the baseline's and ResFormer's own V_l need
+ * neither (dv_direct, VIN_FOLD). */
+
+/* The corrections' shares, from d(U) = datty; first zeroing dv_own when layer l owns it. */
+static int value_backward_corrections(FastModel *m, int l) {
+    if (uses_dv_own(m, l)) CUDA_CHECK(cudaMemsetAsync(m->dv_own, 0, (size_t)m->N * m->kvC * sizeof(float), m->stream));
+    if (!m->has_corr[l]) return 0;
+    MixArgs mix;
+    mix_args(m, l, MIX_CORR, &mix);
+    return correction_backward(&mix, m->datty, m->N, m->NH, m->NKV, m->hd);
+}
+
+/* Where attention's d(v_in) goes: an alias adds it onto V_j's accumulator (or, dv_direct, writes
+ * it as V_l's bf16 gradient for the W_v GEMMs); a mix gets it in dvin, and a fold also in dv16. */
+static void value_dv_targets(FastModel *m, int l, float **dv32, int *add, bf16 **dv16) {
+    const int j = m->vin_src[l];
+    *dv32 = NULL, *add = 0, *dv16 = NULL;
+    if (m->vin_kind[l] != VIN_ALIAS) *dv32 = m->dvin, *dv16 = m->vin_kind[l] == VIN_FOLD ? m->dv16 : NULL;
+    else if (m->dv_direct[l]) *dv16 = m->dv16;
+    else *dv32 = m->vf.later[j] ? m->dv_keep[j] : m->dv_own, *add = 1;
+}
+
+/* After attention: the mix's sources' shares of dvin (VIN_FOLD: the sources other than V_l,
+ * whose share rides on the W_v GEMMs' alpha) and the trainable coefficients' gradients. */
+static int value_backward_mix(FastModel *m, int l) {
+    const size_t n = (size_t)m->N * m->kvC;
+    if (m->vin_kind[l] == VIN_ALIAS) return 0;
+    MixArgs mix;
+    mix_args(m, l, MIX_V, &mix);
+    if (m->vin_kind[l] == VIN_FOLD) mix.n--; /* the own term is the last source */
+    if (mix.n) TRY(mix_backward(&mix, m->dvin, n));
+    if (m->plan->n_train[l]) { /* d(λ_j) = Σ dV'·V_{train_src[j]} */
+        LambdaGradArgs lg;
+        lg.n = m->plan->n_train[l];
+        for (int j = 0; j < lg.n; j++) {
+            lg.src[j] = m->acts[m->plan->train_src[(size_t)l * m->L + j]].v;
+            lg.grad[j] = m->grads + m->lo[l].lam + j;
+        }
+        TRY(lambda_backward(&lg, m->dvin, n, m->lam_partial));
+    }
+    return 0;
+}
+
+/* W_v's gradient and its share of d(ln1), once every reader of V_l (layers >= l) has run its
+ * backward: from V_l's accumulator (rounded to bf16), or from dv16 as attention left it
+ * (dv_direct; VIN_FOLD with the own coefficient as the GEMMs' alpha). */
+static int value_backward_weights(FastModel *m, int l, int *dln_written) {
+    const int N = m->N, d = m->d, kvC = m->kvC;
+    const size_t wv = m->lo[l].wv;
+    if (!m->vf.needed[l]) return 0;
+    if (m->vin_kind[l] == VIN_FOLD) {
+        const float own = (float)m->plan->cv[(size_t)l * m->L + l];
+        TRY(matmul_backward_scaled(&m->blas, m->dln32, *dln_written, m->grads + wv, m->dv16, m->acts[l].ln1,
+                                   m->params16 + wv, own, N, d, kvC));
+    } else {
+        if (!m->dv_direct[l]) TRY(cast_to_bf16(m->dv16, m->vf.later[l] ? m->dv_keep[l] : m->dv_own, (size_t)N * kvC));
+        TRY(matmul_backward(&m->blas, m->dln32, *dln_written, NULL, m->grads + wv, m->dv16, m->acts[l].ln1,
+                            m->params16 + wv, N, d, kvC));
+    }
+    *dln_written = 1;
+    return 0;
+}
+
 static int layer_backward(FastModel *m, int l) {
-    const int B = m->B, T = m->T, N = m->N, d = m->d, qC = m->qC, kvC = m->kvC, F = m->F;
+    const int B = m->B, T = m->T, N = m->N, d = m->d, qC = m->qC, F = m->F;
     const LayerOffsets *o = &m->lo[l];
     FastActs *a = &m->acts[l];
     Blas *bl = &m->blas;
@@ -623,36 +740,19 @@ static int layer_backward(FastModel *m, int l) {
     TRY(rmsnorm_backward_weight(G32(o->ln2), m->norm_scratch, m->dln32, a->h, a->ln2_rstd, N, d));
     /* dres is now dLoss/dh. h = x + W_o·U. */
     TRY(matmul_backward(bl, NULL, 0, m->datty, G32(o->wo), m->dres16, a->u, W16(o->wo), N, qC, d));
-    TRY(attention_backward(m->dq, m->dk, m->dvin, m->attD, m->datty, a->atty, a->q, a->k, a->vin, a->lse, B, T,
-                           m->NH, m->NKV, m->hd));
-    /* Each V_i read here (v_in = Σ_i cv·V_i, corrections Σ_i ce·V_i) gets its share. V_l's own
-     * accumulator is dv_own unless a later layer also reads V_l (then dv_keep[l] holds theirs). */
-    MixArgs mix;
-    if (m->vf.needed[l] && !m->vf.later[l]) CUDA_CHECK(cudaMemsetAsync(m->dv_own, 0, (size_t)N * kvC * sizeof(float), m->stream));
-    if (m->has_corr[l]) {
-        mix_args(m, l, MIX_CORR, &mix);
-        TRY(correction_backward(&mix, m->datty, N, m->NH, m->NKV, m->hd));
-    }
-    mix_args(m, l, MIX_V, &mix);
-    TRY(mix_backward(&mix, m->dvin, (size_t)N * kvC));
-    if (m->plan->n_train[l]) { /* d(λ_j) = Σ dV'·V_{train_src[j]} */
-        LambdaGradArgs lg;
-        lg.n = m->plan->n_train[l];
-        for (int j = 0; j < lg.n; j++) {
-            lg.src[j] = m->acts[m->plan->train_src[(size_t)l * m->L + j]].v;
-            lg.grad[j] = G32(o->lam + j);
-        }
-        TRY(lambda_backward(&lg, m->dvin, (size_t)N * kvC, m->lam_partial));
-    }
+    TRY(value_backward_corrections(m, l)); /* before attention: its dV then adds after them, as the mix did */
+    float *dv32;
+    int dv_add;
+    bf16 *dv16;
+    value_dv_targets(m, l, &dv32, &dv_add, &dv16);
+    TRY(attention_backward(m->dq, m->dk, dv32, dv_add, dv16, m->attD, m->datty, a->atty, a->q, a->k, a->vin, a->lse,
+                           B, T, m->NH, m->NKV, m->hd));
+    TRY(value_backward_mix(m, l));
     if (m->recompute) TRY(rmsnorm_forward(a->ln1, a->ln1_rstd, a->x_in, W16(o->ln1), N, d, eps));
     int dln_written = 0; /* the first projection GEMM writes d(ln1), the others add */
     TRY(qk_backward(m, l, MIX_Q, m->dq, &dln_written));
     TRY(qk_backward(m, l, MIX_K, m->dk, &dln_written));
-    if (m->vf.needed[l]) { /* every reader of V_l (layers >= l) has run its backward */
-        TRY(cast_to_bf16(m->dv16, m->vf.later[l] ? m->dv_keep[l] : m->dv_own, (size_t)N * kvC));
-        TRY(matmul_backward(bl, m->dln32, dln_written, NULL, G32(o->wv), m->dv16, a->ln1, W16(o->wv), N, d, kvC));
-        dln_written = 1;
-    }
+    TRY(value_backward_weights(m, l, &dln_written));
     if (!dln_written) CUDA_CHECK(cudaMemsetAsync(m->dln32, 0, (size_t)N * d * sizeof(float), m->stream)); /* no projection at all */
     TRY(rmsnorm_backward(m->dres32, m->dres16, m->dln32, a->x_in, W16(o->ln1), a->ln1_rstd, N, d));
     TRY(rmsnorm_backward_weight(G32(o->ln1), m->norm_scratch, m->dln32, a->x_in, a->ln1_rstd, N, d));

@@ -106,15 +106,15 @@ done:
     return rc;
 }
 
-/* Column-major D [m,n] = op(A) [m,k] · op(B) [k,n] + beta·C, A and B bf16, fp32
+/* Column-major D [m,n] = alpha·op(A) [m,k] · op(B) [k,n] + beta·C, A and B bf16, fp32
  * accumulation, C and D of type dt (bf16 or fp32), both with leading dimension ldd >= m (the
- * padded logits use ldd > m). C may differ from D (the residual).
- * Row-major callers pass their matrices transposed (see the three uses below). */
-static int lt_matmul(Blas *b, void *D, cudaDataType_t dt, const void *C, const bf16 *A, int transA, int lda,
-                     const bf16 *B, int transB, int ldb, int m, int n, int k, float beta, int ldd) {
+ * padded logits use ldd > m). C may differ from D (the residual, a value mix's other sources).
+ * alpha and beta are call arguments, not part of the plan's key.
+ * Row-major callers pass their matrices transposed (see the uses below). */
+static int lt_matmul_ab(Blas *b, void *D, cudaDataType_t dt, const void *C, const bf16 *A, int transA, int lda,
+                        const bf16 *B, int transB, int ldb, int m, int n, int k, float alpha, float beta, int ldd) {
     const long long key[BLAS_KEY_LEN] = {(long long)dt, transA, transB, m, n, k, lda, ldb, ldd, ptr_align(A),
                                          ptr_align(B), ptr_align(C ? C : D), ptr_align(D), 0};
-    const float alpha = 1.0f;
     BlasPlan *p = NULL, once;
     for (int i = 0; i < b->n_plans && !p; i++)
         if (!memcmp(b->plans[i].key, key, sizeof key)) p = &b->plans[i];
@@ -131,11 +131,22 @@ static int lt_matmul(Blas *b, void *D, cudaDataType_t dt, const void *C, const b
     return 0;
 }
 
+/* The same with alpha = 1. */
+static int lt_matmul(Blas *b, void *D, cudaDataType_t dt, const void *C, const bf16 *A, int transA, int lda,
+                     const bf16 *B, int transB, int ldb, int m, int n, int k, float beta, int ldd) {
+    return lt_matmul_ab(b, D, dt, C, A, transA, lda, B, transB, ldb, m, n, k, 1.0f, beta, ldd);
+}
+
 /* Row-major out [N,OC] is column-major OC x N; weight [OC,C] row-major is C x OC
  * column-major, so out = opT(weight) · inp with inp as C x N. */
 int matmul_forward(Blas *b, bf16 *out, const bf16 *inp, const bf16 *weight, const bf16 *residual, int N, int C,
                    int OC) {
     return lt_matmul(b, out, CUDA_R_16BF, residual, weight, 1, C, inp, 0, C, OC, N, C, residual ? 1.0f : 0.0f, OC);
+}
+
+int matmul_forward_scaled(Blas *b, bf16 *out, const bf16 *inp, const bf16 *weight, float alpha, const bf16 *c,
+                          float beta, int N, int C, int OC) {
+    return lt_matmul_ab(b, out, CUDA_R_16BF, c, weight, 1, C, inp, 0, C, OC, N, C, alpha, c ? beta : 0.0f, OC);
 }
 
 int matmul_forward_f32(Blas *b, float *out, int ld_out, const bf16 *inp, const bf16 *weight, int N, int C, int OC) {
@@ -159,6 +170,17 @@ int matmul_backward_ld(Blas *b, float *dinp32, int accumulate, bf16 *dinp16, flo
 int matmul_backward(Blas *b, float *dinp32, int accumulate, bf16 *dinp16, float *dweight, const bf16 *dout,
                     const bf16 *inp, const bf16 *weight, int N, int C, int OC) {
     return matmul_backward_ld(b, dinp32, accumulate, dinp16, dweight, dout, OC, inp, weight, N, C, OC);
+}
+
+int matmul_backward_scaled(Blas *b, float *dinp32, int accumulate, float *dweight, const bf16 *dout,
+                           const bf16 *inp, const bf16 *weight, float alpha, int N, int C, int OC) {
+    /* the same two products as matmul_backward_ld, each scaled by alpha on the GEMM */
+    if (dinp32 && lt_matmul_ab(b, dinp32, CUDA_R_32F, NULL, weight, 0, C, dout, 0, OC, C, N, OC, alpha,
+                               accumulate ? 1.0f : 0.0f, C))
+        return -1;
+    if (dweight && lt_matmul_ab(b, dweight, CUDA_R_32F, NULL, inp, 0, C, dout, 1, OC, C, OC, N, alpha, 1.0f, C))
+        return -1;
+    return 0;
 }
 
 int matmul_raw(Blas *b, float *D, const bf16 *A, const bf16 *B_, int m, int n, int k) {
@@ -596,7 +618,8 @@ __global__ void attention_backward_D_kernel(float *D, const bf16 *dout, const bf
  * query head of the group and every query i >= j:
  *   p = exp(s − lse_i), dv += p·dO_i, ds = p·(dO_i·v_j − D_i)·scale, dk += ds·q_i */
 template <int HD>
-__global__ void __launch_bounds__(ATT_BQ) attention_backward_dkdv_kernel(bf16 *dk, float *dv, const bf16 *dout,
+__global__ void __launch_bounds__(ATT_BQ) attention_backward_dkdv_kernel(bf16 *dk, float *dv, int dv_accumulate,
+                                                                         bf16 *dv16, const bf16 *dout,
                                                                          const bf16 *q, const bf16 *k,
                                                                          const bf16 *v, const float *lse,
                                                                          const float *D, int T, int NH, int NKV,
@@ -657,7 +680,8 @@ __global__ void __launch_bounds__(ATT_BQ) attention_backward_dkdv_kernel(bf16 *d
 #pragma unroll
     for (int d = 0; d < HD; d++) {
         dk[o + d] = __float2bfloat16(dka[d]);
-        dv[o + d] = dva[d];
+        if (dv) dv[o + d] = dv_accumulate ? dv[o + d] + dva[d] : dva[d];
+        if (dv16) dv16[o + d] = __float2bfloat16(dva[d]);
     }
 }
 
@@ -741,16 +765,17 @@ int attention_forward(bf16 *out, float *lse, const bf16 *q, const bf16 *k, const
     return 0;
 }
 
-int attention_backward(bf16 *dq, bf16 *dk, float *dv, float *Dscratch, const bf16 *dout, const bf16 *out,
-                       const bf16 *q, const bf16 *k, const bf16 *v, const float *lse, int B, int T, int NH, int NKV,
-                       int hd) {
+int attention_backward(bf16 *dq, bf16 *dk, float *dv, int dv_accumulate, bf16 *dv16, float *Dscratch,
+                       const bf16 *dout, const bf16 *out, const bf16 *q, const bf16 *k, const bf16 *v,
+                       const float *lse, int B, int T, int NH, int NKV, int hd) {
+    if (!dv && !dv16) return vrl_error("fast: attention_backward needs a dv output (fp32 or bf16)");
     const float scale = 1.0f / sqrtf((float)hd);
     const size_t rows = (size_t)B * T * NH;
     LAUNCH(attention_backward_D_kernel, cdiv(rows, 256), 256, 0, ops_stream)(Dscratch, dout, out, B, T, NH, hd);
     LAUNCH_CHECK();
     const dim3 gkv(cdiv(T, ATT_BQ), B * NKV), gq(cdiv(T, ATT_BQ), B * NH);
 #define BWD                                                                                                   \
-    LAUNCH(attention_backward_dkdv_kernel<HDc>, gkv, ATT_BQ, 0, ops_stream)(dk, dv, dout, q, k, v, lse, Dscratch, T, NH, NKV, scale); \
+    LAUNCH(attention_backward_dkdv_kernel<HDc>, gkv, ATT_BQ, 0, ops_stream)(dk, dv, dv_accumulate, dv16, dout, q, k, v, lse, Dscratch, T, NH, NKV, scale); \
     LAUNCH(attention_backward_dq_kernel<HDc>, gq, ATT_BQ, 0, ops_stream)(dq, dout, q, k, v, lse, Dscratch, T, NH, NKV, scale)
     switch (hd) {
         ATT_DISPATCH(8, BWD)

@@ -51,6 +51,11 @@ void blas_destroy(Blas *b);
  * residual [N,OC] or NULL (the residual add rides on the GEMM's beta = 1). */
 int matmul_forward(Blas *b, bf16 *out, const bf16 *inp, const bf16 *weight, const bf16 *residual, int N, int C,
                    int OC);
+/* out = alpha · inp · weightᵀ + beta · c, rounded once (a value mix riding on the W_v GEMM:
+ * alpha the layer's own coefficient, c the sum of the other sources, which may be out itself,
+ * or NULL for none).  out [N,OC] bf16, c [N,OC] bf16 */
+int matmul_forward_scaled(Blas *b, bf16 *out, const bf16 *inp, const bf16 *weight, float alpha, const bf16 *c,
+                          float beta, int N, int C, int OC);
 /* The same product into fp32 (the logits chunk), rows ld_out >= OC apart (the padded
  * vocabulary: columns [OC, ld_out) are not written).  out [N,ld_out] fp32 */
 int matmul_forward_f32(Blas *b, float *out, int ld_out, const bf16 *inp, const bf16 *weight, int N, int C, int OC);
@@ -63,6 +68,11 @@ int matmul_backward(Blas *b, float *dinp32, int accumulate, bf16 *dinp16, float 
  * [OC, ld_dout) are not read).  dout [N,ld_dout] */
 int matmul_backward_ld(Blas *b, float *dinp32, int accumulate, bf16 *dinp16, float *dweight, const bf16 *dout,
                        int ld_dout, const bf16 *inp, const bf16 *weight, int N, int C, int OC);
+/* matmul_backward for out = alpha·inp·weightᵀ: dinp32 (= or +=) alpha·dout·weight and
+ * dweight += alpha·doutᵀ·inp, the coefficient on the GEMMs instead of a scaled copy of dout.
+ * dinp32 [N,C] fp32 or NULL, dweight [OC,C] or NULL, dout [N,OC] */
+int matmul_backward_scaled(Blas *b, float *dinp32, int accumulate, float *dweight, const bf16 *dout,
+                           const bf16 *inp, const bf16 *weight, float alpha, int N, int C, int OC);
 /* bf16 x bf16 -> fp32 GEMM in plain column-major terms, for the peak benchmark. */
 int matmul_raw(Blas *b, float *D, const bf16 *A, const bf16 *B_, int m, int n, int k);
 
@@ -151,11 +161,14 @@ int attention_forward(bf16 *out, float *lse, const bf16 *q, const bf16 *k, const
 /* Recomputes the probabilities from q, k and lse. Three deterministic kernels: D = Σ dout⊙out
  * per row, then dk/dv (each key's thread loops over every query and every head of its
  * group), then dq (each query's thread loops over its keys). No atomics.
- * dq [B,T,NH*hd] bf16, dk [B,T,NKV*hd] bf16, dv [B,T,NKV*hd] fp32 (goes to the value mixer),
- * Dscratch [B,NH,T] fp32, dout and out [B,T,NH*hd] */
-int attention_backward(bf16 *dq, bf16 *dk, float *dv, float *Dscratch, const bf16 *dout, const bf16 *out,
-                       const bf16 *q, const bf16 *k, const bf16 *v, const float *lse, int B, int T, int NH, int NKV,
-                       int hd);
+ * dV goes to either or both of: dv fp32 (written, or added to with dv_accumulate: a value
+ * shared across layers, e.g. SVFormer's V_1, takes this layer's share without a mix pass) and
+ * dv16 bf16 (written: the W_v GEMMs' input when nothing else feeds V_l's gradient).
+ * dq [B,T,NH*hd] bf16, dk [B,T,NKV*hd] bf16, dv [B,T,NKV*hd] fp32 or NULL, dv16 [B,T,NKV*hd]
+ * bf16 or NULL, Dscratch [B,NH,T] fp32, dout and out [B,T,NH*hd] */
+int attention_backward(bf16 *dq, bf16 *dk, float *dv, int dv_accumulate, bf16 *dv16, float *Dscratch,
+                       const bf16 *dout, const bf16 *out, const bf16 *q, const bf16 *k, const bf16 *v,
+                       const float *lse, int B, int T, int NH, int NKV, int hd);
 
 /* ------------------------------------------------------------------ cross-entropy */
 /* One block per row of a logits chunk: loss = logsumexp(x) − x[target] over the V real
