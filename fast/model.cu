@@ -69,6 +69,7 @@ static void *carve(char *base, size_t *off, size_t n, size_t size) {
 
 static int in_place(const SourceFlags *f, int l);
 static int uses_dv_own(const FastModel *m, int l);
+static void fusion_flags(FastModel *m);
 
 static size_t layout(FastModel *m, char *base) {
     const size_t N = m->N, P = m->t->total, d = m->d, F = m->F, qC = m->qC, kvC = m->kvC;
@@ -116,9 +117,16 @@ static size_t layout(FastModel *m, char *base) {
         a->qraw = a->kraw = a->v = NULL;
         if (m->qf.needed[l] && !in_place(&m->qf, l)) CARVE(a->qraw, N * qC);
         if (m->kf.needed[l] && !in_place(&m->kf, l)) CARVE(a->kraw, N * kvC);
-        CARVE(a->q, N * qC);
-        CARVE(a->k, N * kvC);
-        if (m->vf.needed[l] && m->vin_kind[l] != VIN_FOLD) CARVE(a->v, N * kvC);
+        const size_t S = m->fuse_cols[l];
+        if (S) { /* one [N,S] buffer, each row q | k (| v), the fused GEMM's output */
+            CARVE(a->q, N * S);
+            a->k = base ? a->q + qC : NULL;
+            if (S == qC + 2 * kvC) a->v = base ? a->k + kvC : NULL;
+        } else {
+            CARVE(a->q, N * qC);
+            CARVE(a->k, N * kvC);
+        }
+        if (m->vf.needed[l] && m->vin_kind[l] != VIN_FOLD && S != qC + 2 * kvC) CARVE(a->v, N * kvC);
         if (m->vin_kind[l] == VIN_ALIAS) /* V_j, j <= l: already carved (the count pass reads no pointer) */
             a->vin = m->vin_src[l] == l ? a->v : base ? m->acts[m->vin_src[l]].v : NULL;
         else CARVE(a->vin, N * kvC);
@@ -149,8 +157,6 @@ static size_t layout(FastModel *m, char *base) {
     CARVE(m->dgate, N * F);
     CARVE(m->dup, N * F);
     CARVE(m->datty, N * qC);
-    CARVE(m->dq, N * qC);
-    CARVE(m->dk, N * kvC);
     /* the value path's gradients, only where some layer's kind needs them (value_flags) */
     int need_dvin = 0, need_dv16 = 0, need_dv_own = 0;
     for (int l = 0; l < m->L; l++) {
@@ -159,9 +165,10 @@ static size_t layout(FastModel *m, char *base) {
         need_dv_own |= uses_dv_own(m, l);
     }
     m->dvin = m->dv_own = NULL;
-    m->dv16 = NULL;
+    CARVE(m->dqkv, N * (qC + (need_dv16 ? 2 : 1) * kvC)); /* an unfused layer's dq, dk, dv16 one after the other */
+    m->dq = m->dqkv, m->dk = base ? m->dqkv + N * qC : NULL;
+    m->dv16 = base && need_dv16 ? m->dk + N * kvC : NULL;
     if (need_dvin) CARVE(m->dvin, N * kvC);
-    if (need_dv16) CARVE(m->dv16, N * kvC);
     if (need_dv_own) CARVE(m->dv_own, N * kvC);
     int q_mixing = 0, k_mixing = 0;
     for (int l = 0; l < m->L; l++) {
@@ -258,7 +265,25 @@ static void value_flags(FastModel *m) {
         } else if (p->n_train[l] == 0 && row[l] != 0 && only_here) m->vin_kind[l] = VIN_FOLD;
         else m->vin_kind[l] = VIN_MIX;
     }
+    fusion_flags(m);
 }
+
+/* Layer l's projections as one GEMM (fuse_cols): where its Q and K are made in place (only its
+ * attention reads them) and their weights are adjacent in the table, and V too where its whole
+ * gradient comes straight from attention (dv_direct) and W_v follows W_k. */
+static void fusion_flags(FastModel *m) {
+    const size_t qw = (size_t)m->qC * m->d, kvw = (size_t)m->kvC * m->d;
+    for (int l = 0; l < m->L; l++) {
+        const LayerOffsets *o = &m->lo[l];
+        m->fuse_cols[l] = 0;
+        if (!in_place(&m->qf, l) || !in_place(&m->kf, l) || o->wk != o->wq + qw) continue;
+        m->fuse_cols[l] = m->qC + m->kvC;
+        if (m->dv_direct[l] && o->wv == o->wk + kvw) m->fuse_cols[l] += m->kvC;
+    }
+}
+
+/* Layer l's V is a view into its fused projection. */
+static int v_fused(const FastModel *m, int l) { return m->fuse_cols[l] == m->qC + 2 * m->kvC; }
 
 /* V_l's gradient accumulates in the shared dv_own: only layer l reads V_l, through a mix or a
  * correction (not the whole gradient straight from attention, not folded into the GEMM). */
@@ -545,18 +570,19 @@ static int qk_forward(FastModel *m, int l, MixKind kind) {
     const int C = kind == MIX_Q ? m->qC : m->kvC, heads = kind == MIX_Q ? m->NH : m->NKV;
     const size_t w = kind == MIX_Q ? m->lo[l].wq : m->lo[l].wk;
     bf16 *out = kind == MIX_Q ? a->q : a->k, *raw = kind == MIX_Q ? a->qraw : a->kraw;
+    const int ld = m->fuse_cols[l] ? m->fuse_cols[l] : C;
     if (in_place(f, l)) {
-        TRY(matmul_forward(&m->blas, out, a->ln1, m->params16 + w, NULL, m->N, m->d, C));
+        if (!m->fuse_cols[l]) TRY(matmul_forward(&m->blas, out, a->ln1, m->params16 + w, NULL, m->N, m->d, C));
     } else {
         if (f->needed[l]) TRY(matmul_forward(&m->blas, raw, a->ln1, m->params16 + w, NULL, m->N, m->d, C));
         MixArgs mix;
         mix_args(m, l, kind, &mix);
         TRY(mix_forward(out, &mix, (size_t)m->N * C));
     }
-    return rope_forward(out, m->cos_t, m->sin_t, m->B, m->T, heads, m->hd);
+    return rope_forward(out, ld, m->cos_t, m->sin_t, m->B, m->T, heads, m->hd);
 }
 
-/* The backward of qk_forward: grad [N,C] bf16 holds d(queries or keys after RoPE) from the
+/* The backward of qk_forward for an unfused layer: grad [N,C] bf16 holds d(queries or keys after RoPE) from the
  * attention; afterwards the layer's own projection's gradient is done (every reader of it
  * has run: later layers first) and W's gradient and d(ln1) are accumulated. */
 static int qk_backward(FastModel *m, int l, MixKind kind, bf16 *grad, int *dln_written) {
@@ -564,7 +590,7 @@ static int qk_backward(FastModel *m, int l, MixKind kind, bf16 *grad, int *dln_w
     const FastActs *a = &m->acts[l];
     const int N = m->N, C = kind == MIX_Q ? m->qC : m->kvC, heads = kind == MIX_Q ? m->NH : m->NKV;
     const size_t w = kind == MIX_Q ? m->lo[l].wq : m->lo[l].wk;
-    TRY(rope_backward(grad, m->cos_t, m->sin_t, m->B, m->T, heads, m->hd));
+    TRY(rope_backward(grad, C, m->cos_t, m->sin_t, m->B, m->T, heads, m->hd));
     if (!in_place(f, l)) {
         float *own = kind == MIX_Q ? m->dq_own : m->dk_own;
         float *keep = kind == MIX_Q ? m->dq_keep[l] : m->dk_keep[l];
@@ -585,7 +611,8 @@ static int value_forward(FastModel *m, int l) {
     FastActs *a = &m->acts[l];
     const int N = m->N, d = m->d, kvC = m->kvC;
     const bf16 *wv = m->params16 + m->lo[l].wv;
-    if (m->vf.needed[l] && m->vin_kind[l] != VIN_FOLD) TRY(matmul_forward(&m->blas, a->v, a->ln1, wv, NULL, N, d, kvC));
+    if (m->vf.needed[l] && m->vin_kind[l] != VIN_FOLD && !v_fused(m, l))
+        TRY(matmul_forward(&m->blas, a->v, a->ln1, wv, NULL, N, d, kvC));
     if (m->vin_kind[l] == VIN_ALIAS) return 0; /* v_in is V_j's buffer */
     MixArgs mix;
     mix_args(m, l, MIX_V, &mix);
@@ -613,11 +640,13 @@ static int layer_forward(FastModel *m, int l, const bf16 *x) {
     a->x_in = x;
     /* attention sublayer */
     TRY(rmsnorm_forward(a->ln1, a->ln1_rstd, x, W16(o->ln1), N, d, (float)m->c.norm_eps));
+    if (m->fuse_cols[l]) /* [N, qC+kvC(+kvC)] = ln1 · [W_q; W_k (; W_v)]ᵀ, the weights adjacent */
+        TRY(matmul_forward(bl, a->q, a->ln1, W16(o->wq), NULL, N, d, m->fuse_cols[l]));
     TRY(qk_forward(m, l, MIX_Q));
     TRY(qk_forward(m, l, MIX_K));
     TRY(value_forward(m, l));
     MixArgs mix;
-    TRY(attention_forward(a->atty, a->lse, a->q, a->k, a->vin, B, T, m->NH, m->NKV, m->hd));
+    TRY(attention_forward(a->atty, a->lse, a->q, a->k, a->vin, fast_attn_ld(m, l), B, T, m->NH, m->NKV, m->hd));
     if (m->has_corr[l]) { /* U = atty + repeat_kv(Σ ce·V_i) */
         mix_args(m, l, MIX_CORR, &mix);
         TRY(correction_forward(a->u, a->atty, &mix, N, m->NH, m->NKV, m->hd));
@@ -670,14 +699,35 @@ static int value_backward_corrections(FastModel *m, int l) {
     return correction_backward(&mix, m->datty, m->N, m->NH, m->NKV, m->hd);
 }
 
+/* Where layer l's backward puts d(q), d(k) and V_l's bf16 gradient: views into dqkv with the
+ * fused projection's row stride (one GEMM then reads them all), or the unfused buffers. */
+static void grad_views(const FastModel *m, int l, bf16 **dq, bf16 **dk, bf16 **dv16) {
+    *dq = m->dq, *dk = m->dk, *dv16 = m->dv16;
+    if (m->fuse_cols[l]) *dq = m->dqkv, *dk = m->dqkv + m->qC;
+    if (v_fused(m, l)) *dv16 = m->dqkv + m->qC + m->kvC;
+}
+
 /* Where attention's d(v_in) goes: an alias adds it onto V_j's accumulator (or, dv_direct, writes
- * it as V_l's bf16 gradient for the W_v GEMMs); a mix gets it in dvin, and a fold also in dv16. */
-static void value_dv_targets(FastModel *m, int l, float **dv32, int *add, bf16 **dv16) {
+ * it as V_l's bf16 gradient, dv16, for the W_v GEMMs); a mix gets it in dvin, a fold also in dv16. */
+static void value_dv_targets(FastModel *m, int l, bf16 *dv16, float **dv32, int *add, bf16 **dv16_out) {
     const int j = m->vin_src[l];
-    *dv32 = NULL, *add = 0, *dv16 = NULL;
-    if (m->vin_kind[l] != VIN_ALIAS) *dv32 = m->dvin, *dv16 = m->vin_kind[l] == VIN_FOLD ? m->dv16 : NULL;
-    else if (m->dv_direct[l]) *dv16 = m->dv16;
+    *dv32 = NULL, *add = 0, *dv16_out = NULL;
+    if (m->vin_kind[l] != VIN_ALIAS) *dv32 = m->dvin, *dv16_out = m->vin_kind[l] == VIN_FOLD ? dv16 : NULL;
+    else if (m->dv_direct[l]) *dv16_out = dv16;
     else *dv32 = m->vf.later[j] ? m->dv_keep[j] : m->dv_own, *add = 1;
+}
+
+/* The fused projection's backward: RoPE's transpose on the d(q), d(k) views, then one weight-
+ * gradient GEMM over the adjacent [W_q; W_k (; W_v)] and one GEMM writing d(ln1). */
+static int fused_projection_backward(FastModel *m, int l, int *dln_written) {
+    const int S = m->fuse_cols[l], N = m->N;
+    const size_t wq = m->lo[l].wq;
+    TRY(rope_backward(m->dqkv, S, m->cos_t, m->sin_t, m->B, m->T, m->NH, m->hd));
+    TRY(rope_backward(m->dqkv + m->qC, S, m->cos_t, m->sin_t, m->B, m->T, m->NKV, m->hd));
+    TRY(matmul_backward(&m->blas, m->dln32, *dln_written, NULL, m->grads + wq, m->dqkv, m->acts[l].ln1,
+                        m->params16 + wq, N, m->d, S));
+    *dln_written = 1;
+    return 0;
 }
 
 /* After attention: the mix's sources' shares of dvin (VIN_FOLD: the sources other than V_l,
@@ -707,7 +757,7 @@ static int value_backward_mix(FastModel *m, int l) {
 static int value_backward_weights(FastModel *m, int l, int *dln_written) {
     const int N = m->N, d = m->d, kvC = m->kvC;
     const size_t wv = m->lo[l].wv;
-    if (!m->vf.needed[l]) return 0;
+    if (!m->vf.needed[l] || v_fused(m, l)) return 0; /* fused: its GEMMs were the projection's */
     if (m->vin_kind[l] == VIN_FOLD) {
         const float own = (float)m->plan->cv[(size_t)l * m->L + l];
         TRY(matmul_backward_scaled(&m->blas, m->dln32, *dln_written, m->grads + wv, m->dv16, m->acts[l].ln1,
@@ -743,15 +793,20 @@ static int layer_backward(FastModel *m, int l) {
     TRY(value_backward_corrections(m, l)); /* before attention: its dV then adds after them, as the mix did */
     float *dv32;
     int dv_add;
-    bf16 *dv16;
-    value_dv_targets(m, l, &dv32, &dv_add, &dv16);
-    TRY(attention_backward(m->dq, m->dk, dv32, dv_add, dv16, m->attD, m->datty, a->atty, a->q, a->k, a->vin, a->lse,
-                           B, T, m->NH, m->NKV, m->hd));
+    bf16 *dq, *dk, *dv16, *dv16_out;
+    grad_views(m, l, &dq, &dk, &dv16);
+    value_dv_targets(m, l, dv16, &dv32, &dv_add, &dv16_out);
+    TRY(attention_backward(dq, dk, dv32, dv_add, dv16_out, m->attD, m->datty, a->atty, a->q, a->k, a->vin,
+                           fast_attn_ld(m, l), a->lse, B, T, m->NH, m->NKV, m->hd));
     TRY(value_backward_mix(m, l));
     if (m->recompute) TRY(rmsnorm_forward(a->ln1, a->ln1_rstd, a->x_in, W16(o->ln1), N, d, eps));
     int dln_written = 0; /* the first projection GEMM writes d(ln1), the others add */
-    TRY(qk_backward(m, l, MIX_Q, m->dq, &dln_written));
-    TRY(qk_backward(m, l, MIX_K, m->dk, &dln_written));
+    if (m->fuse_cols[l]) {
+        TRY(fused_projection_backward(m, l, &dln_written));
+    } else {
+        TRY(qk_backward(m, l, MIX_Q, dq, &dln_written));
+        TRY(qk_backward(m, l, MIX_K, dk, &dln_written));
+    }
     TRY(value_backward_weights(m, l, &dln_written));
     if (!dln_written) CUDA_CHECK(cudaMemsetAsync(m->dln32, 0, (size_t)N * d * sizeof(float), m->stream)); /* no projection at all */
     TRY(rmsnorm_backward(m->dres32, m->dres16, m->dln32, a->x_in, W16(o->ln1), a->ln1_rstd, N, d));

@@ -132,6 +132,9 @@ typedef struct FastModel {
     int vin_src[FAST_MAX_LAYERS];      /* VIN_ALIAS: the j whose V_j v_in is (else -1) */
     int dv_direct[FAST_MAX_LAYERS];    /* attention's dV is V_l's whole gradient (the baseline): the
                                         * backward writes it as bf16 straight into dv16 */
+    int fuse_cols[FAST_MAX_LAYERS];    /* width of layer l's fused projection GEMM over its adjacent
+                                        * weights: qC+2kvC (Q, K, V), qC+kvC (Q, K; V mixed or
+                                        * folded), the row stride of its q/k(/v) views; 0: one GEMM each */
 
     /* activations */
     int32_t *tokens, *targets; /* [N] each; target −1 at each sequence's last position */
@@ -159,10 +162,13 @@ typedef struct FastModel {
     bf16 *dres16;         /* [N,d] its bf16 copy for the GEMMs */
     float *dln32;         /* [N,d] d(ln1|ln2|lnf) accumulated over GEMMs in fp32 */
     bf16 *dswi, *dgate, *dup; /* [N,F] */
-    bf16 *datty, *dq, *dk;    /* [N,qC], [N,qC], [N,kvC] */
+    bf16 *datty;              /* [N,qC] */
+    bf16 *dqkv;               /* [N,qC+2kvC] a fused layer's d(q|k(|v)) rows, one GEMM's input */
+    bf16 *dq, *dk;            /* [N,qC], [N,kvC] views into dqkv for an unfused layer */
     float *dvin;          /* [N,kvC] d(value input) from attention, for a mix's sources (NULL when every
                            * row is VIN_ALIAS: attention writes dV where it belongs) */
-    bf16 *dv16;           /* [N,kvC] d(V_l) (VIN_FOLD: d(v_in)) for the W_v GEMMs */
+    bf16 *dv16;           /* [N,kvC] d(V_l) (VIN_FOLD: d(v_in)) for the W_v GEMMs, the last view into
+                           * dqkv (a layer fused with V has its own inside the fused rows) */
     float *dv_own;        /* [N,kvC] d(V_l) when only layer l reads V_l through more than its
                            * attention (a mix or a correction; NULL when no layer needs it) */
     float **dv_keep;      /* host [L]; [N,kvC] each where vf.later, else NULL */
@@ -180,6 +186,14 @@ typedef struct FastModel {
     int have_forward;
     struct ZeroState *zero; /* NULL, or data parallelism over NCCL (zero.cuh) */
 } FastModel;
+
+/* Row strides of layer l's q, k and v_in as attention reads them: views into the fused
+ * projection's [N, fuse_cols] rows, or tensors of their own. */
+static inline AttnLd fast_attn_ld(const FastModel *m, int l) {
+    const int S = m->fuse_cols[l];
+    const AttnLd ld = {S ? S : m->qC, S ? S : m->kvC, S == m->qC + 2 * m->kvC ? S : m->kvC};
+    return ld;
+}
 
 #define ADAMW_NORM_BLOCKS 1024
 /* The vocabulary inside fast/ is padded to a multiple of this (cuBLASLt's aligned kernels want

@@ -331,8 +331,9 @@ int rmsnorm_backward_weight(float *dweight, float *partial, const float *dout, c
 
 /* ================================================================== rope */
 
-/* one thread per (row, head, i < hd/2) pair; dir = +1 forward, −1 backward (Rᵀ) */
-__global__ void rope_kernel(bf16 *x, const float *cos_t, const float *sin_t, int N, int T, int NHX, int hd,
+/* one thread per (row, head, i < hd/2) pair; rows ld elements apart; dir = +1 forward, −1
+ * backward (Rᵀ) */
+__global__ void rope_kernel(bf16 *x, int ld, const float *cos_t, const float *sin_t, int N, int T, int NHX, int hd,
                             float dir) {
     const int h2 = hd / 2;
     size_t idx = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
@@ -340,7 +341,7 @@ __global__ void rope_kernel(bf16 *x, const float *cos_t, const float *sin_t, int
     const int i = (int)(idx % h2);
     const size_t rh = idx / h2; /* row * NHX + head */
     const int t = (int)((rh / NHX) % T);
-    bf16 *p = x + rh * hd;
+    bf16 *p = x + (rh / NHX) * ld + (rh % NHX) * hd;
     const float c = cos_t[t * h2 + i], s = dir * sin_t[t * h2 + i];
     const float x1 = bf(p[i]), x2 = bf(p[i + h2]);
     /* forward: [x1 c − x2 s, x2 c + x1 s]; backward uses −s (the transpose) */
@@ -348,16 +349,16 @@ __global__ void rope_kernel(bf16 *x, const float *cos_t, const float *sin_t, int
     p[i + h2] = __float2bfloat16(x2 * c + x1 * s);
 }
 
-int rope_forward(bf16 *x, const float *cos_t, const float *sin_t, int B, int T, int NHX, int hd) {
+int rope_forward(bf16 *x, int ld, const float *cos_t, const float *sin_t, int B, int T, int NHX, int hd) {
     const size_t n = (size_t)B * T * NHX * (hd / 2);
-    LAUNCH(rope_kernel, cdiv(n, 256), 256, 0, ops_stream)(x, cos_t, sin_t, B * T, T, NHX, hd, 1.0f);
+    LAUNCH(rope_kernel, cdiv(n, 256), 256, 0, ops_stream)(x, ld, cos_t, sin_t, B * T, T, NHX, hd, 1.0f);
     LAUNCH_CHECK();
     return 0;
 }
 
-int rope_backward(bf16 *x, const float *cos_t, const float *sin_t, int B, int T, int NHX, int hd) {
+int rope_backward(bf16 *x, int ld, const float *cos_t, const float *sin_t, int B, int T, int NHX, int hd) {
     const size_t n = (size_t)B * T * NHX * (hd / 2);
-    LAUNCH(rope_kernel, cdiv(n, 256), 256, 0, ops_stream)(x, cos_t, sin_t, B * T, T, NHX, hd, -1.0f);
+    LAUNCH(rope_kernel, cdiv(n, 256), 256, 0, ops_stream)(x, ld, cos_t, sin_t, B * T, T, NHX, hd, -1.0f);
     LAUNCH_CHECK();
     return 0;
 }
@@ -541,28 +542,28 @@ __device__ __forceinline__ void load_tile(bf16 *dst, const bf16 *base, size_t st
  * rescale of the accumulator per tile (online softmax). */
 template <int HD>
 __global__ void __launch_bounds__(ATT_BQ) attention_forward_kernel(bf16 *out, float *lse, const bf16 *q,
-                                                                   const bf16 *k, const bf16 *v, int T, int NH,
-                                                                   int NKV, float scale) {
+                                                                   const bf16 *k, const bf16 *v, AttnLd ld, int T,
+                                                                   int NH, int NKV, float scale) {
     __shared__ __align__(16) bf16 ks[ATT_BK * HD];
     __shared__ __align__(16) bf16 vs[ATT_BK * HD];
     __shared__ float sc[ATT_BK][ATT_BQ];
     const int b = blockIdx.y / NH, h = blockIdx.y % NH, kh = h / (NH / NKV);
-    const int qC = NH * HD, kvC = NKV * HD;
+    const int qC = NH * HD;
     const int i = blockIdx.x * ATT_BQ + threadIdx.x, tid = threadIdx.x;
     const int i_last = min((int)(blockIdx.x * ATT_BQ + ATT_BQ), T) - 1; /* keys needed: 0..i_last */
     const bool active = i < T;
-    const bf16 *kb = k + (size_t)b * T * kvC + kh * HD, *vb = v + (size_t)b * T * kvC + kh * HD;
+    const bf16 *kb = k + (size_t)b * T * ld.k + kh * HD, *vb = v + (size_t)b * T * ld.v + kh * HD;
     float qr[HD], acc[HD];
 #pragma unroll
     for (int d = 0; d < HD; d++) {
-        qr[d] = active ? bf(q[((size_t)b * T + i) * qC + h * HD + d]) : 0.0f;
+        qr[d] = active ? bf(q[((size_t)b * T + i) * ld.q + h * HD + d]) : 0.0f;
         acc[d] = 0.0f;
     }
     float m = -INFINITY, l = 0.0f;
     for (int j0 = 0; j0 <= i_last; j0 += ATT_BK) {
         __syncthreads(); /* the previous tile is no longer read */
-        load_tile<HD>(ks, kb, kvC, j0, ATT_BK, T);
-        load_tile<HD>(vs, vb, kvC, j0, ATT_BK, T);
+        load_tile<HD>(ks, kb, ld.k, j0, ATT_BK, T);
+        load_tile<HD>(vs, vb, ld.v, j0, ATT_BK, T);
         __syncthreads();
         if (!active || j0 > i) continue; /* every key of this tile is in this query's future */
         const int jn = min(ATT_BK, i - j0 + 1); /* keys j0..i of this tile are visible */
@@ -621,7 +622,7 @@ template <int HD>
 __global__ void __launch_bounds__(ATT_BQ) attention_backward_dkdv_kernel(bf16 *dk, float *dv, int dv_accumulate,
                                                                          bf16 *dv16, const bf16 *dout,
                                                                          const bf16 *q, const bf16 *k,
-                                                                         const bf16 *v, const float *lse,
+                                                                         const bf16 *v, AttnLd ld, const float *lse,
                                                                          const float *D, int T, int NH, int NKV,
                                                                          float scale) {
     const int RS = HD + 2;
@@ -635,19 +636,19 @@ __global__ void __launch_bounds__(ATT_BQ) attention_backward_dkdv_kernel(bf16 *d
     const int j0 = blockIdx.x * ATT_BQ, j = j0 + threadIdx.x, tid = threadIdx.x;
     const bool active = j < T;
     for (int d = 0; d < HD; d++) {
-        kown[tid * RS + d] = active ? k[((size_t)b * T + j) * kvC + kh * HD + d] : __float2bfloat16(0.0f);
-        vown[tid * RS + d] = active ? v[((size_t)b * T + j) * kvC + kh * HD + d] : __float2bfloat16(0.0f);
+        kown[tid * RS + d] = active ? k[((size_t)b * T + j) * ld.k + kh * HD + d] : __float2bfloat16(0.0f);
+        vown[tid * RS + d] = active ? v[((size_t)b * T + j) * ld.v + kh * HD + d] : __float2bfloat16(0.0f);
     }
     float dka[HD], dva[HD];
 #pragma unroll
     for (int d = 0; d < HD; d++) dka[d] = dva[d] = 0.0f;
     const bf16 *kr = kown + tid * RS, *vr = vown + tid * RS;
     for (int h = kh * group; h < (kh + 1) * group; h++) {
-        const bf16 *qb = q + (size_t)b * T * qC + h * HD, *db = dout + (size_t)b * T * qC + h * HD;
+        const bf16 *qb = q + (size_t)b * T * ld.q + h * HD, *db = dout + (size_t)b * T * qC + h * HD;
         const float *lb = lse + ((size_t)b * NH + h) * T, *Db = D + ((size_t)b * NH + h) * T;
         for (int i0 = (j0 / ATT_BQ2) * ATT_BQ2; i0 < T; i0 += ATT_BQ2) {
             __syncthreads(); /* previous tile done (and own rows written, first time) */
-            load_tile<HD>(qs, qb, qC, i0, ATT_BQ2, T);
+            load_tile<HD>(qs, qb, ld.q, i0, ATT_BQ2, T);
             load_tile<HD>(dos, db, qC, i0, ATT_BQ2, T);
             if (tid < ATT_BQ2) {
                 lses[tid] = i0 + tid < T ? lb[i0 + tid] : 0.0f;
@@ -676,12 +677,12 @@ __global__ void __launch_bounds__(ATT_BQ) attention_backward_dkdv_kernel(bf16 *d
         }
     }
     if (!active) return;
-    const size_t o = ((size_t)b * T + j) * kvC + kh * HD;
+    const size_t row = (size_t)b * T + j, o = row * kvC + kh * HD; /* fp32 dv: [N, kvC] */
 #pragma unroll
     for (int d = 0; d < HD; d++) {
-        dk[o + d] = __float2bfloat16(dka[d]);
+        dk[row * ld.k + kh * HD + d] = __float2bfloat16(dka[d]);
         if (dv) dv[o + d] = dv_accumulate ? dv[o + d] + dva[d] : dva[d];
-        if (dv16) dv16[o + d] = __float2bfloat16(dva[d]);
+        if (dv16) dv16[row * ld.v + kh * HD + d] = __float2bfloat16(dva[d]);
     }
 }
 
@@ -690,7 +691,7 @@ __global__ void __launch_bounds__(ATT_BQ) attention_backward_dkdv_kernel(bf16 *d
  *   p = exp(s − lse_i), ds = p·(dO_i·v_j − D_i)·scale, dq += ds·k_j */
 template <int HD>
 __global__ void __launch_bounds__(ATT_BQ) attention_backward_dq_kernel(bf16 *dq, const bf16 *dout, const bf16 *q,
-                                                                       const bf16 *k, const bf16 *v,
+                                                                       const bf16 *k, const bf16 *v, AttnLd ld,
                                                                        const float *lse, const float *D, int T,
                                                                        int NH, int NKV, float scale) {
     const int RS = HD + 2;
@@ -698,26 +699,26 @@ __global__ void __launch_bounds__(ATT_BQ) attention_backward_dq_kernel(bf16 *dq,
     __shared__ __align__(16) bf16 ks[ATT_BK * HD];
     __shared__ __align__(16) bf16 vs[ATT_BK * HD];
     const int b = blockIdx.y / NH, h = blockIdx.y % NH, kh = h / (NH / NKV);
-    const int qC = NH * HD, kvC = NKV * HD;
+    const int qC = NH * HD;
     const int i = blockIdx.x * ATT_BQ + threadIdx.x, tid = threadIdx.x;
     const int i_last = min((int)(blockIdx.x * ATT_BQ + ATT_BQ), T) - 1;
     const bool active = i < T;
-    const size_t qo = ((size_t)b * T + i) * qC + h * HD;
+    const size_t qo = ((size_t)b * T + i) * ld.q + h * HD, oo = ((size_t)b * T + i) * qC + h * HD;
     float qr[HD], dqa[HD];
 #pragma unroll
     for (int d = 0; d < HD; d++) {
         qr[d] = active ? bf(q[qo + d]) : 0.0f;
         dqa[d] = 0.0f;
-        doown[tid * RS + d] = active ? dout[qo + d] : __float2bfloat16(0.0f);
+        doown[tid * RS + d] = active ? dout[oo + d] : __float2bfloat16(0.0f);
     }
     const float li = active ? lse[((size_t)b * NH + h) * T + i] : 0.0f;
     const float Di = active ? D[((size_t)b * NH + h) * T + i] : 0.0f;
     const bf16 *dor = doown + tid * RS;
-    const bf16 *kb = k + (size_t)b * T * kvC + kh * HD, *vb = v + (size_t)b * T * kvC + kh * HD;
+    const bf16 *kb = k + (size_t)b * T * ld.k + kh * HD, *vb = v + (size_t)b * T * ld.v + kh * HD;
     for (int j0 = 0; j0 <= i_last; j0 += ATT_BK) {
         __syncthreads();
-        load_tile<HD>(ks, kb, kvC, j0, ATT_BK, T);
-        load_tile<HD>(vs, vb, kvC, j0, ATT_BK, T);
+        load_tile<HD>(ks, kb, ld.k, j0, ATT_BK, T);
+        load_tile<HD>(vs, vb, ld.v, j0, ATT_BK, T);
         __syncthreads();
         if (!active || j0 > i) continue;
         const int jn = min(ATT_BK, i - j0 + 1);
@@ -747,11 +748,11 @@ __global__ void __launch_bounds__(ATT_BQ) attention_backward_dq_kernel(bf16 *dq,
         break;                       \
     }
 
-int attention_forward(bf16 *out, float *lse, const bf16 *q, const bf16 *k, const bf16 *v, int B, int T, int NH,
-                      int NKV, int hd) {
+int attention_forward(bf16 *out, float *lse, const bf16 *q, const bf16 *k, const bf16 *v, AttnLd ld, int B, int T,
+                      int NH, int NKV, int hd) {
     const float scale = 1.0f / sqrtf((float)hd);
     const dim3 grid(cdiv(T, ATT_BQ), B * NH);
-#define FWD LAUNCH(attention_forward_kernel<HDc>, grid, ATT_BQ, 0, ops_stream)(out, lse, q, k, v, T, NH, NKV, scale)
+#define FWD LAUNCH(attention_forward_kernel<HDc>, grid, ATT_BQ, 0, ops_stream)(out, lse, q, k, v, ld, T, NH, NKV, scale)
     switch (hd) {
         ATT_DISPATCH(8, FWD)
         ATT_DISPATCH(16, FWD)
@@ -766,7 +767,7 @@ int attention_forward(bf16 *out, float *lse, const bf16 *q, const bf16 *k, const
 }
 
 int attention_backward(bf16 *dq, bf16 *dk, float *dv, int dv_accumulate, bf16 *dv16, float *Dscratch,
-                       const bf16 *dout, const bf16 *out, const bf16 *q, const bf16 *k, const bf16 *v,
+                       const bf16 *dout, const bf16 *out, const bf16 *q, const bf16 *k, const bf16 *v, AttnLd ld,
                        const float *lse, int B, int T, int NH, int NKV, int hd) {
     if (!dv && !dv16) return vrl_error("fast: attention_backward needs a dv output (fp32 or bf16)");
     const float scale = 1.0f / sqrtf((float)hd);
@@ -775,8 +776,8 @@ int attention_backward(bf16 *dq, bf16 *dk, float *dv, int dv_accumulate, bf16 *d
     LAUNCH_CHECK();
     const dim3 gkv(cdiv(T, ATT_BQ), B * NKV), gq(cdiv(T, ATT_BQ), B * NH);
 #define BWD                                                                                                   \
-    LAUNCH(attention_backward_dkdv_kernel<HDc>, gkv, ATT_BQ, 0, ops_stream)(dk, dv, dv_accumulate, dv16, dout, q, k, v, lse, Dscratch, T, NH, NKV, scale); \
-    LAUNCH(attention_backward_dq_kernel<HDc>, gq, ATT_BQ, 0, ops_stream)(dq, dout, q, k, v, lse, Dscratch, T, NH, NKV, scale)
+    LAUNCH(attention_backward_dkdv_kernel<HDc>, gkv, ATT_BQ, 0, ops_stream)(dk, dv, dv_accumulate, dv16, dout, q, k, v, ld, lse, Dscratch, T, NH, NKV, scale); \
+    LAUNCH(attention_backward_dq_kernel<HDc>, gq, ATT_BQ, 0, ops_stream)(dq, dout, q, k, v, ld, lse, Dscratch, T, NH, NKV, scale)
     switch (hd) {
         ATT_DISPATCH(8, BWD)
         ATT_DISPATCH(16, BWD)

@@ -103,10 +103,12 @@ int rmsnorm_backward_weight(float *dweight, float *partial, const float *dout, c
 #define RMSNORM_WEIGHT_ROWS 256
 
 /* ------------------------------------------------------------------ rope */
-/* In place NeoX half-split rotation of every head.  x [B,T,NHX*hd], cos_t/sin_t [T,hd/2] fp32 */
-int rope_forward(bf16 *x, const float *cos_t, const float *sin_t, int B, int T, int NHX, int hd);
-/* In place dx = Rᵀ · dy (the transpose rotation).  x [B,T,NHX*hd] */
-int rope_backward(bf16 *x, const float *cos_t, const float *sin_t, int B, int T, int NHX, int hd);
+/* In place NeoX half-split rotation of every head, rows ld >= NHX*hd elements apart (a view
+ * into the fused [N, qC+kvC(+kvC)] projection).  x [B,T,ld], its first NHX*hd columns rotated;
+ * cos_t/sin_t [T,hd/2] fp32 */
+int rope_forward(bf16 *x, int ld, const float *cos_t, const float *sin_t, int B, int T, int NHX, int hd);
+/* In place dx = Rᵀ · dy (the transpose rotation).  x [B,T,ld] */
+int rope_backward(bf16 *x, int ld, const float *cos_t, const float *sin_t, int B, int T, int NHX, int hd);
 
 /* ------------------------------------------------------------------ swiglu */
 /* out = bf16(bf16(silu(gate)) · up).  out, gate, up [N,F] (n = N*F) */
@@ -152,22 +154,28 @@ typedef struct {
 int lambda_backward(const LambdaGradArgs *a, const float *dout, size_t n_el, float *partial);
 
 /* ------------------------------------------------------------------ attention */
+/* Row strides in elements of q, k and v (and of the backward's dq, dk and bf16 dv, which take
+ * their inputs' strides): NH*hd, NKV*hd, NKV*hd for tensors of their own, the fused
+ * projection's width where they are views into one [N, qC+kvC(+kvC)] buffer. Multiples of 8. */
+typedef struct {
+    int q, k, v;
+} AttnLd;
 /* Causal flash attention: online softmax in fp32 over key tiles, no [T,T] matrix; query
  * head h reads kv head h / (NH/NKV). hd must be 8, 16, 32, 64 or 128.
  * out [B,T,NH*hd], lse [B,NH,T] fp32 (log-sum-exp of each scaled score row, kept for
- * the backward), q [B,T,NH*hd] (after RoPE), k [B,T,NKV*hd], v [B,T,NKV*hd] */
-int attention_forward(bf16 *out, float *lse, const bf16 *q, const bf16 *k, const bf16 *v, int B, int T, int NH,
-                      int NKV, int hd);
+ * the backward), q [B,T,ld.q] (after RoPE; NH*hd used), k [B,T,ld.k], v [B,T,ld.v] (NKV*hd used) */
+int attention_forward(bf16 *out, float *lse, const bf16 *q, const bf16 *k, const bf16 *v, AttnLd ld, int B, int T,
+                      int NH, int NKV, int hd);
 /* Recomputes the probabilities from q, k and lse. Three deterministic kernels: D = Σ dout⊙out
  * per row, then dk/dv (each key's thread loops over every query and every head of its
  * group), then dq (each query's thread loops over its keys). No atomics.
  * dV goes to either or both of: dv fp32 (written, or added to with dv_accumulate: a value
  * shared across layers, e.g. SVFormer's V_1, takes this layer's share without a mix pass) and
  * dv16 bf16 (written: the W_v GEMMs' input when nothing else feeds V_l's gradient).
- * dq [B,T,NH*hd] bf16, dk [B,T,NKV*hd] bf16, dv [B,T,NKV*hd] fp32 or NULL, dv16 [B,T,NKV*hd]
- * bf16 or NULL, Dscratch [B,NH,T] fp32, dout and out [B,T,NH*hd] */
+ * dq [B,T,ld.q] bf16, dk [B,T,ld.k] bf16, dv [B,T,NKV*hd] fp32 or NULL, dv16 [B,T,ld.v] bf16
+ * or NULL, Dscratch [B,NH,T] fp32, dout and out [B,T,NH*hd], q, k, v as in the forward */
 int attention_backward(bf16 *dq, bf16 *dk, float *dv, int dv_accumulate, bf16 *dv16, float *Dscratch,
-                       const bf16 *dout, const bf16 *out, const bf16 *q, const bf16 *k, const bf16 *v,
+                       const bf16 *dout, const bf16 *out, const bf16 *q, const bf16 *k, const bf16 *v, AttnLd ld,
                        const float *lse, int B, int T, int NH, int NKV, int hd);
 
 /* ------------------------------------------------------------------ cross-entropy */
