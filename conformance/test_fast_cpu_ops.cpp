@@ -232,9 +232,9 @@ static void attention_case(int B, int T, int NH, int NKV, int hd) {
                                                  T, NH, NKV, hd),
                      0, "%s", vrl_last_error());
         /* the backward reads the forward's bf16 output, as in the model */
-        cr_assert_eq(fast_cpu::attention_backward(dq.data(), dk.data(), dv.data(), 0, NULL, D.data(), do16.data(),
-                                                  fo.data(), q16.data(), k16.data(), v16.data(), own, lse.data(), B,
-                                                  T, NH, NKV, hd),
+        cr_assert_eq(fast_cpu::attention_backward(dq.data(), dk.data(), {dv.data(), 1.0f, 0, NULL}, D.data(),
+                                                  do16.data(), fo.data(), q16.data(), k16.data(), v16.data(), own,
+                                                  lse.data(), B, T, NH, NKV, hd),
                      0, "%s", vrl_last_error());
         /* the model's other two dV destinations: added onto an fp32 accumulator (a value shared
          * across layers) and, in the same call, its bf16 rounding (the W_v GEMMs' input):
@@ -243,9 +243,9 @@ static void attention_case(int B, int T, int NH, int NKV, int hd) {
         vector<bf16> dv16((size_t)N * kvC), dq2((size_t)N * qC), dk2((size_t)N * kvC);
         for (size_t i = 0; i < dv_acc.size(); i++) dv_acc[i] = (float)uniform();
         const vector<float> acc0 = dv_acc;
-        cr_assert_eq(fast_cpu::attention_backward(dq2.data(), dk2.data(), dv_acc.data(), 1, dv16.data(), D.data(),
-                                                  do16.data(), fo.data(), q16.data(), k16.data(), v16.data(), own,
-                                                  lse.data(), B, T, NH, NKV, hd),
+        cr_assert_eq(fast_cpu::attention_backward(dq2.data(), dk2.data(), {dv_acc.data(), 1.0f, 1, dv16.data()},
+                                                  D.data(), do16.data(), fo.data(), q16.data(), k16.data(),
+                                                  v16.data(), own, lse.data(), B, T, NH, NKV, hd),
                      0, "%s", vrl_last_error());
         int acc_ok = 1, r16_ok = 1;
         for (size_t i = 0; i < dv.size(); i++) {
@@ -256,9 +256,9 @@ static void attention_case(int B, int T, int NH, int NKV, int hd) {
         cr_expect(acc_ok, "T=%d hd=%d: dv added onto the accumulator is not acc + dv exactly", T, hd);
         cr_expect(r16_ok, "T=%d hd=%d: the bf16 dv is not bf16(fp32 dv)", T, hd);
         cr_expect(same_bits(dq2, dq) && same_bits(dk2, dk), "T=%d hd=%d: the dv destinations change dq/dk", T, hd);
-        cr_expect_neq(fast_cpu::attention_backward(dq2.data(), dk2.data(), NULL, 0, NULL, D.data(), do16.data(),
-                                                   fo.data(), q16.data(), k16.data(), v16.data(), own, lse.data(), B,
-                                                   T, NH, NKV, hd),
+        cr_expect_neq(fast_cpu::attention_backward(dq2.data(), dk2.data(), {NULL, 1.0f, 0, NULL}, D.data(),
+                                                   do16.data(), fo.data(), q16.data(), k16.data(), v16.data(), own,
+                                                   lse.data(), B, T, NH, NKV, hd),
                       0, "no dv destination at all is refused");
         /* q, k, v as views into one fused [N, qC+2kvC] projection, and dq, dk, dv16 into another
          * (the model's fused QKV GEMM): the same bits as tensors of their own */
@@ -274,11 +274,15 @@ static void attention_case(int B, int T, int NH, int NKV, int hd) {
         cr_assert_eq(fast_cpu::attention_forward(fo2.data(), lse2.data(), qkv.data(), qkv.data() + qC,
                                                  qkv.data() + qC + kvC, fused, B, T, NH, NKV, hd),
                      0, "%s", vrl_last_error());
-        cr_assert_eq(fast_cpu::attention_backward(dqkv.data(), dqkv.data() + qC, NULL, 0, dqkv.data() + qC + kvC,
-                                                  D.data(), do16.data(), fo2.data(), qkv.data(), qkv.data() + qC,
+        vector<float> dv_half((size_t)N * kvC);
+        cr_assert_eq(fast_cpu::attention_backward(dqkv.data(), dqkv.data() + qC,
+                                                  {dv_half.data(), 0.5f, 0, dqkv.data() + qC + kvC}, D.data(),
+                                                  do16.data(), fo2.data(), qkv.data(), qkv.data() + qC,
                                                   qkv.data() + qC + kvC, fused, lse2.data(), B, T, NH, NKV, hd),
                      0, "%s", vrl_last_error());
-        int views_ok = same_bits(fo2, fo) && same_bits(lse2, lse);
+        int views_ok = same_bits(fo2, fo) && same_bits(lse2, lse), scale_ok = 1;
+        for (size_t i = 0; i < dv.size(); i++) scale_ok &= dv_half[i] == 0.5f * dv[i]; /* exact: a power of two */
+        cr_expect(scale_ok, "T=%d hd=%d: the fp32 dv written with scale 0.5 is not 0.5·dv", T, hd);
         for (int n = 0; n < N; n++) {
             views_ok &= !memcmp(&dqkv[(size_t)n * S], &dq[(size_t)n * qC], qC * sizeof(bf16));
             views_ok &= !memcmp(&dqkv[(size_t)n * S + qC], &dk[(size_t)n * kvC], kvC * sizeof(bf16));

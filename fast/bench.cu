@@ -105,7 +105,8 @@ extern "C" int fast_bench_kernels(void *vm, FILE *out) {
     const AttnLd ld = fast_attn_ld(m, 0);
     TIME_MS(ms, reps, attention_forward(m->datty, m->attD, a->q, a->k, a->vin, ld, B, T, m->NH, m->NKV, m->hd));
     row(out, "attention_forward", ms, ((double)N * qC * 2 + (double)N * kvC * 2) * e2, 4.0 * m->hd * att_pairs);
-    TIME_MS(ms, reps, attention_backward(m->dq, m->dk, NULL, 0, m->dv16, m->attD, a->atty, a->atty, a->q, a->k,
+    const AttnDv dv16_only = {NULL, 1.0f, 0, m->dv16};
+    TIME_MS(ms, reps, attention_backward(m->dq, m->dk, dv16_only, m->attD, a->atty, a->atty, a->q, a->k,
                                          a->vin, ld, a->lse, B, T, m->NH, m->NKV, m->hd));
     row(out, "attention_backward", ms, ((double)N * qC * 4 + (double)N * kvC * 4) * e2, 10.0 * m->hd * att_pairs);
     TIME_MS(ms, reps, swiglu_forward(m->dswi, a->gate, a->up, (size_t)N * F));

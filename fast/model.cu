@@ -160,7 +160,7 @@ static size_t layout(FastModel *m, char *base) {
     /* the value path's gradients, only where some layer's kind needs them (value_flags) */
     int need_dvin = 0, need_dv16 = 0, need_dv_own = 0;
     for (int l = 0; l < m->L; l++) {
-        need_dvin |= m->vin_kind[l] != VIN_ALIAS;
+        need_dvin |= m->vin_kind[l] == VIN_MIX || (m->vin_kind[l] == VIN_FOLD && m->vin_src[l] < 0);
         need_dv16 |= m->vf.needed[l];
         need_dv_own |= uses_dv_own(m, l);
     }
@@ -262,8 +262,11 @@ static void value_flags(FastModel *m) {
         if (p->n_train[l] == 0 && n_src == 1 && row[j] == 1.0) {
             m->vin_kind[l] = VIN_ALIAS, m->vin_src[l] = j;
             m->dv_direct[l] = j == l && only_here;
-        } else if (p->n_train[l] == 0 && row[l] != 0 && only_here) m->vin_kind[l] = VIN_FOLD;
-        else m->vin_kind[l] = VIN_MIX;
+        } else if (p->n_train[l] == 0 && row[l] != 0 && only_here) {
+            m->vin_kind[l] = VIN_FOLD;
+            for (int i = 0; i < l && n_src == 2; i++) /* the one other source (ResFormer: V_1) */
+                if (row[i] != 0) m->vin_src[l] = i;
+        } else m->vin_kind[l] = VIN_MIX;
     }
     fusion_flags(m);
 }
@@ -707,14 +710,22 @@ static void grad_views(const FastModel *m, int l, bf16 **dq, bf16 **dk, bf16 **d
     if (v_fused(m, l)) *dv16 = m->dqkv + m->qC + m->kvC;
 }
 
-/* Where attention's d(v_in) goes: an alias adds it onto V_j's accumulator (or, dv_direct, writes
- * it as V_l's bf16 gradient, dv16, for the W_v GEMMs); a mix gets it in dvin, a fold also in dv16. */
-static void value_dv_targets(FastModel *m, int l, bf16 *dv16, float **dv32, int *add, bf16 **dv16_out) {
+/* Where attention's d(v_in) goes (AttnDv): an alias adds it onto V_j's accumulator (or, dv_direct,
+ * writes it as V_l's bf16 gradient, dv16, for the W_v GEMMs); a fold writes dv16 for the GEMMs
+ * (their alpha the own coefficient) and adds c·dV onto its one other source's accumulator (else
+ * leaves dV in dvin for value_backward_mix); a mix leaves it in dvin. */
+static AttnDv value_dv_targets(const FastModel *m, int l, bf16 *dv16) {
     const int j = m->vin_src[l];
-    *dv32 = NULL, *add = 0, *dv16_out = NULL;
-    if (m->vin_kind[l] != VIN_ALIAS) *dv32 = m->dvin, *dv16_out = m->vin_kind[l] == VIN_FOLD ? dv16 : NULL;
-    else if (m->dv_direct[l]) *dv16_out = dv16;
-    else *dv32 = m->vf.later[j] ? m->dv_keep[j] : m->dv_own, *add = 1;
+    AttnDv dv = {NULL, 1.0f, 0, NULL};
+    if (m->vin_kind[l] == VIN_MIX) dv.f32 = m->dvin;
+    else if (m->dv_direct[l]) dv.b16 = dv16;
+    else if (m->vin_kind[l] == VIN_ALIAS) dv.f32 = m->vf.later[j] ? m->dv_keep[j] : m->dv_own, dv.add = 1;
+    else { /* VIN_FOLD */
+        dv.b16 = dv16;
+        if (j < 0) dv.f32 = m->dvin;
+        else dv.f32 = m->dv_keep[j], dv.scale = (float)m->plan->cv[(size_t)l * m->L + j], dv.add = 1;
+    }
+    return dv;
 }
 
 /* The fused projection's backward: RoPE's transpose on the d(q), d(k) views, then one weight-
@@ -730,11 +741,12 @@ static int fused_projection_backward(FastModel *m, int l, int *dln_written) {
     return 0;
 }
 
-/* After attention: the mix's sources' shares of dvin (VIN_FOLD: the sources other than V_l,
- * whose share rides on the W_v GEMMs' alpha) and the trainable coefficients' gradients. */
+/* After attention: the mix's sources' shares of dvin (VIN_FOLD with several other sources: those
+ * other than V_l, whose share rides on the W_v GEMMs' alpha) and the trainable coefficients'
+ * gradients. Aliases and single-source folds were done in attention's epilogue. */
 static int value_backward_mix(FastModel *m, int l) {
     const size_t n = (size_t)m->N * m->kvC;
-    if (m->vin_kind[l] == VIN_ALIAS) return 0;
+    if (m->vin_kind[l] == VIN_ALIAS || (m->vin_kind[l] == VIN_FOLD && m->vin_src[l] >= 0)) return 0;
     MixArgs mix;
     mix_args(m, l, MIX_V, &mix);
     if (m->vin_kind[l] == VIN_FOLD) mix.n--; /* the own term is the last source */
@@ -791,12 +803,9 @@ static int layer_backward(FastModel *m, int l) {
     /* dres is now dLoss/dh. h = x + W_o·U. */
     TRY(matmul_backward(bl, NULL, 0, m->datty, G32(o->wo), m->dres16, a->u, W16(o->wo), N, qC, d));
     TRY(value_backward_corrections(m, l)); /* before attention: its dV then adds after them, as the mix did */
-    float *dv32;
-    int dv_add;
-    bf16 *dq, *dk, *dv16, *dv16_out;
+    bf16 *dq, *dk, *dv16;
     grad_views(m, l, &dq, &dk, &dv16);
-    value_dv_targets(m, l, dv16, &dv32, &dv_add, &dv16_out);
-    TRY(attention_backward(dq, dk, dv32, dv_add, dv16_out, m->attD, m->datty, a->atty, a->q, a->k, a->vin,
+    TRY(attention_backward(dq, dk, value_dv_targets(m, l, dv16), m->attD, m->datty, a->atty, a->q, a->k, a->vin,
                            fast_attn_ld(m, l), a->lse, B, T, m->NH, m->NKV, m->hd));
     TRY(value_backward_mix(m, l));
     if (m->recompute) TRY(rmsnorm_forward(a->ln1, a->ln1_rstd, a->x_in, W16(o->ln1), N, d, eps));

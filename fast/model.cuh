@@ -129,7 +129,8 @@ typedef struct FastModel {
     SourceFlags qf, kf, vf; /* raw Q, K, V (vf counts the corrections' reads too) */
     int has_corr[FAST_MAX_LAYERS]; /* row l of ce is not all zero */
     VinKind vin_kind[FAST_MAX_LAYERS]; /* how v_in is made */
-    int vin_src[FAST_MAX_LAYERS];      /* VIN_ALIAS: the j whose V_j v_in is (else -1) */
+    int vin_src[FAST_MAX_LAYERS];      /* VIN_ALIAS: the j whose V_j v_in is; VIN_FOLD: its one other
+                                        * source, when there is exactly one (ResFormer: 0); else -1 */
     int dv_direct[FAST_MAX_LAYERS];    /* attention's dV is V_l's whole gradient (the baseline): the
                                         * backward writes it as bf16 straight into dv16 */
     int fuse_cols[FAST_MAX_LAYERS];    /* width of layer l's fused projection GEMM over its adjacent
@@ -165,8 +166,8 @@ typedef struct FastModel {
     bf16 *datty;              /* [N,qC] */
     bf16 *dqkv;               /* [N,qC+2kvC] a fused layer's d(q|k(|v)) rows, one GEMM's input */
     bf16 *dq, *dk;            /* [N,qC], [N,kvC] views into dqkv for an unfused layer */
-    float *dvin;          /* [N,kvC] d(value input) from attention, for a mix's sources (NULL when every
-                           * row is VIN_ALIAS: attention writes dV where it belongs) */
+    float *dvin;          /* [N,kvC] d(value input) from attention, for a mix's sources (NULL when no
+                           * row needs it: attention adds dV where it belongs, value_dv_targets) */
     bf16 *dv16;           /* [N,kvC] d(V_l) (VIN_FOLD: d(v_in)) for the W_v GEMMs, the last view into
                            * dqkv (a layer fused with V has its own inside the fused rows) */
     float *dv_own;        /* [N,kvC] d(V_l) when only layer l reads V_l through more than its

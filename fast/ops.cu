@@ -619,8 +619,7 @@ __global__ void attention_backward_D_kernel(float *D, const bf16 *dout, const bf
  * query head of the group and every query i >= j:
  *   p = exp(s − lse_i), dv += p·dO_i, ds = p·(dO_i·v_j − D_i)·scale, dk += ds·q_i */
 template <int HD>
-__global__ void __launch_bounds__(ATT_BQ) attention_backward_dkdv_kernel(bf16 *dk, float *dv, int dv_accumulate,
-                                                                         bf16 *dv16, const bf16 *dout,
+__global__ void __launch_bounds__(ATT_BQ) attention_backward_dkdv_kernel(bf16 *dk, AttnDv dv, const bf16 *dout,
                                                                          const bf16 *q, const bf16 *k,
                                                                          const bf16 *v, AttnLd ld, const float *lse,
                                                                          const float *D, int T, int NH, int NKV,
@@ -681,8 +680,8 @@ __global__ void __launch_bounds__(ATT_BQ) attention_backward_dkdv_kernel(bf16 *d
 #pragma unroll
     for (int d = 0; d < HD; d++) {
         dk[row * ld.k + kh * HD + d] = __float2bfloat16(dka[d]);
-        if (dv) dv[o + d] = dv_accumulate ? dv[o + d] + dva[d] : dva[d];
-        if (dv16) dv16[row * ld.v + kh * HD + d] = __float2bfloat16(dva[d]);
+        if (dv.f32) dv.f32[o + d] = dv.add ? dv.f32[o + d] + dv.scale * dva[d] : dv.scale * dva[d];
+        if (dv.b16) dv.b16[row * ld.v + kh * HD + d] = __float2bfloat16(dva[d]);
     }
 }
 
@@ -766,17 +765,17 @@ int attention_forward(bf16 *out, float *lse, const bf16 *q, const bf16 *k, const
     return 0;
 }
 
-int attention_backward(bf16 *dq, bf16 *dk, float *dv, int dv_accumulate, bf16 *dv16, float *Dscratch,
+int attention_backward(bf16 *dq, bf16 *dk, AttnDv dv, float *Dscratch,
                        const bf16 *dout, const bf16 *out, const bf16 *q, const bf16 *k, const bf16 *v, AttnLd ld,
                        const float *lse, int B, int T, int NH, int NKV, int hd) {
-    if (!dv && !dv16) return vrl_error("fast: attention_backward needs a dv output (fp32 or bf16)");
+    if (!dv.f32 && !dv.b16) return vrl_error("fast: attention_backward needs a dv output (fp32 or bf16)");
     const float scale = 1.0f / sqrtf((float)hd);
     const size_t rows = (size_t)B * T * NH;
     LAUNCH(attention_backward_D_kernel, cdiv(rows, 256), 256, 0, ops_stream)(Dscratch, dout, out, B, T, NH, hd);
     LAUNCH_CHECK();
     const dim3 gkv(cdiv(T, ATT_BQ), B * NKV), gq(cdiv(T, ATT_BQ), B * NH);
 #define BWD                                                                                                   \
-    LAUNCH(attention_backward_dkdv_kernel<HDc>, gkv, ATT_BQ, 0, ops_stream)(dk, dv, dv_accumulate, dv16, dout, q, k, v, ld, lse, Dscratch, T, NH, NKV, scale); \
+    LAUNCH(attention_backward_dkdv_kernel<HDc>, gkv, ATT_BQ, 0, ops_stream)(dk, dv, dout, q, k, v, ld, lse, Dscratch, T, NH, NKV, scale); \
     LAUNCH(attention_backward_dq_kernel<HDc>, gq, ATT_BQ, 0, ops_stream)(dq, dout, q, k, v, ld, lse, Dscratch, T, NH, NKV, scale)
     switch (hd) {
         ATT_DISPATCH(8, BWD)

@@ -166,17 +166,26 @@ typedef struct {
  * the backward), q [B,T,ld.q] (after RoPE; NH*hd used), k [B,T,ld.k], v [B,T,ld.v] (NKV*hd used) */
 int attention_forward(bf16 *out, float *lse, const bf16 *q, const bf16 *k, const bf16 *v, AttnLd ld, int B, int T,
                       int NH, int NKV, int hd);
+/* Where attention_backward puts dV [B,T,NKV*hd] (either or both):
+ *  f32  [N, NKV*hd] fp32: = scale·dV, or += scale·dV with add (a value shared across layers takes
+ *       this layer's share in the epilogue, no mix pass: SVFormer's V_1 with scale 1, ResFormer's
+ *       V_1 with scale λ1), or NULL;
+ *  b16  [B,T,ld.v] bf16(dV): the W_v GEMMs' input when attention's dV is V_l's whole gradient or
+ *       its own term (the coefficient then rides on the GEMMs' alpha), or NULL. */
+typedef struct {
+    float *f32;
+    float scale;
+    int add;
+    bf16 *b16;
+} AttnDv;
 /* Recomputes the probabilities from q, k and lse. Three deterministic kernels: D = Σ dout⊙out
  * per row, then dk/dv (each key's thread loops over every query and every head of its
  * group), then dq (each query's thread loops over its keys). No atomics.
- * dV goes to either or both of: dv fp32 (written, or added to with dv_accumulate: a value
- * shared across layers, e.g. SVFormer's V_1, takes this layer's share without a mix pass) and
- * dv16 bf16 (written: the W_v GEMMs' input when nothing else feeds V_l's gradient).
- * dq [B,T,ld.q] bf16, dk [B,T,ld.k] bf16, dv [B,T,NKV*hd] fp32 or NULL, dv16 [B,T,ld.v] bf16
- * or NULL, Dscratch [B,NH,T] fp32, dout and out [B,T,NH*hd], q, k, v as in the forward */
-int attention_backward(bf16 *dq, bf16 *dk, float *dv, int dv_accumulate, bf16 *dv16, float *Dscratch,
-                       const bf16 *dout, const bf16 *out, const bf16 *q, const bf16 *k, const bf16 *v, AttnLd ld,
-                       const float *lse, int B, int T, int NH, int NKV, int hd);
+ * dq [B,T,ld.q] bf16, dk [B,T,ld.k] bf16, dv as above, Dscratch [B,NH,T] fp32, dout and out
+ * [B,T,NH*hd], q, k, v as in the forward */
+int attention_backward(bf16 *dq, bf16 *dk, AttnDv dv, float *Dscratch, const bf16 *dout, const bf16 *out,
+                       const bf16 *q, const bf16 *k, const bf16 *v, AttnLd ld, const float *lse, int B, int T, int NH,
+                       int NKV, int hd);
 
 /* ------------------------------------------------------------------ cross-entropy */
 /* One block per row of a logits chunk: loss = logsumexp(x) − x[target] over the V real
