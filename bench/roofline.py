@@ -111,15 +111,13 @@ def kernels(preset, B, T, variant):
         N * (4 * qC + 2 * kvC) * BF16 + N * (qC + 2 * kvC) * BF16 + 2 * B * NH * T * FP32)
     add("rope bwd (dq, dk)", "mem", L, 6 * N * (qC + kvC) / 2, 2 * N * (qC + kvC) * BF16)
     if sv or res:
-        # attention adds the dV of every layer whose v_in is V_1 itself (SVFormer: all; ResFormer:
-        # layer 1) onto V_1's fp32 gradient in its epilogue: an fp32 read and write instead of a
-        # bf16 write, no pass of its own
-        add("dV_1 += dV_n inside attention bwd (fp32 read+write)", "mem", L if sv else 1, N * kvC,
-            N * kvC * (2 * FP32 - BF16))
-        if res:
-            # layers > 1: attention also writes dV'_n in fp32, then one pass dV_1 += λ1·dV'_n
-            # (read dV'_n, read and write dV_1); λ2 rides on the W_v GEMMs' alpha
-            add("value-mix bwd (dV_1 += λ1·dV'_n)", "mem", L - 1, 2 * N * kvC, N * kvC * 4 * FP32)
+        # attention adds every layer's share of V_1's gradient onto its fp32 accumulator in its
+        # epilogue (SVFormer: dV_n, v_in is V_1 itself; ResFormer: λ1·dV'_n, and layers > 1 also
+        # write bf16 dV'_n for their W_v GEMMs, whose alpha is λ2): an fp32 read and write in
+        # place of the baseline's bf16 dV write (ResFormer n > 1: beside it), no mix pass
+        add("dV_1 += c·dV_n inside attention bwd (fp32 read+write)", "mem", 1, N * kvC, N * kvC * (2 * FP32 - BF16))
+        add("dV_1 += c·dV_n inside attention bwd, layers > 1", "mem", L - 1, 2 * N * kvC,
+            N * kvC * (2 * FP32 - (BF16 if sv else 0)))
         add("dV_1 to bf16 for its W_v GEMMs", "mem", 1, 0, N * kvC * (FP32 + BF16))
         gemm("qk GEMM bwd dX", L, N, d, qC + kvC, (qC + kvC) * d * BF16, N * (qC + kvC) * BF16, N * d * FP32,
              N * d * FP32)

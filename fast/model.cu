@@ -6,8 +6,10 @@
  *             h  = x + W_o · (Attn(RoPE(Σ_i cq·Q_i), RoPE(Σ_i ck·K_i), Σ_i cv·V_i) + repeat_kv(Σ_i ce·V_i))
  *             x' = h + W_down · (silu(W_gate·RMSNorm(h)) ⊙ W_up·RMSNorm(h))
  *   (the mixes are the spec's ValuePlan rows, formulas.md §4, as in ref/value_path.c; cv's
- *   trainable entries are the layer's v_residual_lambda parameters; a row that is exactly
- *   the layer's own projection costs nothing: the mixed tensor is the raw one)
+ *   trainable entries are the layer's v_residual_lambda parameters; a row that is exactly one
+ *   projection costs nothing: the mixed tensor is that one's buffer (baseline, SVFormer); a
+ *   constant own term rides on the W_v GEMM's alpha/beta (ResFormer); adjacent W_q, W_k (W_v)
+ *   whose outputs only this layer's attention reads are one GEMM, q/k/v strided views of it)
  *   logits = lm_head · RMSNorm(x_L), in chunks of rows, each chunk's cross-entropy and
  *            gradient computed at once, so fp32 logits never exist whole
  *
@@ -585,8 +587,8 @@ static int qk_forward(FastModel *m, int l, MixKind kind) {
     return rope_forward(out, ld, m->cos_t, m->sin_t, m->B, m->T, heads, m->hd);
 }
 
-/* The backward of qk_forward for an unfused layer: grad [N,C] bf16 holds d(queries or keys after RoPE) from the
- * attention; afterwards the layer's own projection's gradient is done (every reader of it
+/* The backward of qk_forward for an unfused layer: grad [N,C] bf16 holds d(queries or keys
+ * after RoPE) from the attention; afterwards the layer's own projection's gradient is done (every reader of it
  * has run: later layers first) and W's gradient and d(ln1) are accumulated. */
 static int qk_backward(FastModel *m, int l, MixKind kind, bf16 *grad, int *dln_written) {
     const SourceFlags *f = kind == MIX_Q ? &m->qf : &m->kf;
