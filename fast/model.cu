@@ -615,7 +615,7 @@ static int qk_backward(FastModel *m, int l, MixKind kind, bf16 *grad, int *dln_w
 static int value_forward(FastModel *m, int l) {
     FastActs *a = &m->acts[l];
     const int N = m->N, d = m->d, kvC = m->kvC;
-    const bf16 *wv = m->params16 + m->lo[l].wv;
+    const bf16 *wv = m->vf.needed[l] ? m->params16 + m->lo[l].wv : NULL; /* no W_v where nobody reads V_l */
     if (m->vf.needed[l] && m->vin_kind[l] != VIN_FOLD && !v_fused(m, l))
         TRY(matmul_forward(&m->blas, a->v, a->ln1, wv, NULL, N, d, kvC));
     if (m->vin_kind[l] == VIN_ALIAS) return 0; /* v_in is V_j's buffer */
