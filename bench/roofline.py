@@ -3,8 +3,9 @@
 
 For a preset at [batch, seq] it lists every kernel of one training step of the redesigned
 fast/ step (issue "fast/ complete": padded vocabulary, bf16 logits read once by the
-cross-entropy, fused QKV and gate/up GEMMs, the ResFormer value mix folded into the W_v
-GEMM as beta = 1, tensor-core flash attention) with its FLOPs and the bytes it must move
+cross-entropy, fused QKV (QK where V is mixed: ResFormer, SVFormer) and gate/up GEMMs, the
+ResFormer value mix folded into the W_v GEMM's alpha and beta, SVFormer's v_in aliasing V_1
+with its gradient added inside attention, tensor-core flash attention) with its FLOPs and the bytes it must move
 through HBM, and the time each implies at a bf16 GEMM rate and an HBM bandwidth:
 
     ideal   = max(FLOPs / peak, bytes / bandwidth)
@@ -67,16 +68,16 @@ def kernels(preset, B, T, variant):
     # ---- forward
     add("embedding fwd", "mem", 1, 0, N * 4 + N * d * BF16 * 2)
     add("rmsnorm fwd (ln1, ln2)", "mem", 2 * L, 4 * N * d, 2 * N * d * BF16 + N * FP32 + d * BF16)
-    if sv:
-        gemm("qk GEMM fwd (SVFormer layers >1)", L - 1, N, qC + kvC, d, (qC + kvC) * d * BF16, N * d * BF16, 0,
-             N * (qC + kvC) * BF16)
-        gemm("qkv GEMM fwd (layer 1)", 1, N, qC + 2 * kvC, d, (qC + 2 * kvC) * d * BF16, N * d * BF16, 0,
-             N * (qC + 2 * kvC) * BF16)
-    elif res:
+    if sv or res:
+        # fast/model.cu: Q and K fused (adjacent weights, only their own attention reads them); V_1
+        # a GEMM of its own, since later layers read it (a V is fused only where attention's dV is
+        # its whole gradient: the baseline)
         gemm("qk GEMM fwd", L, N, qC + kvC, d, (qC + kvC) * d * BF16, N * d * BF16, 0, N * (qC + kvC) * BF16)
-        # V'_n = W_v·x + V_1: the mix rides on the GEMM as beta = 1, C = V_1 (layer 1: beta = 0)
-        gemm("v GEMM fwd (+V_1 as beta=1)", L, N, kvC, d, kvC * d * BF16, N * d * BF16, N * kvC * BF16,
-             N * kvC * BF16)
+        gemm("v GEMM fwd (layer 1)", 1, N, kvC, d, kvC * d * BF16, N * d * BF16, 0, N * kvC * BF16)
+        if res:
+            # V'_n = λ2·W_v·x + λ1·V_1: the mix rides on the GEMM as alpha = λ2, beta = λ1, C = V_1
+            gemm("v GEMM fwd, layers > 1 (alpha λ2, +λ1·V_1 as beta)", L - 1, N, kvC, d, kvC * d * BF16,
+                 N * d * BF16, N * kvC * BF16, N * kvC * BF16)
     else:
         gemm("qkv GEMM fwd", L, N, qC + 2 * kvC, d, (qC + 2 * kvC) * d * BF16, N * d * BF16, 0,
              N * (qC + 2 * kvC) * BF16)
@@ -109,19 +110,23 @@ def kernels(preset, B, T, variant):
     add("attention bwd (tensor cores)", "attn_bwd", L, 2.5 * att,
         N * (4 * qC + 2 * kvC) * BF16 + N * (qC + 2 * kvC) * BF16 + 2 * B * NH * T * FP32)
     add("rope bwd (dq, dk)", "mem", L, 6 * N * (qC + kvC) / 2, 2 * N * (qC + kvC) * BF16)
-    if res:
-        # dV_1 += dV'_n in fp32, one pass per layer n >= 2 (the baseline has no such pass)
-        add("value-mix bwd (dV_1 += dV'_n)", "mem", L - 1, N * kvC, N * kvC * (BF16 + 2 * FP32))
-    if sv:
-        add("value-mix bwd (dV_1 += dV'_n)", "mem", L - 1, N * kvC, N * kvC * (BF16 + 2 * FP32))
-        gemm("qk GEMM bwd dX (layers >1)", L - 1, N, d, qC + kvC, (qC + kvC) * d * BF16, N * (qC + kvC) * BF16, N * d * FP32,
+    if sv or res:
+        # attention adds every layer's share of V_1's gradient onto its fp32 accumulator in its
+        # epilogue (SVFormer: dV_n, v_in is V_1 itself; ResFormer: λ1·dV'_n, and layers > 1 also
+        # write bf16 dV'_n for their W_v GEMMs, whose alpha is λ2): an fp32 read and write in
+        # place of the baseline's bf16 dV write (ResFormer n > 1: beside it), no mix pass
+        add("dV_1 += c·dV_n inside attention bwd (fp32 read+write)", "mem", 1, N * kvC, N * kvC * (2 * FP32 - BF16))
+        add("dV_1 += c·dV_n inside attention bwd, layers > 1", "mem", L - 1, 2 * N * kvC,
+            N * kvC * (2 * FP32 - (BF16 if sv else 0)))
+        add("dV_1 to bf16 for its W_v GEMMs", "mem", 1, 0, N * kvC * (FP32 + BF16))
+        gemm("qk GEMM bwd dX", L, N, d, qC + kvC, (qC + kvC) * d * BF16, N * (qC + kvC) * BF16, N * d * FP32,
              N * d * FP32)
-        gemm("qk GEMM bwd dW (layers >1)", L - 1, qC + kvC, d, N, N * (qC + kvC) * BF16, N * d * BF16,
-             (qC + kvC) * d * FP32, (qC + kvC) * d * FP32)
-        gemm("qkv GEMM bwd dX (layer 1)", 1, N, d, qC + 2 * kvC, (qC + 2 * kvC) * d * BF16, N * (qC + 2 * kvC) * BF16,
+        gemm("qk GEMM bwd dW", L, qC + kvC, d, N, N * (qC + kvC) * BF16, N * d * BF16, (qC + kvC) * d * FP32,
+             (qC + kvC) * d * FP32)
+        gemm("v GEMM bwd dX (+= d(ln1); ResFormer n > 1: alpha λ2)", Lv, N, d, kvC, kvC * d * BF16, N * kvC * BF16,
              N * d * FP32, N * d * FP32)
-        gemm("qkv GEMM bwd dW (layer 1)", 1, qC + 2 * kvC, d, N, N * (qC + 2 * kvC) * BF16, N * d * BF16,
-             (qC + 2 * kvC) * d * FP32, (qC + 2 * kvC) * d * FP32)
+        gemm("v GEMM bwd dW (ResFormer n > 1: alpha λ2)", Lv, kvC, d, N, N * kvC * BF16, N * d * BF16,
+             kvC * d * FP32, kvC * d * FP32)
     else:
         gemm("qkv GEMM bwd dX", L, N, d, qC + 2 * kvC, (qC + 2 * kvC) * d * BF16, N * (qC + 2 * kvC) * BF16,
              N * d * FP32, N * d * FP32)

@@ -338,17 +338,17 @@ Test(cuda_cpu, capture_refuses_synchronous_calls_and_the_legacy_stream) {
 
 /* ------------------------------------------------------------------ cuBLASLt */
 
-/* Column-major D [m,n] = op(A)·op(B) + beta·C through the stand-in, issued on stream s; A, B
- * bf16, fp32 out. The descriptors are destroyed before it returns. */
+/* Column-major D [m,n] = alpha·op(A)·op(B) + beta·C through the stand-in, issued on stream s;
+ * A, B bf16, fp32 out; C is D unless given. The descriptors are destroyed before it returns. */
 static cublasStatus_t lt(float *D, const __nv_bfloat16 *A, int ta, int lda, const __nv_bfloat16 *B, int tb, int ldb,
-                         int m, int n, int k, int a_rows, float beta, cudaStream_t s = 0) {
+                         int m, int n, int k, int a_rows, float beta, cudaStream_t s = 0, float alpha = 1.0f,
+                         const float *C = NULL) {
     cublasLtHandle_t h;
     cublasLtMatmulDesc_t op;
     cublasLtMatrixLayout_t la, lb, lc;
     cublasLtMatmulPreference_t pref;
     cublasLtMatmulHeuristicResult_t heur;
     int found = 0;
-    const float alpha = 1.0f;
     cublasOperation_t a_op = ta ? CUBLAS_OP_T : CUBLAS_OP_N, b_op = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
     cublasLtCreate(&h);
     cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F);
@@ -363,7 +363,7 @@ static cublasStatus_t lt(float *D, const __nv_bfloat16 *A, int ta, int lda, cons
     cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &one, sizeof one);
     cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(h, op, la, lb, lc, lc, pref, 1, &heur, &found);
     if (st == CUBLAS_STATUS_SUCCESS)
-        st = cublasLtMatmul(h, op, &alpha, A, la, B, lb, &beta, D, lc, D, lc, &heur.algo, NULL, 0, s);
+        st = cublasLtMatmul(h, op, &alpha, A, la, B, lb, &beta, C ? C : D, lc, D, lc, &heur.algo, NULL, 0, s);
     cublasLtMatmulPreferenceDestroy(pref);
     cublasLtMatrixLayoutDestroy(la);
     cublasLtMatrixLayoutDestroy(lb);
@@ -468,5 +468,30 @@ Test(cuda_cpu, cublaslt_stand_in_computes_the_documented_product) {
     cr_expect(strstr(cublas_cpu_last_error(), "leading dimension of A"), "%s", cublas_cpu_last_error());
     cr_expect_eq(lt(D, A, 1, lda, B, 0, ldb, m, n, k, k + 1, 0.0f), CUBLAS_STATUS_INVALID_VALUE);
     cr_expect(strstr(cublas_cpu_last_error(), "rows"), "%s", cublas_cpu_last_error());
+    free(D);
+}
+
+/* D = alpha·op(A)·op(B) + beta·C with C a different buffer from D (fast/'s value mix rides on
+ * the W_v GEMM this way: alpha the layer's own coefficient, C an earlier layer's values):
+ * C is read, not written, and D's old contents do not enter. */
+Test(cuda_cpu, cublaslt_stand_in_scales_by_alpha_and_reads_a_separate_c) {
+    const int m = 4, n = 3, k = 5;
+    __nv_bfloat16 A[5 * 4], B[5 * 3]; /* A stored k x m (transposed), B stored k x n */
+    float Af[5 * 4], Bf[5 * 3];
+    for (int i = 0; i < k * m; i++) Af[i] = __bfloat162float(A[i] = __float2bfloat16(sinf((float)i + 0.5f)));
+    for (int i = 0; i < k * n; i++) Bf[i] = __bfloat162float(B[i] = __float2bfloat16(cosf((float)i)));
+    float *C = (float *)aligned_alloc(256, 256), *D = (float *)aligned_alloc(256, 256);
+    for (int i = 0; i < m * n; i++) C[i] = (float)(i + 1), D[i] = 1e30f; /* D's old value must not leak in */
+    cr_assert_eq(lt(D, A, 1, k, B, 0, k, m, n, k, k, 0.25f, 0, -1.5f, C), CUBLAS_STATUS_SUCCESS, "%s",
+                 cublas_cpu_last_error());
+    for (int i = 0; i < m; i++)
+        for (int j = 0; j < n; j++) {
+            double s = 0;
+            for (int p = 0; p < k; p++) s += (double)Af[p + i * k] * Bf[p + j * k];
+            const double want = -1.5 * s + 0.25 * (i + j * m + 1);
+            cr_expect(fabs(D[i + j * m] - want) < 1e-5, "D[%d,%d] = %g, expected %g", i, j, D[i + j * m], want);
+            cr_expect_eq(C[i + j * m], (float)(i + j * m + 1), "C[%d,%d] was written", i, j);
+        }
+    free(C);
     free(D);
 }

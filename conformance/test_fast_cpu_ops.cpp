@@ -10,7 +10,9 @@
  * double computation) at each of its register sizes up to the paper's vocabulary, odd V, pad
  * columns and rows without a target; SwiGLU on the fused gate|up layout; scoring's log-softmax and argmax with
  * ties and a padded vocabulary; attention with T = 1 and T = 65
- * (one query past a 64-query tile), GQA, hd 16 and 128. */
+ * (one query past a 64-query tile), GQA, hd 16 and 128, its dV written in fp32, added onto an
+ * fp32 accumulator and rounded to bf16 in the same call, and on q/k/v views into one fused
+ * projection buffer (the same bits). */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <string.h>
@@ -291,17 +293,72 @@ static void attention_case(int B, int T, int NH, int NKV, int hd) {
                                NH, NKV, hd);
     vector<bf16> first_o, first_dq, first_dk;
     vector<float> first_dv;
+    const fast_cpu::AttnLd own = {qC, kvC, kvC};
     for (const char *o : orders) {
         cr_assert_eq(cuda_cpu::set_thread_order(o), 0);
         vector<bf16> fo((size_t)N * qC), dq((size_t)N * qC), dk((size_t)N * kvC);
         vector<float> lse((size_t)B * NH * T), D((size_t)B * NH * T), dv((size_t)N * kvC);
-        cr_assert_eq(fast_cpu::attention_forward(fo.data(), lse.data(), q16.data(), k16.data(), v16.data(), B, T, NH,
-                                                 NKV, hd),
+        cr_assert_eq(fast_cpu::attention_forward(fo.data(), lse.data(), q16.data(), k16.data(), v16.data(), own, B,
+                                                 T, NH, NKV, hd),
                      0, "%s", vrl_last_error());
         /* the backward reads the forward's bf16 output, as in the model */
-        cr_assert_eq(fast_cpu::attention_backward(dq.data(), dk.data(), dv.data(), D.data(), do16.data(), fo.data(),
-                                                  q16.data(), k16.data(), v16.data(), lse.data(), B, T, NH, NKV, hd),
+        cr_assert_eq(fast_cpu::attention_backward(dq.data(), dk.data(), {dv.data(), 1.0f, 0, NULL}, D.data(),
+                                                  do16.data(), fo.data(), q16.data(), k16.data(), v16.data(), own,
+                                                  lse.data(), B, T, NH, NKV, hd),
                      0, "%s", vrl_last_error());
+        /* the model's other two dV destinations: added onto an fp32 accumulator (a value shared
+         * across layers) and, in the same call, its bf16 rounding (the W_v GEMMs' input):
+         * exactly dv + acc and bf16(dv) */
+        vector<float> dv_acc((size_t)N * kvC);
+        vector<bf16> dv16((size_t)N * kvC), dq2((size_t)N * qC), dk2((size_t)N * kvC);
+        for (size_t i = 0; i < dv_acc.size(); i++) dv_acc[i] = (float)uniform();
+        const vector<float> acc0 = dv_acc;
+        cr_assert_eq(fast_cpu::attention_backward(dq2.data(), dk2.data(), {dv_acc.data(), 1.0f, 1, dv16.data()},
+                                                  D.data(), do16.data(), fo.data(), q16.data(), k16.data(),
+                                                  v16.data(), own, lse.data(), B, T, NH, NKV, hd),
+                     0, "%s", vrl_last_error());
+        int acc_ok = 1, r16_ok = 1;
+        for (size_t i = 0; i < dv.size(); i++) {
+            acc_ok &= dv_acc[i] == acc0[i] + dv[i];
+            const bf16 want = __float2bfloat16(dv[i]);
+            r16_ok &= !memcmp(&dv16[i], &want, sizeof want);
+        }
+        cr_expect(acc_ok, "T=%d hd=%d: dv added onto the accumulator is not acc + dv exactly", T, hd);
+        cr_expect(r16_ok, "T=%d hd=%d: the bf16 dv is not bf16(fp32 dv)", T, hd);
+        cr_expect(same_bits(dq2, dq) && same_bits(dk2, dk), "T=%d hd=%d: the dv destinations change dq/dk", T, hd);
+        cr_expect_neq(fast_cpu::attention_backward(dq2.data(), dk2.data(), {NULL, 1.0f, 0, NULL}, D.data(),
+                                                   do16.data(), fo.data(), q16.data(), k16.data(), v16.data(), own,
+                                                   lse.data(), B, T, NH, NKV, hd),
+                      0, "no dv destination at all is refused");
+        /* q, k, v as views into one fused [N, qC+2kvC] projection, and dq, dk, dv16 into another
+         * (the model's fused QKV GEMM): the same bits as tensors of their own */
+        const int S = qC + 2 * kvC;
+        const fast_cpu::AttnLd fused = {S, S, S};
+        vector<bf16> qkv((size_t)N * S), dqkv((size_t)N * S), fo2((size_t)N * qC);
+        vector<float> lse2(lse.size());
+        for (int n = 0; n < N; n++) {
+            memcpy(&qkv[(size_t)n * S], &q16[(size_t)n * qC], qC * sizeof(bf16));
+            memcpy(&qkv[(size_t)n * S + qC], &k16[(size_t)n * kvC], kvC * sizeof(bf16));
+            memcpy(&qkv[(size_t)n * S + qC + kvC], &v16[(size_t)n * kvC], kvC * sizeof(bf16));
+        }
+        cr_assert_eq(fast_cpu::attention_forward(fo2.data(), lse2.data(), qkv.data(), qkv.data() + qC,
+                                                 qkv.data() + qC + kvC, fused, B, T, NH, NKV, hd),
+                     0, "%s", vrl_last_error());
+        vector<float> dv_half((size_t)N * kvC);
+        cr_assert_eq(fast_cpu::attention_backward(dqkv.data(), dqkv.data() + qC,
+                                                  {dv_half.data(), 0.5f, 0, dqkv.data() + qC + kvC}, D.data(),
+                                                  do16.data(), fo2.data(), qkv.data(), qkv.data() + qC,
+                                                  qkv.data() + qC + kvC, fused, lse2.data(), B, T, NH, NKV, hd),
+                     0, "%s", vrl_last_error());
+        int views_ok = same_bits(fo2, fo) && same_bits(lse2, lse), scale_ok = 1;
+        for (size_t i = 0; i < dv.size(); i++) scale_ok &= dv_half[i] == 0.5f * dv[i]; /* exact: a power of two */
+        cr_expect(scale_ok, "T=%d hd=%d: the fp32 dv written with scale 0.5 is not 0.5·dv", T, hd);
+        for (int n = 0; n < N; n++) {
+            views_ok &= !memcmp(&dqkv[(size_t)n * S], &dq[(size_t)n * qC], qC * sizeof(bf16));
+            views_ok &= !memcmp(&dqkv[(size_t)n * S + qC], &dk[(size_t)n * kvC], kvC * sizeof(bf16));
+            views_ok &= !memcmp(&dqkv[(size_t)n * S + qC + kvC], &dv16[(size_t)n * kvC], kvC * sizeof(bf16));
+        }
+        cr_expect(views_ok, "T=%d hd=%d: attention on strided views differs from attention on tensors", T, hd);
         cr_expect_leq(rel(fo, out), 1e-2, "T=%d hd=%d out, order %s: %.3e", T, hd, o, rel(fo, out));
         cr_expect_leq(rel(dv, rdv), 1e-2, "T=%d hd=%d dv, order %s: %.3e", T, hd, o, rel(dv, rdv));
         cr_expect_leq(rel(dq, rdq), 2e-2, "T=%d hd=%d dq, order %s: %.3e", T, hd, o, rel(dq, rdq));

@@ -100,12 +100,14 @@ extern "C" int fast_bench_kernels(void *vm, FILE *out) {
     row(out, "matmul_forward q", ms, ((double)N * d + (double)qC * d + (double)N * qC) * e2, 2.0 * N * d * qC);
     TIME_MS(ms, reps, matmul_forward(&m->blas, a->gu, a->ln2, m->params16 + o->wgate, NULL, N, d, 2 * F));
     row(out, "matmul_forward gate|up", ms, ((double)N * d + 2.0 * F * d + 2.0 * N * F) * e2, 4.0 * N * d * F);
-    TIME_MS(ms, reps, rope_forward(m->dq, m->cos_t, m->sin_t, B, T, m->NH, m->hd));
+    TIME_MS(ms, reps, rope_forward(m->dq, qC, m->cos_t, m->sin_t, B, T, m->NH, m->hd));
     row(out, "rope_forward q", ms, 2.0 * N * qC * e2, 6.0 * N * qC / 2);
-    TIME_MS(ms, reps, attention_forward(m->datty, m->attD, a->q, a->k, a->vin, B, T, m->NH, m->NKV, m->hd));
+    const AttnLd ld = fast_attn_ld(m, 0);
+    TIME_MS(ms, reps, attention_forward(m->datty, m->attD, a->q, a->k, a->vin, ld, B, T, m->NH, m->NKV, m->hd));
     row(out, "attention_forward", ms, ((double)N * qC * 2 + (double)N * kvC * 2) * e2, 4.0 * m->hd * att_pairs);
-    TIME_MS(ms, reps, attention_backward(m->dq, m->dk, m->dvin, m->attD, a->atty, a->atty, a->q, a->k, a->vin, a->lse,
-                                         B, T, m->NH, m->NKV, m->hd));
+    const AttnDv dv16_only = {NULL, 1.0f, 0, m->dv16};
+    TIME_MS(ms, reps, attention_backward(m->dq, m->dk, dv16_only, m->attD, a->atty, a->atty, a->q, a->k,
+                                         a->vin, ld, a->lse, B, T, m->NH, m->NKV, m->hd));
     row(out, "attention_backward", ms, ((double)N * qC * 4 + (double)N * kvC * 4) * e2, 10.0 * m->hd * att_pairs);
     TIME_MS(ms, reps, swiglu_forward(m->dswi, a->gu, N, F));
     row(out, "swiglu_forward", ms, 3.0 * N * F * e2, 5.0 * N * F);

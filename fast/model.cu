@@ -6,8 +6,10 @@
  *             h  = x + W_o · (Attn(RoPE(Σ_i cq·Q_i), RoPE(Σ_i ck·K_i), Σ_i cv·V_i) + repeat_kv(Σ_i ce·V_i))
  *             x' = h + W_down · (silu(W_gate·RMSNorm(h)) ⊙ W_up·RMSNorm(h))
  *   (the mixes are the spec's ValuePlan rows, formulas.md §4, as in ref/value_path.c; cv's
- *   trainable entries are the layer's v_residual_lambda parameters; a row that is exactly
- *   the layer's own projection costs nothing: the mixed tensor is the raw one)
+ *   trainable entries are the layer's v_residual_lambda parameters; a row that is exactly one
+ *   projection costs nothing: the mixed tensor is that one's buffer (baseline, SVFormer); a
+ *   constant own term rides on the W_v GEMM's alpha/beta (ResFormer); adjacent W_q, W_k (W_v)
+ *   whose outputs only this layer's attention reads are one GEMM, q/k/v strided views of it)
  *   (W_gate and W_up are adjacent [F,d] blocks of the table: one [2F,d] GEMM, gate|up)
  *   logits = lm_head · RMSNorm(x_L) in bf16, by chunks of rows (default: the whole batch),
  *            each chunk's cross-entropy reading it once and writing its gradient over it
@@ -69,6 +71,8 @@ static void *carve(char *base, size_t *off, size_t n, size_t size) {
 #define CARVE(ptr, n) ((ptr) = (__typeof__(ptr))carve(base, &off, (size_t)(n), sizeof *(ptr)))
 
 static int in_place(const SourceFlags *f, int l);
+static int uses_dv_own(const FastModel *m, int l);
+static void fusion_flags(FastModel *m);
 
 static size_t layout(FastModel *m, char *base) {
     const size_t N = m->N, P = m->t->total, d = m->d, F = m->F, qC = m->qC, kvC = m->kvC;
@@ -116,10 +120,18 @@ static size_t layout(FastModel *m, char *base) {
         a->qraw = a->kraw = a->v = NULL;
         if (m->qf.needed[l] && !in_place(&m->qf, l)) CARVE(a->qraw, N * qC);
         if (m->kf.needed[l] && !in_place(&m->kf, l)) CARVE(a->kraw, N * kvC);
-        CARVE(a->q, N * qC);
-        CARVE(a->k, N * kvC);
-        if (m->vf.needed[l]) CARVE(a->v, N * kvC);
-        if (m->vf.identity[l]) a->vin = a->v;
+        const size_t S = m->fuse_cols[l];
+        if (S) { /* one [N,S] buffer, each row q | k (| v), the fused GEMM's output */
+            CARVE(a->q, N * S);
+            a->k = base ? a->q + qC : NULL;
+            if (S == qC + 2 * kvC) a->v = base ? a->k + kvC : NULL;
+        } else {
+            CARVE(a->q, N * qC);
+            CARVE(a->k, N * kvC);
+        }
+        if (m->vf.needed[l] && m->vin_kind[l] != VIN_FOLD && S != qC + 2 * kvC) CARVE(a->v, N * kvC);
+        if (m->vin_kind[l] == VIN_ALIAS) /* V_j, j <= l: already carved (the count pass reads no pointer) */
+            a->vin = m->vin_src[l] == l ? a->v : base ? m->acts[m->vin_src[l]].v : NULL;
         else CARVE(a->vin, N * kvC);
         CARVE(a->atty, N * qC);
         a->u = a->atty;
@@ -145,11 +157,19 @@ static size_t layout(FastModel *m, char *base) {
     CARVE(m->dswi, N * F);
     CARVE(m->dgu, N * 2 * F);
     CARVE(m->datty, N * qC);
-    CARVE(m->dq, N * qC);
-    CARVE(m->dk, N * kvC);
-    CARVE(m->dvin, N * kvC);
-    CARVE(m->dv16, N * kvC);
-    CARVE(m->dv_own, N * kvC);
+    /* the value path's gradients, only where some layer's kind needs them (value_flags) */
+    int need_dvin = 0, need_dv16 = 0, need_dv_own = 0;
+    for (int l = 0; l < m->L; l++) {
+        need_dvin |= m->vin_kind[l] == VIN_MIX || (m->vin_kind[l] == VIN_FOLD && m->vin_src[l] < 0);
+        need_dv16 |= m->vf.needed[l];
+        need_dv_own |= uses_dv_own(m, l);
+    }
+    m->dvin = m->dv_own = NULL;
+    CARVE(m->dqkv, N * (qC + (need_dv16 ? 2 : 1) * kvC)); /* an unfused layer's dq, dk, dv16 one after the other */
+    m->dq = m->dqkv, m->dk = base ? m->dqkv + N * qC : NULL;
+    m->dv16 = base && need_dv16 ? m->dk + N * kvC : NULL;
+    if (need_dvin) CARVE(m->dvin, N * kvC);
+    if (need_dv_own) CARVE(m->dv_own, N * kvC);
     int q_mixing = 0, k_mixing = 0;
     for (int l = 0; l < m->L; l++) {
         float *dummy = NULL, **p = base ? &m->dv_keep[l] : &dummy;
@@ -230,6 +250,48 @@ static void value_flags(FastModel *m) {
         m->has_corr[l] = 0;
         for (int i = 0; i <= l; i++) m->has_corr[l] |= p->ce[(size_t)l * L + i] != 0;
     }
+    /* each row's value input: one source with a constant 1 is an alias; an own term that only
+     * this row's attention reads, with constants, rides on the W_v GEMM; the rest is mixed */
+    for (int l = 0; l < L; l++) {
+        const double *row = p->cv + (size_t)l * L;
+        int n_src = 0, j = -1;
+        for (int i = 0; i <= l; i++)
+            if (row[i] != 0) n_src++, j = i;
+        const int only_here = m->vf.needed[l] && !m->vf.later[l] && p->ce[(size_t)l * L + l] == 0;
+        m->vin_src[l] = -1, m->dv_direct[l] = 0;
+        if (p->n_train[l] == 0 && n_src == 1 && row[j] == 1.0) {
+            m->vin_kind[l] = VIN_ALIAS, m->vin_src[l] = j;
+            m->dv_direct[l] = j == l && only_here;
+        } else if (p->n_train[l] == 0 && row[l] != 0 && only_here) {
+            m->vin_kind[l] = VIN_FOLD;
+            for (int i = 0; i < l && n_src == 2; i++) /* the one other source (ResFormer: V_1) */
+                if (row[i] != 0) m->vin_src[l] = i;
+        } else m->vin_kind[l] = VIN_MIX;
+    }
+    fusion_flags(m);
+}
+
+/* Layer l's projections as one GEMM (fuse_cols): where its Q and K are made in place (only its
+ * attention reads them) and their weights are adjacent in the table, and V too where its whole
+ * gradient comes straight from attention (dv_direct) and W_v follows W_k. */
+static void fusion_flags(FastModel *m) {
+    const size_t qw = (size_t)m->qC * m->d, kvw = (size_t)m->kvC * m->d;
+    for (int l = 0; l < m->L; l++) {
+        const LayerOffsets *o = &m->lo[l];
+        m->fuse_cols[l] = 0;
+        if (!in_place(&m->qf, l) || !in_place(&m->kf, l) || o->wk != o->wq + qw) continue;
+        m->fuse_cols[l] = m->qC + m->kvC;
+        if (m->dv_direct[l] && o->wv == o->wk + kvw) m->fuse_cols[l] += m->kvC;
+    }
+}
+
+/* Layer l's V is a view into its fused projection. */
+static int v_fused(const FastModel *m, int l) { return m->fuse_cols[l] == m->qC + 2 * m->kvC; }
+
+/* V_l's gradient accumulates in the shared dv_own: only layer l reads V_l, through a mix or a
+ * correction (not the whole gradient straight from attention, not folded into the GEMM). */
+static int uses_dv_own(const FastModel *m, int l) {
+    return m->vf.needed[l] && !m->vf.later[l] && m->vin_kind[l] != VIN_FOLD && !m->dv_direct[l];
 }
 
 static void mib_line(const char *what, size_t bytes) {
@@ -523,26 +585,27 @@ static int qk_forward(FastModel *m, int l, MixKind kind) {
     const int C = kind == MIX_Q ? m->qC : m->kvC, heads = kind == MIX_Q ? m->NH : m->NKV;
     const size_t w = kind == MIX_Q ? m->lo[l].wq : m->lo[l].wk;
     bf16 *out = kind == MIX_Q ? a->q : a->k, *raw = kind == MIX_Q ? a->qraw : a->kraw;
+    const int ld = m->fuse_cols[l] ? m->fuse_cols[l] : C;
     if (in_place(f, l)) {
-        TRY(matmul_forward(&m->blas, out, a->ln1, m->params16 + w, NULL, m->N, m->d, C));
+        if (!m->fuse_cols[l]) TRY(matmul_forward(&m->blas, out, a->ln1, m->params16 + w, NULL, m->N, m->d, C));
     } else {
         if (f->needed[l]) TRY(matmul_forward(&m->blas, raw, a->ln1, m->params16 + w, NULL, m->N, m->d, C));
         MixArgs mix;
         mix_args(m, l, kind, &mix);
         TRY(mix_forward(out, &mix, (size_t)m->N * C));
     }
-    return rope_forward(out, m->cos_t, m->sin_t, m->B, m->T, heads, m->hd);
+    return rope_forward(out, ld, m->cos_t, m->sin_t, m->B, m->T, heads, m->hd);
 }
 
-/* The backward of qk_forward: grad [N,C] bf16 holds d(queries or keys after RoPE) from the
- * attention; afterwards the layer's own projection's gradient is done (every reader of it
+/* The backward of qk_forward for an unfused layer: grad [N,C] bf16 holds d(queries or keys
+ * after RoPE) from the attention; afterwards the layer's own projection's gradient is done (every reader of it
  * has run: later layers first) and W's gradient and d(ln1) are accumulated. */
 static int qk_backward(FastModel *m, int l, MixKind kind, bf16 *grad, int *dln_written) {
     const SourceFlags *f = kind == MIX_Q ? &m->qf : &m->kf;
     const FastActs *a = &m->acts[l];
     const int N = m->N, C = kind == MIX_Q ? m->qC : m->kvC, heads = kind == MIX_Q ? m->NH : m->NKV;
     const size_t w = kind == MIX_Q ? m->lo[l].wq : m->lo[l].wk;
-    TRY(rope_backward(grad, m->cos_t, m->sin_t, m->B, m->T, heads, m->hd));
+    TRY(rope_backward(grad, C, m->cos_t, m->sin_t, m->B, m->T, heads, m->hd));
     if (!in_place(f, l)) {
         float *own = kind == MIX_Q ? m->dq_own : m->dk_own;
         float *keep = kind == MIX_Q ? m->dq_keep[l] : m->dk_keep[l];
@@ -558,8 +621,33 @@ static int qk_backward(FastModel *m, int l, MixKind kind, bf16 *grad, int *dln_w
     return 0;
 }
 
+/* Layer l's own V_l where something reads it raw, and its value input v_in (by vin_kind). */
+static int value_forward(FastModel *m, int l) {
+    FastActs *a = &m->acts[l];
+    const int N = m->N, d = m->d, kvC = m->kvC;
+    const bf16 *wv = m->vf.needed[l] ? m->params16 + m->lo[l].wv : NULL; /* no W_v where nobody reads V_l */
+    if (m->vf.needed[l] && m->vin_kind[l] != VIN_FOLD && !v_fused(m, l))
+        TRY(matmul_forward(&m->blas, a->v, a->ln1, wv, NULL, N, d, kvC));
+    if (m->vin_kind[l] == VIN_ALIAS) return 0; /* v_in is V_j's buffer */
+    MixArgs mix;
+    mix_args(m, l, MIX_V, &mix);
+    if (m->vin_kind[l] == VIN_MIX) return mix_forward(a->vin, &mix, (size_t)N * kvC);
+    /* VIN_FOLD: sources come in layer order, so the own term (a constant) is the last; the
+     * others enter as the GEMM's C: one source directly with its coefficient as beta, several
+     * summed into v_in first (beta = 1, C = D) */
+    const float own = mix.coef[--mix.n];
+    const bf16 *c = NULL;
+    float beta = 0.0f;
+    if (mix.n == 1) c = mix.src[0], beta = mix.coef[0];
+    else if (mix.n > 1) {
+        TRY(mix_forward(a->vin, &mix, (size_t)N * kvC));
+        c = a->vin, beta = 1.0f;
+    }
+    return matmul_forward_scaled(&m->blas, a->vin, a->ln1, wv, own, c, beta, N, d, kvC);
+}
+
 static int layer_forward(FastModel *m, int l, const bf16 *x) {
-    const int B = m->B, T = m->T, N = m->N, d = m->d, qC = m->qC, kvC = m->kvC, F = m->F;
+    const int B = m->B, T = m->T, N = m->N, d = m->d, qC = m->qC, F = m->F;
     const LayerOffsets *o = &m->lo[l];
     FastActs *a = &m->acts[l];
     Blas *bl = &m->blas;
@@ -567,15 +655,13 @@ static int layer_forward(FastModel *m, int l, const bf16 *x) {
     a->x_in = x;
     /* attention sublayer */
     TRY(rmsnorm_forward(a->ln1, a->ln1_rstd, x, W16(o->ln1), N, d, (float)m->c.norm_eps));
+    if (m->fuse_cols[l]) /* [N, qC+kvC(+kvC)] = ln1 · [W_q; W_k (; W_v)]ᵀ, the weights adjacent */
+        TRY(matmul_forward(bl, a->q, a->ln1, W16(o->wq), NULL, N, d, m->fuse_cols[l]));
     TRY(qk_forward(m, l, MIX_Q));
     TRY(qk_forward(m, l, MIX_K));
-    if (m->vf.needed[l]) TRY(matmul_forward(bl, a->v, a->ln1, W16(o->wv), NULL, N, d, kvC));
+    TRY(value_forward(m, l));
     MixArgs mix;
-    if (!m->vf.identity[l]) {
-        mix_args(m, l, MIX_V, &mix);
-        TRY(mix_forward(a->vin, &mix, (size_t)N * kvC));
-    }
-    TRY(attention_forward(a->atty, a->lse, a->q, a->k, a->vin, B, T, m->NH, m->NKV, m->hd));
+    TRY(attention_forward(a->atty, a->lse, a->q, a->k, a->vin, fast_attn_ld(m, l), B, T, m->NH, m->NKV, m->hd));
     if (m->has_corr[l]) { /* U = atty + repeat_kv(Σ ce·V_i) */
         mix_args(m, l, MIX_CORR, &mix);
         TRY(correction_forward(a->u, a->atty, &mix, N, m->NH, m->NKV, m->hd));
@@ -614,8 +700,103 @@ static int head_forward(FastModel *m, const bf16 *x_last, double grad_scale, int
     return 0;
 }
 
+/* The value path's backward (formulas.md §4): each V_i that layer l reads (v_in = Σ_i cv·V_i,
+ * corrections Σ_i ce·V_i) gets its share. V_i's fp32 accumulator is dv_keep[i] when a later
+ * layer reads it too, else dv_own (uses_dv_own); the baseline's and ResFormer's own V_l need
+ * neither (dv_direct, VIN_FOLD). */
+
+/* The corrections' shares, from d(U) = datty; first zeroing dv_own when layer l owns it. */
+static int value_backward_corrections(FastModel *m, int l) {
+    if (uses_dv_own(m, l)) CUDA_CHECK(cudaMemsetAsync(m->dv_own, 0, (size_t)m->N * m->kvC * sizeof(float), m->stream));
+    if (!m->has_corr[l]) return 0;
+    MixArgs mix;
+    mix_args(m, l, MIX_CORR, &mix);
+    return correction_backward(&mix, m->datty, m->N, m->NH, m->NKV, m->hd);
+}
+
+/* Where layer l's backward puts d(q), d(k) and V_l's bf16 gradient: views into dqkv with the
+ * fused projection's row stride (one GEMM then reads them all), or the unfused buffers. */
+static void grad_views(const FastModel *m, int l, bf16 **dq, bf16 **dk, bf16 **dv16) {
+    *dq = m->dq, *dk = m->dk, *dv16 = m->dv16;
+    if (m->fuse_cols[l]) *dq = m->dqkv, *dk = m->dqkv + m->qC;
+    if (v_fused(m, l)) *dv16 = m->dqkv + m->qC + m->kvC;
+}
+
+/* Where attention's d(v_in) goes (AttnDv): an alias adds it onto V_j's accumulator (or, dv_direct,
+ * writes it as V_l's bf16 gradient, dv16, for the W_v GEMMs); a fold writes dv16 for the GEMMs
+ * (their alpha the own coefficient) and adds c·dV onto its one other source's accumulator (else
+ * leaves dV in dvin for value_backward_mix); a mix leaves it in dvin. */
+static AttnDv value_dv_targets(const FastModel *m, int l, bf16 *dv16) {
+    const int j = m->vin_src[l];
+    AttnDv dv = {NULL, 1.0f, 0, NULL};
+    if (m->vin_kind[l] == VIN_MIX) dv.f32 = m->dvin;
+    else if (m->dv_direct[l]) dv.b16 = dv16;
+    else if (m->vin_kind[l] == VIN_ALIAS) dv.f32 = m->vf.later[j] ? m->dv_keep[j] : m->dv_own, dv.add = 1;
+    else { /* VIN_FOLD */
+        dv.b16 = dv16;
+        if (j < 0) dv.f32 = m->dvin;
+        else dv.f32 = m->dv_keep[j], dv.scale = (float)m->plan->cv[(size_t)l * m->L + j], dv.add = 1;
+    }
+    return dv;
+}
+
+/* The fused projection's backward: RoPE's transpose on the d(q), d(k) views, then one weight-
+ * gradient GEMM over the adjacent [W_q; W_k (; W_v)] and one GEMM writing d(ln1). */
+static int fused_projection_backward(FastModel *m, int l, int *dln_written) {
+    const int S = m->fuse_cols[l], N = m->N;
+    const size_t wq = m->lo[l].wq;
+    TRY(rope_backward(m->dqkv, S, m->cos_t, m->sin_t, m->B, m->T, m->NH, m->hd));
+    TRY(rope_backward(m->dqkv + m->qC, S, m->cos_t, m->sin_t, m->B, m->T, m->NKV, m->hd));
+    TRY(matmul_backward(&m->blas, m->dln32, *dln_written, NULL, m->grads + wq, m->dqkv, m->acts[l].ln1,
+                        m->params16 + wq, N, m->d, S));
+    *dln_written = 1;
+    return 0;
+}
+
+/* After attention: the mix's sources' shares of dvin (VIN_FOLD with several other sources: those
+ * other than V_l, whose share rides on the W_v GEMMs' alpha) and the trainable coefficients'
+ * gradients. Aliases and single-source folds were done in attention's epilogue. */
+static int value_backward_mix(FastModel *m, int l) {
+    const size_t n = (size_t)m->N * m->kvC;
+    if (m->vin_kind[l] == VIN_ALIAS || (m->vin_kind[l] == VIN_FOLD && m->vin_src[l] >= 0)) return 0;
+    MixArgs mix;
+    mix_args(m, l, MIX_V, &mix);
+    if (m->vin_kind[l] == VIN_FOLD) mix.n--; /* the own term is the last source */
+    if (mix.n) TRY(mix_backward(&mix, m->dvin, n));
+    if (m->plan->n_train[l]) { /* d(λ_j) = Σ dV'·V_{train_src[j]} */
+        LambdaGradArgs lg;
+        lg.n = m->plan->n_train[l];
+        for (int j = 0; j < lg.n; j++) {
+            lg.src[j] = m->acts[m->plan->train_src[(size_t)l * m->L + j]].v;
+            lg.grad[j] = m->grads + m->lo[l].lam + j;
+        }
+        TRY(lambda_backward(&lg, m->dvin, n, m->lam_partial));
+    }
+    return 0;
+}
+
+/* W_v's gradient and its share of d(ln1), once every reader of V_l (layers >= l) has run its
+ * backward: from V_l's accumulator (rounded to bf16), or from dv16 as attention left it
+ * (dv_direct; VIN_FOLD with the own coefficient as the GEMMs' alpha). */
+static int value_backward_weights(FastModel *m, int l, int *dln_written) {
+    const int N = m->N, d = m->d, kvC = m->kvC;
+    const size_t wv = m->lo[l].wv;
+    if (!m->vf.needed[l] || v_fused(m, l)) return 0; /* fused: its GEMMs were the projection's */
+    if (m->vin_kind[l] == VIN_FOLD) {
+        const float own = (float)m->plan->cv[(size_t)l * m->L + l];
+        TRY(matmul_backward_scaled(&m->blas, m->dln32, *dln_written, m->grads + wv, m->dv16, m->acts[l].ln1,
+                                   m->params16 + wv, own, N, d, kvC));
+    } else {
+        if (!m->dv_direct[l]) TRY(cast_to_bf16(m->dv16, m->vf.later[l] ? m->dv_keep[l] : m->dv_own, (size_t)N * kvC));
+        TRY(matmul_backward(&m->blas, m->dln32, *dln_written, NULL, m->grads + wv, m->dv16, m->acts[l].ln1,
+                            m->params16 + wv, N, d, kvC));
+    }
+    *dln_written = 1;
+    return 0;
+}
+
 static int layer_backward(FastModel *m, int l) {
-    const int B = m->B, T = m->T, N = m->N, d = m->d, qC = m->qC, kvC = m->kvC, F = m->F;
+    const int B = m->B, T = m->T, N = m->N, d = m->d, qC = m->qC, F = m->F;
     const LayerOffsets *o = &m->lo[l];
     FastActs *a = &m->acts[l];
     Blas *bl = &m->blas;
@@ -633,36 +814,21 @@ static int layer_backward(FastModel *m, int l) {
     TRY(rmsnorm_backward_weight(G32(o->ln2), m->norm_scratch, m->dln32, a->h, a->ln2_rstd, N, d));
     /* dres is now dLoss/dh. h = x + W_o·U. */
     TRY(matmul_backward(bl, NULL, 0, m->datty, G32(o->wo), m->dres16, a->u, W16(o->wo), N, qC, d));
-    TRY(attention_backward(m->dq, m->dk, m->dvin, m->attD, m->datty, a->atty, a->q, a->k, a->vin, a->lse, B, T,
-                           m->NH, m->NKV, m->hd));
-    /* Each V_i read here (v_in = Σ_i cv·V_i, corrections Σ_i ce·V_i) gets its share. V_l's own
-     * accumulator is dv_own unless a later layer also reads V_l (then dv_keep[l] holds theirs). */
-    MixArgs mix;
-    if (m->vf.needed[l] && !m->vf.later[l]) CUDA_CHECK(cudaMemsetAsync(m->dv_own, 0, (size_t)N * kvC * sizeof(float), m->stream));
-    if (m->has_corr[l]) {
-        mix_args(m, l, MIX_CORR, &mix);
-        TRY(correction_backward(&mix, m->datty, N, m->NH, m->NKV, m->hd));
-    }
-    mix_args(m, l, MIX_V, &mix);
-    TRY(mix_backward(&mix, m->dvin, (size_t)N * kvC));
-    if (m->plan->n_train[l]) { /* d(λ_j) = Σ dV'·V_{train_src[j]} */
-        LambdaGradArgs lg;
-        lg.n = m->plan->n_train[l];
-        for (int j = 0; j < lg.n; j++) {
-            lg.src[j] = m->acts[m->plan->train_src[(size_t)l * m->L + j]].v;
-            lg.grad[j] = G32(o->lam + j);
-        }
-        TRY(lambda_backward(&lg, m->dvin, (size_t)N * kvC, m->lam_partial));
-    }
+    TRY(value_backward_corrections(m, l)); /* before attention: its dV then adds after them, as the mix did */
+    bf16 *dq, *dk, *dv16;
+    grad_views(m, l, &dq, &dk, &dv16);
+    TRY(attention_backward(dq, dk, value_dv_targets(m, l, dv16), m->attD, m->datty, a->atty, a->q, a->k, a->vin,
+                           fast_attn_ld(m, l), a->lse, B, T, m->NH, m->NKV, m->hd));
+    TRY(value_backward_mix(m, l));
     if (m->recompute) TRY(rmsnorm_forward(a->ln1, a->ln1_rstd, a->x_in, W16(o->ln1), N, d, eps));
     int dln_written = 0; /* the first projection GEMM writes d(ln1), the others add */
-    TRY(qk_backward(m, l, MIX_Q, m->dq, &dln_written));
-    TRY(qk_backward(m, l, MIX_K, m->dk, &dln_written));
-    if (m->vf.needed[l]) { /* every reader of V_l (layers >= l) has run its backward */
-        TRY(cast_to_bf16(m->dv16, m->vf.later[l] ? m->dv_keep[l] : m->dv_own, (size_t)N * kvC));
-        TRY(matmul_backward(bl, m->dln32, dln_written, NULL, G32(o->wv), m->dv16, a->ln1, W16(o->wv), N, d, kvC));
-        dln_written = 1;
+    if (m->fuse_cols[l]) {
+        TRY(fused_projection_backward(m, l, &dln_written));
+    } else {
+        TRY(qk_backward(m, l, MIX_Q, dq, &dln_written));
+        TRY(qk_backward(m, l, MIX_K, dk, &dln_written));
     }
+    TRY(value_backward_weights(m, l, &dln_written));
     if (!dln_written) CUDA_CHECK(cudaMemsetAsync(m->dln32, 0, (size_t)N * d * sizeof(float), m->stream)); /* no projection at all */
     TRY(rmsnorm_backward(m->dres32, m->dres16, m->dln32, a->x_in, W16(o->ln1), a->ln1_rstd, N, d));
     TRY(rmsnorm_backward_weight(G32(o->ln1), m->norm_scratch, m->dln32, a->x_in, a->ln1_rstd, N, d));

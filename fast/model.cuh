@@ -32,6 +32,16 @@ typedef struct {
     int identity[FAST_MAX_LAYERS]; /* row i is exactly X_i with a constant 1 */
 } SourceFlags;
 
+/* How layer l's value input v_in = Σ_i cv[l][i]·V_i is made (model.cu's value_flags;
+ * docs/fast.md, "Variants"). */
+typedef enum {
+    VIN_MIX,   /* mix_forward over the row's sources: trainable λ, or no own term to fold */
+    VIN_ALIAS, /* the row is exactly V_j with a constant 1 (baseline, CLA: j = l or the layer whose
+                * V it shares; SVFormer: j = 0): v_in is V_j's buffer, no pass, no memory */
+    VIN_FOLD,  /* only this row reads V_l, with a constant: v_in = cv[l][l]·ln1·W_vᵀ + β·C on one
+                * GEMM, C the other sources (ResFormer: β = λ1, C = V_1); raw V_l never exists */
+} VinKind;
+
 /* What the forward of layer l keeps for the backward. */
 typedef struct {
     const bf16 *x_in; /* [N,d]   the layer's input (emb or the previous layer's out) */
@@ -41,8 +51,9 @@ typedef struct {
     bf16 *kraw;       /* [N,kvC] raw K_l, likewise */
     bf16 *q;          /* [N,qC]  queries after mixing (Σ_i cq[l][i]·Q_i) and RoPE */
     bf16 *k;          /* [N,kvC] keys after mixing (Σ_i ck[l][i]·K_i) and RoPE */
-    bf16 *v;          /* [N,kvC] raw V_l (NULL when no layer reads it, e.g. SVFormer n >= 2) */
-    bf16 *vin;        /* [N,kvC] Σ_i c[l][i]·V_i; equals v when the row is the identity */
+    bf16 *v;          /* [N,kvC] raw V_l (NULL when no layer reads it, e.g. SVFormer n >= 2, or when
+                       * the row folds it into v_in, VIN_FOLD) */
+    bf16 *vin;        /* [N,kvC] Σ_i c[l][i]·V_i; V_j's own buffer when the row is VIN_ALIAS */
     bf16 *atty;       /* [N,qC]  P_l·V'_l, the attention output */
     bf16 *u;          /* [N,qC]  U_l = atty + repeat_kv(Σ_i ce[l][i]·V_i), W_o's input (= atty without corrections) */
     float *lse;       /* [B,NH,T] softmax log-sum-exp per query row */
@@ -117,6 +128,14 @@ typedef struct FastModel {
     const ValuePlan *plan; /* not owned */
     SourceFlags qf, kf, vf; /* raw Q, K, V (vf counts the corrections' reads too) */
     int has_corr[FAST_MAX_LAYERS]; /* row l of ce is not all zero */
+    VinKind vin_kind[FAST_MAX_LAYERS]; /* how v_in is made */
+    int vin_src[FAST_MAX_LAYERS];      /* VIN_ALIAS: the j whose V_j v_in is; VIN_FOLD: its one other
+                                        * source, when there is exactly one (ResFormer: 0); else -1 */
+    int dv_direct[FAST_MAX_LAYERS];    /* attention's dV is V_l's whole gradient (the baseline): the
+                                        * backward writes it as bf16 straight into dv16 */
+    int fuse_cols[FAST_MAX_LAYERS];    /* width of layer l's fused projection GEMM over its adjacent
+                                        * weights: qC+2kvC (Q, K, V), qC+kvC (Q, K; V mixed or
+                                        * folded), the row stride of its q/k(/v) views; 0: one GEMM each */
 
     /* activations */
     int32_t *tokens, *targets; /* [N] each; target −1 at each sequence's last position */
@@ -145,10 +164,15 @@ typedef struct FastModel {
     float *dln32;         /* [N,d] d(ln1|ln2|lnf) accumulated over GEMMs in fp32 */
     bf16 *dswi;           /* [N,F] */
     bf16 *dgu;            /* [N,2F] d(gate|up), laid out as acts' gu: the fused dX and dW GEMMs' input */
-    bf16 *datty, *dq, *dk;    /* [N,qC], [N,qC], [N,kvC] */
-    float *dvin;          /* [N,kvC] d(value input) from attention */
-    bf16 *dv16;           /* [N,kvC] d(V_l) for the W_v GEMMs */
-    float *dv_own;        /* [N,kvC] d(V_l) when only layer l reads V_l */
+    bf16 *datty;          /* [N,qC] */
+    bf16 *dqkv;           /* [N,qC+2kvC] a fused layer's d(q|k(|v)) rows, one GEMM's input */
+    bf16 *dq, *dk;        /* [N,qC], [N,kvC] views into dqkv for an unfused layer */
+    float *dvin;          /* [N,kvC] d(value input) from attention, for a mix's sources (NULL when no
+                           * row needs it: attention adds dV where it belongs, value_dv_targets) */
+    bf16 *dv16;           /* [N,kvC] d(V_l) (VIN_FOLD: d(v_in)) for the W_v GEMMs, the last view into
+                           * dqkv (a layer fused with V has its own inside the fused rows) */
+    float *dv_own;        /* [N,kvC] d(V_l) when only layer l reads V_l through more than its
+                           * attention (a mix or a correction; NULL when no layer needs it) */
     float **dv_keep;      /* host [L]; [N,kvC] each where vf.later, else NULL */
     float *dq_own, *dk_own; /* [N,qC], [N,kvC] d(raw Q_l), d(raw K_l) of a mixing layer when only it reads them (else NULL) */
     float *dq_keep[FAST_MAX_LAYERS]; /* [N,qC] each where qf.later, else NULL */
@@ -164,6 +188,14 @@ typedef struct FastModel {
     int have_forward;
     struct ZeroState *zero; /* NULL, or data parallelism over NCCL (zero.cuh) */
 } FastModel;
+
+/* Row strides of layer l's q, k and v_in as attention reads them: views into the fused
+ * projection's [N, fuse_cols] rows, or tensors of their own. */
+static inline AttnLd fast_attn_ld(const FastModel *m, int l) {
+    const int S = m->fuse_cols[l];
+    const AttnLd ld = {S ? S : m->qC, S ? S : m->kvC, S == m->qC + 2 * m->kvC ? S : m->kvC};
+    return ld;
+}
 
 #define ADAMW_NORM_BLOCKS 1024
 /* The vocabulary inside fast/ is padded to a multiple of this (cuBLASLt's aligned kernels want

@@ -106,15 +106,15 @@ done:
     return rc;
 }
 
-/* Column-major D [m,n] = op(A) [m,k] · op(B) [k,n] + beta·C, A and B bf16, fp32
+/* Column-major D [m,n] = alpha·op(A) [m,k] · op(B) [k,n] + beta·C, A and B bf16, fp32
  * accumulation, C and D of type dt (bf16 or fp32), both with leading dimension ldd >= m (the
- * padded logits use ldd > m). C may differ from D (the residual).
- * Row-major callers pass their matrices transposed (see the three uses below). */
-static int lt_matmul(Blas *b, void *D, cudaDataType_t dt, const void *C, const bf16 *A, int transA, int lda,
-                     const bf16 *B, int transB, int ldb, int m, int n, int k, float beta, int ldd) {
+ * padded logits use ldd > m). C may differ from D (the residual, a value mix's other sources).
+ * alpha and beta are call arguments, not part of the plan's key.
+ * Row-major callers pass their matrices transposed (see the uses below). */
+static int lt_matmul_ab(Blas *b, void *D, cudaDataType_t dt, const void *C, const bf16 *A, int transA, int lda,
+                        const bf16 *B, int transB, int ldb, int m, int n, int k, float alpha, float beta, int ldd) {
     const long long key[BLAS_KEY_LEN] = {(long long)dt, transA, transB, m, n, k, lda, ldb, ldd, ptr_align(A),
                                          ptr_align(B), ptr_align(C ? C : D), ptr_align(D), 0};
-    const float alpha = 1.0f;
     BlasPlan *p = NULL, once;
     for (int i = 0; i < b->n_plans && !p; i++)
         if (!memcmp(b->plans[i].key, key, sizeof key)) p = &b->plans[i];
@@ -131,6 +131,12 @@ static int lt_matmul(Blas *b, void *D, cudaDataType_t dt, const void *C, const b
     return 0;
 }
 
+/* The same with alpha = 1. */
+static int lt_matmul(Blas *b, void *D, cudaDataType_t dt, const void *C, const bf16 *A, int transA, int lda,
+                     const bf16 *B, int transB, int ldb, int m, int n, int k, float beta, int ldd) {
+    return lt_matmul_ab(b, D, dt, C, A, transA, lda, B, transB, ldb, m, n, k, 1.0f, beta, ldd);
+}
+
 /* Row-major out [N,OC] is column-major OC x N; weight [OC,C] row-major is C x OC
  * column-major, so out = opT(weight) · inp with inp as C x N. */
 int matmul_forward(Blas *b, bf16 *out, const bf16 *inp, const bf16 *weight, const bf16 *residual, int N, int C,
@@ -140,6 +146,11 @@ int matmul_forward(Blas *b, bf16 *out, const bf16 *inp, const bf16 *weight, cons
 
 int matmul_forward_ld(Blas *b, bf16 *out, int ld_out, const bf16 *inp, const bf16 *weight, int N, int C, int OC) {
     return lt_matmul(b, out, CUDA_R_16BF, NULL, weight, 1, C, inp, 0, C, OC, N, C, 0.0f, ld_out);
+}
+
+int matmul_forward_scaled(Blas *b, bf16 *out, const bf16 *inp, const bf16 *weight, float alpha, const bf16 *c,
+                          float beta, int N, int C, int OC) {
+    return lt_matmul_ab(b, out, CUDA_R_16BF, c, weight, 1, C, inp, 0, C, OC, N, C, alpha, c ? beta : 0.0f, OC);
 }
 
 int matmul_backward_ld(Blas *b, float *dinp32, int accumulate, bf16 *dinp16, float *dweight, const bf16 *dout,
@@ -159,6 +170,17 @@ int matmul_backward_ld(Blas *b, float *dinp32, int accumulate, bf16 *dinp16, flo
 int matmul_backward(Blas *b, float *dinp32, int accumulate, bf16 *dinp16, float *dweight, const bf16 *dout,
                     const bf16 *inp, const bf16 *weight, int N, int C, int OC) {
     return matmul_backward_ld(b, dinp32, accumulate, dinp16, dweight, dout, OC, inp, weight, N, C, OC);
+}
+
+int matmul_backward_scaled(Blas *b, float *dinp32, int accumulate, float *dweight, const bf16 *dout,
+                           const bf16 *inp, const bf16 *weight, float alpha, int N, int C, int OC) {
+    /* the same two products as matmul_backward_ld, each scaled by alpha on the GEMM */
+    if (dinp32 && lt_matmul_ab(b, dinp32, CUDA_R_32F, NULL, weight, 0, C, dout, 0, OC, C, N, OC, alpha,
+                               accumulate ? 1.0f : 0.0f, C))
+        return -1;
+    if (dweight && lt_matmul_ab(b, dweight, CUDA_R_32F, NULL, inp, 0, C, dout, 1, OC, C, OC, N, alpha, 1.0f, C))
+        return -1;
+    return 0;
 }
 
 int matmul_raw(Blas *b, float *D, const bf16 *A, const bf16 *B_, int m, int n, int k) {
@@ -309,8 +331,9 @@ int rmsnorm_backward_weight(float *dweight, float *partial, const float *dout, c
 
 /* ================================================================== rope */
 
-/* one thread per (row, head, i < hd/2) pair; dir = +1 forward, −1 backward (Rᵀ) */
-__global__ void rope_kernel(bf16 *x, const float *cos_t, const float *sin_t, int N, int T, int NHX, int hd,
+/* one thread per (row, head, i < hd/2) pair; rows ld elements apart; dir = +1 forward, −1
+ * backward (Rᵀ) */
+__global__ void rope_kernel(bf16 *x, int ld, const float *cos_t, const float *sin_t, int N, int T, int NHX, int hd,
                             float dir) {
     const int h2 = hd / 2;
     size_t idx = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
@@ -318,7 +341,7 @@ __global__ void rope_kernel(bf16 *x, const float *cos_t, const float *sin_t, int
     const int i = (int)(idx % h2);
     const size_t rh = idx / h2; /* row * NHX + head */
     const int t = (int)((rh / NHX) % T);
-    bf16 *p = x + rh * hd;
+    bf16 *p = x + (rh / NHX) * ld + (rh % NHX) * hd;
     const float c = cos_t[t * h2 + i], s = dir * sin_t[t * h2 + i];
     const float x1 = bf(p[i]), x2 = bf(p[i + h2]);
     /* forward: [x1 c − x2 s, x2 c + x1 s]; backward uses −s (the transpose) */
@@ -326,16 +349,16 @@ __global__ void rope_kernel(bf16 *x, const float *cos_t, const float *sin_t, int
     p[i + h2] = __float2bfloat16(x2 * c + x1 * s);
 }
 
-int rope_forward(bf16 *x, const float *cos_t, const float *sin_t, int B, int T, int NHX, int hd) {
+int rope_forward(bf16 *x, int ld, const float *cos_t, const float *sin_t, int B, int T, int NHX, int hd) {
     const size_t n = (size_t)B * T * NHX * (hd / 2);
-    LAUNCH(rope_kernel, cdiv(n, 256), 256, 0, ops_stream)(x, cos_t, sin_t, B * T, T, NHX, hd, 1.0f);
+    LAUNCH(rope_kernel, cdiv(n, 256), 256, 0, ops_stream)(x, ld, cos_t, sin_t, B * T, T, NHX, hd, 1.0f);
     LAUNCH_CHECK();
     return 0;
 }
 
-int rope_backward(bf16 *x, const float *cos_t, const float *sin_t, int B, int T, int NHX, int hd) {
+int rope_backward(bf16 *x, int ld, const float *cos_t, const float *sin_t, int B, int T, int NHX, int hd) {
     const size_t n = (size_t)B * T * NHX * (hd / 2);
-    LAUNCH(rope_kernel, cdiv(n, 256), 256, 0, ops_stream)(x, cos_t, sin_t, B * T, T, NHX, hd, -1.0f);
+    LAUNCH(rope_kernel, cdiv(n, 256), 256, 0, ops_stream)(x, ld, cos_t, sin_t, B * T, T, NHX, hd, -1.0f);
     LAUNCH_CHECK();
     return 0;
 }
@@ -531,28 +554,28 @@ __device__ __forceinline__ void load_tile(bf16 *dst, const bf16 *base, size_t st
  * rescale of the accumulator per tile (online softmax). */
 template <int HD>
 __global__ void __launch_bounds__(ATT_BQ) attention_forward_kernel(bf16 *out, float *lse, const bf16 *q,
-                                                                   const bf16 *k, const bf16 *v, int T, int NH,
-                                                                   int NKV, float scale) {
+                                                                   const bf16 *k, const bf16 *v, AttnLd ld, int T,
+                                                                   int NH, int NKV, float scale) {
     __shared__ __align__(16) bf16 ks[ATT_BK * HD];
     __shared__ __align__(16) bf16 vs[ATT_BK * HD];
     __shared__ float sc[ATT_BK][ATT_BQ];
     const int b = blockIdx.y / NH, h = blockIdx.y % NH, kh = h / (NH / NKV);
-    const int qC = NH * HD, kvC = NKV * HD;
+    const int qC = NH * HD;
     const int i = blockIdx.x * ATT_BQ + threadIdx.x, tid = threadIdx.x;
     const int i_last = min((int)(blockIdx.x * ATT_BQ + ATT_BQ), T) - 1; /* keys needed: 0..i_last */
     const bool active = i < T;
-    const bf16 *kb = k + (size_t)b * T * kvC + kh * HD, *vb = v + (size_t)b * T * kvC + kh * HD;
+    const bf16 *kb = k + (size_t)b * T * ld.k + kh * HD, *vb = v + (size_t)b * T * ld.v + kh * HD;
     float qr[HD], acc[HD];
 #pragma unroll
     for (int d = 0; d < HD; d++) {
-        qr[d] = active ? bf(q[((size_t)b * T + i) * qC + h * HD + d]) : 0.0f;
+        qr[d] = active ? bf(q[((size_t)b * T + i) * ld.q + h * HD + d]) : 0.0f;
         acc[d] = 0.0f;
     }
     float m = -INFINITY, l = 0.0f;
     for (int j0 = 0; j0 <= i_last; j0 += ATT_BK) {
         __syncthreads(); /* the previous tile is no longer read */
-        load_tile<HD>(ks, kb, kvC, j0, ATT_BK, T);
-        load_tile<HD>(vs, vb, kvC, j0, ATT_BK, T);
+        load_tile<HD>(ks, kb, ld.k, j0, ATT_BK, T);
+        load_tile<HD>(vs, vb, ld.v, j0, ATT_BK, T);
         __syncthreads();
         if (!active || j0 > i) continue; /* every key of this tile is in this query's future */
         const int jn = min(ATT_BK, i - j0 + 1); /* keys j0..i of this tile are visible */
@@ -608,9 +631,9 @@ __global__ void attention_backward_D_kernel(float *D, const bf16 *dout, const bf
  * query head of the group and every query i >= j:
  *   p = exp(s − lse_i), dv += p·dO_i, ds = p·(dO_i·v_j − D_i)·scale, dk += ds·q_i */
 template <int HD>
-__global__ void __launch_bounds__(ATT_BQ) attention_backward_dkdv_kernel(bf16 *dk, float *dv, const bf16 *dout,
+__global__ void __launch_bounds__(ATT_BQ) attention_backward_dkdv_kernel(bf16 *dk, AttnDv dv, const bf16 *dout,
                                                                          const bf16 *q, const bf16 *k,
-                                                                         const bf16 *v, const float *lse,
+                                                                         const bf16 *v, AttnLd ld, const float *lse,
                                                                          const float *D, int T, int NH, int NKV,
                                                                          float scale) {
     const int RS = HD + 2;
@@ -624,19 +647,19 @@ __global__ void __launch_bounds__(ATT_BQ) attention_backward_dkdv_kernel(bf16 *d
     const int j0 = blockIdx.x * ATT_BQ, j = j0 + threadIdx.x, tid = threadIdx.x;
     const bool active = j < T;
     for (int d = 0; d < HD; d++) {
-        kown[tid * RS + d] = active ? k[((size_t)b * T + j) * kvC + kh * HD + d] : __float2bfloat16(0.0f);
-        vown[tid * RS + d] = active ? v[((size_t)b * T + j) * kvC + kh * HD + d] : __float2bfloat16(0.0f);
+        kown[tid * RS + d] = active ? k[((size_t)b * T + j) * ld.k + kh * HD + d] : __float2bfloat16(0.0f);
+        vown[tid * RS + d] = active ? v[((size_t)b * T + j) * ld.v + kh * HD + d] : __float2bfloat16(0.0f);
     }
     float dka[HD], dva[HD];
 #pragma unroll
     for (int d = 0; d < HD; d++) dka[d] = dva[d] = 0.0f;
     const bf16 *kr = kown + tid * RS, *vr = vown + tid * RS;
     for (int h = kh * group; h < (kh + 1) * group; h++) {
-        const bf16 *qb = q + (size_t)b * T * qC + h * HD, *db = dout + (size_t)b * T * qC + h * HD;
+        const bf16 *qb = q + (size_t)b * T * ld.q + h * HD, *db = dout + (size_t)b * T * qC + h * HD;
         const float *lb = lse + ((size_t)b * NH + h) * T, *Db = D + ((size_t)b * NH + h) * T;
         for (int i0 = (j0 / ATT_BQ2) * ATT_BQ2; i0 < T; i0 += ATT_BQ2) {
             __syncthreads(); /* previous tile done (and own rows written, first time) */
-            load_tile<HD>(qs, qb, qC, i0, ATT_BQ2, T);
+            load_tile<HD>(qs, qb, ld.q, i0, ATT_BQ2, T);
             load_tile<HD>(dos, db, qC, i0, ATT_BQ2, T);
             if (tid < ATT_BQ2) {
                 lses[tid] = i0 + tid < T ? lb[i0 + tid] : 0.0f;
@@ -665,11 +688,12 @@ __global__ void __launch_bounds__(ATT_BQ) attention_backward_dkdv_kernel(bf16 *d
         }
     }
     if (!active) return;
-    const size_t o = ((size_t)b * T + j) * kvC + kh * HD;
+    const size_t row = (size_t)b * T + j, o = row * kvC + kh * HD; /* fp32 dv: [N, kvC] */
 #pragma unroll
     for (int d = 0; d < HD; d++) {
-        dk[o + d] = __float2bfloat16(dka[d]);
-        dv[o + d] = dva[d];
+        dk[row * ld.k + kh * HD + d] = __float2bfloat16(dka[d]);
+        if (dv.f32) dv.f32[o + d] = dv.add ? dv.f32[o + d] + dv.scale * dva[d] : dv.scale * dva[d];
+        if (dv.b16) dv.b16[row * ld.v + kh * HD + d] = __float2bfloat16(dva[d]);
     }
 }
 
@@ -678,7 +702,7 @@ __global__ void __launch_bounds__(ATT_BQ) attention_backward_dkdv_kernel(bf16 *d
  *   p = exp(s − lse_i), ds = p·(dO_i·v_j − D_i)·scale, dq += ds·k_j */
 template <int HD>
 __global__ void __launch_bounds__(ATT_BQ) attention_backward_dq_kernel(bf16 *dq, const bf16 *dout, const bf16 *q,
-                                                                       const bf16 *k, const bf16 *v,
+                                                                       const bf16 *k, const bf16 *v, AttnLd ld,
                                                                        const float *lse, const float *D, int T,
                                                                        int NH, int NKV, float scale) {
     const int RS = HD + 2;
@@ -686,26 +710,26 @@ __global__ void __launch_bounds__(ATT_BQ) attention_backward_dq_kernel(bf16 *dq,
     __shared__ __align__(16) bf16 ks[ATT_BK * HD];
     __shared__ __align__(16) bf16 vs[ATT_BK * HD];
     const int b = blockIdx.y / NH, h = blockIdx.y % NH, kh = h / (NH / NKV);
-    const int qC = NH * HD, kvC = NKV * HD;
+    const int qC = NH * HD;
     const int i = blockIdx.x * ATT_BQ + threadIdx.x, tid = threadIdx.x;
     const int i_last = min((int)(blockIdx.x * ATT_BQ + ATT_BQ), T) - 1;
     const bool active = i < T;
-    const size_t qo = ((size_t)b * T + i) * qC + h * HD;
+    const size_t qo = ((size_t)b * T + i) * ld.q + h * HD, oo = ((size_t)b * T + i) * qC + h * HD;
     float qr[HD], dqa[HD];
 #pragma unroll
     for (int d = 0; d < HD; d++) {
         qr[d] = active ? bf(q[qo + d]) : 0.0f;
         dqa[d] = 0.0f;
-        doown[tid * RS + d] = active ? dout[qo + d] : __float2bfloat16(0.0f);
+        doown[tid * RS + d] = active ? dout[oo + d] : __float2bfloat16(0.0f);
     }
     const float li = active ? lse[((size_t)b * NH + h) * T + i] : 0.0f;
     const float Di = active ? D[((size_t)b * NH + h) * T + i] : 0.0f;
     const bf16 *dor = doown + tid * RS;
-    const bf16 *kb = k + (size_t)b * T * kvC + kh * HD, *vb = v + (size_t)b * T * kvC + kh * HD;
+    const bf16 *kb = k + (size_t)b * T * ld.k + kh * HD, *vb = v + (size_t)b * T * ld.v + kh * HD;
     for (int j0 = 0; j0 <= i_last; j0 += ATT_BK) {
         __syncthreads();
-        load_tile<HD>(ks, kb, kvC, j0, ATT_BK, T);
-        load_tile<HD>(vs, vb, kvC, j0, ATT_BK, T);
+        load_tile<HD>(ks, kb, ld.k, j0, ATT_BK, T);
+        load_tile<HD>(vs, vb, ld.v, j0, ATT_BK, T);
         __syncthreads();
         if (!active || j0 > i) continue;
         const int jn = min(ATT_BK, i - j0 + 1);
@@ -735,11 +759,11 @@ __global__ void __launch_bounds__(ATT_BQ) attention_backward_dq_kernel(bf16 *dq,
         break;                       \
     }
 
-int attention_forward(bf16 *out, float *lse, const bf16 *q, const bf16 *k, const bf16 *v, int B, int T, int NH,
-                      int NKV, int hd) {
+int attention_forward(bf16 *out, float *lse, const bf16 *q, const bf16 *k, const bf16 *v, AttnLd ld, int B, int T,
+                      int NH, int NKV, int hd) {
     const float scale = 1.0f / sqrtf((float)hd);
     const dim3 grid(cdiv(T, ATT_BQ), B * NH);
-#define FWD LAUNCH(attention_forward_kernel<HDc>, grid, ATT_BQ, 0, ops_stream)(out, lse, q, k, v, T, NH, NKV, scale)
+#define FWD LAUNCH(attention_forward_kernel<HDc>, grid, ATT_BQ, 0, ops_stream)(out, lse, q, k, v, ld, T, NH, NKV, scale)
     switch (hd) {
         ATT_DISPATCH(8, FWD)
         ATT_DISPATCH(16, FWD)
@@ -753,17 +777,18 @@ int attention_forward(bf16 *out, float *lse, const bf16 *q, const bf16 *k, const
     return 0;
 }
 
-int attention_backward(bf16 *dq, bf16 *dk, float *dv, float *Dscratch, const bf16 *dout, const bf16 *out,
-                       const bf16 *q, const bf16 *k, const bf16 *v, const float *lse, int B, int T, int NH, int NKV,
-                       int hd) {
+int attention_backward(bf16 *dq, bf16 *dk, AttnDv dv, float *Dscratch,
+                       const bf16 *dout, const bf16 *out, const bf16 *q, const bf16 *k, const bf16 *v, AttnLd ld,
+                       const float *lse, int B, int T, int NH, int NKV, int hd) {
+    if (!dv.f32 && !dv.b16) return vrl_error("fast: attention_backward needs a dv output (fp32 or bf16)");
     const float scale = 1.0f / sqrtf((float)hd);
     const size_t rows = (size_t)B * T * NH;
     LAUNCH(attention_backward_D_kernel, cdiv(rows, 256), 256, 0, ops_stream)(Dscratch, dout, out, B, T, NH, hd);
     LAUNCH_CHECK();
     const dim3 gkv(cdiv(T, ATT_BQ), B * NKV), gq(cdiv(T, ATT_BQ), B * NH);
 #define BWD                                                                                                   \
-    LAUNCH(attention_backward_dkdv_kernel<HDc>, gkv, ATT_BQ, 0, ops_stream)(dk, dv, dout, q, k, v, lse, Dscratch, T, NH, NKV, scale); \
-    LAUNCH(attention_backward_dq_kernel<HDc>, gq, ATT_BQ, 0, ops_stream)(dq, dout, q, k, v, lse, Dscratch, T, NH, NKV, scale)
+    LAUNCH(attention_backward_dkdv_kernel<HDc>, gkv, ATT_BQ, 0, ops_stream)(dk, dv, dout, q, k, v, ld, lse, Dscratch, T, NH, NKV, scale); \
+    LAUNCH(attention_backward_dq_kernel<HDc>, gq, ATT_BQ, 0, ops_stream)(dq, dout, q, k, v, ld, lse, Dscratch, T, NH, NKV, scale)
     switch (hd) {
         ATT_DISPATCH(8, BWD)
         ATT_DISPATCH(16, BWD)

@@ -54,6 +54,11 @@ int matmul_forward(Blas *b, bf16 *out, const bf16 *inp, const bf16 *weight, cons
 /* The same product without a residual, rows ld_out >= OC apart (the logits chunk in the padded
  * vocabulary: columns [OC, ld_out) are not written).  out [N,ld_out] bf16 */
 int matmul_forward_ld(Blas *b, bf16 *out, int ld_out, const bf16 *inp, const bf16 *weight, int N, int C, int OC);
+/* out = alpha · inp · weightᵀ + beta · c, rounded once (a value mix riding on the W_v GEMM:
+ * alpha the layer's own coefficient, c the sum of the other sources, which may be out itself,
+ * or NULL for none).  out [N,OC] bf16, c [N,OC] bf16 */
+int matmul_forward_scaled(Blas *b, bf16 *out, const bf16 *inp, const bf16 *weight, float alpha, const bf16 *c,
+                          float beta, int N, int C, int OC);
 /* Input gradient, either dinp32 (fp32, = or += by accumulate) or dinp16 (bf16, =), and
  * dweight += doutᵀ · inp (fp32). Any output may be NULL.
  * dinp [N,C], dweight [OC,C], dout [N,OC], inp [N,C], weight [OC,C] */
@@ -63,6 +68,11 @@ int matmul_backward(Blas *b, float *dinp32, int accumulate, bf16 *dinp16, float 
  * [OC, ld_dout) are not read).  dout [N,ld_dout] */
 int matmul_backward_ld(Blas *b, float *dinp32, int accumulate, bf16 *dinp16, float *dweight, const bf16 *dout,
                        int ld_dout, const bf16 *inp, const bf16 *weight, int N, int C, int OC);
+/* matmul_backward for out = alpha·inp·weightᵀ: dinp32 (= or +=) alpha·dout·weight and
+ * dweight += alpha·doutᵀ·inp, the coefficient on the GEMMs instead of a scaled copy of dout.
+ * dinp32 [N,C] fp32 or NULL, dweight [OC,C] or NULL, dout [N,OC] */
+int matmul_backward_scaled(Blas *b, float *dinp32, int accumulate, float *dweight, const bf16 *dout,
+                           const bf16 *inp, const bf16 *weight, float alpha, int N, int C, int OC);
 /* bf16 x bf16 -> fp32 GEMM in plain column-major terms, for the peak benchmark. */
 int matmul_raw(Blas *b, float *D, const bf16 *A, const bf16 *B_, int m, int n, int k);
 
@@ -93,10 +103,12 @@ int rmsnorm_backward_weight(float *dweight, float *partial, const float *dout, c
 #define RMSNORM_WEIGHT_ROWS 256
 
 /* ------------------------------------------------------------------ rope */
-/* In place NeoX half-split rotation of every head.  x [B,T,NHX*hd], cos_t/sin_t [T,hd/2] fp32 */
-int rope_forward(bf16 *x, const float *cos_t, const float *sin_t, int B, int T, int NHX, int hd);
-/* In place dx = Rᵀ · dy (the transpose rotation).  x [B,T,NHX*hd] */
-int rope_backward(bf16 *x, const float *cos_t, const float *sin_t, int B, int T, int NHX, int hd);
+/* In place NeoX half-split rotation of every head, rows ld >= NHX*hd elements apart (a view
+ * into the fused [N, qC+kvC(+kvC)] projection).  x [B,T,ld], its first NHX*hd columns rotated;
+ * cos_t/sin_t [T,hd/2] fp32 */
+int rope_forward(bf16 *x, int ld, const float *cos_t, const float *sin_t, int B, int T, int NHX, int hd);
+/* In place dx = Rᵀ · dy (the transpose rotation).  x [B,T,ld] */
+int rope_backward(bf16 *x, int ld, const float *cos_t, const float *sin_t, int B, int T, int NHX, int hd);
 
 /* ------------------------------------------------------------------ swiglu */
 /* gu is the fused gate|up GEMM's output: row n holds gate in columns [0, F) and up in
@@ -145,20 +157,38 @@ typedef struct {
 int lambda_backward(const LambdaGradArgs *a, const float *dout, size_t n_el, float *partial);
 
 /* ------------------------------------------------------------------ attention */
+/* Row strides in elements of q, k and v (and of the backward's dq, dk and bf16 dv, which take
+ * their inputs' strides): NH*hd, NKV*hd, NKV*hd for tensors of their own, the fused
+ * projection's width where they are views into one [N, qC+kvC(+kvC)] buffer. Multiples of 8. */
+typedef struct {
+    int q, k, v;
+} AttnLd;
 /* Causal flash attention: online softmax in fp32 over key tiles, no [T,T] matrix; query
  * head h reads kv head h / (NH/NKV). hd must be 8, 16, 32, 64 or 128.
  * out [B,T,NH*hd], lse [B,NH,T] fp32 (log-sum-exp of each scaled score row, kept for
- * the backward), q [B,T,NH*hd] (after RoPE), k [B,T,NKV*hd], v [B,T,NKV*hd] */
-int attention_forward(bf16 *out, float *lse, const bf16 *q, const bf16 *k, const bf16 *v, int B, int T, int NH,
-                      int NKV, int hd);
+ * the backward), q [B,T,ld.q] (after RoPE; NH*hd used), k [B,T,ld.k], v [B,T,ld.v] (NKV*hd used) */
+int attention_forward(bf16 *out, float *lse, const bf16 *q, const bf16 *k, const bf16 *v, AttnLd ld, int B, int T,
+                      int NH, int NKV, int hd);
+/* Where attention_backward puts dV [B,T,NKV*hd] (either or both):
+ *  f32  [N, NKV*hd] fp32: = scale·dV, or += scale·dV with add (a value shared across layers takes
+ *       this layer's share in the epilogue, no mix pass: SVFormer's V_1 with scale 1, ResFormer's
+ *       V_1 with scale λ1), or NULL;
+ *  b16  [B,T,ld.v] bf16(dV): the W_v GEMMs' input when attention's dV is V_l's whole gradient or
+ *       its own term (the coefficient then rides on the GEMMs' alpha), or NULL. */
+typedef struct {
+    float *f32;
+    float scale;
+    int add;
+    bf16 *b16;
+} AttnDv;
 /* Recomputes the probabilities from q, k and lse. Three deterministic kernels: D = Σ dout⊙out
  * per row, then dk/dv (each key's thread loops over every query and every head of its
  * group), then dq (each query's thread loops over its keys). No atomics.
- * dq [B,T,NH*hd] bf16, dk [B,T,NKV*hd] bf16, dv [B,T,NKV*hd] fp32 (goes to the value mixer),
- * Dscratch [B,NH,T] fp32, dout and out [B,T,NH*hd] */
-int attention_backward(bf16 *dq, bf16 *dk, float *dv, float *Dscratch, const bf16 *dout, const bf16 *out,
-                       const bf16 *q, const bf16 *k, const bf16 *v, const float *lse, int B, int T, int NH, int NKV,
-                       int hd);
+ * dq [B,T,ld.q] bf16, dk [B,T,ld.k] bf16, dv as above, Dscratch [B,NH,T] fp32, dout and out
+ * [B,T,NH*hd], q, k, v as in the forward */
+int attention_backward(bf16 *dq, bf16 *dk, AttnDv dv, float *Dscratch, const bf16 *dout, const bf16 *out,
+                       const bf16 *q, const bf16 *k, const bf16 *v, AttnLd ld, const float *lse, int B, int T, int NH,
+                       int NKV, int hd);
 
 /* ------------------------------------------------------------------ cross-entropy */
 /* One block per row of a bf16 logits chunk, each logit read once from memory into registers
