@@ -13,7 +13,7 @@
 #     and the same logged losses and gradient norms (docs/fast.md, "The step");
 #   - a bad VRL_CUDA_CPU_ORDER is one error line;
 #   - ZeRO-2 over the NCCL-over-MPI stand-in: `mpirun -np 2` equals one process with
-#     --accum 2, and `mpirun -np 2 --accum 4` (four rounds per rank) one process with
+#     --accum 2 (baseline and AttnRes), and `mpirun -np 2 --accum 4` (four rounds per rank) one process with
 #     --accum 8 (losses and weights within 1e-6: the same gradient sums, the global norm
 #     added in another order; the line printed says whether they are bit-identical).
 #     Skipped with the reason when mpirun is absent or vrl has no MPI.
@@ -82,6 +82,17 @@ else
     check "the two-process run went through fast/zero.cu's NCCL path" grep -q "vrl fast: NCCL 2 ranks" "$tmp/np2.log"
   else
     fails=$((fails + 1)); echo "FAIL zero2_np2_vs_accum2:"; cat "$tmp/cmp" "$tmp/np2.log"
+  fi
+  # a residual-stream variant: its mixing weights sit after the head in the table (ZERO_LATE)
+  run accum2_attnres --steps 4 --accum 2 --variant attnres
+  timeout $LIMIT "${MPI[@]}" -np 2 "$VRL" "${T[@]}" --steps 4 --variant attnres --out "$tmp/np2_attnres" \
+    >"$tmp/np2_attnres.log" 2>&1
+  if grep -q "has no MPI" "$tmp/np2_attnres.log"; then
+    echo "SKIP: this build of vrl has no MPI: no two-process AttnRes check"
+  elif "$CMP" "$tmp/accum2_attnres" "$tmp/np2_attnres" 1e-6 >"$tmp/cmp_attnres" 2>&1; then
+    passes=$((passes + 1)); echo "ok   zero2_np2_vs_accum2_attnres: $(cat "$tmp/cmp_attnres")"
+  else
+    fails=$((fails + 1)); echo "FAIL zero2_np2_vs_accum2_attnres:"; cat "$tmp/cmp_attnres" "$tmp/np2_attnres.log"
   fi
   # --accum is per process: four rounds per rank, of which only the last one's backward
   # reduce-scatters (Backend.reduce_next), while the losses are handed over after the step
