@@ -95,6 +95,9 @@ static const Case cases[] = {
     {"gqa4_attnres", NULL, 4, 4, 2, 64, 128, 96, "attnres", 1, 24},
     {"gqa4_attnres_block3", NULL, 4, 4, 2, 64, 128, 96, "attnres:mode=block,size=3", 1, 24},
     {"gqa4_hidden_residual", NULL, 4, 4, 2, 64, 128, 96, "hidden_residual", 1, 24},
+    /* a value-path part with a stream part: the two mixers side by side */
+    {"gqa4_hidden_residual_attnres", NULL, 4, 4, 2, 64, 128, 96, "hidden_residual+attnres", 1, 24},
+    {"gqa4_learnable_denseformer", NULL, 4, 4, 2, 64, 128, 96, "resformer:mode=learnable+denseformer", 1, 24},
 };
 
 static void make_config(const Case *k, ModelConfig *c) {
