@@ -73,38 +73,30 @@ else
   MPI=(mpirun --oversubscribe --bind-to none)
   [ "$(id -u)" -eq 0 ] && MPI+=(--allow-run-as-root)
   export OMPI_MCA_btl_base_warn_component_unused=0
-  run accum2 --steps 4 --accum 2
-  timeout $LIMIT "${MPI[@]}" -np 2 "$VRL" "${T[@]}" --steps 4 --out "$tmp/np2" >"$tmp/np2.log" 2>&1
-  if grep -q "has no MPI" "$tmp/np2.log"; then
-    echo "SKIP: this build of vrl has no MPI: no two-process check"
-  elif "$CMP" "$tmp/accum2" "$tmp/np2" 1e-6 >"$tmp/cmp" 2>&1; then
-    passes=$((passes + 1)); echo "ok   zero2_np2_vs_accum2: $(cat "$tmp/cmp")"
-    check "the two-process run went through fast/zero.cu's NCCL path" grep -q "vrl fast: NCCL 2 ranks" "$tmp/np2.log"
-  else
-    fails=$((fails + 1)); echo "FAIL zero2_np2_vs_accum2:"; cat "$tmp/cmp" "$tmp/np2.log"
-  fi
+  # zero2 NAME "ONE-PROCESS ARGS" "PER-RANK ARGS": one process into $tmp/NAME_one, two ranks
+  # into $tmp/NAME_np2; losses and weights must agree within 1e-6 (run_compare)
+  zero2() {
+    local name=$1 one=$2 two=$3
+    # shellcheck disable=SC2086  # the argument strings are word lists
+    run "${name}_one" $one
+    # shellcheck disable=SC2086
+    timeout $LIMIT "${MPI[@]}" -np 2 "$VRL" "${T[@]}" $two --out "$tmp/${name}_np2" >"$tmp/${name}_np2.log" 2>&1
+    if grep -q "has no MPI" "$tmp/${name}_np2.log"; then
+      echo "SKIP: this build of vrl has no MPI: no $name check"; return 1
+    elif "$CMP" "$tmp/${name}_one" "$tmp/${name}_np2" 1e-6 >"$tmp/$name.cmp" 2>&1; then
+      passes=$((passes + 1)); echo "ok   $name: $(cat "$tmp/$name.cmp")"
+    else
+      fails=$((fails + 1)); echo "FAIL $name:"; cat "$tmp/$name.cmp" "$tmp/${name}_np2.log"; return 1
+    fi
+  }
+  zero2 zero2_np2_vs_accum2 "--steps 4 --accum 2" "--steps 4" &&
+    check "the two-process run went through fast/zero.cu's NCCL path" grep -q "vrl fast: NCCL 2 ranks" \
+      "$tmp/zero2_np2_vs_accum2_np2.log"
   # a residual-stream variant: its mixing weights sit after the head in the table (ZERO_LATE)
-  run accum2_attnres --steps 4 --accum 2 --variant attnres
-  timeout $LIMIT "${MPI[@]}" -np 2 "$VRL" "${T[@]}" --steps 4 --variant attnres --out "$tmp/np2_attnres" \
-    >"$tmp/np2_attnres.log" 2>&1
-  if grep -q "has no MPI" "$tmp/np2_attnres.log"; then
-    echo "SKIP: this build of vrl has no MPI: no two-process AttnRes check"
-  elif "$CMP" "$tmp/accum2_attnres" "$tmp/np2_attnres" 1e-6 >"$tmp/cmp_attnres" 2>&1; then
-    passes=$((passes + 1)); echo "ok   zero2_np2_vs_accum2_attnres: $(cat "$tmp/cmp_attnres")"
-  else
-    fails=$((fails + 1)); echo "FAIL zero2_np2_vs_accum2_attnres:"; cat "$tmp/cmp_attnres" "$tmp/np2_attnres.log"
-  fi
+  zero2 zero2_np2_vs_accum2_attnres "--steps 4 --accum 2 --variant attnres" "--steps 4 --variant attnres"
   # --accum is per process: four rounds per rank, of which only the last one's backward
   # reduce-scatters (Backend.reduce_next), while the losses are handed over after the step
   # (Backend.micro_losses); one process takes the same update with --accum 8
-  run accum8 --steps 3 --accum 8
-  timeout $LIMIT "${MPI[@]}" -np 2 "$VRL" "${T[@]}" --steps 3 --accum 4 --out "$tmp/np2a4" >"$tmp/np2a4.log" 2>&1
-  if grep -q "has no MPI" "$tmp/np2a4.log"; then
-    echo "SKIP: this build of vrl has no MPI: no two-round check"
-  elif "$CMP" "$tmp/accum8" "$tmp/np2a4" 1e-6 >"$tmp/cmp4" 2>&1; then
-    passes=$((passes + 1)); echo "ok   zero2_np2_accum4_vs_accum8: $(cat "$tmp/cmp4")"
-  else
-    fails=$((fails + 1)); echo "FAIL zero2_np2_accum4_vs_accum8:"; cat "$tmp/cmp4" "$tmp/np2a4.log"
-  fi
+  zero2 zero2_np2_accum4_vs_accum8 "--steps 3 --accum 8" "--steps 3 --accum 4"
 fi
 finish
