@@ -95,7 +95,7 @@ check "vrl eval --device $DEVICE within 2^-8 of the fp64 reference" \
 rc=$?
 check "precision_not_for_device: exit 2, one line: $(cat "$tmp/err")" test $rc -eq 2 -a "$(wc -l <"$tmp/err")" -eq 1 \
   -a -n "$(grep -- "--precision fp64: applies to --device cpu only" "$tmp/err")"
-"$VRL" train --quiet --model tiny --steps 1 --variant attnres --out "$tmp/attnres" >/dev/null 2>&1 || fail "vrl train attnres"
-expect_error variant_not_scored "backend cuda.*-bf16 cannot score this model: residual-stream variant \"attnres\"" \
-  "$VRL" eval --ckpt "$tmp/attnres" --device "$DEVICE" --tasks none --out "$tmp/x.json"
+"$VRL" train --quiet --model tiny --steps 1 --variant hc --out "$tmp/hc" >/dev/null 2>&1 || fail "vrl train hc"
+expect_error variant_not_scored "backend cuda.*-bf16 cannot score this model: residual-stream variant \"hc\"" \
+  "$VRL" eval --ckpt "$tmp/hc" --device "$DEVICE" --tasks none --out "$tmp/x.json"
 finish

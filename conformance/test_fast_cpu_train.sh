@@ -2,17 +2,18 @@
 # test_fast_cpu_train.sh: `vrl train --device cuda-cpu` (fast/'s CUDA code on the CPU,
 # docs/fast.md) end to end, tiny model, synthetic corpus:
 #   - thread orders: for every value-path family fast/ trains (ResFormer, trainable and
-#     dense λ, NeuTRENO, SVFormer with anchors, CLA, Q/K residuals),
+#     dense λ, NeuTRENO, SVFormer with anchors, CLA, Q/K residuals, the hidden residual) and
+#     the residual-stream variants (DenseFormer, AttnRes full and block),
 #     VRL_CUDA_CPU_ORDER=forward, reverse and random:SEED give byte-identical
 #     model.safetensors (a kernel whose result depends on the order its threads run between
 #     barriers would differ);
 #   - the step as CUDA graphs (captured once, replayed; the default) against the same kernels
 #     queued one by one (VRL_FAST_GRAPH=0), for the baseline, ResFormer, SVFormer, a
-#     trainable λ and --accum 2: byte-identical model.safetensors and train_state.safetensors,
+#     trainable λ, DenseFormer, AttnRes and --accum 2: byte-identical model.safetensors and train_state.safetensors,
 #     and the same logged losses and gradient norms (docs/fast.md, "The step");
 #   - a bad VRL_CUDA_CPU_ORDER is one error line;
 #   - ZeRO-2 over the NCCL-over-MPI stand-in: `mpirun -np 2` equals one process with
-#     --accum 2, and `mpirun -np 2 --accum 4` (four rounds per rank) one process with
+#     --accum 2 (baseline and AttnRes), and `mpirun -np 2 --accum 4` (four rounds per rank) one process with
 #     --accum 8 (losses and weights within 1e-6: the same gradient sums, the global norm
 #     added in another order; the line printed says whether they are bit-identical).
 #     Skipped with the reason when mpirun is absent or vrl has no MPI.
@@ -35,7 +36,7 @@ run() {
 }
 
 for v in resformer svformer:anchors=1 resformer:mode=learnable-plus resformer:mode=dense neutreno_resformer cla \
-    query_residual key_residual; do
+    query_residual key_residual hidden_residual denseformer attnres attnres:mode=block,size=3; do
   n=${v//[:=,]/_}
   VRL_CUDA_CPU_ORDER=forward run "${n}_forward" --variant $v --steps 3
   VRL_CUDA_CPU_ORDER=reverse run "${n}_reverse" --variant $v --steps 3
@@ -46,7 +47,7 @@ for v in resformer svformer:anchors=1 resformer:mode=learnable-plus resformer:mo
   done
 done
 # graph on (default) vs off
-for v in baseline resformer svformer resformer:mode=learnable "resformer --accum 2"; do
+for v in baseline resformer svformer resformer:mode=learnable denseformer attnres "resformer --accum 2"; do
   n=graph_${v//[:=, -]/_}
   # shellcheck disable=SC2086  # "$v" carries the variant and, once, --accum 2
   run "${n}_on" --variant $v --steps 3
@@ -72,27 +73,30 @@ else
   MPI=(mpirun --oversubscribe --bind-to none)
   [ "$(id -u)" -eq 0 ] && MPI+=(--allow-run-as-root)
   export OMPI_MCA_btl_base_warn_component_unused=0
-  run accum2 --steps 4 --accum 2
-  timeout $LIMIT "${MPI[@]}" -np 2 "$VRL" "${T[@]}" --steps 4 --out "$tmp/np2" >"$tmp/np2.log" 2>&1
-  if grep -q "has no MPI" "$tmp/np2.log"; then
-    echo "SKIP: this build of vrl has no MPI: no two-process check"
-  elif "$CMP" "$tmp/accum2" "$tmp/np2" 1e-6 >"$tmp/cmp" 2>&1; then
-    passes=$((passes + 1)); echo "ok   zero2_np2_vs_accum2: $(cat "$tmp/cmp")"
-    check "the two-process run went through fast/zero.cu's NCCL path" grep -q "vrl fast: NCCL 2 ranks" "$tmp/np2.log"
-  else
-    fails=$((fails + 1)); echo "FAIL zero2_np2_vs_accum2:"; cat "$tmp/cmp" "$tmp/np2.log"
-  fi
+  # zero2 NAME "ONE-PROCESS ARGS" "PER-RANK ARGS": one process into $tmp/NAME_one, two ranks
+  # into $tmp/NAME_np2; losses and weights must agree within 1e-6 (run_compare)
+  zero2() {
+    local name=$1 one=$2 two=$3
+    # shellcheck disable=SC2086  # the argument strings are word lists
+    run "${name}_one" $one
+    # shellcheck disable=SC2086
+    timeout $LIMIT "${MPI[@]}" -np 2 "$VRL" "${T[@]}" $two --out "$tmp/${name}_np2" >"$tmp/${name}_np2.log" 2>&1
+    if grep -q "has no MPI" "$tmp/${name}_np2.log"; then
+      echo "SKIP: this build of vrl has no MPI: no $name check"; return 1
+    elif "$CMP" "$tmp/${name}_one" "$tmp/${name}_np2" 1e-6 >"$tmp/$name.cmp" 2>&1; then
+      passes=$((passes + 1)); echo "ok   $name: $(cat "$tmp/$name.cmp")"
+    else
+      fails=$((fails + 1)); echo "FAIL $name:"; cat "$tmp/$name.cmp" "$tmp/${name}_np2.log"; return 1
+    fi
+  }
+  zero2 zero2_np2_vs_accum2 "--steps 4 --accum 2" "--steps 4" &&
+    check "the two-process run went through fast/zero.cu's NCCL path" grep -q "vrl fast: NCCL 2 ranks" \
+      "$tmp/zero2_np2_vs_accum2_np2.log"
+  # a residual-stream variant: its mixing weights sit after the head in the table (ZERO_LATE)
+  zero2 zero2_np2_vs_accum2_attnres "--steps 4 --accum 2 --variant attnres" "--steps 4 --variant attnres"
   # --accum is per process: four rounds per rank, of which only the last one's backward
   # reduce-scatters (Backend.reduce_next), while the losses are handed over after the step
   # (Backend.micro_losses); one process takes the same update with --accum 8
-  run accum8 --steps 3 --accum 8
-  timeout $LIMIT "${MPI[@]}" -np 2 "$VRL" "${T[@]}" --steps 3 --accum 4 --out "$tmp/np2a4" >"$tmp/np2a4.log" 2>&1
-  if grep -q "has no MPI" "$tmp/np2a4.log"; then
-    echo "SKIP: this build of vrl has no MPI: no two-round check"
-  elif "$CMP" "$tmp/accum8" "$tmp/np2a4" 1e-6 >"$tmp/cmp4" 2>&1; then
-    passes=$((passes + 1)); echo "ok   zero2_np2_accum4_vs_accum8: $(cat "$tmp/cmp4")"
-  else
-    fails=$((fails + 1)); echo "FAIL zero2_np2_accum4_vs_accum8:"; cat "$tmp/cmp4" "$tmp/np2a4.log"
-  fi
+  zero2 zero2_np2_accum4_vs_accum8 "--steps 3 --accum 8" "--steps 3 --accum 4"
 fi
 finish

@@ -84,6 +84,20 @@ static const Case cases[] = {
     {"gqa4_shared_q", NULL, 4, 4, 2, 64, 128, 96, "shared_q", 1, 24},
     {"gqa4_shared_k", NULL, 4, 4, 2, 64, 128, 96, "shared_k", 1, 24},
     {"gqa4_identity_mapping", NULL, 4, 4, 2, 64, 128, 96, "identity_mapping", 1, 24},
+    /* the residual-stream variants and the hidden residual (fast/stream.cu): the tiny model as
+     * `vrl train` runs them, and the 4-layer model where DenseFormer's dilation and period
+     * leave blocks without a DWA and AttnRes' blocks of 3 end inside a layer */
+    {"tiny_denseformer", "tiny", 0, 0, 0, 0, 0, 0, "denseformer", 2, 32},
+    {"tiny_attnres", "tiny", 0, 0, 0, 0, 0, 0, "attnres", 2, 32},
+    {"tiny_attnres_block", "tiny", 0, 0, 0, 0, 0, 0, "attnres:mode=block,size=2", 2, 32},
+    {"tiny_hidden_residual", "tiny", 0, 0, 0, 0, 0, 0, "hidden_residual", 2, 32},
+    {"gqa4_denseformer_dilated", NULL, 4, 4, 2, 64, 128, 96, "denseformer:dilation=2,period=2", 1, 24},
+    {"gqa4_attnres", NULL, 4, 4, 2, 64, 128, 96, "attnres", 1, 24},
+    {"gqa4_attnres_block3", NULL, 4, 4, 2, 64, 128, 96, "attnres:mode=block,size=3", 1, 24},
+    {"gqa4_hidden_residual", NULL, 4, 4, 2, 64, 128, 96, "hidden_residual", 1, 24},
+    /* a value-path part with a stream part: the two mixers side by side */
+    {"gqa4_hidden_residual_attnres", NULL, 4, 4, 2, 64, 128, 96, "hidden_residual+attnres", 1, 24},
+    {"gqa4_learnable_denseformer", NULL, 4, 4, 2, 64, 128, 96, "resformer:mode=learnable+denseformer", 1, 24},
 };
 
 static void make_config(const Case *k, ModelConfig *c) {
@@ -204,7 +218,8 @@ static void run_case(const Case *k) {
         const ParamInfo *p = &spec.table.p[i];
         double ge = rel_err(fg + p->offset, rg + p->offset, p->numel, NULL);
         if (ge > worst) worst = ge, worst_name = p->name;
-        if (strstr(p->name, "v_residual_lambda")) /* trainable λ: a handful of numbers, each a sum over N·kvC */
+        /* trainable λ, DWA weights, AttnRes queries: few numbers, each a sum over the batch */
+        if (strstr(p->name, "v_residual_lambda") || strstr(p->name, "dwa") || strstr(p->name, "res_query"))
             printf("%s: gradient of %s rel %.2e\n", k->name, p->name, ge);
         CHECK(ge <= TOL_GRAD, "%s: gradient of %s relative error %.3e", k->name, p->name, ge);
     }

@@ -6,9 +6,10 @@
  * repeat_kv(Σ_i ce·V_i) after attention; layers without their own projections (SVFormer, CLA,
  * shared Q/K) read earlier layers'. That covers baseline, every ResFormer mode and V-source
  * ablation, SVFormer with anchors, NeuTRENO (+ResFormer), identity mapping (Eq. 6), CLA,
- * the query/key residuals and shared Q/K, all with GQA/MQA, on the plain residual stream.
- * A spec that needs anything else (attention-matrix mixing, Eq. 2, the hidden residual, a
- * residual-stream variant, GPT-2) is refused by name (docs/fast.md, "Variants" says why), so
+ * the query/key residuals, shared Q/K and the hidden residual, all with GQA/MQA, on the plain
+ * residual stream, DenseFormer's or AttnRes' (full and block; fast/stream.cu).
+ * A spec that needs anything else (attention-matrix mixing, Eq. 2, Hyper-Connections, mHC,
+ * GPT-2) is refused by name (docs/fast.md, "Variants" says why), so
  * the CUDA backend never trains a different model than ref. What it trains it also scores
  * (`vrl eval`: the same forward, then log-probabilities on the device). It declares no
  * analysis views and no decoding.
@@ -29,14 +30,10 @@ static int is_identity(const double *tab, int L) {
 /* The first thing of the value plan the CUDA kernels lack, or NULL. */
 static const char *value_plan_missing(const ValuePlan *p) {
     const int L = p->L;
-    int cross = 0, hidden = 0;
-    for (int l = 0; l < L; l++) {
-        cross |= p->cross[l] >= 0;
-        hidden |= p->hx[l] != 1.0 || p->hh[l] != 0.0;
-    }
+    int cross = 0;
+    for (int l = 0; l < L; l++) cross |= p->cross[l] >= 0;
     if (!is_identity(p->ca, L)) return "attention-matrix mixing";
     if (cross) return "cross-layer attention (Eq. 2)";
-    if (hidden) return "the hidden residual to H_0";
     return NULL;
 }
 
@@ -47,7 +44,7 @@ unsigned fast_capabilities(const ModelSpec *s, char *why, size_t why_len) {
     const char *missing;
     buf[0] = '\0';
     if (c->arch != ARCH_LLAMA) snprintf(buf, sizeof buf, "the CUDA backend implements the llama architecture only");
-    else if (s->stream.kind != STREAM_PLAIN)
+    else if (s->stream.kind == STREAM_HC || s->stream.kind == STREAM_MHC)
         snprintf(buf, sizeof buf, "residual-stream variant \"%s\" is not implemented on CUDA yet",
                  stream_kind_name(s->stream.kind));
     else if ((missing = value_plan_missing(&s->value)))

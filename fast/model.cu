@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "fast/model.cuh"
+#include "fast/stream.cuh"
 #include "fast/zero.cuh"
 
 extern "C" {
@@ -308,9 +309,10 @@ static void memory_report(const FastModel *m) {
     mib_line("optimizer", m->bytes_opt);
     mib_line("activations", m->bytes_acts);
     mib_line("scratch", m->bytes_scratch);
+    if (m->mix->bytes) mib_line("stream", m->mix->bytes); /* stream.cuh: DenseFormer, AttnRes, hidden residual */
     mib_line("cuBLASLt", m->blas.workspace_bytes);
     fprintf(stderr, "vrl fast:   peak estimate %.2f GiB of %.2f GiB free on the device\n",
-            (m->arena_bytes + m->blas.workspace_bytes) / 1073741824.0, free_b / 1073741824.0);
+            (m->arena_bytes + m->mix->bytes + m->blas.workspace_bytes) / 1073741824.0, free_b / 1073741824.0);
 }
 
 /* ------------------------------------------------------------------ create / destroy */
@@ -332,6 +334,7 @@ extern "C" void fast_model_destroy(void *vm) {
     if (m->uploaded) cudaEventDestroy(m->uploaded);
     if (m->stream) cudaStreamDestroy(m->stream);
     if (m->arena) cudaFree(m->arena);
+    stream_destroy(m);
     blas_destroy(&m->blas);
     free(m->lo);
     free(m->acts);
@@ -468,6 +471,7 @@ extern "C" void *fast_model_create(const ModelSpec *spec, int batch, int seq) {
         vrl_error("fast model: cudaMemset failed");
         goto fail;
     }
+    if (stream_create(m, spec) < 0) goto fail; /* reads the activations' addresses */
     {
         /* RoPE tables in double, rounded once (ref/ops.c's rope_tables) */
         const int h2 = hd / 2;
@@ -646,15 +650,15 @@ static int value_forward(FastModel *m, int l) {
     return matmul_forward_scaled(&m->blas, a->vin, a->ln1, wv, own, c, beta, N, d, kvC);
 }
 
-static int layer_forward(FastModel *m, int l, const bf16 *x) {
+/* Layer l from the inputs stream_forward set in acts[l] (its step 2l; step 2l+1 here). */
+static int layer_forward(FastModel *m, int l) {
     const int B = m->B, T = m->T, N = m->N, d = m->d, qC = m->qC, F = m->F;
     const LayerOffsets *o = &m->lo[l];
     FastActs *a = &m->acts[l];
     Blas *bl = &m->blas;
     TRY(zero_wait_params(m, l)); /* data parallel: this layer's gathered parameters */
-    a->x_in = x;
     /* attention sublayer */
-    TRY(rmsnorm_forward(a->ln1, a->ln1_rstd, x, W16(o->ln1), N, d, (float)m->c.norm_eps));
+    TRY(rmsnorm_forward(a->ln1, a->ln1_rstd, a->x_in, W16(o->ln1), N, d, (float)m->c.norm_eps));
     if (m->fuse_cols[l]) /* [N, qC+kvC(+kvC)] = ln1 · [W_q; W_k (; W_v)]ᵀ, the weights adjacent */
         TRY(matmul_forward(bl, a->q, a->ln1, W16(o->wq), NULL, N, d, m->fuse_cols[l]));
     TRY(qk_forward(m, l, MIX_Q));
@@ -666,12 +670,13 @@ static int layer_forward(FastModel *m, int l, const bf16 *x) {
         mix_args(m, l, MIX_CORR, &mix);
         TRY(correction_forward(a->u, a->atty, &mix, N, m->NH, m->NKV, m->hd));
     }
-    TRY(matmul_forward(bl, a->h, a->u, W16(o->wo), x, N, qC, d)); /* h = x + W_o·U */
+    TRY(matmul_forward(bl, a->h, a->u, W16(o->wo), a->x_res, N, qC, d)); /* h = x + W_o·U */
+    TRY(stream_forward(m, 2 * l + 1, NULL));
     /* MLP sublayer */
-    TRY(rmsnorm_forward(a->ln2, a->ln2_rstd, a->h, W16(o->ln2), N, d, (float)m->c.norm_eps));
+    TRY(rmsnorm_forward(a->ln2, a->ln2_rstd, a->h_in, W16(o->ln2), N, d, (float)m->c.norm_eps));
     TRY(matmul_forward(bl, a->gu, a->ln2, W16(o->wgate), NULL, N, d, 2 * F)); /* [W_gate; W_up]: one [2F,d] */
     TRY(swiglu_forward(a->swi, a->gu, N, F));
-    TRY(matmul_forward(bl, a->out, a->swi, W16(o->wdown), a->h, N, F, d)); /* x' = h + W_down·swi */
+    TRY(matmul_forward(bl, a->out, a->swi, W16(o->wdown), a->h_res, N, F, d)); /* x' = h + W_down·swi */
     return 0;
 }
 
@@ -802,7 +807,7 @@ static int layer_backward(FastModel *m, int l) {
     Blas *bl = &m->blas;
     const float eps = (float)m->c.norm_eps;
     if (m->recompute) { /* the MLP's inputs, exactly as the forward made them */
-        TRY(rmsnorm_forward(a->ln2, a->ln2_rstd, a->h, W16(o->ln2), N, d, eps));
+        TRY(rmsnorm_forward(a->ln2, a->ln2_rstd, a->h_in, W16(o->ln2), N, d, eps));
         TRY(swiglu_forward(a->swi, a->gu, N, F));
     }
     /* dres32/dres16 hold dLoss/dx'. x' = h + W_down·swi. */
@@ -810,8 +815,9 @@ static int layer_backward(FastModel *m, int l) {
     TRY(swiglu_backward(m->dgu, m->dswi, a->gu, N, F));
     /* one dX GEMM over 2F and one dW GEMM into the adjacent gradient blocks of W_gate and W_up */
     TRY(matmul_backward(bl, m->dln32, 0, NULL, G32(o->wgate), m->dgu, a->ln2, W16(o->wgate), N, d, 2 * F));
-    TRY(rmsnorm_backward(m->dres32, m->dres16, m->dln32, a->h, W16(o->ln2), a->ln2_rstd, N, d));
-    TRY(rmsnorm_backward_weight(G32(o->ln2), m->norm_scratch, m->dln32, a->h, a->ln2_rstd, N, d));
+    TRY(stream_norm_backward(m, 2 * l + 1, W16(o->ln2), a->ln2_rstd));
+    TRY(rmsnorm_backward_weight(G32(o->ln2), m->norm_scratch, m->dln32, a->h_in, a->ln2_rstd, N, d));
+    TRY(stream_backward(m, 2 * l + 1));
     /* dres is now dLoss/dh. h = x + W_o·U. */
     TRY(matmul_backward(bl, NULL, 0, m->datty, G32(o->wo), m->dres16, a->u, W16(o->wo), N, qC, d));
     TRY(value_backward_corrections(m, l)); /* before attention: its dV then adds after them, as the mix did */
@@ -830,9 +836,9 @@ static int layer_backward(FastModel *m, int l) {
     }
     TRY(value_backward_weights(m, l, &dln_written));
     if (!dln_written) CUDA_CHECK(cudaMemsetAsync(m->dln32, 0, (size_t)N * d * sizeof(float), m->stream)); /* no projection at all */
-    TRY(rmsnorm_backward(m->dres32, m->dres16, m->dln32, a->x_in, W16(o->ln1), a->ln1_rstd, N, d));
+    TRY(stream_norm_backward(m, 2 * l, W16(o->ln1), a->ln1_rstd));
     TRY(rmsnorm_backward_weight(G32(o->ln1), m->norm_scratch, m->dln32, a->x_in, a->ln1_rstd, N, d));
-    return 0; /* dres is now dLoss/dx, the previous layer's output */
+    return 0; /* dres is now dLoss/d(the layer's stream input); stream_backward(m, 2l) goes on */
 }
 
 /* The backward of the whole model, after the head's chunks left d(lnf) in dln32; x is the
@@ -840,8 +846,10 @@ static int layer_backward(FastModel *m, int l) {
 static int backward_pass(FastModel *m, const bf16 *x) {
     const int N = m->N, d = m->d, kvC = m->kvC;
     CUDA_CHECK(cudaMemsetAsync(m->dres32, 0, (size_t)N * d * sizeof(float), m->stream));
+    TRY(stream_backward_begin(m));
     TRY(rmsnorm_backward(m->dres32, m->dres16, m->dln32, x, W16(m->o_lnf), m->lnf_rstd, N, d));
     TRY(rmsnorm_backward_weight(G32(m->o_lnf), m->norm_scratch, m->dln32, x, m->lnf_rstd, N, d));
+    TRY(stream_backward(m, 2 * m->L)); /* the head's input: the last layer's output's gradient */
     TRY(zero_grads_ready(m, ZERO_HEAD)); /* data parallel, last micro-batch: reduce-scatter as layers finish */
     for (int l = 0; l < m->L; l++) {
         if (m->vf.later[l]) CUDA_CHECK(cudaMemsetAsync(m->dv_keep[l], 0, (size_t)N * kvC * sizeof(float), m->stream));
@@ -850,6 +858,7 @@ static int backward_pass(FastModel *m, const bf16 *x) {
     }
     for (int l = m->L - 1; l >= 0; l--) {
         TRY(layer_backward(m, l));
+        TRY(stream_backward(m, 2 * l)); /* dres: the previous layer's output's (l = 0: the embedding's) */
         TRY(zero_grads_ready(m, l));
     }
     /* at most min(N, V) distinct tokens: that many blocks, the batch's U read on the device */
@@ -860,18 +869,16 @@ static int backward_pass(FastModel *m, const bf16 *x) {
     return 0;
 }
 
-/* The embedding and every layer, queued; *x_last is the last layer's output. */
+/* The embedding and every layer, queued; *x_last is the head's input (stream.cuh, step 2L). */
 static int trunk_forward(FastModel *m, const bf16 **x_last) {
     TRY(zero_wait_params(m, ZERO_LATE));
     TRY(zero_wait_params(m, ZERO_EMBED));
     TRY(embedding_forward(m->emb, m->tokens, W16(m->o_wte), m->N, m->d));
-    const bf16 *x = m->emb;
     for (int l = 0; l < m->L; l++) {
-        TRY(layer_forward(m, l, x));
-        x = m->acts[l].out;
+        TRY(stream_forward(m, 2 * l, NULL));
+        TRY(layer_forward(m, l));
     }
-    *x_last = x;
-    return 0;
+    return stream_forward(m, 2 * m->L, x_last); /* the head's input */
 }
 
 /* Everything one micro-batch does on the device, queued on m->stream from the uploaded
@@ -1131,7 +1138,7 @@ extern "C" int fast_model_get_logits(void *vm, float *out) {
 
 extern "C" size_t fast_model_device_bytes(void *vm) {
     FastModel *m = (FastModel *)vm;
-    return m->arena_bytes + m->blas.workspace_bytes;
+    return m->arena_bytes + (m->mix ? m->mix->bytes : 0) + m->blas.workspace_bytes;
 }
 
 FAST_NS_END

@@ -17,6 +17,7 @@ FAST_NS_BEGIN
 
 /* Offsets of one layer's tensors in the flat parameter table. */
 typedef struct ZeroState ZeroState;
+typedef struct FastStream FastStream;
 
 /* wq, wk, wv: (size_t)-1 where the plan drops the projection (SVFormer, CLA); lam: the
  * layer's trainable value coefficients [n_train[l]], or (size_t)-1. */
@@ -44,7 +45,10 @@ typedef enum {
 
 /* What the forward of layer l keeps for the backward. */
 typedef struct {
-    const bf16 *x_in; /* [N,d]   the layer's input (emb or the previous layer's out) */
+    const bf16 *x_in; /* [N,d]   the attention norm's input (stream.cuh: the stream's x, or the hidden residual's mix) */
+    const bf16 *x_res;/* [N,d]   added to W_o·U: the stream's x, or NULL (AttnRes: h is the raw output) */
+    const bf16 *h_in; /* [N,d]   the MLP norm's input: h, or AttnRes' depth sum */
+    const bf16 *h_res;/* [N,d]   added to W_down·swi: h, or NULL (AttnRes: out is the raw output) */
     bf16 *ln1;        /* [N,d]   RMSNorm(x)·g1 (a shared scratch when recomputing) */
     float *ln1_rstd;  /* [N]     */
     bf16 *qraw;       /* [N,qC]  raw Q_l = ln1·W_qᵀ where a mix reads it (else NULL: q is made in place) */
@@ -57,12 +61,12 @@ typedef struct {
     bf16 *atty;       /* [N,qC]  P_l·V'_l, the attention output */
     bf16 *u;          /* [N,qC]  U_l = atty + repeat_kv(Σ_i ce[l][i]·V_i), W_o's input (= atty without corrections) */
     float *lse;       /* [B,NH,T] softmax log-sum-exp per query row */
-    bf16 *h;          /* [N,d]   x + W_o·U */
+    bf16 *h;          /* [N,d]   x_res + W_o·U */
     bf16 *ln2;        /* [N,d]   (scratch when recomputing) */
     float *ln2_rstd;  /* [N]     */
     bf16 *gu;         /* [N,2F]  the fused gate|up GEMM: ln2·[W_gate;W_up]ᵀ, gate in columns [0,F), up in [F,2F) */
     bf16 *swi;        /* [N,F]   silu(gate)⊙up (scratch when recomputing) */
-    bf16 *out;        /* [N,d]   the layer's output */
+    bf16 *out;        /* [N,d]   h_res + W_down·swi, the layer's output */
 } FastActs;
 
 /* AdamW's per-step scalars (adamw.cu), in device memory so a captured update reads the
@@ -187,6 +191,7 @@ typedef struct FastModel {
     size_t bytes_params, bytes_grads, bytes_opt, bytes_acts, bytes_scratch;
     int have_forward;
     struct ZeroState *zero; /* NULL, or data parallelism over NCCL (zero.cuh) */
+    FastStream *mix;        /* what each sublayer reads: the residual stream and the hidden residual (stream.cuh) */
 } FastModel;
 
 /* Row strides of layer l's q, k and v_in as attention reads them: views into the fused
