@@ -9,14 +9,17 @@
 # alternate, ROUNDS times each, so both see the same machine. Each line gives tokens/s (wall),
 # tokens per CPU-second (the steadier figure under load), and from /usr/bin/time the whole
 # process's user and system seconds and peak RSS (PyTorch's includes `import torch`).
-# The 1-minute load average is taken before every run; above QUIET_LOAD the line is marked
-# "LOADED": its wall figure does not count, its CPU-second figure only roughly. Without
-# torch and transformers only vrl's figures are printed.
+# Before every run the script samples /proc/stat for QUIET_SECONDS (2) with nothing of its
+# own running and prints how many cores other processes kept busy; above QUIET_BUSY (0.2
+# cores) the line is marked "LOADED": its wall figure does not count, its CPU-second figure
+# only roughly. (The 1-minute load average, printed beside it, still counts this script's
+# previous run for about a minute, so it cannot tell a quiet machine from a busy one here.)
+# Without torch and transformers only vrl's figures are printed.
 #
 # Usage: bench/ref_vs_torch.sh [BUILD_DIR (build)]
 # Env:   PYTHON (python3: an interpreter with torch and transformers), THREADS ("1 2"),
 #        SPECS ("small:16x128 8M:8x128 82M:2x256"), TORCH_STEPS (5), ROUNDS (1),
-#        QUIET_LOAD (1.0)
+#        QUIET_BUSY (0.2), QUIET_SECONDS (2)
 set -eu
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${1:-$ROOT/build}
@@ -25,7 +28,8 @@ THREADS=${THREADS:-1 2}
 SPECS=${SPECS:-small:16x128 8M:8x128 82M:2x256}
 TORCH_STEPS=${TORCH_STEPS:-5}
 ROUNDS=${ROUNDS:-1}
-QUIET_LOAD=${QUIET_LOAD:-1.0}
+QUIET_BUSY=${QUIET_BUSY:-0.2}
+QUIET_SECONDS=${QUIET_SECONDS:-2}
 BENCH=$BUILD/bin/bench_ref_train VRL=$BUILD/bin/vrl
 [ -x "$BENCH" ] && [ -x "$VRL" ] || { echo "ref_vs_torch.sh: build first (bash scripts/build.sh)" >&2; exit 1; }
 [ -x /usr/bin/time ] || { echo "ref_vs_torch.sh: needs GNU time (apt-get install time)" >&2; exit 1; }
@@ -34,16 +38,27 @@ torch=1
     { torch=0; echo "ref_vs_torch.sh: no torch/transformers in $PYTHON: vrl's figures only (set PYTHON)"; }
 TIMES=$(mktemp)
 trap 'rm -f "$TIMES"' EXIT
-# run LABEL CMD...: CMD's last line, then its process figures and the load it started under
+# busy_cores: cores kept busy by other processes over the next QUIET_SECONDS (/proc/stat:
+# everything but idle and iowait time, as a share of all CPUs' time, times the CPU count)
+busy_cores() {
+    a=$(head -1 /proc/stat)
+    sleep "$QUIET_SECONDS"
+    b=$(head -1 /proc/stat)
+    echo "$a
+$b" | awk -v n="$(nproc)" '{ t = 0; for (i = 2; i <= NF; i++) t += $i; tot[NR] = t; idle[NR] = $5 + $6 }
+        END { dt = tot[2] - tot[1]; printf "%.2f", (dt > 0 ? n * (dt - (idle[2] - idle[1])) / dt : 0) }'
+}
+# run LABEL CMD...: CMD's last line, then its process figures and the machine's state before it
 run() {
     label=$1
     shift
+    busy=$(busy_cores)
     load=$(cut -d' ' -f1 /proc/loadavg)
     out=$(/usr/bin/time -o "$TIMES" -f '%U %S %M' "$@" | tail -1)
     set -- $(cat "$TIMES")
-    flag=$(awk -v l="$load" -v q="$QUIET_LOAD" 'BEGIN { print (l > q ? "LOADED" : "quiet") }')
-    printf '%-5s %s\n      user %.2f s, sys %.2f s, peak RSS %d MiB, load %s (%s)\n' "$label" "$out" "$1" "$2" \
-        $(($3 / 1024)) "$load" "$flag"
+    flag=$(awk -v b="$busy" -v q="$QUIET_BUSY" 'BEGIN { print (b > q ? "LOADED" : "quiet") }')
+    printf '%-5s %s\n      user %.2f s, sys %.2f s, peak RSS %d MiB; before it: others busy %s cores, load %s (%s)\n' \
+        "$label" "$out" "$1" "$2" $(($3 / 1024)) "$busy" "$load" "$flag"
 }
 echo "vrl $(git -C "$ROOT" rev-parse --short HEAD 2> /dev/null || echo '?') ($BUILD), $(nproc) cores, $(date -u '+%Y-%m-%d %H:%M UTC')"
 for spec in $SPECS; do

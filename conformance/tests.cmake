@@ -43,6 +43,9 @@ foreach(t test_overfit test_precision)
   vrl_test(${t} SOURCES conformance/${t}.c LIBS vrl_ref32 vrl_ref64 vrl_common ${MATH_LIB})
 endforeach()
 
+# the reference's own exponentials (ref/exp_shifted.h) against libm
+vrl_test(test_exp SOURCES conformance/test_exp.c LIBS ${MATH_LIB})
+
 # 1, 2 and 3 threads give byte-identical weights (ref/threads.h)
 vrl_test(test_thread_bits SOURCES conformance/test_thread_bits.c LIBS vrl_ref32 vrl_ref64 vrl_common)
 

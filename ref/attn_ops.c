@@ -15,6 +15,7 @@
 
 #include <math.h>
 
+#include "ref/exp_shifted.h"
 #include "ref/threads.h"
 
 #define ATTN_ROWS 64                  /* query rows per block */
@@ -47,12 +48,11 @@ void attn_probs_forward(real *att, const real *q, const real *k, const real *k2,
                         for (int c = 0; c <= t; c++)
                             if (a[half * T + c] > maxv) maxv = a[half * T + c];
                     double sum = 0;
-                    for (int half = 0; half < halves; half++)
-                        for (int c = 0; c <= t; c++) {
-                            real *x = &a[half * T + c];
-                            *x = rexp(*x - maxv);
-                            sum += *x;
-                        }
+                    for (int half = 0; half < halves; half++) {
+                        real *x = a + half * T; /* [t+1] this half's visible scores */
+                        for (int c = 0; c <= t; c++) x[c] = (real)exp_shifted_real((double)x[c] - maxv); /* vectorises */
+                        for (int c = 0; c <= t; c++) sum += x[c];
+                    }
                     const real inv = (real)(1.0 / sum);
                     for (int half = 0; half < halves; half++) {
                         for (int c = 0; c <= t; c++) a[half * T + c] *= inv;

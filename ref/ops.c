@@ -15,6 +15,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "ref/exp_shifted.h"
 #include "ref/profile.h"
 #include "ref/threads.h"
 
@@ -201,14 +202,17 @@ void rope_backward(real *dinp, const real *dout, const real *cos_t, const real *
 
 /* ------------------------------------------------------------------ swiglu */
 
+/* σ(g) = 1 / (1 + e^-g), from e = e^-|g| (never overflows): 1 / (1 + e) for g >= 0 and
+ * e / (1 + e) for g < 0. exp_shifted has no library call, so the loops below vectorise. */
+static inline real sigmoid(real g) {
+    const real e = (real)exp_shifted_real(-(double)rfabs(g));
+    return (g >= 0 ? 1 : e) / (1 + e);
+}
+
 void swiglu_forward(real *out, const real *gate, const real *up, size_t n) {
     const int nt = ref_threads();
 #pragma omp parallel for num_threads(nt) if (nt > 1 && n >= PAR_MIN_ELEMS) schedule(static)
-    for (size_t i = 0; i < n; i++) {
-        real g = gate[i];
-        real silu = g / (1 + rexp(-g));
-        out[i] = silu * up[i];
-    }
+    for (size_t i = 0; i < n; i++) out[i] = gate[i] * sigmoid(gate[i]) * up[i];
 }
 
 void swiglu_backward(real *dgate, real *dup, const real *dout, const real *gate, const real *up, size_t n) {
@@ -216,60 +220,13 @@ void swiglu_backward(real *dgate, real *dup, const real *dout, const real *gate,
     const int nt = ref_threads();
 #pragma omp parallel for num_threads(nt) if (nt > 1 && n >= PAR_MIN_ELEMS) schedule(static)
     for (size_t i = 0; i < n; i++) {
-        real g = gate[i];
-        real sig = 1 / (1 + rexp(-g));
-        real silu = g * sig;
-        if (dgate) dgate[i] += dout[i] * up[i] * sig * (1 + g * (1 - sig));
-        if (dup) dup[i] += dout[i] * silu;
+        const real g = gate[i], sig = sigmoid(g), silu = g * sig;
+        dgate[i] += dout[i] * up[i] * sig * (1 + g * (1 - sig));
+        dup[i] += dout[i] * silu;
     }
 }
 
 /* ------------------------------------------------------------------ cross-entropy */
-
-/* exp(x) in double for the cross-entropy's shifted logits (x <= 0 up to rounding), written
- * in plain IEEE arithmetic so that the compiler vectorises the loops that call it and every
- * build (x86-64-v2, -march=native, any thread count) gives the same bits; glibc's scalar
- * exp() was 45% of a training step at the 50277-token vocabulary (`perf`, d = 64).
- * x = k ln2 + r with k = round(x / ln2) and |r| <= ln2 / 2 (Cody and Waite: ln2 split in a
- * high part with trailing zero bits, so k * LN2_HI is exact), e^r by its Taylor series to
- * r^13 (next term < 5e-18), times 2^k built in the exponent field. Error about 1 ulp.
- * Below -708 (2^k would leave the normal range) the result is 0: exp(-708) = 3e-308 does
- * not move a sum that holds exp(0) = 1, nor a float gradient. A NaN stays NaN (so a NaN
- * loss is still seen). The range test is a bit mask, not a branch, so the loops vectorise. */
-static inline double exp_shifted(double x) {
-    const double LOG2E = 1.4426950408889634074, LN2_HI = 6.93147180369123816490e-01,
-                 LN2_LO = 1.90821492927058770002e-10, ROUND = 6755399441055744.0; /* 1.5 * 2^52 */
-    const double t = x * LOG2E + ROUND; /* k in the low bits of t's significand */
-    const double k = t - ROUND;
-    uint64_t tb; /* unsigned: modular arithmetic, defined for any x (a NaN, -inf) */
-    memcpy(&tb, &t, sizeof tb);
-    const uint64_t ki = tb - 0x4338000000000000ULL; /* k mod 2^64 (bits of ROUND subtracted) */
-    const double r = (x - k * LN2_HI) - k * LN2_LO;
-    double p = 1.0 / 6227020800.0; /* 1/13! */
-    p = p * r + 1.0 / 479001600.0;
-    p = p * r + 1.0 / 39916800.0;
-    p = p * r + 1.0 / 3628800.0;
-    p = p * r + 1.0 / 362880.0;
-    p = p * r + 1.0 / 40320.0;
-    p = p * r + 1.0 / 5040.0;
-    p = p * r + 1.0 / 720.0;
-    p = p * r + 1.0 / 120.0;
-    p = p * r + 1.0 / 24.0;
-    p = p * r + 1.0 / 6.0;
-    p = p * r + 0.5;
-    p = p * r + 1.0;
-    p = p * r + 1.0;
-    const uint64_t eb = (ki + 1023) << 52; /* the exponent field of 2^k, k >= -1022 */
-    double scale;
-    memcpy(&scale, &eb, sizeof scale);
-    const double v = p * scale;
-    uint64_t vb;
-    memcpy(&vb, &v, sizeof vb);
-    vb &= (uint64_t)0 - (uint64_t)!(x < -708.0); /* all ones, or 0 below the range */
-    double out;
-    memcpy(&out, &vb, sizeof out);
-    return out;
-}
 
 /* log Σ exp(x) with the max subtracted, in double. The exponentials are computed a block
  * at a time (vectorised) and summed in 8 fixed lanes, lane j taking the indices i = j mod 8

@@ -73,7 +73,7 @@ void rope_backward(real *dinp, const real *dout, const real *cos_t, const real *
 
 /* out = silu(gate) ⊙ up.  out [N,F], gate [N,F], up [N,F] (passed as n = N*F) */
 void swiglu_forward(real *out, const real *gate, const real *up, size_t n);
-/* dgate [N,F], dup [N,F], dout [N,F], gate [N,F], up [N,F] */
+/* dgate [N,F] += ..., dup [N,F] += ... (both required), dout [N,F], gate [N,F], up [N,F] */
 void swiglu_backward(real *dgate, real *dup, const real *dout, const real *gate, const real *up, size_t n);
 
 /* Next-token cross-entropy inside each sequence: position t < T-1 predicts
