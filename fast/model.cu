@@ -32,6 +32,9 @@ extern "C" {
 #if VRL_HAVE_NCCL
 #include "fast/zero.h"
 #endif
+#if VRL_HAVE_CUDNN && !VRL_CUDA_CPU
+#include "fast/attention_cudnn.h"
+#endif
 }
 
 FAST_NS_BEGIN
@@ -265,6 +268,9 @@ extern "C" void fast_model_destroy(void *vm) {
 #endif
     if (m->stream) cudaStreamSynchronize(m->stream);
     if (ops_stream == m->stream) ops_use_stream(0); /* no launcher may issue on a destroyed stream */
+#if VRL_HAVE_CUDNN && !VRL_CUDA_CPU
+    cudnn_attention_destroy((CudnnAttention *)m->cudnn);
+#endif
     if (m->micro_graph.exec) cudaGraphExecDestroy(m->micro_graph.exec);
     if (m->update_graph.exec) cudaGraphExecDestroy(m->update_graph.exec);
     if (m->uploaded) cudaEventDestroy(m->uploaded);
@@ -374,6 +380,10 @@ extern "C" void *fast_model_create(const ModelSpec *spec, int batch, int seq) {
         vrl_error("fast model: cannot create the model's stream and event");
         goto fail;
     }
+    m->attention = fast_attention_kind();
+#if VRL_HAVE_CUDNN && !VRL_CUDA_CPU
+    if (m->attention == FAST_ATTENTION_CUDNN && !(m->cudnn = cudnn_attention_create())) goto fail;
+#endif
     {
         const char *g_env = getenv("VRL_FAST_GRAPH"); /* 0: queue every kernel on every call (debugging) */
         m->graph_on = !(g_env && g_env[0] == '0' && g_env[1] == '\0');
@@ -548,8 +558,33 @@ static int qk_backward(FastModel *m, int l, MixKind kind, bf16 *grad, int *dln_w
     return 0;
 }
 
+/* --attention: fast's flash kernels or cuDNN's fused SDPA, on the same tensors (lse in the same
+ * layout and meaning, docs/fast.md "Attention through cuDNN"). */
+static int attention_forward_any(FastModel *m, FastActs *a) {
+#if VRL_HAVE_CUDNN && !VRL_CUDA_CPU
+    if (m->attention == FAST_ATTENTION_CUDNN)
+        return cudnn_attention_forward((CudnnAttention *)m->cudnn, m->stream, a->atty, a->lse, a->q, a->k, a->vin, m->B,
+                                       m->T, m->NH, m->NKV, m->hd);
+#endif
+    return attention_forward(a->atty, a->lse, a->q, a->k, a->vin, m->B, m->T, m->NH, m->NKV, m->hd);
+}
+
+/* dq, dk [N,qC|kvC] bf16 and dvin [N,kvC] fp32 from datty, either way. */
+static int attention_backward_any(FastModel *m, const FastActs *a) {
+#if VRL_HAVE_CUDNN && !VRL_CUDA_CPU
+    if (m->attention == FAST_ATTENTION_CUDNN) { /* cuDNN's dV is bf16: into dv16 (free until the W_v
+                                                 * gradient GEMM reads it), then fp32 for the mixer */
+        TRY(cudnn_attention_backward((CudnnAttention *)m->cudnn, m->stream, m->dq, m->dk, m->dv16, m->datty, a->atty,
+                                     a->q, a->k, a->vin, a->lse, m->B, m->T, m->NH, m->NKV, m->hd));
+        return cast_to_f32(m->dvin, m->dv16, (size_t)m->N * m->kvC);
+    }
+#endif
+    return attention_backward(m->dq, m->dk, m->dvin, m->attD, m->datty, a->atty, a->q, a->k, a->vin, a->lse, m->B,
+                              m->T, m->NH, m->NKV, m->hd);
+}
+
 static int layer_forward(FastModel *m, int l, const bf16 *x) {
-    const int B = m->B, T = m->T, N = m->N, d = m->d, qC = m->qC, kvC = m->kvC, F = m->F;
+    const int N = m->N, d = m->d, qC = m->qC, kvC = m->kvC, F = m->F;
     const LayerOffsets *o = &m->lo[l];
     FastActs *a = &m->acts[l];
     Blas *bl = &m->blas;
@@ -565,7 +600,7 @@ static int layer_forward(FastModel *m, int l, const bf16 *x) {
         mix_args(m, l, MIX_V, &mix);
         TRY(mix_forward(a->vin, &mix, (size_t)N * kvC));
     }
-    TRY(attention_forward(a->atty, a->lse, a->q, a->k, a->vin, B, T, m->NH, m->NKV, m->hd));
+    TRY(attention_forward_any(m, a));
     if (m->has_corr[l]) { /* U = atty + repeat_kv(Σ ce·V_i) */
         mix_args(m, l, MIX_CORR, &mix);
         TRY(correction_forward(a->u, a->atty, &mix, N, m->NH, m->NKV, m->hd));
@@ -605,7 +640,7 @@ static int head_forward(FastModel *m, const bf16 *x_last, double grad_scale, int
 }
 
 static int layer_backward(FastModel *m, int l) {
-    const int B = m->B, T = m->T, N = m->N, d = m->d, qC = m->qC, kvC = m->kvC, F = m->F;
+    const int N = m->N, d = m->d, qC = m->qC, kvC = m->kvC, F = m->F;
     const LayerOffsets *o = &m->lo[l];
     FastActs *a = &m->acts[l];
     Blas *bl = &m->blas;
@@ -623,8 +658,7 @@ static int layer_backward(FastModel *m, int l) {
     TRY(rmsnorm_backward_weight(G32(o->ln2), m->norm_scratch, m->dln32, a->h, a->ln2_rstd, N, d));
     /* dres is now dLoss/dh. h = x + W_o·U. */
     TRY(matmul_backward(bl, NULL, 0, m->datty, G32(o->wo), m->dres16, a->u, W16(o->wo), N, qC, d));
-    TRY(attention_backward(m->dq, m->dk, m->dvin, m->attD, m->datty, a->atty, a->q, a->k, a->vin, a->lse, B, T,
-                           m->NH, m->NKV, m->hd));
+    TRY(attention_backward_any(m, a));
     /* Each V_i read here (v_in = Σ_i cv·V_i, corrections Σ_i ce·V_i) gets its share. V_l's own
      * accumulator is dv_own unless a later layer also reads V_l (then dv_keep[l] holds theirs). */
     MixArgs mix;

@@ -941,4 +941,15 @@ int cast_to_bf16(bf16 *out, const float *inp, size_t n) {
     return 0;
 }
 
+__global__ void cast_to_f32_kernel(float *out, const bf16 *inp, size_t n) {
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = __bfloat162float(inp[i]);
+}
+
+int cast_to_f32(float *out, const bf16 *inp, size_t n) {
+    LAUNCH(cast_to_f32_kernel, cdiv(n, 256), 256, 0, ops_stream)(out, inp, n);
+    LAUNCH_CHECK();
+    return 0;
+}
+
 FAST_NS_END

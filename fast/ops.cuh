@@ -190,6 +190,8 @@ int loss_record(double *slots, int32_t *count, int capacity, const double *sum, 
 /* ------------------------------------------------------------------ elementwise */
 /* out = bf16(inp).  [n] */
 int cast_to_bf16(bf16 *out, const float *inp, size_t n);
+/* out = float(inp), exact.  [n] */
+int cast_to_f32(float *out, const bf16 *inp, size_t n);
 
 FAST_NS_END
 

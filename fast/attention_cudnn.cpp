@@ -1,0 +1,238 @@
+// attention_cudnn.cpp: causal SDPA forward and backward through cuDNN's fused attention,
+// built with cudnn-frontend's graph API (header-only C++, PyPI nvidia-cudnn-frontend,
+// scripts/cudnn_frontend.sh). The one C++ file of fast/ outside the .cu files: the
+// frontend is C++ and needs no nvcc; the rest of fast/ sees the C interface of
+// attention_cudnn.h. docs/fast.md, "Attention through cuDNN".
+//
+// A graph is built once per shape (B, T, NH, NKV, hd, forward|backward) on its first call,
+// with its workspace, and reused by every later call: no rebuild, no allocation, no host
+// wait inside a step, so the calls can sit inside fast/'s captured step graphs.
+// Compiled here (no GPU), never run: unverified until a GPU runs test_fast_vs_ref.
+#include <cuda_runtime.h>
+#include <cudnn.h>
+
+#include <cmath>
+#include <exception>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <cudnn_frontend.h>
+
+extern "C" {
+#include "common/base/error.h"
+}
+#include "fast/attention_cudnn.h"
+
+namespace fe = cudnn_frontend;
+using TensorPtr = std::shared_ptr<fe::graph::Tensor_attributes>;
+
+namespace {
+
+// The tensors' ids in a graph's variant pack (fixed: the pack is rebuilt from them per call).
+enum : int64_t { UID_Q = 1, UID_K, UID_V, UID_O, UID_STATS, UID_DO, UID_DQ, UID_DK, UID_DV };
+
+struct Shape {
+    int B, T, NH, NKV, hd, backward;
+    bool operator==(const Shape &o) const {
+        return B == o.B && T == o.T && NH == o.NH && NKV == o.NKV && hd == o.hd && backward == o.backward;
+    }
+};
+
+struct Entry {
+    Shape shape;
+    std::shared_ptr<fe::graph::Graph> graph;
+    void *workspace = nullptr; // device memory, workspace_bytes (NULL when 0)
+    int64_t workspace_bytes = 0;
+};
+
+// Frontend messages can span lines; vrl's errors are one line.
+std::string one_line(std::string m) {
+    for (char &c : m)
+        if (c == '\n' || c == '\r' || c == '\t') c = ' ';
+    while (!m.empty() && m.back() == ' ') m.pop_back();
+    return m.empty() ? std::string("no message") : m;
+}
+
+int shape_error(const Shape &s, const char *call, const std::string &why) {
+    return vrl_error("fast: cuDNN attention %s (B=%d T=%d NH=%d NKV=%d hd=%d): %s: %s",
+                     s.backward ? "backward" : "forward", s.B, s.T, s.NH, s.NKV, s.hd, call, one_line(why).c_str());
+}
+
+// Rows [B,T,heads·hd] seen as cuDNN's [B,heads,T,hd] through strides: no transpose, no copy.
+void set_rows(fe::graph::Tensor_attributes &t, const Shape &s, int heads) {
+    const int64_t B = s.B, T = s.T, H = heads, D = s.hd;
+    t.set_dim({B, H, T, D}).set_stride({T * H * D, D, H * D, 1}).set_data_type(fe::DataType_t::BFLOAT16);
+}
+
+TensorPtr rows_input(fe::graph::Graph &g, const char *name, int64_t uid, const Shape &s, int heads) {
+    fe::graph::Tensor_attributes t;
+    t.set_name(name).set_uid(uid);
+    set_rows(t, s, heads);
+    return g.tensor(t);
+}
+
+// The softmax statistics [B,NH,T] fp32 as cuDNN's [B,NH,T,1]: flash's lse layout.
+void set_stats(fe::graph::Tensor_attributes &t, const Shape &s) {
+    const int64_t B = s.B, T = s.T, H = s.NH;
+    t.set_dim({B, H, T, 1}).set_stride({H * T, T, 1, 1}).set_data_type(fe::DataType_t::FLOAT);
+}
+
+void set_output(const TensorPtr &t, const char *name, int64_t uid, const Shape &s, int heads) {
+    t->set_name(name).set_uid(uid).set_output(true);
+    set_rows(*t, s, heads);
+}
+
+// The graph of s, not yet built: causal (top-left diagonal, nothing right of it), scale 1/√hd,
+// bf16 in and out, fp32 softmax and accumulation.
+std::shared_ptr<fe::graph::Graph> describe(const Shape &s) {
+    auto g = std::make_shared<fe::graph::Graph>();
+    g->set_io_data_type(fe::DataType_t::BFLOAT16)
+        .set_intermediate_data_type(fe::DataType_t::FLOAT)
+        .set_compute_data_type(fe::DataType_t::FLOAT);
+    const float scale = 1.0f / std::sqrt((float)s.hd);
+    TensorPtr q = rows_input(*g, "Q", UID_Q, s, s.NH);
+    TensorPtr k = rows_input(*g, "K", UID_K, s, s.NKV);
+    TensorPtr v = rows_input(*g, "V", UID_V, s, s.NKV);
+    if (!s.backward) {
+        auto attrs = fe::graph::SDPA_attributes()
+                         .set_name("vrl_sdpa_forward")
+                         .set_generate_stats(true)
+                         .set_attn_scale(scale)
+                         .set_diagonal_alignment(fe::DiagonalAlignment_t::TOP_LEFT)
+                         .set_diagonal_band_right_bound(0);
+        auto outs = g->sdpa(q, k, v, attrs);
+        set_output(outs[0], "O", UID_O, s, s.NH);
+        outs[1]->set_name("Stats").set_uid(UID_STATS).set_output(true);
+        set_stats(*outs[1], s);
+        return g;
+    }
+    TensorPtr o = rows_input(*g, "O", UID_O, s, s.NH);
+    TensorPtr dout = rows_input(*g, "dO", UID_DO, s, s.NH);
+    fe::graph::Tensor_attributes st;
+    st.set_name("Stats").set_uid(UID_STATS);
+    set_stats(st, s);
+    TensorPtr stats = g->tensor(st);
+    auto attrs = fe::graph::SDPA_backward_attributes()
+                     .set_name("vrl_sdpa_backward")
+                     .set_attn_scale(scale)
+                     .set_diagonal_alignment(fe::DiagonalAlignment_t::TOP_LEFT)
+                     .set_diagonal_band_right_bound(0)
+                     .set_deterministic_algorithm(true); // the same inputs give the same bits
+    auto grads = g->sdpa_backward(q, k, v, o, dout, stats, attrs);
+    set_output(grads[0], "dQ", UID_DQ, s, s.NH);
+    set_output(grads[1], "dK", UID_DK, s, s.NKV);
+    set_output(grads[2], "dV", UID_DV, s, s.NKV);
+    return g;
+}
+
+} // namespace
+
+struct CudnnAttention {
+    cudnnHandle_t handle = nullptr;
+    std::vector<Entry> cache; // a model has one forward and one backward shape
+};
+
+namespace {
+
+#define FE_STEP(call, what)                                                                                  \
+    do {                                                                                                     \
+        fe::error_t st_ = (call);                                                                            \
+        if (st_.is_bad()) return shape_error(s, what, st_.get_message());                                    \
+    } while (0)
+
+// The cached entry of s, built (validated, lowered, planned by heuristics A then the
+// fallback list, workspace allocated) on its first use.
+int entry_for(CudnnAttention *ca, const Shape &s, Entry **out) {
+    for (Entry &e : ca->cache)
+        if (e.shape == s) {
+            *out = &e;
+            return 0;
+        }
+    Entry e;
+    e.shape = s;
+    e.graph = describe(s);
+    fe::graph::Graph &g = *e.graph;
+    FE_STEP(g.validate(), "validate");
+    FE_STEP(g.build_operation_graph(ca->handle), "build_operation_graph");
+    FE_STEP(g.create_execution_plans({fe::HeurMode_t::A, fe::HeurMode_t::FALLBACK}), "create_execution_plans");
+    FE_STEP(g.check_support(ca->handle), "check_support");
+    FE_STEP(g.build_plans(ca->handle, fe::BuildPlanPolicy_t::HEURISTICS_CHOICE), "build_plans");
+    FE_STEP(g.get_workspace_size(e.workspace_bytes), "get_workspace_size");
+    if (e.workspace_bytes > 0) {
+        const cudaError_t err = cudaMalloc(&e.workspace, (size_t)e.workspace_bytes);
+        if (err != cudaSuccess)
+            return shape_error(s, "cudaMalloc(workspace)",
+                               std::to_string(e.workspace_bytes) + " bytes: " + cudaGetErrorString(err));
+    }
+    ca->cache.push_back(std::move(e));
+    *out = &ca->cache.back();
+    return 0;
+}
+
+int run(CudnnAttention *ca, const Shape &s, void *stream, std::unordered_map<int64_t, void *> &pack) {
+    if (!ca) return shape_error(s, "cudnn_attention", "no cuDNN context (the model was made without --attention cudnn)");
+    if (s.NKV <= 0 || s.NH % s.NKV) return shape_error(s, "GQA", "NH must be a multiple of NKV");
+    Entry *e = nullptr;
+    if (entry_for(ca, s, &e) < 0) return -1;
+    const cudnnStatus_t st = cudnnSetStream(ca->handle, (cudaStream_t)stream);
+    if (st != CUDNN_STATUS_SUCCESS) return shape_error(s, "cudnnSetStream", cudnnGetErrorString(st));
+    FE_STEP(e->graph->execute(ca->handle, pack, e->workspace), "execute");
+    return 0;
+}
+
+} // namespace
+
+extern "C" CudnnAttention *cudnn_attention_create(void) {
+    try {
+        auto *ca = new CudnnAttention();
+        const cudnnStatus_t st = cudnnCreate(&ca->handle);
+        if (st != CUDNN_STATUS_SUCCESS) {
+            vrl_error("fast: cuDNN attention: cudnnCreate: %s (cuDNN %zu)", cudnnGetErrorString(st),
+                      (size_t)cudnnGetVersion());
+            delete ca;
+            return nullptr;
+        }
+        return ca;
+    } catch (const std::exception &ex) {
+        vrl_error("fast: cuDNN attention: cudnnCreate: %s", one_line(ex.what()).c_str());
+        return nullptr;
+    }
+}
+
+extern "C" void cudnn_attention_destroy(CudnnAttention *ca) {
+    if (!ca) return;
+    for (Entry &e : ca->cache)
+        if (e.workspace) (void)cudaFree(e.workspace);
+    ca->cache.clear(); // the graphs release their plans before the handle goes
+    if (ca->handle) (void)cudnnDestroy(ca->handle);
+    delete ca;
+}
+
+extern "C" int cudnn_attention_forward(CudnnAttention *ca, void *stream, void *out, float *lse, const void *q,
+                                       const void *k, const void *v, int B, int T, int NH, int NKV, int hd) {
+    const Shape s{B, T, NH, NKV, hd, 0};
+    try {
+        std::unordered_map<int64_t, void *> pack = {
+            {UID_Q, (void *)q}, {UID_K, (void *)k}, {UID_V, (void *)v}, {UID_O, out}, {UID_STATS, lse}};
+        return run(ca, s, stream, pack);
+    } catch (const std::exception &ex) { // the frontend's C++ never crosses into C
+        return shape_error(s, "exception", ex.what());
+    }
+}
+
+extern "C" int cudnn_attention_backward(CudnnAttention *ca, void *stream, void *dq, void *dk, void *dv,
+                                        const void *dout, const void *out, const void *q, const void *k,
+                                        const void *v, const float *lse, int B, int T, int NH, int NKV, int hd) {
+    const Shape s{B, T, NH, NKV, hd, 1};
+    try {
+        std::unordered_map<int64_t, void *> pack = {
+            {UID_Q, (void *)q},     {UID_K, (void *)k},          {UID_V, (void *)v},
+            {UID_O, (void *)out},   {UID_DO, (void *)dout},      {UID_STATS, (void *)lse},
+            {UID_DQ, dq},           {UID_DK, dk},                {UID_DV, dv}};
+        return run(ca, s, stream, pack);
+    } catch (const std::exception &ex) {
+        return shape_error(s, "exception", ex.what());
+    }
+}
