@@ -4,9 +4,11 @@
 // frontend is C++ and needs no nvcc; the rest of fast/ sees the C interface of
 // attention_cudnn.h. docs/fast.md, "Attention through cuDNN".
 //
-// A graph is built once per shape (B, T, NH, NKV, hd, forward|backward) on its first call,
-// with its workspace, and reused by every later call: no rebuild, no allocation, no host
-// wait inside a step, so the calls can sit inside fast/'s captured step graphs.
+// A graph is built once per shape (B, T, NH, NKV, hd, forward|backward) on its first call in
+// the process and reused by every later call and every model; each model allocates its
+// workspace for a shape once, on that shape's first call. So after the first (uncaptured)
+// step: no rebuild, no allocation, no host wait, and the calls can sit inside fast/'s
+// captured step graphs.
 // Compiled here (no GPU), never run: unverified until a GPU runs test_fast_vs_ref.
 #include <cuda_runtime.h>
 #include <cudnn.h>
@@ -38,13 +40,6 @@ struct Shape {
     bool operator==(const Shape &o) const {
         return B == o.B && T == o.T && NH == o.NH && NKV == o.NKV && hd == o.hd && backward == o.backward;
     }
-};
-
-struct Entry {
-    Shape shape;
-    std::shared_ptr<fe::graph::Graph> graph;
-    void *workspace = nullptr; // device memory, workspace_bytes (NULL when 0)
-    int64_t workspace_bytes = 0;
 };
 
 // Frontend messages can span lines; vrl's errors are one line.
@@ -127,11 +122,26 @@ std::shared_ptr<fe::graph::Graph> describe(const Shape &s) {
     return g;
 }
 
+// The graphs, built once per process: every model of a shape reuses them (the conformance
+// test makes dozens of models of a few shapes; a build can take a second). They live until
+// the process ends, like cuBLASLt's own heuristics caches; a model owns only its workspaces.
+struct Built {
+    Shape shape;
+    std::shared_ptr<fe::graph::Graph> graph;
+    int64_t workspace_bytes = 0;
+};
+
+struct Process {
+    cudnnHandle_t handle = nullptr; // the current device's, made by the first model
+    std::vector<Built> graphs;
+};
+Process *process = nullptr; // never freed: a handle destroyed after CUDA's own teardown can fail
+
 } // namespace
 
+// A model's part: a workspace per shape, so that two models on two streams never share one.
 struct CudnnAttention {
-    cudnnHandle_t handle = nullptr;
-    std::vector<Entry> cache; // a model has one forward and one backward shape
+    std::vector<std::pair<Shape, void *>> workspaces; // device memory, NULL when the graph needs none
 };
 
 namespace {
@@ -142,43 +152,57 @@ namespace {
         if (st_.is_bad()) return shape_error(s, what, st_.get_message());                                    \
     } while (0)
 
-// The cached entry of s, built (validated, lowered, planned by heuristics A then the
-// fallback list, workspace allocated) on its first use.
-int entry_for(CudnnAttention *ca, const Shape &s, Entry **out) {
-    for (Entry &e : ca->cache)
-        if (e.shape == s) {
-            *out = &e;
+// The built graph of s: validated, lowered, planned (heuristics A, then the fallback list) on
+// its first use in the process.
+int graph_for(const Shape &s, const Built **out) {
+    for (const Built &b : process->graphs)
+        if (b.shape == s) {
+            *out = &b;
             return 0;
         }
-    Entry e;
-    e.shape = s;
-    e.graph = describe(s);
-    fe::graph::Graph &g = *e.graph;
+    Built b;
+    b.shape = s;
+    b.graph = describe(s);
+    fe::graph::Graph &g = *b.graph;
+    cudnnHandle_t h = process->handle;
     FE_STEP(g.validate(), "validate");
-    FE_STEP(g.build_operation_graph(ca->handle), "build_operation_graph");
+    FE_STEP(g.build_operation_graph(h), "build_operation_graph");
     FE_STEP(g.create_execution_plans({fe::HeurMode_t::A, fe::HeurMode_t::FALLBACK}), "create_execution_plans");
-    FE_STEP(g.check_support(ca->handle), "check_support");
-    FE_STEP(g.build_plans(ca->handle, fe::BuildPlanPolicy_t::HEURISTICS_CHOICE), "build_plans");
-    FE_STEP(g.get_workspace_size(e.workspace_bytes), "get_workspace_size");
-    if (e.workspace_bytes > 0) {
-        const cudaError_t err = cudaMalloc(&e.workspace, (size_t)e.workspace_bytes);
+    FE_STEP(g.check_support(h), "check_support");
+    FE_STEP(g.build_plans(h, fe::BuildPlanPolicy_t::HEURISTICS_CHOICE), "build_plans");
+    FE_STEP(g.get_workspace_size(b.workspace_bytes), "get_workspace_size");
+    process->graphs.push_back(std::move(b));
+    *out = &process->graphs.back();
+    return 0;
+}
+
+// This model's workspace for s, allocated on the shape's first call.
+int workspace_for(CudnnAttention *ca, const Shape &s, int64_t bytes, void **out) {
+    for (auto &w : ca->workspaces)
+        if (w.first == s) {
+            *out = w.second;
+            return 0;
+        }
+    void *p = nullptr;
+    if (bytes > 0) {
+        const cudaError_t err = cudaMalloc(&p, (size_t)bytes);
         if (err != cudaSuccess)
-            return shape_error(s, "cudaMalloc(workspace)",
-                               std::to_string(e.workspace_bytes) + " bytes: " + cudaGetErrorString(err));
+            return shape_error(s, "cudaMalloc(workspace)", std::to_string(bytes) + " bytes: " + cudaGetErrorString(err));
     }
-    ca->cache.push_back(std::move(e));
-    *out = &ca->cache.back();
+    ca->workspaces.emplace_back(s, p);
+    *out = p;
     return 0;
 }
 
 int run(CudnnAttention *ca, const Shape &s, void *stream, std::unordered_map<int64_t, void *> &pack) {
-    if (!ca) return shape_error(s, "cudnn_attention", "no cuDNN context (the model was made without --attention cudnn)");
+    if (!ca || !process) return shape_error(s, "cudnn_attention", "no cuDNN context (cudnn_attention_create first)");
     if (s.NKV <= 0 || s.NH % s.NKV) return shape_error(s, "GQA", "NH must be a multiple of NKV");
-    Entry *e = nullptr;
-    if (entry_for(ca, s, &e) < 0) return -1;
-    const cudnnStatus_t st = cudnnSetStream(ca->handle, (cudaStream_t)stream);
+    const Built *b = nullptr;
+    void *workspace = nullptr;
+    if (graph_for(s, &b) < 0 || workspace_for(ca, s, b->workspace_bytes, &workspace) < 0) return -1;
+    const cudnnStatus_t st = cudnnSetStream(process->handle, (cudaStream_t)stream);
     if (st != CUDNN_STATUS_SUCCESS) return shape_error(s, "cudnnSetStream", cudnnGetErrorString(st));
-    FE_STEP(e->graph->execute(ca->handle, pack, e->workspace), "execute");
+    FE_STEP(b->graph->execute(process->handle, pack, workspace), "execute");
     return 0;
 }
 
@@ -186,15 +210,18 @@ int run(CudnnAttention *ca, const Shape &s, void *stream, std::unordered_map<int
 
 extern "C" CudnnAttention *cudnn_attention_create(void) {
     try {
-        auto *ca = new CudnnAttention();
-        const cudnnStatus_t st = cudnnCreate(&ca->handle);
-        if (st != CUDNN_STATUS_SUCCESS) {
-            vrl_error("fast: cuDNN attention: cudnnCreate: %s (cuDNN %zu)", cudnnGetErrorString(st),
-                      (size_t)cudnnGetVersion());
-            delete ca;
-            return nullptr;
+        if (!process) {
+            auto *p = new Process();
+            const cudnnStatus_t st = cudnnCreate(&p->handle);
+            if (st != CUDNN_STATUS_SUCCESS) {
+                vrl_error("fast: cuDNN attention: cudnnCreate: %s (cuDNN library %zu)", cudnnGetErrorString(st),
+                          (size_t)cudnnGetVersion());
+                delete p;
+                return nullptr;
+            }
+            process = p;
         }
-        return ca;
+        return new CudnnAttention();
     } catch (const std::exception &ex) {
         vrl_error("fast: cuDNN attention: cudnnCreate: %s", one_line(ex.what()).c_str());
         return nullptr;
@@ -203,10 +230,8 @@ extern "C" CudnnAttention *cudnn_attention_create(void) {
 
 extern "C" void cudnn_attention_destroy(CudnnAttention *ca) {
     if (!ca) return;
-    for (Entry &e : ca->cache)
-        if (e.workspace) (void)cudaFree(e.workspace);
-    ca->cache.clear(); // the graphs release their plans before the handle goes
-    if (ca->handle) (void)cudnnDestroy(ca->handle);
+    for (auto &w : ca->workspaces)
+        if (w.second) (void)cudaFree(w.second);
     delete ca;
 }
 

@@ -19,13 +19,15 @@
 extern "C" {
 #endif
 
-/* A cuDNN handle and the graph cache: one graph per (B, T, NH, NKV, hd, forward|backward),
- * built on its first call with its workspace, reused by every later call. */
+/* A model's cuDNN attention: its workspaces, one per shape, allocated on the shape's first
+ * call. The cuDNN handle and the graph cache (one graph per (B, T, NH, NKV, hd,
+ * forward|backward), built on its first call in the process, reused by every later call and
+ * every model) belong to the process and last until it ends. */
 typedef struct CudnnAttention CudnnAttention;
 
-/* NULL with vrl_error when cuDNN cannot start (no device, library missing). */
+/* NULL with vrl_error when cuDNN cannot start (the first call makes the process's handle). */
 CudnnAttention *cudnn_attention_create(void);
-/* Frees the graphs, their workspaces and the handle. NULL is fine. */
+/* Frees the model's workspaces (the process's graphs stay). NULL is fine. */
 void cudnn_attention_destroy(CudnnAttention *ca);
 
 /* out [B,T,NH*hd] bf16, lse [B,NH,T] fp32, q [B,T,NH*hd], k and v [B,T,NKV*hd] bf16 */
