@@ -162,21 +162,30 @@ static void score_check(const Case *k, void *ref, void *fast, const int32_t *tok
     free(tg), free(rlp), free(flp), free(rg), free(fg);
 }
 
+/* The case's config and spec: 0, or -1 after a failed check. One table for every side: the
+ * variant's own (SVFormer's later layers have no W_v). */
+static int case_spec(const Case *k, ModelConfig *c, ModelSpec *spec) {
+    make_config(k, c);
+    if (model_spec_build(c, spec) == 0) return 0;
+    CHECK(0, "%s: %s", k->name, vrl_last_error());
+    return -1;
+}
+
+/* Every case's initial weights (seed 42), in fp64 for ref and fp32 for fast.  [P] each */
+static void initial_weights(const ModelSpec *spec, double *init, float *init32) {
+    params_init_f64(&spec->table, 42, init);
+    for (size_t i = 0; i < spec->table.total; i++) init32[i] = (float)init[i];
+}
+
 static void run_case(const Case *k) {
     ModelConfig c;
     ModelSpec spec = {0};
-    make_config(k, &c);
-    /* One table for both sides: the variant's own (SVFormer's later layers have no W_v). */
-    if (model_spec_build(&c, &spec) < 0) {
-        CHECK(0, "%s: %s", k->name, vrl_last_error());
-        return;
-    }
+    if (case_spec(k, &c, &spec) < 0) return;
     const size_t P = spec.table.total, N = (size_t)k->B * k->T, V = c.vocab_size;
     double *init = malloc(P * sizeof *init), *rg = malloc(P * sizeof *rg), *rlog = malloc(N * V * sizeof *rlog);
     float *init32 = malloc(P * sizeof *init32), *fg = malloc(P * sizeof *fg), *flog = malloc(N * V * sizeof *flog);
     int32_t *tok = malloc(N * sizeof *tok);
-    params_init_f64(&spec.table, 42, init);
-    for (size_t i = 0; i < P; i++) init32[i] = (float)init[i];
+    initial_weights(&spec, init, init32);
 
     void *ref = ref_backend_f64.create(&spec, k->B, k->T);
     void *fast = fast_backend_cuda.create(&spec, k->B, k->T);
@@ -272,18 +281,13 @@ static int fast_batch(const ModelSpec *spec, const Case *k, const char *attentio
 static void cudnn_vs_flash(const Case *k) {
     ModelConfig c;
     ModelSpec spec = {0};
-    make_config(k, &c);
-    if (model_spec_build(&c, &spec) < 0) {
-        CHECK(0, "%s: %s", k->name, vrl_last_error());
-        return;
-    }
+    if (case_spec(k, &c, &spec) < 0) return;
     const size_t P = spec.table.total, N = (size_t)k->B * k->T, V = c.vocab_size;
     double *init = malloc(P * sizeof *init), *flog64 = malloc(N * V * sizeof *flog64), *fg64 = malloc(P * sizeof *fg64);
     float *init32 = malloc(P * sizeof *init32), *flog = malloc(N * V * sizeof *flog), *clog = malloc(N * V * sizeof *clog);
     float *fg = malloc(P * sizeof *fg), *cg = malloc(P * sizeof *cg), *cg2 = malloc(P * sizeof *cg2);
     int32_t *tok = malloc(N * sizeof *tok);
-    params_init_f64(&spec.table, 42, init);
-    for (size_t i = 0; i < P; i++) init32[i] = (float)init[i];
+    initial_weights(&spec, init, init32);
     Rng r;
     rng_seed(&r, 1234);
     random_tokens(&r, tok, (int)N, (int)V);
