@@ -4,6 +4,8 @@
  * T = 2048: tokens/s over timed steps (forward+backward+AdamW through the Backend, as the
  * trainer drives it), MFU against a measured bf16 GEMM peak, and the device memory the
  * model holds. --kernels adds a per-kernel table (µs, bytes moved, FLOPs) for layer 0.
+ * --attention cudnn trains with cuDNN's fused attention (docs/fast.md) and adds its two rows
+ * to the table beside the flash kernels'.
  * bench/bench_torch.py prints the same figures for HF LlamaForCausalLM on the same GPU.
  *
  * FLOPs per token: 6·N_matmul (every weight except the embedding table) plus attention
@@ -81,6 +83,7 @@ done:
 
 int main(int argc, char **argv) {
     const char *presets = "82M,468M", *variants = "baseline,resformer,svformer";
+    const char *attention = "flash";
     int B = 8, T = 2048, steps = 10, kernels = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--presets") && i + 1 < argc) presets = argv[++i];
@@ -89,10 +92,11 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--seq") && i + 1 < argc) T = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--steps") && i + 1 < argc) steps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--kernels")) kernels = 1;
+        else if (!strcmp(argv[i], "--attention") && i + 1 < argc) attention = argv[++i];
         else {
             fprintf(stderr,
                     "usage: bench_fast [--presets 82M,468M] [--variants baseline,resformer,svformer] [--batch 8] "
-                    "[--seq 2048] [--steps 10] [--kernels]\n");
+                    "[--seq 2048] [--steps 10] [--kernels] [--attention flash|cudnn]\n");
             return 2;
         }
     }
@@ -100,7 +104,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "bench_fast: bad --batch/--seq/--steps\n");
         return 2;
     }
-    if (fast_device_check() < 0) {
+    if (fast_device_check() < 0 || fast_set_attention(attention) < 0) {
         fprintf(stderr, "bench_fast: %s\n", vrl_last_error());
         return 1;
     }
@@ -109,7 +113,8 @@ int main(int argc, char **argv) {
         fprintf(stderr, "bench_fast: %s\n", vrl_last_error());
         return 1;
     }
-    printf("measured bf16 GEMM peak (cuBLASLt, 8192^3, fp32 accumulate): %.1f TFLOP/s\n", peak);
+    printf("measured bf16 GEMM peak (cuBLASLt, 8192^3, fp32 accumulate): %.1f TFLOP/s; attention: %s\n", peak,
+           attention);
     char pbuf[256], vbuf[256];
     snprintf(pbuf, sizeof pbuf, "%s", presets);
     for (char *sp = NULL, *p = strtok_r(pbuf, ",", &sp); p; p = strtok_r(NULL, ",", &sp)) {

@@ -67,6 +67,9 @@ static void usage(FILE *f) {
             "                      CUDA backend (bf16, fp32 statistics) on a GPU, or its code\n"
             "                      on the CPU (slow; for checks)\n"
             "  --precision P       fp32 | fp64 [fp32], --device cpu only\n"
+            "  --attention A       flash | cudnn [flash], --device cuda / cuda-cpu only: fast/'s\n"
+            "                      flash kernels, or cuDNN's fused attention (a GPU and a build\n"
+            "                      with cuDNN; docs/fast.md)\n"
             "  --fixed-shape       every forward at [B, T] in request order (the unbatched\n"
             "                      path: for checks and timing)\n"
             "  --out FILE          the JSON summary [RUN/eval.json]\n"
@@ -239,7 +242,7 @@ int cmd_eval(int argc, char **argv) {
     Args p = {.argc = argc, .argv = argv, .i = 1, .cmd = "vrl eval"};
     const char *ckpt = NULL, *tasks = NULL, *eval_dir = default_eval_dir(), *data = NULL, *wiki = NULL,
                *text = NULL, *tokens = NULL, *tokfile = NULL, *device = "cpu", *precision = NULL,
-               *out_path = NULL, *log_path = NULL, *v;
+               *attention = NULL, *out_path = NULL, *log_path = NULL, *v;
     long limit = 0;
     int batch = 4, seq = 0, fixed = 0, overwrite = 0, r;
     while (p.i < argc) {
@@ -270,6 +273,7 @@ int cmd_eval(int argc, char **argv) {
         FLAG("--tokenizer", (tokfile = v, 0));
         FLAG("--device", (device = v, 0));
         FLAG("--precision", (precision = v, 0));
+        FLAG("--attention", (attention = v, 0));
         FLAG("--out", (out_path = v, 0));
         FLAG("--log-samples", (log_path = v, 0));
         FLAG("--limit", parse_long("--limit", v, 1, 1L << 40, &limit));
@@ -289,7 +293,7 @@ int cmd_eval(int argc, char **argv) {
         return 2;
     }
     const BackendEntry *chosen = backend_select(device, precision ? precision : "fp32");
-    if (!chosen) {
+    if (!chosen || (attention && backend_set_option(chosen, "attention", attention) < 0)) {
         fprintf(stderr, "vrl eval: %s\n", vrl_last_error());
         return 2;
     }

@@ -31,6 +31,8 @@ static void usage(FILE *f) {
             "                        backend's own code on the CPU (slow: tests, gdb, teaching;\n"
             "                        VRL_CUDA_CPU_ORDER=forward|reverse|random[:SEED], docs/fast.md)\n"
             "  --precision fp32|fp64 reference precision on cpu [fp32]\n"
+            "  --attention flash|cudnn  cuda, cuda-cpu: fast/'s flash kernels, or cuDNN's fused\n"
+            "                        attention (GPU only, a build with cuDNN; docs/fast.md) [flash]\n"
             "  --threads N           reference threads on cpu; results do not depend on N\n"
             "                        [OPENBLAS_NUM_THREADS if set, else all cores; recorded with the run]\n"
             "  --variant SPEC        model variant, e.g. resformer or svformer:anchors=1,5 [baseline]\n"
@@ -171,7 +173,7 @@ int cmd_train(int argc, char **argv) {
     train_args_defaults(&a);
     Args p = {.argc = argc, .argv = argv, .i = 1, .cmd = "vrl train"};
     const char *model = "small", *device = "cpu", *precision = "fp32", *v, *resume = NULL, *out = NULL, *variant = NULL,
-               *mixture = NULL;
+               *mixture = NULL, *attention = NULL;
     int steps_given = 0, model_given = 0, seq_given = 0, threads = 0, r;
     while (p.i < argc) {
         if (args_switch(&p, "--help") || args_switch(&p, "-h")) {
@@ -191,6 +193,7 @@ int cmd_train(int argc, char **argv) {
         FLAG("--model", (model = v, model_given = 1, 0));
         FLAG("--device", (device = v, 0));
         FLAG("--precision", (precision = v, 0));
+        FLAG("--attention", (attention = v, 0)); /* a device option, not stored: a resumed run may change it */
         FLAG("--variant", (variant = v, 0));
         FLAG("--threads", parse_int("--threads", v, 1, 1024, &threads));
         FLAG("--data", snprintf(a.data, sizeof a.data, "%s", v) >= (int)sizeof a.data ? vrl_error("--data: too long") : 0);
@@ -222,7 +225,7 @@ int cmd_train(int argc, char **argv) {
         return 2;
     }
     const BackendEntry *chosen = choose_backend(&a, resume, device, precision);
-    if (!chosen) goto fail;
+    if (!chosen || (attention && backend_set_option(chosen, "attention", attention) < 0)) goto fail;
     a.backend = chosen->be;
     if (a.sched.warmup > 0 && a.sched.decay_end >= 0 && a.sched.decay_end <= a.sched.warmup) {
         vrl_error("--decay-end %ld must be after --warmup %ld", a.sched.decay_end, a.sched.warmup);

@@ -12,7 +12,8 @@
  * ties and a padded vocabulary; attention with T = 1 and T = 65
  * (one query past a 64-query tile), GQA, hd 16 and 128, its dV written in fp32, added onto an
  * fp32 accumulator and rounded to bf16 in the same call, and on q/k/v views into one fused
- * projection buffer (the same bits). */
+ * projection buffer (the same bits); attention_dv_scatter (cuDNN's dV into those destinations)
+ * against flash's epilogue. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <string.h>
@@ -375,3 +376,76 @@ static void attention_case(int B, int T, int NH, int NKV, int hd) {
 Test(fast_cpu_ops, attention_one_position) { attention_case(2, 1, 2, 1, 16); }
 Test(fast_cpu_ops, attention_one_past_the_tile_gqa) { attention_case(1, 65, 4, 2, 16); }
 Test(fast_cpu_ops, attention_hd128) { attention_case(1, 65, 2, 1, 128); }
+
+/* attention_dv_scatter (cuDNN's dV, bf16 and contiguous, into the AttnDv destinations): for a dV
+ * flash computed, each destination kind must hold what flash's own epilogue writes there, given
+ * that the scatter starts from bf16(dV): the bf16 copy (strided into a fused gradient) the same
+ * bits as flash's, fp32 written with scale 1 = bf16(flash's fp32 dV) widened, fp32 added with a
+ * coefficient = acc + c·bf16(dV) exactly, the untouched columns of the strided view kept. */
+Test(fast_cpu_ops, attention_dv_scatter_matches_the_flash_epilogue) {
+    const int B = 1, T = 65, NH = 4, NKV = 2, hd = 16, qC = NH * hd, kvC = NKV * hd, N = B * T, S = qC + 2 * kvC;
+    vector<bf16> q16, k16, v16, do16;
+    vector<double> unused;
+    random_bf16(q16, unused, (size_t)N * qC, 1.0);
+    random_bf16(k16, unused, (size_t)N * kvC, 1.0);
+    random_bf16(v16, unused, (size_t)N * kvC, 1.0);
+    random_bf16(do16, unused, (size_t)N * qC, 1.0);
+    const fast_cpu::AttnLd own = {qC, kvC, kvC};
+    vector<bf16> fo((size_t)N * qC), dq((size_t)N * qC), dk((size_t)N * kvC), g((size_t)N * kvC);
+    vector<bf16> flash_view((size_t)N * S, __float2bfloat16(7.0f)); /* flash's bf16 dV with the fused stride */
+    vector<float> lse((size_t)B * NH * T), D((size_t)B * NH * T), flash32((size_t)N * kvC);
+    cr_assert_eq(fast_cpu::attention_forward(fo.data(), lse.data(), q16.data(), k16.data(), v16.data(), own, B, T,
+                                             NH, NKV, hd),
+                 0, "%s", vrl_last_error());
+    /* flash's dV three ways: contiguous bf16 (the scatter's input, as cuDNN would leave it),
+     * fp32 unscaled, and bf16 into column qC+kvC of [N, S] rows */
+    const fast_cpu::AttnDv to_g = {flash32.data(), 1.0f, 0, g.data()};
+    cr_assert_eq(fast_cpu::attention_backward(dq.data(), dk.data(), to_g, D.data(), do16.data(), fo.data(), q16.data(),
+                                              k16.data(), v16.data(), own, lse.data(), B, T, NH, NKV, hd),
+                 0, "%s", vrl_last_error());
+    const fast_cpu::AttnLd v_strided = {qC, kvC, S}; /* dv.b16 takes ld.v: the view's stride */
+    vector<bf16> v_wide((size_t)N * S);
+    for (int n = 0; n < N; n++) memcpy(&v_wide[(size_t)n * S], &v16[(size_t)n * kvC], kvC * sizeof(bf16));
+    const fast_cpu::AttnDv to_view = {NULL, 1.0f, 0, flash_view.data() + qC + kvC};
+    cr_assert_eq(fast_cpu::attention_backward(dq.data(), dk.data(), to_view, D.data(), do16.data(), fo.data(),
+                                              q16.data(), k16.data(), v_wide.data(), v_strided, lse.data(), B, T, NH,
+                                              NKV, hd),
+                 0, "%s", vrl_last_error());
+
+    /* 1: fp32 written, scale 1, together with the bf16 copy into the fused view */
+    vector<float> w32((size_t)N * kvC, -3.0f);
+    vector<bf16> view((size_t)N * S, __float2bfloat16(7.0f));
+    cr_assert_eq(fast_cpu::attention_dv_scatter({w32.data(), 1.0f, 0, view.data() + qC + kvC}, g.data(), S, N, kvC), 0,
+                 "%s", vrl_last_error());
+    int write_ok = 1;
+    for (size_t i = 0; i < w32.size(); i++) write_ok &= w32[i] == __bfloat162float(__float2bfloat16(flash32[i]));
+    cr_expect(write_ok, "fp32 dV written with scale 1 is not bf16(flash's fp32 dV)");
+    cr_expect(same_bits(view, flash_view), "the bf16 dV in the fused view (and the columns around it) differs from "
+                                           "flash's");
+    /* 2: fp32 added with a coefficient onto an accumulator (ResFormer's λ1 onto dV_1) */
+    vector<float> acc((size_t)N * kvC);
+    for (float &x : acc) x = (float)uniform();
+    const vector<float> acc0 = acc;
+    const float c = 0.3f;
+    cr_assert_eq(fast_cpu::attention_dv_scatter({acc.data(), c, 1, NULL}, g.data(), kvC, N, kvC), 0, "%s",
+                 vrl_last_error());
+    int add_ok = 1;
+    for (size_t i = 0; i < acc.size(); i++) add_ok &= acc[i] == acc0[i] + c * __bfloat162float(g[i]);
+    cr_expect(add_ok, "fp32 dV added with coefficient %.1f is not acc + c·dV exactly", c);
+    /* 3: fp32 written with a coefficient, no bf16: c·dV, and flash's within its rounding (c·dV
+     * from an fp32 dV against one rounded to bf16 first: 2^-8 relative at most per element) */
+    vector<float> s32((size_t)N * kvC);
+    const fast_cpu::AttnDv scaled = {s32.data(), 0.5f, 0, NULL};
+    cr_assert_eq(fast_cpu::attention_dv_scatter(scaled, g.data(), kvC, N, kvC), 0, "%s", vrl_last_error());
+    int scale_ok = 1;
+    for (size_t i = 0; i < s32.size(); i++) {
+        scale_ok &= s32[i] == 0.5f * __bfloat162float(g[i]);
+        scale_ok &= fabsf(s32[i] - 0.5f * flash32[i]) <= fabsf(0.5f * flash32[i]) * (1.0f / 256);
+    }
+    cr_expect(scale_ok, "fp32 dV written with scale 0.5 is not 0.5·bf16(dV), or strays from flash's 0.5·dV");
+    /* refusals: nowhere to put dV; a stride under the width */
+    cr_expect_neq(fast_cpu::attention_dv_scatter({NULL, 1.0f, 0, NULL}, g.data(), kvC, N, kvC), 0,
+                  "no dv destination at all is refused");
+    cr_expect_neq(fast_cpu::attention_dv_scatter({NULL, 1.0f, 0, view.data()}, g.data(), kvC - 1, N, kvC), 0,
+                  "a row stride under kvC is refused");
+}

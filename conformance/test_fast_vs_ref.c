@@ -10,6 +10,12 @@
  * the losses close), and a fast run stopped at step 5 and resumed must log the same
  * losses bit for bit as an uninterrupted one.
  *
+ * With cuDNN's attention built (`--attention cudnn`, docs/fast.md) and a GPU, everything above
+ * runs again with it (every case against ref, the trainer, the resume), and each case compares
+ * cudnn with flash directly and runs cudnn's backward twice (it asked for cuDNN's
+ * deterministic algorithm: the same bits). On the CPU layer, and in a build without cuDNN,
+ * that part is skipped with the reason.
+ *
  * Tolerances are bf16's (docs/conformance.md, "fast vs ref"). Plain C: exits 77 (ctest's
  * skip) with the reason when there is no CUDA device. */
 #include <math.h>
@@ -170,21 +176,30 @@ static void score_check(const Case *k, void *ref, void *fast, const int32_t *tok
     free(tg), free(rlp), free(flp), free(rg), free(fg);
 }
 
+/* The case's config and spec: 0, or -1 after a failed check. One table for every side: the
+ * variant's own (SVFormer's later layers have no W_v). */
+static int case_spec(const Case *k, ModelConfig *c, ModelSpec *spec) {
+    make_config(k, c);
+    if (model_spec_build(c, spec) == 0) return 0;
+    CHECK(0, "%s: %s", k->name, vrl_last_error());
+    return -1;
+}
+
+/* Every case's initial weights (seed 42), in fp64 for ref and fp32 for fast.  [P] each */
+static void initial_weights(const ModelSpec *spec, double *init, float *init32) {
+    params_init_f64(&spec->table, 42, init);
+    for (size_t i = 0; i < spec->table.total; i++) init32[i] = (float)init[i];
+}
+
 static void run_case(const Case *k) {
     ModelConfig c;
     ModelSpec spec = {0};
-    make_config(k, &c);
-    /* One table for both sides: the variant's own (SVFormer's later layers have no W_v). */
-    if (model_spec_build(&c, &spec) < 0) {
-        CHECK(0, "%s: %s", k->name, vrl_last_error());
-        return;
-    }
+    if (case_spec(k, &c, &spec) < 0) return;
     const size_t P = spec.table.total, N = (size_t)k->B * k->T, V = c.vocab_size;
     double *init = malloc(P * sizeof *init), *rg = malloc(P * sizeof *rg), *rlog = malloc(N * V * sizeof *rlog);
     float *init32 = malloc(P * sizeof *init32), *fg = malloc(P * sizeof *fg), *flog = malloc(N * V * sizeof *flog);
     int32_t *tok = malloc(N * sizeof *tok);
-    params_init_f64(&spec.table, 42, init);
-    for (size_t i = 0; i < P; i++) init32[i] = (float)init[i];
+    initial_weights(&spec, init, init32);
 
     void *ref = ref_backend_f64.create(&spec, k->B, k->T);
     void *fast = fast_backend_cuda.create(&spec, k->B, k->T);
@@ -248,6 +263,74 @@ done:
     if (ref) ref_backend_f64.destroy(ref);
     if (fast) fast_backend_cuda.destroy(fast);
     free(init), free(rg), free(rlog), free(init32), free(fg), free(flog), free(tok);
+    model_spec_free(&spec);
+}
+
+/* ------------------------------------------------------------------ cudnn against flash */
+
+/* Loss, logits and gradients of one batch on a fast model of `attention`; 0 or -1. */
+static int fast_batch(const ModelSpec *spec, const Case *k, const char *attention, const float *init32,
+                      const int32_t *tok, double *loss, float *logits, float *grads, float *grads_again) {
+    if (fast_set_attention(attention) < 0) return -1;
+    void *m = fast_backend_cuda.create(spec, k->B, k->T);
+    if (!m) return -1;
+    fast_backend_cuda.set_state(m, init32, NULL, NULL);
+    fast_backend_cuda.zero_grad(m);
+    *loss = backend_forward_backward_now(&fast_backend_cuda, m, tok, 1.0);
+    fast_backend_cuda.get_logits(m, logits);
+    fast_backend_cuda.get_state(m, NULL, grads, NULL, NULL);
+    if (grads_again) { /* the same batch again from zero gradients */
+        fast_backend_cuda.zero_grad(m);
+        (void)backend_forward_backward_now(&fast_backend_cuda, m, tok, 1.0);
+        fast_backend_cuda.get_state(m, NULL, grads_again, NULL, NULL);
+    }
+    fast_backend_cuda.destroy(m);
+    return isfinite(*loss) ? 0 : -1;
+}
+
+/* cuDNN's fused attention against fast/'s flash kernels on the same weights and batch, within
+ * the bf16 bounds of fast vs ref: each differs from the fp64 reference by bf16 rounding of
+ * the attention output (and cuDNN's dV is bf16 where flash's is fp32), so their difference
+ * is within the sum of two such errors; the measured flash-vs-ref errors (docs/fast.md) are
+ * under a third of each bound. cuDNN's backward is run twice: bit-identical gradients. */
+static void cudnn_vs_flash(const Case *k) {
+    ModelConfig c;
+    ModelSpec spec = {0};
+    if (case_spec(k, &c, &spec) < 0) return;
+    const size_t P = spec.table.total, N = (size_t)k->B * k->T, V = c.vocab_size;
+    double *init = malloc(P * sizeof *init), *flog64 = malloc(N * V * sizeof *flog64), *fg64 = malloc(P * sizeof *fg64);
+    float *init32 = malloc(P * sizeof *init32), *flog = malloc(N * V * sizeof *flog), *clog = malloc(N * V * sizeof *clog);
+    float *fg = malloc(P * sizeof *fg), *cg = malloc(P * sizeof *cg), *cg2 = malloc(P * sizeof *cg2);
+    int32_t *tok = malloc(N * sizeof *tok);
+    initial_weights(&spec, init, init32);
+    Rng r;
+    rng_seed(&r, 1234);
+    random_tokens(&r, tok, (int)N, (int)V);
+    double lf, lc;
+    if (fast_batch(&spec, k, "flash", init32, tok, &lf, flog, fg, NULL) < 0 ||
+        fast_batch(&spec, k, "cudnn", init32, tok, &lc, clog, cg, cg2) < 0) {
+        CHECK(0, "%s: cudnn vs flash: %s", k->name, vrl_last_error());
+        goto done;
+    }
+    for (size_t i = 0; i < N * V; i++) flog64[i] = flog[i];
+    for (size_t i = 0; i < P; i++) fg64[i] = fg[i];
+    double mx, e = rel_err(clog, flog64, N * V, &mx), worst = 0;
+    const char *worst_name = "";
+    printf("%s: cudnn vs flash: loss %.6f vs %.6f |diff| %.2e, logits rel %.2e\n", k->name, lc, lf, fabs(lc - lf), e);
+    CHECK(fabs(lc - lf) <= TOL_LOSS, "%s: cudnn loss %.6f vs flash %.6f", k->name, lc, lf);
+    CHECK(e <= TOL_LOGITS, "%s: cudnn logits vs flash: relative error %.3e", k->name, e);
+    for (int i = 0; i < spec.table.n; i++) {
+        const ParamInfo *p = &spec.table.p[i];
+        const double ge = rel_err(cg + p->offset, fg64 + p->offset, p->numel, NULL);
+        if (ge > worst) worst = ge, worst_name = p->name;
+        CHECK(ge <= TOL_GRAD, "%s: cudnn gradient of %s vs flash: relative error %.3e", k->name, p->name, ge);
+    }
+    printf("%s: cudnn vs flash: worst gradient rel %.2e (%s)\n", k->name, worst, worst_name);
+    CHECK(memcmp(cg, cg2, P * sizeof *cg) == 0, "%s: cudnn's backward gave different gradients on the same batch",
+          k->name);
+done:
+    (void)fast_set_attention("flash");
+    free(init), free(flog64), free(fg64), free(init32), free(flog), free(clog), free(fg), free(cg), free(cg2), free(tok);
     model_spec_free(&spec);
 }
 
@@ -329,25 +412,55 @@ static int selected(int argc, char **argv, const char *name) {
     return 0;
 }
 
+/* 1 if the command line names at least one case. */
+static int names_a_case(int argc, char **argv) {
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        if (argc >= 2 && selected(argc, argv, cases[i].name)) return 1;
+    return 0;
+}
+
+/* The selected cases against ref, then the trainer and resume in root; with attention "cudnn"
+ * each case is also compared with flash. flash: the cases and "trainer" as named (none: all);
+ * cudnn (no arguments, or "cudnn" named): the cases named, or all when none is. */
+static void run_all(int argc, char **argv, const char *attention, const char *root) {
+    const int cudnn = !strcmp(attention, "cudnn"), any = names_a_case(argc, argv);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        if (!selected(argc, argv, cases[i].name) && !(cudnn && !any)) continue;
+        Case k = cases[i];
+        char name[96];
+        snprintf(name, sizeof name, "%s%s", cases[i].name, cudnn ? "@cudnn" : "");
+        k.name = name;
+        if (cudnn) cudnn_vs_flash(&k);
+        (void)fast_set_attention(attention);
+        run_case(&k);
+    }
+    if (selected(argc, argv, "trainer")) run_trainer(root);
+    (void)fast_set_attention("flash");
+}
+
 int main(int argc, char **argv) {
     if (fast_device_check() < 0) {
         printf("SKIP: %s\n", vrl_last_error());
         return 77;
     }
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
-        if (selected(argc, argv, cases[i].name)) run_case(&cases[i]);
-    if (!selected(argc, argv, "trainer")) {
-        printf(failures ? "%d check(s) failed\n" : "all selected fast-vs-ref checks passed\n", failures);
-        return failures ? 1 : 0;
-    }
     const char *base = getenv("TMPDIR");
-    char root[512];
+    char root[512], root_cudnn[600];
     snprintf(root, sizeof root, "%s/vrl_fast_XXXXXX", base && *base ? base : "/tmp");
     if (!mkdtemp(root)) {
         printf("FAIL: mkdtemp %s\n", root);
         return 1;
     }
-    run_trainer(root);
-    printf(failures ? "%d check(s) failed\n" : "all fast-vs-ref checks passed\n", failures);
+    run_all(argc, argv, "flash", root);
+    /* "cudnn" selects only this part (with the trainer if "trainer" is named too) */
+    if (argc < 2 || selected(argc, argv, "cudnn")) {
+        if (fast_set_attention("cudnn") < 0) {
+            printf("SKIP cudnn part: %s\n", vrl_last_error());
+        } else {
+            snprintf(root_cudnn, sizeof root_cudnn, "%s/cudnn", root);
+            if (make_dirs(root_cudnn) < 0) CHECK(0, "cannot make %s: %s", root_cudnn, vrl_last_error());
+            else run_all(argc, argv, "cudnn", root_cudnn);
+        }
+    }
+    printf(failures ? "%d check(s) failed\n" : "all selected fast-vs-ref checks passed\n", failures);
     return failures ? 1 : 0;
 }

@@ -5,6 +5,8 @@
  *
  * The table's void functions cannot return an error: a failure there leaves its message
  * in vrl_last_error() and the next forward or step reports it (NaN). */
+#include <string.h>
+
 #include "common/base/error.h"
 #include "common/model/backends.h"
 #include "fast/fast.h"
@@ -69,12 +71,40 @@ const Backend fast_backend_cuda = {
 #endif
 };
 
+/* --attention: read by fast_model_create (each model keeps the kind it was made with). */
+static int attention_kind = FAST_ATTENTION_FLASH;
+
+int fast_set_attention(const char *name) {
+    if (!strcmp(name, "flash")) {
+        attention_kind = FAST_ATTENTION_FLASH;
+        return 0;
+    }
+    if (strcmp(name, "cudnn")) return vrl_error("--attention: \"%s\" is not flash or cudnn", name);
+#if VRL_CUDA_CPU
+    return vrl_error("--attention cudnn: cuDNN needs a GPU; --device cuda-cpu runs the flash kernels only "
+                     "(--attention flash)");
+#elif !VRL_HAVE_CUDNN
+    return vrl_error("--attention cudnn: this vrl was built without cuDNN attention (cmake found no cuDNN or no "
+                     "cudnn-frontend headers: scripts/cudnn_frontend.sh, -DVRL_CUDNN; docs/fast.md)");
+#else
+    attention_kind = FAST_ATTENTION_CUDNN;
+    return 0;
+#endif
+}
+
+int fast_attention_kind(void) { return attention_kind; }
+
+static int set_option(const char *name, const char *value) {
+    if (!strcmp(name, "attention")) return fast_set_attention(value);
+    return vrl_error("--%s: not an option of the CUDA backend", name);
+}
+
 void fast_register_backends(void) {
     /* bf16 with fp32 master weights: --precision is for cpu */
 #if VRL_CUDA_CPU
-    static const BackendEntry cuda = {"cuda-cpu", NULL, &fast_backend_cuda, fast_device_check}; /* both _cpu */
+    static const BackendEntry cuda = {"cuda-cpu", NULL, &fast_backend_cuda, fast_device_check, set_option}; /* _cpu */
 #else
-    static const BackendEntry cuda = {"cuda", NULL, &fast_backend_cuda, fast_device_check};
+    static const BackendEntry cuda = {"cuda", NULL, &fast_backend_cuda, fast_device_check, set_option};
 #endif
     backend_register(&cuda);
 }

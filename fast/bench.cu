@@ -8,6 +8,9 @@
 
 extern "C" {
 #include "fast/fast.h"
+#if VRL_HAVE_CUDNN && !VRL_CUDA_CPU
+#include "fast/attention_cudnn.h"
+#endif
 }
 
 FAST_NS_BEGIN
@@ -109,6 +112,20 @@ extern "C" int fast_bench_kernels(void *vm, FILE *out) {
     TIME_MS(ms, reps, attention_backward(m->dq, m->dk, dv16_only, m->attD, a->atty, a->atty, a->q, a->k,
                                          a->vin, ld, a->lse, B, T, m->NH, m->NKV, m->hd));
     row(out, "attention_backward", ms, ((double)N * qC * 4 + (double)N * kvC * 4) * e2, 10.0 * m->hd * att_pairs);
+#if VRL_HAVE_CUDNN && !VRL_CUDA_CPU
+    if (m->cudnn) { /* --attention cudnn: the same two rows for cuDNN's fused attention (its graphs are built;
+                     * dV into dgu, the model's scratch for it, without attention_dv_scatter) */
+        CudnnAttention *ca = (CudnnAttention *)m->cudnn;
+        TIME_MS(ms, reps, cudnn_attention_forward(ca, m->stream, m->datty, m->attD, a->q, ld.q, a->k, ld.k,
+                                                  a->vin, ld.v, B, T, m->NH, m->NKV, m->hd));
+        row(out, "attention_forward cudnn", ms, ((double)N * qC * 2 + (double)N * kvC * 2) * e2, 4.0 * m->hd * att_pairs);
+        TIME_MS(ms, reps, cudnn_attention_backward(ca, m->stream, m->dq, ld.q, m->dk, ld.k, m->dgu, a->atty,
+                                                   a->atty, a->q, a->k, a->vin, ld.v, a->lse, B, T, m->NH, m->NKV,
+                                                   m->hd));
+        row(out, "attention_backward cudnn", ms, ((double)N * qC * 4 + (double)N * kvC * 4) * e2,
+            10.0 * m->hd * att_pairs);
+    }
+#endif
     TIME_MS(ms, reps, swiglu_forward(m->dswi, a->gu, N, F));
     row(out, "swiglu_forward", ms, 3.0 * N * F * e2, 5.0 * N * F);
     TIME_MS(ms, reps, swiglu_backward(m->dgu, m->dswi, a->gu, N, F));

@@ -44,6 +44,42 @@ if(VRL_CUDA)
     else()
       message(STATUS "vrl: no NCCL found; fast/ trains in one process")
     endif()
+    # cuDNN fused attention (--attention cudnn, fast/attention_cudnn.cpp): cuDNN's headers and
+    # library (the CUDA toolkit's folders, -DCUDNN_ROOT=DIR, or $CUDNN_ROOT) and cudnn-frontend's
+    # headers (.deps/cudnn-frontend/include from scripts/cudnn_frontend.sh, or
+    # -DCUDNN_FRONTEND_INCLUDE_DIR=DIR). AUTO builds the path when all three are found and
+    # otherwise compiles it out (`--attention cudnn` then says so); ON requires them; OFF skips.
+    set(VRL_CUDNN AUTO CACHE STRING "cuDNN fused attention: AUTO, ON or OFF")
+    set_property(CACHE VRL_CUDNN PROPERTY STRINGS AUTO ON OFF)
+    if(NOT VRL_CUDNN MATCHES "^(AUTO|ON|OFF)$")
+      message(FATAL_ERROR "vrl: -DVRL_CUDNN=${VRL_CUDNN}: not AUTO, ON or OFF")
+    endif()
+    set(VRL_HAVE_CUDNN OFF)
+    if(NOT VRL_CUDNN STREQUAL "OFF")
+      find_path(CUDNN_INCLUDE_DIR cudnn.h HINTS ${CUDNN_ROOT} $ENV{CUDNN_ROOT} ${CUDAToolkit_INCLUDE_DIRS}
+                PATH_SUFFIXES include)
+      find_library(CUDNN_LIBRARY NAMES cudnn libcudnn.so.9 HINTS ${CUDNN_ROOT} $ENV{CUDNN_ROOT}
+                   ${CUDAToolkit_LIBRARY_DIR} PATH_SUFFIXES lib lib64)
+      find_path(CUDNN_FRONTEND_INCLUDE_DIR cudnn_frontend.h
+                HINTS ${CMAKE_SOURCE_DIR}/.deps/cudnn-frontend/include NO_DEFAULT_PATH)
+      if(CUDNN_INCLUDE_DIR AND CUDNN_LIBRARY AND CUDNN_FRONTEND_INCLUDE_DIR)
+        set(VRL_HAVE_CUDNN ON)
+        target_sources(vrl_fast PRIVATE fast/attention_cudnn.cpp)
+        # SYSTEM: the frontend's own warnings are not ours (-Wall -Wextra stays on our code)
+        target_include_directories(vrl_fast SYSTEM PRIVATE ${CUDNN_FRONTEND_INCLUDE_DIR} ${CUDNN_INCLUDE_DIR})
+        target_compile_definitions(vrl_fast PRIVATE VRL_HAVE_CUDNN=1)
+        # nvrtc: the frontend's experimental engines (compiled in, never called here) name it
+        target_link_libraries(vrl_fast PUBLIC ${CUDNN_LIBRARY} CUDA::nvrtc)
+        message(STATUS "vrl: cuDNN attention ON (${CUDNN_LIBRARY}; frontend ${CUDNN_FRONTEND_INCLUDE_DIR})")
+      elseif(VRL_CUDNN STREQUAL "ON")
+        message(FATAL_ERROR "vrl: -DVRL_CUDNN=ON but not found: cudnn.h (${CUDNN_INCLUDE_DIR}), libcudnn "
+                            "(${CUDNN_LIBRARY}), cudnn_frontend.h (${CUDNN_FRONTEND_INCLUDE_DIR}; run "
+                            "scripts/cudnn_frontend.sh)")
+      else()
+        message(STATUS "vrl: cuDNN attention not built (cudnn.h: ${CUDNN_INCLUDE_DIR}, libcudnn: "
+                       "${CUDNN_LIBRARY}, cudnn_frontend.h: ${CUDNN_FRONTEND_INCLUDE_DIR}; see docs/fast.md)")
+      endif()
+    endif()
     message(STATUS "vrl: CUDA backend ON (nvcc ${CMAKE_CUDA_COMPILER_VERSION}, archs ${CMAKE_CUDA_ARCHITECTURES})")
   else()
     message(STATUS "vrl: no CUDA compiler found; the CUDA backend is not built")

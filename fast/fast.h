@@ -28,6 +28,16 @@ void fast_register_backends(void);
  * vrl_error("no CUDA device (cudaGetDeviceCount: <reason>)"). */
 int fast_device_check(void);
 
+/* Which attention kernels the models created from now on run (`--attention`, docs/fast.md
+ * "Attention through cuDNN"): flash (fast/ops.cu, CUDA cores, the default) or cuDNN's fused
+ * SDPA on tensor cores (fast/attention_cudnn.cpp). */
+enum { FAST_ATTENTION_FLASH = 0, FAST_ATTENTION_CUDNN = 1 };
+/* "flash" or "cudnn": 0; -1 with vrl_error when the name is neither, or cudnn is not here:
+ * the CPU layer (cuDNN needs a GPU) or a build without the cuDNN path (VRL_CUDNN). */
+int fast_set_attention(const char *name);
+/* FAST_ATTENTION_FLASH or FAST_ATTENTION_CUDNN, as last set (flash unless set). */
+int fast_attention_kind(void);
+
 /* Upper bound on layers the value-path tables and kernel arguments hold. */
 #define FAST_MAX_LAYERS 64
 

@@ -36,6 +36,9 @@ extern "C" {
 #if VRL_HAVE_NCCL
 #include "fast/zero.h"
 #endif
+#if VRL_HAVE_CUDNN && !VRL_CUDA_CPU
+#include "fast/attention_cudnn.h"
+#endif
 }
 
 FAST_NS_BEGIN
@@ -329,6 +332,9 @@ extern "C" void fast_model_destroy(void *vm) {
 #endif
     if (m->stream) cudaStreamSynchronize(m->stream);
     if (ops_stream == m->stream) ops_use_stream(0); /* no launcher may issue on a destroyed stream */
+#if VRL_HAVE_CUDNN && !VRL_CUDA_CPU
+    cudnn_attention_destroy((CudnnAttention *)m->cudnn);
+#endif
     if (m->micro_graph.exec) cudaGraphExecDestroy(m->micro_graph.exec);
     if (m->update_graph.exec) cudaGraphExecDestroy(m->update_graph.exec);
     if (m->uploaded) cudaEventDestroy(m->uploaded);
@@ -449,6 +455,14 @@ extern "C" void *fast_model_create(const ModelSpec *spec, int batch, int seq) {
         vrl_error("fast model: cannot create the model's stream and event");
         goto fail;
     }
+    m->attention = fast_attention_kind();
+#if VRL_HAVE_CUDNN && !VRL_CUDA_CPU
+    if (m->attention == FAST_ATTENTION_CUDNN && 2 * m->F < m->kvC) { /* dgu holds cuDNN's dV */
+        vrl_error("--attention cudnn: intermediate_size %d is under half the key/value width %d", m->F, m->kvC);
+        goto fail;
+    }
+    if (m->attention == FAST_ATTENTION_CUDNN && !(m->cudnn = cudnn_attention_create())) goto fail;
+#endif
     {
         const char *g_env = getenv("VRL_FAST_GRAPH"); /* 0: queue every kernel on every call (debugging) */
         m->graph_on = !(g_env && g_env[0] == '0' && g_env[1] == '\0');
@@ -650,9 +664,41 @@ static int value_forward(FastModel *m, int l) {
     return matmul_forward_scaled(&m->blas, a->vin, a->ln1, wv, own, c, beta, N, d, kvC);
 }
 
+/* --attention: fast's flash kernels or cuDNN's fused SDPA, on the same tensors (lse in the same
+ * layout and meaning, docs/fast.md "Attention through cuDNN"); q, k and v_in are read through
+ * layer l's row strides (fast_attn_ld) either way. */
+static int attention_forward_any(FastModel *m, int l, FastActs *a) {
+    const AttnLd ld = fast_attn_ld(m, l);
+#if VRL_HAVE_CUDNN && !VRL_CUDA_CPU
+    if (m->attention == FAST_ATTENTION_CUDNN)
+        return cudnn_attention_forward((CudnnAttention *)m->cudnn, m->stream, a->atty, a->lse, a->q, ld.q, a->k, ld.k,
+                                       a->vin, ld.v, m->B, m->T, m->NH, m->NKV, m->hd);
+#endif
+    return attention_forward(a->atty, a->lse, a->q, a->k, a->vin, ld, m->B, m->T, m->NH, m->NKV, m->hd);
+}
+
+/* dq, dk (views with their inputs' strides, grad_views) and dV into its AttnDv destinations
+ * from datty, either way. */
+static int attention_backward_any(FastModel *m, int l, const FastActs *a, bf16 *dq, bf16 *dk, AttnDv dv) {
+    const AttnLd ld = fast_attn_ld(m, l);
+#if VRL_HAVE_CUDNN && !VRL_CUDA_CPU
+    if (m->attention == FAST_ATTENTION_CUDNN) {
+        /* cuDNN's dV is bf16 [N,kvC] contiguous: into dgu (free once W_gate|up's GEMMs have read
+         * it, never an AttnDv destination; 2F >= kvC, checked at create), then to dv's
+         * destinations as flash's epilogue puts them */
+        bf16 *dv_scratch = m->dgu;
+        TRY(cudnn_attention_backward((CudnnAttention *)m->cudnn, m->stream, dq, ld.q, dk, ld.k, dv_scratch, m->datty,
+                                     a->atty, a->q, a->k, a->vin, ld.v, a->lse, m->B, m->T, m->NH, m->NKV, m->hd));
+        return attention_dv_scatter(dv, dv_scratch, ld.v, m->N, m->kvC);
+    }
+#endif
+    return attention_backward(dq, dk, dv, m->attD, m->datty, a->atty, a->q, a->k, a->vin, ld, a->lse, m->B, m->T,
+                              m->NH, m->NKV, m->hd);
+}
+
 /* Layer l from the inputs stream_forward set in acts[l] (its step 2l; step 2l+1 here). */
 static int layer_forward(FastModel *m, int l) {
-    const int B = m->B, T = m->T, N = m->N, d = m->d, qC = m->qC, F = m->F;
+    const int N = m->N, d = m->d, qC = m->qC, F = m->F;
     const LayerOffsets *o = &m->lo[l];
     FastActs *a = &m->acts[l];
     Blas *bl = &m->blas;
@@ -665,7 +711,7 @@ static int layer_forward(FastModel *m, int l) {
     TRY(qk_forward(m, l, MIX_K));
     TRY(value_forward(m, l));
     MixArgs mix;
-    TRY(attention_forward(a->atty, a->lse, a->q, a->k, a->vin, fast_attn_ld(m, l), B, T, m->NH, m->NKV, m->hd));
+    TRY(attention_forward_any(m, l, a));
     if (m->has_corr[l]) { /* U = atty + repeat_kv(Σ ce·V_i) */
         mix_args(m, l, MIX_CORR, &mix);
         TRY(correction_forward(a->u, a->atty, &mix, N, m->NH, m->NKV, m->hd));
@@ -801,7 +847,7 @@ static int value_backward_weights(FastModel *m, int l, int *dln_written) {
 }
 
 static int layer_backward(FastModel *m, int l) {
-    const int B = m->B, T = m->T, N = m->N, d = m->d, qC = m->qC, F = m->F;
+    const int N = m->N, d = m->d, qC = m->qC, F = m->F;
     const LayerOffsets *o = &m->lo[l];
     FastActs *a = &m->acts[l];
     Blas *bl = &m->blas;
@@ -823,8 +869,7 @@ static int layer_backward(FastModel *m, int l) {
     TRY(value_backward_corrections(m, l)); /* before attention: its dV then adds after them, as the mix did */
     bf16 *dq, *dk, *dv16;
     grad_views(m, l, &dq, &dk, &dv16);
-    TRY(attention_backward(dq, dk, value_dv_targets(m, l, dv16), m->attD, m->datty, a->atty, a->q, a->k, a->vin,
-                           fast_attn_ld(m, l), a->lse, B, T, m->NH, m->NKV, m->hd));
+    TRY(attention_backward_any(m, l, a, dq, dk, value_dv_targets(m, l, dv16)));
     TRY(value_backward_mix(m, l));
     if (m->recompute) TRY(rmsnorm_forward(a->ln1, a->ln1_rstd, a->x_in, W16(o->ln1), N, d, eps));
     int dln_written = 0; /* the first projection GEMM writes d(ln1), the others add */

@@ -802,6 +802,26 @@ int attention_backward(bf16 *dq, bf16 *dk, AttnDv dv, float *Dscratch,
     return 0;
 }
 
+/* One thread per element of dV [N,kvC]: the dK/dV kernel's epilogue on a dV read from memory. */
+__global__ void attention_dv_scatter_kernel(AttnDv dv, const bf16 *src, int ld_v, int kvC, size_t n) {
+    const size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    const size_t row = i / kvC, c = i % kvC;
+    const bf16 g = src[i];
+    if (dv.f32) dv.f32[i] = dv.add ? dv.f32[i] + dv.scale * bf(g) : dv.scale * bf(g);
+    if (dv.b16) dv.b16[row * ld_v + c] = g;
+}
+
+int attention_dv_scatter(AttnDv dv, const bf16 *src, int ld_v, int N, int kvC) {
+    if (!dv.f32 && !dv.b16) return vrl_error("fast: attention_dv_scatter needs a dv output (fp32 or bf16)");
+    if (ld_v < kvC) return vrl_error("fast: attention_dv_scatter: row stride %d under the width %d", ld_v, kvC);
+    const size_t n = (size_t)N * kvC;
+    if (!n) return 0;
+    LAUNCH(attention_dv_scatter_kernel, cdiv(n, 256), 256, 0, ops_stream)(dv, src, ld_v, kvC, n);
+    LAUNCH_CHECK();
+    return 0;
+}
+
 /* ================================================================== cross-entropy */
 
 #define CE_ROW_THREADS 512 /* the single-read kernel: a row of up to 2·512·56 columns in registers */

@@ -189,6 +189,10 @@ typedef struct {
 int attention_backward(bf16 *dq, bf16 *dk, AttnDv dv, float *Dscratch, const bf16 *dout, const bf16 *out,
                        const bf16 *q, const bf16 *k, const bf16 *v, AttnLd ld, const float *lse, int B, int T, int NH,
                        int NKV, int hd);
+/* dV computed elsewhere (cuDNN's backward: bf16 [N,kvC], contiguous) into dv's destinations as
+ * attention_backward's epilogue puts them: f32 = or += scale·dV, b16 a copy with row stride
+ * ld_v. src must not be one of dv's buffers. */
+int attention_dv_scatter(AttnDv dv, const bf16 *src, int ld_v, int N, int kvC);
 
 /* ------------------------------------------------------------------ cross-entropy */
 /* One block per row of a bf16 logits chunk, each logit read once from memory into registers

@@ -199,6 +199,6 @@ const Backend REF(ref_backend) = {
 };
 
 void REF(ref_register_backend)(void) {
-    static const BackendEntry entry = {"cpu", VRL_FP64 ? "fp64" : "fp32", &REF(ref_backend), NULL};
+    static const BackendEntry entry = {"cpu", VRL_FP64 ? "fp64" : "fp32", &REF(ref_backend), NULL, NULL}; /* no options */
     backend_register(&entry);
 }

@@ -70,6 +70,14 @@ const BackendEntry *backend_select(const char *device, const char *precision) {
     return hit;
 }
 
+int backend_set_option(const BackendEntry *e, const char *name, const char *value) {
+    if (!e->set_option)
+        return vrl_error("--%s %s: --device %s has no such option (it has one attention; --%s is for --device cuda "
+                         "and cuda-cpu)",
+                         name, value, e->device, name);
+    return e->set_option(name, value);
+}
+
 const BackendEntry *backend_named(const char *name) {
     for (int i = 0; i < n_registered; i++)
         if (!strcmp(registry[i]->be->name, name)) return registry[i];

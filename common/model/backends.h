@@ -15,6 +15,9 @@ typedef struct {
     const char *precision; /* what --precision names ("fp32", "fp64"); NULL: the device has one */
     const Backend *be;     /* be->name is what a run stores in its training state */
     int (*ready)(void);    /* 0, or -1 with vrl_error saying why the device cannot run; NULL: always */
+    /* A device option (`--attention flash|cudnn` of the CUDA backend) for the models created after
+     * it: 0, or -1 with vrl_error naming the option and why; NULL: the device has no options. */
+    int (*set_option)(const char *name, const char *value);
 } BackendEntry;
 
 /* Add e (static storage) to the registry; registering the same table twice is a no-op. */
@@ -27,6 +30,10 @@ void backend_register(const BackendEntry *e);
  *   --device cuda: <why the device is not ready>
  * A device with one precision (NULL) ignores `precision`. */
 const BackendEntry *backend_select(const char *device, const char *precision);
+
+/* e->set_option(name, value); a device without options (the reference: one attention) is
+ * one vrl_error line: "--NAME VALUE: --device D has no such option (...)". */
+int backend_set_option(const BackendEntry *e, const char *name, const char *value);
 
 /* The entry whose Backend is named `name` (a run's stored backend), or NULL. */
 const BackendEntry *backend_named(const char *name);

@@ -11,6 +11,8 @@
 #define fast_backend_cuda fast_backend_cuda_cpu
 #define fast_device_check fast_device_check_cpu
 #define fast_capabilities fast_capabilities_cpu
+#define fast_set_attention fast_set_attention_cpu
+#define fast_attention_kind fast_attention_kind_cpu
 #define fast_model_device_bytes fast_model_device_bytes_cpu
 #define fast_bench_peak_bf16 fast_bench_peak_bf16_cpu
 #define fast_bench_kernels fast_bench_kernels_cpu

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# test_attention_option.sh: `--attention flash|cudnn` (docs/fast.md, "Attention through cuDNN")
+# where it cannot run: the reference (--device cpu) has one attention and refuses the flag;
+# the CPU layer (--device cuda-cpu) runs flash only and refuses cudnn, saying cuDNN needs a
+# GPU; a bad name is refused. Each refusal is one stderr line, a non-zero exit, no run folder.
+# `--attention flash` is the default: it gives the same bytes as no flag at all.
+# usage: test_attention_option.sh PATH/TO/vrl
+set -u
+VRL=$1
+. "$(dirname "$0")/cli_test_lib.sh"
+
+# expect_refusal NAME RC PATTERN CMD...: exit RC, exactly one stderr line matching PATTERN
+# (vrl train exits 1 on an error, vrl eval 2 on a bad flag).
+expect_refusal() {
+  local name=$1 want=$2 pattern=$3; shift 3
+  "$@" >"$tmp/out" 2>"$tmp/err"; local rc=$?
+  local lines; lines=$(wc -l <"$tmp/err")
+  if [ "$rc" -eq "$want" ] && [ "$lines" -eq 1 ] && grep -q -- "$pattern" "$tmp/err"; then
+    passes=$((passes + 1)); echo "ok   $name: $(cat "$tmp/err")"
+  else
+    fails=$((fails + 1)); echo "FAIL $name: exit $rc (want $want), $lines lines, expected /$pattern/:"; cat "$tmp/err"
+  fi
+}
+
+T="$VRL train --quiet --model tiny --batch 2 --seq 32 --steps 2 --synthetic-tokens 4096"
+
+expect_refusal train_cpu_refuses 1 "^vrl train: --attention flash: --device cpu has no such option" \
+  $T --device cpu --attention flash --out "$tmp/r1"
+check no_folder_cpu test ! -e "$tmp/r1"
+expect_refusal train_cuda_cpu_refuses_cudnn 1 "^vrl train: --attention cudnn: cuDNN needs a GPU; --device cuda-cpu runs the flash kernels only" \
+  $T --device cuda-cpu --attention cudnn --out "$tmp/r2"
+check no_folder_cuda_cpu test ! -e "$tmp/r2"
+expect_refusal train_bad_name 1 "^vrl train: --attention: \"tensor\" is not flash or cudnn" \
+  $T --device cuda-cpu --attention tensor --out "$tmp/r3"
+
+# flash is what runs without the flag: byte-identical weights
+$T --device cuda-cpu --out "$tmp/plain" 2>"$tmp/plain.err" || { echo "FAIL plain cuda-cpu run:"; cat "$tmp/plain.err"; exit 1; }
+check train_cuda_cpu_flash $T --device cuda-cpu --attention flash --out "$tmp/flash"
+check flash_is_the_default cmp "$tmp/plain/model.safetensors" "$tmp/flash/model.safetensors"
+
+E="$VRL eval --ckpt $tmp/plain --tasks none --text $tmp/plain/config.json --seq 32"
+expect_refusal eval_cpu_refuses 2 "^vrl eval: --attention cudnn: --device cpu has no such option" \
+  $E --device cpu --attention cudnn --out "$tmp/e1.json"
+expect_refusal eval_cuda_cpu_refuses_cudnn 2 "^vrl eval: --attention cudnn: cuDNN needs a GPU" \
+  $E --device cuda-cpu --attention cudnn --out "$tmp/e2.json"
+check no_eval_output test ! -e "$tmp/e1.json" -a ! -e "$tmp/e2.json"
+finish
