@@ -17,12 +17,13 @@
  * ref_threads() threads; the norm's sum stays on one thread, in its one order. */
 #include "ref/adamw.h"
 
+#include "ref/isa.h"
 #include "ref/threads.h"
 
 /* elements below which a loop is not worth waking a second thread for */
 #define PAR_MIN_ELEMS 16384
 
-double adamw_update(const ParamTable *t, real *params, real *g, real *exp_avg, real *exp_avg_sq, long step,
+REF_HOT double adamw_update(const ParamTable *t, real *params, real *g, real *exp_avg, real *exp_avg_sq, long step,
                     const AdamWConfig *opt, double lr) {
     const size_t P = t->total;
 

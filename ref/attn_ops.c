@@ -16,6 +16,7 @@
 #include <math.h>
 
 #include "ref/exp_shifted.h"
+#include "ref/isa.h"
 #include "ref/threads.h"
 
 #define ATTN_ROWS 64                  /* query rows per block */
@@ -24,7 +25,7 @@
 
 static int min_int(int a, int b) { return a < b ? a : b; }
 
-void attn_probs_forward(real *att, const real *q, const real *k, const real *k2, int B, int T, int NH, int NKV,
+REF_HOT void attn_probs_forward(real *att, const real *q, const real *k, const real *k2, int B, int T, int NH, int NKV,
                         int hd) {
     const int group = NH / NKV, qC = NH * hd, kvC = NKV * hd, W = k2 ? 2 * T : T, halves = k2 ? 2 : 1;
     const real scale = (real)(1.0 / sqrt((double)hd));
@@ -63,7 +64,7 @@ void attn_probs_forward(real *att, const real *q, const real *k, const real *k2,
         }
 }
 
-void attn_probs_backward(real *dq, real *dk, real *dk2, const real *datt, const real *att, const real *q,
+REF_HOT void attn_probs_backward(real *dq, real *dk, real *dk2, const real *datt, const real *att, const real *q,
                          const real *k, const real *k2, int B, int T, int NH, int NKV, int hd) {
     const int group = NH / NKV, qC = NH * hd, kvC = NKV * hd, W = k2 ? 2 * T : T, halves = k2 ? 2 : 1;
     const real scale = (real)(1.0 / sqrt((double)hd));
@@ -121,7 +122,7 @@ static void diagonal_block(real *tile, const real *a, int W, int t0, int R) {
         for (int c = 0; c < R; c++) tile[r * R + c] = c <= r ? a[(size_t)(t0 + r) * W + t0 + c] : 0;
 }
 
-void attn_apply_forward(real *out, const real *att, const real *v, const real *v2, int B, int T, int NH, int NKV,
+REF_HOT void attn_apply_forward(real *out, const real *att, const real *v, const real *v2, int B, int T, int NH, int NKV,
                         int hd) {
     const int group = NH / NKV, qC = NH * hd, kvC = NKV * hd, W = v2 ? 2 * T : T, halves = v2 ? 2 : 1;
     const int nt = ref_threads();
@@ -149,7 +150,7 @@ void attn_apply_forward(real *out, const real *att, const real *v, const real *v
         }
 }
 
-void attn_apply_backward(real *datt, real *dv, real *dv2, const real *dout, const real *att, const real *v,
+REF_HOT void attn_apply_backward(real *datt, real *dv, real *dv2, const real *dout, const real *att, const real *v,
                          const real *v2, int B, int T, int NH, int NKV, int hd) {
     const int group = NH / NKV, qC = NH * hd, kvC = NKV * hd, W = v2 ? 2 * T : T, halves = v2 ? 2 : 1;
     const int nt = ref_threads();
@@ -190,7 +191,7 @@ void attn_apply_backward(real *datt, real *dv, real *dv2, const real *dout, cons
         }
 }
 
-void repeat_kv_add_forward(real *out, const real *src, int N, int NH, int NKV, int hd) {
+REF_HOT void repeat_kv_add_forward(real *out, const real *src, int N, int NH, int NKV, int hd) {
     const int group = NH / NKV;
     for (int n = 0; n < N; n++)
         for (int h = 0; h < NH; h++) {
@@ -200,7 +201,7 @@ void repeat_kv_add_forward(real *out, const real *src, int N, int NH, int NKV, i
         }
 }
 
-void repeat_kv_add_backward(real *dsrc, const real *dout, int N, int NH, int NKV, int hd) {
+REF_HOT void repeat_kv_add_backward(real *dsrc, const real *dout, int N, int NH, int NKV, int hd) {
     const int group = NH / NKV;
     for (int n = 0; n < N; n++)
         for (int h = 0; h < NH; h++) {

@@ -17,6 +17,7 @@
 
 #include "ref/exp_shifted.h"
 #include "ref/profile.h"
+#include "ref/isa.h"
 #include "ref/threads.h"
 
 /* elements below which a loop is not worth waking a second thread for */
@@ -82,13 +83,13 @@ void matmul_backward(real *dinp, real *dweight, const real *dout, const real *in
 
 /* ------------------------------------------------------------------ embedding */
 
-void embedding_forward(real *out, const int32_t *tokens, const real *wte, int N, int C) {
+REF_HOT void embedding_forward(real *out, const int32_t *tokens, const real *wte, int N, int C) {
     const int nt = ref_threads();
 #pragma omp parallel for num_threads(nt) if (nt > 1 && (size_t)N * C >= PAR_MIN_ELEMS) schedule(static)
     for (int n = 0; n < N; n++) memcpy(out + (size_t)n * C, wte + (size_t)tokens[n] * C, (size_t)C * sizeof(real));
 }
 
-void embedding_backward(real *dwte, const real *dout, const int32_t *tokens, int N, int C) {
+REF_HOT void embedding_backward(real *dwte, const real *dout, const int32_t *tokens, int N, int C) {
     /* Positions are visited in order, so repeated tokens accumulate deterministically;
      * threads take column blocks [c0, c1) */
     const int nt = ref_threads();
@@ -105,7 +106,7 @@ void embedding_backward(real *dwte, const real *dout, const int32_t *tokens, int
 
 /* ------------------------------------------------------------------ rmsnorm */
 
-void rmsnorm_forward(real *out, real *rstd, const real *inp, const real *weight, int N, int C, double eps) {
+REF_HOT void rmsnorm_forward(real *out, real *rstd, const real *inp, const real *weight, int N, int C, double eps) {
     const int nt = ref_threads();
 #pragma omp parallel for num_threads(nt) if (nt > 1 && (size_t)N * C >= PAR_MIN_ELEMS) schedule(static)
     for (int n = 0; n < N; n++) {
@@ -120,7 +121,7 @@ void rmsnorm_forward(real *out, real *rstd, const real *inp, const real *weight,
     }
 }
 
-void rmsnorm_backward(real *dinp, real *dweight, const real *dout, const real *inp, const real *weight,
+REF_HOT void rmsnorm_backward(real *dinp, real *dweight, const real *dout, const real *inp, const real *weight,
                       const real *rstd, int N, int C) {
     /* y_i = g_i x_i r, r = (mean(x²)+eps)^(-1/2), dr/dx_j = -r³ x_j / C:
      * dx_j = r g_j dy_j − (r³/C) x_j Σ_i dy_i g_i x_i;  dg_i += dy_i x_i r. */
@@ -163,7 +164,7 @@ void rope_tables(real *cos_t, real *sin_t, int T, int hd, double theta) {
         }
 }
 
-void rope_forward(real *out, const real *inp, const real *cos_t, const real *sin_t, int B, int T, int NHX, int hd) {
+REF_HOT void rope_forward(real *out, const real *inp, const real *cos_t, const real *sin_t, int B, int T, int NHX, int hd) {
     const int h2 = hd / 2, nt = ref_threads();
 #pragma omp parallel for collapse(2) num_threads(nt) if (nt > 1 && (size_t)B * T * NHX * hd >= PAR_MIN_ELEMS) \
     schedule(static)
@@ -181,7 +182,7 @@ void rope_forward(real *out, const real *inp, const real *cos_t, const real *sin
             }
 }
 
-void rope_backward(real *dinp, const real *dout, const real *cos_t, const real *sin_t, int B, int T, int NHX,
+REF_HOT void rope_backward(real *dinp, const real *dout, const real *cos_t, const real *sin_t, int B, int T, int NHX,
                    int hd) {
     /* The transpose of the 2x2 rotation [[c, −s], [s, c]] is [[c, s], [−s, c]]. */
     const int h2 = hd / 2, nt = ref_threads();
@@ -209,13 +210,13 @@ static inline real sigmoid(real g) {
     return (g >= 0 ? 1 : e) / (1 + e);
 }
 
-void swiglu_forward(real *out, const real *gate, const real *up, size_t n) {
+REF_HOT void swiglu_forward(real *out, const real *gate, const real *up, size_t n) {
     const int nt = ref_threads();
 #pragma omp parallel for num_threads(nt) if (nt > 1 && n >= PAR_MIN_ELEMS) schedule(static)
     for (size_t i = 0; i < n; i++) out[i] = gate[i] * sigmoid(gate[i]) * up[i];
 }
 
-void swiglu_backward(real *dgate, real *dup, const real *dout, const real *gate, const real *up, size_t n) {
+REF_HOT void swiglu_backward(real *dgate, real *dup, const real *dout, const real *gate, const real *up, size_t n) {
     /* silu(g) = g·σ(g), silu'(g) = σ(g)·(1 + g·(1 − σ(g))) */
     const int nt = ref_threads();
 #pragma omp parallel for num_threads(nt) if (nt > 1 && n >= PAR_MIN_ELEMS) schedule(static)
@@ -232,7 +233,7 @@ void swiglu_backward(real *dgate, real *dup, const real *dout, const real *gate,
  * at a time (vectorised) and summed in 8 fixed lanes, lane j taking the indices i = j mod 8
  * in order, then the lanes added 0..7: the same order in every build, and no chain of
  * 50,277 dependent additions. x [V] */
-static double logsumexp(const real *x, int V) {
+REF_HOT static double logsumexp(const real *x, int V) {
     enum { LANES = 8, BLOCK = 256 };
     double lmax[LANES]; /* [LANES] running maxima; max is exact in any order */
     for (int j = 0; j < LANES; j++) lmax[j] = x[0];
@@ -258,7 +259,7 @@ static double logsumexp(const real *x, int V) {
     return maxv + log(s);
 }
 
-double crossentropy_forward(real *losses, double *lse, const real *logits, const int32_t *tokens, int B, int T,
+REF_HOT double crossentropy_forward(real *losses, double *lse, const real *logits, const int32_t *tokens, int B, int T,
                             int V) {
     /* rows in parallel; the mean then sums them in row order */
     const int nt = ref_threads();
@@ -285,7 +286,7 @@ double crossentropy_forward(real *losses, double *lse, const real *logits, const
     return total / ((double)B * (T - 1));
 }
 
-void crossentropy_backward(real *dlogits, const real *logits, const double *lse, const int32_t *tokens, int B, int T,
+REF_HOT void crossentropy_backward(real *dlogits, const real *logits, const double *lse, const int32_t *tokens, int B, int T,
                            int V, double scale) {
     const double w = scale / ((double)B * (T - 1)); /* d(mean)/d(loss_n) times the caller's scale */
     const int nt = ref_threads();
@@ -310,7 +311,7 @@ void crossentropy_backward(real *dlogits, const real *logits, const double *lse,
         }
 }
 
-void token_logprobs_forward(double *logprob, uint8_t *greedy, const real *logits, const int32_t *targets, size_t N,
+REF_HOT void token_logprobs_forward(double *logprob, uint8_t *greedy, const real *logits, const int32_t *targets, size_t N,
                             int V) {
     const int nt = ref_threads();
 #pragma omp parallel for num_threads(nt) if (nt > 1 && N * (size_t)V >= PAR_MIN_ELEMS) schedule(static)
@@ -327,20 +328,20 @@ void token_logprobs_forward(double *logprob, uint8_t *greedy, const real *logits
 
 /* ------------------------------------------------------------------ residual and mixing */
 
-void residual_forward(real *out, const real *a, const real *b, size_t n) {
+REF_HOT void residual_forward(real *out, const real *a, const real *b, size_t n) {
     const int nt = ref_threads();
 #pragma omp parallel for num_threads(nt) if (nt > 1 && n >= PAR_MIN_ELEMS) schedule(static)
     for (size_t i = 0; i < n; i++) out[i] = a[i] + b[i];
 }
 
-void residual_backward(real *da, real *db, const real *dout, size_t n) {
+REF_HOT void residual_backward(real *da, real *db, const real *dout, size_t n) {
     if (da)
         for (size_t i = 0; i < n; i++) da[i] += dout[i];
     if (db)
         for (size_t i = 0; i < n; i++) db[i] += dout[i];
 }
 
-void mix_forward(real *out, const real *const *src, const double *coef, int nsrc, size_t n) {
+REF_HOT void mix_forward(real *out, const real *const *src, const double *coef, int nsrc, size_t n) {
     int first = 1;
     for (int s = 0; s < nsrc; s++) {
         if (coef[s] == 0) continue;
@@ -355,7 +356,7 @@ void mix_forward(real *out, const real *const *src, const double *coef, int nsrc
     if (first) memset(out, 0, n * sizeof(real)); /* no source: a zero value input */
 }
 
-void mix_backward(real *const *dsrc, double *dcoef, const real *dout, const real *const *src, const double *coef,
+REF_HOT void mix_backward(real *const *dsrc, double *dcoef, const real *dout, const real *const *src, const double *coef,
                   int nsrc, size_t n) {
     for (int s = 0; s < nsrc; s++) {
         if (dcoef && src[s]) {
