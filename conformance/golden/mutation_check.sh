@@ -21,7 +21,7 @@ trap 'rm -rf "$tmp"' EXIT
 mutations=(
   "rmsnorm_eps|ref/model.c|s/m->eps = c->norm_eps;/m->eps = c->norm_eps * 0.1;/|baseline_fp64|RMSNorm eps 1e-5 read as 1e-6"
   "rope_theta|ref/ops.c|s/pow(theta, -2.0 \* i \/ hd)/pow(50 * theta, -2.0 * i \/ hd)/|baseline_fp64|RoPE theta 10000 -> 500000"
-  "decay_all|ref/adamw.c|s/const int dec = info->decay \&\& opt->weight_decay != 0,/const int dec = opt->weight_decay != 0,/|baseline_fp64|weight decay also on norm gains (training only)"
+  "decay_all|ref/adamw.c|s/s.decay = info->decay \&\& opt->weight_decay != 0 ?/s.decay = opt->weight_decay != 0 ?/|baseline_fp64|weight decay also on norm gains (training only)"
   "resformer_half|common/model/value_path.c|s/double a = 0\.5, b = 0\.5;/double a = 0.4, b = 0.5;/|resformer_fp64|identity ResFormer lambda_1 0.5 -> 0.4"
 )
 
