@@ -17,10 +17,6 @@
 #include "ref/net.h"
 #include "ref/ops.h"
 #include "ref/ref.h"
-#include "ref/threads.h"
-
-/* gradient elements below which zero_grad is one memset on one thread */
-#define ZERO_PAR_MIN_ELEMS (1 << 20)
 
 typedef struct {
     const RefNet *net;        /* the architecture's table */
@@ -91,17 +87,9 @@ static double be_forward_loss(void *vh, const int32_t *tokens) {
     return h->net->forward(h->m, tokens);
 }
 
-/* Each thread clears one share: at 82M the buffer is 330 MB (float32), and one core's
- * stores do not reach the memory's bandwidth. */
 static void be_zero_grad(void *vh) {
     RefHandle *h = vh;
-    const int nt = ref_threads();
-    const size_t n = h->total, share = (n + (size_t)nt - 1) / (size_t)nt;
-#pragma omp parallel for num_threads(nt) if (nt > 1 && n >= ZERO_PAR_MIN_ELEMS) schedule(static)
-    for (int k = 0; k < nt; k++) {
-        const size_t i0 = (size_t)k * share;
-        if (i0 < n) memset(h->buf.grads + i0, 0, (n - i0 < share ? n - i0 : share) * sizeof(real));
-    }
+    memset(h->buf.grads, 0, h->total * sizeof(real));
 }
 
 static void *be_grad_buffer(void *vh) {
