@@ -46,14 +46,18 @@ static double now(void) {
  * the bits independent of it. Cutting the longer side keeps the operand that every tile
  * reads whole small: a tile of rows re-packs all of op(B), a tile of columns all of op(A),
  * so the lm_head's [V,d] weight is packed once per product, not once per block of tokens.
- * A side of D is cut into tiles of about D/4 (multiples of 16, between GEMM_TILE_MIN and
- * GEMM_TILE_MAX): 2 to 4 tiles for the model's own widths, so that 2 threads split every
- * product evenly; at most 1,024 along a vocabulary. */
+ * A side of D is cut into GEMM_SPLIT tiles (rounded up to a multiple of 16, at least
+ * GEMM_TILE_MIN), or tiles of GEMM_TILE_MAX along a vocabulary. Two, because this
+ * project's machines have two cores: fewer calls re-pack the shared operand fewer times
+ * (one thread), and two equal tiles keep two threads equally busy. More cores gain from a
+ * larger GEMM_SPLIT, which changes float32 results in the last bits (never with the
+ * thread count). */
+#define GEMM_SPLIT 2
 #define GEMM_TILE_MIN 64
 #define GEMM_TILE_MAX 1024
 
 static int gemm_tile(int D) {
-    int t = ((D + 3) / 4 + 15) / 16 * 16;
+    int t = ((D + GEMM_SPLIT - 1) / GEMM_SPLIT + 15) / 16 * 16;
     return t < GEMM_TILE_MIN ? GEMM_TILE_MIN : t > GEMM_TILE_MAX ? GEMM_TILE_MAX : t;
 }
 
