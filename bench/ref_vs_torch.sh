@@ -22,7 +22,8 @@
 # Usage: bench/ref_vs_torch.sh [BUILD_DIR (build)]
 # Env:   PYTHON (python3: an interpreter with torch and transformers), THREADS ("1 2"),
 #        SPECS ("small:16x128 8M:8x128 82M:2x256"), TORCH_STEPS (5), ROUNDS (1),
-#        QUIET_BUSY (0.2), QUIET_SECONDS (2)
+#        QUIET_BUSY (0.2), QUIET_SECONDS (2), ATTN (eager: PyTorch's attention as matmul + softmax;
+#        sdpa: its fused kernel, transformers' default)
 set -eu
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${1:-$ROOT/build}
@@ -33,6 +34,7 @@ TORCH_STEPS=${TORCH_STEPS:-5}
 ROUNDS=${ROUNDS:-1}
 QUIET_BUSY=${QUIET_BUSY:-0.2}
 QUIET_SECONDS=${QUIET_SECONDS:-2}
+ATTN=${ATTN:-eager}
 BENCH=$BUILD/bin/bench_ref_train VRL=$BUILD/bin/vrl
 [ -x "$BENCH" ] && [ -x "$VRL" ] || { echo "ref_vs_torch.sh: build first (bash scripts/build.sh)" >&2; exit 1; }
 [ -x /usr/bin/time ] || { echo "ref_vs_torch.sh: needs GNU time (apt-get install time)" >&2; exit 1; }
@@ -83,7 +85,7 @@ for spec in $SPECS; do
             if [ "$torch" = 1 ]; then
                 OMP_NUM_THREADS=$t run torch "$PYTHON" "$ROOT/bench/ref_vs_torch.py" --threads "$t" --batch "$B" \
                     --seq "$T" --layers "$(field L)" --heads "$(field heads)" --d "$(field d)" --ffn "$(field ffn)" \
-                    --vocab "$(field vocab)" --steps "$TORCH_STEPS"
+                    --vocab "$(field vocab)" --steps "$TORCH_STEPS" --attn "$ATTN"
             fi
         done
     done
