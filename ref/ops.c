@@ -18,6 +18,7 @@
 #include "ref/exp_shifted.h"
 #include "ref/profile.h"
 #include "ref/isa.h"
+#include "ref/lanes.h"
 #include "ref/threads.h"
 
 /* elements below which a loop is not worth waking a second thread for */
@@ -133,8 +134,7 @@ REF_HOT void rmsnorm_forward(real *out, real *rstd, const real *inp, const real 
     for (int n = 0; n < N; n++) {
         const real *x = inp + (size_t)n * C;
         real *y = out + (size_t)n * C;
-        double ss = 0;
-        for (int i = 0; i < C; i++) ss += (double)x[i] * x[i];
+        const double ss = dot_lanes(x, x, C); /* Σ x², lanes.h's fixed order */
         real r = (real)(1.0 / sqrt(ss / C + eps));
         /* torch order: weight * (x * rstd) */
         for (int i = 0; i < C; i++) y[i] = weight[i] * (x[i] * r);
@@ -165,8 +165,7 @@ REF_HOT void rmsnorm_backward(real *dinp, real *dweight, const real *dout, const
         const real *x = inp + (size_t)n * C, *dy = dout + (size_t)n * C;
         double r = rstd[n];
         real *dx = dinp + (size_t)n * C;
-        double dot = 0;
-        for (int i = 0; i < C; i++) dot += (double)dy[i] * weight[i] * x[i];
+        const double dot = dot3_lanes(dy, weight, x, C); /* Σ dy·g·x, lanes.h's fixed order */
         double c = r * r * r * dot / C;
         for (int i = 0; i < C; i++) dx[i] += (real)(r * weight[i] * dy[i] - c * x[i]);
     }
