@@ -3,11 +3,11 @@
  * Clipping follows torch.nn.utils.clip_grad_norm_: total = ‖g‖₂ over every gradient,
  * coef = clip / (total + 1e-6), g ← g·min(1, coef). The squared norm is accumulated in
  * double in one fixed order that depends only on the buffer's length: the flat gradient
- * buffer is cut into chunks of NORM_CHUNK elements, each chunk summed in NORM_LANES
- * interleaved partial sums (element i into lane i mod NORM_LANES) that are then added in
- * lane order, and the chunk sums are added in chunk order. The chunks are shared among the
- * threads, so the norm is the same bits for any thread count, and the lanes let the sum
- * vectorise (one serial chain of additions was latency-bound). Before 2026-11-25 the sum
+ * buffer is cut into chunks of NORM_CHUNK elements, each chunk summed in lanes.h's
+ * SUM_LANES interleaved partial sums (element i into lane i mod SUM_LANES) that are then
+ * added in lane order, and the chunk sums are added in chunk order. The chunks are shared
+ * among the threads, so the norm is the same bits for any thread count, and the lanes let
+ * the sum vectorise (one serial chain of additions was latency-bound). Before 2026-11-25 the sum
  * was that one chain in element order: the norm, and so the clip coefficient, differ from
  * then in the last bits (docs/cpu-speed.md).
  *
@@ -32,29 +32,19 @@
 #include "ref/adamw.h"
 
 #include "ref/isa.h"
+#include "ref/lanes.h"
 #include "ref/threads.h"
 
 /* elements below which a loop is not worth waking a second thread for */
 #define PAR_MIN_ELEMS 16384
 
-/* The norm's fixed order: chunk length (a multiple of the lanes), lanes per chunk, and
- * chunks per parallel loop (their sums wait on the stack to be added in order). */
-enum { NORM_CHUNK = 32768, NORM_LANES = 16, NORM_BATCH = 256 };
+/* The norm's fixed order: chunk length, and chunks per parallel loop (their sums wait on
+ * the stack to be added in order). */
+enum { NORM_CHUNK = 32768, NORM_BATCH = 256 };
 
-/* Σ g[i]² in double over one chunk g [n], in NORM_LANES lanes added in lane order. */
-REF_HOT static double chunk_sum_sq(const real *g, size_t n) {
-    double acc[NORM_LANES] = {0}; /* [NORM_LANES] partial sums */
-    size_t i = 0;
-    for (; i + NORM_LANES <= n; i += NORM_LANES)
-        for (int j = 0; j < NORM_LANES; j++) acc[j] += (double)g[i + j] * (double)g[i + j];
-    for (; i < n; i++) acc[i % NORM_LANES] += (double)g[i] * (double)g[i];
-    double s = 0;
-    for (int j = 0; j < NORM_LANES; j++) s += acc[j];
-    return s;
-}
-
-/* Σ g[i]² over g [P]: chunk sums in chunk order, the chunks computed on the threads. */
-static double grad_sum_sq(const real *g, size_t P) {
+/* Σ g[i]² over g [P] in double: each chunk in lanes.h's fixed lanes, the chunk sums in
+ * chunk order, the chunks computed on the threads. */
+REF_HOT static double grad_sum_sq(const real *g, size_t P) {
     const size_t chunks = (P + NORM_CHUNK - 1) / NORM_CHUNK;
     const int nt = ref_threads();
     double total = 0;
@@ -64,7 +54,8 @@ static double grad_sum_sq(const real *g, size_t P) {
 #pragma omp parallel for num_threads(nt) if (nt > 1 && nc > 1) schedule(static)
         for (size_t c = 0; c < nc; c++) {
             const size_t i0 = (c0 + c) * NORM_CHUNK;
-            part[c] = chunk_sum_sq(g + i0, P - i0 < NORM_CHUNK ? P - i0 : NORM_CHUNK);
+            const real *x = g + i0;
+            part[c] = dot_lanes(x, x, (int)(P - i0 < NORM_CHUNK ? P - i0 : NORM_CHUNK));
         }
         for (size_t c = 0; c < nc; c++) total += part[c];
     }
