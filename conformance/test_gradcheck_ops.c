@@ -103,7 +103,7 @@ Test(gradcheck_ops, rmsnorm) {
     for (int i = 0; i < RC; i++) rn_g[i] = 1 + 0.3 * rng_normal(&rng); /* gains != 1 so dg matters */
     rn_loss();
     real dx[RN * RC] = {0}, dg[RC] = {0};
-    rmsnorm_backward(dx, dg, rn_dout, rn_x, rn_g, rn_rstd, RN, RC);
+    rmsnorm_backward(dx, dg, rn_dout, rn_x, rn_g, rn_rstd, RN, RC, GRAD_ADD);
     cr_assert_lt(fd_check("rmsnorm d(x)", rn_x, RN * RC, dx, rn_loss), TOL);
     cr_assert_lt(fd_check("rmsnorm d(g)", rn_g, RC, dg, rn_loss), TOL);
 }
@@ -122,7 +122,7 @@ Test(gradcheck_ops, rope) {
     rope_tables(rp_cos, rp_sin, PT, PD, 10000.0);
     fill(rp_x, n, 1), fill(rp_dout, n, 1);
     real dx[PB * PT * PH * PD] = {0};
-    rope_backward(dx, rp_dout, rp_cos, rp_sin, PB, PT, PH, PD);
+    rope_backward(dx, rp_dout, rp_cos, rp_sin, PB, PT, PH, PD, GRAD_ADD);
     cr_assert_lt(fd_check("rope d(x)", rp_x, n, dx, rp_loss), TOL);
     /* in place gives the same rotation (the model rotates q and k in place) */
     real y[PB * PT * PH * PD];
@@ -201,7 +201,7 @@ Test(gradcheck_ops, swiglu) {
     rng_seed(&rng, 7);
     fill(sw_g, SN, 2), fill(sw_u, SN, 1), fill(sw_dout, SN, 1);
     real dg[SN] = {0}, du[SN] = {0};
-    swiglu_backward(dg, du, sw_dout, sw_g, sw_u, SN);
+    swiglu_backward(dg, du, sw_dout, sw_g, sw_u, SN, GRAD_ADD);
     cr_assert_lt(fd_check("swiglu d(gate)", sw_g, SN, dg, sw_loss), TOL);
     cr_assert_lt(fd_check("swiglu d(up)", sw_u, SN, du, sw_loss), TOL);
 }
@@ -227,7 +227,7 @@ Test(gradcheck_ops, crossentropy) {
     expect /= CB * (CT - 1);
     cr_assert_float_eq(ce_loss(), expect, 1e-14);
     real dl[CB * CT * CV] = {0};
-    crossentropy_backward(dl, ce_logits, ce_lse, ce_tok, CB, CT, CV, 1.0);
+    crossentropy_backward(dl, ce_logits, ce_lse, ce_tok, CB, CT, CV, 1.0, GRAD_ADD);
     cr_assert_lt(fd_check("crossentropy d(logits)", ce_logits, CB * CT * CV, dl, ce_loss), TOL);
     for (int i = 0; i < CV; i++) cr_assert_eq(dl[(CT - 1) * CV + i], 0, "last position has no target");
 }

@@ -73,7 +73,7 @@ typedef struct {
     int v_from;     /* cv row likewise on V_i with no trainable entry */
     int a_from;     /* ca row likewise on A_i */
     int corr;       /* some ce entry is non-zero: there is an output correction */
-    int dq_fresh;   /* q_from = l and d(Q_l) fresh: RoPE's backward writes it directly */
+    int dq_fresh;   /* q_from = l and d(Q_l) fresh: RoPE's backward writes it (GRAD_SET, no zeroing) */
     int dk_fresh;   /* k_from = l and d(K_l) fresh: likewise */
     int dv_fresh;   /* v_from = l and d(V_l) fresh: attention's backward writes it directly */
     int da_fresh;   /* a_from = l and d(A_l) fresh: likewise */
@@ -349,8 +349,9 @@ void vp_backward_begin(VpState *vp) {
     int hidden = 0;
     for (int l = 0; l < vp->L; l++) {
         zero(vp->dv[l], N * vp->kvC);
-        zero(vp->dqraw[l], N * vp->qC);
-        zero(vp->dkraw[l], N * vp->kvC);
+        /* a fresh d(Q_l), d(K_l) is written over by RoPE's backward (GRAD_SET) */
+        if (!vp->sc[l].dq_fresh) zero(vp->dqraw[l], N * vp->qC);
+        if (!vp->sc[l].dk_fresh) zero(vp->dkraw[l], N * vp->kvC);
         zero(vp->dkrot[l], N * vp->kvC);
         zero(vp->datt[l], BHT * width(vp, l));
         hidden |= vp->plan->hh[l] != 0;
@@ -398,10 +399,8 @@ void vp_backward(VpState *vp, int l, const real *datty, real *dx) {
     /* RoPE, then the Q/K mixes back to the raw projections they read */
     real *dq = sc->dq_fresh ? vp->dqraw[l] : vp->dq; /* [N,qC]  d(queries before RoPE) */
     real *dk = sc->dk_fresh ? vp->dkraw[l] : vp->dk; /* [N,kvC] d(keys before RoPE) */
-    if (!sc->dq_fresh) zero(dq, (size_t)N * qC);
-    if (!sc->dk_fresh) zero(dk, (size_t)N * kvC);
-    rope_backward(dq, vp->dqr, vp->cos_t, vp->sin_t, B, T, vp->NH, vp->hd);
-    rope_backward(dk, vp->dkrot[l], vp->cos_t, vp->sin_t, B, T, vp->NKV, vp->hd);
+    rope_backward(dq, vp->dqr, vp->cos_t, vp->sin_t, B, T, vp->NH, vp->hd, GRAD_SET);
+    rope_backward(dk, vp->dkrot[l], vp->cos_t, vp->sin_t, B, T, vp->NKV, vp->hd, GRAD_SET);
     if (!sc->dq_fresh) mix_backward(vp->dqraw, NULL, dq, vp->qsrc, p->cq + row, l + 1, (size_t)N * qC);
     if (!sc->dk_fresh) mix_backward(vp->dkraw, NULL, dk, vp->ksrc, p->ck + row, l + 1, (size_t)N * kvC);
     /* this layer's projections: their raw outputs' gradients are complete now */
@@ -409,14 +408,13 @@ void vp_backward(VpState *vp, int l, const real *datty, real *dx) {
     if (w->wq) matmul_backward(vp->dln, dw->wq, vp->dqraw[l], a->ln1, w->wq, N, d, qC);
     if (w->wk) matmul_backward(vp->dln, dw->wk, vp->dkraw[l], a->ln1, w->wk, N, d, kvC);
     if (w->wv) matmul_backward(vp->dln, dw->wv, vp->dv[l], a->ln1, w->wv, N, d, kvC);
-    /* xn = hx·x + hh·H_0; shortcut: xn is x, so the norm's backward adds into dx (zeroed by the
-     * model) directly */
+    /* xn = hx·x + hh·H_0; shortcut: xn is x, so the norm's backward writes dx directly */
     if (sc->x_only) {
-        rmsnorm_backward(dx, dw->ln1, vp->dln, a->xn, w->ln1, a->ln1_rstd, N, d);
+        rmsnorm_backward(dx, dw->ln1, vp->dln, a->xn, w->ln1, a->ln1_rstd, N, d, GRAD_SET);
         return;
     }
-    zero(vp->dxn, (size_t)N * d);
-    rmsnorm_backward(vp->dxn, dw->ln1, vp->dln, a->xn, w->ln1, a->ln1_rstd, N, d);
+    rmsnorm_backward(vp->dxn, dw->ln1, vp->dln, a->xn, w->ln1, a->ln1_rstd, N, d, GRAD_SET);
+    zero(dx, (size_t)N * d);
     real *dh[2] = {dx, vp->demb};
     const real *hsrc[2] = {a->x, vp->emb};
     const double hc[2] = {p->hx[l], p->hh[l]};
