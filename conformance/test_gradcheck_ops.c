@@ -267,3 +267,62 @@ Test(gradcheck_ops, residual_and_mix) {
         cr_assert_lt(fabs(num - dcoef[s]) / fabs(num), TOL);
     }
 }
+
+/* ------------------------------------------------------------------ GRAD_SET against zeroing */
+
+/* GRAD_SET must give the bits of zeroing the output and adding (GRAD_ADD), whatever the
+ * buffer held (here NaN, which an add would carry), including +0.0 where g is -0.0; and
+ * GRAD_ADD must still add. One case per op that takes a GradWrite; the shapes are the
+ * gradient checks' above. */
+enum { GS_MAX = CB * CT * CV > PB * PT * PH * PD ? CB * CT * CV : PB * PT * PH * PD };
+static real gs_set[GS_MAX], gs_set2[GS_MAX], gs_add[GS_MAX], gs_add2[GS_MAX]; /* [n] of the op's output */
+
+static void fill_with(real *x, size_t n, real v) {
+    for (size_t i = 0; i < n; i++) x[i] = v;
+}
+
+/* out (prefilled with junk) written with GRAD_SET equals zero + GRAD_ADD, bit for bit; a
+ * second GRAD_ADD on top of the first doubles it. outputs: 1, or 2 when op writes its second
+ * buffer too. */
+static void check_set(const char *what, void (*op)(real *, real *, GradWrite), size_t n, int outputs) {
+    fill_with(gs_set, n, NAN), fill_with(gs_set2, n, NAN);
+    op(gs_set, gs_set2, GRAD_SET);
+    fill_with(gs_add, n, 0), fill_with(gs_add2, n, 0);
+    op(gs_add, gs_add2, GRAD_ADD);
+    cr_assert(memcmp(gs_set, gs_add, n * sizeof *gs_set) == 0, "%s: GRAD_SET differs from zero + GRAD_ADD", what);
+    if (outputs == 2)
+        cr_assert(memcmp(gs_set2, gs_add2, n * sizeof *gs_set2) == 0, "%s: GRAD_SET differs (2nd output)", what);
+    op(gs_add, gs_add2, GRAD_ADD);
+    for (size_t i = 0; i < n; i++) cr_assert_eq(gs_add[i], 2 * gs_set[i], "%s: GRAD_ADD did not add at %zu", what, i);
+}
+
+static void gs_rmsnorm(real *out, real *unused, GradWrite how) {
+    (void)unused;
+    rmsnorm_backward(out, NULL, rn_dout, rn_x, rn_g, rn_rstd, RN, RC, how);
+}
+static void gs_rope(real *out, real *unused, GradWrite how) {
+    (void)unused;
+    rope_backward(out, rp_dout, rp_cos, rp_sin, PB, PT, PH, PD, how);
+}
+static void gs_swiglu(real *dg, real *du, GradWrite how) { swiglu_backward(dg, du, sw_dout, sw_g, sw_u, SN, how); }
+static void gs_crossentropy(real *out, real *unused, GradWrite how) {
+    (void)unused;
+    crossentropy_backward(out, ce_logits, ce_lse, ce_tok, CB, CT, CV, 1.0, how);
+}
+
+Test(gradcheck_ops, grad_set_is_zero_then_add) {
+    rng_seed(&rng, 10);
+    fill(rn_x, RN * RC, 1), fill(rn_g, RC, 1), fill(rn_dout, RN * RC, 1);
+    rmsnorm_forward(rn_out, rn_rstd, rn_x, rn_g, RN, RC, 1e-5);
+    check_set("rmsnorm", gs_rmsnorm, RN * RC, 1);
+    rope_tables(rp_cos, rp_sin, PT, PD, 10000.0);
+    fill(rp_dout, PB * PT * PH * PD, 1);
+    check_set("rope", gs_rope, PB * PT * PH * PD, 1);
+    fill(sw_g, SN, 2), fill(sw_u, SN, 1), fill(sw_dout, SN, 1);
+    sw_dout[0] = -0.0, sw_u[0] = 1; /* d(gate)[0] = d(up)[0] = -0.0: SET must write +0.0 */
+    check_set("swiglu", gs_swiglu, SN, 2);
+    cr_assert(!signbit(gs_set[0]) && !signbit(gs_set2[0]), "swiglu: GRAD_SET kept a -0.0");
+    fill(ce_logits, CB * CT * CV, 2);
+    crossentropy_forward(ce_losses, ce_lse, ce_logits, ce_tok, CB, CT, CV);
+    check_set("crossentropy", gs_crossentropy, CB * CT * CV, 1); /* the last rows too: zeros over NaN */
+}
