@@ -289,7 +289,7 @@ static void attention_case(int B, int T, int NH, int NKV, int hd) {
     REF64(attn_probs_forward)(att.data(), q.data(), k.data(), NULL, B, T, NH, NKV, hd);
     REF64(attn_apply_forward)(out.data(), att.data(), v.data(), NULL, B, T, NH, NKV, hd);
     REF64(attn_apply_backward)(datt.data(), rdv.data(), NULL, dout.data(), att.data(), v.data(), NULL, B, T, NH, NKV,
-                               hd);
+                               hd, GRAD_ADD);
     REF64(attn_probs_backward)(rdq.data(), rdk.data(), NULL, datt.data(), att.data(), q.data(), k.data(), NULL, B, T,
                                NH, NKV, hd);
     vector<bf16> first_o, first_dq, first_dk;

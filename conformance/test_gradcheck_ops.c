@@ -176,7 +176,19 @@ static void attention_case(int nkv, int two, const char *tag) {
     memcpy(at_p, at_att, na * sizeof *at_p); /* the apply half reads real probabilities */
     real dq[AQ] = {0}, dk[AQ] = {0}, dk2[AQ] = {0}, dv[AQ] = {0}, dv2[AQ] = {0}, datt[AATT] = {0};
     attn_probs_backward(dq, dk, two ? dk2 : NULL, at_watt, at_att, at_q, at_k, two ? at_k2 : NULL, AB, AT, AH, nkv, AD);
-    attn_apply_backward(datt, dv, two ? dv2 : NULL, at_wout, at_p, at_v, two ? at_v2 : NULL, AB, AT, AH, nkv, AD);
+    attn_apply_backward(datt, dv, two ? dv2 : NULL, at_wout, at_p, at_v, two ? at_v2 : NULL, AB, AT, AH, nkv, AD,
+                        GRAD_ADD);
+    /* GRAD_SET over NaN: the visible entries get the bits of zero + GRAD_ADD, the masked ones
+     * are left alone */
+    real dset[AATT];
+    for (size_t i = 0; i < na; i++) dset[i] = NAN;
+    attn_apply_backward(dset, NULL, NULL, at_wout, at_p, at_v, two ? at_v2 : NULL, AB, AT, AH, nkv, AD, GRAD_SET);
+    for (int r = 0; r < AB * AH * AT; r++)
+        for (int j = 0; j < W; j++) {
+            const size_t i = (size_t)r * W + j;
+            if (j % AT > r % AT) cr_assert(isnan(dset[i]), "GRAD_SET wrote a masked entry (%d, %d)", r, j);
+            else cr_assert(memcmp(&dset[i], &datt[i], sizeof *dset) == 0, "GRAD_SET differs at (%d, %d)", r, j);
+        }
     att_check("probs d(q)", tag, at_q, AQ, dq, probs_loss);
     att_check("probs d(k)", tag, at_k, nk, dk, probs_loss);
     if (two) att_check("probs d(k2)", tag, at_k2, nk, dk2, probs_loss);

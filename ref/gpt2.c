@@ -340,7 +340,7 @@ void gpt2_backward(Gpt2Model *m, double grad_scale) {
         mul(g->attd, g->att[l], g->mA[l], att); /* P ⊙ mask again (the forward's was overwritten) */
         memset(g->datt, 0, att * sizeof(real));
         memset(g->dv, 0, Nd * sizeof(real));
-        attn_apply_backward(g->datt, g->dv, NULL, g->datty, g->attd, g->v[l], NULL, B, T, NH, NH, hd);
+        attn_apply_backward(g->datt, g->dv, NULL, g->datty, g->attd, g->v[l], NULL, B, T, NH, NH, hd, GRAD_ADD);
         mul(g->datt, g->datt, g->mA[l], att); /* d(P ⊙ mask) -> dP */
         memset(g->dq, 0, Nd * sizeof(real));
         memset(g->dk, 0, Nd * sizeof(real));

@@ -353,7 +353,9 @@ void vp_backward_begin(VpState *vp) {
         if (!vp->sc[l].dq_fresh) zero(vp->dqraw[l], N * vp->qC);
         if (!vp->sc[l].dk_fresh) zero(vp->dkraw[l], N * vp->kvC);
         zero(vp->dkrot[l], N * vp->kvC);
-        zero(vp->datt[l], BHT * width(vp, l));
+        /* a fresh d(A_l) is written over by attention's backward (GRAD_SET); its masked entries
+         * stay the arena's zeros, and nothing reads them */
+        if (!vp->sc[l].da_fresh) zero(vp->datt[l], BHT * width(vp, l));
         hidden |= vp->plan->hh[l] != 0;
     }
     if (hidden) zero(vp->demb, N * vp->d);
@@ -383,7 +385,7 @@ void vp_backward(VpState *vp, int l, const real *datty, real *dx) {
     if (!sc->da_fresh) zero(dattp, natt);
     if (!sc->dv_fresh) zero(dvin, (size_t)N * kvC);
     attn_apply_backward(dattp, dvin, mp >= 0 ? vp->dv[mp] : NULL, datty, a->attp, a->vin, v2, B, T, vp->NH, vp->NKV,
-                        vp->hd);
+                        vp->hd, sc->da_fresh ? GRAD_SET : GRAD_ADD);
     if (!sc->da_fresh) mix_backward(vp->datt, NULL, dattp, vp->asrc, p->ca + row, l + 1, natt);
     /* V' = Σ cv·V_i; a trainable entry gets Σ dV'·V_i */
     if (!sc->dv_fresh) {
