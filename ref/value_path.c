@@ -55,7 +55,7 @@ typedef struct {
     real *q;        /* [N,qC]  queries after mixing (Σ cq·Q_i) and RoPE */
     real *k;        /* [N,kvC] keys after mixing (Σ ck·K_i) and RoPE */
     const real *vin;  /* [N,kvC] the value input attention consumes: Σ_i vcoef[l][i] · V_i (may alias V_i) */
-    real *xn_buf, *vin_buf, *attp_buf; /* storage of xn, vin, attp where the generic mix runs; else NULL */
+    real *xn_buf, *vin_buf, *attp_buf; /* storage of xn, vin, attp where the generic mix runs (else empty) */
     real *att;        /* [B,NH,T,W] causal softmax A_l (own keys, then K_m for Eq. 2) */
     const real *attp; /* [B,NH,T,W] probabilities applied to the values: Σ_i ca[l][i]·A_i (may alias A_i) */
     real *corr;       /* [N,kvC] output correction Σ_i ce[l][i]·V_i (kv space; empty without corrections) */
@@ -65,7 +65,8 @@ typedef struct {
 /* Layer l's special cases of the generic mixes, read off the plan once. An "identity" row has
  * one source with coefficient exactly 1 and the rest 0; a gradient accumulator is "fresh" at
  * layer l when no other layer adds into it before layer l's backward writes it (no later
- * reader, no correction of the layer's own V), so it still holds its zeros. */
+ * reader, no correction of the layer's own V): layer l's op may then write it directly,
+ * instead of writing a scratch buffer that the identity mix would add into it. */
 typedef struct {
     int x_only;     /* hx = 1, hh = 0: xn is x itself (no hidden residual) */
     int q_from;     /* cq row is the identity on Q_i: i, else -1 */
@@ -98,7 +99,7 @@ struct VpState {
     real **datt;           /* [L] × [B,NH,T,W] d(A_i) */
     real *demb;            /* [N,d]   d(H_0) from hidden residuals (empty without them) */
     /* backward scratch, reused by every layer */
-    real *dattp;           /* [B,NH,T,2T] d(applied probabilities) */
+    real *dattp;           /* [B,NH,T,W] d(applied probabilities), W of the widest generic layer */
     real *dcorr;           /* [N,kvC] d(correction) */
     real *dvin;            /* [N,kvC] d(value input) */
     real *dqr;             /* [N,qC]  d(queries after RoPE) */
