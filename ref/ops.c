@@ -25,9 +25,9 @@
 /* columns per share when a sum over rows is split by columns */
 #define COL_BLOCK 64
 
-/* The starting value of a gradient element: its old value to add into, or +0 to write over
- * (GradWrite, ops.h). The compiler unswitches the loops on `how`, so GRAD_SET reads nothing. */
-static inline real grad_start(GradWrite how, real old) { return how == GRAD_SET ? (real)0 : old; }
+/* GradWrite (ops.h): GRAD_SET writes (real)0 + g, the bits that zeroing and then adding give.
+ * The two cases are written as two inner loops, not one loop with a select on `how`: with the
+ * select, SwiGLU's backward no longer vectorised (2.5% -> 12.5% of a `small` step, perf). */
 
 /* ------------------------------------------------------------------ matmul */
 
@@ -151,7 +151,10 @@ REF_HOT void rmsnorm_backward(real *dinp, real *dweight, const real *dout, const
         double dot = 0;
         for (int i = 0; i < C; i++) dot += (double)dy[i] * weight[i] * x[i];
         double c = r * r * r * dot / C;
-        for (int i = 0; i < C; i++) dx[i] = grad_start(how, dx[i]) + (real)(r * weight[i] * dy[i] - c * x[i]);
+        if (how == GRAD_SET)
+            for (int i = 0; i < C; i++) dx[i] = (real)0 + (real)(r * weight[i] * dy[i] - c * x[i]);
+        else
+            for (int i = 0; i < C; i++) dx[i] += (real)(r * weight[i] * dy[i] - c * x[i]);
     }
 }
 
@@ -198,10 +201,16 @@ REF_HOT void rope_backward(real *dinp, const real *dout, const real *cos_t, cons
                 size_t o = ((size_t)(b * T + t) * NHX + h) * hd;
                 const real *dy = dout + o, *c = cos_t + t * h2, *s = sin_t + t * h2;
                 real *dx = dinp + o;
-                for (int i = 0; i < h2; i++) {
-                    dx[i] = grad_start(how, dx[i]) + (dy[i] * c[i] + dy[i + h2] * s[i]);
-                    dx[i + h2] = grad_start(how, dx[i + h2]) + (dy[i + h2] * c[i] - dy[i] * s[i]);
-                }
+                if (how == GRAD_SET)
+                    for (int i = 0; i < h2; i++) {
+                        dx[i] = (real)0 + (dy[i] * c[i] + dy[i + h2] * s[i]);
+                        dx[i + h2] = (real)0 + (dy[i + h2] * c[i] - dy[i] * s[i]);
+                    }
+                else
+                    for (int i = 0; i < h2; i++) {
+                        dx[i] += dy[i] * c[i] + dy[i + h2] * s[i];
+                        dx[i + h2] += dy[i + h2] * c[i] - dy[i] * s[i];
+                    }
             }
 }
 
@@ -224,11 +233,20 @@ REF_HOT void swiglu_backward(real *dgate, real *dup, const real *dout, const rea
                              GradWrite how) {
     /* silu(g) = g·σ(g), silu'(g) = σ(g)·(1 + g·(1 − σ(g))) */
     const int nt = ref_threads();
+    if (how == GRAD_SET) {
+#pragma omp parallel for num_threads(nt) if (nt > 1 && n >= PAR_MIN_ELEMS) schedule(static)
+        for (size_t i = 0; i < n; i++) {
+            const real g = gate[i], sig = sigmoid(g), silu = g * sig;
+            dgate[i] = (real)0 + dout[i] * up[i] * sig * (1 + g * (1 - sig));
+            dup[i] = (real)0 + dout[i] * silu;
+        }
+        return;
+    }
 #pragma omp parallel for num_threads(nt) if (nt > 1 && n >= PAR_MIN_ELEMS) schedule(static)
     for (size_t i = 0; i < n; i++) {
         const real g = gate[i], sig = sigmoid(g), silu = g * sig;
-        dgate[i] = grad_start(how, dgate[i]) + dout[i] * up[i] * sig * (1 + g * (1 - sig));
-        dup[i] = grad_start(how, dup[i]) + dout[i] * silu;
+        dgate[i] += dout[i] * up[i] * sig * (1 + g * (1 - sig));
+        dup[i] += dout[i] * silu;
     }
 }
 
@@ -311,7 +329,10 @@ REF_HOT void crossentropy_backward(real *dlogits, const real *logits, const doub
 #pragma GCC unroll 4
                 for (int i = 0; i < m; i++) p[i] = exp_shifted(x[i0 + i] - shift);
                 if (target >= i0 && target < i0 + m) p[target - i0] -= 1.0;
-                for (int i = 0; i < m; i++) dx[i0 + i] = grad_start(how, dx[i0 + i]) + (real)(w * p[i]);
+                if (how == GRAD_SET)
+                    for (int i = 0; i < m; i++) dx[i0 + i] = (real)0 + (real)(w * p[i]);
+                else
+                    for (int i = 0; i < m; i++) dx[i0 + i] += (real)(w * p[i]);
             }
         }
     if (how == GRAD_SET) /* the last position of each sequence has no target: its row is 0 */
