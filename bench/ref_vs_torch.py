@@ -21,6 +21,9 @@ p = argparse.ArgumentParser()
 for name in ("threads", "batch", "seq", "layers", "heads", "d", "ffn", "vocab"):
     p.add_argument("--" + name, type=int, required=True)
 p.add_argument("--steps", type=int, default=5)
+p.add_argument("--attn", choices=("eager", "sdpa"), default="eager",
+               help="Hugging Face attention: eager (matmul + softmax, as the reference computes it) or sdpa "
+                    "(torch's fused scaled_dot_product_attention, transformers' default)")
 a = p.parse_args()
 
 torch.set_num_threads(a.threads)
@@ -28,7 +31,7 @@ torch.manual_seed(0)
 cfg = LlamaConfig(hidden_size=a.d, intermediate_size=a.ffn, num_hidden_layers=a.layers,
                   num_attention_heads=a.heads, num_key_value_heads=a.heads, vocab_size=a.vocab,
                   max_position_embeddings=max(a.seq, 2048), rms_norm_eps=1e-5, rope_theta=10000.0,
-                  tie_word_embeddings=False, attn_implementation="eager")
+                  tie_word_embeddings=False, attn_implementation=a.attn)
 model = LlamaForCausalLM(cfg).float().train()
 opt = torch.optim.AdamW(model.parameters(), lr=1e-4, betas=(0.9, 0.95), eps=1e-8, weight_decay=0.1)
 tokens = torch.randint(0, a.vocab, (a.batch, a.seq))
@@ -48,5 +51,5 @@ for _ in range(a.steps):
     step()
 secs, cpu = time.perf_counter() - t0, time.process_time() - c0
 tokens = a.batch * a.seq * a.steps
-print(f"torch {a.threads} thread(s): {tokens / secs:9.0f} tokens/s ({a.steps} steps, {secs / a.steps:.2f} s/step, "
+print(f"torch {a.threads} thread(s) {a.attn}: {tokens / secs:9.0f} tokens/s ({a.steps} steps, {secs / a.steps:.2f} s/step, "
       f"{cpu / a.steps:.2f} CPU-s/step: {tokens / cpu:.0f} tokens per CPU-second)", flush=True)

@@ -1,7 +1,7 @@
 /* test_thread_bits.c: the reference gives the same bits on any number of threads.
  *
  * Story: the `small` preset at B8 × T64 (every matrix product large enough to be split
- * between threads, ref/ops.c gemm_rows), the same weights and tokens, three full training
+ * between threads, ref/ops.c gemm_tiles), the same weights and tokens, three full training
  * steps (forward, backward, clip, AdamW) with 1 thread and again with 2 and 3; the weights
  * and both AdamW moments must be byte-identical, in float32 and float64. A second model
  * covers grouped-query attention (2 query heads per key/value head, whose key and value

@@ -17,6 +17,7 @@
 
 #include "ref/exp_shifted.h"
 #include "ref/isa.h"
+#include "ref/lanes.h"
 #include "ref/threads.h"
 
 #define ATTN_ROWS 64                  /* query rows per block */
@@ -52,7 +53,7 @@ REF_HOT void attn_probs_forward(real *att, const real *q, const real *k, const r
                     for (int half = 0; half < halves; half++) {
                         real *x = a + half * T; /* [t+1] this half's visible scores */
                         for (int c = 0; c <= t; c++) x[c] = (real)exp_shifted_real((double)x[c] - maxv); /* vectorises */
-                        for (int c = 0; c <= t; c++) sum += x[c];
+                        sum += sum_lanes(x, t + 1);
                     }
                     const real inv = (real)(1.0 / sum);
                     for (int half = 0; half < halves; half++) {
@@ -83,9 +84,8 @@ REF_HOT void attn_probs_backward(real *dq, real *dk, real *dk2, const real *datt
                 /* softmax backward: d(score) = p ⊙ (dp − Σ p·dp), the sum over the whole row */
                 for (int r = 0; r < R; r++) {
                     const size_t row = (size_t)(t0 + r) * W;
-                    double s = 0;
-                    for (int half = 0; half < halves; half++)
-                        for (int c = 0; c <= t0 + r; c++) s += (double)ah[row + half * T + c] * dah[row + half * T + c];
+                    double s = 0; /* each half's Σ in lanes.h's fixed order, then the halves in order */
+                    for (int half = 0; half < halves; half++) s += dot_lanes(ah + row + half * T, dah + row + half * T, t0 + r + 1);
                     rowdot[r] = s;
                 }
                 for (int half = 0; half < halves; half++) {

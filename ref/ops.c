@@ -9,7 +9,7 @@
  * threads, never inside a sum, so every result is the same bits for any thread count; a
  * sum over rows (a norm's weight gradient, the embedding gradient) is split by columns
  * instead, each column summed over the rows in order. Matrix products are split into
- * blocks of rows of the output that do not depend on the thread count (gemm_rows). */
+ * tiles of the output that do not depend on the thread count (gemm_tiles). */
 #include "ref/ops.h"
 
 #include <string.h>
@@ -18,6 +18,7 @@
 #include "ref/exp_shifted.h"
 #include "ref/profile.h"
 #include "ref/isa.h"
+#include "ref/lanes.h"
 #include "ref/threads.h"
 
 /* elements below which a loop is not worth waking a second thread for */
@@ -42,36 +43,57 @@ static double now(void) {
     return ts.tv_sec + 1e-9 * ts.tv_nsec;
 }
 
-/* Products are computed in blocks of this many rows of the output, the same blocks for any
- * thread count, and the blocks are shared among the threads. OpenBLAS's float32 kernels
- * round an element differently depending on where its row falls in the product (measured:
- * splitting a product in two changes some of its elements in the last bit), so only a split
- * that does not depend on the thread count keeps the bits independent of it. */
-#define GEMM_BLOCK_ROWS 128
+/* Products are cut into tiles of their output C along its longer side, and the tiles are
+ * shared among the threads. The tiles depend only on the product's shape, never on the
+ * thread count: OpenBLAS's float32 kernels round an element differently depending on where
+ * it falls in the product (measured: splitting a product in two changes some of its
+ * elements in the last bit), so only a split that does not depend on the thread count keeps
+ * the bits independent of it. Cutting the longer side keeps the operand that every tile
+ * reads whole small: a tile of rows re-packs all of op(B), a tile of columns all of op(A),
+ * so the lm_head's [V,d] weight is packed once per product, not once per block of tokens.
+ * A side of D is cut into GEMM_SPLIT tiles (rounded up to a multiple of 16, at least
+ * GEMM_TILE_MIN), or tiles of GEMM_TILE_MAX along a vocabulary. Two, because this
+ * project's machines have two cores: fewer calls re-pack the shared operand fewer times
+ * (one thread), and two equal tiles keep two threads equally busy. More cores gain from a
+ * larger GEMM_SPLIT, which changes float32 results in the last bits (never with the
+ * thread count). */
+#define GEMM_SPLIT 2
+#define GEMM_TILE_MIN 64
+#define GEMM_TILE_MAX 1024
 
-/* C [M,N] (row stride ldc) = op(A)·op(B) + beta·C, op(A) [M,K], op(B) [K,N], row blocks of C
+static int gemm_tile(int D) {
+    int t = ((D + GEMM_SPLIT - 1) / GEMM_SPLIT + 15) / 16 * 16;
+    return t < GEMM_TILE_MIN ? GEMM_TILE_MIN : t > GEMM_TILE_MAX ? GEMM_TILE_MAX : t;
+}
+
+/* C [M,N] (row stride ldc) = op(A)·op(B) + beta·C, op(A) [M,K], op(B) [K,N], tiles of C
  * shared among the threads. */
-static void gemm_rows(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int K, const real *A, int lda,
-                      const real *B, int ldb, real beta, real *C, int ldc) {
-    const int blocks = (M + GEMM_BLOCK_ROWS - 1) / GEMM_BLOCK_ROWS;
-    if (blocks == 1) {
+static void gemm_tiles(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int K, const real *A, int lda,
+                       const real *B, int ldb, real beta, real *C, int ldc) {
+    const int by_rows = M >= N, D = by_rows ? M : N, tile = gemm_tile(D), tiles = (D + tile - 1) / tile;
+    if (tiles == 1) {
         cblas_gemm(CblasRowMajor, ta, tb, M, N, K, 1, A, lda, B, ldb, beta, C, ldc);
         return;
     }
-    const int nt = ref_threads() < blocks ? ref_threads() : blocks;
-#pragma omp parallel for num_threads(nt) if (nt > 1) schedule(static)
-    for (int p = 0; p < blocks; p++) {
-        const int r0 = p * GEMM_BLOCK_ROWS, rows = r0 + GEMM_BLOCK_ROWS <= M ? GEMM_BLOCK_ROWS : M - r0;
-        /* rows r0.. of op(A): a row offset of A, or a column offset when A is transposed */
-        const real *Ap = ta == CblasNoTrans ? A + (size_t)r0 * lda : A + r0;
-        cblas_gemm(CblasRowMajor, ta, tb, rows, N, K, 1, Ap, lda, B, ldb, beta, C + (size_t)r0 * ldc, ldc);
+    const int nt = ref_threads() < tiles ? ref_threads() : tiles;
+    /* dynamic: the last tile may be short; which thread takes a tile never changes its bits */
+#pragma omp parallel for num_threads(nt) if (nt > 1) schedule(dynamic, 1)
+    for (int p = 0; p < tiles; p++) {
+        const int i0 = p * tile, n = i0 + tile <= D ? tile : D - i0;
+        if (by_rows) { /* rows i0.. of op(A) (a column offset when A is transposed) and of C */
+            const real *Ap = ta == CblasNoTrans ? A + (size_t)i0 * lda : A + i0;
+            cblas_gemm(CblasRowMajor, ta, tb, n, N, K, 1, Ap, lda, B, ldb, beta, C + (size_t)i0 * ldc, ldc);
+        } else { /* columns i0.. of op(B) (a row offset when B is transposed) and of C */
+            const real *Bp = tb == CblasNoTrans ? B + i0 : B + (size_t)i0 * ldb;
+            cblas_gemm(CblasRowMajor, ta, tb, M, n, K, 1, A, lda, Bp, ldb, beta, C + i0, ldc);
+        }
     }
 }
 
 void matmul_forward(real *out, const real *inp, const real *weight, int N, int C, int OC) {
     double t0 = now();
     /* out [N,OC] = inp [N,C] · weightᵀ [C,OC] */
-    gemm_rows(CblasNoTrans, CblasTrans, N, OC, C, inp, C, weight, C, 0, out, OC);
+    gemm_tiles(CblasNoTrans, CblasTrans, N, OC, C, inp, C, weight, C, 0, out, OC);
     matmul_seconds += now() - t0;
 }
 
@@ -79,9 +101,9 @@ void matmul_backward(real *dinp, real *dweight, const real *dout, const real *in
                      int C, int OC) {
     double t0 = now();
     /* dinp [N,C] += dout [N,OC] · weight [OC,C] */
-    if (dinp) gemm_rows(CblasNoTrans, CblasNoTrans, N, C, OC, dout, OC, weight, C, 1, dinp, C);
+    if (dinp) gemm_tiles(CblasNoTrans, CblasNoTrans, N, C, OC, dout, OC, weight, C, 1, dinp, C);
     /* dweight [OC,C] += doutᵀ [OC,N] · inp [N,C] */
-    if (dweight) gemm_rows(CblasTrans, CblasNoTrans, OC, C, N, dout, OC, inp, C, 1, dweight, C);
+    if (dweight) gemm_tiles(CblasTrans, CblasNoTrans, OC, C, N, dout, OC, inp, C, 1, dweight, C);
     matmul_seconds += now() - t0;
 }
 
@@ -116,8 +138,7 @@ REF_HOT void rmsnorm_forward(real *out, real *rstd, const real *inp, const real 
     for (int n = 0; n < N; n++) {
         const real *x = inp + (size_t)n * C;
         real *y = out + (size_t)n * C;
-        double ss = 0;
-        for (int i = 0; i < C; i++) ss += (double)x[i] * x[i];
+        const double ss = dot_lanes(x, x, C); /* Σ x², lanes.h's fixed order */
         real r = (real)(1.0 / sqrt(ss / C + eps));
         /* torch order: weight * (x * rstd) */
         for (int i = 0; i < C; i++) y[i] = weight[i] * (x[i] * r);
@@ -148,8 +169,7 @@ REF_HOT void rmsnorm_backward(real *dinp, real *dweight, const real *dout, const
         const real *x = inp + (size_t)n * C, *dy = dout + (size_t)n * C;
         double r = rstd[n];
         real *dx = dinp + (size_t)n * C;
-        double dot = 0;
-        for (int i = 0; i < C; i++) dot += (double)dy[i] * weight[i] * x[i];
+        const double dot = dot3_lanes(dy, weight, x, C); /* Σ dy·g·x, lanes.h's fixed order */
         double c = r * r * r * dot / C;
         if (how == GRAD_SET)
             for (int i = 0; i < C; i++) dx[i] = (real)0 + (real)(r * weight[i] * dy[i] - c * x[i]);
