@@ -83,7 +83,7 @@ Test(fast_cpu_ops, rmsnorm_edge_shapes) {
     for (int i = 0; i < N * C; i++) dout32[i] = (float)uniform(), dout[i] = dout32[i];
     vector<double> ry(N * C), rr(N), rdx(N * C, 0.0), rdw(C, 0.0);
     REF64(rmsnorm_forward)(ry.data(), rr.data(), x.data(), w.data(), N, C, 1e-5);
-    REF64(rmsnorm_backward)(rdx.data(), rdw.data(), dout.data(), x.data(), w.data(), rr.data(), N, C);
+    REF64(rmsnorm_backward)(rdx.data(), rdw.data(), dout.data(), x.data(), w.data(), rr.data(), N, C, GRAD_ADD);
     vector<bf16> first_y, first_dx16;
     vector<float> first_dw;
     for (const char *o : orders) {
@@ -210,7 +210,7 @@ Test(fast_cpu_ops, swiglu_reads_and_writes_the_gate_up_stride) {
     for (int n = 0; n < N; n++)
         for (int f = 0; f < F; f++) g[(size_t)n * F + f] = gu[(size_t)n * 2 * F + f], u[(size_t)n * F + f] = gu[(size_t)n * 2 * F + F + f];
     REF64(swiglu_forward)(ry.data(), g.data(), u.data(), (size_t)N * F);
-    REF64(swiglu_backward)(rdg.data(), rdu.data(), dout.data(), g.data(), u.data(), (size_t)N * F);
+    REF64(swiglu_backward)(rdg.data(), rdu.data(), dout.data(), g.data(), u.data(), (size_t)N * F, GRAD_ADD);
     vector<double> rdgu((size_t)N * 2 * F);
     for (int n = 0; n < N; n++)
         for (int f = 0; f < F; f++)
@@ -289,7 +289,7 @@ static void attention_case(int B, int T, int NH, int NKV, int hd) {
     REF64(attn_probs_forward)(att.data(), q.data(), k.data(), NULL, B, T, NH, NKV, hd);
     REF64(attn_apply_forward)(out.data(), att.data(), v.data(), NULL, B, T, NH, NKV, hd);
     REF64(attn_apply_backward)(datt.data(), rdv.data(), NULL, dout.data(), att.data(), v.data(), NULL, B, T, NH, NKV,
-                               hd);
+                               hd, GRAD_ADD);
     REF64(attn_probs_backward)(rdq.data(), rdk.data(), NULL, datt.data(), att.data(), q.data(), k.data(), NULL, B, T,
                                NH, NKV, hd);
     vector<bf16> first_o, first_dq, first_dk;

@@ -103,7 +103,7 @@ Test(gradcheck_ops, rmsnorm) {
     for (int i = 0; i < RC; i++) rn_g[i] = 1 + 0.3 * rng_normal(&rng); /* gains != 1 so dg matters */
     rn_loss();
     real dx[RN * RC] = {0}, dg[RC] = {0};
-    rmsnorm_backward(dx, dg, rn_dout, rn_x, rn_g, rn_rstd, RN, RC);
+    rmsnorm_backward(dx, dg, rn_dout, rn_x, rn_g, rn_rstd, RN, RC, GRAD_ADD);
     cr_assert_lt(fd_check("rmsnorm d(x)", rn_x, RN * RC, dx, rn_loss), TOL);
     cr_assert_lt(fd_check("rmsnorm d(g)", rn_g, RC, dg, rn_loss), TOL);
 }
@@ -122,7 +122,7 @@ Test(gradcheck_ops, rope) {
     rope_tables(rp_cos, rp_sin, PT, PD, 10000.0);
     fill(rp_x, n, 1), fill(rp_dout, n, 1);
     real dx[PB * PT * PH * PD] = {0};
-    rope_backward(dx, rp_dout, rp_cos, rp_sin, PB, PT, PH, PD);
+    rope_backward(dx, rp_dout, rp_cos, rp_sin, PB, PT, PH, PD, GRAD_ADD);
     cr_assert_lt(fd_check("rope d(x)", rp_x, n, dx, rp_loss), TOL);
     /* in place gives the same rotation (the model rotates q and k in place) */
     real y[PB * PT * PH * PD];
@@ -176,7 +176,19 @@ static void attention_case(int nkv, int two, const char *tag) {
     memcpy(at_p, at_att, na * sizeof *at_p); /* the apply half reads real probabilities */
     real dq[AQ] = {0}, dk[AQ] = {0}, dk2[AQ] = {0}, dv[AQ] = {0}, dv2[AQ] = {0}, datt[AATT] = {0};
     attn_probs_backward(dq, dk, two ? dk2 : NULL, at_watt, at_att, at_q, at_k, two ? at_k2 : NULL, AB, AT, AH, nkv, AD);
-    attn_apply_backward(datt, dv, two ? dv2 : NULL, at_wout, at_p, at_v, two ? at_v2 : NULL, AB, AT, AH, nkv, AD);
+    attn_apply_backward(datt, dv, two ? dv2 : NULL, at_wout, at_p, at_v, two ? at_v2 : NULL, AB, AT, AH, nkv, AD,
+                        GRAD_ADD);
+    /* GRAD_SET over NaN: the visible entries get the bits of zero + GRAD_ADD, the masked ones
+     * are left alone */
+    real dset[AATT];
+    for (size_t i = 0; i < na; i++) dset[i] = NAN;
+    attn_apply_backward(dset, NULL, NULL, at_wout, at_p, at_v, two ? at_v2 : NULL, AB, AT, AH, nkv, AD, GRAD_SET);
+    for (int r = 0; r < AB * AH * AT; r++)
+        for (int j = 0; j < W; j++) {
+            const size_t i = (size_t)r * W + j;
+            if (j % AT > r % AT) cr_assert(isnan(dset[i]), "GRAD_SET wrote a masked entry (%d, %d)", r, j);
+            else cr_assert(memcmp(&dset[i], &datt[i], sizeof *dset) == 0, "GRAD_SET differs at (%d, %d)", r, j);
+        }
     att_check("probs d(q)", tag, at_q, AQ, dq, probs_loss);
     att_check("probs d(k)", tag, at_k, nk, dk, probs_loss);
     if (two) att_check("probs d(k2)", tag, at_k2, nk, dk2, probs_loss);
@@ -201,7 +213,7 @@ Test(gradcheck_ops, swiglu) {
     rng_seed(&rng, 7);
     fill(sw_g, SN, 2), fill(sw_u, SN, 1), fill(sw_dout, SN, 1);
     real dg[SN] = {0}, du[SN] = {0};
-    swiglu_backward(dg, du, sw_dout, sw_g, sw_u, SN);
+    swiglu_backward(dg, du, sw_dout, sw_g, sw_u, SN, GRAD_ADD);
     cr_assert_lt(fd_check("swiglu d(gate)", sw_g, SN, dg, sw_loss), TOL);
     cr_assert_lt(fd_check("swiglu d(up)", sw_u, SN, du, sw_loss), TOL);
 }
@@ -227,7 +239,7 @@ Test(gradcheck_ops, crossentropy) {
     expect /= CB * (CT - 1);
     cr_assert_float_eq(ce_loss(), expect, 1e-14);
     real dl[CB * CT * CV] = {0};
-    crossentropy_backward(dl, ce_logits, ce_lse, ce_tok, CB, CT, CV, 1.0);
+    crossentropy_backward(dl, ce_logits, ce_lse, ce_tok, CB, CT, CV, 1.0, GRAD_ADD);
     cr_assert_lt(fd_check("crossentropy d(logits)", ce_logits, CB * CT * CV, dl, ce_loss), TOL);
     for (int i = 0; i < CV; i++) cr_assert_eq(dl[(CT - 1) * CV + i], 0, "last position has no target");
 }
@@ -266,4 +278,63 @@ Test(gradcheck_ops, residual_and_mix) {
         printf("gradcheck mix d(coef %d)  analytic %.12f numeric %.12f\n", s, dcoef[s], num);
         cr_assert_lt(fabs(num - dcoef[s]) / fabs(num), TOL);
     }
+}
+
+/* ------------------------------------------------------------------ GRAD_SET against zeroing */
+
+/* GRAD_SET must give the bits of zeroing the output and adding (GRAD_ADD), whatever the
+ * buffer held (here NaN, which an add would carry), including +0.0 where g is -0.0; and
+ * GRAD_ADD must still add. One case per op that takes a GradWrite; the shapes are the
+ * gradient checks' above. */
+enum { GS_MAX = CB * CT * CV > PB * PT * PH * PD ? CB * CT * CV : PB * PT * PH * PD };
+static real gs_set[GS_MAX], gs_set2[GS_MAX], gs_add[GS_MAX], gs_add2[GS_MAX]; /* [n] of the op's output */
+
+static void fill_with(real *x, size_t n, real v) {
+    for (size_t i = 0; i < n; i++) x[i] = v;
+}
+
+/* out (prefilled with junk) written with GRAD_SET equals zero + GRAD_ADD, bit for bit; a
+ * second GRAD_ADD on top of the first doubles it. outputs: 1, or 2 when op writes its second
+ * buffer too. */
+static void check_set(const char *what, void (*op)(real *, real *, GradWrite), size_t n, int outputs) {
+    fill_with(gs_set, n, NAN), fill_with(gs_set2, n, NAN);
+    op(gs_set, gs_set2, GRAD_SET);
+    fill_with(gs_add, n, 0), fill_with(gs_add2, n, 0);
+    op(gs_add, gs_add2, GRAD_ADD);
+    cr_assert(memcmp(gs_set, gs_add, n * sizeof *gs_set) == 0, "%s: GRAD_SET differs from zero + GRAD_ADD", what);
+    if (outputs == 2)
+        cr_assert(memcmp(gs_set2, gs_add2, n * sizeof *gs_set2) == 0, "%s: GRAD_SET differs (2nd output)", what);
+    op(gs_add, gs_add2, GRAD_ADD);
+    for (size_t i = 0; i < n; i++) cr_assert_eq(gs_add[i], 2 * gs_set[i], "%s: GRAD_ADD did not add at %zu", what, i);
+}
+
+static void gs_rmsnorm(real *out, real *unused, GradWrite how) {
+    (void)unused;
+    rmsnorm_backward(out, NULL, rn_dout, rn_x, rn_g, rn_rstd, RN, RC, how);
+}
+static void gs_rope(real *out, real *unused, GradWrite how) {
+    (void)unused;
+    rope_backward(out, rp_dout, rp_cos, rp_sin, PB, PT, PH, PD, how);
+}
+static void gs_swiglu(real *dg, real *du, GradWrite how) { swiglu_backward(dg, du, sw_dout, sw_g, sw_u, SN, how); }
+static void gs_crossentropy(real *out, real *unused, GradWrite how) {
+    (void)unused;
+    crossentropy_backward(out, ce_logits, ce_lse, ce_tok, CB, CT, CV, 1.0, how);
+}
+
+Test(gradcheck_ops, grad_set_is_zero_then_add) {
+    rng_seed(&rng, 10);
+    fill(rn_x, RN * RC, 1), fill(rn_g, RC, 1), fill(rn_dout, RN * RC, 1);
+    rmsnorm_forward(rn_out, rn_rstd, rn_x, rn_g, RN, RC, 1e-5);
+    check_set("rmsnorm", gs_rmsnorm, RN * RC, 1);
+    rope_tables(rp_cos, rp_sin, PT, PD, 10000.0);
+    fill(rp_dout, PB * PT * PH * PD, 1);
+    check_set("rope", gs_rope, PB * PT * PH * PD, 1);
+    fill(sw_g, SN, 2), fill(sw_u, SN, 1), fill(sw_dout, SN, 1);
+    sw_dout[0] = -0.0, sw_u[0] = 1; /* d(gate)[0] = d(up)[0] = -0.0: SET must write +0.0 */
+    check_set("swiglu", gs_swiglu, SN, 2);
+    cr_assert(!signbit(gs_set[0]) && !signbit(gs_set2[0]), "swiglu: GRAD_SET kept a -0.0");
+    fill(ce_logits, CB * CT * CV, 2);
+    crossentropy_forward(ce_losses, ce_lse, ce_logits, ce_tok, CB, CT, CV);
+    check_set("crossentropy", gs_crossentropy, CB * CT * CV, 1); /* the last rows too: zeros over NaN */
 }

@@ -151,7 +151,7 @@ REF_HOT void attn_apply_forward(real *out, const real *att, const real *v, const
 }
 
 REF_HOT void attn_apply_backward(real *datt, real *dv, real *dv2, const real *dout, const real *att, const real *v,
-                         const real *v2, int B, int T, int NH, int NKV, int hd) {
+                         const real *v2, int B, int T, int NH, int NKV, int hd, GradWrite datt_how) {
     const int group = NH / NKV, qC = NH * hd, kvC = NKV * hd, W = v2 ? 2 * T : T, halves = v2 ? 2 : 1;
     const int nt = ref_threads();
 #pragma omp parallel for collapse(2) num_threads(nt) if (nt > 1) schedule(static)
@@ -167,14 +167,18 @@ REF_HOT void attn_apply_backward(real *datt, real *dv, real *dv2, const real *do
                 for (int half = 0; half < halves; half++) {
                     const real *vv = (half ? v2 : v) + voff;
                     real *dvv = half ? dv2 : dv;
-                    /* datt[t, c] += dout_t · v_c for c ≤ t only: the mask stays untouched */
+                    /* datt[t, c] += dout_t · v_c for c ≤ t only, each entry once (GRAD_SET: 0 + it, the
+                     * bits of a zeroed buffer); the mask stays untouched */
                     for (int c0 = 0; datt && c0 < t1; c0 += ATTN_COLS) {
                         const int n = min_int(ATTN_COLS, t1 - c0);
                         cblas_gemm(CblasRowMajor, CblasNoTrans, CblasTrans, R, n, hd, 1, dyh + (size_t)t0 * qC, qC,
                                    vv + (size_t)c0 * kvC, kvC, 0, dp, n);
                         for (int r = 0; r < R; r++) {
                             real *da = datt + aoff + (size_t)(t0 + r) * W + half * T + c0;
-                            for (int c = 0; c < n && c0 + c <= t0 + r; c++) da[c] += dp[r * n + c];
+                            if (datt_how == GRAD_SET)
+                                for (int c = 0; c < n && c0 + c <= t0 + r; c++) da[c] = (real)0 + dp[r * n + c];
+                            else
+                                for (int c = 0; c < n && c0 + c <= t0 + r; c++) da[c] += dp[r * n + c];
                         }
                     }
                     /* dv[0:t0] += att[t0:t1, 0:t0]ᵀ · dout[t0:t1];  dv[t0:t1] += diagᵀ · dout[t0:t1] */

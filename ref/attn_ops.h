@@ -13,6 +13,7 @@
 #ifndef VRL_REF_ATTN_OPS_H
 #define VRL_REF_ATTN_OPS_H
 
+#include "ref/ops.h" /* GradWrite */
 #include "ref/real.h"
 
 #define attn_probs_forward REF(attn_probs_forward)
@@ -37,9 +38,10 @@ void attn_probs_backward(real *dq, real *dk, real *dk2, const real *datt, const 
  * out [B,T,NH*hd], att [B,NH,T,W], v, v2 [B,T,NKV*hd] (v2 NULL: W = T) */
 void attn_apply_forward(real *out, const real *att, const real *v, const real *v2, int B, int T, int NH, int NKV,
                         int hd);
-/* datt [B,NH,T,W], dv, dv2 [B,T,NKV*hd] (each may be NULL), dout [B,T,NH*hd] */
+/* datt [B,NH,T,W] (visible entries written as datt_how says; masked ones left as they are),
+ * dv, dv2 [B,T,NKV*hd] (each may be NULL; added into), dout [B,T,NH*hd] */
 void attn_apply_backward(real *datt, real *dv, real *dv2, const real *dout, const real *att, const real *v,
-                         const real *v2, int B, int T, int NH, int NKV, int hd);
+                         const real *v2, int B, int T, int NH, int NKV, int hd, GradWrite datt_how);
 
 /* out[n, h] += src[n, h / (NH/NKV)] for each query head h (a kv-space tensor repeated to the
  * query heads, like V).  out [N,NH*hd], src [N,NKV*hd] */

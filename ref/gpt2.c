@@ -315,7 +315,7 @@ void gpt2_backward(Gpt2Model *m, double grad_scale) {
     const real *W = m->params;
     const size_t lnf_w = (size_t)(g->lnfw - m->params), lnf_b = (size_t)(g->lnfb - m->params);
     memset(g->dlogits, 0, (size_t)N * V * sizeof(real));
-    crossentropy_backward(g->dlogits, m->logits, m->lse, m->tokens, B, T, V, grad_scale);
+    crossentropy_backward(g->dlogits, m->logits, m->lse, m->tokens, B, T, V, grad_scale, GRAD_ADD);
     memset(g->dln, 0, Nd * sizeof(real));
     matmul_backward(g->dln, G + (g->lm_head - m->params), g->dlogits, g->lnf, g->lm_head, N, d, V);
     memset(g->dx, 0, Nd * sizeof(real)); /* dLoss/d(residual stream), carried down */
@@ -340,7 +340,7 @@ void gpt2_backward(Gpt2Model *m, double grad_scale) {
         mul(g->attd, g->att[l], g->mA[l], att); /* P ⊙ mask again (the forward's was overwritten) */
         memset(g->datt, 0, att * sizeof(real));
         memset(g->dv, 0, Nd * sizeof(real));
-        attn_apply_backward(g->datt, g->dv, NULL, g->datty, g->attd, g->v[l], NULL, B, T, NH, NH, hd);
+        attn_apply_backward(g->datt, g->dv, NULL, g->datty, g->attd, g->v[l], NULL, B, T, NH, NH, hd, GRAD_ADD);
         mul(g->datt, g->datt, g->mA[l], att); /* d(P ⊙ mask) -> dP */
         memset(g->dq, 0, Nd * sizeof(real));
         memset(g->dk, 0, Nd * sizeof(real));

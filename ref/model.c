@@ -205,13 +205,13 @@ void model_backward(RefModel *m, double grad_scale) {
     const size_t Nd = (size_t)N * d;
     GradActs *g = &m->g;
 
-    /* head: loss -> logits -> lnf -> residual stream */
-    zero(g->dlogits, (size_t)N * V);
-    crossentropy_backward(g->dlogits, m->logits, m->lse, m->tokens, B, T, V, grad_scale);
+    /* head: loss -> logits -> lnf -> residual stream. A scratch gradient's first writer
+     * overwrites it (GRAD_SET, the same bits as zeroing it first) where the op can; the BLAS
+     * products accumulate into a zeroed buffer. */
+    crossentropy_backward(g->dlogits, m->logits, m->lse, m->tokens, B, T, V, grad_scale, GRAD_SET);
     zero(g->dln, Nd);
     matmul_backward(g->dln, m->mg.lm_head, g->dlogits, m->lnf, m->mp.lm_head, N, d, V);
-    zero(g->dxin, Nd);
-    rmsnorm_backward(g->dxin, m->mg.lnf, g->dln, m->x_final, m->mp.lnf, m->lnf_rstd, N, d);
+    rmsnorm_backward(g->dxin, m->mg.lnf, g->dln, m->x_final, m->mp.lnf, m->lnf_rstd, N, d, GRAD_SET);
     stream_backward_begin(m->stream);
     const real *dy = stream_backward(m->stream, 2 * m->L, g->dxin); /* [N,d] dLoss/dy_mlp of the last layer */
 
@@ -224,20 +224,16 @@ void model_backward(RefModel *m, double grad_scale) {
         /* dy = dLoss/d(W_down·swi), complete: only later sublayers' inputs read it. */
         zero(g->dswi, (size_t)N * F);
         matmul_backward(g->dswi, dw->wdown, dy, a->swi, w->wdown, N, F, d);
-        zero(g->dgate, (size_t)N * F);
-        zero(g->dup, (size_t)N * F);
-        swiglu_backward(g->dgate, g->dup, g->dswi, a->gate, a->up, (size_t)N * F);
+        swiglu_backward(g->dgate, g->dup, g->dswi, a->gate, a->up, (size_t)N * F, GRAD_SET);
         zero(g->dln, Nd);
         matmul_backward(g->dln, dw->wgate, g->dgate, a->ln2, w->wgate, N, d, F);
         matmul_backward(g->dln, dw->wup, g->dup, a->ln2, w->wup, N, d, F);
-        zero(g->dxin, Nd);
-        rmsnorm_backward(g->dxin, dw->ln2, g->dln, a->h, w->ln2, a->ln2_rstd, N, d);
+        rmsnorm_backward(g->dxin, dw->ln2, g->dln, a->h, w->ln2, a->ln2_rstd, N, d, GRAD_SET);
         dy = stream_backward(m->stream, 2 * l + 1, g->dxin); /* dLoss/d(W_o·U) */
         zero(g->datty, (size_t)N * qC);
         matmul_backward(g->datty, dw->wo, dy, a->atty, w->wo, N, qC, d);
         /* The value path: V_l's (and Q_l's, K_l's, A_l's) gradient is complete here because all
-         * later layers, which may read them, ran their backward first. */
-        zero(g->dxin, Nd);
+         * later layers, which may read them, ran their backward first. It writes dxin. */
         vp_backward(m->vp, l, g->datty, g->dxin);
         dy = stream_backward(m->stream, 2 * l, g->dxin); /* the previous MLP's output, or (l = 0) the embedding */
     }

@@ -7,7 +7,8 @@
  *    NH query heads, NKV key/value heads, hd head dim.
  *  - Backward functions ADD into their gradient outputs (+=), like PyTorch's
  *    autograd accumulation; the caller zeroes a gradient buffer once before use.
- *    A NULL gradient output is skipped.
+ *    A NULL gradient output is skipped. The elementwise ones take a GradWrite: GRAD_SET
+ *    is for a buffer's first writer and saves the zeroing pass.
  *  - Compiled twice (real.h): the plain names below map to _f32 / _f64.
  * Attention is in attn_ops.h (probabilities and their application, two ops). fast/ops.cuh has a
  * launcher of the same name for each op here, and one fused attention_forward/_backward. */
@@ -37,6 +38,11 @@
 #define mix_forward REF(mix_forward)
 #define mix_backward REF(mix_backward)
 
+/* How a backward writes a gradient output: GRAD_ADD adds into it (g_out += g); GRAD_SET
+ * writes 0 + g, exactly what zeroing the buffer and adding gives (+0.0 where g is -0.0),
+ * without reading or zeroing it first. */
+typedef enum { GRAD_ADD, GRAD_SET } GradWrite;
+
 /* out = inp · weightᵀ (a bias-free nn.Linear).
  * out [N,OC], inp [N,C], weight [OC,C] */
 void matmul_forward(real *out, const real *inp, const real *weight, int N, int C, int OC);
@@ -54,9 +60,10 @@ void embedding_backward(real *dwte, const real *dout, const int32_t *tokens, int
 /* out = inp · rsqrt(mean(inp²) + eps) · weight, row by row; rstd keeps the rsqrt.
  * out [N,C], rstd [N], inp [N,C], weight [C] */
 void rmsnorm_forward(real *out, real *rstd, const real *inp, const real *weight, int N, int C, double eps);
-/* dinp [N,C] (or NULL), dweight [C] (or NULL), dout [N,C], inp [N,C], weight [C], rstd [N] */
+/* dinp [N,C] (or NULL; written as `how` says), dweight [C] (or NULL; added into), dout [N,C],
+ * inp [N,C], weight [C], rstd [N] */
 void rmsnorm_backward(real *dinp, real *dweight, const real *dout, const real *inp, const real *weight,
-                      const real *rstd, int N, int C);
+                      const real *rstd, int N, int C, GradWrite how);
 
 /* RoPE tables for positions 0..T-1: angle(t, i) = t · theta^(-2i/hd), i < hd/2, computed
  * in double and rounded once to real.  cos_t [T,hd/2], sin_t [T,hd/2] */
@@ -66,15 +73,17 @@ void rope_tables(real *cos_t, real *sin_t, int T, int hd, double theta);
  * out may equal inp.  out [B,T,NHX*hd], inp [B,T,NHX*hd], cos_t/sin_t [T,hd/2]
  * (NHX is NH for queries, NKV for keys). */
 void rope_forward(real *out, const real *inp, const real *cos_t, const real *sin_t, int B, int T, int NHX, int hd);
-/* dinp += Rᵀ · dout (the rotation is linear; no input needed). dinp must not alias dout.
- * dinp [B,T,NHX*hd], dout [B,T,NHX*hd], cos_t/sin_t [T,hd/2] */
+/* dinp += Rᵀ · dout (the rotation is linear; no input needed), or = with GRAD_SET. dinp must
+ * not alias dout.  dinp [B,T,NHX*hd], dout [B,T,NHX*hd], cos_t/sin_t [T,hd/2] */
 void rope_backward(real *dinp, const real *dout, const real *cos_t, const real *sin_t, int B, int T, int NHX,
-                   int hd);
+                   int hd, GradWrite how);
 
 /* out = silu(gate) ⊙ up.  out [N,F], gate [N,F], up [N,F] (passed as n = N*F) */
 void swiglu_forward(real *out, const real *gate, const real *up, size_t n);
-/* dgate [N,F] += ..., dup [N,F] += ... (both required), dout [N,F], gate [N,F], up [N,F] */
-void swiglu_backward(real *dgate, real *dup, const real *dout, const real *gate, const real *up, size_t n);
+/* dgate [N,F] += ..., dup [N,F] += ... (both required; = with GRAD_SET), dout [N,F], gate [N,F],
+ * up [N,F] */
+void swiglu_backward(real *dgate, real *dup, const real *dout, const real *gate, const real *up, size_t n,
+                     GradWrite how);
 
 /* Next-token cross-entropy inside each sequence: position t < T-1 predicts
  * tokens[b, t+1]; the last position of every sequence has no target (loss 0).
@@ -85,10 +94,10 @@ void swiglu_backward(real *dgate, real *dup, const real *dout, const real *gate,
 double crossentropy_forward(real *losses, double *lse, const real *logits, const int32_t *tokens, int B, int T,
                             int V);
 /* dlogits += scale · d(mean loss)/dlogits = scale · (softmax − onehot) / (B·(T−1)),
- * zero contribution at each sequence's last position.
+ * zero contribution at each sequence's last position (GRAD_SET: = , those rows zeroed).
  * dlogits [B,T,V], logits [B,T,V], lse [B,T] from the forward, tokens [B,T] */
 void crossentropy_backward(real *dlogits, const real *logits, const double *lse, const int32_t *tokens, int B, int T,
-                           int V, double scale);
+                           int V, double scale, GradWrite how);
 
 /* Scoring (vrl eval, Backend.token_logprobs): at every row n with targets[n] >= 0,
  * logprob[n] = x[t] − max − log Σ exp(x − max) (accumulated in double) and greedy[n] = 1 if t

@@ -35,9 +35,9 @@ const real *vp_forward(VpState *vp, int l, const real *x);
 
 /* Zero the cross-layer accumulators (before the last layer's backward). */
 void vp_backward_begin(VpState *vp);
-/* From datty = dLoss/dU_l [N,qC]: add dLoss/dx into dx [N,d], the gradients of layer l's
- * tensors, and the shares of earlier layers' Q/K/V/A and H_0 into their accumulators. Layers
- * run from L-1 down to 0. */
+/* From datty = dLoss/dU_l [N,qC]: write dLoss/dx into dx [N,d] (overwriting it); add the
+ * gradients of layer l's tensors, and the shares of earlier layers' Q/K/V/A and H_0 into their
+ * accumulators. Layers run from L-1 down to 0. */
 void vp_backward(VpState *vp, int l, const real *datty, real *dx);
 /* Add the hidden residuals' d(H_0) into demb [N,d] (the embedding output's gradient). */
 void vp_backward_end(VpState *vp, real *demb);
