@@ -383,10 +383,15 @@ REF_HOT void residual_forward(real *out, const real *a, const real *b, size_t n)
 }
 
 REF_HOT void residual_backward(real *da, real *db, const real *dout, size_t n) {
-    if (da)
+    const int nt = ref_threads();
+    if (da) {
+#pragma omp parallel for num_threads(nt) if (nt > 1 && n >= PAR_MIN_ELEMS) schedule(static)
         for (size_t i = 0; i < n; i++) da[i] += dout[i];
-    if (db)
+    }
+    if (db) {
+#pragma omp parallel for num_threads(nt) if (nt > 1 && n >= PAR_MIN_ELEMS) schedule(static)
         for (size_t i = 0; i < n; i++) db[i] += dout[i];
+    }
 }
 
 REF_HOT void mix_forward(real *out, const real *const *src, const double *coef, int nsrc, size_t n) {

@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "common/base/error.h"
+#include "ref/ops.h"
 
 
 struct StreamState {
@@ -159,12 +160,9 @@ StreamState *stream_create(const ModelSpec *spec, int N, real *params, real *gra
 
 /* ------------------------------------------------------------------ small helpers */
 
-static void add_into(real *out, const real *a, const real *b, size_t n) {
-    for (size_t i = 0; i < n; i++) out[i] = a[i] + b[i];
-}
-static void acc(real *out, const real *a, size_t n) {
-    for (size_t i = 0; i < n; i++) out[i] += a[i];
-}
+/* out = a + b and out += a, element by element: ops.c's, which run on the threads */
+static void add_into(real *out, const real *a, const real *b, size_t n) { residual_forward(out, a, b, n); }
+static void acc(real *out, const real *a, size_t n) { residual_backward(out, NULL, a, n); }
 static double dot(const real *a, const real *b, int n) {
     double s = 0;
     for (int i = 0; i < n; i++) s += (double)a[i] * b[i];
