@@ -44,7 +44,8 @@ enum { NORM_CHUNK = 32768, NORM_BATCH = 256 };
 
 /* Σ g[i]² over g [P] in double: each chunk in lanes.h's fixed lanes, the chunk sums in
  * chunk order, the chunks computed on the threads. */
-REF_HOT static double grad_sum_sq(const real *g, size_t P) {
+REF_HOT
+static double grad_sum_sq(const real *g, size_t P) {
     const size_t chunks = (P + NORM_CHUNK - 1) / NORM_CHUNK;
     const int nt = ref_threads();
     double total = 0;
@@ -75,7 +76,8 @@ typedef struct {
 /* One tensor's elements [n]: p, g, m, v at the same offsets. With `clipping`, g·c is
  * written back; without, g is only read (the flag is the same for every element: -O3
  * unswitches the loop, so neither copy has a branch inside). */
-REF_HOT static void update_tensor(real *p, real *g, real *ma, real *va, size_t n, const Scalars *s, int clipping) {
+REF_HOT
+static void update_tensor(real *p, real *g, real *ma, real *va, size_t n, const Scalars *s, int clipping) {
     const real c = s->clip, decay = s->decay, w1 = s->w1, b2 = s->b2, w2 = s->w2;
     const real step_size = s->step_size, bc2_sqrt = s->bc2_sqrt, eps = s->eps;
     const int nt = ref_threads();
@@ -93,7 +95,8 @@ REF_HOT static void update_tensor(real *p, real *g, real *ma, real *va, size_t n
     }
 }
 
-REF_HOT double adamw_update(const ParamTable *t, real *params, real *g, real *exp_avg, real *exp_avg_sq, long step,
+REF_HOT
+double adamw_update(const ParamTable *t, real *params, real *g, real *exp_avg, real *exp_avg_sq, long step,
                             const AdamWConfig *opt, double lr) {
     const double norm = sqrt(grad_sum_sq(g, t->total));
     Scalars s = {.clip = 1};

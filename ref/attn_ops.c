@@ -26,7 +26,8 @@
 
 static int min_int(int a, int b) { return a < b ? a : b; }
 
-REF_HOT void attn_probs_forward(real *att, const real *q, const real *k, const real *k2, int B, int T, int NH, int NKV,
+REF_HOT
+void attn_probs_forward(real *att, const real *q, const real *k, const real *k2, int B, int T, int NH, int NKV,
                         int hd) {
     const int group = NH / NKV, qC = NH * hd, kvC = NKV * hd, W = k2 ? 2 * T : T, halves = k2 ? 2 : 1;
     const real scale = (real)(1.0 / sqrt((double)hd));
@@ -52,7 +53,8 @@ REF_HOT void attn_probs_forward(real *att, const real *q, const real *k, const r
                     double sum = 0;
                     for (int half = 0; half < halves; half++) {
                         real *x = a + half * T; /* [t+1] this half's visible scores */
-                        for (int c = 0; c <= t; c++) x[c] = (real)exp_shifted_real((double)x[c] - maxv); /* vectorises */
+                        for (int c = 0; c <= t; c++) /* vectorises */
+                            x[c] = (real)exp_shifted_real((double)x[c] - maxv);
                         sum += sum_lanes(x, t + 1);
                     }
                     const real inv = (real)(1.0 / sum);
@@ -65,7 +67,8 @@ REF_HOT void attn_probs_forward(real *att, const real *q, const real *k, const r
         }
 }
 
-REF_HOT void attn_probs_backward(real *dq, real *dk, real *dk2, const real *datt, const real *att, const real *q,
+REF_HOT
+void attn_probs_backward(real *dq, real *dk, real *dk2, const real *datt, const real *att, const real *q,
                          const real *k, const real *k2, int B, int T, int NH, int NKV, int hd) {
     const int group = NH / NKV, qC = NH * hd, kvC = NKV * hd, W = k2 ? 2 * T : T, halves = k2 ? 2 : 1;
     const real scale = (real)(1.0 / sqrt((double)hd));
@@ -85,7 +88,8 @@ REF_HOT void attn_probs_backward(real *dq, real *dk, real *dk2, const real *datt
                 for (int r = 0; r < R; r++) {
                     const size_t row = (size_t)(t0 + r) * W;
                     double s = 0; /* each half's Σ in lanes.h's fixed order, then the halves in order */
-                    for (int half = 0; half < halves; half++) s += dot_lanes(ah + row + half * T, dah + row + half * T, t0 + r + 1);
+                    for (int half = 0; half < halves; half++)
+                        s += dot_lanes(ah + row + half * T, dah + row + half * T, t0 + r + 1);
                     rowdot[r] = s;
                 }
                 for (int half = 0; half < halves; half++) {
@@ -122,7 +126,8 @@ static void diagonal_block(real *tile, const real *a, int W, int t0, int R) {
         for (int c = 0; c < R; c++) tile[r * R + c] = c <= r ? a[(size_t)(t0 + r) * W + t0 + c] : 0;
 }
 
-REF_HOT void attn_apply_forward(real *out, const real *att, const real *v, const real *v2, int B, int T, int NH, int NKV,
+REF_HOT
+void attn_apply_forward(real *out, const real *att, const real *v, const real *v2, int B, int T, int NH, int NKV,
                         int hd) {
     const int group = NH / NKV, qC = NH * hd, kvC = NKV * hd, W = v2 ? 2 * T : T, halves = v2 ? 2 : 1;
     const int nt = ref_threads();
@@ -150,7 +155,8 @@ REF_HOT void attn_apply_forward(real *out, const real *att, const real *v, const
         }
 }
 
-REF_HOT void attn_apply_backward(real *datt, real *dv, real *dv2, const real *dout, const real *att, const real *v,
+REF_HOT
+void attn_apply_backward(real *datt, real *dv, real *dv2, const real *dout, const real *att, const real *v,
                          const real *v2, int B, int T, int NH, int NKV, int hd, GradWrite datt_how) {
     const int group = NH / NKV, qC = NH * hd, kvC = NKV * hd, W = v2 ? 2 * T : T, halves = v2 ? 2 : 1;
     const int nt = ref_threads();
@@ -195,7 +201,8 @@ REF_HOT void attn_apply_backward(real *datt, real *dv, real *dv2, const real *do
         }
 }
 
-REF_HOT void repeat_kv_add_forward(real *out, const real *src, int N, int NH, int NKV, int hd) {
+REF_HOT
+void repeat_kv_add_forward(real *out, const real *src, int N, int NH, int NKV, int hd) {
     const int group = NH / NKV;
     for (int n = 0; n < N; n++)
         for (int h = 0; h < NH; h++) {
@@ -205,7 +212,8 @@ REF_HOT void repeat_kv_add_forward(real *out, const real *src, int N, int NH, in
         }
 }
 
-REF_HOT void repeat_kv_add_backward(real *dsrc, const real *dout, int N, int NH, int NKV, int hd) {
+REF_HOT
+void repeat_kv_add_backward(real *dsrc, const real *dout, int N, int NH, int NKV, int hd) {
     const int group = NH / NKV;
     for (int n = 0; n < N; n++)
         for (int h = 0; h < NH; h++) {

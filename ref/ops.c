@@ -109,13 +109,15 @@ void matmul_backward(real *dinp, real *dweight, const real *dout, const real *in
 
 /* ------------------------------------------------------------------ embedding */
 
-REF_HOT void embedding_forward(real *out, const int32_t *tokens, const real *wte, int N, int C) {
+REF_HOT
+void embedding_forward(real *out, const int32_t *tokens, const real *wte, int N, int C) {
     const int nt = ref_threads();
 #pragma omp parallel for num_threads(nt) if (nt > 1 && (size_t)N * C >= PAR_MIN_ELEMS) schedule(static)
     for (int n = 0; n < N; n++) memcpy(out + (size_t)n * C, wte + (size_t)tokens[n] * C, (size_t)C * sizeof(real));
 }
 
-REF_HOT void embedding_backward(real *dwte, const real *dout, const int32_t *tokens, int N, int C) {
+REF_HOT
+void embedding_backward(real *dwte, const real *dout, const int32_t *tokens, int N, int C) {
     /* Positions are visited in order, so repeated tokens accumulate deterministically;
      * threads take column blocks [c0, c1) */
     const int nt = ref_threads();
@@ -132,7 +134,8 @@ REF_HOT void embedding_backward(real *dwte, const real *dout, const int32_t *tok
 
 /* ------------------------------------------------------------------ rmsnorm */
 
-REF_HOT void rmsnorm_forward(real *out, real *rstd, const real *inp, const real *weight, int N, int C, double eps) {
+REF_HOT
+void rmsnorm_forward(real *out, real *rstd, const real *inp, const real *weight, int N, int C, double eps) {
     const int nt = ref_threads();
 #pragma omp parallel for num_threads(nt) if (nt > 1 && (size_t)N * C >= PAR_MIN_ELEMS) schedule(static)
     for (int n = 0; n < N; n++) {
@@ -146,7 +149,8 @@ REF_HOT void rmsnorm_forward(real *out, real *rstd, const real *inp, const real 
     }
 }
 
-REF_HOT void rmsnorm_backward(real *dinp, real *dweight, const real *dout, const real *inp, const real *weight,
+REF_HOT
+void rmsnorm_backward(real *dinp, real *dweight, const real *dout, const real *inp, const real *weight,
                       const real *rstd, int N, int C, GradWrite how) {
     /* y_i = g_i x_i r, r = (mean(x²)+eps)^(-1/2), dr/dx_j = -r³ x_j / C:
      * dx_j = r g_j dy_j − (r³/C) x_j Σ_i dy_i g_i x_i;  dg_i += dy_i x_i r. */
@@ -191,7 +195,8 @@ void rope_tables(real *cos_t, real *sin_t, int T, int hd, double theta) {
         }
 }
 
-REF_HOT void rope_forward(real *out, const real *inp, const real *cos_t, const real *sin_t, int B, int T, int NHX, int hd) {
+REF_HOT
+void rope_forward(real *out, const real *inp, const real *cos_t, const real *sin_t, int B, int T, int NHX, int hd) {
     const int h2 = hd / 2, nt = ref_threads();
 #pragma omp parallel for collapse(2) num_threads(nt) if (nt > 1 && (size_t)B * T * NHX * hd >= PAR_MIN_ELEMS) \
     schedule(static)
@@ -209,7 +214,8 @@ REF_HOT void rope_forward(real *out, const real *inp, const real *cos_t, const r
             }
 }
 
-REF_HOT void rope_backward(real *dinp, const real *dout, const real *cos_t, const real *sin_t, int B, int T, int NHX,
+REF_HOT
+void rope_backward(real *dinp, const real *dout, const real *cos_t, const real *sin_t, int B, int T, int NHX,
                    int hd, GradWrite how) {
     /* The transpose of the 2x2 rotation [[c, −s], [s, c]] is [[c, s], [−s, c]]. */
     const int h2 = hd / 2, nt = ref_threads();
@@ -243,13 +249,15 @@ static inline real sigmoid(real g) {
     return (g >= 0 ? 1 : e) / (1 + e);
 }
 
-REF_HOT void swiglu_forward(real *out, const real *gate, const real *up, size_t n) {
+REF_HOT
+void swiglu_forward(real *out, const real *gate, const real *up, size_t n) {
     const int nt = ref_threads();
 #pragma omp parallel for num_threads(nt) if (nt > 1 && n >= PAR_MIN_ELEMS) schedule(static)
     for (size_t i = 0; i < n; i++) out[i] = gate[i] * sigmoid(gate[i]) * up[i];
 }
 
-REF_HOT void swiglu_backward(real *dgate, real *dup, const real *dout, const real *gate, const real *up, size_t n,
+REF_HOT
+void swiglu_backward(real *dgate, real *dup, const real *dout, const real *gate, const real *up, size_t n,
                              GradWrite how) {
     /* silu(g) = g·σ(g), silu'(g) = σ(g)·(1 + g·(1 − σ(g))) */
     const int nt = ref_threads();
@@ -276,7 +284,8 @@ REF_HOT void swiglu_backward(real *dgate, real *dup, const real *dout, const rea
  * at a time (vectorised) and summed in 8 fixed lanes, lane j taking the indices i = j mod 8
  * in order, then the lanes added 0..7: the same order in every build, and no chain of
  * 50,277 dependent additions. x [V] */
-REF_HOT static double logsumexp(const real *x, int V) {
+REF_HOT
+static double logsumexp(const real *x, int V) {
     enum { LANES = 8, BLOCK = 256 };
     double lmax[LANES]; /* [LANES] running maxima; max is exact in any order */
     for (int j = 0; j < LANES; j++) lmax[j] = x[0];
@@ -302,7 +311,8 @@ REF_HOT static double logsumexp(const real *x, int V) {
     return maxv + log(s);
 }
 
-REF_HOT double crossentropy_forward(real *losses, double *lse, const real *logits, const int32_t *tokens, int B, int T,
+REF_HOT
+double crossentropy_forward(real *losses, double *lse, const real *logits, const int32_t *tokens, int B, int T,
                             int V) {
     /* rows in parallel; the mean then sums them in row order */
     const int nt = ref_threads();
@@ -329,7 +339,8 @@ REF_HOT double crossentropy_forward(real *losses, double *lse, const real *logit
     return total / ((double)B * (T - 1));
 }
 
-REF_HOT void crossentropy_backward(real *dlogits, const real *logits, const double *lse, const int32_t *tokens, int B, int T,
+REF_HOT
+void crossentropy_backward(real *dlogits, const real *logits, const double *lse, const int32_t *tokens, int B, int T,
                            int V, double scale, GradWrite how) {
     const double w = scale / ((double)B * (T - 1)); /* d(mean)/d(loss_n) times the caller's scale */
     const int nt = ref_threads();
@@ -359,7 +370,8 @@ REF_HOT void crossentropy_backward(real *dlogits, const real *logits, const doub
         for (int b = 0; b < B; b++) memset(dlogits + ((size_t)b * T + T - 1) * V, 0, (size_t)V * sizeof *dlogits);
 }
 
-REF_HOT void token_logprobs_forward(double *logprob, uint8_t *greedy, const real *logits, const int32_t *targets, size_t N,
+REF_HOT
+void token_logprobs_forward(double *logprob, uint8_t *greedy, const real *logits, const int32_t *targets, size_t N,
                             int V) {
     const int nt = ref_threads();
 #pragma omp parallel for num_threads(nt) if (nt > 1 && N * (size_t)V >= PAR_MIN_ELEMS) schedule(static)
@@ -376,13 +388,15 @@ REF_HOT void token_logprobs_forward(double *logprob, uint8_t *greedy, const real
 
 /* ------------------------------------------------------------------ residual and mixing */
 
-REF_HOT void residual_forward(real *out, const real *a, const real *b, size_t n) {
+REF_HOT
+void residual_forward(real *out, const real *a, const real *b, size_t n) {
     const int nt = ref_threads();
 #pragma omp parallel for num_threads(nt) if (nt > 1 && n >= PAR_MIN_ELEMS) schedule(static)
     for (size_t i = 0; i < n; i++) out[i] = a[i] + b[i];
 }
 
-REF_HOT void residual_backward(real *da, real *db, const real *dout, size_t n) {
+REF_HOT
+void residual_backward(real *da, real *db, const real *dout, size_t n) {
     const int nt = ref_threads();
     if (da) {
 #pragma omp parallel for num_threads(nt) if (nt > 1 && n >= PAR_MIN_ELEMS) schedule(static)
@@ -394,7 +408,8 @@ REF_HOT void residual_backward(real *da, real *db, const real *dout, size_t n) {
     }
 }
 
-REF_HOT void mix_forward(real *out, const real *const *src, const double *coef, int nsrc, size_t n) {
+REF_HOT
+void mix_forward(real *out, const real *const *src, const double *coef, int nsrc, size_t n) {
     int first = 1;
     for (int s = 0; s < nsrc; s++) {
         if (coef[s] == 0) continue;
@@ -409,7 +424,8 @@ REF_HOT void mix_forward(real *out, const real *const *src, const double *coef, 
     if (first) memset(out, 0, n * sizeof(real)); /* no source: a zero value input */
 }
 
-REF_HOT void mix_backward(real *const *dsrc, double *dcoef, const real *dout, const real *const *src, const double *coef,
+REF_HOT
+void mix_backward(real *const *dsrc, double *dcoef, const real *dout, const real *const *src, const double *coef,
                   int nsrc, size_t n) {
     for (int s = 0; s < nsrc; s++) {
         if (dcoef && src[s]) {
