@@ -53,8 +53,8 @@ void attn_probs_forward(real *att, const real *q, const real *k, const real *k2,
                     double sum = 0;
                     for (int half = 0; half < halves; half++) {
                         real *x = a + half * T; /* [t+1] this half's visible scores */
-                        for (int c = 0; c <= t; c++) /* vectorises */
-                            x[c] = (real)exp_shifted_real((double)x[c] - maxv);
+                        for (int c = 0; c <= t; c++) /* vectorises, in `real` throughout */
+                            x[c] = exp_shifted_real(x[c] - maxv);
                         sum += sum_lanes(x, t + 1);
                     }
                     const real inv = (real)(1.0 / sum);
