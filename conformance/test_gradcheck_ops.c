@@ -68,7 +68,7 @@ Test(gradcheck_ops, matmul) {
     rng_seed(&rng, 1);
     fill(mm_inp, MN * MC, 1), fill(mm_w, MOC * MC, 1), fill(mm_dout, MN * MOC, 1);
     real dinp[MN * MC] = {0}, dw[MOC * MC] = {0};
-    matmul_backward(dinp, dw, mm_dout, mm_inp, mm_w, MN, MC, MOC);
+    matmul_backward(dinp, dw, mm_dout, mm_inp, mm_w, MN, MC, MOC, GRAD_ADD);
     cr_assert_lt(fd_check("matmul d(inp)", mm_inp, MN * MC, dinp, mm_loss), TOL);
     cr_assert_lt(fd_check("matmul d(weight)", mm_w, MOC * MC, dw, mm_loss), TOL);
 }
@@ -316,6 +316,10 @@ static void gs_rope(real *out, real *unused, GradWrite how) {
     (void)unused;
     rope_backward(out, rp_dout, rp_cos, rp_sin, PB, PT, PH, PD, how);
 }
+static void gs_matmul(real *out, real *unused, GradWrite how) { /* d(inp): BLAS beta 0 or 1 */
+    (void)unused;
+    matmul_backward(out, NULL, mm_dout, mm_inp, mm_w, MN, MC, MOC, how);
+}
 static void gs_swiglu(real *dg, real *du, GradWrite how) { swiglu_backward(dg, du, sw_dout, sw_g, sw_u, SN, how); }
 static void gs_crossentropy(real *out, real *unused, GradWrite how) {
     (void)unused;
@@ -330,6 +334,8 @@ Test(gradcheck_ops, grad_set_is_zero_then_add) {
     rope_tables(rp_cos, rp_sin, PT, PD, 10000.0);
     fill(rp_dout, PB * PT * PH * PD, 1);
     check_set("rope", gs_rope, PB * PT * PH * PD, 1);
+    fill(mm_inp, MN * MC, 1), fill(mm_w, MOC * MC, 1), fill(mm_dout, MN * MOC, 1);
+    check_set("matmul", gs_matmul, MN * MC, 1);
     fill(sw_g, SN, 2), fill(sw_u, SN, 1), fill(sw_dout, SN, 1);
     sw_dout[0] = -0.0, sw_u[0] = 1; /* d(gate)[0] = d(up)[0] = -0.0: SET must write +0.0 */
     check_set("swiglu", gs_swiglu, SN, 2);

@@ -99,12 +99,13 @@ void attn_probs_backward(real *dq, real *dk, real *dk2, const real *datt, const 
                     for (int c0 = 0; c0 < t1; c0 += ATTN_COLS) {
                         const int n = min_int(ATTN_COLS, t1 - c0);
                         for (int r = 0; r < R; r++) {
-                            const int t = t0 + r;
-                            const size_t row = (size_t)t * W + half * T;
-                            for (int c = 0; c < n; c++)
-                                ds[r * n + c] = c0 + c <= t
-                                                    ? ah[row + c0 + c] * (dah[row + c0 + c] - (real)rowdot[r]) * scale
-                                                    : 0;
+                            const int t = t0 + r, seen = min_int(n, t - c0 + 1); /* columns c0 + c <= t */
+                            const size_t row = (size_t)t * W + half * T + c0;
+                            const real rd = (real)rowdot[r];
+                            real *dsr = ds + (size_t)r * n; /* [n] */
+                            /* two plain loops (not one with a select) so both vectorise */
+                            for (int c = 0; c < seen; c++) dsr[c] = ah[row + c] * (dah[row + c] - rd) * scale;
+                            for (int c = seen < 0 ? 0 : seen; c < n; c++) dsr[c] = 0;
                         }
                         /* dq[t0:t1] += ds · k[c0:c0+n];  dk[c0:c0+n] += dsᵀ · q[t0:t1] */
                         if (dq)
@@ -122,8 +123,11 @@ void attn_probs_backward(real *dq, real *dk, real *dk2, const real *datt, const 
 /* tile [R,R] = att[t0:t1, t0:t1] with the masked entries c > t as zeros, so the products
  * never read them (they are not inputs: the gradient checks perturb them too) */
 static void diagonal_block(real *tile, const real *a, int W, int t0, int R) {
-    for (int r = 0; r < R; r++)
-        for (int c = 0; c < R; c++) tile[r * R + c] = c <= r ? a[(size_t)(t0 + r) * W + t0 + c] : 0;
+    for (int r = 0; r < R; r++) {
+        const real *ar = a + (size_t)(t0 + r) * W + t0; /* [R] row t0 + r from column t0 */
+        for (int c = 0; c <= r; c++) tile[r * R + c] = ar[c];
+        for (int c = r + 1; c < R; c++) tile[r * R + c] = 0;
+    }
 }
 
 REF_HOT
@@ -181,10 +185,11 @@ void attn_apply_backward(real *datt, real *dv, real *dv2, const real *dout, cons
                                    vv + (size_t)c0 * kvC, kvC, 0, dp, n);
                         for (int r = 0; r < R; r++) {
                             real *da = datt + aoff + (size_t)(t0 + r) * W + half * T + c0;
+                            const int seen = min_int(n, t0 + r - c0 + 1); /* columns c0 + c <= t0 + r */
                             if (datt_how == GRAD_SET)
-                                for (int c = 0; c < n && c0 + c <= t0 + r; c++) da[c] = (real)0 + dp[r * n + c];
+                                for (int c = 0; c < seen; c++) da[c] = (real)0 + dp[r * n + c];
                             else
-                                for (int c = 0; c < n && c0 + c <= t0 + r; c++) da[c] += dp[r * n + c];
+                                for (int c = 0; c < seen; c++) da[c] += dp[r * n + c];
                         }
                     }
                     /* dv[0:t0] += att[t0:t1, 0:t0]ᵀ · dout[t0:t1];  dv[t0:t1] += diagᵀ · dout[t0:t1] */

@@ -89,7 +89,7 @@ static double be_forward_loss(void *vh, const int32_t *tokens) {
 
 static void be_zero_grad(void *vh) {
     RefHandle *h = vh;
-    memset(h->buf.grads, 0, h->total * sizeof(real));
+    zero_fill(h->buf.grads, h->total);
 }
 
 static void *be_grad_buffer(void *vh) {

@@ -317,7 +317,7 @@ void gpt2_backward(Gpt2Model *m, double grad_scale) {
     memset(g->dlogits, 0, (size_t)N * V * sizeof(real));
     crossentropy_backward(g->dlogits, m->logits, m->lse, m->tokens, B, T, V, grad_scale, GRAD_ADD);
     memset(g->dln, 0, Nd * sizeof(real));
-    matmul_backward(g->dln, G + (g->lm_head - m->params), g->dlogits, g->lnf, g->lm_head, N, d, V);
+    matmul_backward(g->dln, G + (g->lm_head - m->params), g->dlogits, g->lnf, g->lm_head, N, d, V, GRAD_ADD);
     memset(g->dx, 0, Nd * sizeof(real)); /* dLoss/d(residual stream), carried down */
     layernorm_backward(g->dx, G + lnf_w, G + lnf_b, g->dln, m->L ? g->x[m->L - 1] : g->x0, g->lnfw, g->meanf,
                        g->rstdf, N, d);

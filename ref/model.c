@@ -197,8 +197,6 @@ double model_forward(RefModel *m, const int32_t *tokens) {
 
 /* ------------------------------------------------------------------ backward */
 
-static void zero(real *p, size_t n) { memset(p, 0, n * sizeof *p); }
-
 void model_backward(RefModel *m, double grad_scale) {
     if (!m->have_forward) return; /* nothing to differentiate (a rejected batch) */
     const int B = m->B, T = m->T, N = m->N, d = m->d, qC = m->qC, F = m->F, V = m->V;
@@ -206,11 +204,10 @@ void model_backward(RefModel *m, double grad_scale) {
     GradActs *g = &m->g;
 
     /* head: loss -> logits -> lnf -> residual stream. A scratch gradient's first writer
-     * overwrites it (GRAD_SET, the same bits as zeroing it first) where the op can; the BLAS
-     * products accumulate into a zeroed buffer. */
+     * overwrites it (GRAD_SET, the same bits as zeroing it first): the elementwise ops write
+     * 0 + g, a BLAS product runs with beta = 0 (it zeroes its output tiles itself). */
     crossentropy_backward(g->dlogits, m->logits, m->lse, m->tokens, B, T, V, grad_scale, GRAD_SET);
-    zero(g->dln, Nd);
-    matmul_backward(g->dln, m->mg.lm_head, g->dlogits, m->lnf, m->mp.lm_head, N, d, V);
+    matmul_backward(g->dln, m->mg.lm_head, g->dlogits, m->lnf, m->mp.lm_head, N, d, V, GRAD_SET);
     rmsnorm_backward(g->dxin, m->mg.lnf, g->dln, m->x_final, m->mp.lnf, m->lnf_rstd, N, d, GRAD_SET);
     stream_backward_begin(m->stream);
     const real *dy = stream_backward(m->stream, 2 * m->L, g->dxin); /* [N,d] dLoss/dy_mlp of the last layer */
@@ -222,16 +219,13 @@ void model_backward(RefModel *m, double grad_scale) {
         LayerTensors *dw = &m->lg[l];
         LayerActs *a = &m->acts[l];
         /* dy = dLoss/d(W_down·swi), complete: only later sublayers' inputs read it. */
-        zero(g->dswi, (size_t)N * F);
-        matmul_backward(g->dswi, dw->wdown, dy, a->swi, w->wdown, N, F, d);
+        matmul_backward(g->dswi, dw->wdown, dy, a->swi, w->wdown, N, F, d, GRAD_SET);
         swiglu_backward(g->dgate, g->dup, g->dswi, a->gate, a->up, (size_t)N * F, GRAD_SET);
-        zero(g->dln, Nd);
-        matmul_backward(g->dln, dw->wgate, g->dgate, a->ln2, w->wgate, N, d, F);
-        matmul_backward(g->dln, dw->wup, g->dup, a->ln2, w->wup, N, d, F);
+        matmul_backward(g->dln, dw->wgate, g->dgate, a->ln2, w->wgate, N, d, F, GRAD_SET);
+        matmul_backward(g->dln, dw->wup, g->dup, a->ln2, w->wup, N, d, F, GRAD_ADD);
         rmsnorm_backward(g->dxin, dw->ln2, g->dln, a->h, w->ln2, a->ln2_rstd, N, d, GRAD_SET);
         dy = stream_backward(m->stream, 2 * l + 1, g->dxin); /* dLoss/d(W_o·U) */
-        zero(g->datty, (size_t)N * qC);
-        matmul_backward(g->datty, dw->wo, dy, a->atty, w->wo, N, qC, d);
+        matmul_backward(g->datty, dw->wo, dy, a->atty, w->wo, N, qC, d, GRAD_SET);
         /* The value path: V_l's (and Q_l's, K_l's, A_l's) gradient is complete here because all
          * later layers, which may read them, ran their backward first. It writes dxin. */
         vp_backward(m->vp, l, g->datty, g->dxin);
@@ -245,7 +239,7 @@ void model_backward(RefModel *m, double grad_scale) {
 
 /* ------------------------------------------------------------------ accessors */
 
-void model_zero_grad(RefModel *m) { zero(m->grads, m->t->total); }
+void model_zero_grad(RefModel *m) { zero_fill(m->grads, m->t->total); }
 real *model_params(RefModel *m) { return m->params; }
 real *model_grads(RefModel *m) { return m->grads; }
 real *model_logits(RefModel *m) { return m->logits; }

@@ -7,8 +7,9 @@
  *    NH query heads, NKV key/value heads, hd head dim.
  *  - Backward functions ADD into their gradient outputs (+=), like PyTorch's
  *    autograd accumulation; the caller zeroes a gradient buffer once before use.
- *    A NULL gradient output is skipped. The elementwise ones take a GradWrite: GRAD_SET
- *    is for a buffer's first writer and saves the zeroing pass.
+ *    A NULL gradient output is skipped. The elementwise ones and matmul_backward's dinp take
+ *    a GradWrite: GRAD_SET is for a buffer's first writer and saves the zeroing pass;
+ *    zero_fill zeroes the others on the threads.
  *  - Compiled twice (real.h): the plain names below map to _f32 / _f64.
  * Attention is in attn_ops.h (probabilities and their application, two ops). fast/ops.cuh has a
  * launcher of the same name for each op here, and one fused attention_forward/_backward. */
@@ -33,6 +34,7 @@
 #define crossentropy_forward REF(crossentropy_forward)
 #define crossentropy_backward REF(crossentropy_backward)
 #define token_logprobs_forward REF(token_logprobs_forward)
+#define zero_fill REF(zero_fill)
 #define residual_forward REF(residual_forward)
 #define residual_backward REF(residual_backward)
 #define mix_forward REF(mix_forward)
@@ -43,13 +45,18 @@
  * without reading or zeroing it first. */
 typedef enum { GRAD_ADD, GRAD_SET } GradWrite;
 
+/* p [n] = 0, shared among the threads (a gradient buffer before its first accumulation) */
+void zero_fill(real *p, size_t n);
+
 /* out = inp · weightᵀ (a bias-free nn.Linear).
  * out [N,OC], inp [N,C], weight [OC,C] */
 void matmul_forward(real *out, const real *inp, const real *weight, int N, int C, int OC);
-/* dinp += dout · weight, dweight += doutᵀ · inp.
+/* dinp (+)= dout · weight (as `dinp_how` says: GRAD_SET is BLAS's beta = 0, which zeroes the
+ * output inside the product, tile by tile on the threads: the bits of a zeroed buffer),
+ * dweight += doutᵀ · inp.
  * dinp [N,C] (or NULL), dweight [OC,C] (or NULL), dout [N,OC], inp [N,C], weight [OC,C] */
 void matmul_backward(real *dinp, real *dweight, const real *dout, const real *inp, const real *weight, int N,
-                     int C, int OC);
+                     int C, int OC, GradWrite dinp_how);
 
 /* out[n] = wte[tokens[n]]; tokens must already be checked to lie in [0, V).
  * out [N,C], tokens [N], wte [V,C] */

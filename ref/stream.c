@@ -188,7 +188,7 @@ static void dwa_forward(StreamState *st, const real *alpha, const int *src, int 
             for (size_t i = 0; i < Nd; i++) out[i] += a * x[i];
         first = 0;
     }
-    if (first) memset(out, 0, Nd * sizeof *out);
+    if (first) zero_fill(out, Nd);
 }
 
 static const real *dense_forward(StreamState *st, int s) {
@@ -602,7 +602,7 @@ static const real *streams_backward(StreamState *st, int s, const real *din) {
     /* H_s[j] = Σ_i R[i,j] H_{s−1}[i] + b[j] y_s: dy, dR, db (for the maps of s−1), dH_{s−1} */
     const real *Hp = st->H[s - 1], *y = st->y[s];
     real *dy = st->dfin;
-    memset(st->dHp, 0, Nnd * sizeof *st->dHp);
+    zero_fill(st->dHp, Nnd);
     for (int t = 0; t < N; t++) {
         const real *R = st->R[s - 1] + (size_t)t * n * n, *b = st->b_out[s - 1] + (size_t)t * n;
         real *dR = st->dR + (size_t)t * n * n, *db = st->db + (size_t)t * n, *dyt = dy + (size_t)t * d;
@@ -645,12 +645,12 @@ const real *stream_forward(StreamState *st, int s) {
 void stream_backward_begin(StreamState *st) {
     const size_t Nd = (size_t)st->N * st->d;
     switch (st->plan->kind) {
-    case STREAM_PLAIN: memset(st->dx, 0, Nd * sizeof *st->dx); break;
+    case STREAM_PLAIN: zero_fill(st->dx, Nd); break;
     case STREAM_DENSEFORMER:
-        for (int i = 0; i <= st->plan->L; i++) memset(st->dX[i], 0, Nd * sizeof(real));
+        for (int i = 0; i <= st->plan->L; i++) zero_fill(st->dX[i], Nd);
         break;
     case STREAM_ATTNRES:
-        for (int s = 0; s < st->S; s++) memset(st->dy[s], 0, Nd * sizeof(real));
+        for (int s = 0; s < st->S; s++) zero_fill(st->dy[s], Nd);
         break;
     case STREAM_HC:
     case STREAM_MHC: break; /* the head's step overwrites dH */

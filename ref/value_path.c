@@ -111,8 +111,6 @@ struct VpState {
     void *arena;           /* every buffer above */
 };
 
-static void zero(real *p, size_t n) { memset(p, 0, n * sizeof *p); }
-
 /* Width of layer l's attention rows: 2T for Eq. 2 layers. */
 static int width(const VpState *vp, int l) { return vp->plan->cross[l] >= 0 ? 2 * vp->T : vp->T; }
 
@@ -349,17 +347,17 @@ void vp_backward_begin(VpState *vp) {
     const size_t N = (size_t)vp->N, BHT = (size_t)vp->B * vp->NH * vp->T;
     int hidden = 0;
     for (int l = 0; l < vp->L; l++) {
-        zero(vp->dv[l], N * vp->kvC);
+        zero_fill(vp->dv[l], N * vp->kvC);
         /* a fresh d(Q_l), d(K_l) is written over by RoPE's backward (GRAD_SET) */
-        if (!vp->sc[l].dq_fresh) zero(vp->dqraw[l], N * vp->qC);
-        if (!vp->sc[l].dk_fresh) zero(vp->dkraw[l], N * vp->kvC);
-        zero(vp->dkrot[l], N * vp->kvC);
+        if (!vp->sc[l].dq_fresh) zero_fill(vp->dqraw[l], N * vp->qC);
+        if (!vp->sc[l].dk_fresh) zero_fill(vp->dkraw[l], N * vp->kvC);
+        zero_fill(vp->dkrot[l], N * vp->kvC);
         /* a fresh d(A_l) is written over by attention's backward (GRAD_SET); its masked entries
          * stay the arena's zeros, and nothing reads them */
-        if (!vp->sc[l].da_fresh) zero(vp->datt[l], BHT * width(vp, l));
+        if (!vp->sc[l].da_fresh) zero_fill(vp->datt[l], BHT * width(vp, l));
         hidden |= vp->plan->hh[l] != 0;
     }
-    if (hidden) zero(vp->demb, N * vp->d);
+    if (hidden) zero_fill(vp->demb, N * vp->d);
 }
 
 void vp_backward(VpState *vp, int l, const real *datty, real *dx) {
@@ -376,15 +374,15 @@ void vp_backward(VpState *vp, int l, const real *datty, real *dx) {
      * started at +0 never yields -0.0. The scratch, its zeroing and the mix's pass go. */
     /* corrections: d(Σ ce·V_i) = the query heads' gradients summed per kv head (none: skipped) */
     if (sc->corr) {
-        zero(vp->dcorr, (size_t)N * kvC);
+        zero_fill(vp->dcorr, (size_t)N * kvC);
         repeat_kv_add_backward(vp->dcorr, datty, N, vp->NH, vp->NKV, vp->hd);
         mix_backward(vp->dv, NULL, vp->dcorr, vp->vsrc, p->ce + row, l + 1, (size_t)N * kvC);
     }
     /* U = P·[V'; V_m]: d(P) to every A_i mixed in, d(V') below, d(V_m) straight to layer m */
     real *dattp = sc->da_fresh ? vp->datt[l] : vp->dattp; /* [B,NH,T,W] d(P) */
     real *dvin = sc->dv_fresh ? vp->dv[l] : vp->dvin;     /* [N,kvC] d(V') */
-    if (!sc->da_fresh) zero(dattp, natt);
-    if (!sc->dv_fresh) zero(dvin, (size_t)N * kvC);
+    if (!sc->da_fresh) zero_fill(dattp, natt);
+    if (!sc->dv_fresh) zero_fill(dvin, (size_t)N * kvC);
     attn_apply_backward(dattp, dvin, mp >= 0 ? vp->dv[mp] : NULL, datty, a->attp, a->vin, v2, B, T, vp->NH, vp->NKV,
                         vp->hd, sc->da_fresh ? GRAD_SET : GRAD_ADD);
     if (!sc->da_fresh) mix_backward(vp->datt, NULL, dattp, vp->asrc, p->ca + row, l + 1, natt);
@@ -396,7 +394,7 @@ void vp_backward(VpState *vp, int l, const real *datty, real *dx) {
         for (int j = 0; j < p->n_train[l]; j++) dw->lam[j] += (real)dcoef[p->train_src[row + j]];
     }
     /* A_l's softmax: d(A_l) is complete (later layers that mix it in ran first) */
-    zero(vp->dqr, (size_t)N * qC);
+    zero_fill(vp->dqr, (size_t)N * qC);
     attn_probs_backward(vp->dqr, vp->dkrot[l], mp >= 0 ? vp->dkrot[mp] : NULL, vp->datt[l], a->att, a->q, a->k, k2,
                         B, T, vp->NH, vp->NKV, vp->hd);
     /* RoPE, then the Q/K mixes back to the raw projections they read */
@@ -407,17 +405,27 @@ void vp_backward(VpState *vp, int l, const real *datty, real *dx) {
     if (!sc->dq_fresh) mix_backward(vp->dqraw, NULL, dq, vp->qsrc, p->cq + row, l + 1, (size_t)N * qC);
     if (!sc->dk_fresh) mix_backward(vp->dkraw, NULL, dk, vp->ksrc, p->ck + row, l + 1, (size_t)N * kvC);
     /* this layer's projections: their raw outputs' gradients are complete now */
-    zero(vp->dln, (size_t)N * d);
-    if (w->wq) matmul_backward(vp->dln, dw->wq, vp->dqraw[l], a->ln1, w->wq, N, d, qC);
-    if (w->wk) matmul_backward(vp->dln, dw->wk, vp->dkraw[l], a->ln1, w->wk, N, d, kvC);
-    if (w->wv) matmul_backward(vp->dln, dw->wv, vp->dv[l], a->ln1, w->wv, N, d, kvC);
+    GradWrite dln_how = GRAD_SET; /* the first product writes d(ln1), the others add */
+    if (w->wq) {
+        matmul_backward(vp->dln, dw->wq, vp->dqraw[l], a->ln1, w->wq, N, d, qC, dln_how);
+        dln_how = GRAD_ADD;
+    }
+    if (w->wk) {
+        matmul_backward(vp->dln, dw->wk, vp->dkraw[l], a->ln1, w->wk, N, d, kvC, dln_how);
+        dln_how = GRAD_ADD;
+    }
+    if (w->wv) {
+        matmul_backward(vp->dln, dw->wv, vp->dv[l], a->ln1, w->wv, N, d, kvC, dln_how);
+        dln_how = GRAD_ADD;
+    }
+    if (dln_how == GRAD_SET) zero_fill(vp->dln, (size_t)N * d); /* no projection at all */
     /* xn = hx·x + hh·H_0; shortcut: xn is x, so the norm's backward writes dx directly */
     if (sc->x_only) {
         rmsnorm_backward(dx, dw->ln1, vp->dln, a->xn, w->ln1, a->ln1_rstd, N, d, GRAD_SET);
         return;
     }
     rmsnorm_backward(vp->dxn, dw->ln1, vp->dln, a->xn, w->ln1, a->ln1_rstd, N, d, GRAD_SET);
-    zero(dx, (size_t)N * d);
+    zero_fill(dx, (size_t)N * d);
     real *dh[2] = {dx, vp->demb};
     const real *hsrc[2] = {a->x, vp->emb};
     const double hc[2] = {p->hx[l], p->hh[l]};
