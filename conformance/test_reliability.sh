@@ -68,9 +68,13 @@ crafted_sizes_refused() {
   expect_error crafted_larger_than_memory "a model of 69656444928 parameters needs .* GiB of memory, more than this machine" \
     $T --steps 1 --model "$tmp/big.json" --out "$tmp/c3"
   echo '{"model_type": "gpt2", "n_embd": 1073741824, "n_layer": 2, "n_head": 4, "vocab_size": 100, "n_positions": 64, "n_inner": null}' >"$tmp/gpt2.json"
-  expect_error crafted_gpt2_4x "gpt2.json: n_embd 1073741824: 4 \* n_embd (the MLP width) exceeds" \
+  expect_error crafted_gpt2_4x "gpt2.json: n_embd 1073741824: must be 1..262144 (4 \* n_embd is the MLP width" \
     $T --steps 1 --model "$tmp/gpt2.json" --out "$tmp/c4"
-  check crafted_left_no_folder test ! -e "$tmp/c1" -a ! -e "$tmp/c2" -a ! -e "$tmp/c3" -a ! -e "$tmp/c4"
+  # negative: 4 * n_embd overflowed below zero before the bound covered both ends (found by fuzz_config)
+  echo '{"model_type": "gpt2", "n_embd": -1073741824, "n_layer": 2, "n_head": 4, "vocab_size": 100, "n_positions": 64, "n_inner": null}' >"$tmp/gpt2n.json"
+  expect_error crafted_gpt2_4x_negative "gpt2n.json: n_embd -1073741824: must be 1..262144" \
+    $T --steps 1 --model "$tmp/gpt2n.json" --out "$tmp/c5"
+  check crafted_left_no_folder test ! -e "$tmp/c1" -a ! -e "$tmp/c2" -a ! -e "$tmp/c3" -a ! -e "$tmp/c4" -a ! -e "$tmp/c5"
 }
 
 # special_files_refused: a FIFO or device where a file is read is refused within seconds

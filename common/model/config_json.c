@@ -185,8 +185,9 @@ static int load_gpt2(const char *path, json_t *root, ModelConfig *c) {
     if (!have_head) return vrl_error("%s: missing key \"n_head\"", path);
     if (!have_vocab) return vrl_error("%s: missing key \"vocab_size\"", path);
     if (inner_null) { /* GPT2Config: n_inner null means 4d */
-        if (c->d_model > CONFIG_MAX_WIDTH / 4)
-            return vrl_error("%s: n_embd %d: 4 * n_embd (the MLP width) exceeds %d", path, c->d_model, CONFIG_MAX_WIDTH);
+        if (c->d_model < 1 || c->d_model > CONFIG_MAX_WIDTH / 4) /* both ends: 4 * n_embd must not overflow */
+            return vrl_error("%s: n_embd %d: must be 1..%d (4 * n_embd is the MLP width, at most %d)", path, c->d_model,
+                             CONFIG_MAX_WIDTH / 4, CONFIG_MAX_WIDTH);
         c->d_ffn = 4 * c->d_model;
     }
     if (n_ctx >= 0 && n_ctx != c->max_seq)
