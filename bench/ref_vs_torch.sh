@@ -91,10 +91,11 @@ for spec in $SPECS; do
     done
 done
 # Summary: per shape and thread count, the median over ROUNDS of each engine's wall tokens/s
-# and tokens per CPU-second, and vrl / PyTorch of the medians; "loaded" counts the runs
-# that were not quiet.
+# and tokens per CPU-second, and vrl / PyTorch of the medians; "paired" is the median over
+# the rounds of each round's own vrl / PyTorch (wall), which follows the machine's drift
+# between rounds better; "loaded" counts the runs that were not quiet.
 [ "$torch" = 1 ] || exit 0
-echo "== summary (medians of $ROUNDS round(s)): shape threads | vrl wall, CPU | torch wall, CPU | vrl/torch wall, CPU | peak RSS vrl/torch MiB | loaded runs"
+echo "== summary (medians of $ROUNDS round(s)): shape threads | vrl wall, CPU | torch wall, CPU | vrl/torch wall, CPU, paired | peak RSS vrl/torch MiB | loaded runs"
 for spec in $SPECS; do
     preset=${spec%%:*}
     for t in $THREADS; do
@@ -106,7 +107,11 @@ for spec in $SPECS; do
             done
         done)
         loaded=$(grep -c "^$preset $t .* LOADED$" "$RECORDS" || true)
+        # each round's vrl wall / PyTorch wall (the records alternate vrl, torch), then their median
+        paired=$(grep "^$preset $t " "$RECORDS" | awk '$3 == "vrl" { v = $4 } $3 == "torch" { print v / $4 }' | sort -n |
+            awk '{ v[NR] = $1 } END { print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) }')
         awk -v p="$preset" -v t="$t" -v vw="$1" -v vc="$2" -v vm="$3" -v tw="$4" -v tc="$5" -v tm="$6" -v l="$loaded" \
-            'BEGIN { printf "%-5s %s | %8.0f %8.0f | %8.0f %8.0f | %5.2fx %5.2fx | %d / %d | %d\n", p, t, vw, vc, tw, tc, vw / tw, vc / tc, vm, tm, l }'
+            -v pr="$paired" 'BEGIN { printf "%-5s %s | %8.0f %8.0f | %8.0f %8.0f | %5.2fx %5.2fx %5.2fx | %d / %d | %d\n",
+                p, t, vw, vc, tw, tc, vw / tw, vc / tc, pr, vm, tm, l }'
     done
 done
