@@ -286,7 +286,11 @@ Test(gradcheck_ops, residual_and_mix) {
  * buffer held (here NaN, which an add would carry), including +0.0 where g is -0.0; and
  * GRAD_ADD must still add. One case per op that takes a GradWrite; the shapes are the
  * gradient checks' above. */
-enum { GS_MAX = CB * CT * CV > PB * PT * PH * PD ? CB * CT * CV : PB * PT * PH * PD };
+/* a d(inp) of 160 rows: two 80-row tiles in ref/ops.c's gemm_tiles, each zeroed by its own
+ * beta = 0 product (the small matmul above is one tile) */
+enum { TN = 160, TC = 24, TOC = 16 };
+enum { GS_MAX = TN * TC };
+_Static_assert(GS_MAX >= CB * CT * CV && GS_MAX >= PB * PT * PH * PD, "GRAD_SET buffers too small");
 static real gs_set[GS_MAX], gs_set2[GS_MAX], gs_add[GS_MAX], gs_add2[GS_MAX]; /* [n] of the op's output */
 
 static void fill_with(real *x, size_t n, real v) {
@@ -320,6 +324,11 @@ static void gs_matmul(real *out, real *unused, GradWrite how) { /* d(inp): BLAS 
     (void)unused;
     matmul_backward(out, NULL, mm_dout, mm_inp, mm_w, MN, MC, MOC, how);
 }
+static real tm_inp[TN * TC], tm_w[TOC * TC], tm_dout[TN * TOC];
+static void gs_matmul_tiled(real *out, real *unused, GradWrite how) {
+    (void)unused;
+    matmul_backward(out, NULL, tm_dout, tm_inp, tm_w, TN, TC, TOC, how);
+}
 static void gs_swiglu(real *dg, real *du, GradWrite how) { swiglu_backward(dg, du, sw_dout, sw_g, sw_u, SN, how); }
 static void gs_crossentropy(real *out, real *unused, GradWrite how) {
     (void)unused;
@@ -336,6 +345,8 @@ Test(gradcheck_ops, grad_set_is_zero_then_add) {
     check_set("rope", gs_rope, PB * PT * PH * PD, 1);
     fill(mm_inp, MN * MC, 1), fill(mm_w, MOC * MC, 1), fill(mm_dout, MN * MOC, 1);
     check_set("matmul", gs_matmul, MN * MC, 1);
+    fill(tm_inp, TN * TC, 1), fill(tm_w, TOC * TC, 1), fill(tm_dout, TN * TOC, 1);
+    check_set("matmul (two tiles)", gs_matmul_tiled, TN * TC, 1);
     fill(sw_g, SN, 2), fill(sw_u, SN, 1), fill(sw_dout, SN, 1);
     sw_dout[0] = -0.0, sw_u[0] = 1; /* d(gate)[0] = d(up)[0] = -0.0: SET must write +0.0 */
     check_set("swiglu", gs_swiglu, SN, 2);

@@ -97,7 +97,7 @@ static void update_tensor(real *p, real *g, real *ma, real *va, size_t n, const 
 
 REF_HOT
 double adamw_update(const ParamTable *t, real *params, real *g, real *exp_avg, real *exp_avg_sq, long step,
-                            const AdamWConfig *opt, double lr) {
+                    const AdamWConfig *opt, double lr) {
     const double norm = sqrt(grad_sum_sq(g, t->total));
     Scalars s = {.clip = 1};
     if (opt->clip > 0) {

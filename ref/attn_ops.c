@@ -25,6 +25,7 @@
 #define ATTN_TILE (ATTN_ROWS * ATTN_COLS) /* [ATTN_ROWS, ATTN_COLS]: 64 KiB f32, 128 KiB f64 */
 
 static int min_int(int a, int b) { return a < b ? a : b; }
+static int max_int(int a, int b) { return a > b ? a : b; }
 
 REF_HOT
 void attn_probs_forward(real *att, const real *q, const real *k, const real *k2, int B, int T, int NH, int NKV,
@@ -99,13 +100,13 @@ void attn_probs_backward(real *dq, real *dk, real *dk2, const real *datt, const 
                     for (int c0 = 0; c0 < t1; c0 += ATTN_COLS) {
                         const int n = min_int(ATTN_COLS, t1 - c0);
                         for (int r = 0; r < R; r++) {
-                            const int t = t0 + r, seen = min_int(n, t - c0 + 1); /* columns c0 + c <= t */
+                            const int t = t0 + r, seen = max_int(0, min_int(n, t - c0 + 1)); /* c0 + c <= t */
                             const size_t row = (size_t)t * W + half * T + c0;
                             const real rd = (real)rowdot[r];
                             real *dsr = ds + (size_t)r * n; /* [n] */
                             /* two plain loops (not one with a select) so both vectorise */
                             for (int c = 0; c < seen; c++) dsr[c] = ah[row + c] * (dah[row + c] - rd) * scale;
-                            for (int c = seen < 0 ? 0 : seen; c < n; c++) dsr[c] = 0;
+                            for (int c = seen; c < n; c++) dsr[c] = 0;
                         }
                         /* dq[t0:t1] += ds · k[c0:c0+n];  dk[c0:c0+n] += dsᵀ · q[t0:t1] */
                         if (dq)
