@@ -7,7 +7,8 @@
  *
  * usage: bench_ref_train [--fp32] [PRESET[:BATCHxSEQ] ...]   (default: 2M:8x256 82M:2x256)
  *        --fp32: the float32 reference only (bench/ref_vs_torch.sh)
- * env:   OPENBLAS_NUM_THREADS=N: the reference's threads (ref/threads.h) [all cores] */
+ * env:   OPENBLAS_NUM_THREADS=N: the reference's threads (ref/threads.h) [all cores]
+ *        STEPS=n: timed steps per preset [5; 2 above 10M parameters] */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,7 +44,9 @@ static void run(const char *preset, int B, int T, const Precision *pr) {
         exit(1);
     }
     if (T > c.max_seq) T = c.max_seq;
-    const int steps = spec.table.total > 10000000 ? 2 : 5; /* large models: a few seconds per step */
+    /* large models: a few seconds per step; STEPS=n overrides (longer runs for profiling) */
+    const char *steps_env = getenv("STEPS");
+    const int steps = steps_env && atoi(steps_env) > 0 ? atoi(steps_env) : spec.table.total > 10000000 ? 2 : 5;
     void *m = pr->be->create(&spec, B, T);
     if (!m) {
         fprintf(stderr, "bench: %s\n", vrl_last_error());

@@ -47,6 +47,7 @@ endforeach()
 vrl_test(test_exp SOURCES conformance/test_exp.c LIBS ${MATH_LIB})
 
 # 1, 2 and 3 threads give byte-identical weights (ref/threads.h)
+vrl_test(test_arena SOURCES conformance/test_arena.c LIBS vrl_ref_threads)
 vrl_test(test_thread_bits SOURCES conformance/test_thread_bits.c LIBS vrl_ref32 vrl_ref64 vrl_common)
 
 # ---------------------------------------------------------------- training loop and the vrl command

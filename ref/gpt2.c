@@ -195,7 +195,7 @@ static size_t layout(Gpt2Model *m, char *base) {
 
 void gpt2_destroy(Gpt2Model *m) {
     if (!m) return;
-    free(m->arena);
+    ref_arena_free(m->arena);
     free(m);
 }
 
@@ -229,7 +229,7 @@ Gpt2Model *gpt2_create(const ModelSpec *spec, int batch, int seq) {
     m->eps = c->norm_eps, m->p_drop = c->dropout;
     const size_t V = m->V, d = m->d, F = m->F;
     size_t bytes = layout(m, NULL);
-    if (!(m->arena = calloc(1, bytes))) {
+    if (!(m->arena = ref_arena_alloc(bytes))) {
         vrl_error("model: out of memory (%zu bytes for %d x %d)", bytes, batch, seq);
         gpt2_destroy(m);
         return NULL;

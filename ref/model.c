@@ -119,7 +119,7 @@ RefModel *model_create(const ModelSpec *spec, int batch, int seq) {
     m->V = c->vocab_size;
     m->L = c->n_layers;
     size_t bytes = layout(m, NULL);
-    m->arena = calloc(1, bytes); /* parameters and moments start at zero */
+    m->arena = ref_arena_alloc(bytes); /* parameters and moments start at zero */
     if (!m->arena) {
         vrl_error("model: out of memory (%zu bytes for %d x %d)", bytes, batch, seq);
         free(m);
@@ -145,7 +145,7 @@ void model_destroy(RefModel *m) {
     if (!m) return;
     stream_destroy(m->stream);
     vp_destroy(m->vp);
-    free(m->arena);
+    ref_arena_free(m->arena);
     free(m);
 }
 

@@ -18,11 +18,13 @@
  * Dot products accumulate in double, like ref/ops.c's norms. */
 #include "ref/stream.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/base/error.h"
+#include "ref/arena.h"
 #include "ref/ops.h"
 
 
@@ -70,7 +72,8 @@ static void *salloc(StreamState *st, size_t n, size_t size) {
         st->allocs = p;
         st->cap_allocs = cap;
     }
-    void *p = calloc(n ? n : 1, size);
+    if (size && n > SIZE_MAX / size) return NULL;
+    void *p = ref_arena_alloc(n ? n * size : size); /* large streams on huge pages (arena.c) */
     if (p) st->allocs[st->n_allocs++] = p;
     return p;
 }
@@ -78,7 +81,7 @@ static void *salloc(StreamState *st, size_t n, size_t size) {
 
 void stream_destroy(StreamState *st) {
     if (!st) return;
-    for (int i = 0; i < st->n_allocs; i++) free(st->allocs[i]);
+    for (int i = 0; i < st->n_allocs; i++) ref_arena_free(st->allocs[i]);
     free(st->allocs);
     free(st);
 }

@@ -259,7 +259,7 @@ VpState *vp_create(const ModelSpec *spec, int B, int T, real *params, real *grad
     }
     choose_shortcuts(vp);
     const size_t bytes = vp_layout(vp, NULL);
-    if (!(vp->arena = calloc(1, bytes))) {
+    if (!(vp->arena = ref_arena_alloc(bytes))) {
         vrl_error("model: out of memory for the value path (%zu bytes)", bytes);
         free(vp->sc);
         free(vp);
@@ -282,7 +282,7 @@ VpState *vp_create(const ModelSpec *spec, int B, int T, real *params, real *grad
 
 void vp_destroy(VpState *vp) {
     if (!vp) return;
-    free(vp->arena);
+    ref_arena_free(vp->arena);
     free(vp->sc);
     free(vp);
 }
