@@ -17,6 +17,7 @@
 #include "ref/net.h"
 #include "ref/ops.h"
 #include "ref/ref.h"
+#include "ref/threads.h"
 
 typedef struct {
     const RefNet *net;        /* the architecture's table */
@@ -74,6 +75,7 @@ static void be_set_rng_key(void *vh, uint64_t seed, long step, int micro) {
 
 static double be_forward_backward(void *vh, const int32_t *tokens, double grad_scale) {
     RefHandle *h = vh;
+    ref_threads_adapt();
     if (h->net->set_dropout)
         h->net->set_dropout(h->m, 1, h->drop_seed, (uint64_t)h->drop_step, (uint64_t)h->drop_micro);
     double loss = h->net->forward(h->m, tokens);

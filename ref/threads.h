@@ -14,5 +14,9 @@
 int ref_threads_set(int n);
 /* The count in use (1 until ref_threads_set). */
 int ref_threads(void);
+/* Called once per training step (ref/backend.c): idle threads spin briefly between parallel
+ * loops while no other process wants a core, else sleep at once (threads.c). Timing only:
+ * results do not depend on it. */
+void ref_threads_adapt(void);
 
 #endif
