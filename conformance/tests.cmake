@@ -46,8 +46,11 @@ endforeach()
 # the reference's own exponentials (ref/exp_shifted.h) against libm
 vrl_test(test_exp SOURCES conformance/test_exp.c LIBS ${MATH_LIB})
 
-# 1, 2 and 3 threads give byte-identical weights (ref/threads.h)
+# the arenas' allocator: zeros, alignment, huge-page advice (ref/arena.c)
 vrl_test(test_arena SOURCES conformance/test_arena.c LIBS vrl_ref_threads)
+# idle threads sleep at once while every core is busy (ref/threads.c ref_threads_adapt)
+vrl_test(test_thread_spin SOURCES conformance/test_thread_spin.c LIBS vrl_ref_threads)
+# 1, 2 and 3 threads give byte-identical weights (ref/threads.h)
 vrl_test(test_thread_bits SOURCES conformance/test_thread_bits.c LIBS vrl_ref32 vrl_ref64 vrl_common)
 
 # ---------------------------------------------------------------- training loop and the vrl command
