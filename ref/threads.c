@@ -7,8 +7,9 @@
 #include <omp.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
+
+#include "common/base/clock.h"
 
 /* libomp (CMakeLists.txt): milliseconds an idle thread spins before it sleeps */
 void kmp_set_blocktime(int msec);
@@ -83,9 +84,7 @@ static int machine_runnable(void) {
 
 void ref_threads_adapt(void) {
     if (ref_thread_count < 2) return;
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    const double now = ts.tv_sec + 1e-9 * ts.tv_nsec;
+    const double now = now_seconds();
     if (adapted_at >= 0 && now - adapted_at < ADAPT_SECONDS) return;
     adapted_at = now;
     const int all = machine_runnable(), own = own_runnable();
