@@ -17,7 +17,11 @@
  * that part is skipped with the reason.
  *
  * Tolerances are bf16's (docs/conformance.md, "fast vs ref"). Plain C: exits 77 (ctest's
- * skip) with the reason when there is no CUDA device. */
+ * skip) with the reason when there is no CUDA device.
+ *
+ * usage: test_fast_vs_ref [CASE ...] [trainer] [cudnn] | --list
+ *   no arguments: every case and the trainer, with flash and then with cudnn; CASE names and
+ *   "trainer" select those parts of the flash run; "cudnn" alone runs the cudnn part only. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -439,6 +443,11 @@ static void run_all(int argc, char **argv, const char *attention, const char *ro
 }
 
 int main(int argc, char **argv) {
+    /* --list: the case names, one a line (scripts/gpu.sh passes them to run the flash part alone) */
+    if (argc == 2 && !strcmp(argv[1], "--list")) {
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) printf("%s\n", cases[i].name);
+        return 0;
+    }
     if (fast_device_check() < 0) {
         printf("SKIP: %s\n", vrl_last_error());
         return 77;

@@ -136,6 +136,13 @@ if(VRL_HAVE_CUDA)
   set_tests_properties(test_fast_vs_ref PROPERTIES SKIP_RETURN_CODE 77
     ENVIRONMENT "TMPDIR=${VRL_TEST_TMP}")
 endif()
+# The GPU slot's plumbing (scripts/gpu.sh, docs/fast.md "GPU slot"): the slot script from a
+# packed .gpu/ with the system's libomp and pkg-config hidden, its GPU steps skipped; an nvcc
+# build of two programs (~2-4 min here). Plain pass only: nothing in it runs under the sanitizers.
+if(VRL_HAVE_CUDA AND NOT VRL_SANITIZE)
+  add_test(NAME test_gpu_slot COMMAND ${CMAKE_SOURCE_DIR}/conformance/test_gpu_slot.sh ${CMAKE_SOURCE_DIR})
+  set_tests_properties(test_gpu_slot PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 900 ENVIRONMENT "TMPDIR=${VRL_TEST_TMP}")
+endif()
 # fast/'s NCCL data-parallel path at world size 1 against the plain fast trainer (docs/distributed.md).
 if(VRL_HAVE_CUDA AND VRL_HAVE_NCCL)
   add_executable(test_fast_nccl conformance/test_fast_nccl.c)

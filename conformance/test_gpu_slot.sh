@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# test_gpu_slot.sh: the GPU slot's plumbing (scripts/gpu.sh, docs/fast.md "GPU slot"), here,
+# where no GPU answers. The slot script runs from a packed .gpu/ inside a private mount
+# namespace in which the system's libomp and pkg-config are hidden, as on the bare GPU
+# machine; its GPU steps must skip, saying so, and everything else must pass:
+#   slot1: configure and the targeted nvcc build pass with the packed pkgconf, libraries and
+#          libomp; exactly 2 files land in the output folder; the report's table names every
+#          step of `gpu.sh plan`; logs.tar.gz holds each step's log.
+#   slot1 with a budget smaller than its steps: the later steps are skipped "budget", said so.
+#   slot2 on slot1's build folder: the incremental build and the CPU-only roofline pass.
+# Needs root (a mount namespace), unshare and nvcc; `gpu.sh pack` is run when .gpu/ is not
+# packed (apt and PyPI). Without any of these it skips (77) and says why.
+# usage: test_gpu_slot.sh SOURCE_DIR
+set -u
+SRC=$(cd "$1" && pwd)
+. "$SRC/conformance/cli_test_lib.sh"
+
+skip() { echo "SKIP: $*"; exit 77; }
+[ "$(id -u)" = 0 ] || skip "not root: a private mount namespace (to hide libomp and pkg-config) needs root"
+command -v unshare >/dev/null || skip "no unshare (util-linux)"
+unshare -m true 2>/dev/null || skip "unshare -m is not permitted here"
+command -v nvcc >/dev/null || skip "no nvcc: the slot's build is the CUDA build"
+
+cd "$SRC"
+want=$(sed -n '/^DEBS=(/,/)$/p' scripts/gpu.sh | tr -d '()' | sed 's/^DEBS=//' | tr -s ' \n' '\n' | grep -v '^$')
+if [ "$want" != "$(cat .gpu/PACKED 2>/dev/null)" ] || [ ! -f .gpu/cudnn-frontend/include/cudnn_frontend.h ]; then
+  bash scripts/gpu.sh pack >"$tmp/pack.log" 2>&1 || skip "gpu.sh pack failed (no apt or PyPI here?): $(tail -n 1 "$tmp/pack.log")"
+fi
+
+# run_hidden CMD...: CMD in a private mount namespace where the system's libomp (LLVM's lib
+# folders) and pkg-config (pkgconf, which pkg-config links to) are gone
+run_hidden() {
+  : >"$tmp/nothing"
+  unshare -m --propagation private bash -c '
+    for d in /usr/lib/llvm-*/lib; do mount -t tmpfs none "$d" || exit 90; done
+    for f in /usr/bin/pkgconf /usr/bin/pkg-config; do
+      [ -e "$f" ] && ! [ -L "$f" ] && { mount --bind "$0" "$f" || exit 91; }
+    done
+    [ -x /usr/bin/pkg-config ] && { echo "pkg-config still visible"; exit 92; }
+    [ -e /usr/lib/x86_64-linux-gnu/libomp.so.5 ] && { echo "libomp still visible"; exit 93; }
+    exec "$@"' "$tmp/nothing" "$@"
+}
+
+build=$tmp/build-gpu
+# no prebuilt binaries (the build is what is tested), no cuDNN path (its one file costs ~2 CPU
+# minutes and is built by the plain build wherever its headers are), and caps ten times the
+# slot's with a budget to match: a busy CI machine must not turn plumbing into a time-out
+export VRL_GPU_PREBUILT=0 VRL_GPU_CUDNN=OFF VRL_GPU_CAP_SCALE=10
+# ---- slot1: the whole command, GPU steps skipped
+VRL_GPU_BUDGET=4000 VRL_GPU_SYSROOT=1 VRL_GPU_BUILD=$build run_hidden bash scripts/gpu.sh slot1 "$tmp/out1" >"$tmp/slot1.log" 2>&1
+rc=$?
+check slot1_exit_0 test "$rc" = 0
+[ "$rc" = 0 ] || { tail -n 30 "$tmp/slot1.log"; cat "$tmp/out1/report.md" 2>/dev/null | head -n 40; }
+check slot1_two_files test "$(ls -A "$tmp/out1" | sort | tr '\n' ' ')" = "logs.tar.gz report.md "
+report=$tmp/out1/report.md
+# every step of the plan has a row, in order
+plan_steps() { bash scripts/gpu.sh plan | awk -v s="slot$1:" '$1 == s { on = !on; next } on && /^\| [a-z]/ && $2 != "step" { print $2 }'; }
+rows() { awk -F'|' '/^\| [A-Za-z0-9_]+ \|/ { gsub(/ /, "", $2); if ($2 != "step") print $2 }' "$1"; }
+check slot1_rows_are_the_plan test "$(rows "$report")" = "$(plan_steps 1)"
+check slot1_has_12_steps test "$(plan_steps 1 | wc -l)" = 12
+for s in probe deps configure build; do
+  check "slot1_${s}_ok" grep -qE "^\| $s \| ok \|" "$report"
+done
+for s in fast_vs_ref_flash fast_vs_ref_cudnn memcheck racecheck synccheck initcheck bench_468M_flash bench_468M_cudnn; do
+  check "slot1_${s}_skipped_no_device" grep -qE "^\| $s \| skipped: no CUDA device" "$report"
+done
+tar -tzf "$tmp/out1/logs.tar.gz" >"$tmp/tar.list" 2>/dev/null
+for s in $(plan_steps 1); do check "slot1_log_$s" grep -qx "slot1/$s.log" "$tmp/tar.list"; done
+# the packed pieces were the ones used, and the build made the two programs
+check slot1_packed_pkgconf grep -q 'pkg-config: the packed pkgconf' "$build/slot-logs/slot1/deps.log"
+check slot1_packed_libraries grep -q 'libraries: the packed Debian packages' "$build/slot-logs/slot1/deps.log"
+check slot1_packed_libomp grep -q 'libomp: the packed one' "$build/slot-logs/slot1/deps.log"
+check slot1_cuda_backend grep -q 'CUDA backend ON' "$build/slot-logs/slot1/configure.log"
+check slot1_built test -x "$build/bin/test_fast_vs_ref" -a -x "$build/bin/bench_fast"
+n=$(LD_LIBRARY_PATH=$build/sysroot/usr/lib/x86_64-linux-gnu "$build/bin/test_fast_vs_ref" --list | wc -l)
+check slot1_lists_cases test "$n" -ge 30
+
+# ---- slot1 under a budget smaller than its steps: configure and everything after skip
+VRL_GPU_BUDGET=25 VRL_GPU_SYSROOT=1 VRL_GPU_BUILD=$build run_hidden bash scripts/gpu.sh slot1 "$tmp/out2" >"$tmp/slot2.log" 2>&1
+check budget_exit_0 test $? = 0
+check budget_two_files test "$(ls -A "$tmp/out2" | wc -l)" = 2
+check budget_rows_are_the_plan test "$(rows "$tmp/out2/report.md")" = "$(plan_steps 1)"
+check budget_configure_skipped grep -qE '^\| configure \| skipped: budget \([0-9]+ s left, needs ~20 s' "$tmp/out2/report.md"
+check budget_build_skipped grep -qE '^\| build \| skipped: budget' "$tmp/out2/report.md"
+check budget_later_skipped grep -qE '^\| bench_468M_cudnn \| skipped: ' "$tmp/out2/report.md"
+check budget_says_budget grep -q 'budget 25 s' "$tmp/out2/report.md"
+
+# ---- slot2 on slot1's build folder (a warm machine): incremental build, roofline
+VRL_GPU_BUDGET=4000 VRL_GPU_SYSROOT=1 VRL_GPU_BUILD=$build run_hidden bash scripts/gpu.sh slot2 "$tmp/out3" >"$tmp/slot3.log" 2>&1
+rc=$?
+check slot2_exit_0 test "$rc" = 0
+[ "$rc" = 0 ] || head -n 30 "$tmp/out3/report.md"
+check slot2_two_files test "$(ls -A "$tmp/out3" | wc -l)" = 2
+check slot2_rows_are_the_plan test "$(rows "$tmp/out3/report.md")" = "$(plan_steps 2)"
+check slot2_build_ok grep -qE '^\| build \| ok \|' "$tmp/out3/report.md"
+check slot2_roofline_ok grep -qE '^\| roofline \| ok \| [0-9]+ \| 30 \| 5 \| planned for baseline, ResFormer, SVFormer: [0-9,]+/[0-9,]+/[0-9,]+ tokens/s' "$tmp/out3/report.md"
+for s in repeat_fast_vs_ref bench_82M bench_468M_variants torch_eager; do
+  check "slot2_${s}_skipped_no_device" grep -qE "^\| $s \| skipped: no CUDA device" "$tmp/out3/report.md"
+done
+
+# ---- docs/fast.md carries the plan's table, row for row
+plan_rows=$(bash scripts/gpu.sh plan | grep '^| [a-z]' | grep -v '^| step' | tr -s ' ')
+missing=0
+while IFS= read -r r; do grep -qF -- "$r" <(tr -s ' ' <docs/fast.md) || { echo "docs/fast.md lacks: $r"; missing=$((missing + 1)); }; done <<<"$plan_rows"
+check docs_budget_table test "$missing" = 0
+finish
