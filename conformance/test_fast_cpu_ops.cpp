@@ -482,6 +482,12 @@ template <class T> static void append_bytes(vector<unsigned char> &out, const ve
     const unsigned char *p = (const unsigned char *)v.data();
     out.insert(out.end(), p, p + v.size() * sizeof(T));
 }
+/* the bytes of several vectors, one after another */
+template <class... V> static vector<unsigned char> bytes_of(const V &...v) {
+    vector<unsigned char> b;
+    (append_bytes(b, v), ...);
+    return b;
+}
 
 /* The value mix (ResFormer's V'_n = Σ λ_i V_i, NeuTRENO's sources), its backward into fp32 and
  * from a bf16 gradient, and the trainable λ's gradient (lambda_backward), against ref's
@@ -594,9 +600,7 @@ Test(fast_cpu_ops, rope_forward_and_backward) {
                 bad += fabs(__bfloat162float(g[o]) - rb_) > u16 * fabs(rb_) + 4 * u32 * mag;
             }
         cr_expect_eq(bad, 0, "rope: %ld elements outside their bounds", bad);
-        vector<unsigned char> b;
-        append_bytes(b, f), append_bytes(b, g);
-        return b;
+        return bytes_of(f, g);
     }, &first);
 }
 
@@ -642,9 +646,7 @@ Test(fast_cpu_ops, embedding_forward_and_backward) {
                 bad += fabs(dw[(size_t)t * C + c] - rdw[(size_t)t * C + c]) > k * u32 * mag;
             }
         cr_expect_eq(bad, 0, "embedding: %ld elements outside their bounds", bad);
-        vector<unsigned char> b;
-        append_bytes(b, out), append_bytes(b, dw);
-        return b;
+        return bytes_of(out, dw);
     }, &first);
 }
 
@@ -665,9 +667,6 @@ Test(fast_cpu_ops, loss_sum_and_record) {
         cr_assert_eq(fast_cpu::loss_record(slots, &count, 2, &sum, 3.0), 0); /* past the capacity: counted only */
         cr_expect(slots[0] == sum / 3.0 && slots[1] == sum / 3.0 && count == 3, "loss_record: %.17g %.17g count %d",
                   slots[0], slots[1], count);
-        vector<double> b1(1, sum);
-        vector<unsigned char> b;
-        append_bytes(b, b1);
-        return b;
+        return bytes_of(vector<double>(1, sum));
     }, &first);
 }
