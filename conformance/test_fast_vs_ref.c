@@ -16,8 +16,10 @@
  * deterministic algorithm: the same bits). On the CPU layer, and in a build without cuDNN,
  * that part is skipped with the reason.
  *
- * Tolerances are bf16's (docs/conformance.md, "fast vs ref"). Plain C: exits 77 (ctest's
- * skip) with the reason when there is no CUDA device. */
+ * Tolerances are bf16's (docs/conformance.md, "fast vs ref"). Compiled with VRL_CUDA_CPU_FP32
+ * against the fp32-storage CPU build (test_fast_cpu32_vs_ref) they are float32's, written
+ * below, and each case also checks its weights after the steps and its first batch against
+ * ref fp32. Plain C: exits 77 (ctest's skip) with the reason when there is no CUDA device. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
