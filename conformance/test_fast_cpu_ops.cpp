@@ -13,7 +13,11 @@
  * (one query past a 64-query tile), GQA, hd 16 and 128, its dV written in fp32, added onto an
  * fp32 accumulator and rounded to bf16 in the same call, and on q/k/v views into one fused
  * projection buffer (the same bits); attention_dv_scatter (cuDNN's dV into those destinations)
- * against flash's epilogue. */
+ * against flash's epilogue. The step's other kernels (issue 37), each within a bound written
+ * from its rounding points: the value mix with a trainable λ read on the device, its backward
+ * from fp32 and bf16 gradients and the λ gradient past its grid; RoPE and its transpose on a
+ * view; the embedding gather and its per-token backward; the loss's device sum and record.
+ * (AdamW and the bf16 casts: test_fast_cpu_bits.cpp.) */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <string.h>
@@ -31,6 +35,13 @@ extern "C" {
 #undef token_logprobs_forward
 #undef swiglu_forward
 #undef swiglu_backward
+#undef embedding_forward
+#undef embedding_backward
+#undef rope_tables
+#undef rope_forward
+#undef rope_backward
+#undef mix_forward
+#undef mix_backward
 
 using std::vector;
 
@@ -448,4 +459,214 @@ Test(fast_cpu_ops, attention_dv_scatter_matches_the_flash_epilogue) {
                   "no dv destination at all is refused");
     cr_expect_neq(fast_cpu::attention_dv_scatter({NULL, 1.0f, 0, view.data()}, g.data(), kvC - 1, N, kvC), 0,
                   "a row stride under kvC is refused");
+}
+
+/* ------------------------------------------------------------------ the step's other kernels */
+/* Each against ref's op in float64 on the same inputs, within a written bound per element
+ * (u16 = 2⁻⁸: bf16's unit roundoff, half an ulp relative to the value; u32 = 2⁻²⁴: fp32's),
+ * and the same bits in every thread order. */
+static const double u16 = 1.0 / 256, u32 = 1.0 / 16777216;
+
+/* Runs f (one launch sequence writing into fresh outputs it returns as raw bytes) in the three
+ * orders; the first order's bytes are kept in *first and later orders must equal them. */
+template <class F> static void in_every_order(const char *what, F f, vector<unsigned char> *first) {
+    for (const char *o : orders) {
+        cr_assert_eq(cuda_cpu::set_thread_order(o), 0);
+        vector<unsigned char> b = f();
+        if (o == orders[0]) *first = b;
+        else cr_expect(b == *first, "%s: order %s changes the bits", what, o);
+    }
+    cuda_cpu::set_thread_order("forward");
+}
+template <class T> static void append_bytes(vector<unsigned char> &out, const vector<T> &v) {
+    const unsigned char *p = (const unsigned char *)v.data();
+    out.insert(out.end(), p, p + v.size() * sizeof(T));
+}
+/* the bytes of several vectors, one after another */
+template <class... V> static vector<unsigned char> bytes_of(const V &...v) {
+    vector<unsigned char> b;
+    (append_bytes(b, v), ...);
+    return b;
+}
+
+/* The value mix (ResFormer's V'_n = Σ λ_i V_i, NeuTRENO's sources), its backward into fp32 and
+ * from a bf16 gradient, and the trainable λ's gradient (lambda_backward), against ref's
+ * mix_forward/mix_backward: three sources, one weight a bf16 parameter (a trainable λ), n not
+ * a multiple of a block and past the λ gradient's grid. */
+Test(fast_cpu_ops, value_mix_and_lambda_gradients) {
+    const size_t n = 20000; /* past LAMBDA_BLOCKS x 256 threads, so every λ partial sum has terms */
+    const int S = 3;
+    vector<bf16> s16[S], lam16(1, __float2bfloat16(0.8125f)), dout16;
+    vector<double> sd[S], dd;
+    for (int i = 0; i < S; i++) random_bf16(s16[i], sd[i], n, 1.5);
+    random_bf16(dout16, dd, n, 1.0);
+    vector<float> dout32(n);
+    for (size_t i = 0; i < n; i++) dout32[i] = __bfloat162float(dout16[i]); /* the same values in fp32 */
+    /* the weights as the kernel holds them (fp32 constants, a bf16 parameter), so ref and fast
+     * multiply by the same numbers */
+    const double coef[S] = {(double)0.3f, -1.25, (double)__bfloat162float(lam16[0])};
+    const double *srcs[S] = {sd[0].data(), sd[1].data(), sd[2].data()};
+    vector<double> rout(n), rds[S], dcoef(S, 0.0);
+    for (int i = 0; i < S; i++) rds[i].assign(n, 0.0);
+    double *rdp[S] = {rds[0].data(), rds[1].data(), rds[2].data()};
+    REF64(mix_forward)(rout.data(), srcs, coef, S, n);
+    REF64(mix_backward)(rdp, dcoef.data(), dd.data(), srcs, coef, S, n);
+    vector<unsigned char> first;
+    in_every_order("value mix", [&]() {
+        fast_cpu::MixArgs a = {};
+        a.n = S;
+        vector<float> ds[S], ds16[S], grad(S, 0.0f), partial(S * LAMBDA_BLOCKS);
+        for (int i = 0; i < S; i++) {
+            a.src[i] = s16[i].data(), ds[i].assign(n, 0.0f), ds16[i].assign(n, 0.0f);
+            a.coef[i] = (float)coef[i];
+        }
+        a.param[2] = lam16.data(), a.coef[2] = 7.0f; /* a trainable λ: its value is the parameter's, read on the device */
+        vector<bf16> out(n);
+        cr_assert_eq(fast_cpu::mix_forward(out.data(), &a, n), 0, "%s", vrl_last_error());
+        for (int i = 0; i < S; i++) a.dsrc[i] = ds[i].data();
+        cr_assert_eq(fast_cpu::mix_backward(&a, dout32.data(), n), 0, "%s", vrl_last_error());
+        for (int i = 0; i < S; i++) a.dsrc[i] = ds16[i].data();
+        cr_assert_eq(fast_cpu::mix_backward_bf16(&a, dout16.data(), n), 0, "%s", vrl_last_error());
+        fast_cpu::LambdaGradArgs g = {};
+        g.n = S;
+        for (int i = 0; i < S; i++) g.src[i] = s16[i].data(), g.grad[i] = &grad[i];
+        cr_assert_eq(fast_cpu::lambda_backward(&g, dout32.data(), n, partial.data()), 0, "%s", vrl_last_error());
+        long bad = 0;
+        for (size_t e = 0; e < n; e++) {
+            /* out: Σ of S fp32 products (each ≤ u32 off, the sum S·u32) rounded once to bf16 */
+            double mag = 0;
+            for (int i = 0; i < S; i++) mag += fabs(coef[i] * sd[i][e]);
+            bad += fabs(__bfloat162float(out[e]) - rout[e]) > u16 * fabs(rout[e]) + 2 * S * u32 * mag;
+            /* dsrc: one fp32 product onto 0, so within u32 of ref's */
+            for (int i = 0; i < S; i++)
+                bad += fabs(ds[i][e] - rds[i][e]) > u32 * fabs(rds[i][e]) ||
+                       fabs(ds16[i][e] - rds[i][e]) > u32 * fabs(rds[i][e]);
+        }
+        cr_expect_eq(bad, 0, "value mix: %ld elements outside their bounds", bad);
+        /* an fp32 sum whose every term passes through at most `depth` roundings is within
+         * depth·u32·Σ|terms| of exact (Higham, §4.2): a product, a thread's grid-strided chain
+         * (n / (LAMBDA_BLOCKS·256) terms), the block's 8-level tree, the LAMBDA_BLOCKS partial
+         * sums in order, the add onto grad */
+        const double depth = 1 + (double)((n + LAMBDA_BLOCKS * 256 - 1) / (LAMBDA_BLOCKS * 256)) + 8 + LAMBDA_BLOCKS + 1;
+        for (int i = 0; i < S; i++) {
+            double mag = 0;
+            for (size_t e = 0; e < n; e++) mag += fabs(dd[e] * sd[i][e]);
+            cr_expect_leq(fabs(grad[i] - dcoef[i]), depth * u32 * mag, "λ gradient %d: %.9g vs ref %.9g (bound %.3g)", i,
+                          grad[i], dcoef[i], depth * u32 * mag);
+        }
+        vector<unsigned char> b;
+        append_bytes(b, out), append_bytes(b, grad);
+        for (int i = 0; i < S; i++) append_bytes(b, ds[i]), append_bytes(b, ds16[i]);
+        return b;
+    }, &first);
+}
+
+/* RoPE in place on a view (rows ld > NHX·hd apart, the columns past it untouched) and its
+ * transpose, against ref's rope_forward/rope_backward with ref's double tables; fast/'s are
+ * the same tables rounded to fp32 (fast/model.cu). */
+Test(fast_cpu_ops, rope_forward_and_backward) {
+    const int B = 2, T = 9, NHX = 3, hd = 16, ld = NHX * hd + 8, h2 = hd / 2, W = NHX * hd;
+    vector<double> ct(T * h2), st(T * h2);
+    REF64(rope_tables)(ct.data(), st.data(), T, hd, 10000.0);
+    vector<float> ct32(T * h2), st32(T * h2);
+    for (int i = 0; i < T * h2; i++) ct32[i] = (float)ct[i], st32[i] = (float)st[i];
+    vector<bf16> x16;
+    vector<double> xd;
+    random_bf16(x16, xd, (size_t)B * T * ld, 2.0);
+    vector<double> dense((size_t)B * T * W), rf((size_t)B * T * W), rb((size_t)B * T * W);
+    for (int r = 0; r < B * T; r++)
+        for (int c = 0; c < W; c++) dense[(size_t)r * W + c] = xd[(size_t)r * ld + c];
+    REF64(rope_forward)(rf.data(), dense.data(), ct.data(), st.data(), B, T, NHX, hd);
+    REF64(rope_backward)(rb.data(), dense.data(), ct.data(), st.data(), B, T, NHX, hd, GRAD_SET);
+    vector<unsigned char> first;
+    in_every_order("rope", [&]() {
+        vector<bf16> f = x16, g = x16;
+        cr_assert_eq(fast_cpu::rope_forward(f.data(), ld, ct32.data(), st32.data(), B, T, NHX, hd), 0);
+        cr_assert_eq(fast_cpu::rope_backward(g.data(), ld, ct32.data(), st32.data(), B, T, NHX, hd), 0);
+        long bad = 0;
+        for (int r = 0; r < B * T; r++)
+            for (int c = 0; c < ld; c++) {
+                const size_t o = (size_t)r * ld + c;
+                if (c >= W) { /* past the view: untouched */
+                    bad += __bfloat16_as_ushort(f[o]) != __bfloat16_as_ushort(x16[o]) ||
+                           __bfloat16_as_ushort(g[o]) != __bfloat16_as_ushort(x16[o]);
+                    continue;
+                }
+                /* the pair's magnitude: two fp32 products and a sum on fp32 tables (4·u32), one bf16 rounding */
+                const int cc = c % hd, pc = cc < h2 ? c + h2 : c - h2;
+                const double mag = fabs(xd[o]) + fabs(xd[(size_t)r * ld + pc]), rf_ = rf[(size_t)r * W + c],
+                             rb_ = rb[(size_t)r * W + c];
+                bad += fabs(__bfloat162float(f[o]) - rf_) > u16 * fabs(rf_) + 4 * u32 * mag;
+                bad += fabs(__bfloat162float(g[o]) - rb_) > u16 * fabs(rb_) + 4 * u32 * mag;
+            }
+        cr_expect_eq(bad, 0, "rope: %ld elements outside their bounds", bad);
+        return bytes_of(f, g);
+    }, &first);
+}
+
+/* The embedding gather (the same bits as the table's rows) and its backward (one block per
+ * distinct token, positions in order, fp32) against ref's, with repeated tokens. */
+Test(fast_cpu_ops, embedding_forward_and_backward) {
+    const int V = 37, C = 300, N = 50; /* C past one 256-thread block */
+    vector<bf16> wte16;
+    vector<double> wte;
+    random_bf16(wte16, wte, (size_t)V * C, 1.0);
+    vector<int32_t> tok(N);
+    for (int i = 0; i < N; i++) tok[i] = (int32_t)((uniform() + 1) * 0.5 * 12) % V; /* 12 distinct at most: repeats */
+    vector<float> dout(N * C);
+    vector<double> dd(N * C), rout((size_t)N * C), rdw((size_t)V * C, 0.0);
+    for (int i = 0; i < N * C; i++) dout[i] = (float)uniform(), dd[i] = dout[i];
+    REF64(embedding_forward)(rout.data(), tok.data(), wte.data(), N, C);
+    REF64(embedding_backward)(rdw.data(), dd.data(), tok.data(), N, C);
+    /* the host's plan (fast/model.cu does the same): distinct tokens, their positions in order */
+    vector<int32_t> uniq, offsets(1, 0), pos;
+    for (int t = 0; t < V; t++) {
+        int any = 0;
+        for (int p = 0; p < N; p++)
+            if (tok[p] == t) pos.push_back(p), any = 1;
+        if (any) uniq.push_back(t), offsets.push_back((int32_t)pos.size());
+    }
+    const int32_t U = (int32_t)uniq.size();
+    vector<unsigned char> first;
+    in_every_order("embedding", [&]() {
+        vector<bf16> out((size_t)N * C);
+        vector<float> dw((size_t)V * C, 0.0f);
+        cr_assert_eq(fast_cpu::embedding_forward(out.data(), tok.data(), wte16.data(), N, C), 0);
+        cr_assert_eq(fast_cpu::embedding_backward(dw.data(), dout.data(), uniq.data(), offsets.data(), pos.data(), &U,
+                                                  N, C),
+                     0);
+        long bad = 0;
+        for (size_t i = 0; i < (size_t)N * C; i++) bad += __bfloat162float(out[i]) != rout[i];
+        for (int t = 0; t < V; t++)
+            for (int c = 0; c < C; c++) { /* an fp32 sum of k terms: k·u32·Σ|terms| */
+                double mag = 0;
+                int k = 0;
+                for (int p = 0; p < N; p++)
+                    if (tok[p] == t) mag += fabs(dd[(size_t)p * C + c]), k++;
+                bad += fabs(dw[(size_t)t * C + c] - rdw[(size_t)t * C + c]) > k * u32 * mag;
+            }
+        cr_expect_eq(bad, 0, "embedding: %ld elements outside their bounds", bad);
+        return bytes_of(out, dw);
+    }, &first);
+}
+
+/* The loss's device sum (double, a fixed order) and its record into the micro-batch slots. */
+Test(fast_cpu_ops, loss_sum_and_record) {
+    const int n = 777;
+    vector<float> losses(n);
+    double exact = 0, mag = 0;
+    for (int i = 0; i < n; i++) losses[i] = (float)(2 + uniform()), exact += losses[i], mag += fabs(losses[i]);
+    vector<unsigned char> first;
+    in_every_order("loss sum", [&]() {
+        double sum = 0, slots[2] = {-1, -1};
+        int32_t count = 0;
+        cr_assert_eq(fast_cpu::loss_sum(&sum, losses.data(), n), 0);
+        cr_expect_leq(fabs(sum - exact), n * 0x1p-53 * mag, "loss sum %.17g vs %.17g", sum, exact);
+        cr_assert_eq(fast_cpu::loss_record(slots, &count, 2, &sum, 3.0), 0);
+        cr_assert_eq(fast_cpu::loss_record(slots, &count, 2, &sum, 3.0), 0);
+        cr_assert_eq(fast_cpu::loss_record(slots, &count, 2, &sum, 3.0), 0); /* past the capacity: counted only */
+        cr_expect(slots[0] == sum / 3.0 && slots[1] == sum / 3.0 && count == 3, "loss_record: %.17g %.17g count %d",
+                  slots[0], slots[1], count);
+        return bytes_of(vector<double>(1, sum));
+    }, &first);
 }

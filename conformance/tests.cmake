@@ -181,6 +181,13 @@ if(VRL_HAVE_CUDA_CPU)
   target_include_directories(test_fast_cpu_ops BEFORE PRIVATE ${CMAKE_SOURCE_DIR}/fast/cuda_cpu/include)
   target_compile_definitions(test_fast_cpu_ops PRIVATE VRL_CUDA_CPU=1 VRL_FP64=1)
   target_compile_options(test_fast_cpu_ops PRIVATE -include ${CMAKE_SOURCE_DIR}/fast/cuda_cpu/cpu_names.h)
+  # AdamW against ref/adamw.c bit for bit, and every float -> bf16 conversion against round to
+  # nearest even (docs/fast.md, "Checks in bits"); float32 ref (no VRL_FP64)
+  vrl_test(test_fast_cpu_bits SOURCES conformance/test_fast_cpu_bits.cpp LIBS vrl_fast_cpu vrl_ref32 vrl_common)
+  set_target_properties(test_fast_cpu_bits PROPERTIES CXX_STANDARD 17 CXX_STANDARD_REQUIRED ON)
+  target_include_directories(test_fast_cpu_bits BEFORE PRIVATE ${CMAKE_SOURCE_DIR}/fast/cuda_cpu/include)
+  target_compile_definitions(test_fast_cpu_bits PRIVATE VRL_CUDA_CPU=1 VRL_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
+  target_compile_options(test_fast_cpu_bits PRIVATE -include ${CMAKE_SOURCE_DIR}/fast/cuda_cpu/cpu_names.h)
   # --attention flash|cudnn: refused on cpu (one attention) and cudnn on cuda-cpu (needs a GPU)
   add_test(NAME test_attention_option COMMAND ${CMAKE_SOURCE_DIR}/conformance/test_attention_option.sh $<TARGET_FILE:vrl>)
   set_tests_properties(test_attention_option PROPERTIES TIMEOUT 300 ENVIRONMENT "TMPDIR=${VRL_TEST_TMP}")
@@ -201,6 +208,24 @@ if(VRL_HAVE_CUDA_CPU)
     add_test(NAME test_fast_cpu_vs_ref_recompute COMMAND test_fast_cpu_vs_ref)
     set_tests_properties(test_fast_cpu_vs_ref_recompute PROPERTIES
       ENVIRONMENT "TMPDIR=${VRL_TEST_TMP};VRL_FAST_RECOMPUTE=1;VRL_FAST_CE_ROWS=7")
+    # the same test source on fp32 storage (vrl_fast_cpu32): agreement with ref bounded near
+    # float32 rounding (docs/fast.md, "Checks in bits"); plain pass only, like the twin above
+    add_executable(test_fast_cpu32_vs_ref conformance/test_fast_vs_ref.c)
+    target_include_directories(test_fast_cpu32_vs_ref PRIVATE ${CMAKE_SOURCE_DIR})
+    target_compile_definitions(test_fast_cpu32_vs_ref PRIVATE VRL_FP64=1 VRL_CUDA_CPU_FP32=1)
+    target_compile_options(test_fast_cpu32_vs_ref PRIVATE -include ${CMAKE_SOURCE_DIR}/fast/cuda_cpu/cpu_names.h)
+    target_link_libraries(test_fast_cpu32_vs_ref PRIVATE vrl_fast_cpu32 vrl_ref32 vrl_ref64 vrl_common)
+    # every variant fast/ supports once (the tiny model, plus the 4-layer cases whose variant
+    # the tiny model cannot take), head dims 8, 16, 64 and 128, and the trainer: 73 of the
+    # full list's 105 CPU seconds (the shapes left out repeat a variant at another size)
+    add_test(NAME test_fast_cpu32_vs_ref COMMAND test_fast_cpu32_vs_ref
+      tiny_baseline tiny_resformer_identity tiny_resformer_constant2 tiny_resformer_general tiny_svformer
+      hd64_svformer hd128_gqa_resformer tiny_resformer_learnable tiny_neutreno tiny_neutreno_resformer
+      tiny_svformer_anchors1 tiny_cla tiny_query_residual tiny_key_residual gqa4_resformer_learnable_plus
+      gqa4_resformer_dense gqa4_svformer_anchors13 gqa4_shared_q gqa4_shared_k gqa4_identity_mapping
+      tiny_denseformer tiny_attnres tiny_attnres_block tiny_hidden_residual gqa4_denseformer_dilated
+      gqa4_attnres_block3 gqa4_hidden_residual_attnres gqa4_learnable_denseformer trainer)
+    set_tests_properties(test_fast_cpu32_vs_ref PROPERTIES ENVIRONMENT "TMPDIR=${VRL_TEST_TMP}")
   endif()
 endif()
 

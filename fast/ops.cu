@@ -538,14 +538,25 @@ int lambda_backward(const LambdaGradArgs *a, const float *dout, size_t n_el, flo
 
 /* Copy rows [r0, r0+R) of one head (R x HD bf16) into shared memory, zeros past T.
  * src row r starts at base + r*stride (elements). */
+#if VRL_CUDA_CPU_FP32
+struct Row8 {
+    bf16 e[8];
+};
+#endif
 template <int HD>
 __device__ __forceinline__ void load_tile(bf16 *dst, const bf16 *base, size_t stride, int r0, int R, int T) {
     const int W = HD / 8; /* 16-byte words per row */
     for (int w = threadIdx.x; w < R * W; w += blockDim.x) {
         const int r = w / W, c = w % W;
+#if VRL_CUDA_CPU_FP32 /* fp32 storage (docs/fast.md, "Checks in bits"): 8 elements are 32 bytes */
+        Row8 val = {};
+        if (r0 + r < T) val = *(const Row8 *)(base + (size_t)(r0 + r) * stride + c * 8);
+        *(Row8 *)(dst + r * HD + c * 8) = val;
+#else
         int4 val = make_int4(0, 0, 0, 0);
         if (r0 + r < T) val = *(const int4 *)(base + (size_t)(r0 + r) * stride + c * 8);
         *(int4 *)(dst + r * HD + c * 8) = val;
+#endif
     }
 }
 
@@ -827,12 +838,28 @@ int attention_dv_scatter(AttnDv dv, const bf16 *src, int ld_v, int N, int kvC) {
 #define CE_ROW_THREADS 512 /* the single-read kernel: a row of up to 2·512·56 columns in registers */
 
 /* A word of two bf16 columns: column 2j in the low half (little-endian, as the row lies in memory). */
+#if VRL_CUDA_CPU_FP32 /* fp32 storage (docs/fast.md, "Checks in bits"): a word is two fp32 columns */
+typedef uint64_t ce_word;
+__device__ __forceinline__ float word_lo(uint64_t u) {
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+__device__ __forceinline__ float word_hi(uint64_t u) { return word_lo(u >> 32); }
+__device__ __forceinline__ uint64_t word_of(float lo, float hi) {
+    uint32_t a, b;
+    memcpy(&a, &lo, sizeof a), memcpy(&b, &hi, sizeof b);
+    return (uint64_t)a | (uint64_t)b << 32;
+}
+#else
+typedef uint32_t ce_word;
 __device__ __forceinline__ float word_lo(uint32_t u) { return bf(__ushort_as_bfloat16((unsigned short)(u & 0xffffu))); }
 __device__ __forceinline__ float word_hi(uint32_t u) { return bf(__ushort_as_bfloat16((unsigned short)(u >> 16))); }
 __device__ __forceinline__ uint32_t word_of(float lo, float hi) {
     return (uint32_t)__bfloat16_as_ushort(__float2bfloat16(lo)) |
            (uint32_t)__bfloat16_as_ushort(__float2bfloat16(hi)) << 16;
 }
+#endif
 
 /* The block's max (op 0) or sum (op 1) of one value per thread: warp butterflies (every lane
  * ends with the same value), then the warps' results in warp order. Every thread gets it. */
@@ -856,7 +883,7 @@ __global__ void __launch_bounds__(CE_ROW_THREADS) crossentropy_kernel(float *los
                                                                       int backward) {
     __shared__ float sh_max[CE_ROW_THREADS / 32], sh_sum[CE_ROW_THREADS / 32];
     const int row = blockIdx.x, tgt = targets[row], tid = threadIdx.x;
-    uint32_t *xw = (uint32_t *)(logits + (size_t)row * ld); /* the row as ld/2 words */
+    ce_word *xw = (ce_word *)(logits + (size_t)row * ld); /* the row as ld/2 words */
     const int used = (V + 1) / 2; /* words holding a real column (the last may hold pad column V too) */
     if (tgt < 0) { /* a sequence's last position: no next token */
         if (tid == 0) losses[row] = 0.0f;
@@ -865,7 +892,7 @@ __global__ void __launch_bounds__(CE_ROW_THREADS) crossentropy_kernel(float *los
         return;
     }
     /* the one read: this thread's words, and their max over real columns */
-    uint32_t u[WORDS];
+    ce_word u[WORDS];
     float mx = -INFINITY;
 #pragma unroll
     for (int k = 0; k < WORDS; k++) {

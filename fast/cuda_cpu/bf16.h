@@ -3,13 +3,29 @@
  * 16 bits: the top half of an IEEE fp32. float -> bf16 rounds to nearest, ties to even,
  * as __float2bfloat16 does on the GPU; a NaN stays a (quiet) NaN. bf16 -> float is exact.
  * __bfloat16_as_ushort / __ushort_as_bfloat16 move the raw bits (the cross-entropy keeps a
- * row as 32-bit words of two columns). */
+ * row as 32-bit words of two columns).
+ *
+ * VRL_CUDA_CPU_FP32 (the fp32-storage build, vrl_fast_cpu32: docs/fast.md, "Checks in bits")
+ * makes the type an fp32 wrapper instead: the same kernels, no rounding at the bf16 storage
+ * points, so fast/ against ref/ agrees to float32 rounding and a small bug stands out. */
 #ifndef VRL_CUDA_CPU_BF16_H
 #define VRL_CUDA_CPU_BF16_H
 
 #include <stdint.h>
 #include <string.h>
 
+#if VRL_CUDA_CPU_FP32
+struct __nv_bfloat16 {
+    float x; /* the value, unrounded */
+};
+static inline __nv_bfloat16 __float2bfloat16(float f) {
+    __nv_bfloat16 r;
+    r.x = f;
+    return r;
+}
+static inline __nv_bfloat16 __float2bfloat16_rn(float f) { return __float2bfloat16(f); }
+static inline float __bfloat162float(__nv_bfloat16 b) { return b.x; }
+#else
 struct __nv_bfloat16 {
     uint16_t x; /* raw bits */
 };
@@ -43,5 +59,6 @@ static inline __nv_bfloat16 __ushort_as_bfloat16(unsigned short u) {
     r.x = u;
     return r;
 }
+#endif
 
 #endif

@@ -75,9 +75,18 @@ cublasStatus_t check_shapes(const CublasCpuDesc *op, const CublasCpuLayout *a, c
  * (ours, checked when they were filled), so it is left uninstrumented: the sanitizer build
  * would otherwise spend most of a training step here. */
 __attribute__((no_sanitize("address", "undefined"))) float dot_in_order(const float *x, const float *y, uint64_t k) {
+#if VRL_CUDA_CPU_FP32
+    /* the fp32-storage build (docs/fast.md, "Checks in bits"): each product is exact in double
+     * and the sum of k of them is within k·2⁻⁵³ relative of exact, so the dot product's one fp32
+     * rounding is all that is left: ½ ulp, below ref fp32's own fp32 accumulation */
+    double acc = 0.0;
+    for (uint64_t p = 0; p < k; p++) acc += (double)x[p] * y[p];
+    return (float)acc;
+#else
     float acc = 0.0f;
     for (uint64_t p = 0; p < k; p++) acc += x[p] * y[p];
     return acc;
+#endif
 }
 
 } // namespace
