@@ -179,31 +179,61 @@ edited_config_refused() {
 # wait_for_log RUN: until the run has logged a step (a run in the background)
 wait_for_log() { for _ in $(seq 300); do [ -s "$1/metrics.jsonl" ] && return; sleep 0.1; done; }
 
+# proc_state PID: its state letter from /proc (T stopped, Z exited; empty once reaped)
+proc_state() { awk '{print $3}' "/proc/$1/stat" 2>/dev/null; }
+# wait_stopped PID: until the process has stopped itself (VRL_FAULT_MODE=stop); 1 if it ended
+wait_stopped() {
+  while :; do
+    case "$(proc_state "$1")" in T) return 0 ;; Z | "") return 1 ;; esac
+    sleep 0.02
+  done
+}
+# run_to_end PID: let a self-stopping process go on at each stop until it exits; its rc
+run_to_end() {
+  while :; do
+    case "$(proc_state "$1")" in T) kill -CONT "$1" ;; Z | "") break ;; esac
+    sleep 0.02
+  done
+  wait "$1"
+}
+
 # sigterm_saves_step: SIGTERM/SIGINT finish the step in hand, save it and exit 143/130 with a
-# line saying so (the resume is bit for bit the uninterrupted run); a second signal exits at once
+# line saying so (the resume is bit for bit the uninterrupted run); a second signal exits at once.
+# No race with the run: VRL_FAULT_MODE=stop makes it stop itself at its first save (step 5) and at
+# every file-system step after it, and the test signals it while it is stopped there; the flag is
+# read after each step, so the step in hand is always step 6.
 sigterm_saves_step() {
   set -m # background jobs keep SIGINT (a non-interactive shell would ignore it for them)
-  local S="$T --steps 400 --save-every 100000 --eval-every 100000"
-  $S --out "$tmp/ref" 2>/dev/null || { echo "FAIL the uninterrupted run"; fails=1; return; }
+  local S="$T --steps 400 --eval-every 100000"
+  $S --save-every 100000 --out "$tmp/ref" 2>/dev/null || { echo "FAIL the uninterrupted run"; fails=1; return; }
+  # the number of the step-5 save's first file-system step
+  local at; at=$(VRL_FAULT_TRACE=1 $T --steps 6 --save-every 5 --eval-every 100000 --out "$tmp/trace" 2>&1 |
+    sed -n 's/^fault point \([0-9]*\): mkdir stage$/\1/p' | head -1)
+  check stop_point_found test -n "$at"
   for sig in TERM INT; do
     local want; want=$([ $sig = TERM ] && echo 143 || echo 130)
-    $S --out "$tmp/s$sig" 2>"$tmp/s$sig.err" &
+    VRL_FAULT_MODE=stop VRL_FAULT_AT_WRITE=${at:-1} $S --save-every 5 --out "$tmp/s$sig" 2>"$tmp/s$sig.err" &
     local pid=$!
-    wait_for_log "$tmp/s$sig"
-    kill -$sig $pid; wait $pid; local rc=$?
+    wait_stopped $pid
+    check "sig${sig}_stopped_at_save" test "$(proc_state $pid)" = T
+    kill -$sig $pid; kill -CONT $pid
+    run_to_end $pid; local rc=$?
     check "sig${sig}_exit_$want" test $rc -eq $want
-    check "sig${sig}_says_so" grep -q "stopped by SIG$sig after step [0-9]* of 400; checkpoint saved in .*; exit $want" "$tmp/s$sig.err"
-    local step; step=$(sed -n 's/.*stopped by SIG[A-Z]* after step \([0-9]*\) .*/\1/p' "$tmp/s$sig.err")
-    check "sig${sig}_saved_step_in_hand" test "$(readlink "$tmp/s$sig/latest")" = "checkpoints/step-$(printf %06d "${step:-0}")"
-    check "sig${sig}_before_the_end" test "${step:-400}" -lt 400
+    check "sig${sig}_says_so" grep -q "stopped by SIG$sig after step 6 of 400; checkpoint saved in .*; exit $want" "$tmp/s$sig.err"
+    check "sig${sig}_saved_step_in_hand" test "$(readlink "$tmp/s$sig/latest")" = checkpoints/step-000006
     "$VRL" train --quiet --resume "$tmp/s$sig" 2>/dev/null
     check "sig${sig}_resume_bit_exact" cmp -s "$tmp/s$sig/model.safetensors" "$tmp/ref/model.safetensors"
   done
-  # a second signal while the first is being honoured: out at once
-  $VRL train --quiet --model small --batch 16 --seq 128 --steps 100000 --out "$tmp/s2" 2>"$tmp/s2.err" &
+  # a second signal while the first is being honoured: out at once. The first arrives while the
+  # run is stopped in its save, the second once it has stopped again, at the next step of the save
+  VRL_FAULT_MODE=stop VRL_FAULT_AT_WRITE=${at:-1} $S --threads 1 --save-every 5 --out "$tmp/s2" 2>"$tmp/s2.err" &
   local pid=$!
-  wait_for_log "$tmp/s2"
-  kill -TERM $pid; sleep 0.05; kill -TERM $pid; wait $pid; local rc=$?
+  wait_stopped $pid
+  kill -TERM $pid; kill -CONT $pid
+  check second_signal_first_seen bash -c "until grep -q 'finishing the step in hand' '$tmp/s2.err'; do sleep 0.02; done"
+  wait_stopped $pid
+  kill -TERM $pid; kill -CONT $pid
+  run_to_end $pid; local rc=$?
   check second_signal_exit_143 test $rc -eq 143
   check second_signal_says_so grep -q "second SIGTERM: exiting now" "$tmp/s2.err"
   set +m
