@@ -370,7 +370,8 @@ step_link_untouched() {
 }
 
 # lock_link_untouched: a .lock that is a link (to a file, or dangling) or a hard link is
-# refused with a line; its target is neither written nor created (issue 40 item 2)
+# refused with a line; its target is neither written nor created (issue 40 item 2); so is a
+# dangling metrics.jsonl link (found by the audit)
 lock_link_untouched() {
   $T --steps 2 --out "$tmp/r" >/dev/null 2>&1 || { echo "FAIL could not train"; fails=1; return; }
   decoy victim
@@ -385,6 +386,10 @@ lock_link_untouched() {
   check lock_hard_link_decoy_same decoy_same victim
   rm "$tmp/r/.lock"
   check lock_plain_resumes $T --resume "$tmp/r" --steps 4
+  # the same for a dangling metrics.jsonl link in a folder given to --out
+  mkdir "$tmp/m" && ln -s "$tmp/victim/log" "$tmp/m/metrics.jsonl"
+  expect_error metrics_link_refused "m/metrics.jsonl: is a symbolic link; refusing to write through it" $T --steps 2 --out "$tmp/m"
+  check metrics_link_not_created test ! -e "$tmp/victim/log"
 }
 
 # analyze_out_untouched: links planted in analyze --out under the names it writes are

@@ -64,6 +64,7 @@ int metrics_open(Metrics *m, const char *run_dir, long keep_upto_step) {
     if (!m->f) {
         const int e = errno;
         if (fd >= 0) close(fd);
+        if (e == ELOOP) return vrl_error("%s: is a symbolic link; refusing to write through it (remove it)", m->path);
         return vrl_error("%s: cannot open for writing: %s", m->path, strerror(e));
     }
     m->tty = isatty(STDERR_FILENO);
