@@ -77,6 +77,18 @@ crafted_sizes_refused() {
   check crafted_left_no_folder test ! -e "$tmp/c1" -a ! -e "$tmp/c2" -a ! -e "$tmp/c3" -a ! -e "$tmp/c4" -a ! -e "$tmp/c5"
 }
 
+# byte_data BYTES: BYTES random bytes as base64 text, its byte shards $tmp/by/{train,val}.bin
+# and $tmp/b256.json, a tiny model with one id per byte value
+byte_data() {
+  head -c "$1" /dev/urandom | base64 >"$tmp/text.txt"
+  "$VRL" data bytes --in "$tmp/text.txt" --out "$tmp/by" >/dev/null || return 1
+  cat >"$tmp/b256.json" <<'JSON'
+{"model_type": "llama", "hidden_size": 16, "intermediate_size": 56, "num_hidden_layers": 2,
+ "num_attention_heads": 2, "num_key_value_heads": 2, "vocab_size": 256, "max_position_embeddings": 64,
+ "rms_norm_eps": 1e-05, "rope_theta": 10000.0}
+JSON
+}
+
 # special_files_refused: a FIFO or device where a file is read is refused within seconds
 # (it used to hang every reader); a shard truncated under a running trainer is named
 special_files_refused() {
@@ -94,13 +106,7 @@ special_files_refused() {
   expect_error fifo_tokenizer "tok.json: not a regular file (a FIFO)" timeout 10 "$VRL" tokenize --tokenizer "$tmp/tok.json" hi
   expect_error device_shard "/dev/zero: not a regular file (a character device)" timeout 10 $T --steps 1 --data /dev/zero --out "$tmp/g"
   # a shard cut to one page while a run reads it: the run names the file instead of dying of SIGBUS
-  head -c 3000000 /dev/urandom | base64 >"$tmp/text.txt"
-  "$VRL" data bytes --in "$tmp/text.txt" --out "$tmp/by" >/dev/null
-  sed 's/"vocab_size": 64/"vocab_size": 256/' >"$tmp/b256.json" <<'JSON'
-{"model_type": "llama", "hidden_size": 16, "intermediate_size": 56, "num_hidden_layers": 2,
- "num_attention_heads": 2, "num_key_value_heads": 2, "vocab_size": 64, "max_position_embeddings": 64,
- "rms_norm_eps": 1e-05, "rope_theta": 10000.0}
-JSON
+  byte_data 3000000
   "$VRL" train --quiet --model "$tmp/b256.json" --batch 2 --seq 16 --steps 1000000 --data "$tmp/by/train.bin" \
     --val-data "$tmp/by/val.bin" --out "$tmp/tb" 2>"$tmp/tb.err" &
   local pid=$!
@@ -456,15 +462,9 @@ special_output_kept() {
   check eval_out_link_not_followed test "$(cat "$tmp/elsewhere.json")" = keep -a -f "$tmp/link.json" -a ! -L "$tmp/link.json"
 }
 
-# byte_run RUN: a 2-step run of a 256-id model and byte shards $tmp/by/{train,val}.bin to score
+# byte_run RUN: a 3-step run of a 256-id model and byte shards $tmp/by/{train,val}.bin to score
 byte_run() {
-  head -c 30000 /dev/urandom | base64 >"$tmp/text.txt"
-  "$VRL" data bytes --in "$tmp/text.txt" --out "$tmp/by" >/dev/null || return 1
-  sed 's/"vocab_size": 64/"vocab_size": 256/' >"$tmp/b256.json" <<'JSON'
-{"model_type": "llama", "hidden_size": 16, "intermediate_size": 56, "num_hidden_layers": 2,
- "num_attention_heads": 2, "num_key_value_heads": 2, "vocab_size": 64, "max_position_embeddings": 64,
- "rms_norm_eps": 1e-05, "rope_theta": 10000.0}
-JSON
+  byte_data 30000 || return 1
   "$VRL" train --quiet --model "$tmp/b256.json" --batch 2 --seq 16 --steps 3 --data "$tmp/by/train.bin" \
     --val-data "$tmp/by/val.bin" --out "$1"
 }
