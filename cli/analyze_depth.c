@@ -12,6 +12,8 @@
 #include <string.h>
 
 #include "cli/evalbatches.h"
+#include "cli/gnuplot.h"
+#include "common/base/outfile.h"
 #include "common/data/mixture.h"
 #include "common/base/error.h"
 #include "common/base/fsutil.h"
@@ -98,18 +100,17 @@ static int write_depth_outputs(const char *run_dir, const char *out_dir, const M
     const int L = c->n_layers, S = 2 * L + 1;
     char path[4200];
     if (make_dirs(out_dir) < 0) return -1;
-    FILE *csv, *dat, *gp;
+    /* OutFile: new files renamed into place, so a link planted under one of these names is
+     * replaced, never written through */
+    OutFile ocsv, odat, ogp;
     snprintf(path, sizeof path, "%s/depth_attention.csv", out_dir);
-    if (!(csv = fopen(path, "w"))) {
-        vrl_error("%s: cannot write", path);
-        return -1;
-    }
+    if (outfile_open(&ocsv, path) < 0) return -1;
     snprintf(path, sizeof path, "%s/depth_attention.dat", out_dir);
-    if (!(dat = fopen(path, "w"))) {
-        fclose(csv);
-        vrl_error("%s: cannot write", path);
+    if (outfile_open(&odat, path) < 0) {
+        outfile_abort(&ocsv);
         return -1;
     }
+    FILE *csv = ocsv.f, *dat = odat.f;
     int maxsrc = 0;
     for (int s = 0; s < S; s++) maxsrc = pl->n_src[s] > maxsrc ? pl->n_src[s] : maxsrc;
     printf("depth attention of %s (%s), %d x %d tokens of %s; row = sublayer input, then its sources: weight\n",
@@ -132,17 +133,22 @@ static int write_depth_outputs(const char *run_dir, const char *out_dir, const M
         printf("\n");
         fprintf(dat, "\n");
     }
-    fclose(csv);
-    fclose(dat);
-    snprintf(path, sizeof path, "%s/depth_attention.gp", out_dir);
-    if (!(gp = fopen(path, "w"))) {
-        vrl_error("%s: cannot write", path);
+    if (outfile_commit(&ocsv) < 0) {
+        outfile_abort(&odat);
         return -1;
     }
-    /* y labels: sublayers; x labels: source index (block mode: emb, block 1, ...) */
-    fprintf(gp, "set terminal pngcairo size 900,700 font ',10'\nset output '%s/depth_attention.png'\n", out_dir);
-    fprintf(gp, "set title 'AttnRes depth attention: %s (mean softmax weight over %d tokens)' noenhanced\n", c->variant,
-            used * N);
+    if (outfile_commit(&odat) < 0) return -1;
+    snprintf(path, sizeof path, "%s/depth_attention.gp", out_dir);
+    if (outfile_open(&ogp, path) < 0) return -1;
+    FILE *gp = ogp.f;
+    /* y labels: sublayers; x labels: source index (block mode: emb, block 1, ...). Files are named
+     * relative to the script's folder, where gnuplot runs: no path is ever part of a command. */
+    fprintf(gp, "set terminal pngcairo size 900,700 font ',10'\nset output 'depth_attention.png'\nset title ");
+    char title[1024];
+    snprintf(title, sizeof title, "AttnRes depth attention: %s (mean softmax weight over %d tokens)", c->variant,
+             used * N);
+    gnuplot_quote(gp, title);
+    fprintf(gp, " noenhanced\n");
     fprintf(gp, "set xlabel 'source (0 = embedding%s)'\nset ylabel 'input of'\n",
             pl->block ? ", then finished block sums, then the partial block" : ", then sublayer outputs in order");
     fprintf(gp, "set yrange [%d.5:-0.5]\nset xrange [-0.5:%d.5]\nset cbrange [0:1]\nset palette rgb 33,13,10\n", S - 1,
@@ -153,18 +159,13 @@ static int write_depth_outputs(const char *run_dir, const char *out_dir, const M
         sub_name(rn, sizeof rn, s, L);
         fprintf(gp, "%s'%s' %d", s ? ", " : "", rn, s);
     }
-    fprintf(gp, ")\nset xtics 1\nplot '%s/depth_attention.dat' using 1:2:3 with image notitle, \\\n"
-                "     '' using 1:2:(strcol(3) eq 'NaN' ? '' : sprintf('%%.2f', $3)) with labels font ',8' notitle\n",
-            out_dir);
-    fclose(gp);
-    if (system("command -v gnuplot > /dev/null 2>&1") != 0) {
+    fprintf(gp, ")\nset xtics 1\nplot 'depth_attention.dat' using 1:2:3 with image notitle, \\\n"
+                "     '' using 1:2:(strcol(3) eq 'NaN' ? '' : sprintf('%%.2f', $3)) with labels font ',8' notitle\n");
+    if (outfile_commit(&ogp) < 0) return -1;
+    if (!gnuplot_available()) {
         fprintf(stderr, "vrl analyze: gnuplot is not installed; wrote %s/depth_attention.csv only\n", out_dir);
     } else {
-        snprintf(path, sizeof path, "gnuplot '%s/depth_attention.gp'", out_dir);
-        if (system(path) != 0) {
-            vrl_error("%s/depth_attention.gp: gnuplot failed", out_dir);
-            return -1;
-        }
+        if (gnuplot_run(out_dir, "depth_attention.gp", "depth_attention.png") < 0) return -1;
         printf("wrote %s/depth_attention.png (and .csv, .dat, .gp)\n", out_dir);
     }
     return 0;

@@ -14,6 +14,7 @@
 
 #include "cli/analyze_depth.h"
 #include "cli/gnuplot.h"
+#include "common/base/outfile.h"
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "cli/evalbatches.h"
@@ -49,21 +50,22 @@ typedef struct {
 
 /* ------------------------------------------------------------------ output helpers */
 
-static FILE *open_out(const Analysis *a, const char *name, char *path, size_t n) {
+/* A new file NAME in the output folder, through o (temp file + rename: a link or file
+ * planted under that name is replaced, never written through); its stream, or NULL. */
+static FILE *open_out(OutFile *o, const Analysis *a, const char *name, char *path, size_t n) {
     snprintf(path, n, "%s/%s", a->out, name);
-    FILE *f = fopen(path, "w");
-    if (!f) vrl_error("%s: cannot create", path);
-    return f;
+    return outfile_open(o, path) < 0 ? NULL : o->f;
 }
 
 /* Write NAME.gp (lines: one per run from NAME.csv, columns 2..n+1 over column 1) and
  * run gnuplot on it for NAME.png. */
 static int plot(const Analysis *a, const char *name, const char *title, const char *xlabel, const char *ylabel,
                 int n_series, const char *const *series, int logy) {
-    char path[4200];
-    snprintf(path, sizeof path, "%s/%s.gp", a->out, name);
-    FILE *f = fopen(path, "w");
-    if (!f) return vrl_error("%s: cannot create", path);
+    char path[4200], file[300];
+    snprintf(file, sizeof file, "%s.gp", name);
+    OutFile of;
+    FILE *f = open_out(&of, a, file, path, sizeof path);
+    if (!f) return -1;
     fprintf(f,
             "# %s: redraw with `gnuplot %s.gp` in this folder\n"
             "set terminal pngcairo size 800,520 noenhanced\nset output '%s.png'\n"
@@ -81,11 +83,11 @@ static int plot(const Analysis *a, const char *name, const char *title, const ch
         gnuplot_quote(f, series[i]);
     }
     fprintf(f, "\n");
-    if (fclose(f) != 0) return vrl_error("%s: cannot write", path);
+    if (outfile_commit(&of) < 0) return -1;
     if (!a->have_gnuplot) return 0;
-    char script[300];
-    snprintf(script, sizeof script, "%s.gp", name);
-    return gnuplot_run(a->out, script);
+    char png[300];
+    snprintf(png, sizeof png, "%s.png", name);
+    return gnuplot_run(a->out, file, png);
 }
 
 /* CSV with one row per x in [x0, x1] and one column per run of values v(run, x). */
@@ -93,7 +95,8 @@ static int write_table(const Analysis *a, const char *name, const char *xname, i
                        double (*v)(const RunMetrics *, int x)) {
     char file[300], path[4200];
     snprintf(file, sizeof file, "%s.csv", name);
-    FILE *f = open_out(a, file, path, sizeof path);
+    OutFile of;
+    FILE *f = open_out(&of, a, file, path, sizeof path);
     if (!f) return -1;
     fprintf(f, "%s", xname);
     for (int r = 0; r < a->n; r++) fprintf(f, ",%s", a->run[r].label);
@@ -107,8 +110,7 @@ static int write_table(const Analysis *a, const char *name, const char *xname, i
         }
         fprintf(f, "\n");
     }
-    fclose(f);
-    return 0;
+    return outfile_commit(&of);
 }
 
 static int max_layers(const Analysis *a) {
@@ -153,7 +155,8 @@ static int m_spectrum(const Analysis *a) {
     for (int r = 0; r < a->n; r++) { /* the full spectra: one file per run, row = layer */
         char name[300], path[4200];
         snprintf(name, sizeof name, "spectrum_%s.csv", a->run[r].label);
-        FILE *f = open_out(a, name, path, sizeof path);
+        OutFile of;
+        FILE *f = open_out(&of, a, name, path, sizeof path);
         if (!f) return -1;
         const MetricSums *s = &a->run[r].s;
         fprintf(f, "layer");
@@ -164,7 +167,7 @@ static int m_spectrum(const Analysis *a) {
             for (int i = 0; i < s->kvC; i++) fprintf(f, ",%.10g", s->spectrum[(size_t)l * s->kvC + i]);
             fprintf(f, "\n");
         }
-        fclose(f);
+        if (outfile_commit(&of) < 0) return -1;
     }
     return plot(a, "spectrum_max", "Largest eigenvalue of the value covariance (Eq. 12)", "layer", "lambda_max",
                 a->n, labels(a), 1);
@@ -292,7 +295,8 @@ static int relative_loss(Analysis *a, const char *base, const char *method, int 
         return vrl_error("%s, %s: no common steps after a moving average of %d", base, method, w);
     }
     char path[4200];
-    FILE *f = open_out(a, "relative_loss.csv", path, sizeof path);
+    OutFile of;
+    FILE *f = open_out(&of, a, "relative_loss.csv", path, sizeof path);
     if (!f) {
         curve_free(&rel);
         return -1;
@@ -300,7 +304,10 @@ static int relative_loss(Analysis *a, const char *base, const char *method, int 
     fprintf(f, "step,relative_loss\n");
     double mean = 0;
     for (size_t i = 0; i < rel.n; i++) fprintf(f, "%ld,%.10g\n", rel.step[i], rel.loss[i]), mean += rel.loss[i];
-    fclose(f);
+    if (outfile_commit(&of) < 0) {
+        curve_free(&rel);
+        return -1;
+    }
     printf("relative training loss (method - baseline, moving average %d): %zu points, last %.4f at step %ld, mean "
            "%.4f -> %s\n",
            w, rel.n, rel.loss[rel.n - 1], rel.step[rel.n - 1], mean / rel.n, path);
@@ -320,6 +327,14 @@ static int loss_curves(Analysis *a, char *const *runs, int n, int w) {
     int rc = 0, got = 0;
     for (; got < n; got++) {
         if (run_path(path, sizeof path, runs[got], RUN_METRICS) < 0 || curve_read(path, &raw) < 0) break;
+        if (raw.n == 0) {
+            curve_free(&raw);
+            vrl_error("%s: no training loss logged yet", path);
+            break;
+        }
+        if (raw.n < (size_t)w)
+            fprintf(stderr, "vrl analyze: %s logged %zu steps, fewer than --window %d: averaged over all %zu\n", path,
+                    raw.n, w, raw.n);
         rc = curve_smooth(&raw, w, &sm[got]);
         curve_free(&raw);
         if (rc < 0) break;
@@ -327,7 +342,8 @@ static int loss_curves(Analysis *a, char *const *runs, int n, int w) {
         labels[got] = slash && slash[1] ? slash + 1 : runs[got];
     }
     if (got < n) rc = -1;
-    FILE *f = rc == 0 ? open_out(a, "loss_curves.csv", path, sizeof path) : NULL;
+    OutFile of;
+    FILE *f = rc == 0 ? open_out(&of, a, "loss_curves.csv", path, sizeof path) : NULL;
     if (rc == 0 && !f) rc = -1;
     if (f) {
         fprintf(f, "step");
@@ -346,7 +362,9 @@ static int loss_curves(Analysis *a, char *const *runs, int n, int w) {
             }
             fprintf(f, "\n");
         }
-        fclose(f);
+        rc = outfile_commit(&of);
+    }
+    if (rc == 0) {
         for (int r = 0; r < n; r++)
             printf("%-24s last smoothed training loss %.4f at step %ld\n", labels[r],
                    sm[r].n ? sm[r].loss[sm[r].n - 1] : NAN, sm[r].n ? sm[r].step[sm[r].n - 1] : 0L);

@@ -14,6 +14,7 @@
 #include "cli/commands.h"
 #include "common/run/run_folder.h"
 #include "common/base/error.h"
+#include "common/base/outfile.h"
 #include "common/base/fsutil.h"
 #include "common/data/mixture.h"
 #include "common/data/shard.h"
@@ -168,21 +169,6 @@ static int check_output(const char *flag, const char *path, int overwrite) {
 }
 
 /* The first non-finite weight of the checkpoint, as an error naming the tensor. */
-static int check_finite(const char *ckpt, const RunFolder *run) {
-    for (int i = 0; i < run->spec.table.n; i++) {
-        const ParamInfo *p = &run->spec.table.p[i];
-        for (size_t j = 0; j < p->numel; j++) {
-            const size_t at = p->offset + j;
-            const double x = run->dtype == DT_F64 ? ((const double *)run->params)[at] : ((const float *)run->params)[at];
-            if (isfinite(x)) continue;
-            char path[4200];
-            if (run_path(path, sizeof path, ckpt, RUN_MODEL) < 0) return -1;
-            return vrl_error("%s: tensor %s holds a non-finite value (%g at element %zu); the training diverged", path,
-                             p->name, x, j);
-        }
-    }
-    return 0;
-}
 
 /* What one `vrl eval` reads besides the zero-shot tasks (NULL: not asked). */
 typedef struct {
@@ -323,18 +309,24 @@ int cmd_eval(int argc, char **argv) {
     Tokenizer *tok = NULL;
     Scorer sc = {0};
     FILE *log = NULL;
+    OutFile log_file; /* temp + rename like --out: a device (/dev/null) is written in place */
     json_t *out = json_object();
     int rc = -1;
-    if (check_finite(ckpt, &run) < 0 || !backend_require(be, &run.spec, BACKEND_CAN_SCORE)) goto done;
+    if (run_folder_check_finite(&run, ckpt) < 0 || !backend_require(be, &run.spec, BACKEND_CAN_SCORE)) goto done;
     if (tokfile && tok_load(tokfile, &tok) < 0) goto done;
     if (tok && tok_vocab_size(tok) > (uint32_t)run.config.vocab_size) {
         vrl_error("%s: the tokenizer has %u ids, the model in %s only %d", tokfile, tok_vocab_size(tok), ckpt,
                   run.config.vocab_size);
         goto done;
     }
-    if (log_path && !(log = fopen(log_path, "w"))) {
-        vrl_error("--log-samples: %s: cannot create", log_path);
-        goto done;
+    if (log_path) {
+        if (outfile_open(&log_file, log_path) < 0) {
+            char why[VRL_ERROR_LEN];
+            snprintf(why, sizeof why, "%s", vrl_last_error());
+            vrl_error("--log-samples: %s", why);
+            goto done;
+        }
+        log = log_file.f;
     }
     if (scorer_init(&sc, be, &run.spec, run.params, batch, seq) < 0) goto done;
     sc.fixed_shape = fixed;
@@ -356,12 +348,16 @@ int cmd_eval(int argc, char **argv) {
     const double dt = now_seconds() - t0;
     printf("\n%zu forward passes in %.2f s\n", sc.forwards, dt);
     json_object_set_new(out, "seconds", json_real(dt));
+    if (log) {
+        log = NULL;
+        if (outfile_commit(&log_file) < 0) goto done;
+    }
     char *js = json_dumps(out, JSON_INDENT(2) | JSON_REAL_PRECISION(17));
     rc = js ? write_file_atomic(out_path, js, strlen(js)) : vrl_error("out of memory");
     free(js);
     if (rc == 0) printf("wrote %s%s%s\n", out_path, log_path ? " and " : "", log_path ? log_path : "");
 done:
-    if (log && fclose(log) != 0 && rc == 0) rc = vrl_error("--log-samples: %s: write failed", log_path);
+    if (log) outfile_abort(&log_file); /* failed before the end: no half log appears */
     scorer_free(&sc);
     tok_free(tok);
     run_folder_close(&run);

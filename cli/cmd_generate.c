@@ -164,7 +164,7 @@ int cmd_generate(int argc, char **argv) {
         tok_free(tok);
         goto fail;
     }
-    if (!backend_require(be, &rm.spec, BACKEND_CAN_GENERATE)) goto done;
+    if (run_folder_check_finite(&rm, ckpt) < 0 || !backend_require(be, &rm.spec, BACKEND_CAN_GENERATE)) goto done;
     if (prompt ? tok_encode(tok, prompt, strlen(prompt), &ids) < 0 : parse_ids(ids_arg, &ids) < 0) goto done;
     /* text out: draw only ids the tokenizer can decode (a model's vocabulary may be larger,
      * e.g. the `small` preset's 512 rows trained on 256 byte ids) */

@@ -3,6 +3,7 @@
 #include "cli/gnuplot.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -29,7 +30,17 @@ int gnuplot_available(void) {
     return 0;
 }
 
-int gnuplot_run(const char *dir, const char *script) {
+int gnuplot_run(const char *dir, const char *script, const char *output) {
+    /* gnuplot opens its output by name and would follow a link planted there: the entry is
+     * removed first (relative to the folder, the link itself), so gnuplot makes a new file */
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0) return vrl_error("%s: cannot open: %s", dir, strerror(errno));
+    if (unlinkat(dfd, output, 0) < 0 && errno != ENOENT) {
+        int e = errno;
+        close(dfd);
+        return vrl_error("%s/%s: cannot replace: %s", dir, output, strerror(e));
+    }
+    close(dfd);
     fflush(NULL); /* the child must not repeat our buffered output */
     pid_t pid = fork();
     if (pid < 0) return vrl_error("%s/%s: cannot start gnuplot", dir, script);

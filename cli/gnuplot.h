@@ -9,8 +9,10 @@
 /* 1 when an executable `gnuplot` is on PATH. */
 int gnuplot_available(void);
 
-/* Run `gnuplot SCRIPT` with DIR as its working folder; 0, or -1 naming DIR/SCRIPT. */
-int gnuplot_run(const char *dir, const char *script);
+/* Run `gnuplot SCRIPT` with DIR as its working folder, SCRIPT writing OUTPUT (both named
+ * relative to DIR); whatever stands at DIR/OUTPUT (a planted link) is removed first.
+ * 0, or -1 naming DIR/SCRIPT. */
+int gnuplot_run(const char *dir, const char *script, const char *output);
 
 /* Write s as a gnuplot single-quoted string: no substitution happens inside one,
  * and a quote inside it is doubled, so any text stays text. */

@@ -1,4 +1,5 @@
 /* vrl.c: the `vrl` command — one front end, one subcommand per file in cli/. */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -36,6 +37,20 @@ static void usage(FILE *f) {
     for (int i = 0; i < N_COMMANDS; i++) fprintf(f, "  %-16s %s\n", commands[i].name, commands[i].summary);
 }
 
+/* Flush and close stdout and report a failure, as coreutils' close_stdout does: output
+ * redirected to a full disk (`> ids.txt`) must not end with rc 0 and a cut file. A command
+ * that failed already said why; its rc stands. */
+static int finish_stdout(const char *name, int rc) {
+    errno = 0;
+    int bad = fflush(stdout) != 0 || ferror(stdout);
+    int e = errno;
+    /* EBADF with nothing written: stdout was closed (`>&-`) and nothing was lost */
+    if (fclose(stdout) != 0 && !bad && errno != EBADF) bad = 1, e = errno;
+    if (!bad) return rc;
+    if (rc == 0) fprintf(stderr, "vrl %s: write error on standard output%s%s\n", name, e ? ": " : "", e ? strerror(e) : "");
+    return rc ? rc : 1;
+}
+
 int main(int argc, char **argv) {
     ref_register_backends();
 #if VRL_HAVE_CUDA
@@ -49,7 +64,10 @@ int main(int argc, char **argv) {
         return argc < 2 ? 2 : 0;
     }
     for (int i = 0; i < N_COMMANDS; i++)
-        if (!strcmp(argv[1], commands[i].name)) return commands[i].run(argc - 1, argv + 1);
+        if (!strcmp(argv[1], commands[i].name)) {
+            const int rc = commands[i].run(argc - 1, argv + 1);
+            return finish_stdout(commands[i].name, rc);
+        }
     fprintf(stderr, "vrl: unknown command \"%s\" (see vrl --help)\n", argv[1]);
     return 2;
 }

@@ -372,9 +372,11 @@ Test(checkpoint, old_checkpoint_survives) {
 
     /* A save that cannot even start (no such folder) fails cleanly... */
     expect_error(checkpoint_save_model(test_path(dir, "missing/run"), &m.c, &m.t, DT_F64, x), "cannot create");
-    /* ...and a save into a path that is a directory fails at rename, removing its temp. */
+    /* ...and a save into a path that is a directory is refused before any temp is made
+     * (a folder, block device or socket is never renamed over). */
     cr_assert_eq(make_dirs(test_path(dir, "sub/model.safetensors")), 0);
-    expect_error(checkpoint_save_model(test_path(dir, "sub"), &m.c, &m.t, DT_F64, x), "rename");
+    expect_error(checkpoint_save_model(test_path(dir, "sub"), &m.c, &m.t, DT_F64, x),
+                 "not a regular file (a folder); refusing to replace it");
     cr_assert_eq(test_count_files(test_path(dir, "sub"), ".tmp."), 0);
 
     size_t n1;

@@ -77,6 +77,18 @@ crafted_sizes_refused() {
   check crafted_left_no_folder test ! -e "$tmp/c1" -a ! -e "$tmp/c2" -a ! -e "$tmp/c3" -a ! -e "$tmp/c4" -a ! -e "$tmp/c5"
 }
 
+# byte_data BYTES: BYTES random bytes as base64 text, its byte shards $tmp/by/{train,val}.bin
+# and $tmp/b256.json, a tiny model with one id per byte value
+byte_data() {
+  head -c "$1" /dev/urandom | base64 >"$tmp/text.txt"
+  "$VRL" data bytes --in "$tmp/text.txt" --out "$tmp/by" >/dev/null || return 1
+  cat >"$tmp/b256.json" <<'JSON'
+{"model_type": "llama", "hidden_size": 16, "intermediate_size": 56, "num_hidden_layers": 2,
+ "num_attention_heads": 2, "num_key_value_heads": 2, "vocab_size": 256, "max_position_embeddings": 64,
+ "rms_norm_eps": 1e-05, "rope_theta": 10000.0}
+JSON
+}
+
 # special_files_refused: a FIFO or device where a file is read is refused within seconds
 # (it used to hang every reader); a shard truncated under a running trainer is named
 special_files_refused() {
@@ -94,13 +106,7 @@ special_files_refused() {
   expect_error fifo_tokenizer "tok.json: not a regular file (a FIFO)" timeout 10 "$VRL" tokenize --tokenizer "$tmp/tok.json" hi
   expect_error device_shard "/dev/zero: not a regular file (a character device)" timeout 10 $T --steps 1 --data /dev/zero --out "$tmp/g"
   # a shard cut to one page while a run reads it: the run names the file instead of dying of SIGBUS
-  head -c 3000000 /dev/urandom | base64 >"$tmp/text.txt"
-  "$VRL" data bytes --in "$tmp/text.txt" --out "$tmp/by" >/dev/null
-  sed 's/"vocab_size": 64/"vocab_size": 256/' >"$tmp/b256.json" <<'JSON'
-{"model_type": "llama", "hidden_size": 16, "intermediate_size": 56, "num_hidden_layers": 2,
- "num_attention_heads": 2, "num_key_value_heads": 2, "vocab_size": 64, "max_position_embeddings": 64,
- "rms_norm_eps": 1e-05, "rope_theta": 10000.0}
-JSON
+  byte_data 3000000
   "$VRL" train --quiet --model "$tmp/b256.json" --batch 2 --seq 16 --steps 1000000 --data "$tmp/by/train.bin" \
     --val-data "$tmp/by/val.bin" --out "$tmp/tb" 2>"$tmp/tb.err" &
   local pid=$!
@@ -179,31 +185,61 @@ edited_config_refused() {
 # wait_for_log RUN: until the run has logged a step (a run in the background)
 wait_for_log() { for _ in $(seq 300); do [ -s "$1/metrics.jsonl" ] && return; sleep 0.1; done; }
 
+# proc_state PID: its state letter from /proc (T stopped, Z exited; empty once reaped)
+proc_state() { awk '{print $3}' "/proc/$1/stat" 2>/dev/null; }
+# wait_stopped PID: until the process has stopped itself (VRL_FAULT_MODE=stop); 1 if it ended
+wait_stopped() {
+  while :; do
+    case "$(proc_state "$1")" in T) return 0 ;; Z | "") return 1 ;; esac
+    sleep 0.02
+  done
+}
+# run_to_end PID: let a self-stopping process go on at each stop until it exits; its rc
+run_to_end() {
+  while :; do
+    case "$(proc_state "$1")" in T) kill -CONT "$1" ;; Z | "") break ;; esac
+    sleep 0.02
+  done
+  wait "$1"
+}
+
 # sigterm_saves_step: SIGTERM/SIGINT finish the step in hand, save it and exit 143/130 with a
-# line saying so (the resume is bit for bit the uninterrupted run); a second signal exits at once
+# line saying so (the resume is bit for bit the uninterrupted run); a second signal exits at once.
+# No race with the run: VRL_FAULT_MODE=stop makes it stop itself at its first save (step 5) and at
+# every file-system step after it, and the test signals it while it is stopped there; the flag is
+# read after each step, so the step in hand is always step 6.
 sigterm_saves_step() {
   set -m # background jobs keep SIGINT (a non-interactive shell would ignore it for them)
-  local S="$T --steps 400 --save-every 100000 --eval-every 100000"
-  $S --out "$tmp/ref" 2>/dev/null || { echo "FAIL the uninterrupted run"; fails=1; return; }
+  local S="$T --steps 400 --eval-every 100000"
+  $S --save-every 100000 --out "$tmp/ref" 2>/dev/null || { echo "FAIL the uninterrupted run"; fails=1; return; }
+  # the number of the step-5 save's first file-system step
+  local at; at=$(VRL_FAULT_TRACE=1 $T --steps 6 --save-every 5 --eval-every 100000 --out "$tmp/trace" 2>&1 |
+    sed -n 's/^fault point \([0-9]*\): mkdir stage$/\1/p' | head -1)
+  check stop_point_found test -n "$at"
   for sig in TERM INT; do
     local want; want=$([ $sig = TERM ] && echo 143 || echo 130)
-    $S --out "$tmp/s$sig" 2>"$tmp/s$sig.err" &
+    VRL_FAULT_MODE=stop VRL_FAULT_AT_WRITE=${at:-1} $S --save-every 5 --out "$tmp/s$sig" 2>"$tmp/s$sig.err" &
     local pid=$!
-    wait_for_log "$tmp/s$sig"
-    kill -$sig $pid; wait $pid; local rc=$?
+    wait_stopped $pid
+    check "sig${sig}_stopped_at_save" test "$(proc_state $pid)" = T
+    kill -$sig $pid; kill -CONT $pid
+    run_to_end $pid; local rc=$?
     check "sig${sig}_exit_$want" test $rc -eq $want
-    check "sig${sig}_says_so" grep -q "stopped by SIG$sig after step [0-9]* of 400; checkpoint saved in .*; exit $want" "$tmp/s$sig.err"
-    local step; step=$(sed -n 's/.*stopped by SIG[A-Z]* after step \([0-9]*\) .*/\1/p' "$tmp/s$sig.err")
-    check "sig${sig}_saved_step_in_hand" test "$(readlink "$tmp/s$sig/latest")" = "checkpoints/step-$(printf %06d "${step:-0}")"
-    check "sig${sig}_before_the_end" test "${step:-400}" -lt 400
+    check "sig${sig}_says_so" grep -q "stopped by SIG$sig after step 6 of 400; checkpoint saved in .*; exit $want" "$tmp/s$sig.err"
+    check "sig${sig}_saved_step_in_hand" test "$(readlink "$tmp/s$sig/latest")" = checkpoints/step-000006
     "$VRL" train --quiet --resume "$tmp/s$sig" 2>/dev/null
     check "sig${sig}_resume_bit_exact" cmp -s "$tmp/s$sig/model.safetensors" "$tmp/ref/model.safetensors"
   done
-  # a second signal while the first is being honoured: out at once
-  $VRL train --quiet --model small --batch 16 --seq 128 --steps 100000 --out "$tmp/s2" 2>"$tmp/s2.err" &
+  # a second signal while the first is being honoured: out at once. The first arrives while the
+  # run is stopped in its save, the second once it has stopped again, at the next step of the save
+  VRL_FAULT_MODE=stop VRL_FAULT_AT_WRITE=${at:-1} $S --threads 1 --save-every 5 --out "$tmp/s2" 2>"$tmp/s2.err" &
   local pid=$!
-  wait_for_log "$tmp/s2"
-  kill -TERM $pid; sleep 0.05; kill -TERM $pid; wait $pid; local rc=$?
+  wait_stopped $pid
+  kill -TERM $pid; kill -CONT $pid
+  wait_stopped $pid # the handler has run by now: the pending signal was taken before the run went on
+  check second_signal_first_seen grep -q "SIGTERM: finishing the step in hand" "$tmp/s2.err"
+  kill -TERM $pid; kill -CONT $pid
+  run_to_end $pid; local rc=$?
   check second_signal_exit_143 test $rc -eq 143
   check second_signal_says_so grep -q "second SIGTERM: exiting now" "$tmp/s2.err"
   set +m
@@ -280,6 +316,209 @@ JSON
     kill $pid; wait $pid 2>/dev/null
   done
   check lock_names_pid test $unknown -eq 0
+}
+
+# ---------------------------------------------------------------- issue 40: nothing outside the run folder
+
+# hash_tree DIR: one hash of every name, kind, mode, size and file content under DIR
+hash_tree() {
+  (cd "$1" && find . -printf '%p %y %m %s %l\n' | LC_ALL=C sort && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 -r sha256sum) |
+    sha256sum
+}
+
+# decoy NAME: a folder outside every run with a file and a subfolder, its hash in decoy_NAME
+decoy() {
+  mkdir -p "$tmp/$1/sub" && echo "keep $1" >"$tmp/$1/a" && echo "keep $1 too" >"$tmp/$1/sub/b"
+  eval "decoy_$1=\$(hash_tree \"\$tmp/\$1\")"
+}
+decoy_same() { local want; eval "want=\$decoy_$1"; [ "$(hash_tree "$tmp/$1")" = "$want" ]; }
+
+# stage_link_untouched: a checkpoints/.stage-N link to a folder outside (issue 40 item 1) is
+# removed itself on --resume and on --out, never emptied through; a checkpoints/ link is refused
+stage_link_untouched() {
+  $T --steps 4 --save-every 2 --out "$tmp/r" >/dev/null 2>&1 || { echo "FAIL could not train"; fails=1; return; }
+  decoy victim
+  ln -s "$tmp/victim" "$tmp/r/checkpoints/.stage-000006"
+  check stage_link_resume_runs $T --resume "$tmp/r" --steps 6
+  check stage_link_resume_decoy_same decoy_same victim
+  check stage_link_resume_step_is_folder test -d "$tmp/r/checkpoints/step-000006" -a ! -L "$tmp/r/checkpoints/step-000006"
+  # --out into a folder that holds only such a link
+  decoy victim2
+  mkdir -p "$tmp/o/checkpoints" && ln -s "$tmp/victim2" "$tmp/o/checkpoints/.stage-000002"
+  check stage_link_out_runs $T --steps 2 --out "$tmp/o"
+  check stage_link_out_decoy_same decoy_same victim2
+  # checkpoints/ itself a link out of the run: no stage made in it, no step removed from it
+  cp -r "$tmp/r" "$tmp/ck" && mv "$tmp/ck/checkpoints" "$tmp/ckdir" && ln -s "$tmp/ckdir" "$tmp/ck/checkpoints"
+  local before; before=$(hash_tree "$tmp/ckdir")
+  $T --resume "$tmp/ck" --steps 8 2>"$tmp/ck.err"
+  check checkpoints_link_refused test $? -eq 1
+  check checkpoints_link_says_so grep -q "ck/checkpoints: is a symbolic link; refusing to write or delete through it" "$tmp/ck.err"
+  check checkpoints_link_target_same test "$(hash_tree "$tmp/ckdir")" = "$before"
+}
+
+# step_link_untouched: an older step-N and a step-N above latest that are links out of the run
+# (pruned, or removed as unpublished) go themselves, the folders they point at stay whole
+step_link_untouched() {
+  $T --steps 4 --save-every 2 --out "$tmp/r" >/dev/null 2>&1 || { echo "FAIL could not train"; fails=1; return; }
+  decoy old && decoy future
+  ln -s "$tmp/old" "$tmp/r/checkpoints/step-000001"
+  ln -s "$tmp/future" "$tmp/r/checkpoints/step-000009"
+  check step_links_resume_runs $T --resume "$tmp/r" --steps 6
+  check old_step_decoy_same decoy_same old
+  check future_step_decoy_same decoy_same future
+  check old_step_link_pruned test ! -e "$tmp/r/checkpoints/step-000001" -a ! -L "$tmp/r/checkpoints/step-000001"
+  check future_step_link_removed test ! -e "$tmp/r/checkpoints/step-000009" -a ! -L "$tmp/r/checkpoints/step-000009"
+  # latest itself a link to a folder outside: replaced, never emptied
+  decoy latest_target
+  cp -r "$tmp/r" "$tmp/l" && rm "$tmp/l/latest" && ln -s "$tmp/latest_target" "$tmp/l/latest"
+  check latest_link_resume_runs $T --resume "$tmp/l" --steps 8
+  check latest_link_decoy_same decoy_same latest_target
+}
+
+# lock_link_untouched: a .lock that is a link (to a file, or dangling) or a hard link is
+# refused with a line; its target is neither written nor created (issue 40 item 2); so is a
+# dangling metrics.jsonl link (found by the audit)
+lock_link_untouched() {
+  $T --steps 2 --out "$tmp/r" >/dev/null 2>&1 || { echo "FAIL could not train"; fails=1; return; }
+  decoy victim
+  rm -f "$tmp/r/.lock" && ln -s "$tmp/victim/a" "$tmp/r/.lock"
+  expect_error lock_link_refused "r/.lock: is a symbolic link; remove it" $T --resume "$tmp/r" --steps 4
+  check lock_link_decoy_same decoy_same victim
+  rm "$tmp/r/.lock" && ln -s "$tmp/victim/created" "$tmp/r/.lock"
+  expect_error lock_dangling_refused "r/.lock: is a symbolic link" $T --resume "$tmp/r" --steps 4
+  check lock_dangling_not_created test ! -e "$tmp/victim/created"
+  rm "$tmp/r/.lock" && ln "$tmp/victim/a" "$tmp/r/.lock"
+  expect_error lock_hard_link_refused "r/.lock: not a plain file of its own" $T --resume "$tmp/r" --steps 4
+  check lock_hard_link_decoy_same decoy_same victim
+  rm "$tmp/r/.lock"
+  check lock_plain_resumes $T --resume "$tmp/r" --steps 4
+  # the same for a dangling metrics.jsonl link in a folder given to --out
+  mkdir "$tmp/m" && ln -s "$tmp/victim/log" "$tmp/m/metrics.jsonl"
+  expect_error metrics_link_refused "m/metrics.jsonl: is a symbolic link; refusing to write through it" $T --steps 2 --out "$tmp/m"
+  check metrics_link_not_created test ! -e "$tmp/victim/log"
+}
+
+# analyze_out_untouched: links planted in analyze --out under the names it writes are
+# replaced, never written through; a quote in --out or a run name never reaches a shell,
+# with one run or two (issue 40 items 3 and 6)
+analyze_out_untouched() {
+  $T --steps 3 --variant attnres:mode=block,size=2 --out "$tmp/ar" >/dev/null 2>&1 || { echo "FAIL could not train"; fails=1; return; }
+  cp -r "$tmp/ar" "$tmp/br'; touch PWNED2; '"
+  decoy victim
+  mkdir -p "$tmp/o"
+  for f in entropy.csv entropy.gp entropy.png analysis.json depth_attention.csv depth_attention.dat depth_attention.gp \
+    depth_attention.png; do
+    ln -s "$tmp/victim/a" "$tmp/o/$f"
+  done
+  check analyze_links_entropy "$VRL" analyze --ckpt "$tmp/ar" --metric entropy --out "$tmp/o"
+  check analyze_links_depth "$VRL" analyze --ckpt "$tmp/ar" --metric depth-attention --out "$tmp/o"
+  check analyze_links_decoy_same decoy_same victim
+  check analyze_links_replaced test -f "$tmp/o/entropy.csv" -a ! -L "$tmp/o/entropy.csv" -a ! -L "$tmp/o/depth_attention.dat"
+  if command -v gnuplot >/dev/null; then
+    check analyze_links_png_replaced test -s "$tmp/o/depth_attention.png" -a ! -L "$tmp/o/depth_attention.png"
+  fi
+  (cd "$tmp" && "$VRL" analyze --ckpt ar --metric depth-attention --out "o'; touch PWNED; '" >/dev/null 2>&1)
+  check depth_out_quote_runs_nothing test ! -e "$tmp/PWNED"
+  check depth_out_quote_is_a_folder test -s "$tmp/o'; touch PWNED; '/depth_attention.csv"
+  (cd "$tmp" && "$VRL" analyze --ckpt ar --ckpt "br'; touch PWNED2; '" --metric depth-attention --out d2 >/dev/null 2>&1)
+  check depth_two_runs_ran test $? -eq 0
+  check depth_two_runs_quote_runs_nothing test ! -e "$tmp/PWNED2"
+  # a script that cannot be written says why (it used to say only "cannot write")
+  mkdir -p "$tmp/g/entropy.gp"
+  "$VRL" analyze --ckpt "$tmp/ar" --metric entropy --out "$tmp/g" >/dev/null 2>"$tmp/err"
+  check analyze_gp_folder_exit_1 test $? -eq 1
+  check analyze_gp_folder_named grep -q "g/entropy.gp: not a regular file (a folder); refusing to replace it" "$tmp/err"
+}
+
+# no_shell_in_source: no system() or popen() anywhere in the C and CUDA sources (issue 40 item 3)
+no_shell_in_source() {
+  local src; src=$(cd "$(dirname "$0")/.." && pwd)
+  check no_system_or_popen bash -c "! grep -rnE '\\b(system|popen)\\s*\\(' '$src/cli' '$src/common' '$src/ref' '$src/fast'"
+}
+
+# mknod_or_skip NAME MAJOR MINOR: a character device made by the test, or a line saying why not
+mknod_or_skip() {
+  if mknod "$tmp/$1" c "$2" "$3" 2>/dev/null && [ -c "$tmp/$1" ]; then return 0; fi
+  echo "skip $1: mknod is not permitted here (needs CAP_MKNOD); not checked"
+  return 1
+}
+
+# special_output_kept: an output path holding a character device (a /dev/null made here) is
+# written in place and stays a device; a folder there is refused (issue 40 item 4)
+special_output_kept() {
+  byte_run "$tmp/r" || { echo "FAIL could not train"; fails=1; return; }
+  local E="$VRL eval --ckpt $tmp/r --tokens $tmp/by/val.bin --overwrite"
+  if mknod_or_skip null 1 3; then
+    check eval_out_device_runs $E --out "$tmp/null"
+    check eval_out_still_a_device test -c "$tmp/null"
+    check eval_log_device_runs $E --out "$tmp/e.json" --log-samples "$tmp/null"
+    check eval_log_still_a_device test -c "$tmp/null"
+    check eval_log_json_written test -s "$tmp/e.json"
+  fi
+  mkdir "$tmp/dir.json"
+  expect_error eval_out_folder_refused "dir.json: not a regular file (a folder); refusing to replace it" $E --out "$tmp/dir.json"
+  ln -s "$tmp/elsewhere.json" "$tmp/link.json" && echo keep >"$tmp/elsewhere.json"
+  check eval_out_link_runs $E --out "$tmp/link.json"
+  check eval_out_link_not_followed test "$(cat "$tmp/elsewhere.json")" = keep -a -f "$tmp/link.json" -a ! -L "$tmp/link.json"
+}
+
+# byte_run RUN: a 3-step run of a 256-id model and byte shards $tmp/by/{train,val}.bin to score
+byte_run() {
+  byte_data 30000 || return 1
+  "$VRL" train --quiet --model "$tmp/b256.json" --batch 2 --seq 16 --steps 3 --data "$tmp/by/train.bin" \
+    --val-data "$tmp/by/val.bin" --out "$1"
+}
+
+# to_full NAME CMD...: CMD with stdout on a full device exits 1, its last line naming stdout
+to_full() {
+  local name=$1; shift
+  "$@" >"$tmp/full" 2>"$tmp/err"; local rc=$?
+  # the last line: a command may have said more on stderr before it (generate's speed line)
+  if [ $rc -eq 1 ] && tail -1 "$tmp/err" | grep -q "^vrl .*: write error on standard output"; then
+    passes=$((passes + 1)); echo "ok   $name: $(cat "$tmp/err")"
+  else
+    fails=$((fails + 1)); echo "FAIL $name: exit $rc:"; cat "$tmp/err"
+  fi
+}
+
+# stdout_errors_fail: every command that prints, with stdout on a full device (a /dev/full made
+# here), exits 1 with one line instead of 0 with its output lost (issue 40 item 5)
+stdout_errors_fail() {
+  mknod_or_skip full 1 7 || return
+  byte_run "$tmp/r" || { echo "FAIL could not train"; fails=1; return; }
+  local tok; tok="$(dirname "$0")/fixtures/tiny_tokenizer.json"
+  mkdir -p "$tmp/sh/train" && cp "$tmp/by/train.bin" "$tmp/sh/train/bytes-00000.bin"
+  to_full tokenize_full "$VRL" tokenize --tokenizer "$tok" "the cat sat on the mat"
+  only_line tokenize_full_one_line
+  to_full info_full "$VRL" info --model tiny
+  to_full eval_full "$VRL" eval --ckpt "$tmp/r" --tokens "$tmp/by/val.bin" --out "$tmp/e.json"
+  to_full generate_full "$VRL" generate --ckpt "$tmp/r" --ids 1,2 --max-new 3
+  to_full data_inspect_full "$VRL" data inspect --in "$tmp/sh"
+  to_full analyze_full "$VRL" analyze --loss "$tmp/r" --window 1 --out "$tmp/an"
+}
+# only_line NAME: the error was the only line on stderr
+only_line() { check "$1" test "$(wc -l <"$tmp/err")" -eq 1; }
+
+# small_items_40: a diverged (NaN) model is refused by generate as by eval; analyze --loss on a
+# run shorter than --window averages what it has; control and bidi characters in a message
+# are escaped (issue 40 item 6)
+small_items_40() {
+  $T --steps 3 --out "$tmp/r" >/dev/null 2>&1 || { echo "FAIL could not train"; fails=1; return; }
+  cp -r "$tmp/r" "$tmp/nan"
+  local size; size=$(stat -L -c %s "$tmp/nan/model.safetensors")
+  printf '\000\000\300\177' | dd of="$tmp/nan/model.safetensors" bs=1 seek=$((size - 4)) conv=notrunc 2>/dev/null
+  expect_error generate_nan_refused "nan/.*model.safetensors: tensor .* holds a non-finite value" \
+    "$VRL" generate --ckpt "$tmp/nan" --ids 1,2 --max-new 3
+  "$VRL" analyze --loss "$tmp/r" --window 50 --out "$tmp/lw" >"$tmp/out" 2>"$tmp/err"
+  check short_run_loss_runs test $? -eq 0
+  check short_run_loss_says_so grep -q "logged 3 steps, fewer than --window 50: averaged over all 3" "$tmp/err"
+  local mean; mean=$(sed -n 's/.*"loss":\([^,}]*\).*/\1/p' "$tmp/r/metrics.jsonl" | awk '{s+=$1} END {printf "%.6f", s/NR}')
+  check short_run_loss_is_mean test "$(tail -n +2 "$tmp/lw/loss_curves.csv" | cut -d, -f2 | awk '{printf "%.6f", $1}')" = "$mean"
+  check short_run_no_nan bash -c "! grep -qi nan '$tmp/out'"
+  expect_error rlo_escaped 'unknown variant "res\\xE2\\x80\\xAEformer\\x1B\[31m"' \
+    $T --steps 1 --variant "$(printf 'res\342\200\256former\033[31m')" --out "$tmp/v"
+  no_raw() { ! LC_ALL=C grep -qF "$(printf '\342\200\256')" "$tmp/err" && ! LC_ALL=C grep -qF "$(printf '\033')" "$tmp/err"; }
+  check rlo_not_raw no_raw
 }
 
 # the group is one of the functions above

@@ -6,7 +6,10 @@
  *   - kills the process with SIGKILL (the default, VRL_FAULT_MODE=kill), as a crash or
  *     power cut would, or
  *   - fails with ENOSPC (VRL_FAULT_MODE=enospc), as a full disk would: the caller
- *     sees -1 and errno == ENOSPC.
+ *     sees -1 and errno == ENOSPC, or
+ *   - stops the process with SIGSTOP (VRL_FAULT_MODE=stop) at the Nth call and at every
+ *     later one, until SIGCONT: a test signals a run at a step it controls
+ *     (conformance/test_reliability.sh sigterm_saves_step), never racing the run.
  * Used by conformance/test_crash_resume.sh to drive kills and full disks to every step
  * of a save deterministically. It is part of every build on purpose: the code under
  * test is the code users run. */

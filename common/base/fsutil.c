@@ -58,12 +58,61 @@ static int fsync_parent(const char *path) {
     return fsync_dir(dir);
 }
 
-int write_file_atomic_parts(const char *path, const void *const *parts, const size_t *sizes, int n_parts) {
-    char tmp[PATH_MAX];
-    if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof tmp)
-        return vrl_error("%s: path too long", path);
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+static const char *file_kind(mode_t m);
+
+int output_target(const char *path) {
+    struct stat st;
+    if (lstat(path, &st) < 0) return errno == ENOENT ? OUTPUT_REPLACE : vrl_error("%s: cannot stat: %s", path, strerror(errno));
+    /* a link is replaced, never followed; a plain file is replaced by rename */
+    if (S_ISREG(st.st_mode) || S_ISLNK(st.st_mode)) return OUTPUT_REPLACE;
+    if (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)) return OUTPUT_DIRECT;
+    return vrl_error("%s: not a regular file (%s); refusing to replace it", path, file_kind(st.st_mode));
+}
+
+int open_output_direct(const char *path) {
+    /* no O_CREAT, no O_TRUNC: the node is written as it stands, never replaced */
+    int fd = open(path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) return vrl_error("%s: cannot open for writing: %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) < 0 || !(S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode))) {
+        close(fd);
+        return vrl_error("%s: changed while being opened", path);
+    }
+    return fd;
+}
+
+int create_temp_beside(const char *path, char *tmp, size_t n) {
+    if (snprintf(tmp, n, "%s.tmp.%ld", path, (long)getpid()) >= (int)n) return vrl_error("%s: path too long", path);
+    /* a leftover (or planted link) of the same name goes; O_EXCL|O_NOFOLLOW then makes a new file
+     * here or fails, never writing through a link into another folder */
+    unlink(tmp);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
     if (fd < 0) return vrl_error("%s: cannot create: %s", tmp, strerror(errno));
+    return fd;
+}
+
+/* Write the parts straight into a character device or FIFO that stands at `path`. */
+static int write_direct(const char *path, const void *const *parts, const size_t *sizes, int n_parts) {
+    int fd = open_output_direct(path);
+    if (fd < 0) return -1;
+    for (int i = 0; i < n_parts; i++) {
+        if (sizes[i] && write_all(fd, parts[i], sizes[i]) < 0) {
+            int e = errno;
+            close(fd);
+            return vrl_error("%s: write failed: %s", path, strerror(e));
+        }
+    }
+    if (close(fd) < 0) return vrl_error("%s: write failed: %s", path, strerror(errno));
+    return 0;
+}
+
+int write_file_atomic_parts(const char *path, const void *const *parts, const size_t *sizes, int n_parts) {
+    const int target = output_target(path);
+    if (target < 0) return -1;
+    if (target == OUTPUT_DIRECT) return write_direct(path, parts, sizes, n_parts);
+    char tmp[PATH_MAX];
+    int fd = create_temp_beside(path, tmp, sizeof tmp);
+    if (fd < 0) return -1;
     for (int i = 0; i < n_parts; i++) {
         if (sizes[i] && (fault_point("write") < 0 || write_all(fd, parts[i], sizes[i]) < 0)) {
             int e = errno;
@@ -195,14 +244,28 @@ int file_exists(const char *path) {
 }
 
 int remove_flat_dir(const char *path) {
-    DIR *d = opendir(path);
-    if (!d) return errno == ENOENT ? 0 : vrl_error("%s: cannot open: %s", path, strerror(errno));
-    char file[PATH_MAX];
+    /* O_NOFOLLOW|O_DIRECTORY: a link (or a file) standing at `path` is removed itself; the folder
+     * it points at is never opened, so nothing outside the run folder is emptied */
+    int dfd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (dfd < 0) {
+        if (errno == ENOENT) return 0;
+        if (errno != ELOOP && errno != ENOTDIR) return vrl_error("%s: cannot open: %s", path, strerror(errno));
+        if (unlink(path) < 0 && errno != ENOENT) return vrl_error("%s: cannot remove: %s", path, strerror(errno));
+        return 0;
+    }
+    DIR *d = fdopendir(dfd);
+    if (!d) {
+        int e = errno;
+        close(dfd);
+        return vrl_error("%s: cannot open: %s", path, strerror(e));
+    }
     int rc = 0;
+    /* unlinkat relative to the descriptor: the entries of the folder opened above, whatever
+     * happens to `path` meanwhile; a link inside is removed, not followed */
     for (struct dirent *e; (e = readdir(d));) {
         if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-        snprintf(file, sizeof file, "%s/%s", path, e->d_name);
-        if (unlink(file) < 0 && errno != ENOENT) rc = vrl_error("%s: cannot remove: %s", file, strerror(errno));
+        if (unlinkat(dfd, e->d_name, 0) < 0 && errno != ENOENT)
+            rc = vrl_error("%s/%s: cannot remove: %s", path, e->d_name, strerror(errno));
     }
     closedir(d);
     if (!rc && rmdir(path) < 0 && errno != ENOENT) rc = vrl_error("%s: cannot remove: %s", path, strerror(errno));

@@ -32,7 +32,22 @@ int file_exists(const char *path);
 /* fsync a directory, so renames and new entries in it are durable. */
 int fsync_dir(const char *dir);
 
-/* Remove a folder of plain files and the folder itself (absent: fine). */
+/* What an output at `path` does to what stands there: OUTPUT_REPLACE (nothing, a plain file
+ * or a link: a new file is renamed over it, a link is never followed), OUTPUT_DIRECT (a
+ * character device or FIFO, /dev/null: written as it is, never renamed over), or -1 with
+ * "PATH: not a regular file (KIND); refusing to replace it" (folder, block device, socket). */
+enum { OUTPUT_REPLACE = 0, OUTPUT_DIRECT = 1 };
+int output_target(const char *path);
+/* Open the character device or FIFO at `path` for writing, without creating, truncating or
+ * following a link; a descriptor or -1. */
+int open_output_direct(const char *path);
+/* Create `path.tmp.PID` new (a leftover or link of that name is removed first, O_EXCL |
+ * O_NOFOLLOW); the name goes to tmp[n]; a descriptor or -1. */
+int create_temp_beside(const char *path, char *tmp, size_t n);
+
+/* Remove a folder of plain files and the folder itself (absent: fine). A link or file
+ * standing at `path` is removed itself, never followed; entries are unlinked relative to
+ * the folder's descriptor. */
 int remove_flat_dir(const char *path);
 
 #endif

@@ -1,6 +1,7 @@
 /* outfile.c: streamed atomic output (temp file, fsync, rename, fsync directory). */
 #include "common/base/outfile.h"
 #include "common/base/error.h"
+#include "common/base/fsutil.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -11,9 +12,18 @@
 int outfile_open(OutFile *o, const char *path) {
     memset(o, 0, sizeof *o);
     snprintf(o->path, sizeof o->path, "%s", path);
-    snprintf(o->tmp, sizeof o->tmp, "%s.tmp.%ld", path, (long)getpid());
-    o->f = fopen(o->tmp, "wb");
-    if (!o->f) return vrl_error("%s: cannot create: %s", o->tmp, strerror(errno));
+    const int target = output_target(path);
+    if (target < 0) return -1;
+    o->direct = target == OUTPUT_DIRECT; /* /dev/null, a FIFO: written as they are, never renamed over */
+    int fd = o->direct ? open_output_direct(path) : create_temp_beside(path, o->tmp, sizeof o->tmp);
+    if (fd < 0) return -1;
+    o->f = fdopen(fd, "wb");
+    if (!o->f) {
+        int e = errno;
+        close(fd);
+        if (!o->direct) unlink(o->tmp);
+        return vrl_error("%s: cannot create: %s", o->direct ? path : o->tmp, strerror(e));
+    }
     return 0;
 }
 
@@ -27,13 +37,19 @@ int outfile_write(OutFile *o, const void *data, size_t n) {
 }
 
 int outfile_commit(OutFile *o) {
-    if (fflush(o->f) != 0 || fsync(fileno(o->f)) != 0) {
-        int e = errno;
+    /* ferror: an fprintf into o->f that failed earlier; a device or FIFO is not fsync'd */
+    if (fflush(o->f) != 0 || ferror(o->f) || (!o->direct && fsync(fileno(o->f)) != 0)) {
+        int e = errno ? errno : EIO;
         outfile_abort(o);
         return vrl_error("%s: write failed: %s", o->path, strerror(e));
     }
-    fclose(o->f);
+    if (fclose(o->f) != 0) {
+        o->f = NULL;
+        if (!o->direct) unlink(o->tmp);
+        return vrl_error("%s: write failed: %s", o->path, strerror(errno));
+    }
     o->f = NULL;
+    if (o->direct) return 0;
     if (rename(o->tmp, o->path) != 0) {
         int e = errno;
         unlink(o->tmp);
@@ -53,6 +69,6 @@ void outfile_abort(OutFile *o) {
     if (o->f) {
         fclose(o->f);
         o->f = NULL;
-        unlink(o->tmp);
+        if (!o->direct) unlink(o->tmp);
     }
 }

@@ -1,6 +1,8 @@
 /* outfile.h: a streamed output file that appears atomically. Bytes go to
  * `path.tmp.PID`; commit fsyncs, renames over `path` and fsyncs the directory; abort
  * (or any failure) removes the temporary file, so readers never see half a file.
+ * A character device or FIFO at `path` (/dev/null) is written in place, never renamed
+ * over; a folder, block device or socket there is refused (fsutil's output_target).
  * (fsutil's write_file_atomic does the same for data already in memory.) */
 #ifndef VRL_OUTFILE_H
 #define VRL_OUTFILE_H
@@ -12,6 +14,7 @@ typedef struct {
     char path[4096];
     char tmp[4200];
     FILE *f;                   /* NULL when closed */
+    int direct;                /* 1: a character device or FIFO stood at path, written in place */
 } OutFile;
 
 int outfile_open(OutFile *o, const char *path);

@@ -71,7 +71,8 @@ int curve_read(const char *path, Curve *c) {
 int curve_smooth(const Curve *c, int w, Curve *out) {
     memset(out, 0, sizeof *out);
     if (w < 1) return vrl_error("--window must be >= 1 (got %d)", w);
-    if (c->n < (size_t)w) return 0;
+    if (c->n == 0) return 0;
+    if (c->n < (size_t)w) w = (int)c->n; /* a run shorter than the window: one mean of all it logged */
     const size_t n = c->n - (size_t)w + 1;
     out->step = malloc(n * sizeof *out->step);
     out->loss = malloc(n * sizeof *out->loss);

@@ -19,7 +19,8 @@ typedef struct {
 int curve_read(const char *path, Curve *c);
 void curve_free(Curve *c);
 
-/* Valid-mode moving average: out gets n − w + 1 points (0 if n < w). */
+/* Valid-mode moving average: out gets n − w + 1 points. A curve shorter than the window
+ * is averaged over all its n points (one point), never left empty. */
 int curve_smooth(const Curve *c, int w, Curve *out);
 
 /* smooth(method) − smooth(base) over the steps both smoothed curves have, in order. */

@@ -11,11 +11,35 @@
 #include "common/base/hash.h"
 #include "common/base/rng.h"
 
+/* The slot of `name` in t->by_name: where it is, or the empty slot where it would go. */
+static int name_slot(const ParamTable *t, const char *name) {
+    const unsigned mask = (unsigned)t->name_cap - 1;
+    unsigned i = (unsigned)fnv1a64(name, strlen(name), FNV1A64_INIT) & mask;
+    while (t->by_name[i] && strcmp(t->p[t->by_name[i] - 1].name, name)) i = (i + 1) & mask;
+    return (int)i;
+}
+
+/* Keep the name index at most half full (a deep model has thousands of tensors, and a linear
+ * search per add made building its table quadratic). */
+static int index_names(ParamTable *t) {
+    if (2 * (t->n + 1) <= t->name_cap) return 0;
+    int cap = t->name_cap ? 2 * t->name_cap : 128;
+    int *idx = calloc((size_t)cap, sizeof *idx);
+    if (!idx) return vrl_error("out of memory building the parameter table");
+    free(t->by_name);
+    t->by_name = idx;
+    t->name_cap = cap;
+    for (int k = 0; k < t->n; k++) t->by_name[name_slot(t, t->p[k].name)] = k + 1;
+    return 0;
+}
+
 int param_table_add(ParamTable *t, const char *name, int ndim, const int64_t *shape, int decay, InitKind init,
                     double init_value) {
     if (ndim < 1 || ndim > PARAM_MAX_DIM) return vrl_error("parameter %s: %d dimensions", name, ndim);
     if (strlen(name) >= PARAM_NAME_LEN) return vrl_error("parameter name too long: %s", name);
-    if (param_table_find(t, name)) return vrl_error("parameter %s defined twice", name);
+    if (index_names(t) < 0) return -1;
+    const int slot = name_slot(t, name);
+    if (t->by_name[slot]) return vrl_error("parameter %s defined twice", name);
     if (t->n == t->cap) {
         int cap = t->cap ? 2 * t->cap : 64;
         ParamInfo *p = realloc(t->p, (size_t)cap * sizeof *p);
@@ -30,6 +54,7 @@ int param_table_add(ParamTable *t, const char *name, int ndim, const int64_t *sh
             return vrl_error("parameter %s: more than %llu elements", name, (unsigned long long)PARAM_MAX_TOTAL);
     if (t->total + numel > PARAM_MAX_TOTAL)
         return vrl_error("model: more than %llu parameters (at %s)", (unsigned long long)PARAM_MAX_TOTAL, name);
+    t->by_name[slot] = t->n + 1;
     ParamInfo *p = &t->p[t->n++];
     memset(p, 0, sizeof *p);
     snprintf(p->name, sizeof p->name, "%s", name);
@@ -56,13 +81,14 @@ int param_table_add_values(ParamTable *t, const char *name, int ndim, const int6
 void param_table_free(ParamTable *t) {
     for (int i = 0; i < t->n; i++) free(t->p[i].init_values);
     free(t->p);
+    free(t->by_name);
     memset(t, 0, sizeof *t);
 }
 
 const ParamInfo *param_table_find(const ParamTable *t, const char *name) {
-    for (int i = 0; i < t->n; i++)
-        if (!strcmp(t->p[i].name, name)) return &t->p[i];
-    return NULL;
+    if (!t->name_cap) return NULL;
+    const int k = t->by_name[name_slot(t, name)];
+    return k ? &t->p[k - 1] : NULL;
 }
 
 int param_table_expect(const ParamTable *t, const char *name, size_t numel, size_t *offset) {

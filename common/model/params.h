@@ -43,6 +43,8 @@ typedef struct {
     ParamInfo *p;
     int n, cap;
     size_t total;              /* elements in the flat buffer */
+    int *by_name;              /* [name_cap] open-addressed hash of names: index + 1, 0 = empty */
+    int name_cap;              /* a power of two, at least 2 * n; 0 before the first add */
 } ParamTable;
 
 /* Where one tensor sits in the flat buffer; numel 0 = absent (a tensor the plan drops).

@@ -90,6 +90,16 @@ int ckpt_needs_recovery(const char *run) {
     return latest_step(run) < 0 && ckpt_steps(run, &newest, 1) > 0;
 }
 
+/* RUN/checkpoints into dir[n], refused when it is a link: stage folders are made and step
+ * folders removed inside it, and that never happens in a folder outside the run. */
+static int ckpt_dir(const char *run, char *dir, size_t n) {
+    if (pathf(dir, n, "%s/%s", run, CKPT_DIR) < 0) return -1;
+    struct stat st;
+    if (lstat(dir, &st) == 0 && S_ISLNK(st.st_mode))
+        return vrl_error("%s: is a symbolic link; refusing to write or delete through it", dir);
+    return 0;
+}
+
 /* Replace `link` by a symlink to `target` with one rename (atomic for readers). */
 static int swap_symlink(const char *target, const char *link) {
     char tmp[PATH_MAX];
@@ -108,7 +118,7 @@ static int swap_symlink(const char *target, const char *link) {
 
 int ckpt_stage(const char *run, long step, char *stage, size_t n) {
     char dir[PATH_MAX], name[64];
-    if (pathf(dir, sizeof dir, "%s/%s", run, CKPT_DIR) < 0 || make_dirs(dir) < 0) return -1;
+    if (ckpt_dir(run, dir, sizeof dir) < 0 || make_dirs(dir) < 0) return -1;
     if (pathf(name, sizeof name, STAGE_FMT, step) < 0 || pathf(stage, n, "%s/%s", dir, name) < 0) return -1;
     if (remove_flat_dir(stage) < 0) return -1;
     if (fault_point("mkdir stage") < 0 || mkdir(stage, 0755) < 0)
@@ -126,7 +136,7 @@ void ckpt_discard(const char *stage) {
 /* Remove step folders other than `latest` and the `keep_previous` steps below it. */
 static int prune(const char *run, long latest, int keep_previous) {
     char dir[PATH_MAX], path[PATH_MAX];
-    if (pathf(dir, sizeof dir, "%s/%s", run, CKPT_DIR) < 0) return -1;
+    if (ckpt_dir(run, dir, sizeof dir) < 0) return -1;
     DIR *d = opendir(dir);
     if (!d) return errno == ENOENT ? 0 : vrl_error("%s: cannot open: %s", dir, strerror(errno));
     long steps[256];
@@ -159,7 +169,7 @@ static int publish_links(const char *run, long step);
 
 int ckpt_publish(const char *run, long step, int keep_previous) {
     char dir[PATH_MAX], stage[PATH_MAX], final[PATH_MAX];
-    if (pathf(dir, sizeof dir, "%s/%s", run, CKPT_DIR) < 0) return -1;
+    if (ckpt_dir(run, dir, sizeof dir) < 0) return -1;
     if (pathf(stage, sizeof stage, "%s/" STAGE_FMT, dir, step) < 0 ||
         pathf(final, sizeof final, "%s/" STEP_FMT, dir, step) < 0)
         return -1;

@@ -1,5 +1,7 @@
 /* metrics.c: JSON-lines metrics and the terminal progress line. */
 #include "common/run/metrics.h"
+#include <errno.h>
+#include <fcntl.h>
 
 #include <jansson.h>
 #include <math.h>
@@ -56,8 +58,15 @@ int metrics_open(Metrics *m, const char *run_dir, long keep_upto_step) {
         if (rename(m->path, old) != 0) return vrl_error("%s: cannot move aside to %s", m->path, old);
         fprintf(stderr, "vrl train: %s held a log of a run with no checkpoint; kept as %s\n", m->path, old);
     }
-    m->f = fopen(m->path, keep_upto_step >= 0 ? "a" : "w");
-    if (!m->f) return vrl_error("%s: cannot open for writing", m->path);
+    /* O_NOFOLLOW: a metrics.jsonl link in a received folder is refused, never appended through */
+    const int fd = open(m->path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC | (keep_upto_step >= 0 ? O_APPEND : O_TRUNC), 0644);
+    m->f = fd >= 0 ? fdopen(fd, keep_upto_step >= 0 ? "a" : "w") : NULL;
+    if (!m->f) {
+        const int e = errno;
+        if (fd >= 0) close(fd);
+        if (e == ELOOP) return vrl_error("%s: is a symbolic link; refusing to write through it (remove it)", m->path);
+        return vrl_error("%s: cannot open for writing: %s", m->path, strerror(e));
+    }
     m->tty = isatty(STDERR_FILENO);
     m->t_start = now_seconds();
     return 0;

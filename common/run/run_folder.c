@@ -2,6 +2,7 @@
 #include "common/run/run_folder.h"
 #include "common/run/model_record.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,4 +51,20 @@ void run_folder_close(RunFolder *r) {
     free(r->exp_avg_sq);
     model_spec_free(&r->spec);
     r->params = r->exp_avg = r->exp_avg_sq = NULL;
+}
+
+int run_folder_check_finite(const RunFolder *run, const char *ckpt) {
+    for (int i = 0; i < run->spec.table.n; i++) {
+        const ParamInfo *p = &run->spec.table.p[i];
+        for (size_t j = 0; j < p->numel; j++) {
+            const size_t at = p->offset + j;
+            const double x = run->dtype == DT_F64 ? ((const double *)run->params)[at] : ((const float *)run->params)[at];
+            if (isfinite(x)) continue;
+            char path[4200];
+            if (run_path(path, sizeof path, ckpt, RUN_MODEL) < 0) return -1;
+            return vrl_error("%s: tensor %s holds a non-finite value (%g at element %zu); the training diverged", path,
+                             p->name, x, j);
+        }
+    }
+    return 0;
 }

@@ -49,5 +49,8 @@ int run_folder_open(const char *dir, unsigned what, DType dtype, RunFolder *r);
  * the run stays open with what it had. */
 int run_folder_read(RunFolder *r, unsigned what);
 void run_folder_close(RunFolder *r);
+/* 0 when every parameter read (RUN_OPEN_PARAMS) is finite, else -1 naming CKPT's model file,
+ * the tensor and the element: a diverged run is refused by eval and generate alike. */
+int run_folder_check_finite(const RunFolder *r, const char *ckpt);
 
 #endif

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/base/error.h"
@@ -17,8 +18,16 @@
 int run_lock(const char *run) {
     char path[PATH_MAX];
     if (run_path(path, sizeof path, run, RUN_LOCK) < 0) return -1;
-    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    /* O_NOFOLLOW: a .lock link (a folder received from elsewhere) is never written through */
+    int fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
+    if (fd < 0 && errno == ELOOP) return vrl_error("%s: is a symbolic link; remove it (vrl writes its pid there)", path);
     if (fd < 0) return vrl_error("%s: cannot open: %s", path, strerror(errno));
+    struct stat st;
+    /* the pid goes into this file: never into a device, FIFO, or a file linked from elsewhere */
+    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_nlink > 1) {
+        close(fd);
+        return vrl_error("%s: not a plain file of its own (a device, FIFO or hard link); remove it", path);
+    }
     if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
         int e = errno;
         char pid[32] = "";
