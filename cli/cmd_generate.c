@@ -18,8 +18,9 @@ static void usage(FILE *f) {
             "usage: vrl generate --ckpt RUN (--prompt TEXT | --ids 1,2,3) [flags]\n"
             "\n"
             "Continue a prompt with a trained run (config.json + model.safetensors), streaming\n"
-            "each token as it is chosen; stops at EOS (id 0) or after --max-new tokens. Prints\n"
-            "tokens/s to stderr at the end. Runs on the reference (CPU) with a KV cache.\n"
+            "each token as it is chosen; stops at EOS (config.json's eos_token_id: the end token of\n"
+            "the run's tokenizer, GPT-2 50256) or after --max-new tokens. Prints tokens/s to stderr\n"
+            "at the end. Runs on the reference (CPU) with a KV cache.\n"
             "\n"
             "  --ckpt RUN          the run folder\n"
             "  --prompt TEXT       prompt text (needs a tokenizer)\n"
@@ -175,8 +176,10 @@ int cmd_generate(int argc, char **argv) {
     if (as_text && emit(&out, &ids, 1) < 0) goto done;
     printf("\n");
     fflush(stdout);
-    fprintf(stderr, "vrl generate: %d tokens in %.3f s (%.1f tokens/s, %s); prompt %zu tokens in %.3f s\n", st.made,
+    fprintf(stderr, "vrl generate: %d tokens in %.3f s (%.1f tokens/s, %s); prompt %zu tokens in %.3f s", st.made,
             st.seconds, st.seconds > 0 ? st.made / st.seconds : 0.0, be->name, out.prompt_n, st.prompt_seconds);
+    if (st.at_eos) fprintf(stderr, "; stopped at EOS (id %d)", rm.config.eos_id);
+    fprintf(stderr, "\n");
     rc = 0;
 done:
     if (rc) fprintf(stderr, "vrl generate: %s\n", vrl_last_error());

@@ -156,6 +156,31 @@ Test(config, minimal_file_loads) {
     cr_assert_str_eq(c.variant, "baseline");
 }
 
+/* bos/eos_token_id: read, written back, null = none (-1), 0 when absent (formulas.md §3), and an id
+ * past the vocabulary or negative is an error naming the file */
+Test(config, end_token_ids) {
+    const char *dir = test_tmpdir();
+    ModelConfig c, d;
+    cr_assert_eq(config_load_json(write_cfg(dir, ""), &c), 0, "%s", vrl_last_error());
+    cr_assert(c.bos_id == 0 && c.eos_id == 0, "absent: %d %d", c.bos_id, c.eos_id);
+    cr_assert_eq(config_load_json(write_cfg(dir, ",\n  \"bos_token_id\": null,\n  \"eos_token_id\": 63"), &c), 0,
+                 "%s", vrl_last_error());
+    cr_assert(c.bos_id == -1 && c.eos_id == 63, "%d %d", c.bos_id, c.eos_id);
+    const char *path = test_path(dir, "out.json");
+    cr_assert_eq(config_save_json(path, &c), 0, "%s", vrl_last_error());
+    cr_assert_eq(config_load_json(path, &d), 0, "%s", vrl_last_error());
+    cr_assert(d.bos_id == -1 && d.eos_id == 63, "round trip: %d %d", d.bos_id, d.eos_id);
+    json_t *j = json_load_file(path, 0, NULL);
+    cr_assert(json_is_null(json_object_get(j, "bos_token_id")));
+    cr_assert_eq(json_integer_value(json_object_get(j, "eos_token_id")), 63);
+    json_decref(j);
+    expect_error(config_load_json(write_cfg(dir, ",\n  \"eos_token_id\": 64"), &c),
+                 "bos_token_id 0 / eos_token_id 64 must lie below vocab_size 64");
+    expect_error(config_load_json(write_cfg(dir, ",\n  \"bos_token_id\": -2"), &c), "\"bos_token_id\" must be >= 0");
+    expect_error(config_load_json(write_cfg(dir, ",\n  \"eos_token_id\": [1, 2]"), &c),
+                 "\"eos_token_id\" must be an integer or null");
+}
+
 Test(config, rejects) {
     const char *dir = test_tmpdir();
     ModelConfig c;

@@ -20,9 +20,14 @@ $T --variant resformer --out "$tmp/res" || { echo "FAIL training resformer"; exi
 
 # the run folders are Hugging Face folders
 check base_tokenizer test -s "$tmp/base/tokenizer.json" -a -s "$tmp/base/tokenizer_config.json"
-# a byte tokenizer has no special token: tokenizer_config.json names none (no "\u0000", which
-# transformers would add as id 256, past the embedding)
-check byte_tokenizer_config_no_special sh -c "! grep -q -E '\"(bos|eos|unk|pad)_token\"|u0000' '$tmp/base/tokenizer_config.json'"
+# a byte tokenizer's BOS = EOS is id 0, the byte 0, named by its vocabulary entry "\u0100" (not
+# "\u0000", which transformers would add as id 256, past the embedding), with split_special_tokens
+# so the text "\u0100" stays two bytes; config.json and generation_config.json say id 0
+check byte_tokenizer_config_bos_eos grep -q '"eos_token": "Ā"' "$tmp/base/tokenizer_config.json"
+check byte_tokenizer_config_split grep -q '"split_special_tokens": true' "$tmp/base/tokenizer_config.json"
+check byte_tokenizer_config_no_u0000 sh -c "! grep -q -E 'u0000|(unk|pad)_token' '$tmp/base/tokenizer_config.json'"
+check byte_eos_config grep -q '"eos_token_id": 0,' "$tmp/base/config.json"
+check byte_eos_generation_config grep -q '"eos_token_id": 0' "$tmp/base/generation_config.json"
 check byte_tokenizer_config_class grep -q '"tokenizer_class": "PreTrainedTokenizerFast"' "$tmp/base/tokenizer_config.json"
 check base_is_llama grep -q '"model_type": "llama"' "$tmp/base/config.json"
 check base_no_remote_code test ! -e "$tmp/base/modeling_vrl.py"
@@ -46,6 +51,32 @@ check sample_seed_changes sh -c "! cmp -s '$tmp/s1' '$tmp/s3'"
 # text in, text out with the run's own tokenizer: the prompt is echoed, then the continuation
 $VRL generate --ckpt "$tmp/base" --prompt "the cat" --max-new 8 >"$tmp/t1" 2>/dev/null
 check text_prompt_echoed grep -q "^the cat" "$tmp/t1"
+
+# the end token is the training tokenizer's: a GPT-2 run (documents "hello world", each followed by
+# <|endoftext|> = 50256 from `vrl data tokenize`) names 50256 in config.json and
+# generation_config.json, and `vrl generate` stops there: "hello" -> " world" (995), then EOS (it
+# ran on past 50256 while EOS was id 0, GPT-2's "!")
+GPT2_TOK="$(cd "$(dirname "$0")/.." && pwd)/../shared/data/tokenizers/gpt2.tokenizer.json"
+if [ -f "$GPT2_TOK" ]; then
+  mkdir -p "$tmp/hw/train" "$tmp/hw/validation"
+  for i in $(seq 1 200); do echo '{"text": "hello world"}'; done >"$tmp/hw/train/hello.jsonl"
+  cp "$tmp/hw/train/hello.jsonl" "$tmp/hw/validation/"
+  $VRL data tokenize --in "$tmp/hw" --out "$tmp/hw-tok" --tokenizer "$GPT2_TOK" --chunk 16 >/dev/null 2>&1 \
+    || { echo "FAIL data tokenize (GPT-2)"; exit 1; }
+  printf '{"model_type": "llama", "hidden_size": 16, "intermediate_size": 32, "num_hidden_layers": 1,
+ "num_attention_heads": 2, "vocab_size": 50257, "max_position_embeddings": 64}\n' >"$tmp/hw.json"
+  $VRL train --quiet --model "$tmp/hw.json" --data "$tmp/hw-tok" --mixture hello=1 --steps 40 --batch 4 --seq 16 \
+    --lr 1e-2 --seed 1 --out "$tmp/gpt2" || { echo "FAIL training (GPT-2)"; exit 1; }
+  check gpt2_eos_config grep -q '"eos_token_id": 50256,' "$tmp/gpt2/config.json"
+  check gpt2_bos_config grep -q '"bos_token_id": 50256,' "$tmp/gpt2/config.json"
+  check gpt2_eos_generation_config grep -q '"eos_token_id": 50256' "$tmp/gpt2/generation_config.json"
+  check gpt2_eos_tokenizer_config grep -q '"eos_token": "<|endoftext|>"' "$tmp/gpt2/tokenizer_config.json"
+  $VRL generate --ckpt "$tmp/gpt2" --prompt "hello" --max-new 10 --output ids >"$tmp/hw.out" 2>"$tmp/hw.err"
+  check gpt2_generate_stops_at_eos test "$(cat "$tmp/hw.out")" = 995
+  check gpt2_generate_says_eos grep -q "stopped at EOS (id 50256)" "$tmp/hw.err"
+else
+  echo "SKIP gpt2_eos: $GPT2_TOK is absent (the shared data)"
+fi
 
 expect_error gen_cuda "--device cuda: generation runs on the reference (CPU) only" \
   $VRL generate --ckpt "$tmp/res" --ids 1 --device cuda

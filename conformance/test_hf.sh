@@ -6,7 +6,10 @@
 #      AutoModelForCausalLM.from_pretrained(RUN, trust_remote_code=True) as the right class, and
 #      its greedy generate() gives the same tokens as `vrl generate --precision fp64`;
 #   3. plain LlamaForCausalLM.from_pretrained on a ResFormer folder warns that the model type is
-#      "vrl"; AutoTokenizer.from_pretrained(RUN) gives the byte ids vrl uses.
+#      "vrl"; AutoTokenizer.from_pretrained(RUN) gives the byte ids vrl uses;
+#   4. a left-padded batch of three prompts gives each prompt's own logits and greedy generate()
+#      (baseline, ResFormer, SVFormer, AttnRes, mHC; float32 and float64 as transformers ships
+#      them, and fp64 mode).
 # Python: $VRL_PYTHON, else python/.venv/bin/python (python/make_venv.sh makes it). Without a
 # Python that imports torch and transformers the test is skipped (exit 77).
 # usage: test_hf.sh PATH/TO/vrl
@@ -42,7 +45,7 @@ mk mha 4; mk gqa 2
 names=""
 for spec in baseline:mha:baseline gqa:gqa:baseline resformer:mha:resformer svformer:mha:svformer cla:mha:cla \
             neutreno:mha:neutreno:lambda=0.4 learnable:gqa:resformer:mode=learnable hc:mha:hc:n=4 \
-            attnres:mha:attnres:mode=block,size=3 dense_sv:mha:denseformer+svformer; do
+            attnres:mha:attnres:mode=block,size=3 dense_sv:mha:denseformer+svformer mhc:mha:mhc:n=4; do
   name=${spec%%:*} rest=${spec#*:}; shape=${rest%%:*} variant=${rest#*:}
   $VRL train --quiet --model "$tmp/$shape.json" --variant "$variant" --data "$tmp/bytes/train.bin" \
     --val-data "$tmp/bytes/val.bin" --steps 150 --batch 4 --seq 48 --seed 3 --lr 3e-3 --out "$tmp/$name" \
@@ -61,4 +64,11 @@ done
 echo "vrl generate vs HF generate (baseline): $(cat "$tmp/baseline.vrl")"
 check llama_warns_on_resformer grep -q "model of type \`vrl\` to instantiate a model of type \`llama\`" "$tmp/resformer.warn"
 check tokenizer_bytes test "$(cat "$tmp/resformer.tok")" = "116 104 101 32 99 97 116"
+
+# left padding (its own process: the runs above switched transformers to fp64 mode)
+$CHECK padded 24 "$tmp/baseline" "$tmp/resformer" "$tmp/svformer" "$tmp/attnres" "$tmp/mhc" >"$tmp/padded.log" 2>&1
+padded_rc=$?
+grep "padded vs alone" "$tmp/padded.log"
+[ $padded_rc -eq 0 ] || grep -A3 "Error" "$tmp/padded.log" | tail -4
+check hf_left_padded_batch test $padded_rc -eq 0
 finish

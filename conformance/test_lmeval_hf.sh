@@ -1,15 +1,19 @@
 #!/usr/bin/env bash
 # test_lmeval_hf.sh: lm-evaluation-harness itself (0.4.13, on transformers) on vrl run folders gives
 # `vrl eval`'s numbers. Three small run folders, each trained here on the first 60 kB of
-# TinyShakespeare and evaluated as lm-eval loads them (the folder's own tokenizer.json and
-# tokenizer_config.json, VrlForCausalLM through trust_remote_code for the non-baseline ones):
-#   bytes  `vrl data bytes` tokenizer (256 ids, no special token), ResFormer;
-#   gpt2   GPT-2 tokenizer (`vrl data tokenize`), baseline LLaMA;
-#   neox   GPT-NeoX-20B tokenizer, SVFormer.
-# On each: WikiText-2 (first 2 pages), LAMBADA and PIQA (first 8 documents), window 256, float64.
-# Every metric and every request's log-likelihood of lm-eval within 1e-6 relative of
-# `vrl eval --precision fp64` (transformers keeps RoPE, RMSNorm and softmax in float32 inside a
-# float64 model: about 1e-7), checked by lmeval_golden_check.
+# TinyShakespeare and evaluated as lm-eval loads them, with no model argument but
+# pretrained=RUN,trust_remote_code=True,dtype=float64,device=cpu (the folder's own tokenizer.json,
+# tokenizer_config.json and generation_config.json, VrlForCausalLM through trust_remote_code for the
+# non-baseline ones):
+#   bytes  `vrl data bytes` tokenizer (256 ids; BOS = EOS = id 0, the byte 0), ResFormer;
+#   gpt2   GPT-2 tokenizer (`vrl data tokenize`; <|endoftext|> 50256), baseline LLaMA;
+#   neox   GPT-NeoX-20B tokenizer (<|endoftext|> 0), SVFormer.
+# On each: WikiText-2 (first 2 pages), LAMBADA and PIQA (first 8 documents), window 256 (the
+# folder's max_position_embeddings), float64. Every metric and every request's log-likelihood of
+# lm-eval within 1e-6 relative of `vrl eval --precision fp64` (transformers keeps RoPE, RMSNorm and
+# softmax in float32 inside a float64 model: about 1e-7), checked by lmeval_golden_check. And a
+# generate_until task on the 8 PIQA questions: lm-eval's left-padded batches of 4 give the texts
+# it gives one prompt at a time (conformance/hf/lmeval_runs.py).
 # Python: $VRL_PYTHON, else python/.venv/bin/python (python/make_venv.sh; scripts/test.sh makes it).
 # The tokenizers, WikiText and the task files come from ../shared/data; without them, or without a
 # Python that imports lm_eval, the test is skipped (exit 77).

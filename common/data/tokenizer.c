@@ -575,6 +575,13 @@ int64_t tok_token_id(const Tokenizer *t, const char *content) {
     return vmap_get(t, content, n);
 }
 
+const char *tok_token_text(const Tokenizer *t, uint32_t id, size_t *len, int *added) {
+    if (id >= t->vocab_size || t->tok_off[id] == UINT32_MAX) return NULL;
+    *len = t->tok_len[id];
+    *added = t->is_added[id];
+    return t->pool + t->tok_off[id];
+}
+
 void tok_free(Tokenizer *t) {
     if (!t) return;
     for (int i = 0; i < t->n_added; i++) free(t->added[i].content);

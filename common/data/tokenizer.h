@@ -48,6 +48,11 @@ uint32_t tok_vocab_size(const Tokenizer *t);
  * vocabulary entry in the byte-level alphabet); -1 if absent. */
 int64_t tok_token_id(const Tokenizer *t, const char *content);
 
+/* The text of token `id`: an added token's content, else its vocabulary entry in the
+ * byte-level alphabet (the byte 0 is "\u0100"); *len bytes, not NUL-terminated, *added 1 for
+ * an added token. NULL if the id has no token. */
+const char *tok_token_text(const Tokenizer *t, uint32_t id, size_t *len, int *added);
+
 /* Encode n bytes of text (need not be NUL-terminated, may hold invalid UTF-8),
  * appending ids to *out. Thread-safe. */
 int tok_encode(const Tokenizer *t, const char *text, size_t n, TokIds *out);

@@ -48,7 +48,10 @@ int generate(const Backend *be, const ModelSpec *spec, const void *params, TokId
         for (int v = 0; v < V; v++)
             row[v] = be->dtype == DT_F64 ? ((const double *)last)[v] : ((const float *)last)[v];
         const int32_t next = sample_next(row, draw_vocab < V ? draw_vocab : V, sp, &g, ss);
-        if (next == GENERATE_EOS_ID) break;
+        if (next == c->eos_id) { /* -1 (no end token) never matches */
+            st->at_eos = 1;
+            break;
+        }
         st->made++;
         if (tok_ids_push(ids, (uint32_t)next) < 0 || sink(ctx, ids, next) < 0) goto done;
         if (pos + 1 == total) break; /* the last token needs no logits */

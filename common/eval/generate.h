@@ -11,10 +11,9 @@
 #include "common/model/backend.h"
 #include "common/model/spec.h"
 
-enum { GENERATE_EOS_ID = 0 }; /* formulas.md §3; config.json's eos_token_id */
-
 typedef struct {
     int made;              /* tokens drawn (EOS not counted) */
+    int at_eos;            /* 1: stopped because EOS was drawn */
     double prompt_seconds; /* the prompt's one decode call */
     double seconds;        /* the drawn tokens' decode calls and draws */
 } GenerateStats;
@@ -26,9 +25,10 @@ typedef int (*GenerateSink)(void *ctx, const TokIds *ids, int32_t next);
 
 /* Continue the prompt in ids (checked here: at least one token, every id inside the
  * vocabulary, shorter than max_position_embeddings) with up to max_new tokens from be's
- * model of spec at params, stopping at EOS or at the model's last position. Draws only ids
- * below draw_vocab (a tokenizer's vocabulary may be smaller than the model's). The caller
- * has checked BACKEND_CAN_GENERATE. 0, or -1 with vrl_error. */
+ * model of spec at params, stopping at EOS (the config's eos_token_id: the end token of the
+ * run's tokenizer, common/run/hf_export.h; never when null) or at the model's last position.
+ * Draws only ids below draw_vocab (a tokenizer's vocabulary may be smaller than the model's).
+ * The caller has checked BACKEND_CAN_GENERATE. 0, or -1 with vrl_error. */
 int generate(const Backend *be, const ModelSpec *spec, const void *params, TokIds *ids, int max_new, int draw_vocab,
              const SampleParams *sp, uint64_t seed, GenerateSink sink, void *ctx, GenerateStats *st);
 

@@ -85,6 +85,9 @@ int config_validate(const ModelConfig *c, const char *origin) {
     if (!(c->init_std > 0 && c->init_std <= 1))
         return vrl_error("%s: initializer_range %g must be in (0, 1]", origin, c->init_std);
     if (!(c->dropout >= 0 && c->dropout < 1)) return vrl_error("%s: dropout must be in [0, 1)", origin);
+    if (c->bos_id >= c->vocab_size || c->eos_id >= c->vocab_size)
+        return vrl_error("%s: bos_token_id %d / eos_token_id %d must lie below vocab_size %d", origin, c->bos_id,
+                         c->eos_id, c->vocab_size);
     return 0;
 }
 

@@ -36,6 +36,9 @@ typedef struct {
     double init_std;             /* 0.02 */
     double dropout;              /* gpt2 only; 0 for llama */
     char variant[VRL_VARIANT_LEN]; /* "NAME[:key=value,...]", "baseline" by default */
+    int bos_id, eos_id;          /* bos_token_id / eos_token_id: the end token of the tokenizer the run was
+                                    trained with (hf_export_end_tokens), 0 when a file names none
+                                    (formulas.md §3), -1 for null (no such token) */
 } ModelConfig;
 
 static inline int config_head_dim(const ModelConfig *c) { return c->d_model / c->n_heads; }

@@ -43,10 +43,19 @@ static int get_str(const char *path, const char *key, json_t *v, char *out, size
     return 0;
 }
 
-/* Token ids: an integer, or null (HF writes null when a tokenizer has no such token). */
-static int check_token_id(const char *path, const char *key, json_t *v) {
-    if (json_is_null(v) || json_is_integer(v)) return 0;
-    return vrl_error("%s: key \"%s\" must be an integer or null", path, key);
+/* Token ids: an integer, or null (HF writes null when a tokenizer has no such token): -1. */
+static int get_token_id(const char *path, const char *key, json_t *v, int *out) {
+    if (json_is_null(v)) {
+        *out = -1;
+        return 0;
+    }
+    if (!json_is_integer(v)) return vrl_error("%s: key \"%s\" must be an integer or null", path, key);
+    if (get_int(path, key, v, out) < 0) return -1;
+    return *out < 0 ? vrl_error("%s: key \"%s\" must be >= 0 (got %d)", path, key, *out) : 0;
+}
+
+static int get_bos_eos(const char *path, const char *key, json_t *v, ModelConfig *c) {
+    return get_token_id(path, key, v, !strcmp(key, "bos_token_id") ? &c->bos_id : &c->eos_id);
 }
 
 static int check_string_array(const char *path, const char *key, json_t *v) {
@@ -104,7 +113,7 @@ static int load_llama(const char *path, json_t *root, ModelConfig *c) {
             int tp;
             if (!(rc = get_int(path, key, v, &tp)) && tp != 1)
                 rc = vrl_error("%s: pretraining_tp must be 1 (got %d)", path, tp);
-        } else if (!strcmp(key, "bos_token_id") || !strcmp(key, "eos_token_id")) rc = check_token_id(path, key, v);
+        } else if (!strcmp(key, "bos_token_id") || !strcmp(key, "eos_token_id")) rc = get_bos_eos(path, key, v, c);
         else if (!strcmp(key, "torch_dtype") || !strcmp(key, "transformers_version"))
             rc = get_str(path, key, v, s, sizeof s);
         else if (!strcmp(key, "use_cache")) rc = get_bool(path, key, v, &b);
@@ -174,7 +183,7 @@ static int load_gpt2(const char *path, json_t *root, ModelConfig *c) {
         else if (!strcmp(key, "summary_first_dropout")) {
             double x;
             rc = get_num(path, key, v, &x);
-        } else if (!strcmp(key, "bos_token_id") || !strcmp(key, "eos_token_id")) rc = check_token_id(path, key, v);
+        } else if (!strcmp(key, "bos_token_id") || !strcmp(key, "eos_token_id")) rc = get_bos_eos(path, key, v, c);
         else if (!strcmp(key, "vrl_preset")) rc = get_str(path, key, v, c->preset, sizeof c->preset);
         else if (!strcmp(key, "vrl_variant")) rc = get_str(path, key, v, c->variant, sizeof c->variant);
         else rc = vrl_error("%s: unknown key \"%s\"", path, key);
@@ -321,8 +330,9 @@ int config_save_json(const char *path, const ModelConfig *c) {
         rc |= set(o, "scale_attn_weights", json_true());
         rc |= set(o, "tie_word_embeddings", json_false());
     }
-    rc |= set(o, "bos_token_id", json_integer(0));
-    rc |= set(o, "eos_token_id", json_integer(0)); /* formulas.md §3: EOS is id 0 */
+    /* the training tokenizer's end token (GPT-2: 50256), which generate() stops at */
+    rc |= set(o, "bos_token_id", c->bos_id < 0 ? json_null() : json_integer(c->bos_id));
+    rc |= set(o, "eos_token_id", c->eos_id < 0 ? json_null() : json_integer(c->eos_id));
     rc |= set(o, "torch_dtype", json_string("float32"));
     rc |= set(o, "transformers_version", json_string("4.44.0")); /* the version formulas.md [C] matches */
     rc |= set(o, "use_cache", json_true());

@@ -8,6 +8,7 @@
  *   RUN/metrics.jsonl               the training log (metrics.h)
  *   RUN/.lock                       the PID of the `vrl train` holding the folder (runlock.h)
  *   RUN/tokenizer.json, tokenizer_config.json   copied from the data folder (hf_export.h)
+ *   RUN/generation_config.json      the end token for Hugging Face's generate() (hf_export.h)
  *   RUN/eval.json                   `vrl eval`'s summary
  * The names and run_path, which formats every path into a run folder, are run_paths.h's;
  * this file opens a run. */

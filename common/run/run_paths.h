@@ -14,6 +14,7 @@
 #define RUN_LOCK ".lock"
 #define RUN_TOKENIZER "tokenizer.json"
 #define RUN_TOKENIZER_CONFIG "tokenizer_config.json"
+#define RUN_GENERATION_CONFIG "generation_config.json"
 #define RUN_EVAL "eval.json"
 
 /* out = "RUN/FILE" (FILE one of the names above, or a checkpoint file inside a step

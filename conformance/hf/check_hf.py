@@ -12,6 +12,11 @@
                           the same without it), and the class; for
                           non-baseline folders what plain LlamaForCausalLM.from_pretrained logs and
                           AutoTokenizer's ids (files RUN.hf, RUN.cls, RUN.warn, RUN.tok).
+  padded N RUN...         for each run folder in float32 and float64 (transformers as shipped, as
+                          lm-evaluation-harness runs it) and in fp64 mode: three prompts of different lengths
+                          left-padded into one batch (attention_mask 0 on the pads) give the logits
+                          of each prompt alone at every real position, and batched greedy
+                          generate() of N tokens gives each prompt's own generate().
 """
 import glob
 import json
@@ -148,6 +153,50 @@ def runs(ids, n, *folders):
             f.write(" ".join(str(x) for x in tok("the cat").input_ids) + "\n")
 
 
+# prompts of 7, 3 and 11 byte ids ("the cat", "dog", "the mat and"): 4, 8 and 0 pads on the left
+PADDED_PROMPTS = ["the cat", "dog", "the mat and"]
+# (precision mode, dtype, bound on |logits of a padded row - the prompt alone|). Same operations on
+# the same real tokens, but a softmax over more keys (the masked pads add exact zeros) may sum in
+# another order: transformers as shipped keeps softmax, RMSNorm and RoPE in float32 even in a
+# float64 model, so its bound is float32's (up to 1.9e-6 seen, bound 1e-5), fp64 mode's is float64's
+# (1e-12). Without the mask the stream variants differ by ~1 and float64 value-path rows are NaN.
+PADDED_CASES = [("hf", torch.float32, 1e-5), ("hf", torch.float64, 1e-5), ("fp64", torch.float64, 1e-12)]
+
+
+def padded(n, *folders):
+    """Left-padded batch = one prompt at a time, for every run folder, float32 and float64."""
+    from transformers import AutoModelForCausalLM
+    n = int(n)
+    prompts = [list(p.encode()) for p in PADDED_PROMPTS]
+    T = max(len(p) for p in prompts)
+    for mode, dtype, bound in PADDED_CASES:      # fp64 mode last: it patches transformers process-wide
+        for run in folders:
+            model = AutoModelForCausalLM.from_pretrained(run, trust_remote_code=True, dtype=dtype).eval()
+            if mode == "fp64":
+                model = fp64(model)
+            pad = model.generation_config.eos_token_id
+            ids = torch.tensor([[pad] * (T - len(p)) + p for p in prompts])                  # [3,T]
+            mask = torch.tensor([[0] * (T - len(p)) + [1] * len(p) for p in prompts])       # [3,T]
+            worst = 0.0
+            with torch.no_grad():
+                batch_logits = model(input_ids=ids, attention_mask=mask).logits              # [3,T,V]
+                batch_out = model.generate(ids, attention_mask=mask, max_new_tokens=n, do_sample=False,
+                                           pad_token_id=pad)                                 # [3,T+<=n]
+                for i, p in enumerate(prompts):
+                    one = torch.tensor([p])                                                  # [1,len]
+                    d = (batch_logits[i, T - len(p):] - model(input_ids=one).logits[0]).abs().max().item()
+                    worst = d if d != d or worst != worst else max(worst, d)                 # NaN sticks
+                    out = model.generate(one, max_new_tokens=n, do_sample=False, pad_token_id=pad)[0].tolist()
+                    row = batch_out[i, T - len(p):].tolist()
+                    # a row that ended at EOS before the others is filled with the pad id after it
+                    assert row[:len(out)] == out and all(x == pad for x in row[len(out):]), (
+                        f"{run} {mode} {dtype}: prompt {PADDED_PROMPTS[i]!r}: batched, left-padded generate() "
+                        f"gave {row[len(p):]}, the prompt alone {out[len(p):]}")
+            print(f"{os.path.basename(run):12s} {mode:4s} {str(dtype):14s} padded vs alone: max |logit diff| "
+                  f"{worst:.2e} (<= {bound:g}), generate() of {n} tokens equal for {len(prompts)} prompts")
+            assert worst <= bound, f"{run} {mode} {dtype}: left-padded logits differ from the prompt alone by {worst:.3e}"
+
+
 if __name__ == "__main__":
     cmd, args = sys.argv[1], sys.argv[2:]
-    {"fixtures": fixtures, "golden_run": golden_run, "runs": runs}[cmd](*args)
+    {"fixtures": fixtures, "golden_run": golden_run, "runs": runs, "padded": padded}[cmd](*args)

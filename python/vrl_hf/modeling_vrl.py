@@ -103,6 +103,17 @@ def softmax_dtype(x):
     return torch.float32 if PREC["mode"] == "hf" else x.dtype
 
 
+def attention_softmax(scores):
+    """Softmax over the keys (last dim) of masked scores [B,h,T,S], in softmax_dtype, back in the scores'
+    dtype. The additive mask is finfo(model dtype).min: in a float64 model's float32 softmax that is
+    -inf, and a query whose keys are all masked (a left pad's row) would give a NaN row, whose NaN
+    values then reach every real row of the next layer as 0 * NaN. Clamping at finfo(softmax
+    dtype).min leaves such a row finite (uniform) and every other weight as it was."""
+    dt = softmax_dtype(scores)
+    probs = nn.functional.softmax(scores.to(dt).clamp(min=torch.finfo(dt).min), dim=-1)
+    return probs.to(scores.dtype)
+
+
 def rope_fp64_forward(self, x, position_ids):
     # formulas.md §1: inv_freq_i = theta^(-2i/hd), NeoX half split, cos/sin computed in float64
     hd = self.config.hidden_size // self.config.num_attention_heads
@@ -324,15 +335,13 @@ def vrl_attention_forward(self, hidden_states, position_embeddings=None, attenti
         w2 = torch.matmul(query_states, km.transpose(2, 3)) * self.scaling
         if attention_mask is not None:
             w2 = w2 + attention_mask
-        probs = nn.functional.softmax(torch.cat([attn_weights, w2], dim=-1), dim=-1,
-                                      dtype=softmax_dtype(attn_weights)).to(query_states.dtype)
+        probs = attention_softmax(torch.cat([attn_weights, w2], dim=-1))
         ctx.A[n] = probs
         S = key_r.shape[-2]
         attn_output = torch.matmul(probs[..., :S], value_r) + torch.matmul(probs[..., S:], vm)
         attn_weights = probs
     else:
-        attn_weights = nn.functional.softmax(attn_weights, dim=-1,
-                                             dtype=softmax_dtype(attn_weights)).to(query_states.dtype)
+        attn_weights = attention_softmax(attn_weights)
         ctx.A[n] = attn_weights
         if nm == "attn_residual" and n >= 2:
             attn_weights = 0.5 * ctx.A[1] + 0.5 * attn_weights
@@ -358,6 +367,28 @@ def causal_mask(Tlen, dtype, past=0):
     """[1,1,Tlen,past+Tlen] additive mask: new token t (position past+t) sees keys 0..past+t."""
     m = torch.full((Tlen, past + Tlen), torch.finfo(dtype).min, dtype=dtype).triu(1 + past)
     return m[None, None]
+
+
+def padded_mask_positions(attention_mask, position_ids, Tlen, past, dtype, variant):
+    """The additive mask [B or 1,1,Tlen,past+Tlen] and positions [B or 1,Tlen] of Tlen new tokens after
+    `past` cached ones. attention_mask [B,past+Tlen] (1 = token, 0 = padding; None = no padding) masks
+    the padded keys, as transformers' LlamaModel does for the value-path variants; positions count
+    only real tokens (generate()'s rule, cumsum - 1, pads at 0) unless position_ids are given, so a
+    left-padded row computes what the same prompt alone does. Any other mask is refused."""
+    mask = causal_mask(Tlen, dtype, past)
+    if attention_mask is None:
+        pos = torch.arange(past, past + Tlen)[None] if position_ids is None else position_ids
+        return mask, pos
+    if attention_mask.dim() != 2 or attention_mask.shape[-1] != past + Tlen:
+        raise ValueError(f"vrl_variant {variant!r}: attention_mask must be a 2-D padding mask [batch, {past + Tlen}] "
+                         f"(cached + new tokens), got shape {tuple(attention_mask.shape)}")
+    if ((attention_mask != 0) & (attention_mask != 1)).any():
+        raise ValueError(f"vrl_variant {variant!r}: attention_mask must hold only 0 (padding) and 1 (token)")
+    keep = attention_mask.to(torch.bool)
+    mask = mask.masked_fill(~keep[:, None, None, :], torch.finfo(dtype).min)
+    if position_ids is None:
+        position_ids = (keep.long().cumsum(-1) - 1).masked_fill(~keep, 0)[:, past:]
+    return mask, position_ids
 
 
 class Holder(nn.Module):
@@ -426,10 +457,11 @@ def sinkhorn(M, iters):
     return M
 
 
-def resstream_forward(model, tokens, cache=None):
+def resstream_forward(model, tokens, cache=None, attention_mask=None, position_ids=None):
     """Logits [B,T,V] of tokens [B,T]. With cache (a transformers Cache holding the first P
     positions) tokens are positions P..P+T-1: the depth mixing is per token, so only the attention
-    layers read the cache (and append to it)."""
+    layers read the cache (and append to it). attention_mask [B,P+T] / position_ids [B,T]: padding
+    (padded_mask_positions), as generate() passes them for a left-padded batch."""
     ctx = model.vrl_ctx
     nm = ctx.name
     mm = model.model
@@ -437,9 +469,8 @@ def resstream_forward(model, tokens, cache=None):
     Tlen = tokens.shape[1]
     past = cache.get_seq_length() if cache is not None else 0
     x0 = mm.embed_tokens(tokens)
-    pos = torch.arange(past, past + Tlen)[None]
+    mask, pos = padded_mask_positions(attention_mask, position_ids, Tlen, past, x0.dtype, model.config.vrl_variant)
     pe = mm.rotary_emb(x0, pos)
-    mask = causal_mask(Tlen, x0.dtype, past)
 
     def attn_sub(layer, h):
         return layer.self_attn(hidden_states=layer.input_layernorm(h), position_embeddings=pe,
@@ -613,20 +644,24 @@ class VrlForCausalLM(LlamaForCausalLM):
             apply_resstream(self, getattr(config, "vrl_variant"))
             self.vrl_stream = True
 
-    def forward(self, input_ids=None, attention_mask=None, past_key_values=None, use_cache=None,
+    def forward(self, input_ids=None, attention_mask=None, position_ids=None, past_key_values=None, use_cache=None,
                 labels=None, **kwargs):
-        """input_ids [B,T] (with a cache: the tokens after its P positions) -> logits [B,T,V]."""
+        """input_ids [B,T] (with a cache: the tokens after its P positions) -> logits [B,T,V].
+        attention_mask [B,P+T] (0 = padding) and position_ids [B,T] as transformers' LLaMA takes them
+        (generate() makes both for a left-padded batch: naming position_ids here is what makes it)."""
         self.vrl_bctx.reset()
         if use_cache is None:
             use_cache = self.config.use_cache
         if self.vrl_stream:
-            # per-token depth mixing; the causal mask alone (right padding leaves real tokens exact)
+            # per-token depth mixing around attention layers that take the padding mask
             if use_cache and past_key_values is None:
                 past_key_values = DynamicCache(config=self.config)
-            logits = resstream_forward(self, input_ids, past_key_values if use_cache else None)
+            logits = resstream_forward(self, input_ids, past_key_values if use_cache else None, attention_mask,
+                                       position_ids)
         else:
             out = LlamaForCausalLM.forward(self, input_ids=input_ids, attention_mask=attention_mask,
-                                           past_key_values=past_key_values, use_cache=use_cache, **kwargs)
+                                           position_ids=position_ids, past_key_values=past_key_values,
+                                           use_cache=use_cache, **kwargs)
             logits, past_key_values = out.logits, out.past_key_values
         loss = None
         if labels is not None:
