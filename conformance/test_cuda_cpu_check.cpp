@@ -229,3 +229,29 @@ Test(cuda_cpu_check, block_orders) {
     cuda_cpu::set_block_order("forward");
     cudaFree(seen), cudaFree(next);
 }
+
+/* a grid reduction written carelessly: every block adds its partial sum to one address */
+__global__ void norm_like_kernel(double *partial, const float *g, size_t n) {
+    __shared__ double sh[256];
+    double s = 0;
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+        s += (double)g[i] * g[i];
+    sh[threadIdx.x] = s;
+    __syncthreads();
+    for (int k = 128; k > 0; k >>= 1) {
+        if ((int)threadIdx.x < k) sh[threadIdx.x] += sh[threadIdx.x + k];
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) partial[0] += sh[0];
+}
+
+Test(cuda_cpu_check, partial_sums_added_by_every_block) {
+    double *p;
+    float *g;
+    cudaMalloc(&p, 1026 * sizeof(double));
+    cudaMalloc(&g, 9552 * sizeof(float));
+    cudaMemset(p, 0, 1026 * sizeof(double));
+    cudaMemset(g, 0, 9552 * sizeof(float));
+    LAUNCH(norm_like_kernel, 1024, 256, 0, 0)(p, g, 9552);
+    expect_error(launch_message(), "norm_like_kernel", "inter-block race");
+}

@@ -37,6 +37,7 @@
 #define TOL_LOGITS 2e-2 /* ‖Δlogits‖ / ‖logits_ref‖ */
 #define TOL_GRAD 5e-2   /* ‖Δg‖ / ‖g_ref‖ per tensor */
 #define TOL_STEPS 2e-2  /* |Δloss| at each of 10 training steps */
+#define TOL_NORM 2e-2   /* relative, the step's gradient norm: the worst gradient tensor is ~1.2e-2 off */
 
 static int failures;
 
@@ -257,6 +258,9 @@ static void run_case(const Case *k) {
                nb);
         if (fabs(a - b) > worst_step) worst_step = fabs(a - b);
         CHECK(fabs(a - b) <= TOL_STEPS, "%s: step %ld loss %.6f vs ref %.6f", k->name, s, b, a);
+        /* a failed step returns NaN, which no |diff| <= bound comparison catches */
+        CHECK(isfinite(nb) && fabs(na - nb) <= TOL_NORM * na, "%s: step %ld gradient norm %.6f vs ref %.6f (%s)",
+              k->name, s, nb, na, isfinite(nb) ? "" : vrl_last_error());
     }
     printf("%s: worst step loss |diff| %.2e\n", k->name, worst_step);
 done:

@@ -39,7 +39,7 @@ struct SharedByte {
     int16_t rwarp;     /* the reader's warp in epoch rep; -2: several warps */
 };
 
-enum { W_INIT = 1, W_ATOMIC = 2 };
+enum { W_INIT = 1, W_ATOMIC = 2, W_GUARD = 4 };
 struct Word {
     uint32_t wop, rop;      /* serials of the last writing and reading operation, 0: none */
     int32_t wblock, rblock; /* their blocks (linear); rblock -2: several */
@@ -77,6 +77,7 @@ struct PinnedRead { /* an issued cudaMemcpyAsync from pinned memory */
 };
 
 int on = -1; /* -1 until read */
+int skip_guards; /* a memset of a whole block passes over its guard zones */
 std::vector<Alloc *> allocs; /* sorted by lo */
 Alloc *last_hit;
 std::vector<Op> ops(1);     /* [serial], serial 0 unused */
@@ -109,6 +110,8 @@ void fail(const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(err, sizeof err, fmt, ap);
     va_end(ap);
+    /* also on stderr: callers may turn the launch error into a return value nobody prints */
+    fprintf(stderr, "vrl cuda-cpu check: %s\n", err);
 }
 
 const char *short_file(const char *f) {
@@ -194,6 +197,13 @@ unsigned byte_mask(uintptr_t w, uintptr_t a, size_t n) {
 void word_access(Alloc *al, uintptr_t a, unsigned bytes, int write, int atomic, int in_kernel, const void *pc) {
     Word &w = al->w[(a - al->lo) >> 2];
     char where[128], code[96], s1[32], s2[32];
+    if (w.flags & W_GUARD) {
+        if (skip_guards) return;
+        describe(al, a, where, sizeof where), code_at(pc, code, sizeof code);
+        fail("out of bounds: %s%s %s %s, in a guard zone between two tensors (past the end of one; %s)",
+             in_kernel ? "kernel " : "", ops[cur_op].what, write ? "writes" : "reads", where, code);
+        return;
+    }
     if (!err[0]) {
         const int32_t b = in_kernel ? cur_block : 0;
         const int same_op_other_block = w.wop == cur_op && w.wblock != b && (w.wbytes & bytes);
@@ -245,14 +255,14 @@ void shared_access(SharedByte &s, int write, const void *pc) {
     if (!write) {
         if (!err[0] && s.wep < block_epoch) {
             thread_name(tid, a, sizeof a), code_at(pc, code, sizeof code);
-            fail("uninitialised shared memory: %s reads a shared byte no thread of block (%u,%u,%u) has written "
-                 "(after %s:%d; %s)",
-                 a, cur_block_idx.x, cur_block_idx.y, cur_block_idx.z, short_file(barrier_file), barrier_line, code);
+            fail("uninitialised shared memory in kernel %s: %s reads a shared byte no thread of block (%u,%u,%u) "
+                 "has written (after %s:%d; %s)",
+                 ops[cur_op].what, a, cur_block_idx.x, cur_block_idx.y, cur_block_idx.z, short_file(barrier_file), barrier_line, code);
         } else if (!err[0] && s.wep == epoch && s.wth >> 5 != warp) {
             thread_name(tid, a, sizeof a), thread_name(s.wth, b, sizeof b), code_at(pc, code, sizeof code);
-            fail("shared-memory race (read after write): %s reads a byte %s wrote, with no __syncthreads() between "
-                 "them (since %s:%d; %s)",
-                 a, b, short_file(barrier_file), barrier_line, code);
+            fail("shared-memory race (read after write) in kernel %s, block (%u,%u,%u): %s reads a byte %s wrote, "
+                 "with no __syncthreads() between them (since %s:%d; %s)",
+                 ops[cur_op].what, cur_block_idx.x, cur_block_idx.y, cur_block_idx.z, a, b, short_file(barrier_file), barrier_line, code);
         }
         if (s.rep != epoch) s.rep = epoch, s.rwarp = (int16_t)warp, s.rth = (uint16_t)tid;
         else if (s.rwarp != warp) s.rwarp = -2;
@@ -260,14 +270,14 @@ void shared_access(SharedByte &s, int write, const void *pc) {
     }
     if (!err[0] && s.wep == epoch && s.wth >> 5 != warp) {
         thread_name(tid, a, sizeof a), thread_name(s.wth, b, sizeof b), code_at(pc, code, sizeof code);
-        fail("shared-memory race (write after write): %s and %s write one byte with no __syncthreads() between "
-             "them (since %s:%d; %s)",
-             a, b, short_file(barrier_file), barrier_line, code);
+        fail("shared-memory race (write after write) in kernel %s, block (%u,%u,%u): %s and %s write one byte "
+             "with no __syncthreads() between them (since %s:%d; %s)",
+             ops[cur_op].what, cur_block_idx.x, cur_block_idx.y, cur_block_idx.z, a, b, short_file(barrier_file), barrier_line, code);
     } else if (!err[0] && s.rep == epoch && s.rwarp != warp) {
         thread_name(tid, a, sizeof a), thread_name(s.rth, b, sizeof b), code_at(pc, code, sizeof code);
-        fail("shared-memory race (write after read): %s writes a byte %s%s read, with no __syncthreads() between "
-             "them (since %s:%d; %s)",
-             a, b, s.rwarp == -2 ? " (and other warps)" : "", short_file(barrier_file), barrier_line, code);
+        fail("shared-memory race (write after read) in kernel %s, block (%u,%u,%u): %s writes a byte %s%s read, "
+             "with no __syncthreads() between them (since %s:%d; %s)",
+             ops[cur_op].what, cur_block_idx.x, cur_block_idx.y, cur_block_idx.z, a, b, s.rwarp == -2 ? " (and other warps)" : "", short_file(barrier_file), barrier_line, code);
     }
     s.wep = epoch, s.wth = (uint16_t)tid;
 }
@@ -461,6 +471,12 @@ void op_range(const void *p, size_t bytes, int write) {
         word_access(al, w, byte_mask(w, a, bytes), write, 0, 0, NULL);
 }
 
+void op_memset_range(const void *p, size_t bytes) {
+    skip_guards = 1;
+    op_range(p, bytes, 1);
+    skip_guards = 0;
+}
+
 void body_begin(void) { body = enabled(); }
 void body_end(void) { body = 0; }
 
@@ -489,6 +505,26 @@ void barrier_released(const char *file, int line) {
 }
 
 } // namespace check
+
+void guard_zone(void *p, size_t bytes) {
+    if (!check::enabled()) return;
+    check::Alloc *al = check::find((uintptr_t)p);
+    if (!al) return;
+    /* whole words inside the zone only: the tensor before it may end mid-word */
+    for (uintptr_t w = ((uintptr_t)p + 3) & ~(uintptr_t)3; w + 4 <= (uintptr_t)p + bytes && w + 4 <= al->hi; w += 4)
+        al->w[(w - al->lo) >> 2].flags |= check::W_GUARD;
+}
+
+void poison(void *p, size_t bytes) {
+    if (!check::enabled()) return;
+    memset(p, 0xff, bytes);
+    check::Alloc *al = check::find((uintptr_t)p);
+    if (!al) return;
+    for (uintptr_t w = ((uintptr_t)p + 3) & ~(uintptr_t)3; w + 4 <= (uintptr_t)p + bytes && w + 4 <= al->hi; w += 4) {
+        check::Word &x = al->w[(w - al->lo) >> 2];
+        if (!(x.flags & check::W_GUARD)) x.flags &= ~check::W_INIT;
+    }
+}
 
 volatile int in_atomic;
 

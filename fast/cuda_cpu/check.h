@@ -13,6 +13,8 @@
  *  - global memory (cudaMalloc blocks): within one launch, a non-atomic access to a word
  *    another block wrote, or a write to a word another block read (inter-block race); a
  *    kernel's read of a word nothing has written since cudaMalloc (uninitialised);
+ *  - arena tensors: an access to a guard zone fast/ leaves between them (out of bounds),
+ *    a read of scratch poisoned at the start of a step before this step wrote it;
  *  - streams: an operation touching a word last written (or read) by an operation of
  *    another stream with no event wait, stream or device synchronisation in between
  *    (happens-before by vector clocks); the host rewriting a pinned buffer that an issued
@@ -53,6 +55,8 @@ const char *op_error(void);
 void op_end(void);
 /* Accesses of the running operation made by library code (memcpy, memset, MPI). */
 void op_range(const void *p, size_t bytes, int write);
+/* A memset's bytes: as op_range(p, bytes, 1), passing over guard zones. */
+void op_memset_range(const void *p, size_t bytes);
 /* Instrumented loads and stores count only between these (the kernel or stand-in body). */
 void body_begin(void);
 void body_end(void);
@@ -65,6 +69,15 @@ void set_thread(int linear);
 void barrier_released(const char *file, int line);
 
 } // namespace check
+
+/* For fast/ (CPU build only): [p, p+bytes) is a guard zone between two tensors of one
+ * cudaMalloc block; in the check build any access to it by a kernel, a copy, the cuBLASLt
+ * or NCCL stand-in is an out-of-bounds error (a memset of the whole block skips it). */
+void guard_zone(void *p, size_t bytes);
+/* For fast/ (CPU build only): scratch whose old contents must never be read: refilled
+ * with the NaN pattern and, in the check build, shadowed as never written. */
+void poison(void *p, size_t bytes);
+
 } // namespace cuda_cpu
 
 #endif

@@ -1,12 +1,15 @@
-/* fiber.cpp: kernel launches on the CPU: blocks in order, a block's threads as fibers
+/* fiber.cpp: kernel launches on the CPU: blocks one at a time, a block's threads as fibers
  * (runtime.h, docs/fast.md "CUDA on the CPU").
  *
- * A block runs in rounds. In a round every runnable thread runs, one at a time in the
- * order VRL_CUDA_CPU_ORDER gives, until it reaches __syncthreads(), a warp collective
- * or its end. Then the scheduler completes every warp collective whose lanes have all
- * arrived (so a shuffle is a rendezvous of its lanes: values in, then values out), or,
- * when none can complete, releases the barrier once every live thread waits at the same
- * one. Anything else (threads at different barriers, a thread that exits while others
+ * A block runs warp by warp between barriers: the warps in the order VRL_CUDA_CPU_ORDER
+ * gives, and each warp to its next __syncthreads() (or its end) before the next warp
+ * starts. Within a warp every runnable lane runs, one at a time in that order, until it
+ * reaches a barrier, a warp collective or its end; then the scheduler completes the
+ * warp's collectives whose lanes have all arrived (a shuffle is a rendezvous of its lanes:
+ * values in, then values out) and runs the warp on. So a collective synchronises its own
+ * warp only, as on a GPU, and never stands in for a block barrier. When every warp waits,
+ * the barrier is released if every live thread waits at the same one. Grid blocks run in
+ * the order VRL_CUDA_CPU_BLOCKS gives (forward, reverse, random[:SEED]). Anything else (threads at different barriers, a thread that exits while others
  * wait, a lane named in a mask that exited or is elsewhere) is an error naming the
  * kernel, the block, the threads and the source lines.
  *

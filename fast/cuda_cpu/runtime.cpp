@@ -74,7 +74,8 @@ cudaError_t checked_bytes(cudaStream_t s, const char *what, const void *rd, void
     if (!cuda_cpu::check::enabled()) return cudaSuccess;
     cuda_cpu::check::op_begin(s, what);
     if (rd) cuda_cpu::check::op_range(rd, bytes, 0);
-    cuda_cpu::check::op_range(wr, bytes, 1);
+    if (rd) cuda_cpu::check::op_range(wr, bytes, 1);
+    else cuda_cpu::check::op_memset_range(wr, bytes);
     cuda_cpu::check::op_end();
     const char *hazard = cuda_cpu::check::op_error();
     return hazard ? set_error(cudaErrorLaunchFailure, "%s", hazard) : cudaSuccess;

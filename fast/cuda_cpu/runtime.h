@@ -7,9 +7,12 @@
  *    graph capture records launches, async copies and memsets (and the stand-ins' matmuls)
  *    and replays them in order; what CUDA refuses during a capture (a synchronous copy or
  *    memset, a device or stream wait, work on the legacy default stream) fails here too;
- *  - a kernel launch runs grid blocks one after another (x fastest); a block's threads are
- *    fibers (fiber.cpp) that run one at a time, in the order VRL_CUDA_CPU_ORDER picks,
- *    and switch only at __syncthreads(), __syncwarp() and warp collectives;
+ *  - a kernel launch runs grid blocks one after another (x fastest, or the order
+ *    VRL_CUDA_CPU_BLOCKS picks); a block's threads are fibers (fiber.cpp) that run one at a
+ *    time, warp by warp, in the order VRL_CUDA_CPU_ORDER picks, and switch only at
+ *    __syncthreads(), __syncwarp() and warp collectives;
+ *  - the check build (check.h) shadows every kernel load and store: races in shared and
+ *    global memory, stream order, uninitialised reads, guard zones;
  *  - __shared__ is static storage (one block runs at a time), so a missing barrier
  *    shows up as a difference between thread orders;
  *  - divergent barriers, bad shuffle masks and launch limits are errors that name the
