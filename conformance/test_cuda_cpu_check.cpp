@@ -8,6 +8,7 @@
  * (two reductions through one shared buffer without a barrier give wrong sums in the
  * reverse order), and the block order knob runs blocks forward, reversed and shuffled. */
 #include <criterion/criterion.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "fast/cuda_cpu/check.h"
@@ -15,6 +16,10 @@
 #include "fast/cuda_cpu/runtime.h"
 
 #define LAUNCH CUDA_CPU_LAUNCH
+
+/* these tests make hazards on purpose: report them, do not fail the worker's exit */
+static void report_only(void) { setenv("VRL_CUDA_CPU_CHECK", "report", 1); }
+TestSuite(cuda_cpu_check, .init = report_only);
 
 static const char *launch_message(void) {
     const cudaError_t e = cudaGetLastError();
@@ -254,4 +259,14 @@ Test(cuda_cpu_check, partial_sums_added_by_every_block) {
     cudaMemset(g, 0, 9552 * sizeof(float));
     LAUNCH(norm_like_kernel, 1024, 256, 0, 0)(p, g, 9552);
     expect_error(launch_message(), "norm_like_kernel", "inter-block race");
+}
+
+/* by default a hazard fails the program at exit, whatever it did with the launch error */
+Test(cuda_cpu_check_exit, a_hazard_fails_the_program, .exit_code = 66) {
+    float *d;
+    cudaMalloc(&d, sizeof(float));
+    cudaMemset(d, 0, sizeof(float));
+    LAUNCH(count_blocks_kernel<false>, 2, 32, 0, 0)(d);
+    (void)cudaGetLastError(); /* ignored, as a careless caller would */
+    exit(0);
 }

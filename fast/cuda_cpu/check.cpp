@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <vector>
@@ -77,6 +78,7 @@ struct PinnedRead { /* an issued cudaMemcpyAsync from pinned memory */
 };
 
 int on = -1; /* -1 until read */
+int hazards;  /* reported so far */
 int skip_guards; /* a memset of a whole block passes over its guard zones */
 std::vector<Alloc *> allocs; /* sorted by lo */
 Alloc *last_hit;
@@ -110,8 +112,10 @@ void fail(const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(err, sizeof err, fmt, ap);
     va_end(ap);
-    /* also on stderr: callers may turn the launch error into a return value nobody prints */
+    /* also on stderr, and counted for the exit status: callers may turn the launch error
+     * into a return value nobody looks at */
     fprintf(stderr, "vrl cuda-cpu check: %s\n", err);
+    hazards++;
 }
 
 const char *short_file(const char *f) {
@@ -316,6 +320,14 @@ inline void access(const void *p, size_t n, int write, const void *pc) {
         word_access(al, w, byte_mask(w, a, n), write, atomic, cur_thread >= 0, pc);
 }
 
+/* atexit: a program that hit a hazard fails, whatever it made of the error */
+void fail_exit(void) {
+    if (!hazards) return;
+    fprintf(stderr, "vrl cuda-cpu check: %d hazard(s) reported; exit status 66\n", hazards);
+    fflush(NULL);
+    _exit(66);
+}
+
 } // namespace
 
 /* ------------------------------------------------------------------ the interface */
@@ -325,6 +337,7 @@ int enabled(void) {
 #if VRL_CUDA_CPU_CHECK
         const char *v = getenv("VRL_CUDA_CPU_CHECK");
         on = !(v && v[0] == '0' && v[1] == '\0');
+        if (on && !(v && !strcmp(v, "report"))) atexit(fail_exit);
         static_shadow.assign(_end - __bss_start, SharedByte());
         dyn_shadow.assign(CUDA_CPU_MAX_DYNAMIC_SHARED, SharedByte());
         streams.push_back(StreamClock{NULL, 0, 1, {}});

@@ -30,7 +30,8 @@
 namespace cuda_cpu {
 namespace check {
 
-/* 1 in the check build unless VRL_CUDA_CPU_CHECK=0; 0 in the plain build. */
+/* 1 in the check build unless VRL_CUDA_CPU_CHECK=0; 0 in the plain build. A program that
+ * hit a hazard exits with status 66 (VRL_CUDA_CPU_CHECK=report: only the errors). */
 int enabled(void);
 
 /* Allocations whose words are shadowed (cudaMalloc: device; cudaMallocHost: pinned). */

@@ -104,31 +104,30 @@ OrderConfig the_order, the_block_order;
 int order_read = 0, block_order_read = 0;
 } // namespace
 
+namespace {
+/* *into := spec if it parses (then the random sequences restart); 0, or -1 */
+int set_order(OrderConfig *into, int *read, const char *spec) {
+    const OrderConfig oc = parse_order(spec);
+    if (oc.bad) return -1;
+    *into = oc, *read = 1;
+    reseed_thread_order();
+    return 0;
+}
+} // namespace
+
 const OrderConfig &order_config(void) {
     if (!order_read) the_order = parse_order(getenv("VRL_CUDA_CPU_ORDER")), order_read = 1;
     return the_order;
 }
 
-int set_thread_order(const char *spec) {
-    const OrderConfig oc = parse_order(spec);
-    if (oc.bad) return -1;
-    the_order = oc, order_read = 1;
-    reseed_thread_order();
-    return 0;
-}
+int set_thread_order(const char *spec) { return set_order(&the_order, &order_read, spec); }
 
 const OrderConfig &block_order_config(void) {
     if (!block_order_read) the_block_order = parse_order(getenv("VRL_CUDA_CPU_BLOCKS")), block_order_read = 1;
     return the_block_order;
 }
 
-int set_block_order(const char *spec) {
-    const OrderConfig oc = parse_order(spec);
-    if (oc.bad) return -1;
-    the_block_order = oc, block_order_read = 1;
-    reseed_thread_order();
-    return 0;
-}
+int set_block_order(const char *spec) { return set_order(&the_block_order, &block_order_read, spec); }
 
 size_t launch_smem(void) { return current_smem; }
 
