@@ -118,6 +118,7 @@ void fail(const char *fmt, ...) {
     hazards++;
 }
 
+#if VRL_CUDA_CPU_CHECK
 const char *short_file(const char *f) {
     const char *s = strstr(f, "fast/");
     return s ? s : f;
@@ -128,6 +129,7 @@ void thread_name(int linear, char *buf, size_t n) {
     snprintf(buf, n, "thread (%u,%u,%u) of warp %d", (unsigned)linear % bx, (unsigned)linear / bx % by,
              (unsigned)linear / (bx * by), linear / 32);
 }
+#endif
 
 /* where the access came from, for addr2line -Cfie <binary> <offset> */
 void code_at(const void *pc, char *buf, size_t n) {
@@ -251,6 +253,7 @@ void word_access(Alloc *al, uintptr_t a, unsigned bytes, int write, int atomic, 
     }
 }
 
+#if VRL_CUDA_CPU_CHECK /* only the instrumentation's callbacks and the check build use these */
 /* ------------------------------------------------------------------ shared bytes */
 
 void shared_access(SharedByte &s, int write, const void *pc) {
@@ -327,6 +330,7 @@ void fail_exit(void) {
     fflush(NULL);
     _exit(66);
 }
+#endif
 
 } // namespace
 
