@@ -202,16 +202,18 @@ if(VRL_HAVE_CUDA_CPU)
       target_link_libraries(${cpu_t}_check PRIVATE vrl_fast_cpu_check vrl_ref32 vrl_ref64 vrl_common)
     endforeach()
     # fast/ against ref under every checker, in the orders the plain test_fast_cpu_vs_ref (forward)
-    # does not run: threads and blocks reversed, and shuffled; the cases split between the two
+    # does not run: threads and blocks reversed, and shuffled; every case in one of the two,
     # so the pair costs ~4 CPU-minutes (docs/fast.md "Checkers")
     add_test(NAME test_fast_cpu_vs_ref_check_reverse COMMAND test_fast_cpu_vs_ref_check
       tiny_baseline tiny_resformer_identity tiny_resformer_general tiny_svformer tiny_neutreno tiny_cla
-      tiny_key_residual tiny_denseformer tiny_attnres hd64_svformer)
+      tiny_key_residual tiny_denseformer tiny_attnres hd64_svformer gqa_hd16_resformer hd128_gqa_resformer
+      gqa4_resformer_learnable_plus gqa4_neutreno gqa4_svformer_anchors13 gqa4_query_residual gqa4_shared_q)
     set_tests_properties(test_fast_cpu_vs_ref_check_reverse PROPERTIES TIMEOUT 900
       ENVIRONMENT "TMPDIR=${VRL_TEST_TMP};VRL_CUDA_CPU_ORDER=reverse;VRL_CUDA_CPU_BLOCKS=reverse")
     add_test(NAME test_fast_cpu_vs_ref_check_random COMMAND test_fast_cpu_vs_ref_check
       tiny_resformer_constant2 tiny_resformer_learnable tiny_neutreno_resformer tiny_svformer_anchors1
-      tiny_query_residual tiny_attnres_block tiny_hidden_residual hd64_baseline trainer)
+      tiny_query_residual tiny_attnres_block tiny_hidden_residual hd64_baseline trainer gqa4_resformer_dense
+      gqa4_neutreno_resformer gqa4_cla gqa4_key_residual gqa4_shared_k gqa4_identity_mapping)
     set_tests_properties(test_fast_cpu_vs_ref_check_random PROPERTIES TIMEOUT 900
       ENVIRONMENT "TMPDIR=${VRL_TEST_TMP};VRL_CUDA_CPU_ORDER=random:7;VRL_CUDA_CPU_BLOCKS=random:11")
     if(VRL_HAVE_MPI)
