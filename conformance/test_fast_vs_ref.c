@@ -70,6 +70,7 @@
 #define TOL_GRAD 2e-5
 #define TOL_STEPS(ref) (1e-5 * fabs(ref))
 #define TOL_WEIGHTS 2e-5
+#define TOL_NORM 2e-5 /* the step's gradient norm, relative: a root of a sum of the gradients' squares */
 #define TOL_REF32 2 /* the factor against ref fp32 */
 #else
 /* bf16 tolerances (docs/conformance.md) */
@@ -77,6 +78,7 @@
 #define TOL_LOGITS 2e-2     /* ‖Δlogits‖ / ‖logits_ref‖ */
 #define TOL_GRAD 5e-2       /* ‖Δg‖ / ‖g_ref‖ per tensor */
 #define TOL_STEPS(ref) 2e-2 /* |Δloss| at each of 10 training steps */
+#define TOL_NORM 2e-2       /* relative, the step's gradient norm: the worst gradient tensor is ~1.2e-2 off */
 #define TOL_REF32 1         /* the trainer's losses against ref fp32: the same bound */
 #endif
 
@@ -359,6 +361,9 @@ static void run_case(const Case *k) {
         if (fabs(a - b) > worst_step) worst_step = fabs(a - b);
 #endif
         CHECK(fabs(a - b) <= TOL_STEPS(a), "%s: step %ld loss %.6f vs ref %.6f", k->name, s, b, a);
+        /* a failed step returns NaN, which no |diff| <= bound comparison catches */
+        CHECK(isfinite(nb) && fabs(na - nb) <= TOL_NORM * na, "%s: step %ld gradient norm %.6f vs ref %.6f (%s)",
+              k->name, s, nb, na, isfinite(nb) ? "" : vrl_last_error());
     }
     printf("%s: worst step loss |diff| %.2e\n", k->name, worst_step);
 #if VRL_CUDA_CPU_FP32

@@ -206,6 +206,42 @@ if(VRL_HAVE_CUDA_CPU)
     add_test(NAME fast_cpu_mutation_check COMMAND ${CMAKE_SOURCE_DIR}/conformance/fast_cpu_mutation_check.sh)
     set_tests_properties(fast_cpu_mutation_check PROPERTIES TIMEOUT 1800 ENVIRONMENT "TMPDIR=${VRL_TEST_TMP};MUTATION_JOBS=2")
   endif()
+  if(VRL_HAVE_CUDA_CPU_CHECK)
+    # the checkers (fast/cuda_cpu/check.h): the layer's own hazard kernels, and fast/ under them
+    vrl_test(test_cuda_cpu_check SOURCES conformance/test_cuda_cpu_check.cpp LIBS vrl_fast_cpu_check vrl_common)
+    set_target_properties(test_cuda_cpu_check PROPERTIES CXX_STANDARD 17 CXX_STANDARD_REQUIRED ON)
+    target_compile_options(test_cuda_cpu_check PRIVATE ${VRL_CUDA_CPU_INSTRUMENT})
+    foreach(t ${cpu_tests}) # test_fast_cpu_vs_ref_check, test_fast_cpu_nccl_check: the same programs, checked
+      string(REPLACE "test_fast_" "test_fast_cpu_" cpu_t ${t})
+      add_executable(${cpu_t}_check conformance/${t}.c)
+      target_include_directories(${cpu_t}_check PRIVATE ${CMAKE_SOURCE_DIR})
+      target_compile_definitions(${cpu_t}_check PRIVATE VRL_FP64=1)
+      target_compile_options(${cpu_t}_check PRIVATE -include ${CMAKE_SOURCE_DIR}/fast/cuda_cpu/cpu_names.h)
+      target_link_libraries(${cpu_t}_check PRIVATE vrl_fast_cpu_check vrl_ref32 vrl_ref64 vrl_common)
+    endforeach()
+    # fast/ against ref under every checker, in the orders the plain test_fast_cpu_vs_ref (forward)
+    # does not run: threads and blocks reversed, and shuffled; every case in one of the two,
+    # so the pair costs ~4 CPU-minutes (docs/fast.md "Checkers")
+    add_test(NAME test_fast_cpu_vs_ref_check_reverse COMMAND test_fast_cpu_vs_ref_check
+      tiny_baseline tiny_resformer_identity tiny_resformer_general tiny_svformer tiny_neutreno tiny_cla
+      tiny_key_residual tiny_denseformer tiny_attnres hd64_svformer gqa_hd16_resformer hd128_gqa_resformer
+      gqa4_resformer_learnable_plus gqa4_neutreno gqa4_svformer_anchors13 gqa4_query_residual gqa4_shared_q)
+    set_tests_properties(test_fast_cpu_vs_ref_check_reverse PROPERTIES TIMEOUT 900
+      ENVIRONMENT "TMPDIR=${VRL_TEST_TMP};VRL_CUDA_CPU_ORDER=reverse;VRL_CUDA_CPU_BLOCKS=reverse")
+    add_test(NAME test_fast_cpu_vs_ref_check_random COMMAND test_fast_cpu_vs_ref_check
+      tiny_resformer_constant2 tiny_resformer_learnable tiny_neutreno_resformer tiny_svformer_anchors1
+      tiny_query_residual tiny_attnres_block tiny_hidden_residual hd64_baseline trainer gqa4_resformer_dense
+      gqa4_neutreno_resformer gqa4_cla gqa4_key_residual gqa4_shared_k gqa4_identity_mapping)
+    set_tests_properties(test_fast_cpu_vs_ref_check_random PROPERTIES TIMEOUT 900
+      ENVIRONMENT "TMPDIR=${VRL_TEST_TMP};VRL_CUDA_CPU_ORDER=random:7;VRL_CUDA_CPU_BLOCKS=random:11")
+    if(VRL_HAVE_MPI)
+      add_test(NAME test_fast_cpu_nccl_check COMMAND test_fast_cpu_nccl_check)
+      set_tests_properties(test_fast_cpu_nccl_check PROPERTIES ENVIRONMENT "TMPDIR=${VRL_TEST_TMP};VRL_CUDA_CPU_ORDER=reverse")
+    endif()
+    # one mutant of each hazard class issue 37's audit saw the plain tests miss, each caught by name
+    add_test(NAME fast_cpu_hazard_mutants COMMAND ${CMAKE_SOURCE_DIR}/conformance/fast_cpu_hazard_mutants.sh)
+    set_tests_properties(fast_cpu_hazard_mutants PROPERTIES TIMEOUT 1800 ENVIRONMENT "TMPDIR=${VRL_TEST_TMP};MUTATION_JOBS=2")
+  endif()
   if(NOT (VRL_SANITIZE OR VRL_FUZZ))
     # plain pass only: the same kernels as test_fast_cpu_vs_ref, which the sanitizer pass
     # runs (keeps the suite's added time within the issue's 5 minutes)

@@ -28,6 +28,9 @@
 #include "fast/model.cuh"
 #include "fast/stream.cuh"
 #include "fast/zero.cuh"
+#if VRL_CUDA_CPU
+#include "fast/cuda_cpu/check.h" /* guard zones and scratch poison (check build) */
+#endif
 
 extern "C" {
 #include "fast/fast.h"
@@ -66,11 +69,28 @@ extern "C" int fast_device_check(void) {
 /* ------------------------------------------------------------------ memory layout */
 
 /* Carve n elements of `size` bytes at *off (256-byte aligned, for 16-byte vector loads
- * and cuBLASLt); with base == NULL it only counts. */
+ * and cuBLASLt); with base == NULL it only counts. The CPU layer's check build leaves a
+ * 256-byte guard zone after each tensor, where any access is an error (docs/fast.md). */
 static void *carve(char *base, size_t *off, size_t n, size_t size) {
     size_t at = (*off + 255) & ~(size_t)255;
     *off = at + n * size;
+#if VRL_CUDA_CPU
+    if (cuda_cpu::check::enabled()) {
+        if (base) cuda_cpu::guard_zone(base + *off, 256);
+        *off += 256;
+    }
+#endif
     return base ? base + at : NULL;
+}
+
+/* The CPU layer's check build: scratch must never carry values from an earlier micro-batch
+ * (refilled with NaN and shadowed as never written; nothing elsewhere). */
+static void poison_scratch(FastModel *m) {
+#if VRL_CUDA_CPU
+    cuda_cpu::poison((char *)m->arena + m->arena_bytes - m->bytes_scratch, m->bytes_scratch);
+#else
+    (void)m;
+#endif
 }
 #define CARVE(ptr, n) ((ptr) = (__typeof__(ptr))carve(base, &off, (size_t)(n), sizeof *(ptr)))
 
@@ -998,6 +1018,7 @@ static int forward_backward(FastModel *m, const int32_t *tokens, double grad_sca
     if (m->n_micro >= FAST_MAX_MICRO)
         return vrl_error("fast model: more than %d micro-batches in one update (lower --accum)", FAST_MAX_MICRO);
     m->have_forward = 0;
+    poison_scratch(m);
     TRY(upload_tokens(m, tokens, 1));
     TRY(run_step_graph(m, &m->micro_graph, grad_scale, queue_micro_batch_at, &grad_scale));
     m->n_micro++;
@@ -1010,6 +1031,7 @@ static int forward_backward(FastModel *m, const int32_t *tokens, double grad_sca
 static int forward_only(FastModel *m, const int32_t *tokens, double *loss) {
     const bf16 *x;
     m->have_forward = 0;
+    poison_scratch(m);
     TRY(upload_tokens(m, tokens, 0));
     TRY(trunk_forward(m, &x));
     TRY(head_forward(m, x, 0.0, 0));

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "fast/cuda_cpu/bf16.h"
+#include "fast/cuda_cpu/check.h"
 #include "fast/cuda_cpu/cublaslt.h"
 
 struct CublasCpuHandle {
@@ -199,6 +200,11 @@ void matmul_now(CublasCpuDesc op, float al, const void *A, CublasCpuLayout a, co
             else ((float *)D)[i + j * d.ld] = v;
         }
 }
+/* Bytes from a column-major operand's first element to its last (the checkers' range). */
+size_t span_bytes(const CublasCpuLayout &l) {
+    const size_t elem = l.type == CUDA_R_16BF ? 2 : 4;
+    return l.rows && l.cols ? ((size_t)l.ld * (l.cols - 1) + l.rows) * elem : 0;
+}
 } // namespace
 
 /* Checked when issued; run then, or at replay when stream is capturing (runtime.h). */
@@ -222,9 +228,17 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t h, cublasLtMatmulDesc_t op, const
     const CublasCpuDesc op_v = *op;
     const CublasCpuLayout a_v = *a, b_v = *b, c_v = *c, d_v = *d;
     if (cuda_cpu::issue(stream, "cublasLtMatmul", [=]() {
-            matmul_now(op_v, al, A, a_v, B, b_v, be, C, c_v, D, d_v, m, n, k);
-            return cudaSuccess;
+            /* one operation on stream for the checkers (check.h): each operand's columns */
+            cuda_cpu::check::op_begin(stream, "cublasLtMatmul");
+            cuda_cpu::check::op_range(A, span_bytes(a_v), 0);
+            cuda_cpu::check::op_range(B, span_bytes(b_v), 0);
+            if (be != 0.0f) cuda_cpu::check::op_range(C, span_bytes(c_v), 0);
+            cuda_cpu::check::op_range(D, span_bytes(d_v), 1);
+            cuda_cpu::check::op_end();
+            if (!cuda_cpu::check::op_error()) matmul_now(op_v, al, A, a_v, B, b_v, be, C, c_v, D, d_v, m, n, k);
+            return cuda_cpu::check::op_error() ? cudaErrorLaunchFailure : cudaSuccess;
         }) != cudaSuccess)
-        return refuse("matmul: %s", cudaGetErrorString(cudaGetLastError()));
+        return refuse("matmul: %s",
+                      cuda_cpu::check::op_error() ? cuda_cpu::check::op_error() : cudaGetErrorString(cudaGetLastError()));
     return ok();
 }

@@ -1,12 +1,15 @@
-/* fiber.cpp: kernel launches on the CPU: blocks in order, a block's threads as fibers
+/* fiber.cpp: kernel launches on the CPU: blocks one at a time, a block's threads as fibers
  * (runtime.h, docs/fast.md "CUDA on the CPU").
  *
- * A block runs in rounds. In a round every runnable thread runs, one at a time in the
- * order VRL_CUDA_CPU_ORDER gives, until it reaches __syncthreads(), a warp collective
- * or its end. Then the scheduler completes every warp collective whose lanes have all
- * arrived (so a shuffle is a rendezvous of its lanes: values in, then values out), or,
- * when none can complete, releases the barrier once every live thread waits at the same
- * one. Anything else (threads at different barriers, a thread that exits while others
+ * A block runs warp by warp between barriers: the warps in the order VRL_CUDA_CPU_ORDER
+ * gives, and each warp to its next __syncthreads() (or its end) before the next warp
+ * starts. Within a warp every runnable lane runs, one at a time in that order, until it
+ * reaches a barrier, a warp collective or its end; then the scheduler completes the
+ * warp's collectives whose lanes have all arrived (a shuffle is a rendezvous of its lanes:
+ * values in, then values out) and runs the warp on. So a collective synchronises its own
+ * warp only, as on a GPU, and never stands in for a block barrier. When every warp waits,
+ * the barrier is released if every live thread waits at the same one. Grid blocks run in
+ * the order VRL_CUDA_CPU_BLOCKS gives (forward, reverse, random[:SEED]). Anything else (threads at different barriers, a thread that exits while others
  * wait, a lane named in a mask that exited or is elsewhere) is an error naming the
  * kernel, the block, the threads and the source lines.
  *
@@ -24,6 +27,7 @@
 #include <utility>
 #include <vector>
 
+#include "fast/cuda_cpu/check.h"
 #include "fast/cuda_cpu/launch_state.h"
 #include "fast/cuda_cpu/runtime.h"
 
@@ -177,6 +181,8 @@ void fiber_main(void *arg) {
     __builtin_unreachable();
 }
 
+void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
 /* From the scheduler: run t until it waits or ends. */
 void resume(Thread *t) {
     thread_idx = t->idx;
@@ -202,9 +208,12 @@ void resume(Thread *t) {
         t->fake_stack = NULL;
     }
     void *fake = NULL;
+    check::set_thread((int)(t - B.t.data()));
     asan_start(&fake, t->stack, STACK_BYTES);
     cuda_cpu_switch(&B.sched_sp, t->sp);
     asan_finish(fake, NULL, NULL);
+    check::set_thread(-1);
+    if (check::op_error()) fail("%s", check::op_error());
     if (t->state == DONE && t->stack) {
         free_stacks.push_back(t->stack);
         t->stack = NULL;
@@ -227,7 +236,6 @@ const char *short_file(const char *f) {
     return s ? s : f;
 }
 
-void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void fail(const char *fmt, ...) {
     if (B.msg[0]) return; /* the first error is the one to read */
     va_list ap;
@@ -260,12 +268,13 @@ int source_lane(const Thread *t, int lane) {
     return src;
 }
 
-/* Complete every warp collective whose lanes have all arrived; 1 if any did. */
-int resolve_warps(void) {
+/* Complete every collective of the warp starting at thread w0 whose lanes have all
+ * arrived; 1 if any did. */
+int resolve_warp(int w0) {
     const int n = (int)B.t.size();
     int any = 0;
     char a[160], b[160];
-    for (int w0 = 0; w0 < n; w0 += 32) {
+    {
         const int lanes = n - w0 < 32 ? n - w0 : 32;
         for (int l = 0; l < lanes; l++) {
             Thread *t = &B.t[w0 + l];
@@ -370,21 +379,22 @@ void resolve_barrier(void) {
 
 /* ------------------------------------------------------------------ thread order */
 
-uint64_t rng_state; /* 0 until the first launch seeds it */
+uint64_t rng_state;   /* 0 until the first launch seeds it */
+uint64_t block_rng;   /* the block order's own sequence */
 
-uint64_t next_random(void) { /* xorshift64*: a fixed, seedable sequence */
-    rng_state ^= rng_state >> 12;
-    rng_state ^= rng_state << 25;
-    rng_state ^= rng_state >> 27;
-    return rng_state * 2685821657736338717ull;
+uint64_t next_random(uint64_t *state) { /* xorshift64*: a fixed, seedable sequence */
+    *state ^= *state >> 12;
+    *state ^= *state << 25;
+    *state ^= *state >> 27;
+    return *state * 2685821657736338717ull;
 }
 
-void make_order(int n) {
-    B.order.resize(n);
-    const OrderConfig &oc = order_config();
-    for (int i = 0; i < n; i++) B.order[i] = oc.kind == ORDER_REVERSE ? n - 1 - i : i;
-    if (oc.kind == ORDER_RANDOM)
-        for (int i = n - 1; i > 0; i--) std::swap(B.order[i], B.order[(int)(next_random() % (uint64_t)(i + 1))]);
+/* order[0..n) := 0..n-1 forward, reversed, or shuffled from *state */
+void make_order(std::vector<int> &order, int n, OrderKind kind, uint64_t *state) {
+    order.resize(n);
+    for (int i = 0; i < n; i++) order[i] = kind == ORDER_REVERSE ? n - 1 - i : i;
+    if (kind == ORDER_RANDOM)
+        for (int i = n - 1; i > 0; i--) std::swap(order[i], order[(int)(next_random(state) % (uint64_t)(i + 1))]);
 }
 
 /* Unpoison abandoned fiber stacks so the next fibers start clean (ASan). */
@@ -399,10 +409,25 @@ void forget_stacks(void) {
         }
 }
 
-/* One block; 0, or -1 with B.msg set. */
+/* Run the warp starting at thread w0 until every lane waits at a barrier or has exited,
+ * completing its own collectives on the way (they synchronise its lanes only). */
+void run_warp(int w0, std::vector<int> &lane_order) {
+    const int n = (int)B.t.size(), lanes = n - w0 < 32 ? n - w0 : 32;
+    const OrderKind kind = order_config().kind;
+    do {
+        make_order(lane_order, lanes, kind, &rng_state);
+        for (int i = 0; i < lanes && !B.msg[0]; i++) {
+            Thread *t = &B.t[w0 + lane_order[i]];
+            if (t->state == READY) resume(t);
+        }
+    } while (!B.msg[0] && resolve_warp(w0));
+}
+
+/* One block, warp by warp between barriers, the warps and their lanes in the thread
+ * order; 0, or -1 with B.msg set. */
 int run_block(void) {
     const unsigned bx = block_dim.x, by = block_dim.y;
-    const int n = (int)(bx * by * block_dim.z);
+    const int n = (int)(bx * by * block_dim.z), warps = (n + 31) / 32;
     B.t.assign(n, Thread());
     for (int i = 0; i < n; i++) {
         Thread &t = B.t[i];
@@ -410,19 +435,22 @@ int run_block(void) {
         t.idx = uint3{(unsigned)i % bx, (unsigned)i / bx % by, (unsigned)i / (bx * by)};
     }
     if (B.dyn_shared) memset(B.dyn_shared, 0xff, launch_smem()); /* shared memory starts as garbage (NaN) */
+    check::block_begin(block_idx);
     for (;;) {
-        make_order(n);
-        for (int i = 0; i < n && !B.msg[0]; i++) {
-            Thread *t = &B.t[B.order[i]];
-            if (t->state == READY) resume(t);
-        }
+        make_order(B.order, warps, order_config().kind, &rng_state);
+        std::vector<int> warp_order = B.order;
+        for (int i = 0; i < warps && !B.msg[0]; i++) run_warp(warp_order[i] * 32, B.order);
         if (B.msg[0]) break;
         int live = 0;
         for (const Thread &t : B.t) live += t.state != DONE;
         if (!live) return 0;
-        if (resolve_warps()) continue;
-        if (!B.msg[0]) resolve_barrier();
+        resolve_barrier();
         if (B.msg[0]) break;
+        for (const Thread &t : B.t)
+            if (t.state != DONE) {
+                check::barrier_released(t.file, t.line);
+                break;
+            }
     }
     forget_stacks();
     return -1;
@@ -430,7 +458,10 @@ int run_block(void) {
 
 } // namespace
 
-void reseed_thread_order(void) { rng_state = order_config().seed * 0x9e3779b97f4a7c15ull + 1; }
+void reseed_thread_order(void) {
+    rng_state = order_config().seed * 0x9e3779b97f4a7c15ull + 1;
+    block_rng = block_order_config().seed * 0xbf58476d1ce4e5b9ull + 1;
+}
 
 /* ------------------------------------------------------------------ called from kernels */
 
@@ -461,15 +492,26 @@ int run_grid(const char *kernel, dim3 grid, dim3 block, LaunchBody *body, char *
     B.msg[0] = '\0';
     B.dyn_shared = dyn_shared;
     grid_dim = grid, block_dim = block;
-    for (unsigned z = 0; z < grid.z; z++)
-        for (unsigned y = 0; y < grid.y; y++)
-            for (unsigned x = 0; x < grid.x; x++) {
-                block_idx = uint3{x, y, z};
-                if (run_block() < 0) {
-                    snprintf(msg, msg_len, "kernel %s, block (%u,%u,%u): %s", kernel, x, y, z, B.msg);
-                    return -1;
-                }
-            }
+    check::launch_shared(dyn_shared, launch_smem());
+    /* blocks in the block order (VRL_CUDA_CPU_BLOCKS), by linear index x + y·gx + z·gx·gy */
+    const OrderConfig &bo = block_order_config();
+    const uint64_t blocks = (uint64_t)grid.x * grid.y * grid.z;
+    std::vector<uint64_t> order;
+    if (bo.kind == ORDER_RANDOM) {
+        order.resize(blocks);
+        for (uint64_t i = 0; i < blocks; i++) order[i] = i;
+        for (uint64_t i = blocks - 1; i > 0 && blocks > 1; i--)
+            std::swap(order[i], order[next_random(&block_rng) % (i + 1)]);
+    }
+    for (uint64_t i = 0; i < blocks; i++) {
+        const uint64_t k = bo.kind == ORDER_FORWARD ? i : bo.kind == ORDER_REVERSE ? blocks - 1 - i : order[i];
+        const unsigned x = (unsigned)(k % grid.x), y = (unsigned)(k / grid.x % grid.y), z = (unsigned)(k / ((uint64_t)grid.x * grid.y));
+        block_idx = uint3{x, y, z};
+        if (run_block() < 0) {
+            snprintf(msg, msg_len, "kernel %s, block (%u,%u,%u): %s", kernel, x, y, z, B.msg);
+            return -1;
+        }
+    }
     return 0;
 }
 

@@ -20,6 +20,10 @@ const OrderConfig &order_config(void);
 /* Replace it (tests): the same syntax; 0, or -1 if spec does not parse (nothing changes). */
 int set_thread_order(const char *spec);
 
+/* VRL_CUDA_CPU_BLOCKS, read once: the order grid blocks run in, the same syntax. */
+const OrderConfig &block_order_config(void);
+int set_block_order(const char *spec);
+
 /* Restart the random order's sequence from the configured seed (fiber.cpp). */
 void reseed_thread_order(void);
 

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "fast/cuda_cpu/check.h"
 #include "fast/cuda_cpu/nccl_mpi.h"
 
 struct NcclCpuComm {
@@ -13,7 +14,7 @@ struct NcclCpuComm {
 
 namespace {
 
-char why[256];
+char why[768];
 
 ncclResult_t fail(ncclResult_t r, const char *what) {
     snprintf(why, sizeof why, "%s", what);
@@ -22,6 +23,20 @@ ncclResult_t fail(ncclResult_t r, const char *what) {
 
 size_t type_bytes(ncclDataType_t t) { return t == ncclFloat32 ? 4 : 2; }
 MPI_Datatype mpi_type(ncclDataType_t t) { return t == ncclFloat32 ? MPI_FLOAT : MPI_UINT16_T; }
+
+/* The collective as one operation on stream for the checkers (check.h): it reads send
+ * and writes recv; ncclInvalidUsage naming the hazard, or ncclSuccess. */
+ncclResult_t checked(cudaStream_t stream, const char *what, const void *send, size_t send_bytes, void *recv,
+                     size_t recv_bytes) {
+    if (!cuda_cpu::check::enabled()) return ncclSuccess;
+    cuda_cpu::check::op_begin(stream, what);
+    cuda_cpu::check::op_range(send, send_bytes, 0);
+    cuda_cpu::check::op_range(recv, recv_bytes, 1);
+    cuda_cpu::check::op_end();
+    if (!cuda_cpu::check::op_error()) return ncclSuccess;
+    snprintf(why, sizeof why, "%s", cuda_cpu::check::op_error());
+    return ncclInvalidUsage;
+}
 
 ncclResult_t mpi(int rc, const char *what) { return rc == MPI_SUCCESS ? ncclSuccess : fail(ncclSystemError, what); }
 
@@ -89,6 +104,9 @@ ncclResult_t ncclReduceScatter(const void *send, void *recv, size_t recvcount, n
                                ncclComm_t comm, cudaStream_t stream) {
     (void)op;
     ncclResult_t r = check(comm, type, 1, stream);
+    if (r == ncclSuccess)
+        r = checked(stream, "ncclReduceScatter", send, recvcount * type_bytes(type) * (size_t)comm->world, recv,
+                    recvcount * type_bytes(type));
     if (r != ncclSuccess) return r;
     if (comm->world == 1) {
         memmove(recv, send, recvcount * type_bytes(type));
@@ -102,6 +120,9 @@ ncclResult_t ncclReduce(const void *send, void *recv, size_t count, ncclDataType
                         ncclComm_t comm, cudaStream_t stream) {
     (void)op;
     ncclResult_t r = check(comm, type, 1, stream);
+    if (r == ncclSuccess)
+        r = checked(stream, "ncclReduce", send, count * type_bytes(type), comm->rank == root ? recv : NULL,
+                    comm->rank == root ? count * type_bytes(type) : 0);
     if (r != ncclSuccess) return r;
     if (comm->world == 1) {
         memmove(recv, send, count * type_bytes(type));
@@ -119,6 +140,8 @@ ncclResult_t ncclAllGather(const void *send, void *recv, size_t sendcount, ncclD
     if (r != ncclSuccess) return r;
     const size_t bytes = sendcount * type_bytes(type);
     char *mine = (char *)recv + (size_t)comm->rank * bytes;
+    r = checked(stream, "ncclAllGather", send, bytes, recv, bytes * (size_t)comm->world);
+    if (r != ncclSuccess) return r;
     if (comm->world == 1) {
         if (send != mine) memmove(mine, send, bytes);
         return ncclSuccess;
@@ -131,6 +154,9 @@ ncclResult_t ncclAllGather(const void *send, void *recv, size_t sendcount, ncclD
 ncclResult_t ncclBroadcast(const void *send, void *recv, size_t count, ncclDataType_t type, int root, ncclComm_t comm,
                            cudaStream_t stream) {
     ncclResult_t r = check(comm, type, 0, stream);
+    if (r == ncclSuccess)
+        r = checked(stream, "ncclBroadcast", comm->rank == root ? send : NULL, count * type_bytes(type), recv,
+                    count * type_bytes(type));
     if (r != ncclSuccess) return r;
     if (comm->rank == root && send != recv) memmove(recv, send, count * type_bytes(type));
     if (comm->world == 1) return ncclSuccess;

@@ -11,6 +11,7 @@
 
 #include <vector>
 
+#include "fast/cuda_cpu/check.h"
 #include "fast/cuda_cpu/launch_state.h"
 #include "fast/cuda_cpu/runtime.h"
 
@@ -66,6 +67,20 @@ double now_ms(void) {
 
 size_t current_smem;
 
+/* A copy or memset as one operation on stream s for the checkers (check.h): it reads
+ * [rd, rd+bytes) (rd may be NULL) and writes [wr, wr+bytes); the hazard it hits, as the
+ * error, or cudaSuccess. The bytes are moved by the caller. */
+cudaError_t checked_bytes(cudaStream_t s, const char *what, const void *rd, void *wr, size_t bytes) {
+    if (!cuda_cpu::check::enabled()) return cudaSuccess;
+    cuda_cpu::check::op_begin(s, what);
+    if (rd) cuda_cpu::check::op_range(rd, bytes, 0);
+    if (rd) cuda_cpu::check::op_range(wr, bytes, 1);
+    else cuda_cpu::check::op_memset_range(wr, bytes);
+    cuda_cpu::check::op_end();
+    const char *hazard = cuda_cpu::check::op_error();
+    return hazard ? set_error(cudaErrorLaunchFailure, "%s", hazard) : cudaSuccess;
+}
+
 } // namespace
 
 namespace cuda_cpu {
@@ -85,8 +100,19 @@ OrderConfig parse_order(const char *v) {
     } else oc.bad = v;
     return oc;
 }
-OrderConfig the_order;
-int order_read = 0;
+OrderConfig the_order, the_block_order;
+int order_read = 0, block_order_read = 0;
+} // namespace
+
+namespace {
+/* *into := spec if it parses (then the random sequences restart); 0, or -1 */
+int set_order(OrderConfig *into, int *read, const char *spec) {
+    const OrderConfig oc = parse_order(spec);
+    if (oc.bad) return -1;
+    *into = oc, *read = 1;
+    reseed_thread_order();
+    return 0;
+}
 } // namespace
 
 const OrderConfig &order_config(void) {
@@ -94,13 +120,14 @@ const OrderConfig &order_config(void) {
     return the_order;
 }
 
-int set_thread_order(const char *spec) {
-    const OrderConfig oc = parse_order(spec);
-    if (oc.bad) return -1;
-    the_order = oc, order_read = 1;
-    reseed_thread_order();
-    return 0;
+int set_thread_order(const char *spec) { return set_order(&the_order, &order_read, spec); }
+
+const OrderConfig &block_order_config(void) {
+    if (!block_order_read) the_block_order = parse_order(getenv("VRL_CUDA_CPU_BLOCKS")), block_order_read = 1;
+    return the_block_order;
 }
+
+int set_block_order(const char *spec) { return set_order(&the_block_order, &block_order_read, spec); }
 
 size_t launch_smem(void) { return current_smem; }
 
@@ -116,6 +143,15 @@ cudaError_t issue(cudaStream_t stream, const char *what, std::function<cudaError
     return op();
 }
 
+/* An unparsable VRL_CUDA_CPU_ORDER or VRL_CUDA_CPU_BLOCKS: the error set, 1. */
+static int bad_order(void) {
+    const OrderConfig &oc = order_config(), &bo = block_order_config();
+    if (oc.bad) set_error(cudaErrorInvalidValue, "VRL_CUDA_CPU_ORDER=%s: expected forward, reverse or random[:SEED]", oc.bad);
+    else if (bo.bad)
+        set_error(cudaErrorInvalidValue, "VRL_CUDA_CPU_BLOCKS=%s: expected forward, reverse or random[:SEED]", bo.bad);
+    return oc.bad || bo.bad;
+}
+
 void launch(const char *kernel, dim3 grid, dim3 block, size_t smem, cudaStream_t stream, const LaunchBody *body) {
     if (stream && stream->capture) {
         stream->capture->nodes.push_back(CudaCpuGraphNode{kernel, grid, block, smem, body->clone(), nullptr});
@@ -128,11 +164,7 @@ void launch(const char *kernel, dim3 grid, dim3 block, size_t smem, cudaStream_t
                   kernel);
         return;
     }
-    const OrderConfig &oc = order_config();
-    if (oc.bad) {
-        set_error(cudaErrorInvalidValue, "VRL_CUDA_CPU_ORDER=%s: expected forward, reverse or random[:SEED]", oc.bad);
-        return;
-    }
+    if (bad_order()) return;
     const unsigned long long threads = (unsigned long long)block.x * block.y * block.z;
     if (!grid.x || !grid.y || !grid.z || !block.x || !block.y || !block.z) {
         set_error(cudaErrorInvalidConfiguration, "kernel %s: empty launch, grid (%u,%u,%u) block (%u,%u,%u)", kernel,
@@ -162,8 +194,11 @@ void launch(const char *kernel, dim3 grid, dim3 block, size_t smem, cudaStream_t
     }
     current_smem = smem;
     char msg[1024];
-    if (run_grid(kernel, grid, block, const_cast<LaunchBody *>(body), dyn, msg, sizeof msg) < 0)
+    check::op_begin(stream, kernel);
+    if (check::op_error()) set_error(cudaErrorLaunchFailure, "before kernel %s: %s", kernel, check::op_error());
+    else if (run_grid(kernel, grid, block, const_cast<LaunchBody *>(body), dyn, msg, sizeof msg) < 0)
         set_error(cudaErrorLaunchFailure, "%s", msg);
+    check::op_end();
     free(dyn);
 }
 
@@ -197,11 +232,8 @@ const char *cudaGetErrorString(cudaError_t e) {
 /* ------------------------------------------------------------------ device and memory */
 
 cudaError_t cudaGetDeviceCount(int *n) {
-    const cuda_cpu::OrderConfig &oc = cuda_cpu::order_config();
     *n = 0;
-    if (oc.bad)
-        return set_error(cudaErrorInvalidValue, "VRL_CUDA_CPU_ORDER=%s: expected forward, reverse or random[:SEED]",
-                         oc.bad);
+    if (cuda_cpu::bad_order()) return last_error;
     *n = 1; /* the CPU */
     return cudaSuccess;
 }
@@ -215,7 +247,11 @@ cudaError_t cudaGetDevice(int *d) {
     return cudaSuccess;
 }
 
-cudaError_t cudaDeviceSynchronize(void) { return refuse_in_capture("cudaDeviceSynchronize"); }
+cudaError_t cudaDeviceSynchronize(void) {
+    const cudaError_t e = refuse_in_capture("cudaDeviceSynchronize");
+    if (e == cudaSuccess) cuda_cpu::check::host_waits_device();
+    return e;
+}
 
 cudaError_t cudaMemGetInfo(size_t *free_bytes, size_t *total_bytes) {
     const long page = sysconf(_SC_PAGESIZE);
@@ -230,11 +266,16 @@ cudaError_t cudaMallocBytes(void **p, size_t bytes) {
     /* 256-byte aligned like cudaMalloc; a plain heap block, so AddressSanitizer guards it */
     void *m = aligned_alloc(256, (bytes + 255) & ~(size_t)255);
     if (!m) return set_error(cudaErrorMemoryAllocation, "cudaMalloc: out of host memory for %zu bytes", bytes);
+    if (cuda_cpu::check::enabled()) { /* initcheck: garbage (NaN in fp32 and bf16), shadowed as never written */
+        memset(m, 0xff, bytes);
+        cuda_cpu::check::track(m, bytes, 0);
+    }
     *p = m;
     return cudaSuccess;
 }
 
 cudaError_t cudaFree(void *p) {
+    cuda_cpu::check::untrack(p);
     free(p);
     return cudaSuccess;
 }
@@ -243,24 +284,33 @@ cudaError_t cudaMemcpy(void *dst, const void *src, size_t bytes, cudaMemcpyKind 
     if ((unsigned)kind > cudaMemcpyDefault) return set_error(cudaErrorInvalidValue, "cudaMemcpy: bad kind %d", (int)kind);
     if (bytes == 0) return cudaSuccess;
     if (!dst || !src) return set_error(cudaErrorInvalidValue, "cudaMemcpy of %zu bytes with a NULL pointer", bytes);
-    const cudaError_t e = refuse_in_capture("cudaMemcpy");
+    cudaError_t e = refuse_in_capture("cudaMemcpy");
+    if (e == cudaSuccess) e = checked_bytes(0, "cudaMemcpy", src, dst, bytes);
     if (e != cudaSuccess) return e;
     memcpy(dst, src, bytes);
+    cuda_cpu::check::host_waits_stream(0); /* synchronous: the host has seen it done */
     return cudaSuccess;
 }
 
 cudaError_t cudaMemset(void *p, int value, size_t bytes) {
     if (bytes == 0) return cudaSuccess;
     if (!p) return set_error(cudaErrorInvalidValue, "cudaMemset of %zu bytes at NULL", bytes);
-    const cudaError_t e = refuse_in_capture("cudaMemset");
+    cudaError_t e = refuse_in_capture("cudaMemset");
+    if (e == cudaSuccess) e = checked_bytes(0, "cudaMemset", NULL, p, bytes);
     if (e != cudaSuccess) return e;
     memset(p, value, bytes);
+    cuda_cpu::check::host_waits_stream(0);
     return cudaSuccess;
 }
 
 cudaError_t cudaMallocHostBytes(void **p, size_t bytes) {
-    const cudaError_t e = cudaMallocBytes(p, bytes);
-    return e == cudaSuccess ? e : set_error(e, "cudaMallocHost: out of host memory for %zu bytes", bytes);
+    *p = NULL;
+    if (bytes == 0) return cudaSuccess;
+    void *m = aligned_alloc(256, (bytes + 255) & ~(size_t)255);
+    if (!m) return set_error(cudaErrorMemoryAllocation, "cudaMallocHost: out of host memory for %zu bytes", bytes);
+    cuda_cpu::check::track(m, bytes, 1);
+    *p = m;
+    return cudaSuccess;
 }
 
 cudaError_t cudaFreeHost(void *p) { return cudaFree(p); }
@@ -271,8 +321,9 @@ cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes, cudaMemcpy
     if (bytes == 0) return cudaSuccess;
     if (!dst || !src) return set_error(cudaErrorInvalidValue, "cudaMemcpyAsync of %zu bytes with a NULL pointer", bytes);
     return cuda_cpu::issue(s, "cudaMemcpyAsync", [=]() {
-        memcpy(dst, src, bytes);
-        return cudaSuccess;
+        const cudaError_t e = checked_bytes(s, "cudaMemcpyAsync", src, dst, bytes);
+        if (e == cudaSuccess) memcpy(dst, src, bytes);
+        return e;
     });
 }
 
@@ -280,8 +331,9 @@ cudaError_t cudaMemsetAsync(void *p, int value, size_t bytes, cudaStream_t s) {
     if (bytes == 0) return cudaSuccess;
     if (!p) return set_error(cudaErrorInvalidValue, "cudaMemsetAsync of %zu bytes at NULL", bytes);
     return cuda_cpu::issue(s, "cudaMemsetAsync", [=]() {
-        memset(p, value, bytes);
-        return cudaSuccess;
+        const cudaError_t e = checked_bytes(s, "cudaMemsetAsync", NULL, p, bytes);
+        if (e == cudaSuccess) memset(p, value, bytes);
+        return e;
     });
 }
 
@@ -295,26 +347,29 @@ cudaError_t cudaStreamIsCapturing(cudaStream_t s, cudaStreamCaptureStatus *statu
 cudaError_t cudaStreamCreate(cudaStream_t *s) { return cudaStreamCreateWithFlags(s, 0); }
 
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned flags) {
-    (void)flags; /* every stream is synchronous */
     *s = new CudaCpuStream{NULL};
+    cuda_cpu::check::stream_created(*s, flags); /* work is synchronous; the checker keeps CUDA's order */
     return cudaSuccess;
 }
 
 cudaError_t cudaStreamDestroy(cudaStream_t s) {
     if (s && s->capture) return set_error(cudaErrorInvalidResourceHandle, "cudaStreamDestroy during a capture");
+    cuda_cpu::check::stream_destroyed(s);
     delete s;
     return cudaSuccess;
 }
 
 cudaError_t cudaStreamSynchronize(cudaStream_t s) {
-    (void)s;
-    return refuse_in_capture("cudaStreamSynchronize");
+    const cudaError_t e = refuse_in_capture("cudaStreamSynchronize");
+    if (e == cudaSuccess) cuda_cpu::check::host_waits_stream(s);
+    return e;
 }
 
 cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned flags) {
-    (void)s, (void)flags;
+    (void)flags;
     if (!e) return set_error(cudaErrorInvalidResourceHandle, "cudaStreamWaitEvent on a NULL event");
-    return cudaSuccess; /* everything recorded so far is already done */
+    cuda_cpu::check::stream_wait(s, e); /* the work is done already; the checker keeps the edge */
+    return cudaSuccess;
 }
 
 cudaError_t cudaEventCreate(cudaEvent_t *e) { return cudaEventCreateWithFlags(e, cudaEventDefault); }
@@ -325,19 +380,22 @@ cudaError_t cudaEventCreateWithFlags(cudaEvent_t *e, unsigned flags) {
 }
 
 cudaError_t cudaEventDestroy(cudaEvent_t e) {
+    cuda_cpu::check::event_destroyed(e);
     delete e;
     return cudaSuccess;
 }
 
 cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s) {
-    (void)s;
     if (!e) return set_error(cudaErrorInvalidResourceHandle, "cudaEventRecord on a NULL event");
     e->at_ms = now_ms();
+    cuda_cpu::check::event_record(e, s);
     return cudaSuccess;
 }
 
 cudaError_t cudaEventSynchronize(cudaEvent_t e) {
-    return e ? cudaSuccess : set_error(cudaErrorInvalidResourceHandle, "cudaEventSynchronize on a NULL event");
+    if (!e) return set_error(cudaErrorInvalidResourceHandle, "cudaEventSynchronize on a NULL event");
+    cuda_cpu::check::host_waits_event(e);
+    return cudaSuccess;
 }
 
 cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t end) {
@@ -384,7 +442,8 @@ cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t s) {
     for (const CudaCpuGraphNode &n : exec->nodes) {
         if (n.body) cuda_cpu::launch(n.kernel, n.grid, n.block, n.smem, s, n.body);
         else if (n.op() != cudaSuccess && last_error == cudaSuccess)
-            set_error(cudaErrorLaunchFailure, "%s in a graph failed", n.kernel);
+            set_error(cudaErrorLaunchFailure, "%s in a graph failed%s%s", n.kernel, cuda_cpu::check::op_error() ? ": " : "",
+                      cuda_cpu::check::op_error() ? cuda_cpu::check::op_error() : "");
         if (last_error != cudaSuccess) return last_error;
     }
     return cudaSuccess;

@@ -7,9 +7,12 @@
  *    graph capture records launches, async copies and memsets (and the stand-ins' matmuls)
  *    and replays them in order; what CUDA refuses during a capture (a synchronous copy or
  *    memset, a device or stream wait, work on the legacy default stream) fails here too;
- *  - a kernel launch runs grid blocks one after another (x fastest); a block's threads are
- *    fibers (fiber.cpp) that run one at a time, in the order VRL_CUDA_CPU_ORDER picks,
- *    and switch only at __syncthreads(), __syncwarp() and warp collectives;
+ *  - a kernel launch runs grid blocks one after another (x fastest, or the order
+ *    VRL_CUDA_CPU_BLOCKS picks); a block's threads are fibers (fiber.cpp) that run one at a
+ *    time, warp by warp, in the order VRL_CUDA_CPU_ORDER picks, and switch only at
+ *    __syncthreads(), __syncwarp() and warp collectives;
+ *  - the check build (check.h) shadows every kernel load and store: races in shared and
+ *    global memory, stream order, uninitialised reads, guard zones;
  *  - __shared__ is static storage (one block runs at a time), so a missing barrier
  *    shows up as a difference between thread orders;
  *  - divergent barriers, bad shuffle masks and launch limits are errors that name the
@@ -35,7 +38,8 @@
 #define __forceinline__ inline
 #define __launch_bounds__(...)
 #define __align__(n) __attribute__((aligned(n)))
-/* one block runs at a time, so a function's shared arrays can be its static storage */
+/* one block runs at a time, so a function's shared arrays can be its static storage
+ * (zero-initialised: in .bss, which the shared-memory checker shadows, check.h) */
 #define __shared__ static
 #define __restrict__ __restrict
 
@@ -157,32 +161,22 @@ static inline float __fdiv_rn(float a, float b) { return a / b; }
 static inline float __fsqrt_rn(float a) { return sqrtf(a); }
 static inline void __threadfence(void) {}
 
-/* Atomics: threads never run at the same time, so a plain read-modify-write is atomic. */
-template <class T> static inline T atomicAdd(T *p, T v) {
-    T old = *p;
-    *p = old + v;
-    return old;
+/* Atomics: threads never run at the same time, so a plain read-modify-write is atomic.
+ * in_atomic tells the inter-block race checker (check.h) that the access is atomic. */
+namespace cuda_cpu {
+extern volatile int in_atomic;
 }
-template <class T> static inline T atomicMax(T *p, T v) {
-    T old = *p;
-    if (v > old) *p = v;
-    return old;
-}
-template <class T> static inline T atomicMin(T *p, T v) {
-    T old = *p;
-    if (v < old) *p = v;
-    return old;
-}
-template <class T> static inline T atomicExch(T *p, T v) {
-    T old = *p;
-    *p = v;
-    return old;
-}
-template <class T> static inline T atomicCAS(T *p, T compare, T v) {
-    T old = *p;
-    if (old == compare) *p = v;
-    return old;
-}
+#define CUDA_CPU_ATOMIC(body)                                                                                   \
+    cuda_cpu::in_atomic = 1;                                                                                   \
+    T old = *p;                                                                                                 \
+    body;                                                                                                      \
+    cuda_cpu::in_atomic = 0;                                                                                   \
+    return old
+template <class T> static inline T atomicAdd(T *p, T v) { CUDA_CPU_ATOMIC(*p = old + v); }
+template <class T> static inline T atomicMax(T *p, T v) { CUDA_CPU_ATOMIC(if (v > old) *p = v); }
+template <class T> static inline T atomicMin(T *p, T v) { CUDA_CPU_ATOMIC(if (v < old) *p = v); }
+template <class T> static inline T atomicExch(T *p, T v) { CUDA_CPU_ATOMIC(*p = v); }
+template <class T> static inline T atomicCAS(T *p, T compare, T v) { CUDA_CPU_ATOMIC(if (old == compare) *p = v); }
 
 /* ------------------------------------------------------------------ barriers and warp collectives */
 namespace cuda_cpu {

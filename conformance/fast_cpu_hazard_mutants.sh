@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# fast_cpu_hazard_mutants.sh: the CPU layer's checkers (fast/cuda_cpu/check.h) catch one
+# bug of each class a first GPU run exposes and the plain CPU tests missed (issue 37's audit).
+#
+# Copies the working tree to a temp folder, builds the check build's test_fast_cpu_vs_ref
+# and test_fast_cpu_nccl there (-DVRL_CUDA=OFF), requires the unmodified tree to pass, then
+# injects each mutant below into the copy, one at a time, and requires the run to FAIL with
+# an error naming the kernel or stream operation and the hazard kind. The tree itself is
+# never modified. Exit 0 iff the unmodified copy passes and every mutant is caught.
+#
+#   MUTANT_DETECTOR=plain  runs the plain build's tests instead (forward order, as the suite
+#                          runs them) and only counts failures: the "before" kill rate.
+# ≈ 4 CPU-minutes, most of it rebuilding fast/'s instrumented objects; ctest runs it as
+# fast_cpu_hazard_mutants (plain pass only).
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+detector=${MUTANT_DETECTOR:-check}
+case $detector in check) sfx=_check ;; plain) sfx= ;; *) echo "MUTANT_DETECTOR=$detector: expected check or plain"; exit 2 ;; esac
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/vrl-hazard-mutants.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+
+(cd "$root" && git ls-files -co --exclude-standard -z) | (cd "$root" && xargs -0 cp --parents -t "$tmp")
+cmake -S "$tmp" -B "$tmp/build" -DCMAKE_BUILD_TYPE=Release -DVRL_CUDA=OFF >/dev/null
+have_nccl=0
+grep -q '^VRL_HAVE_MPI:.*=ON' "$tmp/build/CMakeCache.txt" 2>/dev/null && have_nccl=1
+grep -q 'test_fast_cpu_nccl' "$tmp/build/Makefile" 2>/dev/null && have_nccl=1
+targets="test_fast_cpu_vs_ref$sfx"
+[ $have_nccl = 1 ] && targets="$targets test_fast_cpu_nccl$sfx"
+
+# run TEST: build and run one program (nccl: test_fast_cpu_nccl; else the test_fast_cpu_vs_ref
+# case TEST); its output on stdout, its status returned
+run() {
+  cmake --build "$tmp/build" --target $targets -j"${MUTATION_JOBS:-$(nproc)}" >/dev/null 2>&1
+  if [ "$1" = nccl ]; then (cd "$tmp/build" && TMPDIR="$tmp" ./bin/test_fast_cpu_nccl$sfx 2>&1)
+  else (cd "$tmp/build" && TMPDIR="$tmp" ./bin/test_fast_cpu_vs_ref$sfx "$1" 2>&1); fi
+}
+
+for t in tiny_baseline trainer $([ $have_nccl = 1 ] && echo nccl); do
+  if ! out=$(run $t); then
+    echo "== the UNMODIFIED tree fails $t ($targets):"; echo "$out" | grep -v '^vrl fast' | tail -5; exit 1
+  fi
+done
+echo "== unmodified tree passes ($targets)"
+
+killed=0 total=0 missed=""
+# mutant NAME FILE PATTERN REPLACEMENT TEST EXPECT...: replace the one line matching
+# PATTERN (a fixed string) in FILE, run TEST, restore FILE; EXPECT: strings the error must hold
+mutant() {
+  local name=$1 file=$tmp/$2 pattern=$3 replacement=$4 test=$5; shift 5
+  total=$((total + 1))
+  local n; n=$(grep -cF -- "$pattern" "$file" || true)
+  if [ "$n" != 1 ]; then echo "== $name: '$pattern' occurs $n times in $2 (update this script)"; exit 1; fi
+  if [ "$test" = nccl ] && [ $have_nccl = 0 ]; then echo "== $name: skipped (no MPI, no NCCL stand-in)"; total=$((total - 1)); return; fi
+  cp "$file" "$file.orig"
+  PAT=$pattern REP=$replacement perl -0pi -e 's/\Q$ENV{PAT}\E/$ENV{REP}/' "$file"
+  echo "== $name ($2)"
+  local out status=0
+  out=$(run "$test") || status=$?
+  mv "$file.orig" "$file"
+  touch "$file"
+  if [ $status = 0 ]; then echo "   NOT CAUGHT: the run passes"; missed="$missed $name"; return; fi
+  local msg; msg=$(echo "$out" | grep -m1 '^vrl cuda-cpu check:' || echo "$out" | grep -v '^vrl fast' | grep -m1 -E 'FAIL|error' || true)
+  echo "   $msg" | cut -c1-400
+  if [ $detector = check ]; then
+    for want in "$@"; do
+      if ! echo "$msg" | grep -qF -- "$want"; then echo "   caught, but the error does not say '$want'"; missed="$missed $name"; return; fi
+    done
+  fi
+  killed=$((killed + 1))
+}
+
+mutant shared_buffer_reused_across_warp_shuffles fast/ops.cu \
+  's = ce_block_reduce(s, sh_sum, 1);' 's = ce_block_reduce(s, sh_max, 1);' \
+  tiny_baseline "crossentropy_kernel" "shared-memory race"
+mutant plain_add_from_every_block fast/adamw.cu \
+  'if (threadIdx.x == 0) partial[blockIdx.x] = sh[0];' 'if (threadIdx.x == 0) partial[0] += sh[0];' \
+  tiny_baseline "adamw_norm_kernel" "inter-block race"
+mutant nccl_stream_does_not_wait_for_gradients fast/zero.cu \
+  'CUDA_CHECK(cudaStreamWaitEvent(z->stream, b->ready, 0));' '' \
+  nccl "ncclReduceScatter" "stream race"
+mutant pinned_upload_reused_without_wait fast/model.cu \
+  'CUDA_CHECK(cudaEventSynchronize(m->uploaded));' '' \
+  trainer "cudaMemcpyAsync" "pinned memory"
+mutant one_past_the_end_inside_the_arena fast/ops.cu \
+  'if (i < n) out[i] = __float2bfloat16(inp[i]);' 'if (i <= n) out[i] = __float2bfloat16(inp[i]);' \
+  tiny_baseline "cast_to_bf16_kernel" "out of bounds"
+mutant arena_memset_removed fast/model.cu \
+  'if (cudaMemset(m->arena, 0, m->arena_bytes) != cudaSuccess) {' 'if (0) {' \
+  tiny_baseline "kernel" "uninitialised global read"
+
+echo "== $detector detector: $killed of $total mutants caught${missed:+ (missed:$missed)}"
+[ $detector = plain ] || [ "$killed" = "$total" ]

@@ -1,0 +1,574 @@
+/* check.cpp: the hazard checkers of check.h. Compiled without instrumentation in both
+ * builds; its __tsan_* callbacks exist only in the check build (VRL_CUDA_CPU_CHECK=1).
+ *
+ * Shadows:
+ *  - every byte of static shared memory (__shared__ is `static`: zero-initialised, so in the
+ *    program's .bss, which is shadowed whole; kernels touch no other .bss data but the
+ *    layer's own, skipped) and of dynamic shared memory:
+ *    the epoch and thread of its last write and of its last read, and whether readers of
+ *    several warps saw it. Epochs count barrier releases and block starts, so "written in
+ *    this block" is "written at an epoch >= the block's first";
+ *  - every 4-byte word of a tracked allocation: the serial numbers of the operations that
+ *    last wrote and read it, the block of each (or several), initialised, atomic.
+ *    Operations (serial -> stream, position on it, name) are kept in a table, so a word
+ *    names the kernel or copy that touched it last.
+ * Words are 4 bytes (byte shadows would cost 4x the memory) with a mask of the bytes the
+ * last writing and reading block touched, so blocks that write neighbouring bytes (one
+ * uint8 flag per row) do not conflict. */
+#include <dlfcn.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "fast/cuda_cpu/check.h"
+
+/* the linker's bounds of the program's .bss, where static __shared__ arrays live */
+extern "C" char __bss_start[], _end[];
+
+namespace cuda_cpu {
+namespace check {
+namespace {
+
+struct SharedByte {
+    uint32_t wep, rep; /* epochs of the last write and read */
+    uint16_t wth, rth; /* their threads (linear index) */
+    int16_t rwarp;     /* the reader's warp in epoch rep; -2: several warps */
+};
+
+enum { W_INIT = 1, W_ATOMIC = 2, W_GUARD = 4 };
+struct Word {
+    uint32_t wop, rop;      /* serials of the last writing and reading operation, 0: none */
+    int32_t wblock, rblock; /* their blocks (linear); rblock -2: several */
+    uint8_t flags;
+    uint8_t wbytes, rbytes; /* which of the 4 bytes wblock wrote, rblock read (blocks may share a word bytewise) */
+};
+
+struct Alloc {
+    uintptr_t lo, hi; /* [lo, hi) */
+    int pinned;
+    std::vector<Word> w; /* [(hi - lo + 3) / 4] */
+};
+
+struct Op {
+    const char *what;
+    int stream;   /* index into streams */
+    uint32_t pos; /* 1-based position on that stream */
+};
+
+struct StreamClock {
+    const void *handle; /* NULL: the legacy default stream (index 0) */
+    unsigned flags;
+    int live;
+    std::vector<uint32_t> vc; /* [streams] the last position of each stream this one has seen */
+};
+struct EventClock {
+    const void *handle;
+    std::vector<uint32_t> vc;
+};
+struct PinnedRead { /* an issued cudaMemcpyAsync from pinned memory */
+    const char *src;
+    size_t bytes;
+    uint64_t hash;
+    uint32_t op;
+};
+
+int on = -1; /* -1 until read */
+int hazards;  /* reported so far */
+int skip_guards; /* a memset of a whole block passes over its guard zones */
+std::vector<Alloc *> allocs; /* sorted by lo */
+Alloc *last_hit;
+std::vector<Op> ops(1);     /* [serial], serial 0 unused */
+std::vector<StreamClock> streams;
+std::vector<EventClock> events;
+std::vector<uint32_t> host_vc;
+std::vector<PinnedRead> pinned_reads;
+
+/* the operation running now */
+uint32_t cur_op;
+int cur_stream;
+int body; /* instrumented accesses count */
+char err[640];
+
+/* kernels */
+char *dyn_lo;
+size_t dyn_len;
+std::vector<SharedByte> static_shadow, dyn_shadow;
+uint32_t epoch = 1, block_epoch = 1;
+int cur_thread = -1;
+int32_t cur_block;
+uint3 cur_block_idx;
+const char *barrier_file = "the block's start";
+int barrier_line;
+
+void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void fail(const char *fmt, ...) {
+    if (err[0]) return; /* the first hazard is the one to read */
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, sizeof err, fmt, ap);
+    va_end(ap);
+    /* also on stderr, and counted for the exit status: callers may turn the launch error
+     * into a return value nobody looks at */
+    fprintf(stderr, "vrl cuda-cpu check: %s\n", err);
+    hazards++;
+}
+
+#if VRL_CUDA_CPU_CHECK
+const char *short_file(const char *f) {
+    const char *s = strstr(f, "fast/");
+    return s ? s : f;
+}
+
+void thread_name(int linear, char *buf, size_t n) {
+    const unsigned bx = block_dim.x, by = block_dim.y;
+    snprintf(buf, n, "thread (%u,%u,%u) of warp %d", (unsigned)linear % bx, (unsigned)linear / bx % by,
+             (unsigned)linear / (bx * by), linear / 32);
+}
+#endif
+
+/* where the access came from, for addr2line -Cfie <binary> <offset> */
+void code_at(const void *pc, char *buf, size_t n) {
+    Dl_info di;
+    if (pc && dladdr(pc, &di) && di.dli_fname)
+        snprintf(buf, n, "code %s+0x%zx", strrchr(di.dli_fname, '/') ? strrchr(di.dli_fname, '/') + 1 : di.dli_fname,
+                 (size_t)((const char *)pc - (const char *)di.dli_fbase) - 1);
+    else snprintf(buf, n, "code ?");
+}
+
+int stream_index(const void *handle) {
+    for (size_t i = 0; i < streams.size(); i++)
+        if (streams[i].live && streams[i].handle == handle) return (int)i;
+    StreamClock s = {handle, 0, 1, {}};
+    streams.push_back(s);
+    return (int)streams.size() - 1;
+}
+
+void join(std::vector<uint32_t> &into, const std::vector<uint32_t> &from) {
+    if (into.size() < from.size()) into.resize(from.size(), 0);
+    for (size_t i = 0; i < from.size(); i++) into[i] = std::max(into[i], from[i]);
+}
+
+/* Has the running operation's stream seen operation `op` complete? */
+int ordered(uint32_t op) {
+    if (!op) return 1;
+    const Op &o = ops[op];
+    if (o.stream == cur_stream) return 1;
+    const std::vector<uint32_t> &vc = streams[cur_stream].vc;
+    return (size_t)o.stream < vc.size() && vc[o.stream] >= o.pos;
+}
+
+void stream_label(int s, char *buf, size_t n) {
+    if (s == 0) snprintf(buf, n, "the default stream");
+    else snprintf(buf, n, "stream %d", s);
+}
+
+uint64_t fnv(const char *p, size_t n) {
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)p[i]) * 1099511628211ull;
+    return h;
+}
+
+Alloc *find(uintptr_t a) {
+    if (last_hit && a - last_hit->lo < last_hit->hi - last_hit->lo) return last_hit;
+    size_t lo = 0, hi = allocs.size();
+    while (lo < hi) {
+        const size_t mid = (lo + hi) / 2;
+        if (allocs[mid]->hi <= a) lo = mid + 1;
+        else hi = mid;
+    }
+    if (lo < allocs.size() && a >= allocs[lo]->lo) return last_hit = allocs[lo];
+    return NULL;
+}
+
+void describe(const Alloc *al, uintptr_t a, char *buf, size_t n) {
+    snprintf(buf, n, "byte %zu of a %zu-byte %s block", (size_t)(a - al->lo), (size_t)(al->hi - al->lo),
+             al->pinned ? "cudaMallocHost" : "cudaMalloc");
+}
+
+/* ------------------------------------------------------------------ global words */
+
+/* The bytes of the word at w that [a, a+n) covers, as a 4-bit mask. */
+unsigned byte_mask(uintptr_t w, uintptr_t a, size_t n) {
+    unsigned m = 0;
+    for (unsigned i = 0; i < 4; i++)
+        if (w + i >= a && w + i < a + n) m |= 1u << i;
+    return m;
+}
+
+void word_access(Alloc *al, uintptr_t a, unsigned bytes, int write, int atomic, int in_kernel, const void *pc) {
+    Word &w = al->w[(a - al->lo) >> 2];
+    char where[128], code[96], s1[32], s2[32];
+    if (w.flags & W_GUARD) {
+        if (skip_guards) return;
+        describe(al, a, where, sizeof where), code_at(pc, code, sizeof code);
+        fail("out of bounds: %s%s %s %s, in a guard zone between two tensors (past the end of one; %s)",
+             in_kernel ? "kernel " : "", ops[cur_op].what, write ? "writes" : "reads", where, code);
+        return;
+    }
+    if (!err[0]) {
+        const int32_t b = in_kernel ? cur_block : 0;
+        const int same_op_other_block = w.wop == cur_op && w.wblock != b && (w.wbytes & bytes);
+        if (!write && in_kernel && !(w.flags & W_INIT)) {
+            describe(al, a, where, sizeof where), code_at(pc, code, sizeof code);
+            fail("uninitialised global read: %s of block %d reads %s, which nothing has written since cudaMalloc (%s)",
+                 ops[cur_op].what, b, where, code);
+        } else if (same_op_other_block && !(atomic && (w.flags & W_ATOMIC))) {
+            describe(al, a, where, sizeof where), code_at(pc, code, sizeof code);
+            fail("inter-block race in kernel %s: block %d %s %s, which block %d %s in this launch (%s)",
+                 ops[cur_op].what, b, write ? (atomic ? "atomically updates" : "writes") : "reads", where, w.wblock,
+                 w.flags & W_ATOMIC ? "updated atomically" : "wrote", code);
+        } else if (write && !atomic && w.rop == cur_op && w.rblock != b && (w.rbytes & bytes)) {
+            describe(al, a, where, sizeof where), code_at(pc, code, sizeof code);
+            fail("inter-block race in kernel %s: block %d writes %s, which %s read in this launch (%s)",
+                 ops[cur_op].what, b, where, w.rblock == -2 ? "several blocks" : "another block", code);
+        } else if (!ordered(w.wop)) {
+            describe(al, a, where, sizeof where);
+            stream_label(cur_stream, s1, sizeof s1), stream_label(ops[w.wop].stream, s2, sizeof s2);
+            fail("stream race: %s on %s %s %s, last written by %s on %s with no event wait or synchronisation "
+                 "between them",
+                 ops[cur_op].what, s1, write ? "writes" : "reads", where, ops[w.wop].what, s2);
+        } else if (write && w.rop != cur_op && !ordered(w.rop)) {
+            describe(al, a, where, sizeof where);
+            stream_label(cur_stream, s1, sizeof s1), stream_label(ops[w.rop].stream, s2, sizeof s2);
+            fail("stream race: %s on %s writes %s, which %s on %s reads with no event wait or synchronisation "
+                 "between them",
+                 ops[cur_op].what, s1, where, ops[w.rop].what, s2);
+        }
+    }
+    const int32_t b = in_kernel ? cur_block : 0;
+    if (write) {
+        if (w.wop == cur_op && w.wblock == b) w.wbytes |= (uint8_t)bytes;
+        else w.wbytes = (uint8_t)bytes;
+        w.wop = cur_op, w.wblock = b;
+        w.flags = W_INIT | (atomic ? W_ATOMIC : 0);
+    } else if (!atomic) {
+        if (w.rop != cur_op) w.rop = cur_op, w.rblock = b, w.rbytes = (uint8_t)bytes;
+        else if (w.rblock != b) w.rblock = -2, w.rbytes |= (uint8_t)bytes;
+        else w.rbytes |= (uint8_t)bytes;
+    }
+}
+
+#if VRL_CUDA_CPU_CHECK /* only the instrumentation's callbacks and the check build use these */
+/* ------------------------------------------------------------------ shared bytes */
+
+void shared_access(SharedByte &s, int write, const void *pc) {
+    const int tid = cur_thread, warp = tid >> 5;
+    char a[96], b[96], code[96];
+    if (!write) {
+        if (!err[0] && s.wep < block_epoch) {
+            thread_name(tid, a, sizeof a), code_at(pc, code, sizeof code);
+            fail("uninitialised shared memory in kernel %s: %s reads a shared byte no thread of block (%u,%u,%u) "
+                 "has written (after %s:%d; %s)",
+                 ops[cur_op].what, a, cur_block_idx.x, cur_block_idx.y, cur_block_idx.z, short_file(barrier_file), barrier_line, code);
+        } else if (!err[0] && s.wep == epoch && s.wth >> 5 != warp) {
+            thread_name(tid, a, sizeof a), thread_name(s.wth, b, sizeof b), code_at(pc, code, sizeof code);
+            fail("shared-memory race (read after write) in kernel %s, block (%u,%u,%u): %s reads a byte %s wrote, "
+                 "with no __syncthreads() between them (since %s:%d; %s)",
+                 ops[cur_op].what, cur_block_idx.x, cur_block_idx.y, cur_block_idx.z, a, b, short_file(barrier_file), barrier_line, code);
+        }
+        if (s.rep != epoch) s.rep = epoch, s.rwarp = (int16_t)warp, s.rth = (uint16_t)tid;
+        else if (s.rwarp != warp) s.rwarp = -2;
+        return;
+    }
+    if (!err[0] && s.wep == epoch && s.wth >> 5 != warp) {
+        thread_name(tid, a, sizeof a), thread_name(s.wth, b, sizeof b), code_at(pc, code, sizeof code);
+        fail("shared-memory race (write after write) in kernel %s, block (%u,%u,%u): %s and %s write one byte "
+             "with no __syncthreads() between them (since %s:%d; %s)",
+             ops[cur_op].what, cur_block_idx.x, cur_block_idx.y, cur_block_idx.z, a, b, short_file(barrier_file), barrier_line, code);
+    } else if (!err[0] && s.rep == epoch && s.rwarp != warp) {
+        thread_name(tid, a, sizeof a), thread_name(s.rth, b, sizeof b), code_at(pc, code, sizeof code);
+        fail("shared-memory race (write after read) in kernel %s, block (%u,%u,%u): %s writes a byte %s%s read, "
+             "with no __syncthreads() between them (since %s:%d; %s)",
+             ops[cur_op].what, cur_block_idx.x, cur_block_idx.y, cur_block_idx.z, a, b, s.rwarp == -2 ? " (and other warps)" : "", short_file(barrier_file), barrier_line, code);
+    }
+    s.wep = epoch, s.wth = (uint16_t)tid;
+}
+
+/* threadIdx and the like, and the atomic flag: the layer's, not shared memory */
+int layer_variable(uintptr_t a) {
+    const struct { const void *p; size_t n; } v[] = {{&thread_idx, sizeof thread_idx}, {&block_idx, sizeof block_idx},
+                                                    {&block_dim, sizeof block_dim},   {&grid_dim, sizeof grid_dim},
+                                                    {(const void *)&in_atomic, sizeof in_atomic}};
+    for (const auto &x : v)
+        if (a - (uintptr_t)x.p < x.n) return 1;
+    return 0;
+}
+
+inline void access(const void *p, size_t n, int write, const void *pc) {
+    if (!body) return;
+    const uintptr_t a = (uintptr_t)p;
+    const uintptr_t slo = (uintptr_t)__bss_start;
+    if (cur_thread >= 0) {
+        if (a - slo < static_shadow.size()) {
+            if (layer_variable(a)) return;
+            for (size_t i = 0; i < n && a + i - slo < static_shadow.size(); i++)
+                shared_access(static_shadow[a + i - slo], write, pc);
+            return;
+        }
+        if (a - (uintptr_t)dyn_lo < dyn_len) {
+            for (size_t i = 0; i < n && a + i - (uintptr_t)dyn_lo < dyn_len; i++)
+                shared_access(dyn_shadow[a + i - (uintptr_t)dyn_lo], write, pc);
+            return;
+        }
+    }
+    Alloc *al = find(a);
+    if (!al) return;
+    const int atomic = in_atomic != 0;
+    for (uintptr_t w = a & ~(uintptr_t)3; w < a + n && w < al->hi; w += 4)
+        word_access(al, w, byte_mask(w, a, n), write, atomic, cur_thread >= 0, pc);
+}
+
+/* atexit: a program that hit a hazard fails, whatever it made of the error */
+void fail_exit(void) {
+    if (!hazards) return;
+    fprintf(stderr, "vrl cuda-cpu check: %d hazard(s) reported; exit status 66\n", hazards);
+    fflush(NULL);
+    _exit(66);
+}
+#endif
+
+} // namespace
+
+/* ------------------------------------------------------------------ the interface */
+
+int enabled(void) {
+    if (on < 0) {
+#if VRL_CUDA_CPU_CHECK
+        const char *v = getenv("VRL_CUDA_CPU_CHECK");
+        on = !(v && v[0] == '0' && v[1] == '\0');
+        if (on && !(v && !strcmp(v, "report"))) atexit(fail_exit);
+        static_shadow.assign(_end - __bss_start, SharedByte());
+        dyn_shadow.assign(CUDA_CPU_MAX_DYNAMIC_SHARED, SharedByte());
+        streams.push_back(StreamClock{NULL, 0, 1, {}});
+#else
+        on = 0;
+#endif
+    }
+    return on;
+}
+
+void track(void *p, size_t bytes, int pinned) {
+    if (!enabled() || !p || !bytes) return;
+    Alloc *al = new Alloc{(uintptr_t)p, (uintptr_t)p + bytes, pinned, std::vector<Word>((bytes + 3) / 4, Word())};
+    if (pinned) /* the host writes pinned memory directly: count it written */
+        for (Word &w : al->w) w.flags = W_INIT;
+    allocs.insert(std::upper_bound(allocs.begin(), allocs.end(), al,
+                                   [](const Alloc *x, const Alloc *y) { return x->lo < y->lo; }),
+                  al);
+}
+
+void untrack(void *p) {
+    if (!enabled() || !p) return;
+    for (size_t i = 0; i < allocs.size(); i++)
+        if (allocs[i]->lo == (uintptr_t)p) {
+            if (last_hit == allocs[i]) last_hit = NULL;
+            const char *lo = (const char *)allocs[i]->lo, *hi = (const char *)allocs[i]->hi;
+            pinned_reads.erase(std::remove_if(pinned_reads.begin(), pinned_reads.end(),
+                                              [&](const PinnedRead &r) { return r.src >= lo && r.src < hi; }),
+                               pinned_reads.end());
+            delete allocs[i];
+            allocs.erase(allocs.begin() + i);
+            return;
+        }
+}
+
+void stream_created(cudaStream_t s, unsigned flags) {
+    if (!enabled()) return;
+    const int i = stream_index(s);
+    streams[i].flags = flags;
+    join(streams[i].vc, host_vc);
+}
+
+void stream_destroyed(cudaStream_t s) {
+    if (!enabled() || !s) return;
+    streams[stream_index(s)].live = 0; /* its index stays: words still name its operations */
+}
+
+void event_record(cudaEvent_t e, cudaStream_t s) {
+    if (!enabled()) return;
+    const int si = stream_index(s);
+    join(streams[si].vc, host_vc);
+    for (EventClock &ec : events)
+        if (ec.handle == e) {
+            ec.vc = streams[si].vc;
+            return;
+        }
+    events.push_back(EventClock{e, streams[si].vc});
+}
+
+void event_destroyed(cudaEvent_t e) {
+    if (!enabled()) return;
+    events.erase(std::remove_if(events.begin(), events.end(), [&](const EventClock &ec) { return ec.handle == e; }),
+                 events.end());
+}
+
+void stream_wait(cudaStream_t s, cudaEvent_t e) {
+    if (!enabled()) return;
+    const int si = stream_index(s);
+    for (const EventClock &ec : events)
+        if (ec.handle == e) join(streams[si].vc, ec.vc);
+}
+
+void host_waits_event(cudaEvent_t e) {
+    if (!enabled()) return;
+    for (const EventClock &ec : events)
+        if (ec.handle == e) join(host_vc, ec.vc);
+}
+
+void host_waits_stream(cudaStream_t s) {
+    if (!enabled()) return;
+    join(host_vc, streams[stream_index(s)].vc);
+}
+
+void host_waits_device(void) {
+    if (!enabled()) return;
+    for (const StreamClock &sc : streams) join(host_vc, sc.vc);
+}
+
+void op_begin(cudaStream_t s, const char *what) {
+    err[0] = '\0';
+    if (!enabled()) return;
+    cur_stream = stream_index(s);
+    StreamClock &sc = streams[cur_stream];
+    join(sc.vc, host_vc); /* issued after everything the host has waited for */
+    /* the legacy default stream and blocking streams wait for one another */
+    if (cur_stream == 0) {
+        for (const StreamClock &o : streams)
+            if (o.live && !(o.flags & cudaStreamNonBlocking)) join(streams[0].vc, o.vc);
+    } else if (!(sc.flags & cudaStreamNonBlocking))
+        join(streams[cur_stream].vc, streams[0].vc);
+    std::vector<uint32_t> &vc = streams[cur_stream].vc;
+    if (vc.size() < streams.size()) vc.resize(streams.size(), 0);
+    vc[cur_stream]++;
+    ops.push_back(Op{what, cur_stream, vc[cur_stream]});
+    cur_op = (uint32_t)ops.size() - 1;
+    /* a pinned buffer an unfinished copy reads must not have changed since it was issued */
+    for (size_t i = 0; i < pinned_reads.size();) {
+        const PinnedRead &r = pinned_reads[i];
+        const Op &o = ops[r.op];
+        if ((size_t)o.stream < host_vc.size() && host_vc[o.stream] >= o.pos) {
+            pinned_reads.erase(pinned_reads.begin() + (long)i);
+            continue;
+        }
+        if (fnv(r.src, r.bytes) != r.hash) {
+            char s1[32];
+            stream_label(o.stream, s1, sizeof s1);
+            fail("stream race: the host rewrote %zu bytes of pinned memory that %s on %s (issued earlier) may still "
+                 "be reading: no cudaEventSynchronize or cudaStreamSynchronize after it (found at %s)",
+                 r.bytes, o.what, s1, what);
+            pinned_reads.erase(pinned_reads.begin() + (long)i);
+            continue;
+        }
+        i++;
+    }
+}
+
+const char *op_error(void) { return err[0] ? err : NULL; }
+
+void op_end(void) {
+    body = 0;
+    cur_thread = -1;
+}
+
+void op_range(const void *p, size_t bytes, int write) {
+    if (!enabled() || !bytes) return;
+    const uintptr_t a = (uintptr_t)p;
+    Alloc *al = find(a);
+    if (!al) return;
+    if (!write && al->pinned) {
+        pinned_reads.push_back(PinnedRead{(const char *)p, bytes, fnv((const char *)p, bytes), cur_op});
+        return;
+    }
+    for (uintptr_t w = a & ~(uintptr_t)3; w < a + bytes && w < al->hi; w += 4)
+        word_access(al, w, byte_mask(w, a, bytes), write, 0, 0, NULL);
+}
+
+void op_memset_range(const void *p, size_t bytes) {
+    skip_guards = 1;
+    op_range(p, bytes, 1);
+    skip_guards = 0;
+}
+
+void body_begin(void) { body = enabled(); }
+void body_end(void) { body = 0; }
+
+void launch_shared(char *dyn, size_t bytes) {
+    dyn_lo = dyn, dyn_len = bytes;
+    cur_block = 0;
+}
+
+void block_begin(uint3 block) {
+    if (!enabled()) return;
+    epoch++;
+    block_epoch = epoch;
+    cur_block_idx = block;
+    cur_block = (int32_t)(block.x + block.y * grid_dim.x + block.z * grid_dim.x * grid_dim.y);
+    barrier_file = "the block's start", barrier_line = 0;
+}
+
+void set_thread(int linear) {
+    cur_thread = linear;
+    body = on > 0 && linear >= 0;
+}
+
+void barrier_released(const char *file, int line) {
+    epoch++;
+    barrier_file = file, barrier_line = line;
+}
+
+} // namespace check
+
+void guard_zone(void *p, size_t bytes) {
+    if (!check::enabled()) return;
+    check::Alloc *al = check::find((uintptr_t)p);
+    if (!al) return;
+    /* whole words inside the zone only: the tensor before it may end mid-word */
+    for (uintptr_t w = ((uintptr_t)p + 3) & ~(uintptr_t)3; w + 4 <= (uintptr_t)p + bytes && w + 4 <= al->hi; w += 4)
+        al->w[(w - al->lo) >> 2].flags |= check::W_GUARD;
+}
+
+void poison(void *p, size_t bytes) {
+    if (!check::enabled()) return;
+    memset(p, 0xff, bytes);
+    check::Alloc *al = check::find((uintptr_t)p);
+    if (!al) return;
+    for (uintptr_t w = ((uintptr_t)p + 3) & ~(uintptr_t)3; w + 4 <= (uintptr_t)p + bytes && w + 4 <= al->hi; w += 4) {
+        check::Word &x = al->w[(w - al->lo) >> 2];
+        if (!(x.flags & check::W_GUARD)) x.flags &= ~check::W_INIT;
+    }
+}
+
+volatile int in_atomic;
+
+} // namespace cuda_cpu
+
+/* ------------------------------------------------------------------ the instrumentation's callbacks */
+#if VRL_CUDA_CPU_CHECK
+#define CUDA_CPU_PC __builtin_return_address(0)
+extern "C" {
+void __tsan_init(void) {}
+void __tsan_func_entry(void *) {}
+void __tsan_func_exit(void) {}
+void __tsan_vptr_update(void **, void *) {}
+void __tsan_vptr_read(void **) {}
+#define CUDA_CPU_RW(n)                                                                                            \
+    void __tsan_read##n(void *p) { cuda_cpu::check::access(p, n, 0, CUDA_CPU_PC); }                              \
+    void __tsan_write##n(void *p) { cuda_cpu::check::access(p, n, 1, CUDA_CPU_PC); }                             \
+    void __tsan_unaligned_read##n(void *p) { cuda_cpu::check::access(p, n, 0, CUDA_CPU_PC); }                    \
+    void __tsan_unaligned_write##n(void *p) { cuda_cpu::check::access(p, n, 1, CUDA_CPU_PC); }                   \
+    void __tsan_volatile_read##n(void *p) { cuda_cpu::check::access(p, n, 0, CUDA_CPU_PC); }                     \
+    void __tsan_volatile_write##n(void *p) { cuda_cpu::check::access(p, n, 1, CUDA_CPU_PC); }
+CUDA_CPU_RW(1)
+CUDA_CPU_RW(2)
+CUDA_CPU_RW(4)
+CUDA_CPU_RW(8)
+CUDA_CPU_RW(16)
+void __tsan_read_range(void *p, unsigned long n) { cuda_cpu::check::access(p, n, 0, CUDA_CPU_PC); }
+void __tsan_write_range(void *p, unsigned long n) { cuda_cpu::check::access(p, n, 1, CUDA_CPU_PC); }
+}
+#endif
