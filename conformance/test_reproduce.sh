@@ -111,6 +111,22 @@ if [ "$mode" = seedlist ]; then
   count_is "the estimate line: CPU time and wall with two at a time" "$tmp/cpu.out" \
     "^== estimate: 4,915,200 training tokens in 12 runs and .* evaluations: .* of CPU time; wall about .* with two runs at a time" 1
   check "no GPU speed claimed at a CPU scale" sh -c "! grep -qi -e H100 -e FLOP/s '$tmp/cpu.out'"
+  # rates that finished runs recorded are used before measuring: a work folder whose runs
+  # logged 9e9 tokens/s at step 1 (left out: warm-up) and 1, 2, 3 x R at steps 2-4 (median 2 R)
+  for sr in cpu-s:1000 cpu-m:512 cpu-l:256; do
+    r=$tmp/rec/runs/transformer-${sr%:*}
+    mkdir -p "$r" && touch "$r/.done"
+    awk -v r="${sr#*:}" 'BEGIN { printf "{\"step\":1,\"tokens_per_s\":9e9}\n"; for (s = 2; s <= 4; s++) printf "{\"step\":%d,\"loss\":5,\"tokens_per_s\":%d}\n", s, (s - 1) * r
+      print "{\"step\":4,\"split\":\"validation\",\"loss\":5}" }' > "$r/metrics.jsonl"
+  done
+  "$t5" --scale cpu --seeds 4242,9001 --dry-run --build "$build" --work "$tmp/rec" > "$tmp/rec.out" 2>&1
+  contains "recorded: the median step of the runs of the size" "$tmp/rec.out" \
+    "rate cpu-s: 2,000 tokens/s, the median step of 1 finished run of cpu-s in $tmp/rec/runs (their metrics.jsonl)"
+  contains "recorded: cpu-l" "$tmp/rec.out" "rate cpu-l: 512 tokens/s, the median step of 1 finished run"
+  count_is "recorded: a 409,600-token cpu-s run at 2,000 tokens/s is 205 s" "$tmp/rec.out" "^   train [a-z]+-cpu-s-seed[0-9]+ .*: 3 minutes CPU\$" 4
+  count_is "recorded: a cpu-l run at 512 tokens/s is 800 s" "$tmp/rec.out" "^   train [a-z]+-cpu-l-seed[0-9]+ .*: 13 minutes CPU\$" 4
+  # 4 x (204.8 + 400 + 800) s of training, 4 x 179,200 evaluated tokens at 3 x each rate: 6,439 s
+  contains "recorded: the total and the wall with two at a time" "$tmp/rec.out" "evaluations: 1.8 hours of CPU time; wall about 54 minutes with two runs at a time"
   # the default seed keeps its plain name wherever it stands in the list
   "$t5" --scale tiny --seeds 1338,1337 --dry-run --tps 1000 --build "$build" --work "$tmp/work" > "$tmp/order.out" 2>&1
   count_is "seed 1337 second in the list: plain names" "$tmp/order.out" "^\+ .* --seed 1337 .*--out $tmp/work/runs/[a-z]+-tiny-[sml]\$" 6
