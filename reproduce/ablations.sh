@@ -67,7 +67,8 @@ ablation_cells() {
             m = 0; md = 0; for (i = 1; i <= n; i++) { m += v[i]; md += d[i] }; m /= n; md /= n
             if (n == 1) { printf "%.4f|%+.4f\n", m, md; exit }
             s = 0; for (i = 1; i <= n; i++) s += (d[i] - md) ^ 2; se = sqrt(s / (n - 1) / n)
-            printf "%.4f|%+.4f ± %.4f (%s)\n", m, md, se, se > 0 ? sprintf("%.1f", md / se) : "—"
+            tt = se > 0 ? sprintf("%.1f", md / se) : "—"  # in printf a bare > would redirect
+            printf "%.4f|%+.4f ± %.4f (%s)\n", m, md, se, tt
         }'
 }
 {
