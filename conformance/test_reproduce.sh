@@ -17,7 +17,13 @@
 #   seeds  `table5.sh --scale tiny --seeds 2` (4 steps): 12 runs, seed 1337's under the plain
 #          names and 1338's as NAME-seed1338, and each size's mean ± sd rows and paired
 #          ResFormer − Transformer row recomputed from the runs' eval-domains.json.
-# Usage: test_reproduce.sh plan|preflight|tiny|seeds BUILD_DIR
+#   seedlist  `table5.sh --scale cpu --seeds 4242,9001 --dry-run`: the 12 planned trainings and
+#          evaluations carry those seeds and NAME-seedS names, each size's rate is measured
+#          here (no GPU speed claimed), every run and the total are costed in CPU time; the
+#          default seed keeps its plain name wherever it stands; a count still means 1337 + i;
+#          ablations.sh trains every row with each seed; the paper scale's cost calls its MFU
+#          an assumption; bad --seeds values exit 2 with one stderr line; nothing written.
+# Usage: test_reproduce.sh plan|seedlist|preflight|tiny|seeds BUILD_DIR
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
@@ -84,6 +90,82 @@ if [ "$mode" = plan ]; then
   count_is "resume: the other three start" "$tmp/resume.out" "^\+ mpirun .* train --model " 3
   contains "resume: the cost counts the four runs left" "$tmp/resume.out" "training tokens in 4 runs"
   check "resume: a dry run marks nothing done" test ! -e "$r/transformer-180M/.done"
+  finish
+  exit
+fi
+
+if [ "$mode" = seedlist ]; then
+  # --seeds as a list, priced on this CPU: a dry run writes nothing and needs no data
+  t5=$root/reproduce/table5.sh
+  "$t5" --scale cpu --seeds 4242,9001 --dry-run --build "$build" --work "$tmp/work" --results "$tmp/results" \
+    > "$tmp/cpu.out" 2>&1 || { fails=$((fails + 1)); echo "FAIL cpu --seeds 4242,9001 --dry-run exited non-zero:"; cat "$tmp/cpu.out"; }
+  contains "the seeds line names the list" "$tmp/cpu.out" "seeds: 4242 9001 (initialisation and data order"
+  for seed in 4242 9001; do
+    count_is "6 trainings (2 models x 3 sizes) with --seed $seed" "$tmp/cpu.out" "^\+ .* train --model .* --seed $seed .*--out $tmp/work/runs/[a-z]+-cpu-[sml]-seed$seed\$" 6
+    count_is "6 evaluations of seed $seed's runs" "$tmp/cpu.out" "^\+ .* eval --ckpt $tmp/work/runs/[a-z]+-cpu-[sml]-seed$seed " 6
+  done
+  count_is "12 trainings in all, none with the default seed" "$tmp/cpu.out" "^\+ .* train --model " 12
+  count_is "a measured rate per size, with how" "$tmp/cpu.out" \
+    "^   rate cpu-[sml]: [0-9,]+ tokens/s, measured here now \(3 steps of 8 x 128 tokens, one thread" 3
+  count_is "each planned run costed in CPU time" "$tmp/cpu.out" "^   (train|eval) .*: ([0-9.]+ (minutes|hours|days)|under a minute) CPU\$" 24
+  count_is "the estimate line: CPU time and wall with two at a time" "$tmp/cpu.out" \
+    "^== estimate: 4,915,200 training tokens in 12 runs and .* evaluations: .* of CPU time; wall about .* with two runs at a time" 1
+  check "no GPU speed claimed at a CPU scale" sh -c "! grep -qi -e H100 -e FLOP/s '$tmp/cpu.out'"
+  # rates that finished runs recorded are used before measuring: a work folder whose runs
+  # logged 9e9 tokens/s at step 1 (left out: warm-up) and 1, 2, 3 x R at steps 2-4 (median 2 R)
+  for sr in cpu-s:1000 cpu-m:512 cpu-l:256; do
+    r=$tmp/rec/runs/transformer-${sr%:*}
+    mkdir -p "$r" && touch "$r/.done"
+    awk -v r="${sr#*:}" 'BEGIN { printf "{\"step\":1,\"tokens_per_s\":9e9}\n"; for (s = 2; s <= 4; s++) printf "{\"step\":%d,\"loss\":5,\"tokens_per_s\":%d}\n", s, (s - 1) * r
+      print "{\"step\":4,\"split\":\"validation\",\"loss\":5}" }' > "$r/metrics.jsonl"
+  done
+  "$t5" --scale cpu --seeds 4242,9001 --dry-run --build "$build" --work "$tmp/rec" > "$tmp/rec.out" 2>&1
+  contains "recorded: the median step of the runs of the size" "$tmp/rec.out" \
+    "rate cpu-s: 2,000 tokens/s, the median step of 1 finished run of cpu-s in $tmp/rec/runs (their metrics.jsonl)"
+  contains "recorded: cpu-l" "$tmp/rec.out" "rate cpu-l: 512 tokens/s, the median step of 1 finished run"
+  count_is "recorded: a 409,600-token cpu-s run at 2,000 tokens/s is 205 s" "$tmp/rec.out" "^   train [a-z]+-cpu-s-seed[0-9]+ .*: 3 minutes CPU\$" 4
+  count_is "recorded: a cpu-l run at 512 tokens/s is 800 s" "$tmp/rec.out" "^   train [a-z]+-cpu-l-seed[0-9]+ .*: 13 minutes CPU\$" 4
+  # 4 x (204.8 + 400 + 800) s of training, 4 x 179,200 evaluated tokens at 3 x each rate: 6,439 s
+  contains "recorded: the total and the wall with two at a time" "$tmp/rec.out" "evaluations: 1.8 hours of CPU time; wall about 54 minutes with two runs at a time"
+  # the default seed keeps its plain name wherever it stands in the list
+  "$t5" --scale tiny --seeds 1338,1337 --dry-run --tps 1000 --build "$build" --work "$tmp/work" > "$tmp/order.out" 2>&1
+  count_is "seed 1337 second in the list: plain names" "$tmp/order.out" "^\+ .* --seed 1337 .*--out $tmp/work/runs/[a-z]+-tiny-[sml]\$" 6
+  count_is "seed 1338 first in the list: NAME-seed1338" "$tmp/order.out" "^\+ .* --seed 1338 .*--out $tmp/work/runs/[a-z]+-tiny-[sml]-seed1338\$" 6
+  "$t5" --scale tiny --seeds 2 --dry-run --tps 1000 --build "$build" --work "$tmp/work" > "$tmp/count.out" 2>&1
+  contains "a count still means 1337, 1338" "$tmp/count.out" "seeds: 1337 1338 ("
+  # ablations: every row with each seed, beside the same seed's Transformer
+  "$root/reproduce/ablations.sh" --scale paper --seeds 1337,4242 --dry-run --tps 1000000 --build "$build" \
+    --work "$tmp/work" > "$tmp/abl.out" 2>&1 || { fails=$((fails + 1)); echo "FAIL ablations --seeds 1337,4242 --dry-run"; cat "$tmp/abl.out"; }
+  count_is "ablations: 15 rows with seed 1337" "$tmp/abl.out" "^\+ .* train --model .* --seed 1337 .*--out $tmp/work/runs/[a-z_]+-82M\$" 15
+  count_is "ablations: 15 rows with seed 4242" "$tmp/abl.out" "^\+ .* train --model .* --seed 4242 .*--out $tmp/work/runs/[a-z_]+-82M-seed4242\$" 15
+  contains "ablations: the Transformer of seed 4242" "$tmp/abl.out" "--variant baseline --device cuda --data $tmp/work/data/tok --steps 10000 --batch 32 --accum 4 --seq 2048 --lr 6e-4 --lr-end 6e-5 --warmup 120 --schedule cosine --wd 0.1 --clip 1.0 --seed 4242 "
+  # the paper scale's cost is an assumption, and says so
+  "$t5" --scale paper --dry-run --build "$build" --work "$tmp/work" > "$tmp/paper.out" 2>&1
+  contains "paper: MFU an assumption until a GPU measures one" "$tmp/paper.out" "MFU of 30%, an assumption until a GPU measures one"
+  # bad --seeds: exit 2, one stderr line naming the problem, nothing written
+  bad_seeds() {
+    local name=$1 value=$2 pattern=$3 rc lines
+    "$t5" --scale cpu --seeds "$value" --dry-run --build "$build" --work "$tmp/work" > "$tmp/bad.out" 2> "$tmp/bad.err"
+    rc=$? lines=$(wc -l < "$tmp/bad.err")
+    if [ "$rc" = 2 ] && [ "$lines" = 1 ] && grep -qF -- "$pattern" "$tmp/bad.err" && [ ! -s "$tmp/bad.out" ]; then
+      passes=$((passes + 1)); echo "ok   --seeds $name: $(cat "$tmp/bad.err")"
+    else
+      fails=$((fails + 1)); echo "FAIL --seeds $name ($value): exit $rc, $lines lines, expected \"$pattern\":"; cat "$tmp/bad.err"
+    fi
+  }
+  bad_seeds "a duplicate" 4242,9001,4242 'table5.sh: --seeds "4242,9001,4242": seed 4242 is given twice'
+  bad_seeds "zero in a list" 4242,0 'table5.sh: --seeds "4242,0": "0" is not a positive integer seed'
+  bad_seeds "an empty item" 4242,,9001 'table5.sh: --seeds "4242,,9001": "" is not a positive integer seed'
+  bad_seeds "a negative seed" 4242,-5 'table5.sh: --seeds "4242,-5": "-5" is not a positive integer seed'
+  bad_seeds "a word" 4242,abc 'table5.sh: --seeds "4242,abc": "abc" is not a positive integer seed'
+  bad_seeds "a leading zero" 042,9001 'table5.sh: --seeds "042,9001": "042" is not a positive integer seed'
+  bad_seeds "above 2^31" 4242,99999999999 'table5.sh: --seeds "4242,99999999999": seed 99999999999 is above 2147483647'
+  bad_seeds "a zero count" 0 'table5.sh: --seeds must be a count (a positive integer) or a comma-separated list of seeds (not "0")'
+  bad_seeds "a count that is not a number" 3x 'table5.sh: --seeds must be a count (a positive integer) or a comma-separated list of seeds (not "3x")'
+  bad_seeds "a lone seed taken for a count" 4242 'table5.sh: --seeds 4242: a count above 100 (the single seed 4242 is written --seeds 4242,)'
+  "$t5" --scale tiny --seeds 4242, --dry-run --tps 1000 --build "$build" --work "$tmp/work" > "$tmp/one.out" 2>&1
+  count_is "4242, is the list of one seed" "$tmp/one.out" "^\+ .* --seed 4242 .*--out $tmp/work/runs/[a-z]+-tiny-[sml]-seed4242\$" 6
+  check "dry runs write nothing" test ! -e "$tmp/work" -a ! -e "$tmp/results"
   finish
   exit
 fi

@@ -333,10 +333,13 @@ set_tests_properties(test_shard_memory PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 60
 # tiny: the four scripts end to end on ../shared/data (skipped when absent), table cells
 # checked against the runs' files.
 add_test(NAME test_reproduce_plan COMMAND ${CMAKE_SOURCE_DIR}/conformance/test_reproduce.sh plan ${CMAKE_BINARY_DIR})
+# seedlist: `--seeds 4242,9001 --dry-run --scale cpu` plans those seeds and prices them from
+# this CPU's measured speed (a few seconds of 3-step runs); bad --seeds values are refused.
+add_test(NAME test_reproduce_seedlist COMMAND ${CMAKE_SOURCE_DIR}/conformance/test_reproduce.sh seedlist ${CMAKE_BINARY_DIR})
 add_test(NAME test_reproduce_preflight COMMAND ${CMAKE_SOURCE_DIR}/conformance/test_reproduce.sh preflight ${CMAKE_BINARY_DIR})
 add_test(NAME test_reproduce_tiny COMMAND ${CMAKE_SOURCE_DIR}/conformance/test_reproduce.sh tiny ${CMAKE_BINARY_DIR})
 add_test(NAME test_reproduce_seeds COMMAND ${CMAKE_SOURCE_DIR}/conformance/test_reproduce.sh seeds ${CMAKE_BINARY_DIR})
-set_tests_properties(test_reproduce_plan test_reproduce_preflight test_reproduce_tiny test_reproduce_seeds PROPERTIES SKIP_RETURN_CODE 77
+set_tests_properties(test_reproduce_plan test_reproduce_seedlist test_reproduce_preflight test_reproduce_tiny test_reproduce_seeds PROPERTIES SKIP_RETURN_CODE 77
   ENVIRONMENT "TMPDIR=${VRL_TEST_TMP};VRL_SHARED_DATA=${VRL_SHARED_DATA}")
 # ~5 CPU-minutes; the timeout leaves room for a machine shared with other jobs.
 set_tests_properties(test_reproduce_tiny PROPERTIES TIMEOUT 2400)

@@ -6,7 +6,10 @@
 # CLA, GQA with half the KV heads). Validation loss averaged over the 7 domains, beside the
 # paper's (formulas.md §8; rows the paper shows only as curves have no number) ->
 # results/ablations-SCALE.md. Shares the Transformer and ResFormer runs with table5.sh.
-# Usage: reproduce/ablations.sh [--scale paper|small|tiny] [--dry-run] (see --help, docs/reproduce.md)
+# Seeds: every row trains with each seed --seeds gives (lib.sh; 1 seed, 1337, except 3 at
+# --scale cpu), and each row's Δ is paired against the same seed's Transformer: mean ± se (t)
+# over the seeds when there are several.
+# Usage: reproduce/ablations.sh [--scale paper|small|cpu|tiny] [--seeds N|S1,S2,...] [--dry-run] (see --help, docs/reproduce.md)
 set -eu
 . "$(dirname "$0")/lib.sh"
 repro_init ablations "$@"
@@ -33,31 +36,57 @@ gqa-$S|baseline|2|—|GQA, half the KV heads (Fig. 10)"
 
 repro_data
 set --
-while IFS='|' read -r name variant kv paper what; do set -- "$@" "$name $S $variant $kv"; done <<EOF2
+for seed in $SEEDS; do  # seed by seed: a table cut short has every row of its first seeds
+    while IFS='|' read -r name variant kv paper what; do
+        set -- "$@" "$(repro_seed_name "$name" "$seed") $S $variant $kv $seed"
+    done <<EOF2
 $ROWS
 EOF2
+done
 repro_train_all "$@"
-while IFS='|' read -r name variant kv paper what; do repro_eval "$name" domains; done <<EOF2
+for seed in $SEEDS; do
+    while IFS='|' read -r name variant kv paper what; do repro_eval "$(repro_seed_name "$name" "$seed")" domains; done <<EOF2
 $ROWS
 EOF2
+done
 repro_estimate
 [ "$DRY" = 1 ] && exit 0
 
 md=$RESULTS/ablations-$SCALE.md
-base=$(repro_json "$RUNS/transformer-$S/eval-domains.json" '.domains.mean')
+# ablation_cells NAME: "loss|Δ" for the row NAME over SEEDS: the mean loss, and the difference
+# from the same seed's Transformer (mean ± se (t) over several seeds); — when a run is missing.
+ablation_cells() {
+    for seed in $SEEDS; do
+        echo "$(repro_json "$RUNS/$(repro_seed_name "$1" "$seed")/eval-domains.json" '.domains.mean')" \
+            "$(repro_json "$RUNS/$(repro_seed_name "transformer-$S" "$seed")/eval-domains.json" '.domains.mean')"
+    done | awk '
+        $1 == "—" || $2 == "—" { bad = 1 }
+        { n++; v[n] = $1; d[n] = $1 - $2 }
+        END {
+            if (bad || n == 0) { print "—|—"; exit }
+            m = 0; md = 0; for (i = 1; i <= n; i++) { m += v[i]; md += d[i] }; m /= n; md /= n
+            if (n == 1) { printf "%.4f|%+.4f\n", m, md; exit }
+            s = 0; for (i = 1; i <= n; i++) s += (d[i] - md) ^ 2; se = sqrt(s / (n - 1) / n)
+            tt = se > 0 ? sprintf("%.1f", md / se) : "—"  # in printf a bare > would redirect
+            printf "%.4f|%+.4f ± %.4f (%s)\n", m, md, se, tt
+        }'
+}
 {
     repro_header "Ablations of the value residual ($S)"
     echo
     echo "Validation loss, mean of the 7 domains. The paper's numbers are its 82M models (formulas.md §8);"
     echo "Δ columns are each model minus the Transformer of the same source."
+    [ "$NSEEDS" = 1 ] || echo "Over $NSEEDS seeds ($SEEDS): run loss is the mean over the seeds; Δ run is paired, each seed's model minus the same seed's Transformer, as mean ± standard error (t)."
     [ "$SCALE" = paper ] || echo "At scale $SCALE compare the Δ columns' signs, not the losses."
     echo
     echo "| run | model | variant | run loss | paper loss | diff | Δ run | Δ paper |"
     echo "|---|---|---|---|---|---|---|---|"
     while IFS='|' read -r name variant kv paper what; do
-        v=$(repro_json "$RUNS/$name/eval-domains.json" '.domains.mean')
+        cells=$(ablation_cells "$name")
+        v=${cells%%|*}
         [ "$kv" = 1 ] || variant="$variant, kv heads / $kv"
-        echo "| $name | $what | \`$variant\` | $v | $paper | $(repro_diff "$v" "$paper") | $(repro_diff "$v" "$base") | $(repro_diff "$paper" 2.739) |"
+        label=$( [ "$NSEEDS" = 1 ] && repro_seed_name "$name" "$FIRST_SEED" || echo "$name")  # one seed: its run folder
+        echo "| $label | $what | \`$variant\` | $v | $paper | $(repro_diff "$v" "$paper") | ${cells#*|} | $(repro_diff "$paper" 2.739) |"
     done <<EOF2
 $ROWS
 EOF2

@@ -25,11 +25,12 @@ repro_usage() {
     cat <<EOF
 usage: reproduce/$REPRO_NAME.sh [--scale paper|small|cpu|tiny] [--dry-run] [--resume] [--work DIR]
                                 [--results DIR] [--build DIR] [--shared DIR] [--tps N]
-                                [--launcher mpirun|srun] [--seeds N]
+                                [--launcher mpirun|srun] [--seeds N|S1,S2,...]
   --scale S      paper (8 GPUs via mpirun or srun), small (1 GPU), cpu (this CPU, hours),
                  tiny (this CPU, minutes) [tiny]
-  --seeds N      train every run with N seeds (1337, 1338, ...): seed 1337's run keeps its
-                 plain name, the others are NAME-seedS [3 at scale cpu, else 1]
+  --seeds N|S,S  N seeds 1337, 1338, ... (a count), or the listed seeds (a comma makes a
+                 list: 4242,9001; one seed: 4242,). The default seed 1337's run keeps its
+                 plain name wherever it stands, every other is NAME-seedS [3 at scale cpu, else 1]
   --dry-run      print the plan: the preflight, every command, tokens, steps and the
                  estimated time of training and evaluation
   --resume       continue an interrupted table: finished runs and evaluations are kept
@@ -49,7 +50,7 @@ repro_init() {
     REPRO_NAME=$1
     shift
     SCALE=tiny DRY=0 WORK="" RESULTS=$REPRO_ROOT/results BUILD=$REPRO_ROOT/build
-    SHARED=$REPRO_ROOT/../shared/data GIVEN_TPS="" RESUME=0 LAUNCHER="" NSEEDS=""
+    SHARED=$REPRO_ROOT/../shared/data GIVEN_TPS="" RESUME=0 LAUNCHER="" SEEDS_ARG=""
     while [ $# -gt 0 ]; do
         case $1 in
         --scale) SCALE=${2:?--scale needs a value}; shift ;;
@@ -61,7 +62,7 @@ repro_init() {
         --build) BUILD=${2:?--build needs a folder}; shift ;;
         --shared) SHARED=${2:?--shared needs a folder}; shift ;;
         --tps) GIVEN_TPS=${2:?--tps needs a number}; shift ;;
-        --seeds) NSEEDS=${2:?--seeds needs a number}; shift ;;
+        --seeds) SEEDS_ARG=${2:?--seeds needs a count or a list of seeds}; shift ;;
         -h|--help) repro_usage; exit 0 ;;
         *) echo "$REPRO_NAME.sh: unknown flag $1" >&2; repro_usage >&2; exit 2 ;;
         esac
@@ -84,16 +85,15 @@ repro_init() {
             # the whole corpus, validation capped at 200 chunks per domain; lr as tiny
         GPUS=1 SEQ=128 MICRO=8 ACCUM=1 STEPS=${CPU_STEPS:-400} DEVICE=cpu LAUNCH=""
         SIZES="cpu-s cpu-m cpu-l" DATA_SCALE=1 EVAL_LIMIT=200 TASK_LIMIT=100 EVAL_BATCH=16 EVAL_EVERY=0 SAVE_EVERY=0
-        ANALYSIS_BATCHES=8 ANALYSIS_BATCH=4 WINDOW=20 LR=3e-3 LR_END=3e-4 WARMUP=20 NSEEDS=${NSEEDS:-3} ;;
+        ANALYSIS_BATCHES=8 ANALYSIS_BATCH=4 WINDOW=20 LR=3e-3 LR_END=3e-4 WARMUP=20 SEEDS_ARG=${SEEDS_ARG:-3} ;;
     tiny)   # this CPU: minutes; learning rate raised for so few steps
         GPUS=1 SEQ=64 MICRO=4 ACCUM=1 STEPS=${TINY_STEPS:-40} DEVICE=cpu LAUNCH=""
         SIZES="tiny-s tiny-m tiny-l" DATA_SCALE=0.0001 EVAL_LIMIT=${TINY_EVAL_LIMIT:-40} TASK_LIMIT=${TINY_TASK_LIMIT:-10} EVAL_BATCH=8 EVAL_EVERY=0 SAVE_EVERY=0
         ANALYSIS_BATCHES=2 ANALYSIS_BATCH=4 WINDOW=5 LR=3e-3 LR_END=3e-4 WARMUP=4 ;;
     *) echo "$REPRO_NAME.sh: --scale must be paper, small, cpu or tiny (not \"$SCALE\")" >&2; exit 2 ;;
     esac
-    NSEEDS=${NSEEDS:-1}
-    case $NSEEDS in ''|*[!0-9]*|0) echo "$REPRO_NAME.sh: --seeds must be a positive integer (not \"$NSEEDS\")" >&2; exit 2 ;; esac
-    SEEDS=$(awk -v s="$SEED" -v n="$NSEEDS" 'BEGIN { for (i = 0; i < n; i++) printf "%d ", s + i }')
+    repro_seeds "${SEEDS_ARG:-1}"
+    SEEDS_GIVEN=$( [ "$SEEDS" = "$SEED " ] || echo "$SEEDS" | tr ' ' ',' | sed 's/,$//')  # for the results header
     repro_launch
     GLOBAL=$((MICRO * ACCUM * GPUS))               # sequences per optimizer step
     TOKENS=$((STEPS * GLOBAL * SEQ))               # training tokens per run
@@ -125,7 +125,7 @@ repro_init() {
     echo "== $REPRO_NAME --scale $SCALE$( [ "$DRY" = 1 ] && echo ' (dry run: nothing is executed)')"
     echo "   $STEPS steps x $GLOBAL sequences x $SEQ tokens = $(repro_commas $TOKENS) tokens per run" \
         "($GPUS x $MICRO per micro-batch x $ACCUM accumulation; lr $LR -> $LR_END cosine, warm-up $WARMUP)"
-    [ "$NSEEDS" = 1 ] || echo "   seeds: $SEEDS(initialisation and data order; the data selection keeps seed $SEED)"
+    [ "$SEEDS" = "$SEED " ] || echo "   seeds: $SEEDS(initialisation and data order; the data selection keeps seed $SEED)"
     if ! repro_local && [ "$DRY" = 1 ]; then
         if [ "$n" -gt 0 ]; then
             echo "   preflight: $n thing$([ "$n" = 1 ] || echo s) missing here (a run here would refuse before any download):"
@@ -143,10 +143,45 @@ repro_init() {
     fi
 }
 
+# repro_seeds ARG: SEEDS ("S1 S2 ... ", the order given) and NSEEDS from --seeds: a count N
+# (1337 ... 1337 + N - 1, as before lists existed) or a comma-separated list of seeds.
+# A count is at most 100; a seed a positive integer without leading zeros (its run name
+# spells it as given) below 2^31, none twice; anything else is a one-line error.
+repro_seeds() {
+    arg=$1
+    case $arg in
+    *,*)
+        SEEDS="" NSEEDS=0
+        rest=${arg%,}  # "4242," is the list of one seed
+        while :; do
+            s=${rest%%,*}
+            case $s in
+            ''|*[!0-9]*|0*) echo "$REPRO_NAME.sh: --seeds \"$arg\": \"$s\" is not a positive integer seed" >&2; exit 2 ;;
+            esac
+            [ "${#s}" -le 10 ] && [ "$s" -le 2147483647 ] ||
+                { echo "$REPRO_NAME.sh: --seeds \"$arg\": seed $s is above 2147483647" >&2; exit 2; }
+            case " $SEEDS" in *" $s "*) echo "$REPRO_NAME.sh: --seeds \"$arg\": seed $s is given twice" >&2; exit 2 ;; esac
+            SEEDS="$SEEDS$s " NSEEDS=$((NSEEDS + 1))
+            [ "$rest" = "$s" ] && break
+            rest=${rest#*,}
+        done ;;
+    *)
+        case $arg in ''|*[!0-9]*|0*) echo "$REPRO_NAME.sh: --seeds must be a count (a positive integer) or a comma-separated list of seeds (not \"$arg\")" >&2; exit 2 ;; esac
+        # a lone seed mistaken for a count would plan thousands of runs
+        [ "${#arg}" -le 3 ] && [ "$arg" -le 100 ] ||
+            { echo "$REPRO_NAME.sh: --seeds $arg: a count above 100 (the single seed $arg is written --seeds $arg,)" >&2; exit 2; }
+        NSEEDS=$arg
+        SEEDS=$(awk -v s="$SEED" -v n="$NSEEDS" 'BEGIN { for (i = 0; i < n; i++) printf "%d ", s + i }') ;;
+    esac
+    FIRST_SEED=${SEEDS%% *}
+}
+
 # repro_local: true at the scales that run on this CPU (tiny, cpu).
 repro_local() { [ "$SCALE" = tiny ] || [ "$SCALE" = cpu ]; }
 
-# repro_seed_name NAME SEED: the run folder's name for SEED (the first seed keeps NAME).
+# repro_seed_name NAME SEED: the run folder's name for SEED: the default seed ($SEED, 1337)
+# keeps NAME wherever it stands in --seeds, any other seed is NAME-seedSEED, so a run's folder
+# names its seed whatever list it was trained in.
 repro_seed_name() { [ "$2" = "$SEED" ] && echo "$1" || echo "$1-seed$2"; }
 
 # repro_launch: LAUNCH, the prefix that starts the GPU ranks ("" for one process).
@@ -355,7 +390,7 @@ repro_header() {
 - machine: $(uname -n), ${cpu:-unknown CPU}, $(nproc) cores
 - date: $(date -u '+%Y-%m-%d %H:%M UTC')
 - runs: $RUNS
-- command: reproduce/$REPRO_NAME.sh --scale $SCALE
+- command: reproduce/$REPRO_NAME.sh --scale $SCALE$( [ -z "$SEEDS_GIVEN" ] || echo " --seeds $SEEDS_GIVEN")
 
 "paper" columns are the paper's published numbers; "run" columns come from this run's files
 (eval-*.json in each run folder); "diff" = run − paper.

@@ -3,10 +3,11 @@
 # the average, Transformer vs ResFormer (identity, λ = 0.5) at 82M / 180M / 468M.
 # Pipeline: data (reorganize, select, tokenize) -> 6 trainings -> `vrl eval --data` per run
 # -> results/table5-SCALE.md with the paper's numbers beside the run's.
-# With --seeds N (3 at --scale cpu) every model trains with N seeds and the table gives each
+# With --seeds N or --seeds S1,S2,... (3 seeds at --scale cpu) every model trains with each seed
+# (lib.sh: repro_seeds, repro_seed_name) and, for more than one, the table gives each
 # domain's mean ± sample sd per model and the paired difference ResFormer − Transformer (same
 # seed: same initial weights where shapes agree, same data order) with its standard error.
-# Usage: reproduce/table5.sh [--scale paper|small|cpu|tiny] [--seeds N] [--dry-run] (see --help, docs/reproduce.md)
+# Usage: reproduce/table5.sh [--scale paper|small|cpu|tiny] [--seeds N|S1,S2,...] [--dry-run] (see --help, docs/reproduce.md)
 set -eu
 . "$(dirname "$0")/lib.sh"
 repro_init table5 "$@"
@@ -56,7 +57,8 @@ fi
     echo "|---|---|---|---|---|---|---|---|---|---|"
     for size in $SIZES; do
         for arch in transformer resformer; do
-            name=$arch-$size f=$RUNS/$name/eval-domains.json
+            name=$arch-$size run_name=$(repro_seed_name "$name" "$FIRST_SEED")
+            f=$RUNS/$run_name/eval-domains.json
             run="" diff=""
             i=1
             for d in $DOMAINS mean; do
@@ -66,7 +68,7 @@ fi
                 run="$run | $v" diff="$diff | $(repro_diff "$v" "$p")"
                 i=$((i + 1))
             done
-            echo "| $name | run$run |"
+            echo "| $run_name | run$run |"
             echo "| $arch $(paper_size "$name") | paper | $(paper_row "$name" | sed 's/ / | /g') |"
             echo "| | diff$diff |"
         done
@@ -75,8 +77,8 @@ fi
     echo "ResFormer − Transformer, average over domains (paper: −0.0272, −0.0323, −0.0269):"
     echo
     for size in $SIZES; do
-        t=$(repro_json "$RUNS/transformer-$size/eval-domains.json" '.domains.mean')
-        r=$(repro_json "$RUNS/resformer-$size/eval-domains.json" '.domains.mean')
+        t=$(repro_json "$RUNS/$(repro_seed_name "transformer-$size" "$FIRST_SEED")/eval-domains.json" '.domains.mean')
+        r=$(repro_json "$RUNS/$(repro_seed_name "resformer-$size" "$FIRST_SEED")/eval-domains.json" '.domains.mean')
         echo "- $size: run $(repro_diff "$r" "$t")"
     done
 } > "$md"

@@ -1,5 +1,5 @@
-# table5_seeds.sh: Table 5 over several seeds (sourced by table5.sh when --seeds N > 1, POSIX
-# sh). Per size: each model's per-domain validation loss as mean ± sample standard deviation
+# table5_seeds.sh: Table 5 over several seeds (sourced by table5.sh when --seeds gives more than
+# one, POSIX sh; SEEDS holds the seeds used, in the order given, FIRST_SEED the first). Per size: each model's per-domain validation loss as mean ± sample standard deviation
 # over the seeds; the paired difference ResFormer − Transformer (the two runs of one seed see
 # the same batches) as mean ± standard error with its paired t statistic; and the paper's rows. A domain whose validation split holds
 # fewer than FEW_TOKENS tokens is marked: its loss rests on a few documents.
@@ -19,10 +19,12 @@ table5_values() {
 # two archs' lines in seed order) and prints the rows "mean±sd" per arch and the paired row.
 table5_stats() {
     awk '
-    # two-sided 5% critical values of Student t, by degrees of freedom
+    # two-sided 5% critical values of Student t, by degrees of freedom (1-30; above 30 the
+    # value at 30, slightly conservative: 2.021 at 40, 2.000 at 60)
     function tcrit(df) {
-        split("12.706 4.303 3.182 2.776 2.571 2.447 2.365 2.306 2.262", tc, " ")
-        return df >= 1 && df <= 9 ? tc[df] + 0 : 2.0
+        split("12.706 4.303 3.182 2.776 2.571 2.447 2.365 2.306 2.262 2.228 2.201 2.179 2.160 2.145 " \
+              "2.131 2.120 2.110 2.101 2.093 2.086 2.080 2.074 2.069 2.064 2.060 2.056 2.052 2.048 2.045 2.042", tc, " ")
+        return df >= 1 && df <= 30 ? tc[df] + 0 : 2.042
     }
     $1 == "transformer" { nt++; for (i = 2; i <= NF; i++) t[nt, i] = $i; k = NF }
     $1 == "resformer"   { nr++; for (i = 2; i <= NF; i++) r[nr, i] = $i }
@@ -77,7 +79,7 @@ table5_seeds() {
     echo "$(echo "$ent" | awk '$1 == "train" && $2 == "(all)" { print $(NF - 1) }') nats; each run samples the formulas.md §3 mixture from it, so small domains repeat"
     echo "(CommonCrawl's weight is 1/2 of a run's tokens but it holds 2% of the corpus)."
     for size in $SIZES; do
-        first=$RUNS/transformer-$size/eval-domains.json
+        first=$RUNS/$(repro_seed_name "transformer-$size" "$FIRST_SEED")/eval-domains.json
         head="| $size | | "
         sep="|---|---|"
         for d in $DOMAINS; do
