@@ -174,11 +174,17 @@ if(VRL_HAVE_CUDA_CPU)
     target_compile_options(${cpu_t} PRIVATE -include ${CMAKE_SOURCE_DIR}/fast/cuda_cpu/cpu_names.h)
     target_link_libraries(${cpu_t} PRIVATE vrl_fast_cpu vrl_ref32 vrl_ref64 vrl_common)
     add_test(NAME ${cpu_t} COMMAND ${cpu_t})
-    set_tests_properties(${cpu_t} PROPERTIES ENVIRONMENT "TMPDIR=${VRL_TEST_TMP}")
+    # canaries in guard zones between arena tensors (docs/fast.md "Guard zones"; the
+    # sanitizer build poisons the zones instead and ignores the variable)
+    set_tests_properties(${cpu_t} PROPERTIES ENVIRONMENT "TMPDIR=${VRL_TEST_TMP};VRL_CUDA_CPU_CANARY=1")
   endforeach()
   # the layer itself: CUDA's rules and the errors it reports (Criterion, C++)
   vrl_test(test_cuda_cpu SOURCES conformance/test_cuda_cpu.cpp LIBS vrl_fast_cpu vrl_common)
   set_target_properties(test_cuda_cpu PROPERTIES CXX_STANDARD 17 CXX_STANDARD_REQUIRED ON)
+  # guard zones between arena tensors: canaries in the plain build, ASan poison in the sanitizer build
+  vrl_test(test_cuda_cpu_guard SOURCES conformance/test_cuda_cpu_guard.cpp LIBS vrl_fast_cpu vrl_common)
+  set_target_properties(test_cuda_cpu_guard PROPERTIES CXX_STANDARD 17 CXX_STANDARD_REQUIRED ON)
+  set_property(TEST test_cuda_cpu_guard APPEND PROPERTY ENVIRONMENT "VRL_CUDA_CPU_CANARY=1")
   # fast/'s kernels one by one against ref/'s ops at edge shapes, in all three thread orders
   vrl_test(test_fast_cpu_ops SOURCES conformance/test_fast_cpu_ops.cpp LIBS vrl_fast_cpu vrl_ref64 vrl_common)
   set_target_properties(test_fast_cpu_ops PROPERTIES CXX_STANDARD 17 CXX_STANDARD_REQUIRED ON)
@@ -247,7 +253,7 @@ if(VRL_HAVE_CUDA_CPU)
     # runs (keeps the suite's added time within the issue's 5 minutes)
     add_test(NAME test_fast_cpu_vs_ref_recompute COMMAND test_fast_cpu_vs_ref)
     set_tests_properties(test_fast_cpu_vs_ref_recompute PROPERTIES
-      ENVIRONMENT "TMPDIR=${VRL_TEST_TMP};VRL_FAST_RECOMPUTE=1;VRL_FAST_CE_ROWS=7")
+      ENVIRONMENT "TMPDIR=${VRL_TEST_TMP};VRL_FAST_RECOMPUTE=1;VRL_FAST_CE_ROWS=7;VRL_CUDA_CPU_CANARY=1")
     # the same test source on fp32 storage (vrl_fast_cpu32): agreement with ref bounded near
     # float32 rounding (docs/fast.md, "Checks in bits"); plain pass only, like the twin above
     add_executable(test_fast_cpu32_vs_ref conformance/test_fast_vs_ref.c)

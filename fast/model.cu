@@ -30,6 +30,7 @@
 #include "fast/zero.cuh"
 #if VRL_CUDA_CPU
 #include "fast/cuda_cpu/check.h" /* guard zones and scratch poison (check build) */
+#include "fast/cuda_cpu/guard.h" /* whether the arena has guard zones (check, sanitizer, canary) */
 #endif
 
 extern "C" {
@@ -69,15 +70,18 @@ extern "C" int fast_device_check(void) {
 /* ------------------------------------------------------------------ memory layout */
 
 /* Carve n elements of `size` bytes at *off (256-byte aligned, for 16-byte vector loads
- * and cuBLASLt); with base == NULL it only counts. The CPU layer's check build leaves a
- * 256-byte guard zone after each tensor, where any access is an error (docs/fast.md). */
+ * and cuBLASLt); with base == NULL it only counts. The CPU layer's check build, sanitizer
+ * build and canary mode leave a guard zone after each tensor, from its end to 256 bytes past
+ * the next 256-byte boundary, where an access is an error (docs/fast.md "Guard zones").
+ * The nvcc build's layout has none. */
 static void *carve(char *base, size_t *off, size_t n, size_t size) {
     size_t at = (*off + 255) & ~(size_t)255;
     *off = at + n * size;
 #if VRL_CUDA_CPU
-    if (cuda_cpu::check::enabled()) {
-        if (base) cuda_cpu::guard_zone(base + *off, 256);
-        *off += 256;
+    if (cuda_cpu::guard::zones_on()) {
+        const size_t zone_end = ((*off + 255) & ~(size_t)255) + 256; /* aligned: ASan poisons it whole */
+        if (base) cuda_cpu::guard_zone(base + *off, zone_end - *off);
+        *off = zone_end;
     }
 #endif
     return base ? base + at : NULL;

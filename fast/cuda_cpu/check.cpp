@@ -523,7 +523,7 @@ void barrier_released(const char *file, int line) {
 
 } // namespace check
 
-void guard_zone(void *p, size_t bytes) {
+void check::mark_guard(void *p, size_t bytes) {
     if (!check::enabled()) return;
     check::Alloc *al = check::find((uintptr_t)p);
     if (!al) return;

@@ -69,11 +69,16 @@ void block_begin(uint3 block);
 void set_thread(int linear);
 void barrier_released(const char *file, int line);
 
+/* [p, p+bytes) of a tracked block is a guard zone (guard.cpp's guard_zone calls it). */
+void mark_guard(void *p, size_t bytes);
+
 } // namespace check
 
-/* For fast/ (CPU build only): [p, p+bytes) is a guard zone between two tensors of one
- * cudaMalloc block; in the check build any access to it by a kernel, a copy, the cuBLASLt
- * or NCCL stand-in is an out-of-bounds error (a memset of the whole block skips it). */
+/* For fast/ (CPU build only; guard.cpp, guard.h): [p, p+bytes) is a guard zone between two
+ * tensors of one cudaMalloc block; in the check build any access to it by a kernel, a copy,
+ * the cuBLASLt or NCCL stand-in is an out-of-bounds error, in the sanitizer build it is
+ * poisoned for AddressSanitizer, in canary mode it holds a canary checked after each
+ * operation (a memset of the whole block skips it). Only when guard::zones_on(). */
 void guard_zone(void *p, size_t bytes);
 /* For fast/ (CPU build only): scratch whose old contents must never be read: refilled
  * with the NaN pattern and, in the check build, shadowed as never written. */

@@ -10,6 +10,7 @@
 #include "fast/cuda_cpu/bf16.h"
 #include "fast/cuda_cpu/check.h"
 #include "fast/cuda_cpu/cublaslt.h"
+#include "fast/cuda_cpu/guard.h"
 
 struct CublasCpuHandle {
     int unused;
@@ -235,10 +236,12 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t h, cublasLtMatmulDesc_t op, const
             if (be != 0.0f) cuda_cpu::check::op_range(C, span_bytes(c_v), 0);
             cuda_cpu::check::op_range(D, span_bytes(d_v), 1);
             cuda_cpu::check::op_end();
-            if (!cuda_cpu::check::op_error()) matmul_now(op_v, al, A, a_v, B, b_v, be, C, c_v, D, d_v, m, n, k);
-            return cuda_cpu::check::op_error() ? cudaErrorLaunchFailure : cudaSuccess;
+            if (cuda_cpu::check::op_error()) return cudaErrorLaunchFailure;
+            matmul_now(op_v, al, A, a_v, B, b_v, be, C, c_v, D, d_v, m, n, k);
+            return cuda_cpu::guard::damaged("cublasLtMatmul", 0) ? cudaErrorLaunchFailure : cudaSuccess;
         }) != cudaSuccess)
-        return refuse("matmul: %s",
-                      cuda_cpu::check::op_error() ? cuda_cpu::check::op_error() : cudaGetErrorString(cudaGetLastError()));
+        return refuse("matmul: %s", cuda_cpu::check::op_error() ? cuda_cpu::check::op_error()
+                                    : cuda_cpu::guard::report() ? cuda_cpu::guard::report()
+                                                                : cudaGetErrorString(cudaGetLastError()));
     return ok();
 }

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "fast/cuda_cpu/check.h"
+#include "fast/cuda_cpu/guard.h"
 #include "fast/cuda_cpu/launch_state.h"
 #include "fast/cuda_cpu/runtime.h"
 
@@ -198,6 +199,8 @@ void launch(const char *kernel, dim3 grid, dim3 block, size_t smem, cudaStream_t
     if (check::op_error()) set_error(cudaErrorLaunchFailure, "before kernel %s: %s", kernel, check::op_error());
     else if (run_grid(kernel, grid, block, const_cast<LaunchBody *>(body), dyn, msg, sizeof msg) < 0)
         set_error(cudaErrorLaunchFailure, "%s", msg);
+    else if (const char *oob = guard::damaged(kernel, 1))
+        set_error(cudaErrorLaunchFailure, "%s", oob);
     check::op_end();
     free(dyn);
 }
@@ -276,6 +279,7 @@ cudaError_t cudaMallocBytes(void **p, size_t bytes) {
 
 cudaError_t cudaFree(void *p) {
     cuda_cpu::check::untrack(p);
+    cuda_cpu::guard::block_freed(p);
     free(p);
     return cudaSuccess;
 }
@@ -289,6 +293,7 @@ cudaError_t cudaMemcpy(void *dst, const void *src, size_t bytes, cudaMemcpyKind 
     if (e != cudaSuccess) return e;
     memcpy(dst, src, bytes);
     cuda_cpu::check::host_waits_stream(0); /* synchronous: the host has seen it done */
+    if (const char *oob = cuda_cpu::guard::damaged("cudaMemcpy", 0)) return set_error(cudaErrorLaunchFailure, "%s", oob);
     return cudaSuccess;
 }
 
@@ -298,7 +303,7 @@ cudaError_t cudaMemset(void *p, int value, size_t bytes) {
     cudaError_t e = refuse_in_capture("cudaMemset");
     if (e == cudaSuccess) e = checked_bytes(0, "cudaMemset", NULL, p, bytes);
     if (e != cudaSuccess) return e;
-    memset(p, value, bytes);
+    cuda_cpu::guard::memset_around(p, value, bytes); /* fast/ clears several tensors at once */
     cuda_cpu::check::host_waits_stream(0);
     return cudaSuccess;
 }
@@ -322,8 +327,10 @@ cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes, cudaMemcpy
     if (!dst || !src) return set_error(cudaErrorInvalidValue, "cudaMemcpyAsync of %zu bytes with a NULL pointer", bytes);
     return cuda_cpu::issue(s, "cudaMemcpyAsync", [=]() {
         const cudaError_t e = checked_bytes(s, "cudaMemcpyAsync", src, dst, bytes);
-        if (e == cudaSuccess) memcpy(dst, src, bytes);
-        return e;
+        if (e != cudaSuccess) return e;
+        memcpy(dst, src, bytes);
+        const char *oob = cuda_cpu::guard::damaged("cudaMemcpyAsync", 0);
+        return oob ? set_error(cudaErrorLaunchFailure, "%s", oob) : cudaSuccess;
     });
 }
 
@@ -332,7 +339,7 @@ cudaError_t cudaMemsetAsync(void *p, int value, size_t bytes, cudaStream_t s) {
     if (!p) return set_error(cudaErrorInvalidValue, "cudaMemsetAsync of %zu bytes at NULL", bytes);
     return cuda_cpu::issue(s, "cudaMemsetAsync", [=]() {
         const cudaError_t e = checked_bytes(s, "cudaMemsetAsync", NULL, p, bytes);
-        if (e == cudaSuccess) memset(p, value, bytes);
+        if (e == cudaSuccess) cuda_cpu::guard::memset_around(p, value, bytes);
         return e;
     });
 }
@@ -442,8 +449,10 @@ cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t s) {
     for (const CudaCpuGraphNode &n : exec->nodes) {
         if (n.body) cuda_cpu::launch(n.kernel, n.grid, n.block, n.smem, s, n.body);
         else if (n.op() != cudaSuccess && last_error == cudaSuccess)
-            set_error(cudaErrorLaunchFailure, "%s in a graph failed%s%s", n.kernel, cuda_cpu::check::op_error() ? ": " : "",
-                      cuda_cpu::check::op_error() ? cuda_cpu::check::op_error() : "");
+        {
+            const char *why = cuda_cpu::check::op_error() ? cuda_cpu::check::op_error() : cuda_cpu::guard::report();
+            set_error(cudaErrorLaunchFailure, "%s in a graph failed%s%s", n.kernel, why ? ": " : "", why ? why : "");
+        }
         if (last_error != cudaSuccess) return last_error;
     }
     return cudaSuccess;
