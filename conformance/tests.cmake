@@ -217,6 +217,12 @@ if(VRL_HAVE_CUDA_CPU)
     vrl_test(test_cuda_cpu_check SOURCES conformance/test_cuda_cpu_check.cpp LIBS vrl_fast_cpu_check vrl_common)
     set_target_properties(test_cuda_cpu_check PROPERTIES CXX_STANDARD 17 CXX_STANDARD_REQUIRED ON)
     target_compile_options(test_cuda_cpu_check PRIVATE ${VRL_CUDA_CPU_INSTRUMENT})
+    # fast/'s kernels one by one (test_fast_cpu_ops) under every checker, in its three thread orders
+    vrl_test(test_fast_cpu_ops_check SOURCES conformance/test_fast_cpu_ops.cpp LIBS vrl_fast_cpu_check vrl_ref64 vrl_common)
+    set_target_properties(test_fast_cpu_ops_check PROPERTIES CXX_STANDARD 17 CXX_STANDARD_REQUIRED ON)
+    target_include_directories(test_fast_cpu_ops_check BEFORE PRIVATE ${CMAKE_SOURCE_DIR}/fast/cuda_cpu/include)
+    target_compile_definitions(test_fast_cpu_ops_check PRIVATE VRL_CUDA_CPU=1 VRL_FP64=1)
+    target_compile_options(test_fast_cpu_ops_check PRIVATE -include ${CMAKE_SOURCE_DIR}/fast/cuda_cpu/cpu_names.h)
     foreach(t ${cpu_tests}) # test_fast_cpu_vs_ref_check, test_fast_cpu_nccl_check: the same programs, checked
       string(REPLACE "test_fast_" "test_fast_cpu_" cpu_t ${t})
       add_executable(${cpu_t}_check conformance/${t}.c)
