@@ -8,15 +8,18 @@
 # an error naming the kernel or stream operation and the hazard kind. The tree itself is
 # never modified. Exit 0 iff the unmodified copy passes and every mutant is caught.
 #
-#   MUTANT_DETECTOR=plain  runs the plain build's tests instead (forward order, as the suite
-#                          runs them) and only counts failures: the "before" kill rate.
+#   MUTANT_DETECTOR=plain  runs the plain build's tests instead (forward order, with the
+#                          guard-zone canaries, VRL_CUDA_CPU_CANARY=1, as the suite runs
+#                          them) and only counts failures.
+# The check detector also runs the out-of-bounds mutant with the shadows off and the canaries
+# on (VRL_CUDA_CPU_CHECK=0 VRL_CUDA_CPU_CANARY=1: the layer's plain-build path).
 # ≈ 4 CPU-minutes, most of it rebuilding fast/'s instrumented objects; ctest runs it as
 # fast_cpu_hazard_mutants (plain pass only).
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 detector=${MUTANT_DETECTOR:-check}
-case $detector in check) sfx=_check ;; plain) sfx= ;; *) echo "MUTANT_DETECTOR=$detector: expected check or plain"; exit 2 ;; esac
+case $detector in check) sfx=_check ;; plain) sfx= ; export VRL_CUDA_CPU_CANARY=1 ;; *) echo "MUTANT_DETECTOR=$detector: expected check or plain"; exit 2 ;; esac
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/vrl-hazard-mutants.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 
@@ -29,11 +32,11 @@ targets="test_fast_cpu_vs_ref$sfx"
 [ $have_nccl = 1 ] && targets="$targets test_fast_cpu_nccl$sfx"
 
 # run TEST: build and run one program (nccl: test_fast_cpu_nccl; else the test_fast_cpu_vs_ref
-# case TEST); its output on stdout, its status returned
+# case TEST), with the variables in RUN_ENV; its output on stdout, its status returned
 run() {
   cmake --build "$tmp/build" --target $targets -j"${MUTATION_JOBS:-$(nproc)}" >/dev/null 2>&1
-  if [ "$1" = nccl ]; then (cd "$tmp/build" && TMPDIR="$tmp" ./bin/test_fast_cpu_nccl$sfx 2>&1)
-  else (cd "$tmp/build" && TMPDIR="$tmp" ./bin/test_fast_cpu_vs_ref$sfx "$1" 2>&1); fi
+  if [ "$1" = nccl ]; then (cd "$tmp/build" && env TMPDIR="$tmp" ${RUN_ENV:-} ./bin/test_fast_cpu_nccl$sfx 2>&1)
+  else (cd "$tmp/build" && env TMPDIR="$tmp" ${RUN_ENV:-} ./bin/test_fast_cpu_vs_ref$sfx "$1" 2>&1); fi
 }
 
 for t in tiny_baseline trainer $([ $have_nccl = 1 ] && echo nccl); do
@@ -60,7 +63,7 @@ mutant() {
   mv "$file.orig" "$file"
   touch "$file"
   if [ $status = 0 ]; then echo "   NOT CAUGHT: the run passes"; missed="$missed $name"; return; fi
-  local msg; msg=$(echo "$out" | grep -m1 '^vrl cuda-cpu check:' || echo "$out" | grep -v '^vrl fast' | grep -m1 -E 'FAIL|error' || true)
+  local msg; msg=$(echo "$out" | grep -m1 -E '^vrl cuda-cpu (check|canary):' || echo "$out" | grep -v '^vrl fast' | grep -m1 -E 'FAIL|error' || true)
   echo "   $msg" | cut -c1-400
   if [ $detector = check ]; then
     for want in "$@"; do
@@ -82,9 +85,13 @@ mutant nccl_stream_does_not_wait_for_gradients fast/zero.cu \
 mutant pinned_upload_reused_without_wait fast/model.cu \
   'CUDA_CHECK(cudaEventSynchronize(m->uploaded));' '' \
   trainer "cudaMemcpyAsync" "pinned memory"
-mutant one_past_the_end_inside_the_arena fast/ops.cu \
-  'if (i < n) out[i] = __float2bfloat16(inp[i]);' 'if (i <= n) out[i] = __float2bfloat16(inp[i]);' \
+cast_ok='if (i < n) out[i] = __float2bfloat16(inp[i]);' cast_past='if (i <= n) out[i] = __float2bfloat16(inp[i]);'
+mutant one_past_the_end_inside_the_arena fast/ops.cu "$cast_ok" "$cast_past" \
   tiny_baseline "cast_to_bf16_kernel" "out of bounds"
+if [ $detector = check ]; then # the same through the canaries: the shadows off, the plain build's path
+  RUN_ENV="VRL_CUDA_CPU_CHECK=0 VRL_CUDA_CPU_CANARY=1" mutant one_past_the_end_canary fast/ops.cu "$cast_ok" "$cast_past" \
+    tiny_baseline "cast_to_bf16_kernel" "out of bounds" "guard zone"
+fi
 mutant arena_memset_removed fast/model.cu \
   'if (cudaMemset(m->arena, 0, m->arena_bytes) != cudaSuccess) {' 'if (0) {' \
   tiny_baseline "kernel" "uninitialised global read"
