@@ -19,6 +19,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "fast/cuda_cpu/asan.h"
 #include "fast/cuda_cpu/bf16.h"
 #include "fast/cuda_cpu/check.h"
 #include "fast/cuda_cpu/guard.h"
@@ -26,17 +27,6 @@
 #include "fast/cuda_cpu/runtime.h"
 
 #define LAUNCH CUDA_CPU_LAUNCH
-
-#if defined(__SANITIZE_ADDRESS__)
-#define TEST_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define TEST_ASAN 1
-#endif
-#endif
-#ifndef TEST_ASAN
-#define TEST_ASAN 0
-#endif
 
 enum { N = 300 }; /* 600 bytes of bf16: the tensor ends mid-granule, mid-256 */
 
@@ -82,7 +72,7 @@ Test(cuda_cpu_guard, the_correct_cast_passes) {
     cudaFree(a.base);
 }
 
-#if !TEST_ASAN
+#if !CUDA_CPU_ASAN
 /* exit status 66: a program that damaged a canary fails even when it ignored the error */
 Test(cuda_cpu_guard, one_past_the_end_is_an_error_naming_the_kernel, .exit_code = 66) {
     cr_assert(cuda_cpu::guard::zones_on(), "guard zones on (ctest sets VRL_CUDA_CPU_CANARY=1)");

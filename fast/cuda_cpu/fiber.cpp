@@ -27,21 +27,10 @@
 #include <utility>
 #include <vector>
 
+#include "fast/cuda_cpu/asan.h"
 #include "fast/cuda_cpu/check.h"
 #include "fast/cuda_cpu/launch_state.h"
 #include "fast/cuda_cpu/runtime.h"
-
-#if defined(__SANITIZE_ADDRESS__)
-#define CUDA_CPU_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define CUDA_CPU_ASAN 1
-#endif
-#endif
-#if CUDA_CPU_ASAN
-#include <sanitizer/asan_interface.h>
-#include <sanitizer/common_interface_defs.h>
-#endif
 
 #if !defined(__x86_64__)
 #error "fast/cuda_cpu: the fiber switch is written for x86-64"

@@ -11,22 +11,9 @@
 #include <algorithm>
 #include <vector>
 
+#include "fast/cuda_cpu/asan.h"
 #include "fast/cuda_cpu/check.h"
 #include "fast/cuda_cpu/guard.h"
-
-#if defined(__SANITIZE_ADDRESS__)
-#define CUDA_CPU_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define CUDA_CPU_ASAN 1
-#endif
-#endif
-#ifndef CUDA_CPU_ASAN
-#define CUDA_CPU_ASAN 0
-#endif
-#if CUDA_CPU_ASAN
-#include <sanitizer/asan_interface.h>
-#endif
 
 namespace cuda_cpu {
 namespace guard {
