@@ -185,6 +185,14 @@ if(VRL_HAVE_CUDA_CPU)
   vrl_test(test_cuda_cpu_guard SOURCES conformance/test_cuda_cpu_guard.cpp LIBS vrl_fast_cpu vrl_common)
   set_target_properties(test_cuda_cpu_guard PROPERTIES CXX_STANDARD 17 CXX_STANDARD_REQUIRED ON)
   set_property(TEST test_cuda_cpu_guard APPEND PROPERTY ENVIRONMENT "VRL_CUDA_CPU_CANARY=1")
+  # the deferred stream mode (fast/cuda_cpu/deferred.h): queued streams in an adversarial order
+  vrl_test(test_cuda_cpu_deferred SOURCES conformance/test_cuda_cpu_deferred.cpp LIBS vrl_fast_cpu vrl_common)
+  set_target_properties(test_cuda_cpu_deferred PROPERTIES CXX_STANDARD 17 CXX_STANDARD_REQUIRED ON)
+  set_property(TEST test_cuda_cpu_deferred APPEND PROPERTY ENVIRONMENT "VRL_CUDA_CPU_DEFERRED=1")
+  if(VRL_HAVE_MPI) # fast/zero.cu's streams and events in that mode: still equal to the plain trainer
+    add_test(NAME test_fast_cpu_nccl_deferred COMMAND test_fast_cpu_nccl)
+    set_tests_properties(test_fast_cpu_nccl_deferred PROPERTIES ENVIRONMENT "TMPDIR=${VRL_TEST_TMP};VRL_CUDA_CPU_DEFERRED=1")
+  endif()
   # fast/'s kernels one by one against ref/'s ops at edge shapes, in all three thread orders
   vrl_test(test_fast_cpu_ops SOURCES conformance/test_fast_cpu_ops.cpp LIBS vrl_fast_cpu vrl_ref64 vrl_common)
   set_target_properties(test_fast_cpu_ops PROPERTIES CXX_STANDARD 17 CXX_STANDARD_REQUIRED ON)

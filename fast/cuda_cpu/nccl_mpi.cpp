@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "fast/cuda_cpu/check.h"
+#include "fast/cuda_cpu/deferred.h"
 #include "fast/cuda_cpu/nccl_mpi.h"
 
 struct NcclCpuComm {
@@ -49,6 +50,10 @@ ncclResult_t check(ncclComm_t c, ncclDataType_t t, int reduce, cudaStream_t stre
     if (!c) return fail(ncclInvalidArgument, "NULL communicator");
     if (t != ncclFloat32 && t != ncclBfloat16) return fail(ncclInvalidArgument, "data type other than fp32 and bf16");
     if (reduce && t != ncclFloat32) return fail(ncclInvalidArgument, "the MPI stand-in sums fp32 only");
+    /* deferred mode: the collective runs now, after only its own stream's queued work (and
+     * what that waits for); NCCL's stream goes first at every later synchronisation point */
+    cuda_cpu::deferred::nccl_stream(stream);
+    if (cuda_cpu::deferred::drain(stream) != cudaSuccess) return fail(ncclSystemError, "queued work before it failed");
     return ncclSuccess;
 }
 

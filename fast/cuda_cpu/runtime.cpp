@@ -9,9 +9,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <memory>
 #include <vector>
 
 #include "fast/cuda_cpu/check.h"
+#include "fast/cuda_cpu/deferred.h"
 #include "fast/cuda_cpu/guard.h"
 #include "fast/cuda_cpu/launch_state.h"
 #include "fast/cuda_cpu/runtime.h"
@@ -141,6 +143,11 @@ cudaError_t issue(cudaStream_t stream, const char *what, std::function<cudaError
         return set_error(cudaErrorStreamCaptureUnsupported,
                          "%s on the legacy default stream while a stream is being captured (it would not be replayed)",
                          what);
+    if (deferred::enqueue(stream, op)) return cudaSuccess;
+    if (stream == 0) { /* the legacy stream waits for the queued work (deferred mode) */
+        const cudaError_t e = deferred::drain_all();
+        if (e != cudaSuccess) return e;
+    }
     return op();
 }
 
@@ -166,6 +173,15 @@ void launch(const char *kernel, dim3 grid, dim3 block, size_t smem, cudaStream_t
         return;
     }
     if (bad_order()) return;
+    if (stream && deferred::on()) { /* queued: runs at a synchronisation point (deferred.h) */
+        std::shared_ptr<LaunchBody> copy(body->clone());
+        if (deferred::enqueue(stream, [=]() {
+                launch(kernel, grid, block, smem, stream, copy.get());
+                return cudaGetLastError();
+            }))
+            return;
+    } else if (!stream && deferred::drain_all() != cudaSuccess)
+        return;
     const unsigned long long threads = (unsigned long long)block.x * block.y * block.z;
     if (!grid.x || !grid.y || !grid.z || !block.x || !block.y || !block.z) {
         set_error(cudaErrorInvalidConfiguration, "kernel %s: empty launch, grid (%u,%u,%u) block (%u,%u,%u)", kernel,
@@ -251,7 +267,8 @@ cudaError_t cudaGetDevice(int *d) {
 }
 
 cudaError_t cudaDeviceSynchronize(void) {
-    const cudaError_t e = refuse_in_capture("cudaDeviceSynchronize");
+    cudaError_t e = refuse_in_capture("cudaDeviceSynchronize");
+    if (e == cudaSuccess) e = cuda_cpu::deferred::drain_all();
     if (e == cudaSuccess) cuda_cpu::check::host_waits_device();
     return e;
 }
@@ -278,6 +295,7 @@ cudaError_t cudaMallocBytes(void **p, size_t bytes) {
 }
 
 cudaError_t cudaFree(void *p) {
+    (void)cuda_cpu::deferred::drain_all(); /* synchronises the device, as CUDA's does */
     cuda_cpu::check::untrack(p);
     cuda_cpu::guard::block_freed(p);
     free(p);
@@ -289,6 +307,7 @@ cudaError_t cudaMemcpy(void *dst, const void *src, size_t bytes, cudaMemcpyKind 
     if (bytes == 0) return cudaSuccess;
     if (!dst || !src) return set_error(cudaErrorInvalidValue, "cudaMemcpy of %zu bytes with a NULL pointer", bytes);
     cudaError_t e = refuse_in_capture("cudaMemcpy");
+    if (e == cudaSuccess) e = cuda_cpu::deferred::drain_all();
     if (e == cudaSuccess) e = checked_bytes(0, "cudaMemcpy", src, dst, bytes);
     if (e != cudaSuccess) return e;
     memcpy(dst, src, bytes);
@@ -301,6 +320,7 @@ cudaError_t cudaMemset(void *p, int value, size_t bytes) {
     if (bytes == 0) return cudaSuccess;
     if (!p) return set_error(cudaErrorInvalidValue, "cudaMemset of %zu bytes at NULL", bytes);
     cudaError_t e = refuse_in_capture("cudaMemset");
+    if (e == cudaSuccess) e = cuda_cpu::deferred::drain_all();
     if (e == cudaSuccess) e = checked_bytes(0, "cudaMemset", NULL, p, bytes);
     if (e != cudaSuccess) return e;
     cuda_cpu::guard::memset_around(p, value, bytes); /* fast/ clears several tensors at once */
@@ -361,13 +381,16 @@ cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned flags) {
 
 cudaError_t cudaStreamDestroy(cudaStream_t s) {
     if (s && s->capture) return set_error(cudaErrorInvalidResourceHandle, "cudaStreamDestroy during a capture");
+    (void)cuda_cpu::deferred::drain(s);
+    cuda_cpu::deferred::forget_stream(s);
     cuda_cpu::check::stream_destroyed(s);
     delete s;
     return cudaSuccess;
 }
 
 cudaError_t cudaStreamSynchronize(cudaStream_t s) {
-    const cudaError_t e = refuse_in_capture("cudaStreamSynchronize");
+    cudaError_t e = refuse_in_capture("cudaStreamSynchronize");
+    if (e == cudaSuccess) e = cuda_cpu::deferred::drain(s);
     if (e == cudaSuccess) cuda_cpu::check::host_waits_stream(s);
     return e;
 }
@@ -376,6 +399,7 @@ cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned flags) {
     (void)flags;
     if (!e) return set_error(cudaErrorInvalidResourceHandle, "cudaStreamWaitEvent on a NULL event");
     cuda_cpu::check::stream_wait(s, e); /* the work is done already; the checker keeps the edge */
+    cuda_cpu::deferred::wait(s, e);      /* deferred mode: s's later work waits for e */
     return cudaSuccess;
 }
 
@@ -396,11 +420,14 @@ cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s) {
     if (!e) return set_error(cudaErrorInvalidResourceHandle, "cudaEventRecord on a NULL event");
     e->at_ms = now_ms();
     cuda_cpu::check::event_record(e, s);
+    cuda_cpu::deferred::record(e, s);
     return cudaSuccess;
 }
 
 cudaError_t cudaEventSynchronize(cudaEvent_t e) {
     if (!e) return set_error(cudaErrorInvalidResourceHandle, "cudaEventSynchronize on a NULL event");
+    const cudaError_t d = cuda_cpu::deferred::drain_event(e);
+    if (d != cudaSuccess) return d;
     cuda_cpu::check::host_waits_event(e);
     return cudaSuccess;
 }
@@ -446,6 +473,8 @@ cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t s) {
     if (capturing)
         return set_error(cudaErrorStreamCaptureUnsupported,
                          "cudaGraphLaunch while a stream is being captured (the CPU layer records no graph in a graph)");
+    if (cuda_cpu::deferred::enqueue(s, [=]() { return cudaGraphLaunch(exec, s); })) return cudaSuccess;
+    if (!s && cuda_cpu::deferred::drain_all() != cudaSuccess) return last_error;
     for (const CudaCpuGraphNode &n : exec->nodes) {
         if (n.body) cuda_cpu::launch(n.kernel, n.grid, n.block, n.smem, s, n.body);
         else if (n.op() != cudaSuccess && last_error == cudaSuccess)
