@@ -12,7 +12,9 @@
 #                          guard-zone canaries, VRL_CUDA_CPU_CANARY=1, as the suite runs
 #                          them) and only counts failures.
 # The check detector also runs the out-of-bounds mutant with the shadows off and the canaries
-# on (VRL_CUDA_CPU_CHECK=0 VRL_CUDA_CPU_CANARY=1: the layer's plain-build path).
+# on (VRL_CUDA_CPU_CHECK=0 VRL_CUDA_CPU_CANARY=1: the layer's plain-build path), and the NCCL
+# stream's missing wait in the deferred stream mode (VRL_CUDA_CPU_DEFERRED=1), where it gives
+# a wrong result.
 # ≈ 4 CPU-minutes, most of it rebuilding fast/'s instrumented objects; ctest runs it as
 # fast_cpu_hazard_mutants (plain pass only).
 set -euo pipefail
@@ -79,9 +81,13 @@ mutant shared_buffer_reused_across_warp_shuffles fast/ops.cu \
 mutant plain_add_from_every_block fast/adamw.cu \
   'if (threadIdx.x == 0) partial[blockIdx.x] = sh[0];' 'if (threadIdx.x == 0) partial[0] += sh[0];' \
   tiny_baseline "adamw_norm_kernel" "inter-block race"
-mutant nccl_stream_does_not_wait_for_gradients fast/zero.cu \
-  'CUDA_CHECK(cudaStreamWaitEvent(z->stream, b->ready, 0));' '' \
+nccl_wait='CUDA_CHECK(cudaStreamWaitEvent(z->stream, b->ready, 0));'
+mutant nccl_stream_does_not_wait_for_gradients fast/zero.cu "$nccl_wait" '' \
   nccl "ncclReduceScatter" "stream race"
+if [ $detector = check ]; then # the same in the deferred stream mode, checks off: a wrong result
+  RUN_ENV="VRL_CUDA_CPU_CHECK=0 VRL_CUDA_CPU_DEFERRED=1" mutant nccl_stream_does_not_wait_deferred fast/zero.cu \
+    "$nccl_wait" '' nccl "FAIL: step" "the NCCL path differs"
+fi
 mutant pinned_upload_reused_without_wait fast/model.cu \
   'CUDA_CHECK(cudaEventSynchronize(m->uploaded));' '' \
   trainer "cudaMemcpyAsync" "pinned memory"

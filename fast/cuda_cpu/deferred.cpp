@@ -9,6 +9,7 @@
 
 #include "fast/cuda_cpu/check.h"
 #include "fast/cuda_cpu/deferred.h"
+#include "fast/cuda_cpu/launch_state.h"
 
 namespace cuda_cpu {
 namespace deferred {
@@ -77,12 +78,7 @@ template <class Done> cudaError_t run_until(Done done) {
 
 int on(void) {
     if (mode < 0) {
-        const char *v = getenv("VRL_CUDA_CPU_DEFERRED");
-        if (v && strcmp(v, "0") && strcmp(v, "1")) {
-            fprintf(stderr, "vrl: VRL_CUDA_CPU_DEFERRED=%s: expected 0 or 1\n", v);
-            exit(2);
-        }
-        mode = v && !strcmp(v, "1") && !check::enabled();
+        mode = env_switch("VRL_CUDA_CPU_DEFERRED") && !check::enabled();
     }
     return mode;
 }

@@ -14,6 +14,7 @@
 #include "fast/cuda_cpu/asan.h"
 #include "fast/cuda_cpu/check.h"
 #include "fast/cuda_cpu/guard.h"
+#include "fast/cuda_cpu/launch_state.h"
 
 namespace cuda_cpu {
 namespace guard {
@@ -53,12 +54,7 @@ int intact(const Zone &z) {
 
 int canary_mode(void) {
     if (canary < 0) {
-        const char *v = getenv("VRL_CUDA_CPU_CANARY");
-        if (v && strcmp(v, "0") && strcmp(v, "1")) {
-            fprintf(stderr, "vrl: VRL_CUDA_CPU_CANARY=%s: expected 0 or 1\n", v);
-            exit(2);
-        }
-        canary = v && !strcmp(v, "1") && !CUDA_CPU_ASAN && !check::enabled();
+        canary = env_switch("VRL_CUDA_CPU_CANARY") && !CUDA_CPU_ASAN && !check::enabled();
         if (canary) atexit(fail_exit);
     }
     return canary;

@@ -27,6 +27,10 @@ int set_block_order(const char *spec);
 /* Restart the random order's sequence from the configured seed (fiber.cpp). */
 void reseed_thread_order(void);
 
+/* A 0/1 switch from the environment, read by the caller once: 1 iff NAME=1; anything but
+ * unset, 0 or 1 is an error line and exit status 2 (guard.cpp, deferred.cpp). */
+int env_switch(const char *name);
+
 /* The dynamic shared-memory bytes of the launch running now. */
 size_t launch_smem(void);
 

@@ -134,6 +134,15 @@ int set_block_order(const char *spec) { return set_order(&the_block_order, &bloc
 
 size_t launch_smem(void) { return current_smem; }
 
+int env_switch(const char *name) {
+    const char *v = getenv(name);
+    if (v && strcmp(v, "0") && strcmp(v, "1")) {
+        fprintf(stderr, "vrl: %s=%s: expected 0 or 1\n", name, v);
+        exit(2);
+    }
+    return v && !strcmp(v, "1");
+}
+
 cudaError_t issue(cudaStream_t stream, const char *what, std::function<cudaError_t()> op) {
     if (stream && stream->capture) {
         stream->capture->nodes.push_back(CudaCpuGraphNode{what, dim3(), dim3(), 0, NULL, std::move(op)});
