@@ -46,8 +46,11 @@ if [ "${VRL_TEST_ASAN:-1}" != 0 ]; then
   # (741 MiB against a 590 MiB bound): its reading path runs under ASan in test_shard.
   # test_hf and test_lmeval_hf are minutes of PyTorch; the vrl commands they run (train,
   # generate, eval) run under ASan in test_generate_cli, test_eval_cli and the other tests.
+  # test_reproduce_seeds and test_reproduce_seedlist test the reproduce scripts' shell and
+  # arithmetic (339 s under ASan at d0d7b7a, the pass's longest test); the train and eval
+  # commands they drive run under ASan in the tests above.
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
-    run_suite build-asan -E "golden_mutation_check|test_reproduce_tiny|test_shard_memory|test_hf|test_lmeval_hf" "$@" || rc=$?
+    run_suite build-asan -E "golden_mutation_check|test_reproduce_tiny|test_reproduce_seeds|test_reproduce_seedlist|test_shard_memory|test_hf|test_lmeval_hf" "$@" || rc=$?
   echo "vrl: sanitizer suite took $(( $(date +%s) - start )) s"
 fi
 exit $rc
