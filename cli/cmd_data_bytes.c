@@ -17,19 +17,25 @@
 
 static const char USAGE[] =
     "usage: vrl data bytes --in FILE --out DIR [--val-fraction 0.1]\n"
+    "       vrl data bytes --tokenizer-only --out DIR\n"
     "  Write DIR/train.bin and DIR/val.bin: every byte of FILE is one token (vocab 256);\n"
-    "  the last --val-fraction of the file is the validation split.\n";
+    "  the last --val-fraction of the file is the validation split. Both forms write\n"
+    "  DIR/tokenizer.json, the byte tokenizer (`vrl data tokenize --tokenizer` takes it).\n";
 
 int data_bytes(int argc, char **argv) {
     Args p = {.argc = argc, .argv = argv, .i = 1, .cmd = "vrl data bytes"};
     const char *in = NULL, *out = NULL, *v;
     double frac = 0.1;
-    int r;
+    int r, tokenizer_only = 0;
     uint32_t *tok = NULL;
     while (p.i < argc) {
         if (args_switch(&p, "--help") || args_switch(&p, "-h")) {
             fputs(USAGE, stdout);
             return 0;
+        }
+        if (args_switch(&p, "--tokenizer-only")) {
+            tokenizer_only = 1;
+            continue;
         }
         if ((r = args_take(&p, "--in", &v)) != 0) {
             if (r < 0) goto fail;
@@ -47,6 +53,24 @@ int data_bytes(int argc, char **argv) {
         }
         fprintf(stderr, "vrl data bytes: unknown argument \"%s\"\n%s", argv[p.i], USAGE);
         return 2;
+    }
+    if (tokenizer_only) { /* the tokenizer alone: for corpora `vrl data tokenize` cuts (reproduce/lib.sh) */
+        char path[4096];
+        if (in) {
+            fprintf(stderr, "vrl data bytes: --tokenizer-only takes no --in\n%s", USAGE);
+            return 2;
+        }
+        if (!out) {
+            fprintf(stderr, "vrl data bytes: --out is required\n%s", USAGE);
+            return 2;
+        }
+        if (snprintf(path, sizeof path, "%s/tokenizer.json", out) >= (int)sizeof path) {
+            vrl_error("--out: path too long");
+            goto fail;
+        }
+        if (make_dirs(out) < 0 || tok_write_bytes_json(path) < 0) goto fail;
+        printf("wrote %s\n", path);
+        return 0;
     }
     if (!in || !out) {
         fprintf(stderr, "vrl data bytes: --in and --out are required\n%s", USAGE);

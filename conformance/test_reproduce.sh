@@ -23,7 +23,10 @@
 #          default seed keeps its plain name wherever it stands; a count still means 1337 + i;
 #          ablations.sh trains every row with each seed; the paper scale's cost calls its MFU
 #          an assumption; bad --seeds values exit 2 with one stderr line; nothing written.
-# Usage: test_reproduce.sh plan|seedlist|preflight|tiny|seeds BUILD_DIR
+#   registered  the scale-bytes analysis (reproduce/table5_registered.sh) on run folders made with
+#          known numbers: the paired t and p, token-weighted and unweighted means, the tokens-to-
+#          equal-loss ratio (and a seed that never reaches it); the scale's plan.
+# Usage: test_reproduce.sh plan|seedlist|preflight|tiny|seeds|registered BUILD_DIR
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
@@ -208,6 +211,88 @@ if [ "$mode" = preflight ]; then
   STUB_GPUS=8 PATH=$tmp/stub:$PATH "$root/reproduce/table5.sh" --scale paper --build "$build" --shared "$shared" --work "$tmp/work" \
     > /dev/null 2> "$tmp/err8"
   check "with 8 GPUs the GPU line goes away" sh -c "grep -q 'refused before' '$tmp/err8' && ! grep -q 'missing: GPUs' '$tmp/err8'"
+  finish
+  exit
+fi
+
+# ---------------------------------------------------------------- registered (scale bytes)
+# The analysis of the scale-bytes experiment (reproduce/table5_registered.sh) on run folders made
+# here with known numbers, so every figure it prints has an answer worked out independently:
+# 3 seeds whose Transformer losses are 2.50, 2.52, 2.48 in the five large domains and 1 and 2
+# nats more in CommonCrawl (3,570 tokens) and StackExchange (2,295); ResFormer 0.01, 0.02, 0.03
+# lower; SVFormer 0.05, 0.04, 0.06 higher. Token-weighted offset (3570 + 2 x 2295) / 260865.
+# Paired t over the diffs -0.01, -0.02, -0.03: mean -0.02, se 0.01/sqrt(3), t -3.4641, df 2,
+# two-sided p = 1 - x/sqrt(1 + x^2) with x = t/sqrt(2) (the df-2 closed form) = 0.0742; SVFormer
+# +0.05, t 8.6603, p 0.0131. The long Transformer's in-training validation falls 0.001 a step
+# from 3.0 (every 25 steps to 600); ResFormer's final one is 2.45, 2.44, 2.60, reached at steps
+# 550, 560 and 400 of the long run: ratios 11/6, 28/15, 4/3 of ResFormer's 300 steps.
+if [ "$mode" = registered ]; then
+  w=$tmp/reg sh_=$tmp/reg-shared
+  mkdir -p "$w/data" "$sh_/corpora/slimpajama-mini" "$sh_/eval" "$sh_/corpora/wikitext-2-raw"
+  touch "$w/data/.done" "$sh_/corpora/wikitext-2-raw/wiki.test.raw"
+  # evaljson BASE: an eval-domains.json whose domains are BASE (+1 CC, +2 StackExchange)
+  evaljson() {
+    awk -v b="$1" 'BEGIN {
+      n = split("RedPajamaCommonCrawl:3570:14:1 RedPajamaC4:51000:200:0 RedPajamaGithub:51000:200:0 RedPajamaStackExchange:2295:9:2 RedPajamaWikipedia:51000:200:0 RedPajamaBook:51000:200:0 RedPajamaArXiv:51000:200:0", d, " ")
+      printf "{\"domains\": {"; m = 0
+      for (i = 1; i <= n; i++) { split(d[i], f, ":"); printf "%s\"%s\": {\"loss\": %.6f, \"tokens\": %d, \"chunks\": %d}", (i > 1 ? ", " : ""), f[1], b + f[4], f[2], f[3]; m += b + f[4] }
+      printf ", \"mean\": %.8f}}\n", m / n }'
+  }
+  # valjson STEP LOSS: the in-training validation lines of one evaluation, every domain at LOSS
+  vallines() {
+    for d in RedPajamaCommonCrawl RedPajamaC4 RedPajamaGithub RedPajamaStackExchange RedPajamaWikipedia RedPajamaBook RedPajamaArXiv; do
+      echo "{\"step\":$1,\"split\":\"val\",\"domain\":\"$d\",\"val_loss\":$2}"
+    done
+  }
+  i=0
+  for seed in 1337 4242 9001; do
+    i=$((i + 1))
+    t=$(echo "2.50 2.52 2.48" | cut -d' ' -f$i) dr=$(echo "0.01 0.02 0.03" | cut -d' ' -f$i)
+    dv=$(echo "0.05 0.04 0.06" | cut -d' ' -f$i) target=$(echo "2.45 2.44 2.60" | cut -d' ' -f$i)
+    sfx=$([ $seed = 1337 ] || echo "-seed$seed")
+    for run in transformer resformer svformer transformer_long; do mkdir -p "$w/runs/$run-b8$sfx"; touch "$w/runs/$run-b8$sfx/.done"; done
+    evaljson "$t" > "$w/runs/transformer-b8$sfx/eval-domains.json"
+    evaljson "$(awk -v a="$t" -v b="$dr" 'BEGIN { print a - b }')" > "$w/runs/resformer-b8$sfx/eval-domains.json"
+    evaljson "$(awk -v a="$t" -v b="$dv" 'BEGIN { print a + b }')" > "$w/runs/svformer-b8$sfx/eval-domains.json"
+    cp "$w/runs/transformer-b8$sfx/eval-domains.json" "$w/runs/transformer_long-b8$sfx/eval-domains.json"
+    vallines 300 "$target" > "$w/runs/resformer-b8$sfx/metrics.jsonl"
+    for step in $(seq 25 25 600); do vallines "$step" "$(awk -v s="$step" 'BEGIN { printf "%.4f", 3.0 - 0.001 * s }')"; done \
+      > "$w/runs/transformer_long-b8$sfx/metrics.jsonl"
+  done
+  "$root/reproduce/table5.sh" --scale bytes --seeds 1337,4242,9001 --build "$build" --shared "$sh_" --work "$w" \
+    --results "$tmp/reg-results" > "$tmp/reg.out" 2>&1 || { fails=$((fails + 1)); echo "FAIL table5.sh --scale bytes on the made runs:"; tail -20 "$tmp/reg.out"; }
+  md=$tmp/reg-results/table5-bytes.md
+  check "nothing was trained" sh -c "! grep -q '^+ .* train ' '$tmp/reg.out'"
+  contains "the first line: the test, as registered" "$md" \
+    "**Result: ResFormer − Transformer, token-weighted validation loss, 3 seeds: -0.0200 ± 0.0058 (se), t = -3.46, p = 0.0742 (two-sided, 2 degrees of freedom): not significant at 5%.**"
+  # token-weighted means: 2.50 + 8160/260865 = 2.531281 (unweighted 2.50 + 3/7); ResFormer 2.49, 2.50,
+  # 2.45: sd sqrt(0.0014 / 2) = 0.0265; SVFormer 2.55, 2.56, 2.54: sd 0.01
+  contains "token-weighted row (offset 0.0313, not 3/7)" "$md" \
+    "| validation loss, token-weighted (primary) | 2.5313 ± 0.0200 | 2.5113 ± 0.0265 | 2.5813 ± 0.0100 | -0.0200 ± 0.0058 (t -3.46, p 0.0742) | +0.0500 ± 0.0058 (t 8.66, p 0.0131) |"
+  contains "unweighted row (offset 3/7)" "$md" \
+    "| mean of the 7 domains, unweighted (Table 5 Avg.) | 2.9286 ± 0.0200 | 2.9086 ± 0.0265 | 2.9786 ± 0.0100 | -0.0200 ± 0.0058 (t -3.46, p 0.0742) | +0.0500 ± 0.0058 (t 8.66, p 0.0131) |"
+  # ratios 1.8333, 1.8667, 1.3333: mean 1.6778, sd 0.2988, se 0.1725
+  contains "tokens to equal loss" "$md" \
+    "**Tokens to equal loss: the Transformer needs 1.68 ± 0.17 (se; sd 0.30, range 1.33-1.87) times ResFormer's tokens to reach ResFormer's final validation loss (3 of 3 seeds reached it).**"
+  contains "per seed: 4242 reaches 2.44 at step 560, interpolated" "$md" "| 4242 | 2.5513 | 2.5313 | 2.5913 | -0.0200 | +0.0400 | 2.4400 | 2293760 | 1.867 |"
+  contains "per domain: CommonCrawl's paired row" "$md" "| ResFormer − Transformer | -0.0200 ± 0.0058 (p 0.0742) |"
+  # a seed whose long Transformer never gets there: counted, and the mean called a lower bound
+  vallines 300 2.30 > "$w/runs/resformer-b8-seed9001/metrics.jsonl"
+  "$root/reproduce/table5.sh" --scale bytes --seeds 1337,4242,9001 --build "$build" --shared "$sh_" --work "$w" \
+    --results "$tmp/reg-results" > "$tmp/reg2.out" 2>&1
+  contains "a seed that never reaches the loss" "$md" "(2 of 3 seeds reached it; 1 did not within 2 times the tokens, so the mean is a lower bound).**"
+  contains "its per-seed row says never" "$md" "| 2.3000 | never | — |"
+  # the plan: 14 seeds, SVFormer and the long Transformer for the first 5, validation every 25
+  # steps only in the long runs; priced on this CPU
+  "$root/reproduce/table5.sh" --scale bytes --dry-run --tps 7000 --build "$build" --work "$tmp/plan" > "$tmp/plan.out" 2>&1 ||
+    { fails=$((fails + 1)); echo "FAIL table5.sh --scale bytes --dry-run"; tail -5 "$tmp/plan.out"; }
+  count_is "plan: 28 Transformer/ResFormer runs of 300 steps" "$tmp/plan.out" "^\+ .* train .* --variant (baseline|resformer) .* --steps 300 .* --eval-every 0 " 28
+  count_is "plan: 5 SVFormer runs" "$tmp/plan.out" "^\+ .* train .* --variant svformer .* --steps 300 " 5
+  count_is "plan: 5 long Transformers, 600 steps, validated every 25" "$tmp/plan.out" "^\+ .* train .* --variant baseline .* --steps 600 .* --eval-every 25 .*transformer_long-b8" 5
+  contains "plan: bytes tokenizer, EOS 0, 256-byte chunks" "$tmp/plan.out" "--chunk 256 --threads 2 --eos 0"
+  check "plan: nothing written" test ! -e "$tmp/plan"
+  "$root/reproduce/ablations.sh" --scale bytes --seeds 3 --dry-run --tps 7000 --build "$build" --work "$tmp/plan" > "$tmp/abl.out" 2>&1
+  count_is "ablations: 11 rows x 3 seeds at scale bytes" "$tmp/abl.out" "^\+ .* train " 33
   finish
   exit
 fi

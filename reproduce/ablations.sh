@@ -33,6 +33,13 @@ svformer-$S|svformer|1|—|SVFormer (Fig. 10)
 neutreno-$S|neutreno:lambda=0.4|1|—|NeuTRENO λ = 0.4 (Fig. 1)
 cla-$S|cla|1|—|CLA (Fig. 10)
 gqa-$S|baseline|2|—|GQA, half the KV heads (Fig. 10)"
+# scale bytes (docs/reproduce.md, "The CPU-scale experiment"): the comparisons the paper draws in
+# numbers, and SVFormer and NeuTRENO; the V-source and KV-saving curves (Fig. 8, 10) are left out to
+# keep the ~2 hours, and the loss is the registered token-weighted mean
+if [ "$LONG" -gt 0 ]; then
+    ROWS=$(echo "$ROWS" | grep -v -e '^source_prev-' -e '^source_mean-' -e '^cla-' -e '^gqa-')
+    . "$REPRO_ROOT/reproduce/table5_registered.sh"
+fi
 
 repro_data
 set --
@@ -53,13 +60,23 @@ repro_estimate
 [ "$DRY" = 1 ] && exit 0
 
 md=$RESULTS/ablations-$SCALE.md
+# ablation_loss FILE: the row's loss from an eval-domains.json: the mean of the 7 domains, or at
+# scale bytes the registered token-weighted mean (— when missing)
+ablation_loss() {
+    if [ "$LONG" -gt 0 ]; then
+        [ -f "$1" ] && reg_tokmean "$1" | awk '{ if ($1 + 0 == $1) printf "%.6f\n", $1; else print "—" }' || echo "—"
+    else
+        repro_json "$1" '.domains.mean'
+    fi
+}
 # ablation_cells NAME: "loss|Δ" for the row NAME over SEEDS: the mean loss, and the difference
-# from the same seed's Transformer (mean ± se (t) over several seeds); — when a run is missing.
+# from the same seed's Transformer (mean ± se (t, two-sided p) over several seeds); — when a run is
+# missing.
 ablation_cells() {
     for seed in $SEEDS; do
-        echo "$(repro_json "$RUNS/$(repro_seed_name "$1" "$seed")/eval-domains.json" '.domains.mean')" \
-            "$(repro_json "$RUNS/$(repro_seed_name "transformer-$S" "$seed")/eval-domains.json" '.domains.mean')"
-    done | awk '
+        echo "$(ablation_loss "$RUNS/$(repro_seed_name "$1" "$seed")/eval-domains.json")" \
+            "$(ablation_loss "$RUNS/$(repro_seed_name "transformer-$S" "$seed")/eval-domains.json")"
+    done | awk -v long="$LONG" "${REG_STATS:-}"'
         $1 == "—" || $2 == "—" { bad = 1 }
         { n++; v[n] = $1; d[n] = $1 - $2 }
         END {
@@ -68,15 +85,21 @@ ablation_cells() {
             if (n == 1) { printf "%.4f|%+.4f\n", m, md; exit }
             s = 0; for (i = 1; i <= n; i++) s += (d[i] - md) ^ 2; se = sqrt(s / (n - 1) / n)
             tt = se > 0 ? sprintf("%.1f", md / se) : "—"  # in printf a bare > would redirect
+            if (se > 0 && long > 0) tt = tt sprintf(", p %s", pfmt(tprob(md / se, n - 1)))
             printf "%.4f|%+.4f ± %.4f (%s)\n", m, md, se, tt
         }'
 }
 {
     repro_header "Ablations of the value residual ($S)"
     echo
-    echo "Validation loss, mean of the 7 domains. The paper's numbers are its 82M models (formulas.md §8);"
+    if [ "$LONG" -gt 0 ]; then
+        echo "Validation loss, token-weighted over the 7 domains' validation chunks (the registered measure,"
+        echo "docs/reproduce.md). The paper's numbers are its 82M models' domain means (formulas.md §8);"
+    else
+        echo "Validation loss, mean of the 7 domains. The paper's numbers are its 82M models (formulas.md §8);"
+    fi
     echo "Δ columns are each model minus the Transformer of the same source."
-    [ "$NSEEDS" = 1 ] || echo "Over $NSEEDS seeds ($SEEDS): run loss is the mean over the seeds; Δ run is paired, each seed's model minus the same seed's Transformer, as mean ± standard error (t)."
+    [ "$NSEEDS" = 1 ] || echo "Over $NSEEDS seeds ($SEEDS): run loss is the mean over the seeds; Δ run is paired, each seed's model minus the same seed's Transformer, as mean ± standard error (t$( [ "$LONG" = 0 ] || echo ", two-sided p"))."
     [ "$SCALE" = paper ] || echo "At scale $SCALE compare the Δ columns' signs, not the losses."
     echo
     echo "| run | model | variant | run loss | paper loss | diff | Δ run | Δ paper |"

@@ -27,7 +27,7 @@ repro_cost_add() { PLAN_COST="$PLAN_COST$1 $2 $3 $4
 repro_flop_per_token() {
     # shellcheck disable=SC2046
     set -- $(repro_shape "$1") "$(repro_params "$1")"
-    awk -v L="$1" -v d="$3" -v P="$5" -v T="$SEQ" 'BEGIN { printf "%.0f", 6 * (P - d * 50277) + 12 * L * d * T }'
+    awk -v L="$1" -v d="$3" -v P="$5" -v T="$SEQ" -v V="$VOCAB" 'BEGIN { printf "%.0f", 6 * (P - d * V) + 12 * L * d * T }'
 }
 
 # repro_eval_tokens KIND: tokens one `vrl eval` of KIND reads (domains, downstream).

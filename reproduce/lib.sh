@@ -9,9 +9,14 @@
 #   paper  the paper's settings (Table 3/4, formulas.md §2-3): 10,000 steps of 1024 x 2048
 #          tokens, 8 GPUs x 32 sequences x 4 accumulation, through `mpirun -np 8` or `srun`
 #   small  one GPU, the same shape: 2,000 steps of 128 x 1024 tokens (hours)
+#   bytes  this CPU, about 2 hours: the experiment designed from pilots to answer Table 5's
+#          question here (docs/reproduce.md, "The CPU-scale experiment"): slimpajama-mini whole
+#          as bytes (vocabulary 256, the 7 domains kept), 256-token chunks, one 8-layer model at
+#          d 64 whose FLOPs go into its layers, 14 seeds; SVFormer beside ResFormer and a
+#          Transformer trained twice as long (the tokens-to-equal-loss ratio) with the first 5
 #   cpu    this CPU, hours: slimpajama-mini whole, 128-token chunks, models of 4-8 layers at
-#          d 64-128 with the real vocabulary, 3 seeds each: the multi-seed Table 5
-#          (table5.sh reports mean, spread and the paired ResFormer − Transformer difference)
+#          d 64-128 with the real vocabulary, 3 seeds each: a pipeline demonstration (the
+#          embedding holds most parameters; it has no power to answer the question)
 #   tiny   this CPU, minutes: slimpajama-mini from ../shared/data, 64-token chunks,
 #          models of 4-8 layers at d 32-48 with the real 50277-token vocabulary (a smoke test)
 # Numbers a run produces are the run's; the paper's sit beside them, always labelled.
@@ -23,14 +28,16 @@ REPRO_ROOT=$(cd "$(dirname "$0")/.." && pwd)
 
 repro_usage() {
     cat <<EOF
-usage: reproduce/$REPRO_NAME.sh [--scale paper|small|cpu|tiny] [--dry-run] [--resume] [--work DIR]
+usage: reproduce/$REPRO_NAME.sh [--scale paper|small|bytes|cpu|tiny] [--dry-run] [--resume] [--work DIR]
                                 [--results DIR] [--build DIR] [--shared DIR] [--tps N]
                                 [--launcher mpirun|srun] [--seeds N|S1,S2,...]
-  --scale S      paper (8 GPUs via mpirun or srun), small (1 GPU), cpu (this CPU, hours),
+  --scale S      paper (8 GPUs via mpirun or srun), small (1 GPU), bytes (this CPU, the
+                 powered experiment, ~2 hours), cpu (this CPU, a pipeline demonstration),
                  tiny (this CPU, minutes) [tiny]
   --seeds N|S,S  N seeds 1337, 1338, ... (a count), or the listed seeds (a comma makes a
                  list: 4242,9001; one seed: 4242,). The default seed 1337's run keeps its
-                 plain name wherever it stands, every other is NAME-seedS [3 at scale cpu, else 1]
+                 plain name wherever it stands, every other is NAME-seedS [14 at scale bytes,
+                 3 at cpu, else 1]
   --dry-run      print the plan: the preflight, every command, tokens, steps and the
                  estimated time of training and evaluation
   --resume       continue an interrupted table: finished runs and evaluations are kept
@@ -71,7 +78,7 @@ repro_init() {
     WORK=${WORK:-$REPRO_ROOT/runs/reproduce-$SCALE}
     VRL=$BUILD/bin/vrl
     TOK=$SHARED/tokenizers/gpt-neox-20b.tokenizer.json
-    SEED=1337 LR=6e-4 LR_END=6e-5 WARMUP=120
+    SEED=1337 LR=6e-4 LR_END=6e-5 WARMUP=120 VOCAB=50277 EOS="" EVAL_BATCHES=4 LONG=0 CURVE_EVERY=0 EXTRA_SEEDS=0
     case $SCALE in
     paper)  # Table 3/4: 10k steps, 2M-token batches of 1024 x 2048, 8 GPUs x 32 x accumulation 4
         GPUS=8 SEQ=2048 MICRO=32 ACCUM=4 STEPS=10000 DEVICE=cuda
@@ -86,12 +93,24 @@ repro_init() {
         GPUS=1 SEQ=128 MICRO=8 ACCUM=1 STEPS=${CPU_STEPS:-400} DEVICE=cpu LAUNCH=""
         SIZES="cpu-s cpu-m cpu-l" DATA_SCALE=1 EVAL_LIMIT=200 TASK_LIMIT=100 EVAL_BATCH=16 EVAL_EVERY=0 SAVE_EVERY=0
         ANALYSIS_BATCHES=8 ANALYSIS_BATCH=4 WINDOW=20 LR=3e-3 LR_END=3e-4 WARMUP=20 SEEDS_ARG=${SEEDS_ARG:-3} ;;
+    bytes)  # this CPU, ~2 hours (docs/reproduce.md, "The CPU-scale experiment", chosen from pilots):
+            # 300 steps of 16 x 256 bytes (1.2M tokens, ~2.4 per parameter), two runs at a time;
+            # in-training validation at the end on 2 batches per domain, and `vrl eval` on the
+            # first 200 chunks per domain; for the tokens-to-equal-loss ratio the Transformer of
+            # the first EXTRA_SEEDS seeds also trains LONG times as long, validated every
+            # CURVE_EVERY steps; SVFormer trains with those seeds
+        GPUS=1 SEQ=256 MICRO=16 ACCUM=1 STEPS=${BYTES_STEPS:-300} DEVICE=cpu LAUNCH=""
+        SIZES="b8" DATA_SCALE=1 EVAL_LIMIT=200 TASK_LIMIT=100 EVAL_BATCH=16 EVAL_EVERY=0 SAVE_EVERY=0 EVAL_BATCHES=2
+        ANALYSIS_BATCHES=8 ANALYSIS_BATCH=4 WINDOW=20 LR=3e-3 LR_END=3e-4 WARMUP=20 VOCAB=256 EOS=0 LONG=2
+        CURVE_EVERY=25 EXTRA_SEEDS=${BYTES_EXTRA_SEEDS:-5} SEEDS_ARG=${SEEDS_ARG:-14} ;;
     tiny)   # this CPU: minutes; learning rate raised for so few steps
         GPUS=1 SEQ=64 MICRO=4 ACCUM=1 STEPS=${TINY_STEPS:-40} DEVICE=cpu LAUNCH=""
         SIZES="tiny-s tiny-m tiny-l" DATA_SCALE=0.0001 EVAL_LIMIT=${TINY_EVAL_LIMIT:-40} TASK_LIMIT=${TINY_TASK_LIMIT:-10} EVAL_BATCH=8 EVAL_EVERY=0 SAVE_EVERY=0
         ANALYSIS_BATCHES=2 ANALYSIS_BATCH=4 WINDOW=5 LR=3e-3 LR_END=3e-4 WARMUP=4 ;;
-    *) echo "$REPRO_NAME.sh: --scale must be paper, small, cpu or tiny (not \"$SCALE\")" >&2; exit 2 ;;
+    *) echo "$REPRO_NAME.sh: --scale must be paper, small, bytes, cpu or tiny (not \"$SCALE\")" >&2; exit 2 ;;
     esac
+    # the byte tokenizer is written with the data (repro_data); the text tokenizer is read as is
+    [ "$VOCAB" = 256 ] && TOK=$WORK/data/bytes-tokenizer/tokenizer.json
     repro_seeds "${SEEDS_ARG:-1}"
     SEEDS_GIVEN=$( [ "$SEEDS" = "$SEED " ] || echo "$SEEDS" | tr ' ' ',' | sed 's/,$//')  # for the results header
     repro_launch
@@ -116,7 +135,8 @@ repro_init() {
     if [ "$DRY" = 0 ]; then
         [ -x "$VRL" ] || { echo "$REPRO_NAME.sh: $VRL not built (bash scripts/build.sh)" >&2; exit 1; }
         if repro_local; then
-            for f in "$TOK" "$SHARED/corpora/slimpajama-mini" "$SHARED/eval" "$SHARED/corpora/wikitext-2-raw/wiki.test.raw"; do
+            # (the byte tokenizer is written with the data)
+            for f in $( [ "$VOCAB" = 256 ] || echo "$TOK" ) "$SHARED/corpora/slimpajama-mini" "$SHARED/eval" "$SHARED/corpora/wikitext-2-raw/wiki.test.raw"; do
                 [ -e "$f" ] || { echo "$REPRO_NAME.sh: $f is missing (real data lives in ../shared/data)" >&2; exit 1; }
             done
         fi
@@ -176,8 +196,8 @@ repro_seeds() {
     FIRST_SEED=${SEEDS%% *}
 }
 
-# repro_local: true at the scales that run on this CPU (tiny, cpu).
-repro_local() { [ "$SCALE" = tiny ] || [ "$SCALE" = cpu ]; }
+# repro_local: true at the scales that run on this CPU (tiny, cpu, bytes).
+repro_local() { [ "$SCALE" = tiny ] || [ "$SCALE" = cpu ] || [ "$SCALE" = bytes ]; }
 
 # repro_seed_name NAME SEED: the run folder's name for SEED: the default seed ($SEED, 1337)
 # keeps NAME wherever it stands in --seeds, any other seed is NAME-seedSEED, so a run's folder
@@ -213,14 +233,14 @@ repro_model() {
     size=$1 kvdiv=${2:-1}
     # shellcheck disable=SC2046
     set -- $(repro_shape "$size")
-    case $size in tiny-* | cpu-*) ;; *) [ "$kvdiv" = 1 ] && { echo "$size"; return; } ;; esac
+    case $size in tiny-* | cpu-* | b8) ;; *) [ "$kvdiv" = 1 ] && { echo "$size"; return; } ;; esac
     f=$WORK/configs/$size-kv$kvdiv.json
     if [ "$DRY" = 0 ] && [ ! -f "$f" ]; then
         mkdir -p "$WORK/configs"
         maxpos=$SEQ
         cat > "$f" <<JSON
 {"model_type": "llama", "num_hidden_layers": $1, "num_attention_heads": $2, "num_key_value_heads": $(($2 / kvdiv)),
- "hidden_size": $3, "intermediate_size": $4, "vocab_size": 50277, "max_position_embeddings": $maxpos,
+ "hidden_size": $3, "intermediate_size": $4, "vocab_size": $VOCAB, "max_position_embeddings": $maxpos,
  "rms_norm_eps": 1e-05, "rope_theta": 10000.0}
 JSON
     fi
@@ -236,6 +256,7 @@ repro_shape() {
     cpu-s) echo 4 2 64 224 ;;    # FFN 3.5 d as Table 4; head_dim 32
     cpu-m) echo 6 3 96 336 ;;
     cpu-l) echo 8 4 128 448 ;;
+    b8) echo 8 4 64 224 ;;       # bytes: 8 layers as the paper's 82M, head_dim 16
     82M) echo 8 8 512 1792 ;;     # Table 4
     180M) echo 12 12 768 2688 ;;
     468M) echo 24 16 1024 3584 ;;
@@ -251,7 +272,7 @@ repro_layers() { repro_shape "$1" | cut -d' ' -f1; }
 repro_params() {
     # shellcheck disable=SC2046
     set -- $(repro_shape "$1")
-    awk -v L="$1" -v d="$3" -v f="$4" 'BEGIN { printf "%.0f", L * (4 * d * d + 3 * d * f + 2 * d) + 2 * d * 50277 + d }'
+    awk -v L="$1" -v d="$3" -v f="$4" -v V="$VOCAB" 'BEGIN { printf "%.0f", L * (4 * d * d + 3 * d * f + 2 * d) + 2 * d * V + d }'
 }
 
 # repro_data: SlimPajama -> per-domain JSONL -> seeded selection -> 2048-token (tiny: 64, cpu:
@@ -267,44 +288,50 @@ repro_data() {
         repro_do sh "$REPRO_ROOT/reproduce/data/download_slimpajama.sh" "$raw" 1
     fi
     [ "$DRY" = 1 ] || rm -rf "$DATA/reorg" "$DATA/select" "$DATA/tok"
+    # bytes: the byte tokenizer (id b is the byte b; EOS the byte 0, which text never holds)
+    [ "$VOCAB" = 256 ] && repro_do "$VRL" data bytes --tokenizer-only --out "${TOK%/tokenizer.json}"
     repro_do "$VRL" data reorganize --in "$raw" --out "$DATA/reorg"
     repro_do "$VRL" data select --in "$DATA/reorg" --out "$DATA/select" --tokenizer "$TOK" --scale "$DATA_SCALE" \
         --seed "$SEED" --threads "$threads"
-    case $SCALE in tiny) chunk=64 ;; cpu) chunk=$SEQ ;; *) chunk=2048 ;; esac
+    case $SCALE in tiny) chunk=64 ;; cpu | bytes) chunk=$SEQ ;; *) chunk=2048 ;; esac
+    # shellcheck disable=SC2046 # --eos ID, or nothing for the tokenizer's own <|endoftext|>
     repro_do "$VRL" data tokenize --in "$DATA/select" --out "$DATA/tok" --tokenizer "$TOK" --chunk "$chunk" \
-        --threads "$threads"
+        --threads "$threads" $( [ -z "$EOS" ] || echo "--eos $EOS" )
     [ "$DRY" = 1 ] || touch "$DATA/.done"
 }
 
-# repro_train NAME SIZE VARIANT [KV_DIVISOR [SEED]]: one training run into $RUNS/NAME (skipped
-# when done), with --seed SEED [$SEED].
+# repro_train NAME SIZE VARIANT [KV_DIVISOR [SEED [STEPS]]]: one training run into $RUNS/NAME
+# (skipped when done), with --seed SEED [$SEED] for STEPS steps [$STEPS] (the longer Transformer of
+# the tokens-to-equal-loss ratio).
 repro_train() {
-    name=$1 size=$2 variant=$3 kvdiv=${4:-1} seed=${5:-$SEED}
+    name=$1 size=$2 variant=$3 kvdiv=${4:-1} seed=${5:-$SEED} steps=${6:-$STEPS}
     model=$(repro_model "$size" "$kvdiv")
     PLAN_RUNS="$PLAN_RUNS $size"
     [ -f "$RUNS/$name/.done" ] && { echo "   train $name: done earlier ($RUNS/$name)"; return 0; }
     if [ "$RESUME" = 1 ] && [ -e "$RUNS/$name/train_state.safetensors" ]; then
         # killed after its last save but before .done: nothing left to train
         last=$(readlink "$RUNS/$name/latest" 2>/dev/null | sed -n 's/.*step-0*\([0-9]\)/\1/p')
-        if [ "$last" = "$STEPS" ]; then
-            echo "   train $name: complete at step $STEPS ($RUNS/$name)"
+        if [ "$last" = "$steps" ]; then
+            echo "   train $name: complete at step $steps ($RUNS/$name)"
             [ "$DRY" = 1 ] || touch "$RUNS/$name/.done"
             return 0
         fi
-        repro_cost_add train "$name" "$size" "$TOKENS"  # counted whole: an upper bound
+        repro_cost_add train "$name" "$size" $((TOKENS / STEPS * steps))  # counted whole: an upper bound
         # the run's own flags are in its folder; it continues from its last checkpoint
         # shellcheck disable=SC2086
         repro_do $LAUNCH "$VRL" train --resume "$RUNS/$name" --quiet
         [ "$DRY" = 1 ] || touch "$RUNS/$name/.done"
         return 0
     fi
-    repro_cost_add train "$name" "$size" "$TOKENS"
+    repro_cost_add train "$name" "$size" $((TOKENS / STEPS * steps))
+    every=$EVAL_EVERY
+    [ "$steps" = "$STEPS" ] || [ "$CURVE_EVERY" = 0 ] || every=$CURVE_EVERY  # the long run's curve
     [ "$DRY" = 1 ] || rm -rf "${RUNS:?}/$name"
     # shellcheck disable=SC2086  # LAUNCH is a command prefix ("", "mpirun -np 8 ...", "srun ...")
     repro_do $LAUNCH "$VRL" train --model "$model" --variant "$variant" --device "$DEVICE" --data "$DATA/tok" \
-        --steps "$STEPS" --batch "$MICRO" --accum "$ACCUM" --seq "$SEQ" --lr "$LR" --lr-end "$LR_END" \
-        --warmup "$WARMUP" --schedule cosine --wd 0.1 --clip 1.0 --seed "$seed" --eval-every "$EVAL_EVERY" \
-        --eval-batches 4 --save-every "$SAVE_EVERY" --quiet --out "$RUNS/$name"
+        --steps "$steps" --batch "$MICRO" --accum "$ACCUM" --seq "$SEQ" --lr "$LR" --lr-end "$LR_END" \
+        --warmup "$WARMUP" --schedule cosine --wd 0.1 --clip 1.0 --seed "$seed" --eval-every "$every" \
+        --eval-batches "$EVAL_BATCHES" --save-every "$SAVE_EVERY" --quiet --out "$RUNS/$name"
     [ "$DRY" = 1 ] || touch "$RUNS/$name/.done"
 }
 

@@ -7,7 +7,7 @@
 # (lib.sh: repro_seeds, repro_seed_name) and, for more than one, the table gives each
 # domain's mean ± sample sd per model and the paired difference ResFormer − Transformer (same
 # seed: same initial weights where shapes agree, same data order) with its standard error.
-# Usage: reproduce/table5.sh [--scale paper|small|cpu|tiny] [--seeds N|S1,S2,...] [--dry-run] (see --help, docs/reproduce.md)
+# Usage: reproduce/table5.sh [--scale paper|small|bytes|cpu|tiny] [--seeds N|S1,S2,...] [--dry-run] (see --help, docs/reproduce.md)
 set -eu
 . "$(dirname "$0")/lib.sh"
 repro_init table5 "$@"
@@ -19,6 +19,16 @@ for size in $SIZES; do  # size by size: a table cut short still has every seed o
         t=$(repro_seed_name "transformer-$size" "$seed") r=$(repro_seed_name "resformer-$size" "$seed")
         set -- "$@" "$t $size baseline 1 $seed" "$r $size resformer 1 $seed"
     done
+    # scale bytes: SVFormer, and the Transformer LONG times as long (the tokens-to-equal-loss
+    # ratio), for the first EXTRA_SEEDS seeds, after every seed's pair; two like runs at a time
+    # (repro_parallel)
+    if [ "$LONG" -gt 0 ]; then
+        extra=$(echo $SEEDS | cut -d' ' -f1-"$EXTRA_SEEDS")  # the first EXTRA_SEEDS seeds
+        for seed in $extra; do set -- "$@" "$(repro_seed_name "svformer-$size" "$seed") $size svformer 1 $seed"; done
+        for seed in $extra; do
+            set -- "$@" "$(repro_seed_name "transformer_long-$size" "$seed") $size baseline 1 $seed $((STEPS * LONG))"
+        done
+    fi
 done
 # each run is evaluated as soon as it is trained (on this CPU, two runs at a time)
 table5_run() { repro_train "$@" && repro_eval "$1" domains; }
@@ -30,16 +40,23 @@ DOMAINS="RedPajamaCommonCrawl RedPajamaC4 RedPajamaGithub RedPajamaStackExchange
 # Table 5 of the paper (validation loss, 10k steps, 20B tokens), in DOMAINS order then the average.
 paper_row() {
     case $1 in
-    transformer-82M|transformer-tiny-s|transformer-cpu-s) echo "3.3595 3.5388 1.4247 2.3872 2.9047 3.3797 2.1779 2.7389" ;;
+    transformer-82M|transformer-tiny-s|transformer-cpu-s|transformer-b8) echo "3.3595 3.5388 1.4247 2.3872 2.9047 3.3797 2.1779 2.7389" ;;
     transformer-180M|transformer-tiny-m|transformer-cpu-m) echo "3.0961 3.2834 1.2451 2.1651 2.5897 3.1309 2.0001 2.5015" ;;
     transformer-468M|transformer-tiny-l|transformer-cpu-l) echo "2.8514 3.0430 1.0908 1.9628 2.2821 2.8979 1.8362 2.2806" ;;
-    resformer-82M|resformer-tiny-s|resformer-cpu-s) echo "3.3362 3.5191 1.3941 2.3592 2.8646 3.3572 2.1518 2.7117" ;;
+    resformer-82M|resformer-tiny-s|resformer-cpu-s|resformer-b8) echo "3.3362 3.5191 1.3941 2.3592 2.8646 3.3572 2.1518 2.7117" ;;
     resformer-180M|resformer-tiny-m|resformer-cpu-m) echo "3.0631 3.2504 1.2200 2.1350 2.5435 3.0994 1.9732 2.4692" ;;
     resformer-468M|resformer-tiny-l|resformer-cpu-l) echo "2.8214 3.0115 1.0730 1.9388 2.2477 2.8696 1.8142 2.2537" ;;
     esac
 }
-paper_size() { case $1 in *tiny-s|*cpu-s|*82M) echo 82M ;; *tiny-m|*cpu-m|*180M) echo 180M ;; *) echo 468M ;; esac; }
+paper_size() { case $1 in *tiny-s|*cpu-s|*82M|*b8) echo 82M ;; *tiny-m|*cpu-m|*180M) echo 180M ;; *) echo 468M ;; esac; }
 md=$RESULTS/table5-$SCALE.md
+if [ "$LONG" -gt 0 ]; then  # scale bytes: the analysis registered in docs/reproduce.md
+    . "$REPRO_ROOT/reproduce/table5_registered.sh"
+    table5_registered > "$md"
+    cat "$md"
+    echo "wrote $md"
+    exit 0
+fi
 if [ "$NSEEDS" -gt 1 ]; then
     . "$REPRO_ROOT/reproduce/table5_seeds.sh"
     table5_seeds > "$md"

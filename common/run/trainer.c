@@ -511,15 +511,19 @@ static int run_evaluate(Run *r, long step) {
 }
 
 /* The run folder is still the one this run locked: deleted or replaced under a running
- * trainer, every later write would half re-create it (mkdir -p) and leave rc 0. */
+ * trainer, every later write would half re-create it (mkdir -p) and leave rc 0. step < 0: not
+ * known (after the loop has failed). */
 static int folder_intact(const Run *r, long step) {
     struct stat st;
     char path[TRAIN_PATH_LEN + 16];
     if (run_path(path, sizeof path, r->a->out, RUN_CONFIG) < 0) return -1;
     if (stat(r->a->out, &st) != 0 || st.st_dev != r->folder_dev || st.st_ino != r->folder_ino || stat(path, &st) != 0)
-        return vrl_error("%s: the run folder was deleted or replaced while training (at step %ld); stopped, "
-                         "nothing more is written",
-                         r->a->out, step);
+        return step >= 0 ? vrl_error("%s: the run folder was deleted or replaced while training (at step %ld); "
+                                     "stopped, nothing more is written",
+                                     r->a->out, step)
+                         : vrl_error("%s: the run folder was deleted or replaced while training; stopped, "
+                                     "nothing more is written",
+                                     r->a->out);
     return 0;
 }
 
@@ -552,10 +556,7 @@ static int train_loop(Run *r) {
             return -1;
         const int sig = stop_signal(r);
         if (sig || (a->save_every > 0 && step % a->save_every == 0) || step == a->steps) {
-            if (save_run(a, r->model, &r->h, r->train, r->mix, step, &r->st.rng) < 0) {
-                if (r->root) folder_intact(r, step); /* a folder deleted mid-save: say that, not ENOENT */
-                return -1;
-            }
+            if (save_run(a, r->model, &r->h, r->train, r->mix, step, &r->st.rng) < 0) return -1;
             dist_barrier(); /* the checkpoint is whole before any rank moves on or ends */
         }
         if (sig) {
@@ -580,6 +581,9 @@ int train_run(TrainArgs *a) {
     if (rc == 0) { /* from the first step on, SIGTERM/SIGINT save before they stop the run */
         stop_request_install();
         rc = train_loop(&r);
+        /* a folder deleted between two checks makes some write fail first (ENOENT, a missing
+         * parent): name the cause, not the file that happened to notice it */
+        if (rc == -1 && r.root) folder_intact(&r, -1);
         stop_request_uninstall();
     }
     run_close(&r);
