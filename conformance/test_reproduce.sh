@@ -225,7 +225,7 @@ fi
 # two-sided p = 1 - x/sqrt(1 + x^2) with x = t/sqrt(2) (the df-2 closed form) = 0.0742; SVFormer
 # +0.05, t 8.6603, p 0.0131. The long Transformer's in-training validation falls 0.001 a step
 # from 3.0 (every 25 steps to 600); ResFormer's final one is 2.45, 2.44, 2.60, reached at steps
-# 550, 560 and 400 of the long run: ratios 11/6, 28/15, 4/3 of ResFormer's 300 steps.
+# 550, 560 and 400 of the long run: ratios 11/6, 28/15, 4/3 of ResFormer's 300 steps (BYTES_STEPS).
 if [ "$mode" = registered ]; then
   w=$tmp/reg sh_=$tmp/reg-shared
   mkdir -p "$w/data" "$sh_/corpora/slimpajama-mini" "$sh_/eval" "$sh_/corpora/wikitext-2-raw"
@@ -259,7 +259,7 @@ if [ "$mode" = registered ]; then
     for step in $(seq 25 25 600); do vallines "$step" "$(awk -v s="$step" 'BEGIN { printf "%.4f", 3.0 - 0.001 * s }')"; done \
       > "$w/runs/transformer_long-b8$sfx/metrics.jsonl"
   done
-  "$root/reproduce/table5.sh" --scale bytes --seeds 1337,4242,9001 --build "$build" --shared "$sh_" --work "$w" \
+  BYTES_STEPS=300 "$root/reproduce/table5.sh" --scale bytes --seeds 1337,4242,9001 --build "$build" --shared "$sh_" --work "$w" \
     --results "$tmp/reg-results" > "$tmp/reg.out" 2>&1 || { fails=$((fails + 1)); echo "FAIL table5.sh --scale bytes on the made runs:"; tail -20 "$tmp/reg.out"; }
   md=$tmp/reg-results/table5-bytes.md
   check "nothing was trained" sh -c "! grep -q '^+ .* train ' '$tmp/reg.out'"
@@ -278,17 +278,17 @@ if [ "$mode" = registered ]; then
   contains "per domain: CommonCrawl's paired row" "$md" "| ResFormer − Transformer | -0.0200 ± 0.0058 (p 0.0742) |"
   # a seed whose long Transformer never gets there: counted, and the mean called a lower bound
   vallines 300 2.30 > "$w/runs/resformer-b8-seed9001/metrics.jsonl"
-  "$root/reproduce/table5.sh" --scale bytes --seeds 1337,4242,9001 --build "$build" --shared "$sh_" --work "$w" \
+  BYTES_STEPS=300 "$root/reproduce/table5.sh" --scale bytes --seeds 1337,4242,9001 --build "$build" --shared "$sh_" --work "$w" \
     --results "$tmp/reg-results" > "$tmp/reg2.out" 2>&1
   contains "a seed that never reaches the loss" "$md" "(2 of 3 seeds reached it; 1 did not within 2 times the tokens, so the mean is a lower bound).**"
   contains "its per-seed row says never" "$md" "| 2.3000 | never | — |"
-  # the plan: 14 seeds, SVFormer and the long Transformer for the first 5, validation every 25
+  # the plan: 32 seeds, SVFormer and the long Transformer for the first 6, validation every 25
   # steps only in the long runs; priced on this CPU
   "$root/reproduce/table5.sh" --scale bytes --dry-run --tps 7000 --build "$build" --work "$tmp/plan" > "$tmp/plan.out" 2>&1 ||
     { fails=$((fails + 1)); echo "FAIL table5.sh --scale bytes --dry-run"; tail -5 "$tmp/plan.out"; }
-  count_is "plan: 28 Transformer/ResFormer runs of 300 steps" "$tmp/plan.out" "^\+ .* train .* --variant (baseline|resformer) .* --steps 300 .* --eval-every 0 " 28
-  count_is "plan: 5 SVFormer runs" "$tmp/plan.out" "^\+ .* train .* --variant svformer .* --steps 300 " 5
-  count_is "plan: 5 long Transformers, 600 steps, validated every 25" "$tmp/plan.out" "^\+ .* train .* --variant baseline .* --steps 600 .* --eval-every 25 .*transformer_long-b8" 5
+  count_is "plan: 64 Transformer/ResFormer runs of 150 steps" "$tmp/plan.out" "^\+ .* train .* --variant (baseline|resformer) .* --steps 150 .* --eval-every 0 " 64
+  count_is "plan: 6 SVFormer runs" "$tmp/plan.out" "^\+ .* train .* --variant svformer .* --steps 150 " 6
+  count_is "plan: 6 long Transformers, 300 steps, validated every 25" "$tmp/plan.out" "^\+ .* train .* --variant baseline .* --steps 300 .* --eval-every 25 .*transformer_long-b8" 6
   contains "plan: bytes tokenizer, EOS 0, 256-byte chunks" "$tmp/plan.out" "--chunk 256 --threads 2 --eos 0"
   check "plan: nothing written" test ! -e "$tmp/plan"
   "$root/reproduce/ablations.sh" --scale bytes --seeds 3 --dry-run --tps 7000 --build "$build" --work "$tmp/plan" > "$tmp/abl.out" 2>&1
