@@ -57,8 +57,8 @@ int data_bytes(int argc, char **argv) {
     if (tokenizer_only) { /* the tokenizer alone: for corpora `vrl data tokenize` cuts (reproduce/lib.sh) */
         char path[4096];
         if (in) {
-            fprintf(stderr, "vrl data bytes: --tokenizer-only takes no --in\n%s", USAGE);
-            return 2;
+            vrl_error("--tokenizer-only takes no --in (it writes the tokenizer alone)");
+            goto fail;
         }
         if (!out) {
             fprintf(stderr, "vrl data bytes: --out is required\n%s", USAGE);

@@ -32,4 +32,17 @@ check one_id_zero test "$(entropy one bytes)" = 0.0000
 check validation_under_train test "$($VRL data inspect --in "$tmp/two" --entropy |
   sed -n 's/^validation *bytes .*, \([0-9.]*\) under train.s$/\1/p')" = 0.7533
 expect_error entropy_needs_dir "needs a directory" $VRL data inspect --in "$tmp/two/train/bytes-00000.bin" --entropy
+
+# --tokenizer-only: the byte tokenizer alone, the same file `data bytes` writes beside its shards;
+# it encodes text as its bytes ("Hé!" is 72, 0xC3 0xA9, 33) and a JSONL corpus tokenized with it
+# (--eos 0) holds each document's bytes followed by 0
+check tokenizer_only_writes "$VRL" data bytes --tokenizer-only --out "$tmp/btok"
+check tokenizer_only_same_file cmp "$tmp/btok/tokenizer.json" "$tmp/two.bytes/tokenizer.json"
+check tokenizer_only_is_bytes test "$($VRL tokenize --tokenizer "$tmp/btok/tokenizer.json" "Hé!")" = "72 195 169 33"
+expect_error tokenizer_only_takes_no_in "--tokenizer-only takes no --in" $VRL data bytes --tokenizer-only --in "$tmp/two.txt" --out "$tmp/x"
+mkdir -p "$tmp/jsonl/train"
+printf '{"text": "ab"}\n{"text": "cd"}\n' > "$tmp/jsonl/train/Dom.jsonl"
+check jsonl_as_bytes "$VRL" data tokenize --in "$tmp/jsonl" --out "$tmp/jtok" --tokenizer "$tmp/btok/tokenizer.json" --chunk 3 --eos 0
+# "ab" 0 "cd" 0 in 3-byte chunks: 97 98 0 | 99 100 0, stored as uint16 after the 64-byte header
+check jsonl_bytes_then_eos test "$(od -An -tu2 -j64 "$tmp/jtok/train/Dom-00000.bin" | tr -s ' ' | sed 's/^ //')" = "97 98 0 99 100 0"
 finish
