@@ -59,6 +59,8 @@ table5_stats() {
 table5_seeds() {
     repro_header "Table 5 over $NSEEDS seeds: validation loss per domain"
     echo
+    [ "$SCALE" != cpu ] || { echo "**A pipeline demonstration: at this scale the embedding holds most parameters and the paired"
+        echo "sd needs ~25 seeds for the paper's effect; the powered experiment is --scale bytes (docs/reproduce.md).**"; echo; }
     echo "Seeds: $SEEDS(each seed sets the initial weights and the data order; the two models of"
     echo "a seed see the same batches in the same order, which is what makes the difference paired)."
     echo "Losses are token means over the first $EVAL_LIMIT validation chunks of $SEQ tokens per domain."
