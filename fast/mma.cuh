@@ -11,15 +11,16 @@
  * same function at the same place (PTX's .sync.aligned): the CPU layer reports a launch
  * error otherwise; on a GPU it is undefined behaviour.
  *
- * Fragments, from the PTX ISA (8.7 numbering) 9.7.14.5.8 "Matrix Fragments for mma.m16n8k16
- * with floating point type", with g = lane >> 2, t = lane % 4, two bf16 per uint32_t, the
- * lower-indexed element in the low 16 bits:
+ * Fragments, from the PTX ISA's "Matrix Fragments for mma.m16n8k16 with floating point type"
+ * (9.7.14.5.8 in the 8.x editions; the numbers move between editions, the titles stay),
+ * with g = lane >> 2, t = lane % 4, two bf16 per uint32_t, the lower-indexed element in the
+ * low 16 bits:
  *   a[0] = A[g][2t..2t+1]    a[1] = A[g+8][2t..2t+1]  a[2] = A[g][2t+8..2t+9]  a[3] = A[g+8][2t+8..2t+9]
  *   b[0] = B[2t..2t+1][g]    b[1] = B[2t+8..2t+9][g]
  *   c[0], c[1] = C[g][2t], C[g][2t+1]                 c[2], c[3] = C[g+8][2t], C[g+8][2t+1]   (d alike)
- * and from 9.7.14.5.15 "Warp-level matrix load instruction: ldmatrix": lane 8m + j passes the
- * address of row j of matrix m (16 bytes, 16-byte aligned, in shared memory; lanes past
- * 8·num pass anything); register r[m] of lane L receives row g, columns 2t and 2t+1 of
+ * and from "Warp-level matrix load instruction: ldmatrix" (9.7.14.5.15): lane 8m + j passes the
+ * address of row j of matrix m (16 bytes, 16-byte aligned, in shared memory; the addresses
+ * of lanes past 8·num are ignored on sm_80 and later); register r[m] of lane L receives row g, columns 2t and 2t+1 of
  * matrix m, or with .trans rows 2t and 2t+1 of column g. So an x4 of the four 8x8 quarters
  * of a row-major 16x16 tile (top-left, bottom-left, top-right, bottom-right) is A's
  * fragment; an x2 of a [n][k]-major 8x16 tile is B's; an x2.trans of a [k][n]-major 16x8

@@ -2,7 +2,8 @@
  * completed once all 32 lanes of a warp have posted their fragments (tensor_core.h,
  * docs/fast.md "Tensor-core instructions on the CPU").
  *
- * Fragment layouts from the PTX ISA (checked against ISA 8.7/9.0, section numbers of 8.7):
+ * Fragment layouts from the PTX ISA (section numbers of its 8.x editions; later editions
+ * renumber, the titles stay):
  *  - 9.7.14.5.8 "Matrix Fragments for mma.m16n8k16 with floating point type", .bf16 A, B
  *    and the .f32 accumulators. With g = lane >> 2 (groupID), t = lane % 4
  *    (threadID_in_group), i the element index, low half of a .b32 register first:
