@@ -87,16 +87,21 @@ static void reference(int M, int N, int K, const uint16_t *a, const uint16_t *b,
  * of `terms` terms in fp32, in any order, each addition rounded or truncated (the GPU's
  * internal rounding is not documented), errs by at most one ulp of a partial sum per
  * addition, 2^-23 of Σ|terms| each: |d − exact| <= terms · 2^-23 · Σ|terms|. */
-static int outside_bound(const float *d, const std::vector<double> &exact, const std::vector<double> &mag, int terms,
-                         double *worst) {
+static int outside_bound(const float *d, const std::vector<double> &exact, const std::vector<double> &mag, int terms) {
     int bad = 0;
-    *worst = 0.0;
-    for (size_t i = 0; i < exact.size(); i++) {
-        const double err = fabs((double)d[i] - exact[i]), bound = terms * 0x1p-23 * mag[i];
-        if (!(err <= bound)) bad++;
-        if (err / (bound > 0 ? bound : 1e-300) > *worst) *worst = err / (bound > 0 ? bound : 1e-300);
-    }
+    for (size_t i = 0; i < exact.size(); i++)
+        if (!(fabs((double)d[i] - exact[i]) <= terms * 0x1p-23 * mag[i])) bad++;
     return bad;
+}
+
+/* After a launch that computed d[M][N] = a[M][K]·b + c: no launch error, and the number of
+ * values outside the bound (K products and c: K + 1 terms). */
+static int misses(const char *what, int M, int N, int K, const uint16_t *a, const uint16_t *b, int bk, int bn,
+                  const float *c, const float *d) {
+    cr_assert_str_eq(launch_message(), "", "%s", what);
+    std::vector<double> exact, mag;
+    reference(M, N, K, a, b, bk, bn, c, exact, mag);
+    return outside_bound(d, exact, mag, K + 1);
 }
 
 /* ------------------------------------------------------------------ mma with ISA-formula fragments */
@@ -143,29 +148,14 @@ template <int LAYOUT> __global__ void mma_by_formula_kernel(float *d, const uint
 
 /* Run one layout on random data; the number of D values outside the bound. */
 static int run_by_formula(int layout, uint64_t seed) {
+    void (*const kernels[])(float *, const uint16_t *, const uint16_t *, const float *) = {
+        mma_by_formula_kernel<ISA>, mma_by_formula_kernel<SWAP_A1_A2>, mma_by_formula_kernel<A_ROW_OFF_BY_8>,
+        mma_by_formula_kernel<SWAP_B0_B1>, mma_by_formula_kernel<D_ROW_OFF_BY_8>};
     const std::vector<uint16_t> a = random_bf16(256, seed), b = random_bf16(128, seed + 1);
     const std::vector<float> c = random_f32(128, seed + 2);
     std::vector<float> d(128, NAN);
-    switch (layout) {
-    case ISA: LAUNCH(mma_by_formula_kernel<ISA>, 1, 32, 0, 0)(d.data(), a.data(), b.data(), c.data()); break;
-    case SWAP_A1_A2:
-        LAUNCH(mma_by_formula_kernel<SWAP_A1_A2>, 1, 32, 0, 0)(d.data(), a.data(), b.data(), c.data());
-        break;
-    case A_ROW_OFF_BY_8:
-        LAUNCH(mma_by_formula_kernel<A_ROW_OFF_BY_8>, 1, 32, 0, 0)(d.data(), a.data(), b.data(), c.data());
-        break;
-    case SWAP_B0_B1:
-        LAUNCH(mma_by_formula_kernel<SWAP_B0_B1>, 1, 32, 0, 0)(d.data(), a.data(), b.data(), c.data());
-        break;
-    default:
-        LAUNCH(mma_by_formula_kernel<D_ROW_OFF_BY_8>, 1, 32, 0, 0)(d.data(), a.data(), b.data(), c.data());
-        break;
-    }
-    cr_assert_str_eq(launch_message(), "", "layout %d", layout);
-    std::vector<double> exact, mag;
-    reference(16, 8, 16, a.data(), b.data(), 8, 1, c.data(), exact, mag);
-    double worst;
-    return outside_bound(d.data(), exact, mag, 17, &worst);
+    LAUNCH(kernels[layout], 1, 32, 0, 0)(d.data(), a.data(), b.data(), c.data());
+    return misses("by formula", 16, 8, 16, a.data(), b.data(), 8, 1, c.data(), d.data());
 }
 
 Test(cuda_cpu_mma, mma_follows_the_isa_fragment_layout) {
@@ -322,26 +312,13 @@ static int run_pipeline(int mode, const char *order, std::vector<float> &d) {
         for (int n = 0; n < 16; n++) bt[n * 32 + k] = bk[k * 16 + n]; /* the same B, stored [n][k] */
     const std::vector<float> c = random_f32(32 * 16, 13);
     d.assign(32 * 16, NAN);
+    void (*const kernels[])(float *, const uint16_t *, const uint16_t *, const uint16_t *, const float *) = {
+        mma_pipeline_kernel<PIPE_NK>, mma_pipeline_kernel<PIPE_KN>, mma_pipeline_kernel<PIPE_NK_SWAP_A1_A2>,
+        mma_pipeline_kernel<PIPE_KN_ROW_OFF_BY_8>, mma_pipeline_kernel<PIPE_NK_B_ROWS_ROTATED>};
     cr_assert_eq(cuda_cpu::set_thread_order(order), 0);
-    switch (mode) {
-    case PIPE_NK: LAUNCH(mma_pipeline_kernel<PIPE_NK>, 1, 64, 0, 0)(d.data(), a.data(), bt.data(), bk.data(), c.data()); break;
-    case PIPE_KN: LAUNCH(mma_pipeline_kernel<PIPE_KN>, 1, 64, 0, 0)(d.data(), a.data(), bt.data(), bk.data(), c.data()); break;
-    case PIPE_NK_SWAP_A1_A2:
-        LAUNCH(mma_pipeline_kernel<PIPE_NK_SWAP_A1_A2>, 1, 64, 0, 0)(d.data(), a.data(), bt.data(), bk.data(), c.data());
-        break;
-    case PIPE_KN_ROW_OFF_BY_8:
-        LAUNCH(mma_pipeline_kernel<PIPE_KN_ROW_OFF_BY_8>, 1, 64, 0, 0)(d.data(), a.data(), bt.data(), bk.data(), c.data());
-        break;
-    default:
-        LAUNCH(mma_pipeline_kernel<PIPE_NK_B_ROWS_ROTATED>, 1, 64, 0, 0)(d.data(), a.data(), bt.data(), bk.data(), c.data());
-        break;
-    }
+    LAUNCH(kernels[mode], 1, 64, 0, 0)(d.data(), a.data(), bt.data(), bk.data(), c.data());
     cuda_cpu::set_thread_order("forward");
-    cr_assert_str_eq(launch_message(), "", "mode %d", mode);
-    std::vector<double> exact, mag;
-    reference(32, 16, 32, a.data(), bk.data(), 16, 1, c.data(), exact, mag);
-    double worst;
-    return outside_bound(d.data(), exact, mag, 33, &worst);
+    return misses("pipeline", 32, 16, 32, a.data(), bk.data(), 16, 1, c.data(), d.data());
 }
 
 Test(cuda_cpu_mma, ldmatrix_and_mma_from_shared_tiles_in_every_order) {
@@ -366,41 +343,40 @@ Test(cuda_cpu_mma, mis_laid_out_pipelines_fail_the_comparison) {
 
 /* ------------------------------------------------------------------ errors */
 
-__device__ void zero_fragments(uint32_t a[4], uint32_t b[2], float c[4]) {
-    for (int i = 0; i < 4; i++) a[i] = 0, c[i] = 0.0f;
-    b[0] = b[1] = 0;
+/* One mma on zero fragments; d[0]. */
+__device__ float mma_on_zeros(void) {
+    const uint32_t a[4] = {0, 0, 0, 0}, b[2] = {0, 0};
+    const float c[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    float d[4];
+    mma_m16n8k16_bf16(d, a, b, c);
+    return d[0];
 }
 
-__global__ void mma_short_warp_kernel(float *out) {
-    uint32_t a[4], b[2];
-    float c[4], d[4];
-    zero_fragments(a, b, c);
-    mma_m16n8k16_bf16(d, a, b, c);
-    out[threadIdx.x] = d[0];
-}
+__global__ void mma_short_warp_kernel(float *out) { out[threadIdx.x] = mma_on_zeros(); }
 
 __global__ void mma_after_exit_kernel(float *out) {
     if (threadIdx.x == 3) return;
-    uint32_t a[4], b[2];
-    float c[4], d[4];
-    zero_fragments(a, b, c);
-    mma_m16n8k16_bf16(d, a, b, c);
-    out[threadIdx.x] = d[0];
+    out[threadIdx.x] = mma_on_zeros();
 }
 
 __global__ void mma_two_sites_kernel(float *out) {
-    uint32_t a[4], b[2];
-    float c[4], d[4];
-    zero_fragments(a, b, c);
+    const uint32_t a[4] = {0, 0, 0, 0}, b[2] = {0, 0};
+    const float c[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    float d[4];
     if (threadIdx.x < 16) mma_m16n8k16_bf16(d, a, b, c);
     else mma_m16n8k16_bf16(d, a, b, c);
     out[threadIdx.x] = d[0];
 }
 
+/* tile[0..n) := 0..n-1 by the block, then a barrier */
+__device__ void stage_ids(uint16_t *tile, int n) {
+    for (int i = (int)threadIdx.x; i < n; i += (int)blockDim.x) tile[i] = (uint16_t)i;
+    __syncthreads();
+}
+
 __global__ void ldmatrix_two_shapes_kernel(uint32_t *out) {
     __shared__ __align__(16) uint16_t tile[8 * 8];
-    for (int c = 0; c < 2; c++) tile[threadIdx.x * 2 + c] = (uint16_t)threadIdx.x;
-    __syncthreads();
+    stage_ids(tile, 8 * 8);
     uint32_t r[1];
     const void *row = &tile[(threadIdx.x % 8) * 8];
     threadIdx.x < 16 ? ldmatrix_x1(r, row) : ldmatrix_x1_trans(r, row); /* one call site, two shapes */
@@ -408,9 +384,8 @@ __global__ void ldmatrix_two_shapes_kernel(uint32_t *out) {
 }
 
 __global__ void ldmatrix_misaligned_kernel(uint32_t *out) {
-    __shared__ __align__(16) uint16_t tile[16 * 8];
-    for (int c = 0; c < 4; c++) tile[threadIdx.x * 4 + c] = (uint16_t)threadIdx.x;
-    __syncthreads();
+    __shared__ __align__(16) uint16_t tile[8 * 8];
+    stage_ids(tile, 8 * 8);
     uint32_t r[1];
     const int lane = threadIdx.x % 32;
     ldmatrix_x1(r, &tile[(lane % 8) * 8 + (lane == 5 ? 1 : 0)]); /* lane 5: 2 bytes off */
