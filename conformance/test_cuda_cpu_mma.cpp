@@ -416,10 +416,10 @@ Test(cuda_cpu_mma, incomplete_warps_are_errors_naming_the_kernel) {
     LAUNCH(mma_after_exit_kernel, 1, 32, 0, 0)(out);
     expect_error("mma_after_exit_kernel", "lane 3: thread (3,0,0) has exited");
     LAUNCH(mma_two_sites_kernel, 1, 32, 0, 0)(out);
-    expect_error("mma_two_sites_kernel", "lanes of one warp at different collectives");
+    expect_error("mma_two_sites_kernel", "lanes of one warp at different tensor-core calls");
     uint32_t r[32];
     LAUNCH(ldmatrix_two_shapes_kernel, 1, 32, 0, 0)(r);
-    expect_error("ldmatrix_two_shapes_kernel", "lanes of one warp at different collectives");
+    expect_error("ldmatrix_two_shapes_kernel", "lanes of one warp at different tensor-core calls", "(ldmatrix.x1.trans)");
     LAUNCH(mma_short_warp_kernel, 1, 64, 0, 0)(out); /* and the correct launch passes */
     cr_expect_str_eq(launch_message(), "");
 }

@@ -59,6 +59,7 @@ static inline void ldmatrix_x2_trans(uint32_t r[2], const void *row, VRL_MMA_SIT
 static inline void ldmatrix_x4_trans(uint32_t r[4], const void *row, VRL_MMA_SITE) {
     cuda_cpu::warp_ldmatrix(r, 4, 1, row, site_file, site_line);
 }
+#undef VRL_MMA_SITE
 
 #else /* nvcc: inline PTX */
 #include <cuda_runtime.h>

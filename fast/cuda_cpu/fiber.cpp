@@ -11,7 +11,9 @@
  * the barrier is released if every live thread waits at the same one. Grid blocks run in
  * the order VRL_CUDA_CPU_BLOCKS gives (forward, reverse, random[:SEED]). Anything else (threads at different barriers, a thread that exits while others
  * wait, a lane named in a mask that exited or is elsewhere) is an error naming the
- * kernel, the block, the threads and the source lines.
+ * kernel, the block, the threads and the source lines. mma.sync and ldmatrix
+ * (tensor_core.h) are collectives of all 32 lanes whose values point at the lanes'
+ * fragments; tensor_core.cpp computes them in place.
  *
  * Fibers switch with a dozen instructions of our own (cuda_cpu_switch below: callee-saved
  * registers, the stack pointer, MXCSR and the x87 control word), so a thread without
@@ -318,8 +320,13 @@ int resolve_warp(int w0) {
                 if (u->mask != mask || u->op != t->op || u->line != t->line || strcmp(u->file, t->file) ||
                     (is_matrix_op(t->op) && u->param != t->param)) {
                     where(u, b, sizeof b);
-                    fail("lanes of one warp at different collectives: %s waits at %s:%d (mask 0x%08x), %s (mask 0x%08x)",
-                         a, short_file(t->file), t->line, mask, b, u->mask);
+                    if (is_matrix_op(t->op) && is_matrix_op(u->op))
+                        fail("lanes of one warp at different tensor-core calls: %s waits at %s:%d (%s), %s (%s)", a,
+                             short_file(t->file), t->line, matrix_op_name(t), b, matrix_op_name(u));
+                    else
+                        fail("lanes of one warp at different collectives: %s waits at %s:%d (mask 0x%08x), %s (mask "
+                             "0x%08x)",
+                             a, short_file(t->file), t->line, mask, b, u->mask);
                     return 0;
                 }
             }
