@@ -181,6 +181,11 @@ if(VRL_HAVE_CUDA_CPU)
   # the layer itself: CUDA's rules and the errors it reports (Criterion, C++)
   vrl_test(test_cuda_cpu SOURCES conformance/test_cuda_cpu.cpp LIBS vrl_fast_cpu vrl_common)
   set_target_properties(test_cuda_cpu PROPERTIES CXX_STANDARD 17 CXX_STANDARD_REQUIRED ON)
+  # the tensor-core instructions (fast/mma.cuh on fast/cuda_cpu/tensor_core.h): PTX fragment
+  # layouts, mis-laid-out twins that must fail, the precision model, the errors
+  vrl_test(test_cuda_cpu_mma SOURCES conformance/test_cuda_cpu_mma.cpp LIBS vrl_fast_cpu vrl_common)
+  set_target_properties(test_cuda_cpu_mma PROPERTIES CXX_STANDARD 17 CXX_STANDARD_REQUIRED ON)
+  target_compile_definitions(test_cuda_cpu_mma PRIVATE VRL_CUDA_CPU=1)
   # guard zones between arena tensors: canaries in the plain build, ASan poison in the sanitizer build
   vrl_test(test_cuda_cpu_guard SOURCES conformance/test_cuda_cpu_guard.cpp LIBS vrl_fast_cpu vrl_common)
   set_target_properties(test_cuda_cpu_guard PROPERTIES CXX_STANDARD 17 CXX_STANDARD_REQUIRED ON)
@@ -225,6 +230,12 @@ if(VRL_HAVE_CUDA_CPU)
     vrl_test(test_cuda_cpu_check SOURCES conformance/test_cuda_cpu_check.cpp LIBS vrl_fast_cpu_check vrl_common)
     set_target_properties(test_cuda_cpu_check PROPERTIES CXX_STANDARD 17 CXX_STANDARD_REQUIRED ON)
     target_compile_options(test_cuda_cpu_check PRIVATE ${VRL_CUDA_CPU_INSTRUMENT})
+    # the same tensor-core tests with their kernels instrumented: ldmatrix's row reads are
+    # loads the shared-memory checkers see (a missing barrier before it is a race)
+    vrl_test(test_cuda_cpu_mma_check SOURCES conformance/test_cuda_cpu_mma.cpp LIBS vrl_fast_cpu_check vrl_common)
+    set_target_properties(test_cuda_cpu_mma_check PROPERTIES CXX_STANDARD 17 CXX_STANDARD_REQUIRED ON)
+    target_compile_definitions(test_cuda_cpu_mma_check PRIVATE VRL_CUDA_CPU=1 VRL_CUDA_CPU_CHECK=1)
+    target_compile_options(test_cuda_cpu_mma_check PRIVATE ${VRL_CUDA_CPU_INSTRUMENT})
     # fast/'s kernels one by one (test_fast_cpu_ops) under every checker, in its three thread orders
     vrl_test(test_fast_cpu_ops_check SOURCES conformance/test_fast_cpu_ops.cpp LIBS vrl_fast_cpu_check vrl_ref64 vrl_common)
     set_target_properties(test_fast_cpu_ops_check PROPERTIES CXX_STANDARD 17 CXX_STANDARD_REQUIRED ON)

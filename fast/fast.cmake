@@ -28,6 +28,10 @@ if(VRL_CUDA)
     target_compile_options(vrl_fast PRIVATE
       $<$<COMPILE_LANGUAGE:CUDA>:-O3 -Xcompiler=-Wall,-Wextra>)
     target_link_libraries(vrl_fast PUBLIC vrl_common CUDA::cudart CUDA::cublasLt)
+    # fast/mma.cuh's inline PTX assembled by ptxas for these architectures (compile only)
+    add_library(vrl_mma_ptx_compile OBJECT conformance/mma_ptx_compile.cu)
+    target_include_directories(vrl_mma_ptx_compile PRIVATE ${CMAKE_SOURCE_DIR})
+    target_compile_options(vrl_mma_ptx_compile PRIVATE -Xcompiler=-Wall,-Wextra)
     # NCCL (data parallelism, fast/zero.cu): in the CUDA toolkit's folders or the system's;
     # -DVRL_NCCL=OFF builds without it (fast/ then trains in one process only).
     option(VRL_NCCL "use NCCL for fast/'s data parallelism when found" ON)

@@ -11,7 +11,9 @@
  * the barrier is released if every live thread waits at the same one. Grid blocks run in
  * the order VRL_CUDA_CPU_BLOCKS gives (forward, reverse, random[:SEED]). Anything else (threads at different barriers, a thread that exits while others
  * wait, a lane named in a mask that exited or is elsewhere) is an error naming the
- * kernel, the block, the threads and the source lines.
+ * kernel, the block, the threads and the source lines. mma.sync and ldmatrix
+ * (tensor_core.h) are collectives of all 32 lanes whose values point at the lanes'
+ * fragments; tensor_core.cpp computes them in place.
  *
  * Fibers switch with a dozen instructions of our own (cuda_cpu_switch below: callee-saved
  * registers, the stack pointer, MXCSR and the x87 control word), so a thread without
@@ -31,6 +33,7 @@
 #include "fast/cuda_cpu/check.h"
 #include "fast/cuda_cpu/launch_state.h"
 #include "fast/cuda_cpu/runtime.h"
+#include "fast/cuda_cpu/tensor_core.h"
 
 #if !defined(__x86_64__)
 #error "fast/cuda_cpu: the fiber switch is written for x86-64"
@@ -243,6 +246,16 @@ void where(const Thread *t, char *buf, size_t n) {
     else snprintf(buf, n, "%s is running", name);
 }
 
+/* mma.sync and ldmatrix: collectives of the whole warp whose lanes post pointers to their
+ * fragments (tensor_core.h). */
+int is_matrix_op(WarpOp op) { return op == WARP_MMA_BF16 || op == WARP_LDMATRIX; }
+const char *matrix_op_name(const Thread *t) {
+    if (t->op == WARP_MMA_BF16) return "mma.sync.m16n8k16 (bf16)";
+    static const char *const names[2][5] = {{"", "ldmatrix.x1", "ldmatrix.x2", "", "ldmatrix.x4"},
+                                            {"", "ldmatrix.x1.trans", "ldmatrix.x2.trans", "", "ldmatrix.x4.trans"}};
+    return names[(t->param & 8) != 0][t->param & 7];
+}
+
 /* The lane a collective reads for `lane`; -1 when it reads its own value. */
 int source_lane(const Thread *t, int lane) {
     const int w = t->width, seg = lane / w * w;
@@ -280,6 +293,11 @@ int resolve_warp(int w0) {
                      t->line);
                 return 0;
             }
+            if (is_matrix_op(t->op) && lanes < 32) {
+                fail("%s: %s at %s:%d needs all 32 lanes of its warp, but this warp has %d (a block of %d threads)", a,
+                     matrix_op_name(t), short_file(t->file), t->line, lanes, n);
+                return 0;
+            }
             int complete = 1;
             for (int k = 0; k < 32; k++) {
                 if (!(mask >> k & 1u)) continue;
@@ -299,14 +317,32 @@ int resolve_warp(int w0) {
                     complete = 0;
                     continue;
                 }
-                if (u->mask != mask || u->op != t->op || u->line != t->line || strcmp(u->file, t->file)) {
+                if (u->mask != mask || u->op != t->op || u->line != t->line || strcmp(u->file, t->file) ||
+                    (is_matrix_op(t->op) && u->param != t->param)) {
                     where(u, b, sizeof b);
-                    fail("lanes of one warp at different collectives: %s waits at %s:%d (mask 0x%08x), %s (mask 0x%08x)",
-                         a, short_file(t->file), t->line, mask, b, u->mask);
+                    if (is_matrix_op(t->op) && is_matrix_op(u->op))
+                        fail("lanes of one warp at different tensor-core calls: %s waits at %s:%d (%s), %s (%s)", a,
+                             short_file(t->file), t->line, matrix_op_name(t), b, matrix_op_name(u));
+                    else
+                        fail("lanes of one warp at different collectives: %s waits at %s:%d (mask 0x%08x), %s (mask "
+                             "0x%08x)",
+                             a, short_file(t->file), t->line, mask, b, u->mask);
                     return 0;
                 }
             }
             if (!complete) continue;
+            if (is_matrix_op(t->op)) { /* all 32 lanes are here (mask 0xffffffff): compute in place */
+                void *frag[32];
+                char why[256];
+                for (int k = 0; k < 32; k++) frag[k] = (void *)(uintptr_t)B.t[w0 + k].value;
+                if (tensor_core_complete(t->op, t->param, frag, why, sizeof why)) {
+                    fail("%s: %s at %s:%d: %s", a, matrix_op_name(t), short_file(t->file), t->line, why);
+                    return 0;
+                }
+                for (int k = 0; k < 32; k++) B.t[w0 + k].state = READY;
+                any = 1;
+                continue;
+            }
             /* every lane has posted its value: hand out the results */
             uint64_t ballot = 0;
             for (int k = 0; k < 32; k++)
