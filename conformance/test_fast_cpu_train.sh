@@ -18,8 +18,8 @@
 #     bit-identical); where the gradients are the same bits (-np 2 against --accum 2) the
 #     logged gradient norms are the same bytes (fast/adamw.cu sums the squares exactly,
 #     fast/exact_sumsq.h, so neither the ranks' shards nor the grid change them: issue 40);
-#     a -np 2 run of 2 steps resumed by one process to step 4 logs, and saves, exactly what
-#     the -np 2 4-step run does.
+#     an AttnRes -np 2 run of 2 steps resumed by one process to step 4 logs, and saves,
+#     exactly what the -np 2 4-step run does.
 #     Skipped with the reason when mpirun is absent or vrl has no MPI.
 # usage: test_fast_cpu_train.sh PATH/TO/vrl PATH/TO/run_compare
 set -u
@@ -119,22 +119,24 @@ else
   # each rank's four micro-batches are added in place before the fp32 reduce-scatter, one
   # process adds the eight in a row, so the gradients themselves differ in the last bits.
   zero2 zero2_np2_accum4_vs_accum8 "--steps 3 --accum 8" "--steps 3 --accum 4"
-  # -np 2 for 2 steps, resumed by one process (--accum 2 from the run's stored update) to
-  # step 4: the same logged steps (loss, lr, norm) and the same saved state, byte for byte,
-  # as the uninterrupted -np 2 run (zero2_np2_vs_accum2_np2)
+  # AttnRes -np 2 for 2 steps, resumed by one process (--accum 2 from the run's stored
+  # update) to step 4: the same logged steps (loss, lr, norm) and the same saved state, byte
+  # for byte, as the uninterrupted -np 2 run (zero2_np2_vs_accum2_attnres_np2). AttnRes
+  # because with the norm summed in double (before issue 40) its step 3 was 1 ulp apart
+  # between one process and two (the baseline's only step 1, before the resume)
   if grep -q "has no MPI" "$tmp/zero2_np2_vs_accum2_np2.log"; then
     echo "SKIP: this build of vrl has no MPI: no resume -np 2 -> 1 check"
-  elif timeout $LIMIT "${MPI[@]}" -np 2 "$VRL" "${T[@]}" --steps 2 --out "$tmp/resume_2to1" \
+  elif timeout $LIMIT "${MPI[@]}" -np 2 "$VRL" "${T[@]}" --steps 2 --variant attnres --out "$tmp/resume_2to1" \
       >"$tmp/resume_2to1.log" 2>&1 &&
       timeout $LIMIT "$VRL" "${R[@]}" --resume "$tmp/resume_2to1" --steps 4 >>"$tmp/resume_2to1.log" 2>&1; then
     check "resume -np 2 -> 1: the same 4 gradient norms as the -np 2 run, byte for byte" \
-      same_norms "$tmp/resume_2to1" "$tmp/zero2_np2_vs_accum2_np2" 4
+      same_norms "$tmp/resume_2to1" "$tmp/zero2_np2_vs_accum2_attnres_np2" 4
     check "resume -np 2 -> 1: the same logged steps as the -np 2 run" \
       cmp <(grep -o '"step":[^,]*,"loss":[^,]*,"lr":[^,]*,"grad_norm":[^,]*' "$tmp/resume_2to1/metrics.jsonl") \
-          <(grep -o '"step":[^,]*,"loss":[^,]*,"lr":[^,]*,"grad_norm":[^,]*' "$tmp/zero2_np2_vs_accum2_np2/metrics.jsonl")
+          <(grep -o '"step":[^,]*,"loss":[^,]*,"lr":[^,]*,"grad_norm":[^,]*' "$tmp/zero2_np2_vs_accum2_attnres_np2/metrics.jsonl")
     for f in model.safetensors train_state.safetensors; do
       check "resume -np 2 -> 1: the -np 2 run's $f byte for byte" \
-        cmp "$tmp/resume_2to1/$f" "$tmp/zero2_np2_vs_accum2_np2/$f"
+        cmp "$tmp/resume_2to1/$f" "$tmp/zero2_np2_vs_accum2_attnres_np2/$f"
     done
   else
     fails=$((fails + 1)); echo "FAIL resume -np 2 -> 1 did not run:"; cat "$tmp/resume_2to1.log"
