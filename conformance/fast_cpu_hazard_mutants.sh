@@ -79,7 +79,7 @@ mutant shared_buffer_reused_across_warp_shuffles fast/ops.cu \
   's = ce_block_reduce(s, sh_sum, 1);' 's = ce_block_reduce(s, sh_max, 1);' \
   tiny_baseline "crossentropy_kernel" "shared-memory race"
 mutant plain_add_from_every_block fast/adamw.cu \
-  'if (threadIdx.x == 0) partial[blockIdx.x] = sh[0];' 'if (threadIdx.x == 0) partial[0] += sh[0];' \
+  'partial[(size_t)blockIdx.x * EXACT_SUMSQ_WORDS + threadIdx.x] = s;' 'partial[threadIdx.x] += s;' \
   tiny_baseline "adamw_norm_kernel" "inter-block race"
 nccl_wait='CUDA_CHECK(cudaStreamWaitEvent(z->stream, b->ready, 0));'
 mutant nccl_stream_does_not_wait_for_gradients fast/zero.cu "$nccl_wait" '' \

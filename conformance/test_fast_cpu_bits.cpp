@@ -8,12 +8,15 @@
  *   weights, both moments and the clipped gradients must be the same bits. The two compute
  *   every scalar (bias corrections, step size, decay, 1 − β) the same way in double, rounded
  *   once to fp32, and every element operation in the same order, so bits, not a tolerance.
- *   One scalar is summed in another order: the squared gradient norm (ref: chunks of lanes;
- *   fast/: a grid-strided sum per thread, then blocks), both in double over the exact squares
- *   of floats; a sum of n positive terms in double is within (n−1)·2⁻⁵³ relative of the exact
- *   sum whatever the order, so the norms may differ by that and no more, checked as written.
- *   The clip coefficient rounded to fp32 is then equal unless the double lands within that
- *   distance of an fp32 rounding boundary (odds ~1e-9): the weights' equality checks it.
+ *   One scalar is computed another way: the squared gradient norm (ref: a double sum of the
+ *   exact squares in chunks of lanes; fast/: the exact sum, fast/exact_sumsq.h, rounded once);
+ *   a sum of n positive terms in double is within (n−1)·2⁻⁵³ relative of the exact sum
+ *   whatever the order, so the norms may differ by that and no more, checked as written, and
+ *   fast/'s must be the bits of the host's exact sum. The clip coefficient rounded to fp32 is
+ *   then equal unless the double lands within that distance of an fp32 rounding boundary
+ *   (odds ~1e-9): the weights' equality checks it.
+ * - The norm kernels on a model whose P gives every thread of their grid several elements:
+ *   the host's exact sum bit for bit, a lone subnormal, NaN and −inf.
  * - The bf16 copy AdamW writes beside each master weight: after every step, each element is
  *   the master weight rounded to nearest even (an independent rounding written here from
  *   the two neighbouring bf16 values, not the layer's bit trick); and on master weights that
@@ -33,6 +36,7 @@
 #include <string>
 #include <vector>
 
+#include "fast/exact_sumsq.h"
 #include "fast/model.cuh"
 extern "C" {
 #include "common/model/spec.h"
@@ -168,6 +172,22 @@ static void tiny_model(Tiny *t) {
     cr_assert(t->m, "%s", vrl_last_error());
 }
 
+static uint64_t bits_of64(double x) {
+    uint64_t u;
+    memcpy(&u, &x, sizeof u);
+    return u;
+}
+
+/* sqrt of Σ g[i]² over g [n]: one accumulator in index order on the host (fast/exact_sumsq.h,
+ * tested on its own by test_exact_sumsq), rounded once */
+static double exact_norm(const float *g, size_t n) {
+    uint64_t w[EXACT_SUMSQ_WORDS];
+    exact_sumsq_clear(w);
+    for (size_t i = 0; i < n; i++) exact_sumsq_add(w, g[i]);
+    exact_sumsq_normalize(w);
+    return sqrt(exact_sumsq_round(w));
+}
+
 /* each element of the bf16 copy is its master weight rounded to nearest even */
 static long copy_errors(const fast_cpu::FastModel *m, const float *p, size_t P, const char *when) {
     long bad = 0;
@@ -203,13 +223,16 @@ Test(fast_cpu_bits, adamw_matches_ref_bit_for_bit) {
         be->get_state(t.m, p.data(), g.data(), ma.data(), va.data());
         const AdamWConfig opt = {.beta1 = 0.9, .beta2 = 0.95, .eps = 1e-8, .weight_decay = 0.1, .clip = clips[s - 1]};
         const double nf = be->step(t.m, &opt, lrs[s - 1], s);
+        const double ne = exact_norm(g.data(), P); /* before ref clips g in place */
         const double nr = adamw_update(&t.spec.table, p.data(), g.data(), ma.data(), va.data(), s, &opt, lrs[s - 1]);
         be->get_state(t.m, p2.data(), g2.data(), m2.data(), v2.data());
         clipped += opt.clip > 0 && nr > opt.clip;
-        /* the norms: the same double sum of exact squares in two orders, (P−1)·2⁻⁵³ relative apart at most */
+        /* the norms: fast/'s is the exact sum of squares rounded once, ref's a double sum of the
+         * same exact squares, (P−1)·2⁻⁵³ relative from the exact sum at most */
         const double bound = (double)(P - 1) * ldexp(1.0, -53) * nr;
         cr_log_info("step %ld: norm fast %.17g ref %.17g (|diff| %.3g, bound %.3g)", s, nf, nr, fabs(nf - nr), bound);
         cr_expect_leq(fabs(nf - nr), bound, "step %ld: norm %.17g vs ref %.17g", s, nf, nr);
+        cr_expect_eq(bits_of64(nf), bits_of64(ne), "step %ld: norm %a, the host's exact sum gives %a", s, nf, ne);
         const struct {
             const char *what;
             const vector<float> &a, &b;
@@ -227,6 +250,55 @@ Test(fast_cpu_bits, adamw_matches_ref_bit_for_bit) {
     cr_expect_leq(clipped, 4, "the steps must include unclipped ones (%d clipped of 6)", clipped);
     be->destroy(t.m);
     model_spec_free(&t.spec);
+}
+
+/* The norm kernels alone (adamw.cu's adamw_norm_kernel and adamw_clip_kernel, through the
+ * step): on a model whose vocabulary is widened to 32768, so that P (1.1M) gives each of the
+ * grid's 1024 x 256 threads four or five elements, gradients written straight into the buffer
+ * (the CPU layer's device memory is the host's) and the update taken: the norm must be the
+ * same bits as the host's one accumulator in index order (the threads', blocks' and final
+ * merges are exact); a lone smallest subnormal at the last element gives exactly 2⁻¹⁴⁹; a NaN
+ * there gives NaN, a −inf in the middle +inf (the trainer's divergence check). */
+Test(fast_cpu_bits, adamw_norm_is_the_exact_sum_of_squares) {
+    ModelConfig c;
+    config_preset("tiny", &c);
+    c.vocab_size = 32768;
+    ModelSpec spec = {};
+    cr_assert_eq(model_spec_build(&c, &spec), 0, "%s", vrl_last_error());
+    const size_t P = spec.table.total;
+    cr_assert_gt(P, (size_t)4 * ADAMW_NORM_BLOCKS * 256, "P = %zu must give every thread several elements", P);
+    cr_log_info("P = %zu: %.2f elements per thread of the norm's grid", P, (double)P / (ADAMW_NORM_BLOCKS * 256));
+    const Backend *be = &fast_backend_cuda_cpu;
+    fast_cpu::FastModel *m = (fast_cpu::FastModel *)be->create(&spec, 2, 16);
+    cr_assert(m, "%s", vrl_last_error());
+    const AdamWConfig opt = {.beta1 = 0.9, .beta2 = 0.95, .eps = 1e-8, .weight_decay = 0.1, .clip = 1.0};
+    vector<float> g(P);
+    /* random magnitudes over 2⁻³⁰ .. 2⁰, signs, and every 997th element a subnormal */
+    uint64_t x = 0x2545f4914f6cdd1dull;
+    for (size_t i = 0; i < P; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        const float u = (float)(x >> 40) * 0x1p-24f;
+        g[i] = i % 997 == 0 ? float_of((uint32_t)(x & 0x7fffffu)) : ldexpf((x & 1) ? -u : u, -(int)((x >> 8) % 31));
+    }
+    be->zero_grad(m);
+    memcpy(m->grads, g.data(), P * sizeof(float));
+    double nf = be->step(m, &opt, 1e-3, 1), ne = exact_norm(g.data(), P);
+    cr_expect_eq(bits_of64(nf), bits_of64(ne), "random gradient: norm %a, the host's exact sum gives %a", nf, ne);
+    const struct {
+        size_t at;
+        float v;
+        const char *what;
+    } lone[] = {{P - 1, float_of(1), "the smallest subnormal"}, {P - 1, NAN, "NaN"}, {P / 2, -INFINITY, "-inf"}};
+    for (const auto &l : lone) {
+        be->zero_grad(m);
+        m->grads[l.at] = l.v;
+        nf = be->step(m, &opt, 1e-3, 2);
+        if (isnan(l.v)) cr_expect(isnan(nf), "%s: norm %g", l.what, nf);
+        else if (isinf(l.v)) cr_expect(isinf(nf) && nf > 0, "%s: norm %g", l.what, nf);
+        else cr_expect_eq(nf, 0x1p-149, "%s alone: norm %a", l.what, nf);
+    }
+    be->destroy(m);
+    model_spec_free(&spec);
 }
 
 /* The copy's rounding on special master weights: zero gradients and no decay leave each weight

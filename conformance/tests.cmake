@@ -129,6 +129,11 @@ add_test(NAME golden_mutation_check
 # TIMEOUT: each mutation rebuilds a copy of the tree; on a loaded 2-core machine that took past 300 s
 set_tests_properties(golden_mutation_check PROPERTIES ENVIRONMENT "TMPDIR=${VRL_TEST_TMP};MUTATION_JOBS=2" TIMEOUT 1500)
 
+# ---------------------------------------------------------------- fast/'s exact sum of squares
+# fast/exact_sumsq.h (the gradient norm's exact sum, issue 40) is plain C: tested on the host
+# in every build, with or without CUDA.
+vrl_test(test_exact_sumsq SOURCES conformance/test_exact_sumsq.c LIBS vrl_common)
+
 # ---------------------------------------------------------------- fast/ (CUDA) against ref/
 # Plain C: exits 77 (skipped) with "no CUDA device: ..." on a machine without a GPU.
 if(VRL_HAVE_CUDA)

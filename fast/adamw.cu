@@ -1,11 +1,15 @@
 /* adamw.cu: global-norm clipping and AdamW on the fp32 master weights, the twin of
  * ref/adamw.c (same torch operation order, same scalars rounded to fp32).
  *
- * Two passes. (1) The squared norm: a fixed grid of ADAMW_NORM_BLOCKS blocks, each
- * thread summing a grid-strided slice in double, blocks reduced in a fixed order, the
- * partial sums added in index order by one device thread, which also computes the clip
- * coefficient: deterministic, and the host never waits in the middle of the step (with
- * data parallelism the ranks' sums meet on the host, dist_sum_f64). (2) The update, one
+ * Two passes. (1) The squared norm, summed EXACTLY (fast/exact_sumsq.h: every square of a
+ * float is an integer multiple of 2^-298, added into a fixed-point integer) and rounded once
+ * to double, so its bits depend on nothing but the gradient: not on the grid, nor, with
+ * ZeRO-2, on how the ranks' shards cut the buckets (issue 40: a double sum logged a norm 1
+ * ulp apart between -np 2 and one process). A fixed grid of ADAMW_NORM_BLOCKS blocks, each
+ * thread accumulating a grid-strided slice, the block's threads merged in shared memory; one
+ * warp adds the block partials and its first thread rounds the total and computes the clip
+ * coefficient: no atomics, and the host never waits in the middle of the step (with data
+ * parallelism the ranks' integers meet on the host, dist_allgather). (2) The update, one
  * launch per run of consecutive tensors with the same decay flag (norm gains are not
  * decayed), which also refreshes the bf16 copy the next forward reads; it reads the clip
  * coefficient and the step's scalars (learning rate, bias corrections) from the device, so
@@ -14,7 +18,9 @@
  * Operations use the _rn intrinsics so the compiler cannot fuse them into FMAs: the order
  * is torch's. */
 #include <math.h>
+#include <stdlib.h>
 
+#include "fast/exact_sumsq.h"
 #include "fast/model.cuh"
 #include "fast/zero.cuh"
 extern "C" {
@@ -31,34 +37,62 @@ void zero_range(const FastModel *, int, size_t *, size_t *, float **) {}
 
 #define ADAMW_THREADS 256
 
-__global__ void __launch_bounds__(ADAMW_THREADS) adamw_norm_kernel(double *partial, const float *g, size_t n) {
-    __shared__ double sh[ADAMW_THREADS];
-    double s = 0;
+/* Σ g[i]² over g [n], exactly: each thread adds its grid-strided elements into its own
+ * accumulator (exact_sumsq.h; n/(grid·256) terms per thread, within its 2^32 - 1 for n below
+ * 2^50), normalizes it and leaves its 32-bit limbs in shared memory; then thread k adds word
+ * k over the block's threads (each < 2^32, so the block's word < 2^40).
+ * partial [gridDim.x][EXACT_SUMSQ_WORDS] */
+__global__ void __launch_bounds__(ADAMW_THREADS) adamw_norm_kernel(uint64_t *partial, const float *g, size_t n) {
+    __shared__ uint32_t sh[ADAMW_THREADS][EXACT_SUMSQ_WORDS]; /* the threads' normalized words */
+    uint64_t acc[EXACT_SUMSQ_WORDS];
+    exact_sumsq_clear(acc);
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
-        s += (double)g[i] * g[i];
-    sh[threadIdx.x] = s;
+        exact_sumsq_add(acc, g[i]);
+    exact_sumsq_normalize(acc);
+    for (int k = 0; k < EXACT_SUMSQ_WORDS; k++) /* the counts of inf and NaN only need to stay nonzero */
+        sh[threadIdx.x][k] = (uint32_t)(k < EXACT_SUMSQ_LIMBS ? acc[k] : acc[k] != 0);
     __syncthreads();
-    for (int k = ADAMW_THREADS / 2; k > 0; k >>= 1) {
-        if ((int)threadIdx.x < k) sh[threadIdx.x] += sh[threadIdx.x + k];
-        __syncthreads();
+    if (threadIdx.x < EXACT_SUMSQ_WORDS) {
+        uint64_t s = 0;
+        for (int t = 0; t < ADAMW_THREADS; t++) s += sh[t][threadIdx.x];
+        partial[(size_t)blockIdx.x * EXACT_SUMSQ_WORDS + threadIdx.x] = s;
     }
-    if (threadIdx.x == 0) partial[blockIdx.x] = sh[0];
 }
 
-/* One thread: ss = Σ partial[k] in index order (the host's former order, bit for bit), then
- * state[0] = ss and state[1] = max_norm / (sqrt(ss) + 1e-6) where that is < 1, else 0 (torch:
- * a coefficient of 1 changes nothing). max_norm <= 0: no clipping.  partial [blocks], state [2] */
-__global__ void adamw_clip_kernel(double *state, const double *partial, int blocks, const AdamWScalars *sc) {
-    if (threadIdx.x != 0 || blockIdx.x != 0) return;
-    const double max_norm = sc->max_norm;
-    double ss = 0;
-    for (int k = 0; k < blocks; k++) ss += partial[k];
-    state[0] = ss;
-    state[1] = 0;
-    if (max_norm > 0) {
-        const double coef = max_norm / (sqrt(ss) + 1e-6);
-        if (coef < 1) state[1] = coef;
+#define ADAMW_CLIP_THREADS 32 /* one warp; thread k sums word k */
+static_assert(EXACT_SUMSQ_WORDS <= ADAMW_CLIP_THREADS, "one clip thread per word");
+
+/* The coefficient from the squared norm ss: max_norm / (sqrt(ss) + 1e-6) where that is < 1,
+ * else 0 (torch: a coefficient of 1 changes nothing); max_norm <= 0: no clipping (0). */
+static __host__ __device__ double clip_coef(double ss, double max_norm) {
+    if (max_norm <= 0) return 0;
+    const double coef = max_norm / (sqrt(ss) + 1e-6);
+    return coef < 1 ? coef : 0;
+}
+
+/* One warp: thread k adds word k of the blocks' partials (exact: each < 2^40, blocks << 2^24),
+ * then thread 0 normalizes the total into sum (the host merges the ranks' sums from it),
+ * rounds it once: state[0] = the squared norm, state[1] = clip_coef.
+ * partial [blocks][EXACT_SUMSQ_WORDS], sum [EXACT_SUMSQ_WORDS], state [2] */
+__global__ void __launch_bounds__(ADAMW_CLIP_THREADS) adamw_clip_kernel(double *state, uint64_t *sum,
+                                                                        const uint64_t *partial, int blocks,
+                                                                        const AdamWScalars *sc) {
+    __shared__ uint64_t tot[EXACT_SUMSQ_WORDS];
+    const int k = (int)threadIdx.x;
+    if (k < EXACT_SUMSQ_WORDS) {
+        uint64_t s = 0;
+        for (int b = 0; b < blocks; b++) s += partial[(size_t)b * EXACT_SUMSQ_WORDS + k];
+        tot[k] = s;
     }
+    __syncthreads();
+    if (k != 0) return;
+    uint64_t w[EXACT_SUMSQ_WORDS];
+    for (int q = 0; q < EXACT_SUMSQ_WORDS; q++) w[q] = tot[q];
+    exact_sumsq_normalize(w);
+    for (int q = 0; q < EXACT_SUMSQ_WORDS; q++) sum[q] = w[q];
+    const double ss = exact_sumsq_round(w);
+    state[0] = ss;
+    state[1] = clip_coef(ss, sc->max_norm);
 }
 
 /* p ← p·decay (if dec); m ← m + w1·(g − m); v ← v·β2 + w2·g·g;
@@ -105,6 +139,34 @@ void fast_adamw_scalars(FastModel *m, const AdamWConfig *opt, double lr, long st
         if (e_ != cudaSuccess) return vrl_error("fast: AdamW %s: %s", what, cudaGetErrorString(e_));         \
     } while (0)
 
+#if VRL_HAVE_NCCL
+/* ZeRO-2: the ranks' exact sums (normalized, so any number of ranks below 2^32 adds without
+ * overflow) meet on the host, are added in rank order (any order gives the same integer) and
+ * rounded once: the squared norm has the bits one process gets from the whole gradient. The
+ * coefficient needs all of them, so the host waits here.  state [2], sum [EXACT_SUMSQ_WORDS] (device) */
+static int merge_rank_norms(FastModel *m, const AdamWConfig *opt, double *state, const uint64_t *sum) {
+    const int world = dist_world();
+    uint64_t mine[EXACT_SUMSQ_WORDS], total[EXACT_SUMSQ_WORDS];
+    uint64_t *all = (uint64_t *)malloc((size_t)world * sizeof mine); /* [world][EXACT_SUMSQ_WORDS] */
+    if (!all) return vrl_error("fast: out of host memory for %d ranks' norms", world);
+    cudaError_t e = cudaMemcpyAsync(mine, sum, sizeof mine, cudaMemcpyDeviceToHost, m->stream);
+    if (e == cudaSuccess) e = cudaStreamSynchronize(m->stream);
+    if (e != cudaSuccess) {
+        free(all);
+        return vrl_error("fast: AdamW norm: %s", cudaGetErrorString(e));
+    }
+    dist_allgather(mine, all, sizeof mine);
+    exact_sumsq_clear(total);
+    for (int r = 0; r < world; r++) exact_sumsq_merge(total, all + (size_t)r * EXACT_SUMSQ_WORDS);
+    free(all);
+    exact_sumsq_normalize(total);
+    const double ss = exact_sumsq_round(total), st[2] = {ss, clip_coef(ss, opt->clip)};
+    CUDA_CHECK(cudaMemcpyAsync(state, st, sizeof st, cudaMemcpyHostToDevice, m->stream));
+    CUDA_CHECK(cudaStreamSynchronize(m->stream)); /* st is on this stack frame */
+    return 0;
+}
+#endif
+
 int fast_adamw_queue(FastModel *m, const AdamWConfig *opt) {
     const ParamTable *t = m->t;
     size_t P = t->total;
@@ -115,21 +177,14 @@ int fast_adamw_queue(FastModel *m, const AdamWConfig *opt) {
     if (m->zero && zero_wait_reduced(m) < 0) return -1;
     if (m->zero) gn = zero_shard_grads(m, &P);
 #endif
-    double *state = fast_adamw_norm_sq(m); /* [2] squared norm, clip coefficient */
-    LAUNCH(adamw_norm_kernel, ADAMW_NORM_BLOCKS, ADAMW_THREADS, 0, s)(m->norm_partial, gn, P);
-    LAUNCH(adamw_clip_kernel, 1, 1, 0, s)(state, m->norm_partial, ADAMW_NORM_BLOCKS, m->adamw_scalars);
+    double *state = fast_adamw_norm_sq(m);  /* [2] squared norm, clip coefficient */
+    uint64_t *sum = fast_adamw_norm_sum(m); /* [EXACT_SUMSQ_WORDS] this rank's exact sum */
+    LAUNCH(adamw_norm_kernel, ADAMW_NORM_BLOCKS, ADAMW_THREADS, 0, s)(m->norm_words, gn, P);
+    LAUNCH(adamw_clip_kernel, 1, ADAMW_CLIP_THREADS, 0, s)(state, sum, m->norm_words, ADAMW_NORM_BLOCKS,
+                                                           m->adamw_scalars);
     ADAMW_CHECK("norm");
 #if VRL_HAVE_NCCL
-    if (m->zero) { /* the ranks' squared sums meet on the host: the coefficient needs all of them */
-        double ss = 0;
-        CUDA_CHECK(cudaMemcpyAsync(&ss, state, sizeof ss, cudaMemcpyDeviceToHost, s));
-        CUDA_CHECK(cudaStreamSynchronize(s));
-        ss = dist_sum_f64(ss);
-        const double norm = sqrt(ss);
-        const double coef = opt->clip > 0 ? opt->clip / (norm + 1e-6) : 1, st[2] = {ss, coef < 1 ? coef : 0};
-        CUDA_CHECK(cudaMemcpyAsync(state, st, sizeof st, cudaMemcpyHostToDevice, s));
-        CUDA_CHECK(cudaStreamSynchronize(s)); /* st is on this stack frame */
-    }
+    if (m->zero && merge_rank_norms(m, opt, state, sum) < 0) return -1;
 #endif
     for (int k = 0; k < t->n;) {
         /* a run of tensors that are consecutive in the buffer and share the decay flag */

@@ -113,7 +113,8 @@ static size_t layout(FastModel *m, char *base) {
     m->bytes_grads = off - mark, mark = off;
     CARVE(m->exp_avg, P);
     CARVE(m->exp_avg_sq, P);
-    CARVE(m->norm_partial, ADAMW_NORM_BLOCKS + 2);
+    CARVE(m->norm_words, (ADAMW_NORM_BLOCKS + 1) * EXACT_SUMSQ_WORDS);
+    CARVE(m->norm_state, 2);
     CARVE(m->loss_sum, 1);
     CARVE(m->micro_loss, FAST_MAX_MICRO);
     CARVE(m->micro_count, 1);

@@ -7,6 +7,7 @@
 #ifndef VRL_FAST_MODEL_CUH
 #define VRL_FAST_MODEL_CUH
 
+#include "fast/exact_sumsq.h" /* EXACT_SUMSQ_WORDS: the norm's buffers */
 #include "fast/ops.cuh"
 
 extern "C" {
@@ -109,8 +110,10 @@ typedef struct FastModel {
     bf16 *params16;      /* [P] bf16 copy every kernel and GEMM reads */
     float *grads;        /* [P] fp32, accumulated over micro-batches */
     float *exp_avg, *exp_avg_sq; /* [P] fp32 AdamW moments */
-    double *norm_partial;        /* [ADAMW_NORM_BLOCKS + 2]: the blocks' squared sums, then the
-                                  * squared norm and the clip coefficient (0: no clipping) */
+    uint64_t *norm_words;        /* [ADAMW_NORM_BLOCKS + 1][EXACT_SUMSQ_WORDS]: the blocks' exact
+                                  * sums of squares (fast/exact_sumsq.h), then their normalized total */
+    double *norm_state;          /* [2] the squared norm (the total rounded once), the clip
+                                  * coefficient (0: no clipping) */
     double *loss_sum;            /* [1] Σ losses of the last forward, summed on the device */
     double *micro_loss;          /* [FAST_MAX_MICRO] the update's micro-batch mean losses, in order */
     int32_t *micro_count;        /* [1] micro-batches of this update so far (the next loss's slot) */
@@ -217,7 +220,11 @@ static inline AttnLd fast_attn_ld(const FastModel *m, int l) {
 void fast_adamw_scalars(FastModel *m, const AdamWConfig *opt, double lr, long t);
 int fast_adamw_queue(FastModel *m, const AdamWConfig *opt);
 /* The squared norm's slot in device memory (read back by the step's one wait). */
-static inline double *fast_adamw_norm_sq(FastModel *m) { return m->norm_partial + ADAMW_NORM_BLOCKS; }
+static inline double *fast_adamw_norm_sq(FastModel *m) { return m->norm_state; }
+/* The exact total of this rank's squares, normalized (device; ranks merge it on the host). */
+static inline uint64_t *fast_adamw_norm_sum(FastModel *m) {
+    return m->norm_words + (size_t)ADAMW_NORM_BLOCKS * EXACT_SUMSQ_WORDS;
+}
 
 FAST_NS_END
 

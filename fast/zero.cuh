@@ -9,10 +9,10 @@
  *             L-1 .. 0, then the embedding), its buckets are reduce-scattered (fp32 sum) on
  *             the communication stream into gshard, this rank's blocks back to back, while
  *             the model's stream goes on with the next layer's backward;
- *   step      the global gradient norm = the shards' squared norms summed in rank order
- *             (common/run/dist.h), then AdamW (adamw.cu's kernels, with offsets) on this
- *             rank's blocks of the fp32 master weights and moments, which also writes their
- *             bf16 copy; then every bucket's bf16 blocks are all-gathered, embedding first,
+ *   step      the global gradient norm = the shards' exact sums of squares (exact_sumsq.h)
+ *             gathered and added as integers, rounded once; then AdamW (adamw.cu's kernels,
+ *             with offsets) on this rank's blocks of the fp32 master weights and moments,
+ *             which also writes their bf16 copy; then every bucket's bf16 blocks are all-gathered, embedding first,
  *             and the next forward's layer l waits only for its own bucket.
  * Buckets whose length divides by world use ncclReduceScatter / ncclAllGather; others a
  * group of per-block ncclReduce / ncclBroadcast (uneven counts, nothing read or written
