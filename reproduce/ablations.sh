@@ -36,10 +36,8 @@ gqa-$S|baseline|2|—|GQA, half the KV heads (Fig. 10)"
 # scale bytes (docs/reproduce.md, "The CPU-scale experiment"): the comparisons the paper draws in
 # numbers, and SVFormer and NeuTRENO; the V-source and KV-saving curves (Fig. 8, 10) are left out to
 # keep the ~2 hours, and the loss is the registered token-weighted mean
-if [ "$LONG" -gt 0 ]; then
-    ROWS=$(echo "$ROWS" | grep -v -e '^source_prev-' -e '^source_mean-' -e '^cla-' -e '^gqa-')
-    . "$REPRO_ROOT/reproduce/table5_registered.sh"
-fi
+[ "$LONG" = 0 ] || ROWS=$(echo "$ROWS" | grep -v -e '^source_prev-' -e '^source_mean-' -e '^cla-' -e '^gqa-')
+. "$REPRO_ROOT/reproduce/table5_registered.sh"  # the paired statistics (REG_STATS), at every scale
 
 repro_data
 set --
@@ -76,7 +74,7 @@ ablation_cells() {
     for seed in $SEEDS; do
         echo "$(ablation_loss "$RUNS/$(repro_seed_name "$1" "$seed")/eval-domains.json")" \
             "$(ablation_loss "$RUNS/$(repro_seed_name "transformer-$S" "$seed")/eval-domains.json")"
-    done | awk -v long="$LONG" "${REG_STATS:-}"'
+    done | awk -v long="$LONG" "$REG_STATS"'
         $1 == "—" || $2 == "—" { bad = 1 }
         { n++; v[n] = $1; d[n] = $1 - $2 }
         END {
