@@ -76,15 +76,14 @@ ablation_cells() {
             "$(ablation_loss "$RUNS/$(repro_seed_name "transformer-$S" "$seed")/eval-domains.json")"
     done | awk -v long="$LONG" "$REG_STATS"'
         $1 == "—" || $2 == "—" { bad = 1 }
-        { n++; v[n] = $1; d[n] = $1 - $2 }
-        END {
+        { n++; v[n] = $1; t[n] = $2 }
+        END {  # meansd and paired: table5_registered.sh (REG_STATS)
             if (bad || n == 0) { print "—|—"; exit }
-            m = 0; md = 0; for (i = 1; i <= n; i++) { m += v[i]; md += d[i] }; m /= n; md /= n
-            if (n == 1) { printf "%.4f|%+.4f\n", m, md; exit }
-            s = 0; for (i = 1; i <= n; i++) s += (d[i] - md) ^ 2; se = sqrt(s / (n - 1) / n)
-            tt = se > 0 ? sprintf("%.1f", md / se) : "—"  # in printf a bare > would redirect
-            if (se > 0 && long > 0) tt = tt sprintf(", p %s", pfmt(tprob(md / se, n - 1)))
-            printf "%.4f|%+.4f ± %.4f (%s)\n", m, md, se, tt
+            meansd(v, n); paired(t, v, n)
+            if (n == 1) { printf "%.4f|%+.4f\n", MM, PM; exit }
+            tt = PSE > 0 ? sprintf("%.1f", PT) : "—"  # in printf a bare > would redirect
+            if (PSE > 0 && long > 0) tt = tt sprintf(", p %s", pfmt(PP))
+            printf "%.4f|%+.4f ± %.4f (%s)\n", MM, PM, PSE, tt
         }'
 }
 {
