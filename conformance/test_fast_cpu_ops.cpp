@@ -13,9 +13,9 @@
  * (one query past a 64-query tile), GQA, hd 16 and 128, its dV written in fp32, added onto an
  * fp32 accumulator and rounded to bf16 in the same call, and on q/k/v views into one fused
  * projection buffer (the same bits); attention_dv_scatter (cuDNN's dV into those destinations)
- * against flash's epilogue; the tensor-core forward (attention_mma_forward) at T = 1, 65, 70
- * and 100 (past a 64-row tile), GQA and MQA, hd 8 (zero-padded to the mma's 16), 16, 64, 128, its lse feeding the CUDA-core
- * backward. The step's other kernels (issue 37), each within a bound written
+ * against flash's epilogue; the tensor-core forward (attention_mma_forward) at T = 1, 33, 65,
+ * 70 and 100 (past a 64-row tile), GQA and MQA, hd 8 (zero-padded to the mma's 16), 16, 64,
+ * 128, its lse feeding the CUDA-core backward. The step's other kernels (issue 37), each within a bound written
  * from its rounding points: the value mix with a trainable λ read on the device, its backward
  * from fp32 and bf16 gradients and the λ gradient past its grid; RoPE and its transpose on a
  * view; the embedding gather and its per-token backward; the loss's device sum and record.
@@ -288,6 +288,23 @@ Test(fast_cpu_ops, token_logprobs_bf16_ties_and_pads) {
 
 /* ------------------------------------------------------------------ attention */
 
+/* ref in float64: probabilities, then their application; backward in reverse.
+ * out, dq [N,NH*hd], dk, dv [N,NKV*hd] (resized and written) */
+static void attention_ref64(const vector<double> &q, const vector<double> &k, const vector<double> &v,
+                            const vector<double> &dout, int B, int T, int NH, int NKV, int hd, vector<double> &out,
+                            vector<double> &rdq, vector<double> &rdk, vector<double> &rdv) {
+    const size_t N = (size_t)B * T;
+    vector<double> att((size_t)B * NH * T * T), datt(att.size(), 0.0);
+    out.assign(N * NH * hd, 0.0), rdq.assign(N * NH * hd, 0.0), rdk.assign(N * NKV * hd, 0.0);
+    rdv.assign(N * NKV * hd, 0.0);
+    REF64(attn_probs_forward)(att.data(), q.data(), k.data(), NULL, B, T, NH, NKV, hd);
+    REF64(attn_apply_forward)(out.data(), att.data(), v.data(), NULL, B, T, NH, NKV, hd);
+    REF64(attn_apply_backward)(datt.data(), rdv.data(), NULL, dout.data(), att.data(), v.data(), NULL, B, T, NH, NKV,
+                               hd, GRAD_ADD);
+    REF64(attn_probs_backward)(rdq.data(), rdk.data(), NULL, datt.data(), att.data(), q.data(), k.data(), NULL, B, T,
+                               NH, NKV, hd);
+}
+
 static void attention_case(int B, int T, int NH, int NKV, int hd) {
     const int qC = NH * hd, kvC = NKV * hd, N = B * T;
     vector<bf16> q16, k16, v16, do16;
@@ -296,15 +313,8 @@ static void attention_case(int B, int T, int NH, int NKV, int hd) {
     random_bf16(k16, k, (size_t)N * kvC, 1.0);
     random_bf16(v16, v, (size_t)N * kvC, 1.0);
     random_bf16(do16, dout, (size_t)N * qC, 1.0);
-    /* ref: probabilities, then their application; backward in reverse */
-    vector<double> att((size_t)B * NH * T * T), out((size_t)N * qC), datt(att.size(), 0.0);
-    vector<double> rdq((size_t)N * qC, 0.0), rdk((size_t)N * kvC, 0.0), rdv((size_t)N * kvC, 0.0);
-    REF64(attn_probs_forward)(att.data(), q.data(), k.data(), NULL, B, T, NH, NKV, hd);
-    REF64(attn_apply_forward)(out.data(), att.data(), v.data(), NULL, B, T, NH, NKV, hd);
-    REF64(attn_apply_backward)(datt.data(), rdv.data(), NULL, dout.data(), att.data(), v.data(), NULL, B, T, NH, NKV,
-                               hd, GRAD_ADD);
-    REF64(attn_probs_backward)(rdq.data(), rdk.data(), NULL, datt.data(), att.data(), q.data(), k.data(), NULL, B, T,
-                               NH, NKV, hd);
+    vector<double> out, rdq, rdk, rdv;
+    attention_ref64(q, k, v, dout, B, T, NH, NKV, hd, out, rdq, rdk, rdv);
     vector<bf16> first_o, first_dq, first_dk;
     vector<float> first_dv;
     const fast_cpu::AttnLd own = {qC, kvC, kvC};
@@ -406,14 +416,8 @@ static void attention_mma_case(int B, int T, int NH, int NKV, int hd) {
     random_bf16(k16, k, (size_t)N * kvC, 2.0);
     random_bf16(v16, v, (size_t)N * kvC, 1.0);
     random_bf16(do16, dout, (size_t)N * qC, 1.0);
-    vector<double> att((size_t)B * NH * T * T), out((size_t)N * qC), datt(att.size(), 0.0), rlse((size_t)B * NH * T);
-    vector<double> rdq((size_t)N * qC, 0.0), rdk((size_t)N * kvC, 0.0), rdv((size_t)N * kvC, 0.0);
-    REF64(attn_probs_forward)(att.data(), q.data(), k.data(), NULL, B, T, NH, NKV, hd);
-    REF64(attn_apply_forward)(out.data(), att.data(), v.data(), NULL, B, T, NH, NKV, hd);
-    REF64(attn_apply_backward)(datt.data(), rdv.data(), NULL, dout.data(), att.data(), v.data(), NULL, B, T, NH, NKV,
-                               hd, GRAD_ADD);
-    REF64(attn_probs_backward)(rdq.data(), rdk.data(), NULL, datt.data(), att.data(), q.data(), k.data(), NULL, B, T,
-                               NH, NKV, hd);
+    vector<double> out, rdq, rdk, rdv, rlse((size_t)B * NH * T);
+    attention_ref64(q, k, v, dout, B, T, NH, NKV, hd, out, rdq, rdk, rdv);
     for (int b = 0; b < B; b++) /* lse [B,NH,T] of the scaled causal score rows, in double */
         for (int h = 0; h < NH; h++)
             for (int i = 0; i < T; i++) {

@@ -89,7 +89,8 @@ __global__ void __launch_bounds__(32 * MMA_WARPS) attention_mma_forward_kernel(b
     __syncthreads();
     uint32_t qa[KSTEPS][4];
 #pragma unroll
-    for (int s = 0; s < KSTEPS; s++) ldmatrix_x4(qa[s], ks + (16 * warp + mr + (mi & 1) * 8) * RS + 16 * s + (mi >> 1) * 8);
+    for (int s = 0; s < KSTEPS; s++)
+        ldmatrix_x4(qa[s], ks + (16 * warp + mr + (mi & 1) * 8) * RS + 16 * s + (mi >> 1) * 8);
 
     float o[ON][4]; /* O accumulator: rows g, g+8; dims 8n + 2t, +1 */
 #pragma unroll
@@ -163,7 +164,8 @@ __global__ void __launch_bounds__(32 * MMA_WARPS) attention_mma_forward_kernel(b
          * x4 = keys +0..7 and +8..15 of dims 8n.., then of dims 8(n+1).. */
 #pragma unroll
         for (int kk = 0; kk < MMA_BK / 16; kk++) {
-            const uint32_t pa[4] = {pack_bf16x2(sc[2 * kk][0], sc[2 * kk][1]), pack_bf16x2(sc[2 * kk][2], sc[2 * kk][3]),
+            const uint32_t pa[4] = {pack_bf16x2(sc[2 * kk][0], sc[2 * kk][1]),
+                                    pack_bf16x2(sc[2 * kk][2], sc[2 * kk][3]),
                                     pack_bf16x2(sc[2 * kk + 1][0], sc[2 * kk + 1][1]),
                                     pack_bf16x2(sc[2 * kk + 1][2], sc[2 * kk + 1][3])};
             const bf16 *vrow = vs + (16 * kk + (mi & 1) * 8 + mr) * RS + (mi >> 1) * 8;
@@ -190,11 +192,18 @@ __global__ void __launch_bounds__(32 * MMA_WARPS) attention_mma_forward_kernel(b
     l_hi += __shfl_xor_sync(0xffffffffu, l_hi, 2);
     const int qC = NH * HD;
     const float inv_lo = 1.0f / l_lo, inv_hi = 1.0f / l_hi;
-    bf16 *olo = out + ((size_t)b * T + row_lo) * qC + h * HD + 2 * t, *ohi = out + ((size_t)b * T + row_hi) * qC + h * HD + 2 * t;
+    bf16 *olo = out + ((size_t)b * T + row_lo) * qC + h * HD + 2 * t; /* row g, dims 8n + 2t, +1 */
+    bf16 *ohi = out + ((size_t)b * T + row_hi) * qC + h * HD + 2 * t; /* row g + 8 */
 #pragma unroll
     for (int n = 0; n < ON; n++) {
-        if (row_lo < T) olo[8 * n] = __float2bfloat16(o[n][0] * inv_lo), olo[8 * n + 1] = __float2bfloat16(o[n][1] * inv_lo);
-        if (row_hi < T) ohi[8 * n] = __float2bfloat16(o[n][2] * inv_hi), ohi[8 * n + 1] = __float2bfloat16(o[n][3] * inv_hi);
+        if (row_lo < T) {
+            olo[8 * n] = __float2bfloat16(o[n][0] * inv_lo);
+            olo[8 * n + 1] = __float2bfloat16(o[n][1] * inv_lo);
+        }
+        if (row_hi < T) {
+            ohi[8 * n] = __float2bfloat16(o[n][2] * inv_hi);
+            ohi[8 * n + 1] = __float2bfloat16(o[n][3] * inv_hi);
+        }
     }
     float *lrow = lse + ((size_t)b * NH + h) * T;
     if (t == 0 && row_lo < T) lrow[row_lo] = m_lo + logf(l_lo);
