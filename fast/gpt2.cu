@@ -67,31 +67,11 @@ struct FastGpt2 {
 
 size_t gpt2_layout(FastModel *m, char *base) {
     FastGpt2 *g = m->gpt2;
-    const size_t N = m->N, P = m->t->total, d = m->d, F = m->F, W = g->W;
+    const size_t N = m->N, d = m->d, F = m->F, W = g->W;
     const size_t att_rows = (size_t)m->B * m->NH * m->T;
-    size_t off = 0, mark = 0;
-    /* parameters and optimizer: what adamw.cu and the state copies read, as llama's */
-    CARVE(m->params32, P);
-    CARVE(m->params16, P);
-    m->bytes_params = off - mark, mark = off;
-    CARVE(m->grads, P);
-    m->bytes_grads = off - mark, mark = off;
-    CARVE(m->exp_avg, P);
-    CARVE(m->exp_avg_sq, P);
-    CARVE(m->norm_words, (ADAMW_NORM_BLOCKS + 1) * EXACT_SUMSQ_WORDS);
-    CARVE(m->norm_state, 2);
-    CARVE(m->loss_sum, 1);
-    CARVE(m->micro_loss, FAST_MAX_MICRO);
-    CARVE(m->micro_count, 1);
-    CARVE(m->adamw_scalars, 1);
-    m->bytes_opt = off - mark, mark = off;
+    size_t off = layout_optimizer(m, base), mark = off; /* what adamw.cu and the state copies read */
     /* activations: the upload's buffers, each layer's, the head's */
-    CARVE(m->tokens, N);
-    CARVE(m->targets, N);
-    CARVE(m->emb_uniq, N);
-    CARVE(m->emb_offsets, N + 1);
-    CARVE(m->emb_pos, N);
-    CARVE(m->emb_count, 1);
+    off = layout_upload(m, base, off);
     CARVE(m->emb, N * d);
     for (int l = 0; l < m->L; l++) {
         Gpt2Acts dummy, *a = base ? &g->acts[l] : &dummy;
@@ -109,19 +89,11 @@ size_t gpt2_layout(FastModel *m, char *base) {
         CARVE(a->gel, N * F);
         CARVE(a->out, N * d);
     }
-    CARVE(m->lnf, N * d);
+    off = layout_head(m, base, off);
     CARVE(g->lnf_mean, N);
-    CARVE(m->lnf_rstd, N);
-    CARVE(m->losses, N);
-    CARVE(m->score_targets, N);
-    CARVE(m->score_lp, N);
-    CARVE(m->score_greedy, N);
     m->bytes_acts = off - mark, mark = off;
     /* scratch (poisoned before each micro-batch in the CPU layer's check build) */
-    CARVE(m->logits, (size_t)m->ce_rows * m->Vp);
-    CARVE(m->dres32, N * d);
-    CARVE(m->dres16, N * d);
-    CARVE(m->dln32, N * d);
+    off = layout_head_scratch(m, base, off);
     CARVE(m->datty, N * d);
     CARVE(m->attD, att_rows);
     CARVE(g->y32, N * W);

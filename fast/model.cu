@@ -105,10 +105,9 @@ static int in_place(const SourceFlags *f, int l);
 static int uses_dv_own(const FastModel *m, int l);
 static void fusion_flags(FastModel *m);
 
-static size_t layout(FastModel *m, char *base) {
-    const size_t N = m->N, P = m->t->total, d = m->d, F = m->F, qC = m->qC, kvC = m->kvC;
+size_t layout_optimizer(FastModel *m, char *base) {
+    const size_t P = m->t->total;
     size_t off = 0, mark = 0;
-    /* parameters and optimizer */
     CARVE(m->params32, P);
     CARVE(m->params16, P);
     m->bytes_params = off - mark, mark = off;
@@ -122,14 +121,46 @@ static size_t layout(FastModel *m, char *base) {
     CARVE(m->micro_loss, FAST_MAX_MICRO);
     CARVE(m->micro_count, 1);
     CARVE(m->adamw_scalars, 1);
-    m->bytes_opt = off - mark, mark = off;
-    /* activations kept from the forward to the backward */
+    m->bytes_opt = off - mark;
+    return off;
+}
+
+size_t layout_upload(FastModel *m, char *base, size_t off) {
+    const size_t N = m->N;
     CARVE(m->tokens, N);
     CARVE(m->targets, N);
     CARVE(m->emb_uniq, N);
     CARVE(m->emb_offsets, N + 1);
     CARVE(m->emb_pos, N);
     CARVE(m->emb_count, 1);
+    return off;
+}
+
+size_t layout_head(FastModel *m, char *base, size_t off) {
+    const size_t N = m->N;
+    CARVE(m->lnf, N * m->d);
+    CARVE(m->lnf_rstd, N);
+    CARVE(m->losses, N);
+    CARVE(m->score_targets, N);
+    CARVE(m->score_lp, N);
+    CARVE(m->score_greedy, N);
+    return off;
+}
+
+size_t layout_head_scratch(FastModel *m, char *base, size_t off) {
+    const size_t N = m->N, d = m->d;
+    CARVE(m->logits, (size_t)m->ce_rows * m->Vp);
+    CARVE(m->dres32, N * d);
+    CARVE(m->dres16, N * d);
+    CARVE(m->dln32, N * d);
+    return off;
+}
+
+static size_t layout(FastModel *m, char *base) {
+    const size_t N = m->N, d = m->d, F = m->F, qC = m->qC, kvC = m->kvC;
+    size_t off = layout_optimizer(m, base), mark = off; /* parameters and optimizer */
+    /* activations kept from the forward to the backward */
+    off = layout_upload(m, base, off);
     CARVE(m->cos_t, (size_t)m->T * (m->hd / 2));
     CARVE(m->sin_t, (size_t)m->T * (m->hd / 2));
     CARVE(m->emb, N * d);
@@ -174,18 +205,10 @@ static size_t layout(FastModel *m, char *base) {
         CARVE(a->gu, N * 2 * F);
         CARVE(a->out, N * d);
     }
-    CARVE(m->lnf, N * d);
-    CARVE(m->lnf_rstd, N);
-    CARVE(m->losses, N);
-    CARVE(m->score_targets, N);
-    CARVE(m->score_lp, N);
-    CARVE(m->score_greedy, N);
+    off = layout_head(m, base, off);
     m->bytes_acts = off - mark, mark = off;
     /* backward and cross-entropy scratch */
-    CARVE(m->logits, (size_t)m->ce_rows * m->Vp);
-    CARVE(m->dres32, N * d);
-    CARVE(m->dres16, N * d);
-    CARVE(m->dln32, N * d);
+    off = layout_head_scratch(m, base, off);
     CARVE(m->dswi, N * F);
     CARVE(m->dgu, N * 2 * F);
     CARVE(m->datty, N * qC);

@@ -212,6 +212,15 @@ static inline AttnLd fast_attn_ld(const FastModel *m, int l) {
 /* n elements of `size` bytes at *off in the arena at base (256-byte aligned, guard zones in the
  * CPU layer's checked builds); base NULL only counts (model.cu). */
 void *arena_carve(char *base, size_t *off, size_t n, size_t size);
+/* The arena's first part, the same for every model: parameters, gradients, AdamW's state and the
+ * loss slots (bytes_params, _grads, _opt set); returns the offset after it. Then the upload's
+ * device buffers (tokens, targets, the embedding-gradient plan) from off; returns the new offset. */
+size_t layout_optimizer(FastModel *m, char *base);
+size_t layout_upload(FastModel *m, char *base, size_t off);
+/* The head's activations (lnf, its rstd, the losses, the scoring outputs) and its scratch (the
+ * logits chunk, the residual-stream and norm-input gradients), each from off; the new offset. */
+size_t layout_head(FastModel *m, char *base, size_t off);
+size_t layout_head_scratch(FastModel *m, char *base, size_t off);
 
 #define ADAMW_NORM_BLOCKS 1024
 /* The vocabulary inside fast/ is padded to a multiple of this (cuBLASLt's aligned kernels want
