@@ -12,7 +12,8 @@
 #     trainable λ, DenseFormer, AttnRes and --accum 2: byte-identical model.safetensors and train_state.safetensors,
 #     and the same logged losses and gradient norms (docs/fast.md, "The step");
 #   - GPT-2 (a model_type gpt2 config without dropout): 2 steps, the same bytes in every thread
-#     order and uncaptured; with dropout, refused in one line;
+#     order and uncaptured, and resumed to step 3 the same bytes as 3 steps; with dropout,
+#     refused in one line;
 #   - a bad VRL_CUDA_CPU_ORDER is one error line;
 #   - ZeRO-2 over the NCCL-over-MPI stand-in: `mpirun -np 2` equals one process with
 #     --accum 2 (baseline and AttnRes), and `mpirun -np 2 --accum 4` (four rounds per rank) one process with
@@ -86,6 +87,15 @@ for o in reverse off_random; do
   for f in model.safetensors train_state.safetensors; do
     check "gpt2: $o gives the forward order's $f byte for byte" cmp "$tmp/gpt2_forward/$f" "$tmp/gpt2_$o/$f"
   done
+done
+# stopped after 2 steps and resumed to 3 (its checkpoint read back): the uninterrupted run's bytes
+gpt2 gpt2_three --steps 3
+cp -r "$tmp/gpt2_forward" "$tmp/gpt2_resumed"
+timeout $LIMIT "$VRL" "${R[@]}" --resume "$tmp/gpt2_resumed" --steps 3 >"$tmp/gpt2_resumed.log" 2>&1 ||
+  { echo "gpt2 resume failed:"; cat "$tmp/gpt2_resumed.log"; }
+for f in model.safetensors train_state.safetensors; do
+  check "gpt2: resumed from step 2 to 3 gives the 3-step run's $f byte for byte" \
+    cmp "$tmp/gpt2_three/$f" "$tmp/gpt2_resumed/$f"
 done
 expect_error gpt2_dropout_refused "cannot train this model: GPT-2 with dropout 0.1 is not implemented on CUDA" \
   "$VRL" "${R[@]}" --model "$tmp/gpt2_dropout.json" --steps 1 --out "$tmp/gpt2_dropout"
