@@ -120,6 +120,7 @@ int gpt2_bind(FastModel *m, const ModelSpec *spec) {
     g->off = (size_t(*)[GPT2_LAYER_TENSORS])(g->acts + L);
     g->W = (int)(3 * d > F ? 3 * d : F);
     m->NKV = m->NH, m->qC = m->kvC = (int)d; /* the attention kernels' view: no GQA */
+    m->recompute = 0; /* VRL_FAST_RECOMPUTE: GPT-2 keeps every activation */
     /* the offsets by name, as ref/gpt2.c binds them */
     int rc = param_table_expect(t, "transformer.wte.weight", V * d, &m->o_wte);
     if (!rc) rc = param_table_expect(t, "transformer.wpe.weight", (size_t)m->c.max_seq * d, &g->o_wpe);
