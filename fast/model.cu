@@ -19,7 +19,10 @@
  * are fp32. Gradients of parameters, of the residual stream and of the values shared
  * across layers are fp32; gradients that feed a GEMM get a bf16 copy.
  *
- * Memory: one cudaMalloc arena, laid out like ref/model.c's (count pass, then carve). */
+ * Memory: one cudaMalloc arena, laid out like ref/model.c's (count pass, then carve).
+ *
+ * The GPT-2 baseline (ref/gpt2.c) is fast/gpt2.cu's: a FastModel with m->gpt2 set, created here
+ * up to its own tensors and layout, whose trunk and backward take the place of this file's. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
