@@ -27,9 +27,11 @@
 #include <vector>
 
 #include "fast/cuda_cpu/launch_state.h"
+#include "fast/gpt2_ops.cuh"
 #include "fast/ops.cuh"
 extern "C" {
 #include "ref/attn_ops.h"
+#include "ref/gpt2.h"
 #include "ref/ops.h"
 }
 #undef rmsnorm_forward  /* ref/real.h's renaming would reach fast_cpu::rmsnorm_forward too */
@@ -768,5 +770,131 @@ Test(fast_cpu_ops, loss_sum_and_record) {
         cr_expect(slots[0] == sum / 3.0 && slots[1] == sum / 3.0 && count == 3, "loss_record: %.17g %.17g count %d",
                   slots[0], slots[1], count);
         return bytes_of(vector<double>(1, sum));
+    }, &first);
+}
+
+/* ------------------------------------------------------------------ GPT-2 (fast/gpt2_ops.cu) */
+
+/* LayerNorm against ref/gpt2.c's in float64: 300 rows (37.5 blocks of 8 rows, two 256-row chunks
+ * for the parameter gradients), 40 channels (past one warp's 32), inputs 3 + 2·U(-1,1) so that a
+ * one-pass variance would lose digits. Bounds: out one bf16 rounding (relative norm 1e-2 as
+ * RMSNorm's), mean and rstd fp32 (1e-6), the gradients fp32 sums of 40 or 300 terms (1e-5). */
+Test(fast_cpu_ops, layernorm_edge_shapes) {
+    const int N = 300, C = 40;
+    vector<bf16> x16, w16, b16;
+    vector<double> x, w, b, dout(N * C);
+    random_bf16(x16, x, (size_t)N * C, 2.0);
+    for (int i = 0; i < N * C; i++) x16[i] = __float2bfloat16(3.0f + __bfloat162float(x16[i])), x[i] = __bfloat162float(x16[i]);
+    random_bf16(w16, w, C, 1.0);
+    random_bf16(b16, b, C, 1.0);
+    vector<float> dout32(N * C);
+    for (int i = 0; i < N * C; i++) dout32[i] = (float)uniform(), dout[i] = dout32[i];
+    vector<double> ry(N * C), rm(N), rr(N), rdx(N * C, 0.0), rdw(C, 0.0), rdb(C, 0.0);
+    REF64(gpt2_layernorm_forward)(ry.data(), rm.data(), rr.data(), x.data(), w.data(), b.data(), N, C, 1e-5);
+    REF64(gpt2_layernorm_backward)(rdx.data(), rdw.data(), rdb.data(), dout.data(), x.data(), w.data(), rm.data(),
+                                   rr.data(), N, C);
+    vector<unsigned char> first;
+    in_every_order("layernorm", [&]() {
+        vector<bf16> y(N * C), dx16(N * C);
+        vector<float> m(N), r(N), dx(N * C, 0.0f), dw(C, 0.0f), db(C, 0.0f), partial(4 * C);
+        cr_assert_eq(fast_cpu::layernorm_forward(y.data(), m.data(), r.data(), x16.data(), w16.data(), b16.data(), N, C,
+                                                 1e-5f),
+                     0, "%s", vrl_last_error());
+        cr_assert_eq(fast_cpu::layernorm_backward(dx.data(), dx16.data(), dout32.data(), x16.data(), w16.data(),
+                                                  m.data(), r.data(), N, C),
+                     0, "%s", vrl_last_error());
+        cr_assert_eq(fast_cpu::layernorm_backward_params(dw.data(), db.data(), partial.data(), dout32.data(),
+                                                         x16.data(), m.data(), r.data(), N, C),
+                     0, "%s", vrl_last_error());
+        cr_expect_leq(rel(y, ry), 1e-2, "layernorm out: %.3e", rel(y, ry));
+        cr_expect_leq(rel(m, rm), 1e-6, "layernorm mean: %.3e", rel(m, rm));
+        cr_expect_leq(rel(r, rr), 1e-6, "layernorm rstd: %.3e", rel(r, rr));
+        cr_expect_leq(rel(dx, rdx), 1e-5, "layernorm dinp: %.3e", rel(dx, rdx));
+        cr_expect_leq(rel(dw, rdw), 1e-5, "layernorm dweight: %.3e", rel(dw, rdw));
+        cr_expect_leq(rel(db, rdb), 1e-5, "layernorm dbias: %.3e", rel(db, rdb));
+        return bytes_of(y, m, r, dx, dx16, dw, db);
+    }, &first);
+}
+
+/* The MLP's bias + tanh GELU and its backward against ref/gpt2.c's gelu (the tanh form: an erf
+ * GELU differs by up to 1e-3 relative near |u| ≈ 2, far above these bounds) on 3 x 337 elements
+ * (past a 256-thread block) spanning [-8, 8] with exact zeros. Bounds per element: pre is the
+ * bf16 rounding of in32 + bias (exactly); out one bf16 rounding of an fp32 value, 2⁻⁸|ref| plus
+ * 1e-6 absolute (fp32 tanh(x) is −1 where 1 + tanh(x) < 1e-7); the gradient fp32: 1e-5 relative. */
+Test(fast_cpu_ops, gelu_tanh_forward_and_backward) {
+    const int N = 3, F = 337;
+    const size_t n = (size_t)N * F;
+    vector<float> in32(n), dout(n);
+    vector<bf16> bias16;
+    vector<double> bias;
+    random_bf16(bias16, bias, F, 0.5);
+    for (size_t i = 0; i < n; i++) in32[i] = i % 29 == 0 ? -__bfloat162float(bias16[i % F]) : (float)(8 * uniform());
+    for (size_t i = 0; i < n; i++) dout[i] = (float)uniform();
+    vector<unsigned char> first;
+    in_every_order("gelu", [&]() {
+        vector<bf16> pre(n), out(n), d16(n);
+        vector<float> d32(n);
+        cr_assert_eq(fast_cpu::gelu_forward(pre.data(), out.data(), in32.data(), bias16.data(), N, F), 0, "%s",
+                     vrl_last_error());
+        cr_assert_eq(fast_cpu::gelu_backward(d32.data(), d16.data(), dout.data(), pre.data(), n), 0, "%s",
+                     vrl_last_error());
+        vector<double> u(n), ry(n), rdx(n, 0.0), dd(n);
+        long bad = 0, zeros = 0;
+        for (size_t i = 0; i < n; i++) {
+            u[i] = __bfloat162float(pre[i]), dd[i] = dout[i];
+            bad += __bfloat162float(pre[i]) != __bfloat162float(__float2bfloat16(in32[i] + __bfloat162float(bias16[i % F])));
+            zeros += u[i] == 0;
+        }
+        REF64(gpt2_gelu_forward)(ry.data(), u.data(), n);
+        REF64(gpt2_gelu_backward)(rdx.data(), dd.data(), u.data(), n);
+        for (size_t i = 0; i < n; i++) bad += fabs(__bfloat162float(out[i]) - ry[i]) > fabs(ry[i]) / 256 + 1e-6;
+        cr_expect_eq(bad, 0, "gelu: %ld elements outside their bounds", bad);
+        cr_expect_gt(zeros, 0, "no exact zero among GELU's arguments");
+        cr_expect_leq(rel(d32, rdx), 1e-5, "gelu backward: %.3e", rel(d32, rdx));
+        return bytes_of(pre, out, d32, d16);
+    }, &first);
+}
+
+/* Bias gradients (Σ over rows, from fp32 and from bf16 gradients) over 300 rows, and the
+ * learned positions: out = wte[tok] + wpe[t] rounded once, dwpe[t] = Σ_b dout[b, t]. Bounds: fp32
+ * sums of k terms, k·2⁻²⁴·Σ|terms| (1e-6 relative norm for the biases). */
+Test(fast_cpu_ops, biases_and_positions) {
+    const int N = 300, C = 40, B = 3, T = 100, V = 11;
+    vector<float> g32(N * C);
+    vector<bf16> g16(N * C);
+    vector<double> rs32(C, 0.0), rs16(C, 0.0);
+    for (int i = 0; i < N * C; i++) {
+        g32[i] = (float)uniform(), g16[i] = __float2bfloat16(g32[i]);
+        rs32[i % C] += g32[i], rs16[i % C] += __bfloat162float(g16[i]);
+    }
+    vector<bf16> wte16, wpe16;
+    vector<double> wte, wpe;
+    random_bf16(wte16, wte, (size_t)V * C, 1.0);
+    random_bf16(wpe16, wpe, (size_t)T * C, 1.0);
+    vector<int32_t> tok(N);
+    for (int i = 0; i < N; i++) tok[i] = (int32_t)((uniform() + 1) * 0.5 * V) % V;
+    vector<unsigned char> first;
+    in_every_order("biases and positions", [&]() {
+        vector<float> d32(C, 0.0f), d16(C, 0.0f), partial(2 * C), dwpe((size_t)T * C, 0.0f);
+        vector<bf16> emb((size_t)N * C);
+        cr_assert_eq(fast_cpu::bias_backward(d32.data(), partial.data(), g32.data(), N, C), 0);
+        cr_assert_eq(fast_cpu::bias_backward_bf16(d16.data(), partial.data(), g16.data(), N, C), 0);
+        cr_assert_eq(fast_cpu::position_embedding_forward(emb.data(), tok.data(), wte16.data(), wpe16.data(), N, T, C), 0);
+        cr_assert_eq(fast_cpu::position_embedding_backward(dwpe.data(), g32.data(), B, T, C), 0);
+        cr_expect_leq(rel(d32, rs32), 1e-6, "bias gradient (fp32): %.3e", rel(d32, rs32));
+        cr_expect_leq(rel(d16, rs16), 1e-6, "bias gradient (bf16): %.3e", rel(d16, rs16));
+        long bad = 0;
+        for (int i = 0; i < N * C; i++) {
+            const int r = i / C, c = i % C;
+            const float want = __bfloat162float(__float2bfloat16((float)(wte[(size_t)tok[r] * C + c] + wpe[(size_t)(r % T) * C + c])));
+            bad += __bfloat162float(emb[i]) != want;
+        }
+        for (int i = 0; i < T * C; i++) {
+            double s = 0, mag = 0;
+            for (int b = 0; b < B; b++) s += g32[(size_t)b * T * C + i], mag += fabs(g32[(size_t)b * T * C + i]);
+            bad += fabs(dwpe[i] - s) > B * u32 * mag;
+        }
+        cr_expect_eq(bad, 0, "positions: %ld elements outside their bounds", bad);
+        return bytes_of(d32, d16, emb, dwpe);
     }, &first);
 }

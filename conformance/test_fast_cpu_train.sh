@@ -11,6 +11,9 @@
 #     queued one by one (VRL_FAST_GRAPH=0), for the baseline, ResFormer, SVFormer, a
 #     trainable λ, DenseFormer, AttnRes and --accum 2: byte-identical model.safetensors and train_state.safetensors,
 #     and the same logged losses and gradient norms (docs/fast.md, "The step");
+#   - GPT-2 (a model_type gpt2 config without dropout): 2 steps, the same bytes in every thread
+#     order and uncaptured, and resumed to step 3 the same bytes as 3 steps; with dropout,
+#     refused in one line;
 #   - a bad VRL_CUDA_CPU_ORDER is one error line;
 #   - ZeRO-2 over the NCCL-over-MPI stand-in: `mpirun -np 2` equals one process with
 #     --accum 2 (baseline and AttnRes), and `mpirun -np 2 --accum 4` (four rounds per rank) one process with
@@ -68,6 +71,34 @@ for v in baseline resformer svformer resformer:mode=learnable denseformer attnre
     cmp <(grep -o '"loss":[^,]*,"lr":[^,]*,"grad_norm":[^,]*' "$tmp/${n}_on/metrics.jsonl") \
         <(grep -o '"loss":[^,]*,"lr":[^,]*,"grad_norm":[^,]*' "$tmp/${n}_off/metrics.jsonl")
 done
+
+# GPT-2 (fast/gpt2.cu), selected by a model_type gpt2 config: 2 steps in each thread order and
+# uncaptured give the same bytes; with GPT2Config's default dropout (0.1) it is refused in one line
+printf '%s\n' '{"model_type": "gpt2", "n_embd": 16, "n_layer": 2, "n_head": 2, "vocab_size": 64, "n_positions": 64,' \
+  ' "n_inner": null, "resid_pdrop": 0, "embd_pdrop": 0, "attn_pdrop": 0}' >"$tmp/gpt2.json"
+sed 's/, "resid_pdrop": 0, "embd_pdrop": 0, "attn_pdrop": 0//' "$tmp/gpt2.json" >"$tmp/gpt2_dropout.json"
+gpt2() { local name=$1; shift; timeout $LIMIT "$VRL" "${R[@]}" --model "$tmp/gpt2.json" --steps 2 --out "$tmp/$name" "$@" \
+  >"$tmp/$name.log" 2>&1 || { echo "run $name failed:"; cat "$tmp/$name.log"; }; }
+gpt2 gpt2_forward
+VRL_CUDA_CPU_ORDER=reverse gpt2 gpt2_reverse
+VRL_FAST_GRAPH=0 VRL_CUDA_CPU_ORDER=random:12345 gpt2 gpt2_off_random
+check "gpt2: 2 steps logged" test "$(grep -c '"grad_norm":' "$tmp/gpt2_forward/metrics.jsonl")" -eq 2
+for o in reverse off_random; do
+  for f in model.safetensors train_state.safetensors; do
+    check "gpt2: $o gives the forward order's $f byte for byte" cmp "$tmp/gpt2_forward/$f" "$tmp/gpt2_$o/$f"
+  done
+done
+# stopped after 2 steps and resumed to 3 (its checkpoint read back): the uninterrupted run's bytes
+gpt2 gpt2_three --steps 3
+cp -r "$tmp/gpt2_forward" "$tmp/gpt2_resumed"
+timeout $LIMIT "$VRL" "${R[@]}" --resume "$tmp/gpt2_resumed" --steps 3 >"$tmp/gpt2_resumed.log" 2>&1 ||
+  { echo "gpt2 resume failed:"; cat "$tmp/gpt2_resumed.log"; }
+for f in model.safetensors train_state.safetensors; do
+  check "gpt2: resumed from step 2 to 3 gives the 3-step run's $f byte for byte" \
+    cmp "$tmp/gpt2_three/$f" "$tmp/gpt2_resumed/$f"
+done
+expect_error gpt2_dropout_refused "cannot train this model: GPT-2 with dropout 0.1 is not implemented on CUDA" \
+  "$VRL" "${R[@]}" --model "$tmp/gpt2_dropout.json" --steps 1 --out "$tmp/gpt2_dropout"
 
 VRL_CUDA_CPU_ORDER=sideways expect_error bad_order "VRL_CUDA_CPU_ORDER=sideways: expected forward, reverse or random" \
   "$VRL" "${T[@]}" --steps 1 --out "$tmp/bad_order"

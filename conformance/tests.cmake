@@ -261,7 +261,7 @@ if(VRL_HAVE_CUDA_CPU)
     add_test(NAME test_fast_cpu_vs_ref_check_reverse COMMAND test_fast_cpu_vs_ref_check
       tiny_baseline tiny_resformer_identity tiny_resformer_general tiny_svformer tiny_neutreno tiny_cla
       tiny_key_residual tiny_denseformer tiny_attnres hd64_svformer gqa_hd16_resformer hd128_gqa_resformer
-      gqa4_resformer_learnable_plus gqa4_neutreno gqa4_svformer_anchors13 gqa4_query_residual gqa4_shared_q)
+      gqa4_resformer_learnable_plus gqa4_neutreno gqa4_svformer_anchors13 gqa4_query_residual gqa4_shared_q gpt2_hd16)
     set_tests_properties(test_fast_cpu_vs_ref_check_reverse PROPERTIES TIMEOUT 900
       ENVIRONMENT "TMPDIR=${VRL_TEST_TMP};VRL_CUDA_CPU_ORDER=reverse;VRL_CUDA_CPU_BLOCKS=reverse")
     add_test(NAME test_fast_cpu_vs_ref_check_random COMMAND test_fast_cpu_vs_ref_check
@@ -283,12 +283,13 @@ if(VRL_HAVE_CUDA_CPU)
     # runs (keeps the suite's added time within the issue's 5 minutes). Recomputing changes
     # the backward's norm and SwiGLU inputs and the logits' chunking, not the value path: one
     # case per thing that feeds those (both attention head sizes and GQA, the fused and the
-    # separate projections, every stream kind) and the trainer, not the whole list again
+    # separate projections, every stream kind, GPT-2's head on the chunked logits) and the
+    # trainer, not the whole list again
     # (the whole list took 225 s of a 22-minute plain pass with the check runs beside it)
     add_test(NAME test_fast_cpu_vs_ref_recompute COMMAND test_fast_cpu_vs_ref
       tiny_baseline hd64_baseline hd128_gqa_resformer gqa4_resformer_dense gqa4_cla gqa4_shared_k
       gqa4_svformer_anchors13 gqa4_denseformer_dilated gqa4_attnres_block3 gqa4_hidden_residual_attnres
-      gqa4_learnable_denseformer trainer)
+      gqa4_learnable_denseformer gpt2_tiny trainer)
     set_tests_properties(test_fast_cpu_vs_ref_recompute PROPERTIES
       ENVIRONMENT "TMPDIR=${VRL_TEST_TMP};VRL_FAST_RECOMPUTE=1;VRL_FAST_CE_ROWS=7;VRL_CUDA_CPU_CANARY=1")
     # --attention mma (the tensor-core forward, fast/attention_mma_forward.cu, with the CUDA-core
@@ -314,7 +315,7 @@ if(VRL_HAVE_CUDA_CPU)
       tiny_svformer_anchors1 tiny_cla tiny_query_residual tiny_key_residual gqa4_resformer_learnable_plus
       gqa4_resformer_dense gqa4_svformer_anchors13 gqa4_shared_q gqa4_shared_k gqa4_identity_mapping
       tiny_denseformer tiny_attnres tiny_attnres_block tiny_hidden_residual gqa4_denseformer_dilated
-      gqa4_attnres_block3 gqa4_hidden_residual_attnres gqa4_learnable_denseformer trainer)
+      gqa4_attnres_block3 gqa4_hidden_residual_attnres gqa4_learnable_denseformer gpt2_tiny gpt2_hd16 trainer)
     set_tests_properties(test_fast_cpu32_vs_ref PROPERTIES ENVIRONMENT "TMPDIR=${VRL_TEST_TMP}")
   endif()
 endif()

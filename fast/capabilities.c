@@ -8,8 +8,9 @@
  * ablation, SVFormer with anchors, NeuTRENO (+ResFormer), identity mapping (Eq. 6), CLA,
  * the query/key residuals, shared Q/K and the hidden residual, all with GQA/MQA, on the plain
  * residual stream, DenseFormer's or AttnRes' (full and block; fast/stream.cu).
+ * It also runs the GPT-2 baseline (fast/gpt2.cu) without dropout.
  * A spec that needs anything else (attention-matrix mixing, Eq. 2, Hyper-Connections, mHC,
- * GPT-2) is refused by name (docs/fast.md, "Variants" says why), so
+ * GPT-2 dropout) is refused by name (docs/fast.md, "Variants" says why), so
  * the CUDA backend never trains a different model than ref. What it trains it also scores
  * (`vrl eval`: the same forward, then log-probabilities on the device). It declares no
  * analysis views and no decoding.
@@ -43,7 +44,9 @@ unsigned fast_capabilities(const ModelSpec *s, char *why, size_t why_len) {
     char buf[512];
     const char *missing;
     buf[0] = '\0';
-    if (c->arch != ARCH_LLAMA) snprintf(buf, sizeof buf, "the CUDA backend implements the llama architecture only");
+    if (c->arch == ARCH_GPT2 && c->dropout > 0) /* ref's masks are per element of the [T,T] probabilities */
+        snprintf(buf, sizeof buf, "GPT-2 with dropout %g is not implemented on CUDA (set resid_pdrop, embd_pdrop and "
+                 "attn_pdrop to 0, or train on cpu)", c->dropout);
     else if (s->stream.kind == STREAM_HC || s->stream.kind == STREAM_MHC)
         snprintf(buf, sizeof buf, "residual-stream variant \"%s\" is not implemented on CUDA yet",
                  stream_kind_name(s->stream.kind));

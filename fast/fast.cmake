@@ -21,6 +21,8 @@ if(VRL_CUDA)
       fast/attention_mma_forward.cu
       fast/model.cu
       fast/stream.cu
+      fast/gpt2.cu
+      fast/gpt2_ops.cu
       fast/adamw.cu
       fast/bench.cu
       fast/backend.c

@@ -19,12 +19,16 @@
  * are fp32. Gradients of parameters, of the residual stream and of the values shared
  * across layers are fp32; gradients that feed a GEMM get a bf16 copy.
  *
- * Memory: one cudaMalloc arena, laid out like ref/model.c's (count pass, then carve). */
+ * Memory: one cudaMalloc arena, laid out like ref/model.c's (count pass, then carve).
+ *
+ * The GPT-2 baseline (ref/gpt2.c) is fast/gpt2.cu's: a FastModel with m->gpt2 set, created here
+ * up to its own tensors and layout, whose trunk and backward take the place of this file's. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "fast/gpt2.cuh"
 #include "fast/model.cuh"
 #include "fast/stream.cuh"
 #include "fast/zero.cuh"
@@ -87,6 +91,8 @@ static void *carve(char *base, size_t *off, size_t n, size_t size) {
     return base ? base + at : NULL;
 }
 
+void *arena_carve(char *base, size_t *off, size_t n, size_t size) { return carve(base, off, n, size); }
+
 /* The CPU layer's check build: scratch must never carry values from an earlier micro-batch
  * (refilled with NaN and shadowed as never written; nothing elsewhere). */
 static void poison_scratch(FastModel *m) {
@@ -102,10 +108,9 @@ static int in_place(const SourceFlags *f, int l);
 static int uses_dv_own(const FastModel *m, int l);
 static void fusion_flags(FastModel *m);
 
-static size_t layout(FastModel *m, char *base) {
-    const size_t N = m->N, P = m->t->total, d = m->d, F = m->F, qC = m->qC, kvC = m->kvC;
+size_t layout_optimizer(FastModel *m, char *base) {
+    const size_t P = m->t->total;
     size_t off = 0, mark = 0;
-    /* parameters and optimizer */
     CARVE(m->params32, P);
     CARVE(m->params16, P);
     m->bytes_params = off - mark, mark = off;
@@ -119,14 +124,46 @@ static size_t layout(FastModel *m, char *base) {
     CARVE(m->micro_loss, FAST_MAX_MICRO);
     CARVE(m->micro_count, 1);
     CARVE(m->adamw_scalars, 1);
-    m->bytes_opt = off - mark, mark = off;
-    /* activations kept from the forward to the backward */
+    m->bytes_opt = off - mark;
+    return off;
+}
+
+size_t layout_upload(FastModel *m, char *base, size_t off) {
+    const size_t N = m->N;
     CARVE(m->tokens, N);
     CARVE(m->targets, N);
     CARVE(m->emb_uniq, N);
     CARVE(m->emb_offsets, N + 1);
     CARVE(m->emb_pos, N);
     CARVE(m->emb_count, 1);
+    return off;
+}
+
+size_t layout_head(FastModel *m, char *base, size_t off) {
+    const size_t N = m->N;
+    CARVE(m->lnf, N * m->d);
+    CARVE(m->lnf_rstd, N);
+    CARVE(m->losses, N);
+    CARVE(m->score_targets, N);
+    CARVE(m->score_lp, N);
+    CARVE(m->score_greedy, N);
+    return off;
+}
+
+size_t layout_head_scratch(FastModel *m, char *base, size_t off) {
+    const size_t N = m->N, d = m->d;
+    CARVE(m->logits, (size_t)m->ce_rows * m->Vp);
+    CARVE(m->dres32, N * d);
+    CARVE(m->dres16, N * d);
+    CARVE(m->dln32, N * d);
+    return off;
+}
+
+static size_t layout(FastModel *m, char *base) {
+    const size_t N = m->N, d = m->d, F = m->F, qC = m->qC, kvC = m->kvC;
+    size_t off = layout_optimizer(m, base), mark = off; /* parameters and optimizer */
+    /* activations kept from the forward to the backward */
+    off = layout_upload(m, base, off);
     CARVE(m->cos_t, (size_t)m->T * (m->hd / 2));
     CARVE(m->sin_t, (size_t)m->T * (m->hd / 2));
     CARVE(m->emb, N * d);
@@ -171,18 +208,10 @@ static size_t layout(FastModel *m, char *base) {
         CARVE(a->gu, N * 2 * F);
         CARVE(a->out, N * d);
     }
-    CARVE(m->lnf, N * d);
-    CARVE(m->lnf_rstd, N);
-    CARVE(m->losses, N);
-    CARVE(m->score_targets, N);
-    CARVE(m->score_lp, N);
-    CARVE(m->score_greedy, N);
+    off = layout_head(m, base, off);
     m->bytes_acts = off - mark, mark = off;
     /* backward and cross-entropy scratch */
-    CARVE(m->logits, (size_t)m->ce_rows * m->Vp);
-    CARVE(m->dres32, N * d);
-    CARVE(m->dres16, N * d);
-    CARVE(m->dln32, N * d);
+    off = layout_head_scratch(m, base, off);
     CARVE(m->dswi, N * F);
     CARVE(m->dgu, N * 2 * F);
     CARVE(m->datty, N * qC);
@@ -337,10 +366,10 @@ static void memory_report(const FastModel *m) {
     mib_line("optimizer", m->bytes_opt);
     mib_line("activations", m->bytes_acts);
     mib_line("scratch", m->bytes_scratch);
-    if (m->mix->bytes) mib_line("stream", m->mix->bytes); /* stream.cuh: DenseFormer, AttnRes, hidden residual */
+    if (m->mix && m->mix->bytes) mib_line("stream", m->mix->bytes); /* stream.cuh: DenseFormer, AttnRes, hidden residual */
     mib_line("cuBLASLt", m->blas.workspace_bytes);
     fprintf(stderr, "vrl fast:   peak estimate %.2f GiB of %.2f GiB free on the device\n",
-            (m->arena_bytes + m->mix->bytes + m->blas.workspace_bytes) / 1073741824.0, free_b / 1073741824.0);
+            (m->arena_bytes + (m->mix ? m->mix->bytes : 0) + m->blas.workspace_bytes) / 1073741824.0, free_b / 1073741824.0);
 }
 
 /* ------------------------------------------------------------------ create / destroy */
@@ -370,6 +399,7 @@ extern "C" void fast_model_destroy(void *vm) {
     free(m->lo);
     free(m->acts);
     free(m->dv_keep);
+    free(m->gpt2);
     cudaFreeHost(m->h_tokens); /* pinned: one block for every host mirror the copies read */
     cudaFreeHost(m->h_read);
     free(m->h_count);
@@ -457,6 +487,10 @@ extern "C" void *fast_model_create(const ModelSpec *spec, int batch, int seq) {
         goto fail;
     }
     m->plan = &spec->value;
+    if (c->arch == ARCH_GPT2) { /* GPT-2's own tensors and step (fast/gpt2.cu) on the same device setup */
+        if (gpt2_bind(m, spec) < 0) goto fail;
+        goto device;
+    }
     if (bind_tensors(m, &spec->layout) < 0) goto fail;
     for (int l = 0; l < L; l++)
         if (m->lo[l].wup != m->lo[l].wgate + (size_t)m->F * m->d) { /* the fused gate|up GEMM reads [2F,d] */
@@ -475,6 +509,7 @@ extern "C" void *fast_model_create(const ModelSpec *spec, int batch, int seq) {
                 goto fail;
             }
     }
+device:
     if (cudaStreamCreateWithFlags(&m->stream, cudaStreamNonBlocking) != cudaSuccess ||
         cudaEventCreateWithFlags(&m->uploaded, cudaEventDisableTiming) != cudaSuccess) {
         vrl_error("fast model: cannot create the model's stream and event");
@@ -494,7 +529,7 @@ extern "C" void *fast_model_create(const ModelSpec *spec, int batch, int seq) {
     }
     ops_use_stream(m->stream);
     if (blas_create(&m->blas) < 0) goto fail;
-    m->arena_bytes = layout(m, NULL);
+    m->arena_bytes = m->gpt2 ? gpt2_layout(m, NULL) : layout(m, NULL);
     {
         cudaError_t e = cudaMalloc(&m->arena, m->arena_bytes);
         if (e != cudaSuccess) {
@@ -505,11 +540,12 @@ extern "C" void *fast_model_create(const ModelSpec *spec, int batch, int seq) {
             goto fail;
         }
     }
-    layout(m, (char *)m->arena);
+    (void)(m->gpt2 ? gpt2_layout(m, (char *)m->arena) : layout(m, (char *)m->arena));
     if (cudaMemset(m->arena, 0, m->arena_bytes) != cudaSuccess) { /* parameters and moments start at zero */
         vrl_error("fast model: cudaMemset failed");
         goto fail;
     }
+    if (m->gpt2) goto ready; /* no residual-stream mixers, no RoPE */
     if (stream_create(m, spec) < 0) goto fail; /* reads the activations' addresses */
     {
         /* RoPE tables in double, rounded once (ref/ops.c's rope_tables) */
@@ -534,6 +570,7 @@ extern "C" void *fast_model_create(const ModelSpec *spec, int batch, int seq) {
             goto fail;
         }
     }
+ready:
     /* the legacy stream's memset and copies above are not ordered before m->stream's work */
     if (cudaDeviceSynchronize() != cudaSuccess) {
         vrl_error("fast model: %s", cudaGetErrorString(cudaGetLastError()));
@@ -768,7 +805,7 @@ static int head_forward(FastModel *m, const bf16 *x_last, double grad_scale, int
     const int N = m->N, d = m->d, V = m->V;
     const float w = (float)(grad_scale / ((double)m->B * (m->T - 1)));
     TRY(zero_wait_params(m, ZERO_HEAD));
-    TRY(rmsnorm_forward(m->lnf, m->lnf_rstd, x_last, W16(m->o_lnf), N, d, (float)m->c.norm_eps));
+    if (!m->gpt2) TRY(rmsnorm_forward(m->lnf, m->lnf_rstd, x_last, W16(m->o_lnf), N, d, (float)m->c.norm_eps));
     for (int r0 = 0; r0 < N; r0 += m->ce_rows) {
         const int R = N - r0 < m->ce_rows ? N - r0 : m->ce_rows;
         TRY(logits_chunk(m, r0, R));
@@ -919,6 +956,7 @@ static int layer_backward(FastModel *m, int l) {
  * last layer's output. */
 static int backward_pass(FastModel *m, const bf16 *x) {
     const int N = m->N, d = m->d, kvC = m->kvC;
+    if (m->gpt2) return gpt2_backward(m);
     CUDA_CHECK(cudaMemsetAsync(m->dres32, 0, (size_t)N * d * sizeof(float), m->stream));
     TRY(stream_backward_begin(m));
     TRY(rmsnorm_backward(m->dres32, m->dres16, m->dln32, x, W16(m->o_lnf), m->lnf_rstd, N, d));
@@ -945,6 +983,7 @@ static int backward_pass(FastModel *m, const bf16 *x) {
 
 /* The embedding and every layer, queued; *x_last is the head's input (stream.cuh, step 2L). */
 static int trunk_forward(FastModel *m, const bf16 **x_last) {
+    if (m->gpt2) return *x_last = m->lnf, gpt2_trunk_forward(m); /* LN_f included */
     TRY(zero_wait_params(m, ZERO_LATE));
     TRY(zero_wait_params(m, ZERO_EMBED));
     TRY(embedding_forward(m->emb, m->tokens, W16(m->o_wte), m->N, m->d));
@@ -1084,7 +1123,7 @@ extern "C" int fast_model_token_logprobs(void *vm, const int32_t *tokens, const 
     const bf16 *x;
     TRY(trunk_forward(m, &x));
     TRY(zero_wait_params(m, ZERO_HEAD));
-    TRY(rmsnorm_forward(m->lnf, m->lnf_rstd, x, W16(m->o_lnf), N, m->d, (float)m->c.norm_eps));
+    if (!m->gpt2) TRY(rmsnorm_forward(m->lnf, m->lnf_rstd, x, W16(m->o_lnf), N, m->d, (float)m->c.norm_eps));
     for (int r0 = 0; r0 < N; r0 += m->ce_rows) {
         const int R = N - r0 < m->ce_rows ? N - r0 : m->ce_rows;
         TRY(logits_chunk(m, r0, R));

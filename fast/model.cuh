@@ -19,6 +19,7 @@ FAST_NS_BEGIN
 /* Offsets of one layer's tensors in the flat parameter table. */
 typedef struct ZeroState ZeroState;
 typedef struct FastStream FastStream;
+typedef struct FastGpt2 FastGpt2; /* GPT-2's tensors (fast/gpt2.cu) */
 
 /* wq, wk, wv: (size_t)-1 where the plan drops the projection (SVFormer, CLA); lam: the
  * layer's trainable value coefficients [n_train[l]], or (size_t)-1. */
@@ -197,6 +198,7 @@ typedef struct FastModel {
     int have_forward;
     struct ZeroState *zero; /* NULL, or data parallelism over NCCL (zero.cuh) */
     FastStream *mix;        /* what each sublayer reads: the residual stream and the hidden residual (stream.cuh) */
+    FastGpt2 *gpt2;         /* host: GPT-2's offsets and activations (fast/gpt2.cu), or NULL for llama */
 } FastModel;
 
 /* Row strides of layer l's q, k and v_in as attention reads them: views into the fused
@@ -206,6 +208,19 @@ static inline AttnLd fast_attn_ld(const FastModel *m, int l) {
     const AttnLd ld = {S ? S : m->qC, S ? S : m->kvC, S == m->qC + 2 * m->kvC ? S : m->kvC};
     return ld;
 }
+
+/* n elements of `size` bytes at *off in the arena at base (256-byte aligned, guard zones in the
+ * CPU layer's checked builds); base NULL only counts (model.cu). */
+void *arena_carve(char *base, size_t *off, size_t n, size_t size);
+/* The arena's first part, the same for every model: parameters, gradients, AdamW's state and the
+ * loss slots (bytes_params, _grads, _opt set); returns the offset after it. Then the upload's
+ * device buffers (tokens, targets, the embedding-gradient plan) from off; returns the new offset. */
+size_t layout_optimizer(FastModel *m, char *base);
+size_t layout_upload(FastModel *m, char *base, size_t off);
+/* The head's activations (lnf, its rstd, the losses, the scoring outputs) and its scratch (the
+ * logits chunk, the residual-stream and norm-input gradients), each from off; the new offset. */
+size_t layout_head(FastModel *m, char *base, size_t off);
+size_t layout_head_scratch(FastModel *m, char *base, size_t off);
 
 #define ADAMW_NORM_BLOCKS 1024
 /* The vocabulary inside fast/ is padded to a multiple of this (cuBLASLt's aligned kernels want

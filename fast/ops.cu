@@ -183,6 +183,25 @@ int matmul_backward_scaled(Blas *b, float *dinp32, int accumulate, float *dweigh
     return 0;
 }
 
+/* GPT-2's Conv1D, weight [C,OC] row-major = column-major OC x C (lda OC), not transposed:
+ * out (OC x N) = weight · inp (C x N). */
+int conv1d_forward(Blas *b, float *out32, const bf16 *inp, const bf16 *weight, int N, int C, int OC) {
+    return lt_matmul(b, out32, CUDA_R_32F, NULL, weight, 0, OC, inp, 0, C, OC, N, C, 0.0f, OC);
+}
+
+int conv1d_backward(Blas *b, float *dinp32, int accumulate, bf16 *dinp16, float *dweight, const bf16 *dout,
+                    const bf16 *inp, const bf16 *weight, int N, int C, int OC) {
+    /* dinp [N,C] = dout · weightᵀ: column-major C x N = (OC x C)ᵀ · (OC x N) */
+    if (dinp32 && lt_matmul(b, dinp32, CUDA_R_32F, NULL, weight, 1, OC, dout, 0, OC, C, N, OC,
+                            accumulate ? 1.0f : 0.0f, C))
+        return -1;
+    if (!dinp32 && dinp16 && lt_matmul(b, dinp16, CUDA_R_16BF, NULL, weight, 1, OC, dout, 0, OC, C, N, OC, 0.0f, C))
+        return -1;
+    /* dweight [C,OC] += inpᵀ · dout: column-major OC x C = (OC x N) · (C x N)ᵀ */
+    if (dweight && lt_matmul(b, dweight, CUDA_R_32F, NULL, dout, 0, OC, inp, 1, C, OC, C, N, 1.0f, OC)) return -1;
+    return 0;
+}
+
 int matmul_raw(Blas *b, float *D, const bf16 *A, const bf16 *B_, int m, int n, int k) {
     return lt_matmul(b, D, CUDA_R_32F, NULL, A, 0, m, B_, 0, k, m, n, k, 0.0f, m);
 }

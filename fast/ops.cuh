@@ -76,6 +76,15 @@ int matmul_backward_scaled(Blas *b, float *dinp32, int accumulate, float *dweigh
                            const bf16 *inp, const bf16 *weight, float alpha, int N, int C, int OC);
 /* bf16 x bf16 -> fp32 GEMM in plain column-major terms, for the peak benchmark. */
 int matmul_raw(Blas *b, float *D, const bf16 *A, const bf16 *B_, int m, int n, int k);
+/* GPT-2's Conv1D (ref/gpt2.c's conv1d_*), weight [C,OC] (in, out) as transformers stores it:
+ * out32 = inp · weight in fp32 (the bias and the rounding to bf16 come after: fast/gpt2_ops.cuh).
+ * out32 [N,OC] fp32, inp [N,C], weight [C,OC] */
+int conv1d_forward(Blas *b, float *out32, const bf16 *inp, const bf16 *weight, int N, int C, int OC);
+/* dinp32 (fp32, = or += by accumulate) or dinp16 (bf16, =) = dout · weightᵀ, and
+ * dweight += inpᵀ · dout (fp32). Any output may be NULL.
+ * dinp [N,C], dweight [C,OC], dout [N,OC], inp [N,C], weight [C,OC] */
+int conv1d_backward(Blas *b, float *dinp32, int accumulate, bf16 *dinp16, float *dweight, const bf16 *dout,
+                    const bf16 *inp, const bf16 *weight, int N, int C, int OC);
 
 /* ------------------------------------------------------------------ embedding */
 /* out[n] = wte[tokens[n]].  out [N,C], tokens [N] (checked on the host), wte [V,C] */

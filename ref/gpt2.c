@@ -59,7 +59,8 @@ static const char *lnames[12] = {"ln_1.weight", "ln_1.bias", "attn.c_attn.weight
                                  "attn.c_proj.weight", "attn.c_proj.bias", "ln_2.weight", "ln_2.bias",
                                  "mlp.c_fc.weight", "mlp.c_fc.bias", "mlp.c_proj.weight", "mlp.c_proj.bias"};
 
-/* ------------------------------------------------------------------ ops (GPT-2 only) */
+/* ------------------------------------------------------------------ ops (GPT-2 only; the LayerNorm and GELU
+ * ones exported for fast/'s kernel tests, gpt2.h) */
 
 /* out = inp·W + b (Conv1D).  out [N,OC], inp [N,C], W [C,OC], b [OC] */
 static void conv1d_forward(real *out, const real *inp, const real *W, const real *b, int N, int C, int OC) {
@@ -77,7 +78,7 @@ static void conv1d_backward(real *dinp, real *dW, real *db, const real *dout, co
 }
 
 /* LayerNorm (biased variance).  out [N,C], mean/rstd [N], inp [N,C], w/b [C] */
-static void layernorm_forward(real *out, real *mean, real *rstd, const real *inp, const real *w, const real *b, int N,
+void gpt2_layernorm_forward(real *out, real *mean, real *rstd, const real *inp, const real *w, const real *b, int N,
                               int C, double eps) {
     for (int n = 0; n < N; n++) {
         const real *x = inp + (size_t)n * C;
@@ -92,7 +93,7 @@ static void layernorm_forward(real *out, real *mean, real *rstd, const real *inp
     }
 }
 /* dx = r·(g − mean(g) − x̂·mean(g·x̂)), g = dout·w; dw += dout·x̂; db += dout. */
-static void layernorm_backward(real *dinp, real *dw, real *db, const real *dout, const real *inp, const real *w,
+void gpt2_layernorm_backward(real *dinp, real *dw, real *db, const real *dout, const real *inp, const real *w,
                                const real *mean, const real *rstd, int N, int C) {
     for (int n = 0; n < N; n++) {
         const real *x = inp + (size_t)n * C, *g = dout + (size_t)n * C;
@@ -115,13 +116,13 @@ static void layernorm_backward(real *dinp, real *dw, real *db, const real *dout,
 }
 
 #define GELU_K 0.7978845608028654 /* sqrt(2/pi) */
-static void gelu_forward(real *out, const real *x, size_t n) {
+void gpt2_gelu_forward(real *out, const real *x, size_t n) {
     for (size_t i = 0; i < n; i++) {
         const double u = x[i];
         out[i] = (real)(0.5 * u * (1 + tanh(GELU_K * (u + 0.044715 * u * u * u))));
     }
 }
-static void gelu_backward(real *dx, const real *dout, const real *x, size_t n) {
+void gpt2_gelu_backward(real *dx, const real *dout, const real *x, size_t n) {
     for (size_t i = 0; i < n; i++) {
         const double u = x[i], th = tanh(GELU_K * (u + 0.044715 * u * u * u));
         const double dth = (1 - th * th) * GELU_K * (1 + 3 * 0.044715 * u * u);
@@ -282,7 +283,7 @@ double gpt2_forward(Gpt2Model *m, const int32_t *tokens) {
     for (int l = 0; l < m->L; l++) {
         const real *W = m->params;
         const size_t *o = g->off[l];
-        layernorm_forward(g->ln1[l], g->mean1[l], g->rstd1[l], x, W + o[LN1W], W + o[LN1B], N, d, eps);
+        gpt2_layernorm_forward(g->ln1[l], g->mean1[l], g->rstd1[l], x, W + o[LN1W], W + o[LN1B], N, d, eps);
         conv1d_forward(g->qkv, g->ln1[l], W + o[AW], W + o[AB], N, d, 3 * d);
         split_qkv(g->q[l], g->k[l], g->v[l], g->qkv, N, d);
         attn_probs_forward(g->att[l], g->q[l], g->k[l], NULL, B, T, NH, NH, hd); /* P */
@@ -292,15 +293,15 @@ double gpt2_forward(Gpt2Model *m, const int32_t *tokens) {
         conv1d_forward(g->ya[l], g->atty[l], W + o[PW], W + o[PB], N, d, d);
         dropout_mask(g, g->mya[l], Nd, 2 + 3 * l, p);
         for (size_t i = 0; i < Nd; i++) g->h[l][i] = x[i] + g->ya[l][i] * g->mya[l][i];
-        layernorm_forward(g->ln2[l], g->mean2[l], g->rstd2[l], g->h[l], W + o[LN2W], W + o[LN2B], N, d, eps);
+        gpt2_layernorm_forward(g->ln2[l], g->mean2[l], g->rstd2[l], g->h[l], W + o[LN2W], W + o[LN2B], N, d, eps);
         conv1d_forward(g->fc[l], g->ln2[l], W + o[FW], W + o[FB], N, d, F);
-        gelu_forward(g->gel[l], g->fc[l], (size_t)N * F);
+        gpt2_gelu_forward(g->gel[l], g->fc[l], (size_t)N * F);
         conv1d_forward(g->ym[l], g->gel[l], W + o[MW], W + o[MB], N, F, d);
         dropout_mask(g, g->mym[l], Nd, 3 + 3 * l, p);
         for (size_t i = 0; i < Nd; i++) g->x[l][i] = g->h[l][i] + g->ym[l][i] * g->mym[l][i];
         x = g->x[l];
     }
-    layernorm_forward(g->lnf, g->meanf, g->rstdf, x, g->lnfw, g->lnfb, N, d, eps);
+    gpt2_layernorm_forward(g->lnf, g->meanf, g->rstdf, x, g->lnfw, g->lnfb, N, d, eps);
     matmul_forward(m->logits, g->lnf, g->lm_head, N, d, V);
     m->have_forward = 1;
     return crossentropy_forward(m->losses, m->lse, m->logits, tokens, B, T, V);
@@ -319,7 +320,7 @@ void gpt2_backward(Gpt2Model *m, double grad_scale) {
     memset(g->dln, 0, Nd * sizeof(real));
     matmul_backward(g->dln, G + (g->lm_head - m->params), g->dlogits, g->lnf, g->lm_head, N, d, V, GRAD_ADD);
     memset(g->dx, 0, Nd * sizeof(real)); /* dLoss/d(residual stream), carried down */
-    layernorm_backward(g->dx, G + lnf_w, G + lnf_b, g->dln, m->L ? g->x[m->L - 1] : g->x0, g->lnfw, g->meanf,
+    gpt2_layernorm_backward(g->dx, G + lnf_w, G + lnf_b, g->dln, m->L ? g->x[m->L - 1] : g->x0, g->lnfw, g->meanf,
                        g->rstdf, N, d);
     for (int l = m->L - 1; l >= 0; l--) {
         const size_t *o = g->off[l];
@@ -329,10 +330,10 @@ void gpt2_backward(Gpt2Model *m, double grad_scale) {
         memset(g->dgel, 0, (size_t)N * F * sizeof(real));
         conv1d_backward(g->dgel, G + o[MW], G + o[MB], g->dy, g->gel[l], W + o[MW], N, F, d);
         memset(g->dfc, 0, (size_t)N * F * sizeof(real));
-        gelu_backward(g->dfc, g->dgel, g->fc[l], (size_t)N * F);
+        gpt2_gelu_backward(g->dfc, g->dgel, g->fc[l], (size_t)N * F);
         memset(g->dln, 0, Nd * sizeof(real));
         conv1d_backward(g->dln, G + o[FW], G + o[FB], g->dfc, g->ln2[l], W + o[FW], N, d, F);
-        layernorm_backward(g->dx, G + o[LN2W], G + o[LN2B], g->dln, g->h[l], W + o[LN2W], g->mean2[l], g->rstd2[l], N, d);
+        gpt2_layernorm_backward(g->dx, G + o[LN2W], G + o[LN2B], g->dln, g->h[l], W + o[LN2W], g->mean2[l], g->rstd2[l], N, d);
         /* h = x + drop(ya) */
         mul(g->dy, g->dx, g->mya[l], Nd);
         memset(g->datty, 0, Nd * sizeof(real));
@@ -348,7 +349,7 @@ void gpt2_backward(Gpt2Model *m, double grad_scale) {
         pack_qkv(g->qkv, g->dq, g->dk, g->dv, N, d);
         memset(g->dln, 0, Nd * sizeof(real));
         conv1d_backward(g->dln, G + o[AW], G + o[AB], g->qkv, g->ln1[l], W + o[AW], N, d, 3 * d);
-        layernorm_backward(g->dx, G + o[LN1W], G + o[LN1B], g->dln, x, W + o[LN1W], g->mean1[l], g->rstd1[l], N, d);
+        gpt2_layernorm_backward(g->dx, G + o[LN1W], G + o[LN1B], g->dln, x, W + o[LN1W], g->mean1[l], g->rstd1[l], N, d);
     }
     /* x_0 = drop(wte[tok] + wpe[t]) */
     real *dwte = G + (g->wte - m->params), *dwpe = G + (g->wpe - m->params);
