@@ -7,9 +7,9 @@
  * shared Q/K) read earlier layers'. That covers baseline, every ResFormer mode and V-source
  * ablation, SVFormer with anchors, NeuTRENO (+ResFormer), identity mapping (Eq. 6), CLA,
  * the query/key residuals, shared Q/K and the hidden residual, all with GQA/MQA, on the plain
- * residual stream, DenseFormer's or AttnRes' (full and block; fast/stream.cu).
- * A spec that needs anything else (attention-matrix mixing, Eq. 2, Hyper-Connections, mHC,
- * GPT-2) is refused by name (docs/fast.md, "Variants" says why), so
+ * residual stream, DenseFormer's, AttnRes' (full and block), Hyper-Connections' or mHC's
+ * (fast/stream.cu). A spec that needs anything else (attention-matrix mixing, Eq. 2, GPT-2)
+ * is refused by name (docs/fast.md, "Variants" says why), so
  * the CUDA backend never trains a different model than ref. What it trains it also scores
  * (`vrl eval`: the same forward, then log-probabilities on the device). It declares no
  * analysis views and no decoding.
@@ -44,9 +44,6 @@ unsigned fast_capabilities(const ModelSpec *s, char *why, size_t why_len) {
     const char *missing;
     buf[0] = '\0';
     if (c->arch != ARCH_LLAMA) snprintf(buf, sizeof buf, "the CUDA backend implements the llama architecture only");
-    else if (s->stream.kind == STREAM_HC || s->stream.kind == STREAM_MHC)
-        snprintf(buf, sizeof buf, "residual-stream variant \"%s\" is not implemented on CUDA yet",
-                 stream_kind_name(s->stream.kind));
     else if ((missing = value_plan_missing(&s->value)))
         snprintf(buf, sizeof buf, "variant \"%.200s\" needs %s, not implemented on CUDA yet (Q/K/V mixing and corrections are)",
                  c->variant, missing);
