@@ -99,6 +99,6 @@ check "precision_not_for_device: exit 2, one line: $(cat "$tmp/err")" test $rc -
 "$VRL" train --quiet --model tiny --steps 1 --out "$tmp/tiny" >/dev/null 2>&1 || fail "vrl train tiny"
 sed -e 's/"hidden_size": 16/"hidden_size": 24/' -e 's/"head_dim": 8/"head_dim": 12/' "$tmp/tiny/config.json" >"$tmp/hd12.json"
 "$VRL" train --quiet --model "$tmp/hd12.json" --steps 1 --out "$tmp/hd12" >/dev/null 2>&1 || fail "vrl train head_dim 12"
-expect_error model_not_scored "backend cuda.*-bf16 cannot score this model: head_dim must be 8, 16, 32, 64 or 128 \(got 12\)" \
+expect_error model_not_scored "backend cuda.*-bf16 cannot score this model: head_dim must be 8, 16, 32, 64 or 128 (got 12)" \
   "$VRL" eval --ckpt "$tmp/hd12" --device "$DEVICE" --tasks none --out "$tmp/x.json"
 finish
