@@ -5,6 +5,9 @@
  *                D_j = Σ_c α_{j,c}·X_{src_c} (ref/stream.c's dense_forward)
  *   ATTNRES      in_s = Σ_g a_g S_g, a = softmax_g(r_g·⟨w_s, S_g⟩), r_g = rsqrt(mean(S_g²) + eps),
  *                S_g = Σ_{k∈[lo,hi)} y_k (full: one y per source; block: sums of m sublayers)
+ *   HC / MHC     n streams H_s [N,n,d] per token, H_0[i] = y_0; in_s = Σ_i a_i H_s[i],
+ *                H_{s+1}[j] = Σ_i R[i,j] H_s[i] + b_j y_{s+1}, the head reads Σ_i H_2L[i]; the
+ *                maps (a, R, b) of step s from H_s (ref/stream.c's hc_maps, mhc_maps)
  *   hidden       layer l's attention norm reads hx·x + hh·H_0, its residual stays x
  *
  * Precision as the rest of fast/: activations bf16; every depth sum, RMSNorm statistic and

@@ -1,5 +1,5 @@
 /* stream.cuh: what each sublayer of the CUDA model reads (fast/stream.cu): the residual
- * stream of formulas.md §5 (plain, DenseFormer, AttnRes full and block) and the hidden
+ * stream of formulas.md §5 (plain, DenseFormer, AttnRes full and block, HC, mHC) and the hidden
  * residual of §4, forward and backward. The twin of ref/stream.c plus ref/value_path.c's
  * hidden-residual mix; model.cu's layers never see which stream runs.
  *
@@ -8,8 +8,8 @@
  *
  * The layer keeps its fused residual add (W_o·U + x, W_down·swi + h) where the stream has one:
  * plain and DenseFormer (inside a block) pass the sublayer input as its residual too, so
- * acts[l].h and acts[l].out are h and X_{l+1}; AttnRes has none (residual NULL), so they are
- * the raw outputs y_{2l+1}, y_{2l+2} the depth sums read.
+ * acts[l].h and acts[l].out are h and X_{l+1}; AttnRes, HC and mHC have none (residual NULL),
+ * so they are the raw outputs y_{2l+1}, y_{2l+2} the depth sums and the streams read.
  *
  * Backward, per step, in the model's dres32 [N,d] (fp32) and dres16 (its bf16 copy):
  *   stream_norm_backward(s) is the sublayer's pre-norm backward into dres32 (which holds the
