@@ -303,7 +303,8 @@ if(VRL_HAVE_CUDA_CPU)
     target_link_libraries(test_fast_cpu32_vs_ref PRIVATE vrl_fast_cpu32 vrl_ref32 vrl_ref64 vrl_common)
     # every variant fast/ supports once (the tiny model, plus the 4-layer cases whose variant
     # the tiny model cannot take), head dims 8, 16, 64 and 128, and the trainer: 73 of the
-    # full list's 105 CPU seconds (the shapes left out repeat a variant at another size)
+    # full list's 105 CPU seconds (the shapes left out repeat a variant at another size), and
+    # all five HC/mHC cases (15 CPU seconds more: their maps are the tensors this build bounds tightest)
     add_test(NAME test_fast_cpu32_vs_ref COMMAND test_fast_cpu32_vs_ref
       tiny_baseline tiny_resformer_identity tiny_resformer_constant2 tiny_resformer_general tiny_svformer
       hd64_svformer hd128_gqa_resformer tiny_resformer_learnable tiny_neutreno tiny_neutreno_resformer
