@@ -3,13 +3,13 @@
 # docs/fast.md) end to end, tiny model, synthetic corpus:
 #   - thread orders: for every value-path family fast/ trains (ResFormer, trainable and
 #     dense λ, NeuTRENO, SVFormer with anchors, CLA, Q/K residuals, the hidden residual) and
-#     the residual-stream variants (DenseFormer, AttnRes full and block),
+#     the residual-stream variants (DenseFormer, AttnRes full and block, HC with n = 4, mHC),
 #     VRL_CUDA_CPU_ORDER=forward, reverse and random:SEED give byte-identical
 #     model.safetensors (a kernel whose result depends on the order its threads run between
 #     barriers would differ);
 #   - the step as CUDA graphs (captured once, replayed; the default) against the same kernels
 #     queued one by one (VRL_FAST_GRAPH=0), for the baseline, ResFormer, SVFormer, a
-#     trainable λ, DenseFormer, AttnRes and --accum 2: byte-identical model.safetensors and train_state.safetensors,
+#     trainable λ, DenseFormer, AttnRes, mHC and --accum 2: byte-identical model.safetensors and train_state.safetensors,
 #     and the same logged losses and gradient norms (docs/fast.md, "The step");
 #   - GPT-2 (a model_type gpt2 config without dropout): 2 steps, the same bytes in every thread
 #     order and uncaptured, and resumed to step 3 the same bytes as 3 steps; with dropout,
@@ -45,7 +45,7 @@ run() {
 }
 
 for v in resformer svformer:anchors=1 resformer:mode=learnable-plus resformer:mode=dense neutreno_resformer cla \
-    query_residual key_residual hidden_residual denseformer attnres attnres:mode=block,size=3; do
+    query_residual key_residual hidden_residual denseformer attnres attnres:mode=block,size=3 hc:n=4 mhc; do
   n=${v//[:=,]/_}
   VRL_CUDA_CPU_ORDER=forward run "${n}_forward" --variant $v --steps 3
   VRL_CUDA_CPU_ORDER=reverse run "${n}_reverse" --variant $v --steps 3
@@ -56,7 +56,7 @@ for v in resformer svformer:anchors=1 resformer:mode=learnable-plus resformer:mo
   done
 done
 # graph on (default) vs off
-for v in baseline resformer svformer resformer:mode=learnable denseformer attnres "resformer --accum 2"; do
+for v in baseline resformer svformer resformer:mode=learnable denseformer attnres mhc "resformer --accum 2"; do
   n=graph_${v//[:=, -]/_}
   # shellcheck disable=SC2086  # "$v" carries the variant and, once, --accum 2
   run "${n}_on" --variant $v --steps 3

@@ -257,17 +257,20 @@ if(VRL_HAVE_CUDA_CPU)
     endforeach()
     # fast/ against ref under every checker, in the orders the plain test_fast_cpu_vs_ref (forward)
     # does not run: threads and blocks reversed, and shuffled; every case in one of the two,
-    # so the pair costs ~4 CPU-minutes (docs/fast.md "Checkers")
+    # so the pair costs ~4 CPU-minutes (docs/fast.md "Checkers"; HC and mHC's five cases add
+    # 55 of them, HC and mHC each in both orders)
     add_test(NAME test_fast_cpu_vs_ref_check_reverse COMMAND test_fast_cpu_vs_ref_check
       tiny_baseline tiny_resformer_identity tiny_resformer_general tiny_svformer tiny_neutreno tiny_cla
       tiny_key_residual tiny_denseformer tiny_attnres hd64_svformer gqa_hd16_resformer hd128_gqa_resformer
-      gqa4_resformer_learnable_plus gqa4_neutreno gqa4_svformer_anchors13 gqa4_query_residual gqa4_shared_q gpt2_hd16)
+      gqa4_resformer_learnable_plus gqa4_neutreno gqa4_svformer_anchors13 gqa4_query_residual gqa4_shared_q gpt2_hd16
+      tiny_hc4 gqa4_mhc_n2_iters5_learnable gqa4_mhc_jitter)
     set_tests_properties(test_fast_cpu_vs_ref_check_reverse PROPERTIES TIMEOUT 900
       ENVIRONMENT "TMPDIR=${VRL_TEST_TMP};VRL_CUDA_CPU_ORDER=reverse;VRL_CUDA_CPU_BLOCKS=reverse")
     add_test(NAME test_fast_cpu_vs_ref_check_random COMMAND test_fast_cpu_vs_ref_check
       tiny_resformer_constant2 tiny_resformer_learnable tiny_neutreno_resformer tiny_svformer_anchors1
       tiny_query_residual tiny_attnres_block tiny_hidden_residual hd64_baseline trainer gqa4_resformer_dense
-      gqa4_neutreno_resformer gqa4_cla gqa4_key_residual gqa4_shared_k gqa4_identity_mapping)
+      gqa4_neutreno_resformer gqa4_cla gqa4_key_residual gqa4_shared_k gqa4_identity_mapping tiny_mhc
+      gqa4_hc3_resformer)
     set_tests_properties(test_fast_cpu_vs_ref_check_random PROPERTIES TIMEOUT 900
       ENVIRONMENT "TMPDIR=${VRL_TEST_TMP};VRL_CUDA_CPU_ORDER=random:7;VRL_CUDA_CPU_BLOCKS=random:11")
     if(VRL_HAVE_MPI)
@@ -289,7 +292,7 @@ if(VRL_HAVE_CUDA_CPU)
     add_test(NAME test_fast_cpu_vs_ref_recompute COMMAND test_fast_cpu_vs_ref
       tiny_baseline hd64_baseline hd128_gqa_resformer gqa4_resformer_dense gqa4_cla gqa4_shared_k
       gqa4_svformer_anchors13 gqa4_denseformer_dilated gqa4_attnres_block3 gqa4_hidden_residual_attnres
-      gqa4_learnable_denseformer gpt2_tiny trainer)
+      gqa4_learnable_denseformer gpt2_tiny tiny_hc4 tiny_mhc trainer)
     set_tests_properties(test_fast_cpu_vs_ref_recompute PROPERTIES
       ENVIRONMENT "TMPDIR=${VRL_TEST_TMP};VRL_FAST_RECOMPUTE=1;VRL_FAST_CE_ROWS=7;VRL_CUDA_CPU_CANARY=1")
     # --attention mma (the tensor-core forward, fast/attention_mma_forward.cu, with the CUDA-core
@@ -308,14 +311,16 @@ if(VRL_HAVE_CUDA_CPU)
     target_link_libraries(test_fast_cpu32_vs_ref PRIVATE vrl_fast_cpu32 vrl_ref32 vrl_ref64 vrl_common)
     # every variant fast/ supports once (the tiny model, plus the 4-layer cases whose variant
     # the tiny model cannot take), head dims 8, 16, 64 and 128, and the trainer: 73 of the
-    # full list's 105 CPU seconds (the shapes left out repeat a variant at another size)
+    # full list's 105 CPU seconds (the shapes left out repeat a variant at another size), and
+    # all five HC/mHC cases (15 CPU seconds more: their maps are the tensors this build bounds tightest)
     add_test(NAME test_fast_cpu32_vs_ref COMMAND test_fast_cpu32_vs_ref
       tiny_baseline tiny_resformer_identity tiny_resformer_constant2 tiny_resformer_general tiny_svformer
       hd64_svformer hd128_gqa_resformer tiny_resformer_learnable tiny_neutreno tiny_neutreno_resformer
       tiny_svformer_anchors1 tiny_cla tiny_query_residual tiny_key_residual gqa4_resformer_learnable_plus
       gqa4_resformer_dense gqa4_svformer_anchors13 gqa4_shared_q gqa4_shared_k gqa4_identity_mapping
       tiny_denseformer tiny_attnres tiny_attnres_block tiny_hidden_residual gqa4_denseformer_dilated
-      gqa4_attnres_block3 gqa4_hidden_residual_attnres gqa4_learnable_denseformer gpt2_tiny gpt2_hd16 trainer)
+      gqa4_attnres_block3 gqa4_hidden_residual_attnres gqa4_learnable_denseformer gpt2_tiny gpt2_hd16 tiny_hc4 tiny_mhc
+      gqa4_hc3_resformer gqa4_mhc_n2_iters5_learnable gqa4_mhc_jitter trainer)
     set_tests_properties(test_fast_cpu32_vs_ref PROPERTIES ENVIRONMENT "TMPDIR=${VRL_TEST_TMP}")
   endif()
 endif()

@@ -7,10 +7,10 @@
  * shared Q/K) read earlier layers'. That covers baseline, every ResFormer mode and V-source
  * ablation, SVFormer with anchors, NeuTRENO (+ResFormer), identity mapping (Eq. 6), CLA,
  * the query/key residuals, shared Q/K and the hidden residual, all with GQA/MQA, on the plain
- * residual stream, DenseFormer's or AttnRes' (full and block; fast/stream.cu).
- * It also runs the GPT-2 baseline (fast/gpt2.cu) without dropout.
- * A spec that needs anything else (attention-matrix mixing, Eq. 2, Hyper-Connections, mHC,
- * GPT-2 dropout) is refused by name (docs/fast.md, "Variants" says why), so
+ * residual stream, DenseFormer's, AttnRes' (full and block), Hyper-Connections' or mHC's
+ * (fast/stream.cu). It also runs the GPT-2 baseline (fast/gpt2.cu) without dropout.
+ * A spec that needs anything else (attention-matrix mixing, Eq. 2, GPT-2 dropout) is refused
+ * by name (docs/fast.md, "Variants" says why), so
  * the CUDA backend never trains a different model than ref. What it trains it also scores
  * (`vrl eval`: the same forward, then log-probabilities on the device). It declares no
  * analysis views and no decoding.
@@ -47,9 +47,6 @@ unsigned fast_capabilities(const ModelSpec *s, char *why, size_t why_len) {
     if (c->arch == ARCH_GPT2 && c->dropout > 0) /* ref's masks are per element of the [T,T] probabilities */
         snprintf(buf, sizeof buf, "GPT-2 with dropout %g is not implemented on CUDA (set resid_pdrop, embd_pdrop and "
                  "attn_pdrop to 0, or train on cpu)", c->dropout);
-    else if (s->stream.kind == STREAM_HC || s->stream.kind == STREAM_MHC)
-        snprintf(buf, sizeof buf, "residual-stream variant \"%s\" is not implemented on CUDA yet",
-                 stream_kind_name(s->stream.kind));
     else if ((missing = value_plan_missing(&s->value)))
         snprintf(buf, sizeof buf, "variant \"%.200s\" needs %s, not implemented on CUDA yet (Q/K/V mixing and corrections are)",
                  c->variant, missing);

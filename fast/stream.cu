@@ -5,6 +5,9 @@
  *                D_j = Σ_c α_{j,c}·X_{src_c} (ref/stream.c's dense_forward)
  *   ATTNRES      in_s = Σ_g a_g S_g, a = softmax_g(r_g·⟨w_s, S_g⟩), r_g = rsqrt(mean(S_g²) + eps),
  *                S_g = Σ_{k∈[lo,hi)} y_k (full: one y per source; block: sums of m sublayers)
+ *   HC / MHC     n streams H_s [N,n,d] per token, H_0[i] = y_0; in_s = Σ_i a_i H_s[i],
+ *                H_{s+1}[j] = Σ_i R[i,j] H_s[i] + b_j y_{s+1}, the head reads Σ_i H_2L[i]; the
+ *                maps (a, R, b) of step s from H_s (ref/stream.c's hc_maps, mhc_maps)
  *   hidden       layer l's attention norm reads hx·x + hh·H_0, its residual stays x
  *
  * Precision as the rest of fast/: activations bf16; every depth sum, RMSNorm statistic and
@@ -171,13 +174,13 @@ __global__ void __launch_bounds__(32 * ATTNRES_WARPS)
 
 #define COLSUM_ROWS 256
 
-/* pass 1: partial[chunk, c] = Σ of x[r, c] over the chunk's rows, in row order */
-__global__ void colsum_partial_kernel(float *partial, const float *x, int N, int C) {
+/* pass 1: partial[chunk, c] = Σ of x[r, c] (row stride ld) over the chunk's rows, in row order */
+__global__ void colsum_partial_kernel(float *partial, const float *x, int N, int C, int ld) {
     const int c = blockIdx.x * blockDim.x + threadIdx.x, chunk = blockIdx.y;
     if (c >= C) return;
     const int r1 = min((chunk + 1) * COLSUM_ROWS, N);
     float s = 0;
-    for (int r = chunk * COLSUM_ROWS; r < r1; r++) s += x[(size_t)r * C + c];
+    for (int r = chunk * COLSUM_ROWS; r < r1; r++) s += x[(size_t)r * ld + c];
     partial[(size_t)chunk * C + c] = s;
 }
 
@@ -188,6 +191,362 @@ __global__ void colsum_reduce_kernel(float *out, const float *partial, int chunk
     float s = 0;
     for (int k = 0; k < chunks; k++) s += partial[(size_t)k * C + c];
     out[c] += s;
+}
+
+/* ------------------------------------------------------------------ HC / mHC kernels
+ * ref/stream.c's streams_forward, hc_maps, mhc_maps and their backwards, one warp per token
+ * (HC's maps: one warp per token and stream). Sums over d or n·d are each lane's strided
+ * partial then an xor shuffle: a fixed order. Maps, their statistics and every gradient are
+ * fp32; the streams H are bf16 activations (rounded once, after their fp32 sum). */
+
+#define HC_WARPS 4       /* rows per block, one warp each */
+#define HC_MAX_N 16      /* common/model/stream.c's bound on n */
+
+__device__ __forceinline__ float stream_sigmoid(float z) { return 1.0f / (1.0f + expf(-z)); }
+
+/* H_s[t,j,c] = Σ_i R[t,i,j]·Hp[t,i,c] + b[t,j]·y[t,c] (s >= 1, fp32 in ref's order: b·y first,
+ * then i ascending), or H_0[t,j,c] = y_0[t,c] (Hp == NULL).
+ * H, Hp [N,n,d] bf16, y [N,d], R [N,n,n] (row = source i), b [N,n] */
+__global__ void streams_update_kernel(bf16 *H, const bf16 *Hp, const bf16 *y, const float *R, const float *b, int N,
+                                      int n, int d) {
+    const size_t q = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (q >= (size_t)N * n * d) return;
+    const size_t t = q / ((size_t)n * d);
+    const int j = (int)(q / d % n), c = (int)(q % d);
+    const float yv = stream_bf(y[t * d + c]);
+    if (!Hp) {
+        H[q] = __float2bfloat16(yv);
+        return;
+    }
+    float v = b[t * n + j] * yv;
+    for (int i = 0; i < n; i++) v += R[(t * n + i) * n + j] * stream_bf(Hp[(t * n + i) * d + c]);
+    H[q] = __float2bfloat16(v);
+}
+
+/* out[t,c] = Σ_i a[t,i]·H[t,i,c] (the sublayer's input), or with a == NULL Σ_i H[t,i,c] (the
+ * head's).  out [N,d] bf16, H [N,n,d], a [N,n] */
+__global__ void streams_read_kernel(bf16 *out, const bf16 *H, const float *a, int N, int n, int d) {
+    const size_t q = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (q >= (size_t)N * d) return;
+    const size_t t = q / d;
+    const int c = (int)(q % d);
+    float v = 0;
+    for (int i = 0; i < n; i++) v += (a ? a[t * n + i] : 1.0f) * stream_bf(H[(t * n + i) * d + c]);
+    out[q] = __float2bfloat16(v);
+}
+
+/* HC's maps, one warp per row r = (token t, stream i): H̄ = x·rstd (x = H[t,i]),
+ * tm = tanh(H̄·W_m), tb = tanh(H̄·W_β), tr_j = tanh(H̄·W_r[:,j]);
+ * a = α_m[i] + s_α·tm, R[i,j] = α_r[i,j] + s_α·tr_j, b = β[i] + s_β·tb.
+ * nrm [N·n], aux [N, 2n+n²] (tm, tb, tr as ref), amap/bmap [N,n], rmap [N,n,n]; parameters bf16 */
+__global__ void __launch_bounds__(32 * HC_WARPS)
+    hc_maps_kernel(float *nrm, float *aux, float *amap, float *rmap, float *bmap, const bf16 *H, const bf16 *am,
+                   const bf16 *ar, const bf16 *be, const bf16 *wm, const bf16 *wr, const bf16 *wb, const bf16 *sa_p,
+                   const bf16 *sb_p, int N, int n, int d, float eps) {
+    const int lane = threadIdx.x % 32, r = blockIdx.x * HC_WARPS + threadIdx.x / 32;
+    if (r >= N * n) return;
+    const int t = r / n, i = r % n, W = 2 * n + n * n;
+    const bf16 *x = H + (size_t)r * d;
+    float ss = 0, zm = 0, zb = 0, zr[HC_MAX_N];
+    for (int c = lane; c < d; c += 32) ss += stream_bf(x[c]) * stream_bf(x[c]);
+    const float rr = rsqrtf(stream_warp_sum(ss) / d + eps);
+    for (int j = 0; j < n; j++) zr[j] = 0;
+    for (int c = lane; c < d; c += 32) {
+        const float xn = stream_bf(x[c]) * rr;
+        zm += xn * stream_bf(wm[c]);
+        zb += xn * stream_bf(wb[c]);
+        for (int j = 0; j < n; j++) zr[j] += xn * stream_bf(wr[(size_t)c * n + j]);
+    }
+    zm = stream_warp_sum(zm), zb = stream_warp_sum(zb);
+    for (int j = 0; j < n; j++) zr[j] = stream_warp_sum(zr[j]);
+    if (lane) return;
+    const float sa = stream_bf(*sa_p), sb = stream_bf(*sb_p), tm = tanhf(zm), tb = tanhf(zb);
+    float *ax = aux + (size_t)t * W;
+    nrm[r] = rr;
+    ax[i] = tm, ax[n + i] = tb;
+    for (int j = 0; j < n; j++) {
+        const float tr = tanhf(zr[j]);
+        ax[2 * n + i * n + j] = tr;
+        rmap[(size_t)r * n + j] = stream_bf(ar[i * n + j]) + sa * tr;
+    }
+    amap[r] = stream_bf(am[i]) + sa * tm;
+    bmap[r] = stream_bf(be[i]) + sb * tb;
+}
+
+/* Sinkhorn-Knopp on one token's mats (ref's stream_sinkhorn): mats[0] = M, then alternately
+ * rows (even k) and columns (odd k) of mats[k] normalised into mats[k+1]; lane u < n does
+ * line u, summing in index order. Every lane of the warp calls it. */
+__device__ void sinkhorn_warp(float *mats, int n, int iters) {
+    const int lane = threadIdx.x % 32, nn = n * n;
+    for (int k = 0; k < 2 * iters; k++) {
+        const float *a = mats + (size_t)k * nn;
+        float *b = mats + (size_t)(k + 1) * nn;
+        if (lane < n) {
+            float sum = 0;
+            for (int v = 0; v < n; v++) sum += a[k % 2 ? v * n + lane : lane * n + v];
+            for (int v = 0; v < n; v++) {
+                const int at = k % 2 ? v * n + lane : lane * n + v;
+                b[at] = a[at] / sum;
+            }
+        }
+        __syncwarp();
+    }
+}
+
+/* Backward through every normalisation (ref's sinkhorn_backward): g [n²] = dLoss/dmats[2·iters]
+ * in, dLoss/dmats[0] out (in g or tmp: the returned one); da = (db − Σ_line db·b) / sum. */
+__device__ float *sinkhorn_backward_warp(const float *mats, float *g, float *tmp, int n, int iters) {
+    const int lane = threadIdx.x % 32, nn = n * n;
+    for (int k = 2 * iters - 1; k >= 0; k--) {
+        const float *a = mats + (size_t)k * nn, *b = mats + (size_t)(k + 1) * nn;
+        if (lane < n) {
+            float sum = 0, gb = 0;
+            for (int v = 0; v < n; v++) {
+                const int at = k % 2 ? v * n + lane : lane * n + v;
+                sum += a[at];
+                gb += g[at] * b[at];
+            }
+            for (int v = 0; v < n; v++) {
+                const int at = k % 2 ? v * n + lane : lane * n + v;
+                tmp[at] = (g[at] - gb) / sum;
+            }
+        }
+        __syncwarp();
+        float *sw = g;
+        g = tmp, tmp = sw;
+    }
+    return g;
+}
+
+/* mHC's φ[k, j] of the concatenated projections j < 2n + n² (pre, post, res). */
+__device__ __forceinline__ float mhc_phi(const bf16 *fpre, const bf16 *fpost, const bf16 *fres, int n, size_t k,
+                                         int j) {
+    return stream_bf(j < n ? fpre[k * n + j] : j < 2 * n ? fpost[k * n + j - n] : fres[k * n * n + j - 2 * n]);
+}
+
+/* exp(α_res·x̃φ_res + b_res) of token t into mats[0] [n²]. */
+__device__ void mhc_res_exp(float *mats, const float *pr, const bf16 *bres, float ares, int n) {
+    for (int k = threadIdx.x % 32; k < n * n; k += 32) mats[k] = expf(ares * pr[2 * n + k] + stream_bf(bres[k]));
+    __syncwarp();
+}
+
+/* mHC's maps, one warp per token: x̃ = vec(H)·rstd; pr = x̃·[φ_pre φ_post φ_res];
+ * a = σ(α_pre·pr_pre + b_pre), b = 2σ(α_post·pr_post + b_post),
+ * R[i,j] = Sinkhorn(exp(α_res·pr_res + b_res))[j,i].
+ * nrm [N], aux [N, 2n+n²], amap/bmap [N,n], rmap [N,n,n], sk [N, SKW] scratch */
+__global__ void __launch_bounds__(32 * HC_WARPS)
+    mhc_maps_kernel(float *nrm, float *aux, float *amap, float *rmap, float *bmap, float *sk, int skw,
+                    const bf16 *H, const bf16 *fpre, const bf16 *fpost, const bf16 *fres, const bf16 *bpre,
+                    const bf16 *bpost, const bf16 *bres, const bf16 *apre_p, const bf16 *apost_p, const bf16 *ares_p,
+                    int N, int n, int d, int iters, float eps) {
+    const int lane = threadIdx.x % 32, t = blockIdx.x * HC_WARPS + threadIdx.x / 32;
+    if (t >= N) return;
+    const int nd = n * d, nn = n * n, W = 2 * n + nn;
+    const bf16 *x = H + (size_t)t * nd;
+    float *pr = aux + (size_t)t * W, *M = sk + (size_t)t * skw;
+    float ss = 0;
+    for (int k = lane; k < nd; k += 32) ss += stream_bf(x[k]) * stream_bf(x[k]);
+    const float rr = rsqrtf(stream_warp_sum(ss) / nd + eps);
+    for (int j = 0; j < W; j++) {
+        float z = 0;
+        for (int k = lane; k < nd; k += 32) z += stream_bf(x[k]) * rr * mhc_phi(fpre, fpost, fres, n, k, j);
+        z = stream_warp_sum(z);
+        if (lane == 0) pr[j] = z;
+    }
+    if (lane == 0) nrm[t] = rr;
+    __syncwarp();
+    const float apre = stream_bf(*apre_p), apost = stream_bf(*apost_p), ares = stream_bf(*ares_p);
+    if (lane < n) {
+        amap[(size_t)t * n + lane] = stream_sigmoid(apre * pr[lane] + stream_bf(bpre[lane]));
+        bmap[(size_t)t * n + lane] = 2 * stream_sigmoid(apost * pr[n + lane] + stream_bf(bpost[lane]));
+    }
+    mhc_res_exp(M, pr, bres, ares, n);
+    sinkhorn_warp(M, n, iters);
+    const float *Hres = M + (size_t)2 * iters * nn;
+    for (int k = lane; k < nn; k += 32) { /* R's [source, target] layout: R[b,a] = Hres[a,b] */
+        const int a = k / n, b = k % n;
+        rmap[(size_t)t * nn + b * n + a] = Hres[k];
+    }
+}
+
+/* in_s = Σ_i a_i H[i] backward for one token's stream i: da_i = ⟨din, H_i⟩, dH_i += a_i·din;
+ * every lane returns da_i. */
+__device__ float streams_read_backward(float *dH, const bf16 *H, const float *din, float a, int d) {
+    const int lane = threadIdx.x % 32;
+    float s = 0;
+    for (int c = lane; c < d; c += 32) {
+        s += din[c] * stream_bf(H[c]);
+        dH[c] += a * din[c];
+    }
+    return stream_warp_sum(s);
+}
+
+/* HC at step s < 2L, one warp per row r = (t, i), din = d(in_s) [N,d] fp32: the input's
+ * backward (da), then the maps' (hc_maps_backward in ref), with dR, db [N,n,n], [N,n] from
+ * the step above:
+ *   zm = da·s_α(1−tm²), zb = db·s_β(1−tb²), zr_j = dR[i,j]·s_α(1−tr_j²)      (tanh)
+ *   g = zm·W_m + zb·W_β + Σ_j zr_j·W_r[:,j], dH[t,i] += rstd·g − rstd³·⟨g,x⟩/d·x   (RMSNorm)
+ * writes da [N,n], zrow [N·n, 2+n] = (zm, zb, zr) and sab [N·n, 2] (the scales' shares). */
+__global__ void __launch_bounds__(32 * HC_WARPS)
+    hc_maps_backward_kernel(float *dH, float *da, float *zrow, float *sab, const float *din, const bf16 *H,
+                            const float *nrm, const float *aux, const float *amap, const float *dR, const float *db,
+                            const bf16 *wm, const bf16 *wr, const bf16 *wb, const bf16 *sa_p, const bf16 *sb_p, int N,
+                            int n, int d) {
+    const int lane = threadIdx.x % 32, r = blockIdx.x * HC_WARPS + threadIdx.x / 32;
+    if (r >= N * n) return;
+    const int t = r / n, i = r % n, W = 2 * n + n * n;
+    const bf16 *x = H + (size_t)r * d;
+    float *dx = dH + (size_t)r * d;
+    const float dai = streams_read_backward(dx, x, din + (size_t)t * d, amap[r], d);
+    const float *tm = aux + (size_t)t * W, *tb = tm + n, *tr = tm + 2 * n + i * n, *dRi = dR + (size_t)r * n;
+    const float sa = stream_bf(*sa_p), sb = stream_bf(*sb_p), rr = nrm[r], dbi = db[r];
+    const float zm = dai * sa * (1 - tm[i] * tm[i]), zb = dbi * sb * (1 - tb[i] * tb[i]);
+    float zr[HC_MAX_N], gsa = dai * tm[i];
+    for (int j = 0; j < n; j++) {
+        zr[j] = dRi[j] * sa * (1 - tr[j] * tr[j]);
+        gsa += dRi[j] * tr[j];
+    }
+    float dd = 0;
+    for (int c = lane; c < d; c += 32) {
+        float g = zm * stream_bf(wm[c]) + zb * stream_bf(wb[c]);
+        for (int j = 0; j < n; j++) g += zr[j] * stream_bf(wr[(size_t)c * n + j]);
+        dd += g * stream_bf(x[c]);
+    }
+    const float c3 = rr * rr * rr * stream_warp_sum(dd) / d;
+    for (int c = lane; c < d; c += 32) {
+        float g = zm * stream_bf(wm[c]) + zb * stream_bf(wb[c]);
+        for (int j = 0; j < n; j++) g += zr[j] * stream_bf(wr[(size_t)c * n + j]);
+        dx[c] += rr * g - c3 * stream_bf(x[c]);
+    }
+    if (lane) return;
+    da[r] = dai;
+    float *z = zrow + (size_t)r * (2 + n);
+    z[0] = zm, z[1] = zb;
+    for (int j = 0; j < n; j++) z[2 + j] = zr[j];
+    sab[(size_t)r * 2] = gsa;
+    sab[(size_t)r * 2 + 1] = dbi * tb[i];
+}
+
+/* mHC at step s < 2L, one warp per token (mhc_maps_backward in ref): the input's backward,
+ * then σ' and (2σ)', Sinkhorn replayed from the kept projections and back through it and exp,
+ * then the projections and the RMSNorm of vec H:
+ *   dproj = (zpre·α_pre, zpost·α_post, z·α_res), z = (Sinkhorn backward of dRᵀ)·exp(·)
+ *   g = φ·dproj, dH[t] += rstd·g − rstd³·⟨g,x⟩/(n·d)·x
+ * writes zrow [N, 2n+n²] = dproj and sab [N, 2n+n²+3] = (zpre, zpost, z, Σ zpre·pr_pre,
+ * Σ zpost·pr_post, Σ z·pr_res): the bias and scale gradients' shares. */
+__global__ void __launch_bounds__(32 * HC_WARPS)
+    mhc_maps_backward_kernel(float *dH, float *zrow, float *sab, float *sk, int skw, const float *din, const bf16 *H,
+                             const float *nrm, const float *aux, const float *amap, const float *bmap,
+                             const float *dR, const float *db, const bf16 *fpre, const bf16 *fpost, const bf16 *fres,
+                             const bf16 *bres, const bf16 *apre_p, const bf16 *apost_p, const bf16 *ares_p, int N,
+                             int n, int d, int iters) {
+    const int lane = threadIdx.x % 32, t = blockIdx.x * HC_WARPS + threadIdx.x / 32;
+    if (t >= N) return;
+    const int nd = n * d, nn = n * n, W = 2 * n + nn;
+    const bf16 *x = H + (size_t)t * nd;
+    const float *pr = aux + (size_t)t * W, rr = nrm[t];
+    const float apre = stream_bf(*apre_p), apost = stream_bf(*apost_p), ares = stream_bf(*ares_p);
+    float *dx = dH + (size_t)t * nd, *dp = zrow + (size_t)t * W, *sm = sab + (size_t)t * (W + 3);
+    float *M = sk + (size_t)t * skw, *g = M + (size_t)(2 * iters + 1) * nn, *tmp = g + nn;
+    for (int j = 0; j < n; j++) {
+        const float daj = streams_read_backward(dx + (size_t)j * d, x + (size_t)j * d, din + (size_t)t * d,
+                                                amap[(size_t)t * n + j], d);
+        if (lane == 0) {
+            const float a = amap[(size_t)t * n + j], b = bmap[(size_t)t * n + j];
+            const float zpre = daj * a * (1 - a), zpost = db[(size_t)t * n + j] * b * (1 - b / 2);
+            sm[j] = zpre, sm[n + j] = zpost;
+            dp[j] = zpre * apre, dp[n + j] = zpost * apost;
+        }
+    }
+    mhc_res_exp(M, pr, bres, ares, n);
+    sinkhorn_warp(M, n, iters);
+    for (int k = lane; k < nn; k += 32) g[k] = dR[(size_t)t * nn + (k % n) * n + k / n]; /* g[a,b] = dR[b,a] */
+    __syncwarp();
+    g = sinkhorn_backward_warp(M, g, tmp, n, iters);
+    for (int k = lane; k < nn; k += 32) {
+        const float z = g[k] * M[k]; /* d exp */
+        sm[2 * n + k] = z;
+        dp[2 * n + k] = z * ares;
+    }
+    __syncwarp();
+    if (lane == 0) {
+        float s0 = 0, s1 = 0, s2 = 0;
+        for (int j = 0; j < n; j++) s0 += sm[j] * pr[j], s1 += sm[n + j] * pr[n + j];
+        for (int k = 0; k < nn; k++) s2 += sm[2 * n + k] * pr[2 * n + k];
+        sm[W] = s0, sm[W + 1] = s1, sm[W + 2] = s2;
+    }
+    float dd = 0;
+    for (int k = lane; k < nd; k += 32) {
+        float gk = 0;
+        for (int j = 0; j < W; j++) gk += mhc_phi(fpre, fpost, fres, n, k, j) * dp[j];
+        dd += gk * stream_bf(x[k]);
+    }
+    const float c3 = rr * rr * rr * stream_warp_sum(dd) / nd;
+    for (int k = lane; k < nd; k += 32) {
+        float gk = 0;
+        for (int j = 0; j < W; j++) gk += mhc_phi(fpre, fpost, fres, n, k, j) * dp[j];
+        dx[k] += rr * gk - c3 * stream_bf(x[k]);
+    }
+}
+
+/* G[k, j] += Σ_r x[r,k]·rstd[r]·z[r, j] over rows r in order: a projection weight's gradient
+ * (dW = Σ H̄ ⊗ dz), one thread per element.  G [K,W], x [R,K] bf16, rstd [R], z [R, ldz] */
+__global__ void norm_outer_kernel(float *G, const bf16 *x, const float *rstd, const float *z, int R, int K, int W,
+                                  int ldz) {
+    const size_t q = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (q >= (size_t)K * W) return;
+    const size_t k = q / W;
+    const int j = (int)(q % W);
+    float s = 0;
+    for (int r = 0; r < R; r++) s += stream_bf(x[(size_t)r * K + k]) * rstd[r] * z[(size_t)r * ldz + j];
+    G[q] += s;
+}
+
+/* The update's backward for one token (one warp), dH = dLoss/dH_s [N,n,d]:
+ *   db[j] = ⟨dH_j, y⟩, dR[i,j] = ⟨dH_j, Hp_i⟩ (the maps of step s−1),
+ *   dy = Σ_j b_j·dH_j → dres (+ bf16), dHp_i = Σ_j R[i,j]·dH_j (overwritten).
+ * With Hp == NULL (s = 0: H_0[i] = y_0) only dy = Σ_i dH_i. */
+__global__ void __launch_bounds__(32 * HC_WARPS)
+    streams_update_backward_kernel(float *dres, bf16 *dres16, float *dHp, float *dR, float *db, const float *dH,
+                                   const bf16 *Hp, const bf16 *y, const float *R, const float *b, int N, int n,
+                                   int d) {
+    const int lane = threadIdx.x % 32, t = blockIdx.x * HC_WARPS + threadIdx.x / 32;
+    if (t >= N) return;
+    const size_t row = (size_t)t * n * d;
+    const float *g = dH + row;
+    if (Hp) {
+        for (int j = 0; j < n; j++) {
+            float sy = 0;
+            for (int c = lane; c < d; c += 32) sy += g[(size_t)j * d + c] * stream_bf(y[(size_t)t * d + c]);
+            sy = stream_warp_sum(sy);
+            if (lane == 0) db[(size_t)t * n + j] = sy;
+            for (int i = 0; i < n; i++) {
+                float sr = 0;
+                for (int c = lane; c < d; c += 32) sr += g[(size_t)j * d + c] * stream_bf(Hp[row + (size_t)i * d + c]);
+                sr = stream_warp_sum(sr);
+                if (lane == 0) dR[((size_t)t * n + i) * n + j] = sr;
+            }
+        }
+    }
+    const float *Rt = Hp ? R + (size_t)t * n * n : NULL, *bt = Hp ? b + (size_t)t * n : NULL;
+    for (int c = lane; c < d; c += 32) {
+        float v = 0;
+        for (int j = 0; j < n; j++) v += (Hp ? bt[j] : 1.0f) * g[(size_t)j * d + c];
+        dres[(size_t)t * d + c] = v;
+        dres16[(size_t)t * d + c] = __float2bfloat16(v);
+        for (int i = 0; Hp && i < n; i++) {
+            float h = 0;
+            for (int j = 0; j < n; j++) h += Rt[i * n + j] * g[(size_t)j * d + c];
+            dHp[row + (size_t)i * d + c] = h;
+        }
+    }
+}
+
+/* The head reads Σ_i H_2L[i]: dH[t,i,c] = din[t,c].  dH [N,n,d], din [N,d] */
+__global__ void streams_head_backward_kernel(float *dH, const float *din, int N, int n, int d) {
+    const size_t q = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (q >= (size_t)N * n * d) return;
+    dH[q] = din[q / ((size_t)n * d) * d + q % d];
 }
 
 /* ------------------------------------------------------------------ launchers */
@@ -205,14 +564,18 @@ static int grad_sum(float *out, bf16 *out16, const float *a, const float *b, siz
     return 0;
 }
 
-/* out [C] += Σ_r x[r, :] over N rows (fixed order).  partial [ceil(N/256), C] */
-static int colsum_add(float *out, float *partial, const float *x, int N, int C) {
+/* out [C] += Σ_r x[r, :] over N rows of stride ld (fixed order).  partial [ceil(N/256), C] */
+static int colsum_add_ld(float *out, float *partial, const float *x, int N, int C, int ld) {
     const int chunks = (int)cdiv(N, COLSUM_ROWS);
-    LAUNCH(colsum_partial_kernel, dim3(cdiv(C, 128), chunks), 128, 0, ops_stream)(partial, x, N, C);
+    LAUNCH(colsum_partial_kernel, dim3(cdiv(C, 128), chunks), 128, 0, ops_stream)(partial, x, N, C, ld);
     LAUNCH_CHECK();
     LAUNCH(colsum_reduce_kernel, cdiv(C, 128), 128, 0, ops_stream)(out, partial, chunks, C);
     LAUNCH_CHECK();
     return 0;
+}
+
+static int colsum_add(float *out, float *partial, const float *x, int N, int C) {
+    return colsum_add_ld(out, partial, x, N, C, C);
 }
 
 /* ------------------------------------------------------------------ create / destroy */
@@ -223,6 +586,9 @@ static void *carve(char *base, size_t *off, size_t n, size_t size) {
     return base ? base + at : NULL;
 }
 #define CARVE(ptr, n) ((ptr) = (__typeof__(ptr))carve(base, &off, (size_t)(n), sizeof *(ptr)))
+
+/* mHC's per-token Sinkhorn scratch: the 2·iters+1 matrices and the backward's two [n²]. */
+static size_t hc_scratch_width(const FastStream *st) { return (size_t)(2 * st->iters + 3) * st->n * st->n; }
 
 /* The buffers of st for m; with base == NULL only counts. */
 static size_t stream_layout(FastModel *m, FastStream *st, char *base) {
@@ -259,6 +625,29 @@ static size_t stream_layout(FastModel *m, FastStream *st, char *base) {
         CARVE(st->dwtok, Nd);
         CARVE(st->colpart, (size_t)cdiv(N, COLSUM_ROWS) * d);
     }
+    if (st->kind == STREAM_HC || st->kind == STREAM_MHC) {
+        const size_t n = st->n, nn = n * n, W = 2 * n + nn;
+        for (int s = 0; s < S; s++) {
+            CARVE(st->H[s], N * n * d);
+            CARVE(st->in[s], Nd);
+            if (s == S - 1) break;
+            CARVE(st->nrm[s], N * n);
+            CARVE(st->amap[s], N * n);
+            CARVE(st->rmap[s], N * nn);
+            CARVE(st->bmap[s], N * n);
+            CARVE(st->aux[s], N * W);
+        }
+        CARVE(st->dHbuf[0], N * n * d);
+        CARVE(st->dHbuf[1], N * n * d);
+        CARVE(st->da, N * n);
+        CARVE(st->dR, N * nn);
+        CARVE(st->db, N * n);
+        CARVE(st->zrow, N * (n * (2 + n) > W ? n * (2 + n) : W));
+        CARVE(st->sab, N * (W + 3));
+        st->sk = NULL;
+        if (st->kind == STREAM_MHC) CARVE(st->sk, N * hc_scratch_width(st));
+        CARVE(st->colpart, (size_t)cdiv(N, COLSUM_ROWS) * (W + 3 > d ? W + 3 : d));
+    }
     return off;
 }
 #undef CARVE
@@ -279,8 +668,11 @@ int stream_create(FastModel *m, const ModelSpec *spec) {
     st->plan = &spec->stream;
     st->kind = st->plan->kind;
     st->eps = (float)m->c.norm_eps;
-    if (st->kind != STREAM_PLAIN && st->kind != STREAM_DENSEFORMER && st->kind != STREAM_ATTNRES)
-        return vrl_error("fast model: residual stream \"%s\" is not implemented on CUDA", stream_kind_name(st->kind));
+    st->n = st->plan->n_streams, st->iters = st->plan->iters;
+    if ((st->kind == STREAM_HC || st->kind == STREAM_MHC) && (st->n < 1 || st->n > HC_MAX_N))
+        return vrl_error("fast model: %d streams (the kernels take 1 to %d)", st->n, HC_MAX_N);
+    for (int s = 0; (st->kind == STREAM_HC || st->kind == STREAM_MHC) && s < 2 * L; s++)
+        for (int k = 0; k < STREAM_STEP_TENSORS; k++) st->po[s][k] = spec->layout.stream.at[s][k].offset;
     for (int l = 0; l < L; l++) st->hx[l] = (float)spec->value.hx[l], st->hh[l] = (float)spec->value.hh[l];
     st->bytes = stream_layout(m, st, NULL);
     if (st->bytes == 0) return 0; /* the plain stream without hidden residual: nothing to keep */
@@ -354,6 +746,42 @@ static int attnres_forward(FastModel *m, int s) {
     return 0;
 }
 
+/* y_s: the embedding (s = 0) or what sublayer s−1 wrote (raw: no residual around it). */
+static const bf16 *stream_y(const FastModel *m, int s) {
+    return s == 0 ? m->emb : s % 2 ? m->acts[(s - 1) / 2].h : m->acts[(s - 2) / 2].out;
+}
+
+#define HC_PARAM(s, k) (m->params16 + st->po[s][k])
+
+/* HC / mHC at step s: H_s from H_{s−1}, the maps of step s and in_s (s = 2L: Σ_i H_2L[i]). */
+static int streams_forward(FastModel *m, int s) {
+    FastStream *st = m->mix;
+    const int N = m->N, d = m->d, n = st->n;
+    const size_t Nnd = (size_t)N * n * d;
+    LAUNCH(streams_update_kernel, cdiv(Nnd, 256), 256, 0, ops_stream)(
+        st->H[s], s ? st->H[s - 1] : NULL, stream_y(m, s), s ? st->rmap[s - 1] : NULL, s ? st->bmap[s - 1] : NULL, N,
+        n, d);
+    LAUNCH_CHECK();
+    if (s < 2 * m->L && st->kind == STREAM_HC) {
+        LAUNCH(hc_maps_kernel, cdiv((size_t)N * n, HC_WARPS), 32 * HC_WARPS, 0, ops_stream)(
+            st->nrm[s], st->aux[s], st->amap[s], st->rmap[s], st->bmap[s], st->H[s], HC_PARAM(s, HC_AM),
+            HC_PARAM(s, HC_AR), HC_PARAM(s, HC_B), HC_PARAM(s, HC_WM), HC_PARAM(s, HC_WR), HC_PARAM(s, HC_WB),
+            HC_PARAM(s, HC_SA), HC_PARAM(s, HC_SB), N, n, d, st->eps);
+        LAUNCH_CHECK();
+    } else if (s < 2 * m->L) {
+        LAUNCH(mhc_maps_kernel, cdiv(N, HC_WARPS), 32 * HC_WARPS, 0, ops_stream)(
+            st->nrm[s], st->aux[s], st->amap[s], st->rmap[s], st->bmap[s], st->sk, (int)hc_scratch_width(st),
+            st->H[s], HC_PARAM(s, MH_PHI_PRE), HC_PARAM(s, MH_PHI_POST), HC_PARAM(s, MH_PHI_RES),
+            HC_PARAM(s, MH_B_PRE), HC_PARAM(s, MH_B_POST), HC_PARAM(s, MH_B_RES), HC_PARAM(s, MH_A_PRE),
+            HC_PARAM(s, MH_A_POST), HC_PARAM(s, MH_A_RES), N, n, d, st->iters, st->eps);
+        LAUNCH_CHECK();
+    }
+    LAUNCH(streams_read_kernel, cdiv((size_t)N * d, 256), 256, 0, ops_stream)(
+        st->in[s], st->H[s], s < 2 * m->L ? st->amap[s] : NULL, N, n, d);
+    LAUNCH_CHECK();
+    return 0;
+}
+
 /* DenseFormer's D_j (j >= 1): the DWA after block j, or X_j itself. */
 static int dense_input(FastModel *m, int j, const bf16 **out) {
     FastStream *st = m->mix;
@@ -372,8 +800,12 @@ int stream_forward(FastModel *m, int s, const bf16 **head) {
     FastStream *st = m->mix;
     const int L = m->L, l = s / 2;
     const bf16 *x = NULL; /* [N,d] the stream's input of step s */
+    const int raw = st->kind == STREAM_ATTNRES || st->kind == STREAM_HC || st->kind == STREAM_MHC;
     if (st->kind == STREAM_ATTNRES) {
         TRY(attnres_forward(m, s));
+        x = st->in[s];
+    } else if (raw) {
+        TRY(streams_forward(m, s));
         x = st->in[s];
     } else if (s % 2) {
         x = m->acts[l].h; /* inside a block: h = x + W_o·U */
@@ -384,7 +816,7 @@ int stream_forward(FastModel *m, int s, const bf16 **head) {
     } else {
         x = m->acts[l - 1].out;
     }
-    const bf16 *res = st->kind == STREAM_ATTNRES ? NULL : x; /* AttnRes' sublayers write raw outputs */
+    const bf16 *res = raw ? NULL : x; /* AttnRes', HC's and mHC's sublayers write raw outputs */
     if (s == 2 * L) {
         *head = x;
         return 0;
@@ -471,10 +903,80 @@ static int attnres_backward(FastModel *m, int s) {
     return grad_sum(m->dres32, m->dres16, st->dy[s], NULL, (size_t)N * d);
 }
 
+/* The maps' parameter gradients of step s from the rows the maps' backward left: the
+ * projection weights (norm_outer), then the per-token shares summed over tokens (colsum). */
+static int streams_param_grads(FastModel *m, int s) {
+    FastStream *st = m->mix;
+    const int N = m->N, d = m->d, n = st->n, nn = n * n, W = 2 * n + nn;
+    float *G = m->grads;
+    const size_t *o = st->po[s];
+    if (st->kind == STREAM_HC) { /* rows (t, i) of H̄ [d] against zrow (zm, zb, zr) */
+        const int R = N * n;
+        const size_t woff[3] = {o[HC_WM], o[HC_WB], o[HC_WR]};
+        const int wcols[3] = {1, 1, n}, zcol[3] = {0, 1, 2};
+        for (int k = 0; k < 3; k++) {
+            LAUNCH(norm_outer_kernel, cdiv((size_t)d * wcols[k], 128), 128, 0, ops_stream)(
+                G + woff[k], st->H[s], st->nrm[s], st->zrow + zcol[k], R, d, wcols[k], 2 + n);
+            LAUNCH_CHECK();
+        }
+        TRY(colsum_add(G + o[HC_AM], st->colpart, st->da, N, n));
+        TRY(colsum_add(G + o[HC_AR], st->colpart, st->dR, N, nn));
+        TRY(colsum_add(G + o[HC_B], st->colpart, st->db, N, n));
+        TRY(colsum_add_ld(G + o[HC_SA], st->colpart, st->sab, R, 1, 2));
+        return colsum_add_ld(G + o[HC_SB], st->colpart, st->sab + 1, R, 1, 2);
+    }
+    const size_t poff[3] = {o[MH_PHI_PRE], o[MH_PHI_POST], o[MH_PHI_RES]}; /* vec H̄ [n·d] against dproj */
+    const int pcols[3] = {n, n, nn}, pz[3] = {0, n, 2 * n};
+    for (int k = 0; k < 3; k++) {
+        LAUNCH(norm_outer_kernel, cdiv((size_t)n * d * pcols[k], 128), 128, 0, ops_stream)(
+            G + poff[k], st->H[s], st->nrm[s], st->zrow + pz[k], N, n * d, pcols[k], W);
+        LAUNCH_CHECK();
+    }
+    const size_t soff[6] = {o[MH_B_PRE], o[MH_B_POST], o[MH_B_RES], o[MH_A_PRE], o[MH_A_POST], o[MH_A_RES]};
+    const int scols[6] = {n, n, nn, 1, 1, 1}, sz[6] = {0, n, 2 * n, W, W + 1, W + 2};
+    for (int k = 0; k < 6; k++) TRY(colsum_add_ld(G + soff[k], st->colpart, st->sab + sz[k], N, scols[k], W + 3));
+    return 0;
+}
+
+/* HC / mHC at step s: dres32 = d(in_s) (s = 2L: the head's input); afterwards dres32 =
+ * dLoss/dy_s, and dH (by the parity of s) = dLoss/dH_{s−1} for the next call. */
+static int streams_backward(FastModel *m, int s) {
+    FastStream *st = m->mix;
+    const int N = m->N, d = m->d, n = st->n;
+    float *dH = st->dHbuf[s % 2], *dHp = st->dHbuf[(s + 1) % 2];
+    if (s == 2 * m->L) {
+        LAUNCH(streams_head_backward_kernel, cdiv((size_t)N * n * d, 256), 256, 0, ops_stream)(dH, m->dres32, N, n, d);
+        LAUNCH_CHECK();
+    } else if (st->kind == STREAM_HC) {
+        LAUNCH(hc_maps_backward_kernel, cdiv((size_t)N * n, HC_WARPS), 32 * HC_WARPS, 0, ops_stream)(
+            dH, st->da, st->zrow, st->sab, m->dres32, st->H[s], st->nrm[s], st->aux[s], st->amap[s], st->dR, st->db,
+            HC_PARAM(s, HC_WM), HC_PARAM(s, HC_WR), HC_PARAM(s, HC_WB), HC_PARAM(s, HC_SA), HC_PARAM(s, HC_SB), N, n,
+            d);
+        LAUNCH_CHECK();
+        TRY(streams_param_grads(m, s));
+    } else {
+        LAUNCH(mhc_maps_backward_kernel, cdiv(N, HC_WARPS), 32 * HC_WARPS, 0, ops_stream)(
+            dH, st->zrow, st->sab, st->sk, (int)hc_scratch_width(st), m->dres32, st->H[s], st->nrm[s], st->aux[s],
+            st->amap[s], st->bmap[s], st->dR, st->db, HC_PARAM(s, MH_PHI_PRE), HC_PARAM(s, MH_PHI_POST),
+            HC_PARAM(s, MH_PHI_RES), HC_PARAM(s, MH_B_RES), HC_PARAM(s, MH_A_PRE), HC_PARAM(s, MH_A_POST),
+            HC_PARAM(s, MH_A_RES), N, n, d, st->iters);
+        LAUNCH_CHECK();
+        TRY(streams_param_grads(m, s));
+    }
+    /* dy_s (s = 0: the embedding's, Σ_i dH_0[i]); dR, db for step s−1's maps; dH_{s−1} */
+    LAUNCH(streams_update_backward_kernel, cdiv(N, HC_WARPS), 32 * HC_WARPS, 0, ops_stream)(
+        m->dres32, m->dres16, dHp, st->dR, st->db, dH, s ? st->H[s - 1] : NULL, stream_y(m, s),
+        s ? st->rmap[s - 1] : NULL, s ? st->bmap[s - 1] : NULL, N, n, d);
+    LAUNCH_CHECK();
+    return 0;
+}
+
 int stream_backward(FastModel *m, int s) {
     FastStream *st = m->mix;
     const size_t Nd = (size_t)m->N * m->d;
-    if (st->kind == STREAM_ATTNRES) {
+    if (st->kind == STREAM_HC || st->kind == STREAM_MHC) {
+        TRY(streams_backward(m, s));
+    } else if (st->kind == STREAM_ATTNRES) {
         TRY(attnres_backward(m, s));
     } else if (st->kind == STREAM_DENSEFORMER && s % 2 == 0) {
         TRY(dense_backward(m, s / 2));

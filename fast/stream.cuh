@@ -1,5 +1,5 @@
 /* stream.cuh: what each sublayer of the CUDA model reads (fast/stream.cu): the residual
- * stream of formulas.md §5 (plain, DenseFormer, AttnRes full and block) and the hidden
+ * stream of formulas.md §5 (plain, DenseFormer, AttnRes full and block, HC, mHC) and the hidden
  * residual of §4, forward and backward. The twin of ref/stream.c plus ref/value_path.c's
  * hidden-residual mix; model.cu's layers never see which stream runs.
  *
@@ -8,8 +8,8 @@
  *
  * The layer keeps its fused residual add (W_o·U + x, W_down·swi + h) where the stream has one:
  * plain and DenseFormer (inside a block) pass the sublayer input as its residual too, so
- * acts[l].h and acts[l].out are h and X_{l+1}; AttnRes has none (residual NULL), so they are
- * the raw outputs y_{2l+1}, y_{2l+2} the depth sums read.
+ * acts[l].h and acts[l].out are h and X_{l+1}; AttnRes, HC and mHC have none (residual NULL),
+ * so they are the raw outputs y_{2l+1}, y_{2l+2} the depth sums and the streams read.
  *
  * Backward, per step, in the model's dres32 [N,d] (fp32) and dres16 (its bf16 copy):
  *   stream_norm_backward(s) is the sublayer's pre-norm backward into dres32 (which holds the
@@ -28,7 +28,7 @@ FAST_NS_BEGIN
 
 /* The mixer's state: its own device buffers (one allocation), fixed for the model's life. */
 typedef struct FastStream {
-    StreamKind kind;           /* PLAIN, DENSEFORMER or ATTNRES (capabilities.c refuses HC, mHC) */
+    StreamKind kind;           /* PLAIN, DENSEFORMER, ATTNRES, HC or MHC */
     const StreamPlan *plan;    /* the spec's, not owned */
     float eps;                 /* the config's norm eps (AttnRes' RMSNorm of each source) */
     void *arena;
@@ -53,7 +53,19 @@ typedef struct FastStream {
     float *dy[STREAM_MAX_STEPS];    /* [N,d] dLoss/dy_k accumulated over the steps reading y_k */
     float **dyp;               /* device [2L+1]: the dy addresses, for the kernels */
     float *dwtok;              /* [N,d] one step's query gradient per token, before the sum over tokens */
-    float *colpart;            /* [ceil(N/256), d] that sum's row-chunk partials */
+    float *colpart;            /* [ceil(N/256), max(d, n²)] that sum's row-chunk partials */
+    /* HC / MHC: y as AttnRes'; n streams H_s per token, the maps of step s from H_s (ref/stream.c) */
+    int n, iters;              /* streams; mHC's Sinkhorn-Knopp iterations */
+    size_t po[STREAM_MAX_STEPS][STREAM_STEP_TENSORS]; /* step s's map tensors (HC_* / MH_*, stream.h) */
+    bf16 *H[STREAM_MAX_STEPS]; /* [N,n,d] the streams entering step s */
+    float *nrm[STREAM_MAX_STEPS]; /* [N,n] HC: rstd of each stream; mHC: [N] rstd of vec H */
+    float *amap[STREAM_MAX_STEPS], *rmap[STREAM_MAX_STEPS], *bmap[STREAM_MAX_STEPS]; /* [N,n], [N,n,n] (row = source), [N,n] */
+    float *aux[STREAM_MAX_STEPS]; /* [N, 2n+n²] HC: tanh of (m, b, r) per stream; mHC: projections (pre, post, res) */
+    float *dHbuf[2];           /* [N,n,d] dLoss/dH_s, by the parity of s (the other: dH_{s-1}) */
+    float *da, *dR, *db;       /* [N,n], [N,n,n], [N,n] the maps' gradients at the current step */
+    float *zrow;               /* HC [N·n, 2+n] d(pre-tanh) per stream; mHC [N, 2n+n²] d(projections) */
+    float *sab;                /* HC [N·n, 2] each stream's share of d(scale_alpha), d(scale_beta); mHC [N, 3] d(alpha_*) */
+    float *sk;                 /* mHC [N, (2·iters+1)·n² + 2n²] Sinkhorn replay and its gradient, per token */
 } FastStream;
 
 /* The mixer of spec for m (after m's arena is laid out: it reads the activations' addresses).

@@ -59,6 +59,7 @@ struct StreamState {
     real **aux;              /* [2L] HC: tanh of (m, r, b) [N, 2n + n²]; mHC: projections (pre, post, res) */
     real *dH, *dHp;          /* [N,n,d] dLoss/dH_s and dLoss/dH_{s−1} */
     real *dR, *db;           /* [N,n,n], [N,n] from the update backward, used by the map backward */
+    real *daA, *dRA, *dbA;   /* [N,n], [N,n,n], [N,n] their Σ|terms| (stream_set_magnitudes) */
     real *hfin, *dfin;       /* [N,d] */
     real *sk;                /* Sinkhorn replay scratch [(2·iters+1)·n²] and its gradient [2·n²] */
     double *vec;             /* per-token scratch [max(2L+1, n·d, 2n+n²)] */
@@ -143,7 +144,8 @@ StreamState *stream_create(const ModelSpec *spec, int N, real *params, real *gra
         ok = ok && ALLOC(st->po, 2 * L) && ALLOC(st->H, S) && ALLOC(st->nrm, 2 * L) && ALLOC(st->a_in, 2 * L) &&
              ALLOC(st->R, 2 * L) && ALLOC(st->b_out, 2 * L) && ALLOC(st->aux, 2 * L) && ALLOC(st->dH, N * nd) &&
              ALLOC(st->dHp, N * nd) && ALLOC(st->dR, (size_t)N * n * n) && ALLOC(st->db, (size_t)N * n) &&
-             ALLOC(st->hfin, Nd) && ALLOC(st->dfin, Nd) && ALLOC(st->sk, (size_t)(2 * p->iters + 3) * n * n);
+             ALLOC(st->daA, (size_t)N * n) && ALLOC(st->dRA, (size_t)N * n * n) && ALLOC(st->dbA, (size_t)N * n) &&
+             ALLOC(st->hfin, Nd) && ALLOC(st->dfin, Nd) && ALLOC(st->sk, (size_t)(2 * p->iters + 4) * n * n);
         for (int s = 0; s < S && ok; s++) {
             ok = ALLOC(st->H[s], N * nd);
             if (!ok || s == 2 * L) break;
@@ -173,6 +175,19 @@ static double dot(const real *a, const real *b, int n) {
 }
 static real rms_rstd(const real *x, int n, double eps) { return (real)(1.0 / sqrt(dot(x, x, n) / n + eps)); }
 static double sigmoid(double z) { return 1.0 / (1.0 + exp(-z)); }
+static double adot(const real *a, const real *b, int n) { /* Σ|a_i·b_i| */
+    double s = 0;
+    for (int i = 0; i < n; i++) s += fabs((double)a[i] * b[i]);
+    return s;
+}
+
+/* Magnitude mode (stream_set_magnitudes, stream.h): the maps' parameter gradients become sums
+ * of absolute values, the rest of the backward unchanged. One switch for the process: a test
+ * hook, set only between models. */
+static int magnitudes;
+void stream_set_magnitudes(int on) { magnitudes = on; }
+/* x, or |x| in magnitude mode */
+static double mag(double x) { return magnitudes ? fabs(x) : x; }
 
 /* ------------------------------------------------------------------ DenseFormer */
 
@@ -360,32 +375,39 @@ static void hc_maps_backward(StreamState *st, int s, const real *da_all) {
     for (int t = 0; t < N; t++) {
         const real *tm = st->aux[s] + (size_t)t * (2 * n + n * n), *tb = tm + n, *tr = tm + 2 * n;
         const real *da = da_all + (size_t)t * n, *dR = st->dR + (size_t)t * n * n, *db = st->db + (size_t)t * n;
+        /* the parameters' terms: da, dR, db, or their Σ|terms| in magnitude mode */
+        const real *daG = magnitudes ? st->daA + (size_t)t * n : da, *dRG = magnitudes ? st->dRA + (size_t)t * n * n : dR,
+                   *dbG = magnitudes ? st->dbA + (size_t)t * n : db;
         for (int i = 0; i < n; i++) {
             const real *x = st->H[s] + ((size_t)t * n + i) * d;
             real *dx = st->dH + ((size_t)t * n + i) * d;
             const double rr = st->nrm[s][(size_t)t * n + i];
-            G[o[HC_AM] + i] += da[i];
-            G[o[HC_B] + i] += db[i];
-            gsa += (double)da[i] * tm[i];
-            gsb += (double)db[i] * tb[i];
+            G[o[HC_AM] + i] += daG[i];
+            G[o[HC_B] + i] += dbG[i];
+            gsa += daG[i] * mag(tm[i]);
+            gsb += dbG[i] * mag(tb[i]);
             const double zm = (double)da[i] * sa * (1 - (double)tm[i] * tm[i]);
             const double zb = (double)db[i] * sb * (1 - (double)tb[i] * tb[i]);
-            double *zr = st->vec, *dh = st->vec + n; /* [n], [d] */
+            const double zmG = daG[i] * mag(sa) * (1 - (double)tm[i] * tm[i]);
+            const double zbG = dbG[i] * mag(sb) * (1 - (double)tb[i] * tb[i]);
+            double *zr = st->vec, *dh = st->vec + n, *zrG = st->vec + n + d; /* [n], [d], [n] */
             for (int j = 0; j < n; j++) {
-                G[o[HC_AR] + i * n + j] += dR[i * n + j];
-                gsa += (double)dR[i * n + j] * tr[i * n + j];
-                zr[j] = (double)dR[i * n + j] * sa * (1 - (double)tr[i * n + j] * tr[i * n + j]);
+                const double t2 = 1 - (double)tr[i * n + j] * tr[i * n + j];
+                G[o[HC_AR] + i * n + j] += dRG[i * n + j];
+                gsa += dRG[i * n + j] * mag(tr[i * n + j]);
+                zr[j] = (double)dR[i * n + j] * sa * t2;
+                zrG[j] = dRG[i * n + j] * mag(sa) * t2;
             }
             /* pre-activations z = H̄·W: dW += dz·H̄, dH̄ = Σ dz·W, then the RMSNorm backward */
             double dd = 0;
             for (int c = 0; c < d; c++) {
                 const double xn = (double)x[c] * rr;
                 double g = zm * wm[c] + zb * wb[c];
-                G[o[HC_WM] + c] += (real)(zm * xn);
-                G[o[HC_WB] + c] += (real)(zb * xn);
+                G[o[HC_WM] + c] += (real)(zmG * mag(xn));
+                G[o[HC_WB] + c] += (real)(zbG * mag(xn));
                 for (int j = 0; j < n; j++) {
                     g += zr[j] * wr[(size_t)c * n + j];
-                    G[o[HC_WR] + (size_t)c * n + j] += (real)(zr[j] * xn);
+                    G[o[HC_WR] + (size_t)c * n + j] += (real)(zrG[j] * mag(xn));
                 }
                 dh[c] = g;
                 dd += g * x[c];
@@ -417,8 +439,11 @@ real *stream_sinkhorn(real *mats, int n, int iters) {
     return mats + (size_t)2 * iters * nn;
 }
 
-/* Backward through every normalisation: g [n²] = dLoss/dmats[2·iters] → dLoss/dmats[0]. */
-static void sinkhorn_backward(const real *mats, real *g, real *tmp, int n, int iters) {
+/* Backward through every normalisation: g [n²] = dLoss/dmats[2·iters] → dLoss/dmats[0]. With
+ * mag [n²] (magnitude mode), each step's terms (|g| + |Σ_line g·b|) / sum are added into mag:
+ * the size of what every step rounds (each step's error then passes through the remaining
+ * normalisations' backward, projections of norm about 1 once the iteration has converged). */
+static void sinkhorn_backward(const real *mats, real *g, real *tmp, int n, int iters, real *mag) {
     const int nn = n * n;
     for (int k = 2 * iters - 1; k >= 0; k--) {
         const real *a = mats + (size_t)k * nn, *b = mats + (size_t)(k + 1) * nn;
@@ -433,6 +458,7 @@ static void sinkhorn_backward(const real *mats, real *g, real *tmp, int n, int i
             for (int v = 0; v < n; v++) {
                 const int at = k % 2 ? v * n + u : u * n + v;
                 tmp[at] = (real)((g[at] - gb) / sum);
+                if (mag) mag[at] += (real)((fabs(g[at]) + fabs(gb)) / sum);
             }
         }
         memcpy(g, tmp, (size_t)nn * sizeof *g);
@@ -477,33 +503,40 @@ static void mhc_maps_backward(StreamState *st, int s, const real *da_all) {
     const real *P = st->params, *bres = P + o[MH_B_RES];
     const double apre = P[o[MH_A_PRE]], apost = P[o[MH_A_POST]], ares = P[o[MH_A_RES]];
     real *G = st->grads;
-    real *M = st->sk, *g = st->sk + (size_t)(2 * it + 1) * nn, *tmp = g + nn;
-    double *dproj = st->vec; /* [2n + n²] */
+    real *M = st->sk, *g = st->sk + (size_t)(2 * it + 1) * nn, *tmp = g + nn, *gG = tmp + nn;
+    double *dproj = st->vec, *dprojG = st->vec + W; /* [2n + n²] each: the gradient, the parameters' terms */
     for (int t = 0; t < N; t++) {
         const real *pr = st->aux[s] + (size_t)t * W, *x = st->H[s] + (size_t)t * nd;
         const double rr = st->nrm[s][t];
         const real *da = da_all + (size_t)t * n, *dR = st->dR + (size_t)t * nn, *db = st->db + (size_t)t * n;
+        const real *daG = magnitudes ? st->daA + (size_t)t * n : da, *dRG = magnitudes ? st->dRA + (size_t)t * nn : dR,
+                   *dbG = magnitudes ? st->dbA + (size_t)t * n : db;
         for (int j = 0; j < n; j++) {
             const double a = st->a_in[s][(size_t)t * n + j], b = st->b_out[s][(size_t)t * n + j];
             const double zpre = da[j] * a * (1 - a), zpost = db[j] * b * (1 - b / 2); /* σ' and (2σ)' */
-            G[o[MH_B_PRE] + j] += (real)zpre;
-            G[o[MH_B_POST] + j] += (real)zpost;
-            G[o[MH_A_PRE]] += (real)(zpre * pr[j]);
-            G[o[MH_A_POST]] += (real)(zpost * pr[n + j]);
+            const double zpreG = daG[j] * a * (1 - a), zpostG = dbG[j] * b * (1 - b / 2);
+            G[o[MH_B_PRE] + j] += (real)zpreG;
+            G[o[MH_B_POST] + j] += (real)zpostG;
+            G[o[MH_A_PRE]] += (real)(zpreG * mag(pr[j]));
+            G[o[MH_A_POST]] += (real)(zpostG * mag(pr[n + j]));
             dproj[j] = zpre * apre;
             dproj[n + j] = zpost * apost;
+            dprojG[j] = zpreG * mag(apre);
+            dprojG[n + j] = zpostG * mag(apost);
         }
         /* replay Sinkhorn for this token, then back through it and exp */
         for (int k = 0; k < nn; k++) M[k] = (real)exp(ares * pr[2 * n + k] + bres[k]);
         stream_sinkhorn(M, n, it);
         for (int a = 0; a < n; a++)
-            for (int b = 0; b < n; b++) g[a * n + b] = dR[b * n + a];
-        sinkhorn_backward(M, g, tmp, n, it);
+            for (int b = 0; b < n; b++) g[a * n + b] = dR[b * n + a], gG[a * n + b] = dRG[b * n + a];
+        sinkhorn_backward(M, g, tmp, n, it, magnitudes ? gG : NULL); /* gG: |dR|'s terms, then each step's */
+        if (!magnitudes) memcpy(gG, g, (size_t)nn * sizeof *g);
         for (int k = 0; k < nn; k++) {
-            const double z = (double)g[k] * M[k]; /* d exp */
-            G[o[MH_B_RES] + k] += (real)z;
-            G[o[MH_A_RES]] += (real)(z * pr[2 * n + k]);
+            const double z = (double)g[k] * M[k], zG = (double)gG[k] * M[k]; /* d exp */
+            G[o[MH_B_RES] + k] += (real)zG;
+            G[o[MH_A_RES]] += (real)(zG * mag(pr[2 * n + k]));
             dproj[2 * n + k] = z * ares;
+            dprojG[2 * n + k] = zG * mag(ares);
         }
         /* projections z_j = Σ_k x̃_k φ[k,j]: dφ += x̃·dz, dx̃ = Σ_j φ·dz, then RMSNorm backward */
         double dd = 0;
@@ -515,7 +548,7 @@ static void mhc_maps_backward(StreamState *st, int s, const real *da_all) {
                 const size_t at = j < n ? o[MH_PHI_PRE] + (size_t)k * n + j
                                   : j < 2 * n ? o[MH_PHI_POST] + (size_t)k * n + (j - n)
                                               : o[MH_PHI_RES] + (size_t)k * nn + (j - 2 * n);
-                G[at] += (real)(xn * dproj[j]);
+                G[at] += (real)(mag(xn) * dprojG[j]);
                 gk += P[at] * dproj[j];
             }
             dd += gk * x[k];
@@ -586,6 +619,7 @@ static const real *streams_backward(StreamState *st, int s, const real *din) {
                 const real *hi = H + ((size_t)t * n + i) * d;
                 real *dhi = st->dH + ((size_t)t * n + i) * d;
                 da[(size_t)t * n + i] = (real)dot(g, hi, d);
+                if (magnitudes) st->daA[(size_t)t * n + i] = (real)adot(g, hi, d);
                 for (int c = 0; c < d; c++) dhi[c] += a[i] * g[c];
             }
         }
@@ -613,11 +647,13 @@ static const real *streams_backward(StreamState *st, int s, const real *din) {
         for (int j = 0; j < n; j++) {
             const real *g = st->dH + ((size_t)t * n + j) * d;
             db[j] = (real)dot(g, y + (size_t)t * d, d);
+            if (magnitudes) st->dbA[(size_t)t * n + j] = (real)adot(g, y + (size_t)t * d, d);
             for (int c = 0; c < d; c++) dyt[c] += b[j] * g[c];
             for (int i = 0; i < n; i++) {
                 const real *hi = Hp + ((size_t)t * n + i) * d;
                 real *dhi = st->dHp + ((size_t)t * n + i) * d;
                 dR[i * n + j] = (real)dot(g, hi, d);
+                if (magnitudes) st->dRA[((size_t)t * n + i) * n + j] = (real)adot(g, hi, d);
                 for (int c = 0; c < d; c++) dhi[c] += R[i * n + j] * g[c];
             }
         }

@@ -22,6 +22,7 @@ typedef struct StreamState StreamState;
 #define stream_backward REF(stream_backward)
 #define stream_depth_weights REF(stream_depth_weights)
 #define stream_sinkhorn REF(stream_sinkhorn)
+#define stream_set_magnitudes REF(stream_set_magnitudes)
 
 /* The mixer of spec->stream for N = batch·seq tokens: binds its tensors in params/grads (flat
  * buffers laid out by spec->table) and reads the history y[0..2L] (pointers fixed for the
@@ -43,5 +44,12 @@ const real *stream_depth_weights(const StreamState *st, int s);
  * matrix [n,n]; each iteration normalises rows, then columns, keeping every stage (the
  * backward replays them). Returns the last stage. */
 real *stream_sinkhorn(real *mats, int n, int iters);
+
+/* Test hook (conformance/test_fast_vs_ref.c's conditioning rule): with on = 1 the HC and mHC
+ * maps' parameter gradients are computed with every term's absolute value (the dot products
+ * da, dR, db as Σ|a·b|, Sinkhorn's backward as the sum over its steps of (|g| + |Σ g·b|)/sum,
+ * each product's factors as magnitudes): Σ|terms| of each, the scale of its rounding error. Everything else, and
+ * the gradient that flows on to earlier sublayers, is unchanged. Process-wide; 0 restores. */
+void stream_set_magnitudes(int on);
 
 #endif
