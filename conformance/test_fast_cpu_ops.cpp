@@ -2,7 +2,7 @@
  * float64, at edge shapes the model tests do not reach, in all three thread orders.
  *
  * Story: each op gets bf16 inputs (the fp64 reference gets the same values widened), runs
- * through fast/'s launcher (fast/ops.cu compiled for the CPU, namespace fast_cpu) and must
+ * through fast/'s launcher (fast/ops.cu, attention.cu compiled for the CPU, namespace fast_cpu) and must
  * land within bf16 tolerances of ref; then it runs again in the reverse and random thread
  * orders and must give the same bits (a missing barrier would not). Shapes: RMSNorm with
  * rows not a multiple of the 8 rows of a block and channels not a multiple of the warp, its

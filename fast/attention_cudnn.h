@@ -3,7 +3,7 @@
  * "Attention through cuDNN"). Built only when CMake found cuDNN and the frontend headers
  * (VRL_HAVE_CUDNN); fast/model.cu calls it for `--attention cudnn`.
  *
- * Same tensors and meaning as fast/ops.cuh's flash attention_forward/backward: rows of
+ * Same tensors and meaning as fast/attention.cuh's flash attention_forward/backward: rows of
  * [B,T,heads·hd], bf16, read in place through strides (no transposes, no copies); query head
  * h reads kv head h / (NH/NKV) (GQA/MQA); scale 1/√hd; causal. lse is cuDNN's softmax
  * statistics, the natural-log log-sum-exp of each scaled score row in [B,NH,T] fp32: the

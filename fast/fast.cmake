@@ -17,6 +17,7 @@ if(VRL_CUDA)
     set(VRL_HAVE_CUDA ON)
     add_library(vrl_fast STATIC
       fast/ops.cu
+      fast/attention.cu
       fast/model.cu
       fast/stream.cu
       fast/adamw.cu

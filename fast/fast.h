@@ -29,7 +29,7 @@ void fast_register_backends(void);
 int fast_device_check(void);
 
 /* Which attention kernels the models created from now on run (`--attention`, docs/fast.md
- * "Attention through cuDNN"): flash (fast/ops.cu, CUDA cores, the default) or cuDNN's fused
+ * "Attention through cuDNN"): flash (fast/attention.cu, CUDA cores, the default) or cuDNN's fused
  * SDPA on tensor cores (fast/attention_cudnn.cpp). */
 enum { FAST_ATTENTION_FLASH = 0, FAST_ATTENTION_CUDNN = 1 };
 /* "flash" or "cudnn": 0; -1 with vrl_error when the name is neither, or cudnn is not here:

@@ -14,6 +14,7 @@
 #define VRL_FAST_OPS_CUH
 
 #include "fast/common.cuh"
+#include "fast/attention.cuh" /* attention_forward/backward: their own file pair */
 
 FAST_NS_BEGIN
 
@@ -155,44 +156,6 @@ typedef struct {
     float *grad[FAST_MAX_LAYERS];
 } LambdaGradArgs;
 int lambda_backward(const LambdaGradArgs *a, const float *dout, size_t n_el, float *partial);
-
-/* ------------------------------------------------------------------ attention */
-/* Row strides in elements of q, k and v (and of the backward's dq, dk and bf16 dv, which take
- * their inputs' strides): NH*hd, NKV*hd, NKV*hd for tensors of their own, the fused
- * projection's width where they are views into one [N, qC+kvC(+kvC)] buffer. Multiples of 8. */
-typedef struct {
-    int q, k, v;
-} AttnLd;
-/* Causal flash attention: online softmax in fp32 over key tiles, no [T,T] matrix; query
- * head h reads kv head h / (NH/NKV). hd must be 8, 16, 32, 64 or 128.
- * out [B,T,NH*hd], lse [B,NH,T] fp32 (log-sum-exp of each scaled score row, kept for
- * the backward), q [B,T,ld.q] (after RoPE; NH*hd used), k [B,T,ld.k], v [B,T,ld.v] (NKV*hd used) */
-int attention_forward(bf16 *out, float *lse, const bf16 *q, const bf16 *k, const bf16 *v, AttnLd ld, int B, int T,
-                      int NH, int NKV, int hd);
-/* Where attention_backward puts dV [B,T,NKV*hd] (either or both):
- *  f32  [N, NKV*hd] fp32: = scale·dV, or += scale·dV with add (a value shared across layers takes
- *       this layer's share in the epilogue, no mix pass: SVFormer's V_1 with scale 1, ResFormer's
- *       V_1 with scale λ1), or NULL;
- *  b16  [B,T,ld.v] bf16(dV): the W_v GEMMs' input when attention's dV is V_l's whole gradient or
- *       its own term (the coefficient then rides on the GEMMs' alpha), or NULL. */
-typedef struct {
-    float *f32;
-    float scale;
-    int add;
-    bf16 *b16;
-} AttnDv;
-/* Recomputes the probabilities from q, k and lse. Three deterministic kernels: D = Σ dout⊙out
- * per row, then dk/dv (each key's thread loops over every query and every head of its
- * group), then dq (each query's thread loops over its keys). No atomics.
- * dq [B,T,ld.q] bf16, dk [B,T,ld.k] bf16, dv as above, Dscratch [B,NH,T] fp32, dout and out
- * [B,T,NH*hd], q, k, v as in the forward */
-int attention_backward(bf16 *dq, bf16 *dk, AttnDv dv, float *Dscratch, const bf16 *dout, const bf16 *out,
-                       const bf16 *q, const bf16 *k, const bf16 *v, AttnLd ld, const float *lse, int B, int T, int NH,
-                       int NKV, int hd);
-/* dV computed elsewhere (cuDNN's backward: bf16 [N,kvC], contiguous) into dv's destinations as
- * attention_backward's epilogue puts them: f32 = or += scale·dV, b16 a copy with row stride
- * ld_v. src must not be one of dv's buffers. */
-int attention_dv_scatter(AttnDv dv, const bf16 *src, int ld_v, int N, int kvC);
 
 /* ------------------------------------------------------------------ cross-entropy */
 /* One block per row of a bf16 logits chunk, each logit read once from memory into registers

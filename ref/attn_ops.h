@@ -4,7 +4,7 @@
  * them, all with one forward and one backward each (conventions of ops.h: backward functions
  * ADD into their outputs, NULL outputs are skipped).
  *
- * fast/ops.cu's attention_forward / attention_backward (flash attention, no [T,T] matrix) compute
+ * fast/attention.cu's attention_forward / attention_backward (flash attention, no [T,T] matrix) compute
  * attn_apply_forward(attn_probs_forward(q, k), v) with W = T and its backward, fused.
  *
  * W is the row width of att: T for plain causal attention, 2T for Eq. 2, where row t holds the

@@ -12,7 +12,8 @@
  *    zero_fill zeroes the others on the threads.
  *  - Compiled twice (real.h): the plain names below map to _f32 / _f64.
  * Attention is in attn_ops.h (probabilities and their application, two ops). fast/ops.cuh has a
- * launcher of the same name for each op here, and one fused attention_forward/_backward. */
+ * launcher of the same name for each op here; fast/attention.cuh has one fused
+ * attention_forward/_backward. */
 #ifndef VRL_REF_OPS_H
 #define VRL_REF_OPS_H
 
