@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """ptxas_resources.py: ptxas' resource report (nvcc -Xptxas -v) against fast/'s occupancy floors.
 
-    ptxas_resources.py FLOORS REPORT... [--markdown]
+    ptxas_resources.py FLOORS REPORT... [PTX...] [--markdown]
 
-Each REPORT is the stderr of one `nvcc -cubin -arch=sm_90 -Xptxas -v` compile. For every entry
+Each REPORT is the stderr of one `nvcc -cubin -arch=sm_90 -Xptxas -v` compile; each PTX (a
+.ptx file, nvcc -keep) gives the kernels' __launch_bounds__ (.maxntid), and a floor line whose
+block differs from its kernel's bound fails (the table's block must be the launch's). For every entry
 function it reports it reads the registers per thread, the static shared memory, the stack frame
 and the spill stores and loads; FLOORS (fast/occupancy_floors.txt) gives its block size and the
 occupancy it must keep. It prints one row per kernel and exits 1 when any kernel spills, falls
@@ -103,6 +105,23 @@ def parse_report(path):
     return kernels
 
 
+def parse_ptx_bounds(path):
+    """{kernel: threads} of the entries of one .ptx file that declare .maxntid"""
+    bounds, cur = {}, None
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for line in f:
+            m = re.search(r"\.entry\s+(\S+?)\(", line)
+            if m:
+                cur = demangle(m.group(1))
+                continue
+            m = re.match(r"\s*\.maxntid\s+(\d+),\s*(\d+),\s*(\d+)", line)
+            if m and cur:
+                bounds[cur] = int(m.group(1)) * int(m.group(2)) * int(m.group(3))
+            if line.startswith("{"):
+                cur = None
+    return bounds
+
+
 def parse_floors(path):
     """[(pattern, block, floor %, why)] in file order; the default line's pattern is '*'."""
     rows = []
@@ -142,12 +161,15 @@ def main(argv):
     markdown = "--markdown" in argv
     args = [a for a in argv if a != "--markdown"]
     if len(args) < 2:
-        sys.exit("usage: ptxas_resources.py FLOORS REPORT... [--markdown]")
+        sys.exit("usage: ptxas_resources.py FLOORS REPORT... [PTX...] [--markdown]")
     floors = parse_floors(args[0])
-    kernels = []
+    kernels, bounds = [], {}
     for path in args[1:]:
         try:
-            kernels += parse_report(path)
+            if path.endswith(".ptx"):
+                bounds.update(parse_ptx_bounds(path))
+            else:
+                kernels += parse_report(path)
         except OSError as e:
             print(f"ptxas_resources.py: {path}: {e.strerror}", file=sys.stderr)
             return 2
@@ -162,6 +184,10 @@ def main(argv):
         pattern, block, floor, _ = rule
         blocks, occ = occupancy(regs, smem, block)
         verdict = "ok"
+        if name in bounds and bounds[name] != block:
+            verdict = "WRONG BLOCK"
+            fails.append(f"{name}: {args[0]} gives block {block} ('{pattern}') but its __launch_bounds__ "
+                         f"is {bounds[name]}")
         if st or ld:
             verdict = "SPILLS"
             fails.append(f"{name}: spills {st} B stored, {ld} B loaded ({regs} registers)")

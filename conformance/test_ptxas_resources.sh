@@ -33,12 +33,14 @@ for src in "$ROOT"/fast/*.cu; do
   grep -q '__global__' "$src" || continue   # host-only files (model.cu, zero.cu) have nothing to report
   name=$(basename "$src" .cu)
   # the library's flags (fast/fast.cmake: -O3, C++17) for sm_90 only; -Xptxas -v is the report
-  if ! "$NVCC" -std=c++17 -O3 -arch=sm_90 -cubin -I"$ROOT" "$@" -Xptxas -v \
+  # -keep: the PTX (its .maxntid are the kernels' __launch_bounds__) at no extra compile
+  mkdir -p "$out/keep-$name" || exit 1
+  if ! "$NVCC" -std=c++17 -O3 -arch=sm_90 -cubin -I"$ROOT" "$@" -Xptxas -v -keep -keep-dir "$out/keep-$name" \
        -o "$out/$name.cubin" "$src" >"$out/$name.txt" 2>&1; then
     echo "FAIL nvcc could not compile $src:"
     tail -20 "$out/$name.txt"
     exit 1
   fi
-  reports+=("$out/$name.txt")
+  reports+=("$out/$name.txt" "$out/keep-$name/$name.ptx")
 done
 python3 "$(dirname "$0")/ptxas_resources.py" "$ROOT/fast/occupancy_floors.txt" "${reports[@]}"
