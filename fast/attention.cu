@@ -1,6 +1,6 @@
 /* attention.cu: fast/'s causal attention on CUDA cores (shapes and contracts in attention.cuh),
- * the fused twin of ref/attn_ops.c's attn_probs_* and attn_apply_*: a one-thread-per-query
- * (or per-key) flash attention, online softmax in fp32, no [T,T] matrix, no atomics. */
+ * the fused twin of ref/attn_ops.c's attn_probs_* and attn_apply_*: a flash attention with a
+ * group of lanes per query (or key), online softmax in fp32, no [T,T] matrix, no atomics. */
 #include <math.h>
 
 #include "fast/ops.cuh" /* ops_stream; includes attention.cuh */
@@ -36,8 +36,8 @@ template <int HD, int MAXSLICE>
 struct AttShape {
     static const int SLICE = HD < MAXSLICE ? HD : MAXSLICE; /* dimensions a lane holds */
     static const int SPLIT = HD / SLICE;                    /* lanes per query or key (1, 2, 4 or 8) */
-    static const int SS = SLICE + 4;                 /* a slice's fp32 stride in a shared row */
-    static const int RS = SPLIT * SS;                /* a shared row's fp32 stride */
+    static const int SS = SLICE + 4;                        /* a slice's fp32 stride in a shared row */
+    static const int RS = SPLIT * SS;                       /* a shared row's fp32 stride */
 };
 
 /* 8 elements of a row: one 16-byte access of bf16 (32 bytes under fp32 storage, docs/fast.md
