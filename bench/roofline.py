@@ -19,11 +19,23 @@ count bench/bench_fast.c uses) over the step time and the peak.
     python3 bench/roofline.py --preset 468M --batch 8 --seq 2048
     python3 bench/roofline.py --preset 468M --variant resformer --markdown
 
+--cuda-core-attention prices the attention fast/ runs today (fp32 on CUDA cores, --attention
+flash) from the compiled kernels' instruction mix instead of assumed efficiencies: their hot
+loops' instructions per FFMA (ipf, bench/attention_sass_mix.txt, read from the SASS by
+bench/sass_mix.py) cap each at 67 TFLOP/s / ipf (one instruction issued per clock per warp
+scheduler: an upper bound on speed, latency and occupancy not modelled), over the products each
+kernel executes (forward 2 per query-key pair, dK/dV 4, dQ 3: 7 backward where the tensor-core
+count is 5). It prints the step beside the old prediction (the assumed efficiencies) and the
+mix of the kernels before issue 38's head-dimension split (--sass-mix before).
+
+    python3 bench/roofline.py --preset 468M --batch 8 --seq 2048 --cuda-core-attention
+
 Shapes are the presets of common/model/config.c, copied below (a second copy, as in
 bench/bench_torch.py; the parameter count printed must equal `vrl info --model PRESET`'s,
 which it does for 82M, 180M and 468M at this commit).
 """
 import argparse
+import os
 import sys
 
 # L, heads, kv heads, d, ffn, vocab (common/model/config.c)
@@ -38,6 +50,12 @@ PRESETS = {
 # head_dim 64 (published FlashAttention-2/3 and cuDNN figures for H100 sit at 45-75 % of
 # dense peak forward, less backward); mem: bandwidth-bound elementwise and row kernels.
 EFFICIENCY = {"gemm": 0.80, "attn_fwd": 0.55, "attn_bwd": 0.45, "mem": 0.80}
+
+# executed products per causal (query, key) pair of the CUDA-core kernels (fast/attention.cu):
+# forward S and PV; dK/dV S, dP, dV, dK; dQ S, dP, dQ (the tensor-core count is 2 and 5)
+CUDA_CORE_PRODUCTS = {"attention_forward_kernel": 2, "attention_backward_dkdv_kernel": 4,
+                      "attention_backward_dq_kernel": 3}
+MIX_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "attention_sass_mix.txt")
 
 BF16, FP32 = 2, 4
 CUDA_CORE_FP32 = 67e12  # H100 SXM non-tensor fp32 FLOP/s (NVIDIA's datasheet)
@@ -144,6 +162,56 @@ def kernels(preset, B, T, variant):
     return ks, model_flops, P
 
 
+def read_mix(path, state, hd):
+    """{kernel name: instructions per FFMA} of the attention kernels at head_dim hd"""
+    ipf = {}
+    try:
+        with open(path, encoding="utf-8") as f:
+            for no, line in enumerate(f, 1):
+                if not line.strip() or line.startswith("#"):
+                    continue
+                parts = line.split()
+                if len(parts) < 3:
+                    sys.exit(f"roofline.py: {path}:{no}: want 'STATE KERNEL<HD> IPF ...'")
+                name, _, rest = parts[1].partition("<")
+                if parts[0] == state and rest == f"{hd}>":
+                    ipf[name] = float(parts[2])
+    except OSError as e:
+        sys.exit(f"roofline.py: {path}: {e.strerror}")
+    missing = [k for k in CUDA_CORE_PRODUCTS if k not in ipf]
+    if missing:
+        sys.exit(f"roofline.py: {path}: no '{state}' line for {', '.join(missing)} at head_dim {hd}")
+    return ipf
+
+
+def price(ks, peak, bw, attention, ipf=None):
+    """[(name, count, FLOPs, bytes, ideal s, planned s, bound)] and the step's (ideal, planned).
+    attention: 'tensor' (the assumed efficiencies), 'assumed' (CUDA cores at 67 TFLOP/s with the
+    same assumed efficiencies: the old prediction) or 'sass' (CUDA cores, ipf from the SASS)."""
+    rows = []
+    for name, kind, count, fl, nb in ks:
+        if attention == "sass" and kind.startswith("attn"):
+            att = fl if kind == "attn_fwd" else fl / 2.5  # the forward's causal FLOPs
+            parts = ([("attention_forward_kernel", "attention fwd (CUDA cores, SASS mix)", nb)] if kind == "attn_fwd"
+                     else [("attention_backward_dkdv_kernel", "attention bwd dK/dV (CUDA cores, SASS mix)", nb / 2),
+                           ("attention_backward_dq_kernel", "attention bwd dQ (CUDA cores, SASS mix)", nb / 2)])
+            for kernel, label, kb in parts:
+                fk = att * CUDA_CORE_PRODUCTS[kernel] / 2
+                ideal = max(fk / CUDA_CORE_FP32, kb / bw) * count
+                plan = max(fk * ipf[kernel] / CUDA_CORE_FP32, kb / (bw * EFFICIENCY["mem"])) * count
+                rows.append((label, count, fk * count, kb * count, ideal, plan, "compute"))
+            continue
+        rate = peak
+        if attention == "assumed" and kind.startswith("attn"):
+            name = name.replace("tensor cores", "fp32 CUDA cores, assumed efficiency")
+            rate = CUDA_CORE_FP32
+        ideal = max(fl / rate if kind != "mem" else 0.0, nb / bw) * count
+        plan = max(fl / (rate * EFFICIENCY[kind]) if kind != "mem" else 0.0, nb / (bw * EFFICIENCY["mem"])) * count
+        bound = "memory" if kind == "mem" or nb / bw > fl / rate else "compute"
+        rows.append((name, count, fl * count, nb * count, ideal, plan, bound))
+    return rows, sum(r[4] for r in rows), sum(r[5] for r in rows)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--preset", default="468M", choices=sorted(PRESETS))
@@ -154,26 +222,27 @@ def main():
     ap.add_argument("--hbm-tbs", type=float, default=3.0, help="HBM bandwidth, TB/s")
     ap.add_argument("--markdown", action="store_true", help="a Markdown table (docs/fast.md)")
     ap.add_argument("--cuda-core-attention", action="store_true",
-                    help="today's attention kernels: fp32 on CUDA cores (67 TFLOP/s on an H100 SXM) instead of tensor cores")
+                    help="today's attention kernels: fp32 on CUDA cores (67 TFLOP/s on an H100 SXM), priced from "
+                         "their SASS instruction mix, instead of tensor cores")
+    ap.add_argument("--sass-mix", default="after", choices=["after", "before"],
+                    help="which kernels' mix (bench/attention_sass_mix.txt): after or before issue 38's split")
+    ap.add_argument("--mix-file", default=MIX_FILE, help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.batch < 1 or a.seq < 2:
         sys.exit("roofline.py: --batch must be >= 1 and --seq >= 2")
     ks, model_flops, P = kernels(a.preset, a.batch, a.seq, a.variant)
     peak, bw = a.peak_tflops * 1e12, a.hbm_tbs * 1e12
-    rows, t_ideal, t_plan = [], 0.0, 0.0
-    for name, kind, count, fl, nb in ks:
-        if a.cuda_core_attention and kind.startswith("attn"):
-            name = name.replace("tensor cores", "fp32 CUDA cores")
-        rate = CUDA_CORE_FP32 if a.cuda_core_attention and kind.startswith("attn") else peak
-        ideal = max(fl / rate if kind != "mem" else 0.0, nb / bw) * count
-        plan = max(fl / (rate * EFFICIENCY[kind]) if kind != "mem" else 0.0, nb / (bw * EFFICIENCY["mem"])) * count
-        bound = "memory" if kind == "mem" or nb / bw > fl / rate else "compute"
-        rows.append((name, count, fl * count, nb * count, ideal, plan, bound))
-        t_ideal += ideal
-        t_plan += plan
+    L, NH, _, d, _, _ = PRESETS[a.preset]
+    hd = d // NH
+    if a.cuda_core_attention:
+        rows, t_ideal, t_plan = price(ks, peak, bw, "sass", read_mix(a.mix_file, a.sass_mix, hd))
+    else:
+        rows, t_ideal, t_plan = price(ks, peak, bw, "tensor")
     N = a.batch * a.seq
     head = (f"{a.preset} {a.variant}, B={a.batch} T={a.seq} ({N} tokens/step), {P:,} parameters; "
             f"{a.peak_tflops:.0f} TFLOP/s bf16, {a.hbm_tbs:.1f} TB/s HBM")
+    if a.cuda_core_attention:
+        head += f"; attention on CUDA cores, SASS mix '{a.sass_mix}' at head_dim {hd}"
     if a.markdown:
         print(head + "\n")
         print("| kernel | calls | GFLOP | GB moved | ideal ms | planned ms | bound |")
@@ -193,6 +262,19 @@ def main():
     print(f"\nmodel FLOPs/step {model_flops / 1e12:.2f} TFLOP; step {t_ideal * 1e3:.1f} ms ideal, {t_plan * 1e3:.1f} ms "
           f"planned; MFU {100 * mfu_ideal:.1f}% ideal, {100 * mfu_plan:.1f}% planned (of {a.peak_tflops:.0f} TFLOP/s); "
           f"{N / t_plan:,.0f} tokens/s planned")
+    if a.cuda_core_attention:
+        # the same step priced three ways, so the correction is visible (nothing here was measured)
+        ways = [("old prediction: CUDA cores at the assumed 55 % / 45 % of 67 TFLOP/s, 5 backward products",
+                 price(ks, peak, bw, "assumed")),
+                ("SASS mix before issue 38's split (LDS.U16 + unpack per FFMA)",
+                 price(ks, peak, bw, "sass", read_mix(a.mix_file, "before", hd))),
+                ("SASS mix after it (fp32 tiles, LDS.128 per 4 FFMA, no spills)",
+                 price(ks, peak, bw, "sass", read_mix(a.mix_file, "after", hd)))]
+        print("\nthe step with CUDA-core attention, three ways (planned ms, MFU of "
+              f"{a.peak_tflops:.0f} TFLOP/s, attention's share):")
+        for label, (rs, _, tp) in ways:
+            att = sum(r[5] for r in rs if r[0].startswith("attention"))
+            print(f"  {tp * 1e3:7.1f} ms  {100 * model_flops / tp / peak:5.1f}%  attention {att * 1e3:6.1f} ms  {label}")
 
 
 if __name__ == "__main__":

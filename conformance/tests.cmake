@@ -152,6 +152,28 @@ if(VRL_HAVE_CUDA AND NOT VRL_SANITIZE)
   add_test(NAME test_gpu_slot COMMAND ${CMAKE_SOURCE_DIR}/conformance/test_gpu_slot.sh ${CMAKE_SOURCE_DIR})
   set_tests_properties(test_gpu_slot PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 900 ENVIRONMENT "TMPDIR=${VRL_TEST_TMP}")
 endif()
+# The static GPU check (issue 38): fast/'s kernels compiled for sm_90 with ptxas' resource report;
+# fails on a spill or an occupancy under fast/occupancy_floors.txt. No GPU needed; skipped (77) where
+# there is no nvcc. Plain pass only (a compile, nothing for the sanitizers to see).
+if(NOT VRL_SANITIZE)
+  if(VRL_HAVE_CUDA)
+    set(vrl_ptxas_nvcc ${CMAKE_CUDA_COMPILER})
+    set(vrl_ptxas_defs "")   # vrl_fast's defines (fast/fast.cmake), so the code compiled is the build's
+    if(VRL_HAVE_NCCL)
+      list(APPEND vrl_ptxas_defs -DVRL_HAVE_NCCL=1 -I${NCCL_INCLUDE_DIR})
+    endif()
+    if(VRL_HAVE_CUDNN)
+      list(APPEND vrl_ptxas_defs -DVRL_HAVE_CUDNN=1)
+    endif()
+  else()
+    set(vrl_ptxas_nvcc "")
+    set(vrl_ptxas_defs "")
+  endif()
+  add_test(NAME test_ptxas_resources COMMAND ${CMAKE_SOURCE_DIR}/conformance/test_ptxas_resources.sh
+    "${vrl_ptxas_nvcc}" ${CMAKE_SOURCE_DIR} ${vrl_ptxas_defs})
+  set_tests_properties(test_ptxas_resources PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 900
+    ENVIRONMENT "TMPDIR=${VRL_TEST_TMP}")
+endif()
 # fast/'s NCCL data-parallel path at world size 1 against the plain fast trainer (docs/distributed.md).
 if(VRL_HAVE_CUDA AND VRL_HAVE_NCCL)
   add_executable(test_fast_nccl conformance/test_fast_nccl.c)
