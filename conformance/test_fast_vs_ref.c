@@ -148,6 +148,13 @@ static const Case cases[] = {
     /* a value-path part with a stream part: the two mixers side by side */
     {"gqa4_hidden_residual_attnres", NULL, 4, 4, 2, 64, 128, 96, "hidden_residual+attnres", 1, 24},
     {"gqa4_learnable_denseformer", NULL, 4, 4, 2, 64, 128, 96, "resformer:mode=learnable+denseformer", 1, 24},
+    /* attention that reads another layer's softmax or keys (fast/attention_mix.cu): the
+     * attention-matrix residual (layer 1's q, k in every later layer's terms) and Eq. 2 with
+     * m = 1 and m = n-1 (every layer's keys and values read by the next) */
+    {"tiny_attn_residual", "tiny", 0, 0, 0, 0, 0, 0, "attn_residual", 2, 32},
+    {"tiny_cross_layer", "tiny", 0, 0, 0, 0, 0, 0, "cross_layer", 2, 32},
+    {"gqa4_attn_residual", NULL, 4, 4, 2, 64, 128, 96, "attn_residual", 1, 24},
+    {"gqa4_cross_layer_prev", NULL, 4, 4, 2, 64, 128, 96, "cross_layer:m=prev", 1, 24},
 };
 
 static void make_config(const Case *k, ModelConfig *c) {

@@ -19,6 +19,7 @@ if(VRL_CUDA)
       fast/ops.cu
       fast/model.cu
       fast/stream.cu
+      fast/attention_mix.cu
       fast/adamw.cu
       fast/bench.cu
       fast/backend.c

@@ -19,6 +19,7 @@ FAST_NS_BEGIN
 /* Offsets of one layer's tensors in the flat parameter table. */
 typedef struct ZeroState ZeroState;
 typedef struct FastStream FastStream;
+typedef struct FastAttnMix FastAttnMix;
 
 /* wq, wk, wv: (size_t)-1 where the plan drops the projection (SVFormer, CLA); lam: the
  * layer's trainable value coefficients [n_train[l]], or (size_t)-1. */
@@ -197,6 +198,7 @@ typedef struct FastModel {
     int have_forward;
     struct ZeroState *zero; /* NULL, or data parallelism over NCCL (zero.cuh) */
     FastStream *mix;        /* what each sublayer reads: the residual stream and the hidden residual (stream.cuh) */
+    FastAttnMix *amix;      /* attention-matrix residual and Eq. 2 layers (attention_mix.cuh), or NULL before create */
 } FastModel;
 
 /* Row strides of layer l's q, k and v_in as attention reads them: views into the fused
