@@ -93,12 +93,12 @@ static size_t amix_layout(const FastModel *m, FastAttnMix *st, char *base) {
     const size_t N = m->N, qC = m->qC, kvC = m->kvC, BHT = (size_t)m->B * m->NH * m->T;
     const int *cross = m->plan->cross;
     size_t off = 0;
-    int any = 0, read_q[FAST_MAX_LAYERS] = {0}, read_k[FAST_MAX_LAYERS] = {0};
+    int any = 0, mixing = 0, crossing = 0, read_q[FAST_MAX_LAYERS] = {0}, read_k[FAST_MAX_LAYERS] = {0};
     for (int l = 0; l < m->L; l++) {
         st->own[l] = NULL;
-        if (cross[l] >= 0) read_k[cross[l]] = 1, any = 1;
+        if (cross[l] >= 0) read_k[cross[l]] = 1, any = crossing = 1;
         if (!st->mixes[l]) continue;
-        any = 1;
+        any = mixing = 1;
         CARVE(st->own[l], N * qC);
         for (int j = 0; j < st->n_src[l]; j++) {
             CARVE(st->term[l][j], N * qC);
@@ -112,10 +112,9 @@ static size_t amix_layout(const FastModel *m, FastAttnMix *st, char *base) {
         if (read_k[i]) CARVE(st->dk_keep[i], N * kvC);
     }
     if (!any) return 0;
-    CARVE(st->half_out, N * qC);
-    CARVE(st->half_lse, BHT);
-    CARVE(st->dout_scaled, N * qC);
-    CARVE(st->dv_sum, N * kvC);
+    st->half_out = st->dout_scaled = NULL, st->half_lse = st->dv_sum = NULL;
+    if (crossing) CARVE(st->half_out, N * qC), CARVE(st->half_lse, BHT); /* Eq. 2's forward */
+    if (mixing) CARVE(st->dout_scaled, N * qC), CARVE(st->dv_sum, N * kvC);  /* the terms' backward */
     CARVE(st->dq_tmp, N * (qC + 2 * kvC));
     CARVE(st->dk_tmp, N * (qC + 2 * kvC));
     return off;
