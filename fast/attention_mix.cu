@@ -81,12 +81,8 @@ static int grad_add(bf16 *g, int ld, const float *keep, const bf16 *add, int N, 
 
 /* ------------------------------------------------------------------ create / destroy */
 
-static void *carve(char *base, size_t *off, size_t n, size_t size) {
-    const size_t at = (*off + 255) & ~(size_t)255;
-    *off = at + n * size;
-    return base ? base + at : NULL;
-}
-#define CARVE(ptr, n) ((ptr) = (__typeof__(ptr))carve(base, &off, (size_t)(n), sizeof *(ptr)))
+/* model.cu's carving: guard zones between these buffers too (docs/fast.md "Guard zones") */
+#define CARVE(ptr, n) ((ptr) = (__typeof__(ptr))fast_carve(base, &off, (size_t)(n), sizeof *(ptr)))
 
 /* The buffers of st for m; with base == NULL only counts. */
 static size_t amix_layout(const FastModel *m, FastAttnMix *st, char *base) {

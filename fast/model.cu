@@ -75,7 +75,7 @@ extern "C" int fast_device_check(void) {
  * build and canary mode leave a guard zone after each tensor, from its end to 256 bytes past
  * the next 256-byte boundary, where an access is an error (docs/fast.md "Guard zones").
  * The nvcc build's layout has none. */
-static void *carve(char *base, size_t *off, size_t n, size_t size) {
+void *fast_carve(char *base, size_t *off, size_t n, size_t size) {
     size_t at = (*off + 255) & ~(size_t)255;
     *off = at + n * size;
 #if VRL_CUDA_CPU
@@ -97,7 +97,7 @@ static void poison_scratch(FastModel *m) {
     (void)m;
 #endif
 }
-#define CARVE(ptr, n) ((ptr) = (__typeof__(ptr))carve(base, &off, (size_t)(n), sizeof *(ptr)))
+#define CARVE(ptr, n) ((ptr) = (__typeof__(ptr))fast_carve(base, &off, (size_t)(n), sizeof *(ptr)))
 
 static int in_place(const SourceFlags *f, int l);
 static int uses_dv_own(const FastModel *m, int l);

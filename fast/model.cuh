@@ -201,6 +201,10 @@ typedef struct FastModel {
     FastAttnMix *amix;      /* attention-matrix residual and Eq. 2 layers (attention_mix.cuh), or NULL before create */
 } FastModel;
 
+/* Carve n elements of `size` bytes at *off of an arena at base (NULL: only count), 256-byte
+ * aligned, with the CPU layer's guard zone after it where that build has them (model.cu). */
+void *fast_carve(char *base, size_t *off, size_t n, size_t size);
+
 /* Row strides of layer l's q, k and v_in as attention reads them: views into the fused
  * projection's [N, fuse_cols] rows, or tensors of their own. */
 static inline AttnLd fast_attn_ld(const FastModel *m, int l) {
