@@ -435,7 +435,7 @@ repro_header() {
 - machine: $(uname -n), ${cpu:-unknown CPU}, $(nproc) cores
 - date: $(date -u '+%Y-%m-%d %H:%M UTC')
 - runs: $RUNS
-- command: reproduce/$REPRO_NAME.sh --scale $SCALE$( [ -z "$SEEDS_GIVEN" ] || echo " --seeds $SEEDS_GIVEN")
+- command: reproduce/$REPRO_NAME.sh --scale $SCALE$( [ -z "$SEEDS_GIVEN" ] || echo " --seeds $SEEDS_GIVEN")$( [ -z "$DEVICE_ARG" ] || echo " --device $DEVICE_ARG")
 
 "paper" columns are the paper's published numbers; "run" columns come from this run's files
 (eval-*.json in each run folder); "diff" = run − paper.
