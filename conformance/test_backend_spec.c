@@ -152,9 +152,10 @@ Test(backend, fast_capabilities) {
         {"resformer:mode=learnable", 0, BACKEND_CAN_TRAIN, "no analysis"},
         {"cla", 0, BACKEND_CAN_TRAIN, "no analysis"},
         {"query_residual", 0, BACKEND_CAN_TRAIN, "no analysis"},
-        {"attn_residual", 0, 0, "attention-matrix mixing"},
+        {"attn_residual", 0, BACKEND_CAN_TRAIN, "no analysis"},
         {"hidden_residual", 0, BACKEND_CAN_TRAIN, "no analysis"},
-        {"cross_layer", 0, 0, "Eq. 2"},
+        {"cross_layer", 0, BACKEND_CAN_TRAIN, "no analysis"},
+        {"cross_layer:m=prev", 0, BACKEND_CAN_TRAIN, "no analysis"},
         {"baseline", 1, BACKEND_CAN_TRAIN, "no analysis"}, /* fast/gpt2.cu */
         {"baseline", 2, 0, "GPT-2 with dropout 0.1 is not implemented on CUDA"},
     };
@@ -172,6 +173,34 @@ Test(backend, fast_capabilities) {
             cr_expect_eq(backend_require(&fast_backend_cuda, &s, BACKEND_CAN_SCORE), 0);
             cr_expect(strstr(vrl_last_error(), "backend cuda-bf16 cannot score this model: "), "%s", vrl_last_error());
         }
+        model_spec_free(&s);
+    }
+    /* plans no variant makes, which fast/attention_mix.cu does not do: refused by name. Three
+     * layers (0-based l = 0..2); ca[l][i] is row l, source i. */
+    struct { const char *variant; int l, i; double c; const char *why; } plans[] = {
+        {"attn_residual", 2, 2, 0.0, "without the layer's own softmax"}, /* A_3 = A_1 only */
+        {"cross_layer", 1, 0, 0.5, "attention-matrix mixing in an Eq. 2 layer"},
+        {"cross_layer:m=prev", 2, 0, 0.5, "mixing in an Eq. 2 layer"},
+    };
+    for (size_t i = 0; i < sizeof plans / sizeof plans[0]; i++) {
+        ModelSpec s;
+        build(&s, plans[i].variant, 0);
+        s.value.ca[(size_t)plans[i].l * s.value.L + plans[i].i] = plans[i].c;
+        char why[512] = "";
+        cr_expect_eq(fast_backend_cuda.capabilities(&s, why, sizeof why), 0u, "%s, ca[%d][%d]", plans[i].variant,
+                     plans[i].l, plans[i].i);
+        cr_expect(strstr(why, plans[i].why), "%s: \"%s\"", plans[i].variant, why);
+        model_spec_free(&s);
+    }
+    {   /* a baseline layer mixing in an Eq. 2 layer's [T, 2T] softmax */
+        ModelSpec s;
+        build(&s, "cross_layer", 0);
+        s.value.cross[2] = -1;
+        s.value.ca[(size_t)2 * s.value.L + 1] = 0.5;
+        s.value.ca[(size_t)2 * s.value.L + 2] = 0.5;
+        char why[512] = "";
+        cr_expect_eq(fast_backend_cuda.capabilities(&s, why, sizeof why), 0u);
+        cr_expect(strstr(why, "the softmax of an Eq. 2 layer"), "\"%s\"", why);
         model_spec_free(&s);
     }
 }

@@ -201,6 +201,13 @@ static const Case cases[] = {
      * past T that must get no gradient, and an MLP width F = 3·d (the packed q|k|v is the widest) */
     {"gpt2_tiny", "tiny", 0, 0, 0, 0, 0, 0, "gpt2", 2, 32, 0},
     {"gpt2_hd16", NULL, 3, 4, 4, 64, 192, 96, "gpt2", 2, 37, 0},
+    /* attention that reads another layer's softmax or keys (fast/attention_mix.cu): the
+     * attention-matrix residual (layer 1's q, k in every later layer's terms) and Eq. 2 with
+     * m = 1 and m = n-1 (every layer's keys and values read by the next) */
+    {"tiny_attn_residual", "tiny", 0, 0, 0, 0, 0, 0, "attn_residual", 2, 32, 0},
+    {"tiny_cross_layer", "tiny", 0, 0, 0, 0, 0, 0, "cross_layer", 2, 32, 0},
+    {"gqa4_attn_residual", NULL, 4, 4, 2, 64, 128, 96, "attn_residual", 1, 24, 0},
+    {"gqa4_cross_layer_prev", NULL, 4, 4, 2, 64, 128, 96, "cross_layer:m=prev", 1, 24, 0},
 };
 
 static void make_config(const Case *k, ModelConfig *c) {

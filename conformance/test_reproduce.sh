@@ -6,6 +6,8 @@
 #          writes nothing.
 #          --resume: a finished run is kept, one stopped after a checkpoint continues with
 #          `vrl train --resume`, one whose last checkpoint is the last step is marked done.
+#          --device cuda-cpu: the tiny ablations train and evaluate there, in
+#          runs/reproduce-tiny-cuda-cpu; an unknown device, or cuda-cpu at the paper scale, exits 2.
 #   preflight  `table5.sh --scale paper` (not a dry run) with a stub nvidia-smi that lists 2
 #          GPUs and a stub curl that cannot reach the network: exits 1 within a minute,
 #          one line per missing thing (the GPUs, the network, a CUDA build when the binary has
@@ -76,6 +78,20 @@ if [ "$mode" = plan ]; then
   count_is "table5: under SLURM every training through srun" "$tmp/srun.out" \
     "^\+ srun --mpi=pmix --ntasks=8 --cpu-bind=none .* train --model" 6
   check "dry runs write nothing" test ! -e "$tmp/work" -a ! -e "$tmp/results"
+  # --device: the tiny ablations on fast/'s kernels on this CPU, in a work folder of their own
+  "$root/reproduce/ablations.sh" --scale tiny --device cuda-cpu --dry-run --tps 1000 --build "$build" \
+    > "$tmp/dev.out" 2>&1 || { fails=$((fails + 1)); echo "FAIL ablations --device cuda-cpu --dry-run"; cat "$tmp/dev.out"; }
+  count_is "device: every ablation row trains on cuda-cpu" "$tmp/dev.out" \
+    "^\+ .* train .* --device cuda-cpu .*--out $root/runs/reproduce-tiny-cuda-cpu/runs/[a-z_]+-tiny-s\$" 15
+  count_is "device: and evaluates there" "$tmp/dev.out" "^\+ .* eval --ckpt $root/runs/reproduce-tiny-cuda-cpu/runs/.* --device cuda-cpu\$" 15
+  contains "device: the attention-matrix residual row" "$tmp/dev.out" "--variant attn_residual --device cuda-cpu"
+  for bad in "--scale tiny --device tpu" "--scale paper --device cuda-cpu"; do
+    # shellcheck disable=SC2086
+    "$root/reproduce/ablations.sh" $bad --dry-run --tps 1000 --build "$build" --work "$tmp/work" > "$tmp/bad.out" 2>"$tmp/bad.err"
+    rc=$?
+    check "device: $bad refused, exit 2, one line: $(cat "$tmp/bad.err")" test $rc -eq 2 -a "$(wc -l <"$tmp/bad.err")" -eq 1 \
+      -a ! -e "$tmp/work"
+  done
 
   # --resume of an interrupted table: 82M baseline finished, 82M ResFormer stopped at step
   # 500, 180M baseline killed after its last save (step 10000) before it was marked done

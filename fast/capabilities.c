@@ -6,11 +6,13 @@
  * repeat_kv(Σ_i ce·V_i) after attention; layers without their own projections (SVFormer, CLA,
  * shared Q/K) read earlier layers'. That covers baseline, every ResFormer mode and V-source
  * ablation, SVFormer with anchors, NeuTRENO (+ResFormer), identity mapping (Eq. 6), CLA,
- * the query/key residuals, shared Q/K and the hidden residual, all with GQA/MQA, on the plain
- * residual stream, DenseFormer's, AttnRes' (full and block), Hyper-Connections' or mHC's
- * (fast/stream.cu). It also runs the GPT-2 baseline (fast/gpt2.cu) without dropout.
- * A spec that needs anything else (attention-matrix mixing, Eq. 2, GPT-2 dropout) is refused
- * by name (docs/fast.md, "Variants" says why), so
+ * the query/key residuals, shared Q/K and the hidden residual, the attention-matrix residual
+ * (ca rows Σ_i ca·A_i that keep the layer's own A_l) and Eq. 2 cross-layer attention
+ * (fast/attention_mix.cu), all with GQA/MQA, on the plain residual stream, DenseFormer's,
+ * AttnRes' (full and block), Hyper-Connections' or mHC's (fast/stream.cu). It also runs the
+ * GPT-2 baseline (fast/gpt2.cu) without dropout. A spec that needs anything else (GPT-2
+ * dropout, a ca row without the layer's own softmax or mixing an Eq. 2 layer's) is refused by
+ * name (docs/fast.md, "Variants" says why), so
  * the CUDA backend never trains a different model than ref. What it trains it also scores
  * (`vrl eval`: the same forward, then log-probabilities on the device). It declares no
  * analysis views and no decoding.
@@ -20,21 +22,21 @@
 
 #include "fast/fast.h"
 
-/* 1 if the [L,L] table is the identity (each layer reads only its own source). */
-static int is_identity(const double *tab, int L) {
-    for (int l = 0; l < L; l++)
-        for (int i = 0; i <= l; i++)
-            if (tab[(size_t)l * L + i] != (i == l ? 1.0 : 0.0)) return 0;
-    return 1;
-}
-
-/* The first thing of the value plan the CUDA kernels lack, or NULL. */
+/* The first thing of the value plan the CUDA kernels lack, or NULL. fast/attention_mix.cu
+ * mixes the terms A_i·V'_l of a ca row that keeps the layer's own softmax, each A_i a causal
+ * softmax of width T (not an Eq. 2 layer's [T, 2T]) in a layer that is not itself Eq. 2. */
 static const char *value_plan_missing(const ValuePlan *p) {
     const int L = p->L;
-    int cross = 0;
-    for (int l = 0; l < L; l++) cross |= p->cross[l] >= 0;
-    if (!is_identity(p->ca, L)) return "attention-matrix mixing";
-    if (cross) return "cross-layer attention (Eq. 2)";
+    for (int l = 0; l < L; l++) {
+        const double *row = p->ca + (size_t)l * L;
+        int mixes = row[l] != 1.0;
+        for (int i = 0; i < l; i++) {
+            mixes |= row[i] != 0;
+            if (row[i] != 0 && p->cross[i] >= 0) return "the softmax of an Eq. 2 layer mixed into a later layer";
+        }
+        if (mixes && row[l] == 0) return "attention-matrix mixing without the layer's own softmax";
+        if (mixes && p->cross[l] >= 0) return "attention-matrix mixing in an Eq. 2 layer";
+    }
     return NULL;
 }
 
@@ -48,7 +50,7 @@ unsigned fast_capabilities(const ModelSpec *s, char *why, size_t why_len) {
         snprintf(buf, sizeof buf, "GPT-2 with dropout %g is not implemented on CUDA (set resid_pdrop, embd_pdrop and "
                  "attn_pdrop to 0, or train on cpu)", c->dropout);
     else if ((missing = value_plan_missing(&s->value)))
-        snprintf(buf, sizeof buf, "variant \"%.200s\" needs %s, not implemented on CUDA yet (Q/K/V mixing and corrections are)",
+        snprintf(buf, sizeof buf, "variant \"%.200s\" needs %s, not implemented on CUDA",
                  c->variant, missing);
     else if (c->n_layers > FAST_MAX_LAYERS)
         snprintf(buf, sizeof buf, "at most %d layers (got %d)", FAST_MAX_LAYERS, c->n_layers);

@@ -47,8 +47,9 @@ int fast_attention_kind(void);
  * BACKEND_CAN_TRAIN for the llama block with the ValuePlan's Q/K/V mixing (constant or
  * trainable value coefficients) and output corrections (baseline, ResFormer in every mode,
  * SVFormer, NeuTRENO, identity mapping, CLA, query/key residuals, shared Q/K, the hidden
- * residual), any residual stream (plain, DenseFormer, AttnRes, HC, mHC), and the GPT-2
- * baseline without dropout (fast/gpt2.cu), at most FAST_MAX_LAYERS layers and head_dim 8..128 (a power of two), and
+ * residual), the attention-matrix residual and Eq. 2 cross-layer attention, any residual
+ * stream (plain, DenseFormer, AttnRes, HC, mHC), and the GPT-2 baseline without dropout
+ * (fast/gpt2.cu), at most FAST_MAX_LAYERS layers and head_dim 8..128 (a power of two), and
  * BACKEND_CAN_SCORE for the same specs; else 0 and `why` names the first thing missing. No
  * analysis views, no decoding. */
 unsigned fast_capabilities(const ModelSpec *spec, char *why, size_t why_len);

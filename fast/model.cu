@@ -30,6 +30,7 @@
 
 #include "fast/gpt2.cuh"
 #include "fast/model.cuh"
+#include "fast/attention_mix.cuh"
 #include "fast/stream.cuh"
 #include "fast/zero.cuh"
 #if VRL_CUDA_CPU
@@ -78,7 +79,7 @@ extern "C" int fast_device_check(void) {
  * build and canary mode leave a guard zone after each tensor, from its end to 256 bytes past
  * the next 256-byte boundary, where an access is an error (docs/fast.md "Guard zones").
  * The nvcc build's layout has none. */
-static void *carve(char *base, size_t *off, size_t n, size_t size) {
+void *fast_carve(char *base, size_t *off, size_t n, size_t size) {
     size_t at = (*off + 255) & ~(size_t)255;
     *off = at + n * size;
 #if VRL_CUDA_CPU
@@ -102,7 +103,7 @@ static void poison_scratch(FastModel *m) {
     (void)m;
 #endif
 }
-#define CARVE(ptr, n) ((ptr) = (__typeof__(ptr))carve(base, &off, (size_t)(n), sizeof *(ptr)))
+#define CARVE(ptr, n) ((ptr) = (__typeof__(ptr))fast_carve(base, &off, (size_t)(n), sizeof *(ptr)))
 
 static int in_place(const SourceFlags *f, int l);
 static int uses_dv_own(const FastModel *m, int l);
@@ -304,6 +305,8 @@ static void value_flags(FastModel *m) {
     source_flags(&m->qf, p, p->cq, NULL, 0);
     source_flags(&m->kf, p, p->ck, NULL, 0);
     source_flags(&m->vf, p, p->cv, p->ce, 1);
+    for (int l = 0; l < L; l++) /* Eq. 2 reads layer m's raw V_m: kept, its gradient accumulated */
+        if (p->cross[l] >= 0) m->vf.needed[p->cross[l]] = m->vf.later[p->cross[l]] = 1;
     for (int l = 0; l < L; l++) {
         m->has_corr[l] = 0;
         for (int i = 0; i <= l; i++) m->has_corr[l] |= p->ce[(size_t)l * L + i] != 0;
@@ -366,10 +369,12 @@ static void memory_report(const FastModel *m) {
     mib_line("optimizer", m->bytes_opt);
     mib_line("activations", m->bytes_acts);
     mib_line("scratch", m->bytes_scratch);
-    if (m->mix && m->mix->bytes) mib_line("stream", m->mix->bytes); /* stream.cuh: DenseFormer, AttnRes, hidden residual */
+    const size_t mix_b = m->mix ? m->mix->bytes : 0, amix_b = m->amix ? m->amix->bytes : 0; /* none for GPT-2 */
+    if (mix_b) mib_line("stream", mix_b); /* stream.cuh: DenseFormer, AttnRes, HC, mHC, hidden residual */
+    if (amix_b) mib_line("attn mixes", amix_b); /* attention_mix.cuh: ca mixing, Eq. 2 */
     mib_line("cuBLASLt", m->blas.workspace_bytes);
     fprintf(stderr, "vrl fast:   peak estimate %.2f GiB of %.2f GiB free on the device\n",
-            (m->arena_bytes + (m->mix ? m->mix->bytes : 0) + m->blas.workspace_bytes) / 1073741824.0, free_b / 1073741824.0);
+            (m->arena_bytes + mix_b + amix_b + m->blas.workspace_bytes) / 1073741824.0, free_b / 1073741824.0);
 }
 
 /* ------------------------------------------------------------------ create / destroy */
@@ -395,6 +400,7 @@ extern "C" void fast_model_destroy(void *vm) {
     if (m->stream) cudaStreamDestroy(m->stream);
     if (m->arena) cudaFree(m->arena);
     stream_destroy(m);
+    amix_destroy(m);
     blas_destroy(&m->blas);
     free(m->lo);
     free(m->acts);
@@ -547,6 +553,7 @@ device:
     }
     if (m->gpt2) goto ready; /* no residual-stream mixers, no RoPE */
     if (stream_create(m, spec) < 0) goto fail; /* reads the activations' addresses */
+    if (amix_create(m) < 0) goto fail;
     {
         /* RoPE tables in double, rounded once (ref/ops.c's rope_tables) */
         const int h2 = hd / 2;
@@ -777,7 +784,7 @@ static int layer_forward(FastModel *m, int l) {
     TRY(qk_forward(m, l, MIX_K));
     TRY(value_forward(m, l));
     MixArgs mix;
-    TRY(attention_forward_any(m, l, a));
+    TRY(amix_layer(m, l) ? amix_forward(m, l) : attention_forward_any(m, l, a)); /* ca mixing, Eq. 2: flash */
     if (m->has_corr[l]) { /* U = atty + repeat_kv(Σ ce·V_i) */
         mix_args(m, l, MIX_CORR, &mix);
         TRY(correction_forward(a->u, a->atty, &mix, N, m->NH, m->NKV, m->hd));
@@ -935,7 +942,9 @@ static int layer_backward(FastModel *m, int l) {
     TRY(value_backward_corrections(m, l)); /* before attention: its dV then adds after them, as the mix did */
     bf16 *dq, *dk, *dv16;
     grad_views(m, l, &dq, &dk, &dv16);
-    TRY(attention_backward_any(m, l, a, dq, dk, value_dv_targets(m, l, dv16)));
+    const AttnDv dv = value_dv_targets(m, l, dv16);
+    TRY(amix_layer(m, l) ? amix_backward(m, l, dq, dk, dv) : attention_backward_any(m, l, a, dq, dk, dv));
+    TRY(amix_add_kept(m, l, dq, dk)); /* later layers' shares of d(q_l), d(k_l) (ca sources, Eq. 2's k_m) */
     TRY(value_backward_mix(m, l));
     if (m->recompute) TRY(rmsnorm_forward(a->ln1, a->ln1_rstd, a->x_in, W16(o->ln1), N, d, eps));
     int dln_written = 0; /* the first projection GEMM writes d(ln1), the others add */
@@ -959,6 +968,7 @@ static int backward_pass(FastModel *m, const bf16 *x) {
     if (m->gpt2) return gpt2_backward(m);
     CUDA_CHECK(cudaMemsetAsync(m->dres32, 0, (size_t)N * d * sizeof(float), m->stream));
     TRY(stream_backward_begin(m));
+    TRY(amix_backward_begin(m));
     TRY(rmsnorm_backward(m->dres32, m->dres16, m->dln32, x, W16(m->o_lnf), m->lnf_rstd, N, d));
     TRY(rmsnorm_backward_weight(G32(m->o_lnf), m->norm_scratch, m->dln32, x, m->lnf_rstd, N, d));
     TRY(stream_backward(m, 2 * m->L)); /* the head's input: the last layer's output's gradient */

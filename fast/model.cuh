@@ -20,6 +20,7 @@ FAST_NS_BEGIN
 typedef struct ZeroState ZeroState;
 typedef struct FastStream FastStream;
 typedef struct FastGpt2 FastGpt2; /* GPT-2's tensors (fast/gpt2.cu) */
+typedef struct FastAttnMix FastAttnMix;
 
 /* wq, wk, wv: (size_t)-1 where the plan drops the projection (SVFormer, CLA); lam: the
  * layer's trainable value coefficients [n_train[l]], or (size_t)-1. */
@@ -199,7 +200,12 @@ typedef struct FastModel {
     struct ZeroState *zero; /* NULL, or data parallelism over NCCL (zero.cuh) */
     FastStream *mix;        /* what each sublayer reads: the residual stream and the hidden residual (stream.cuh) */
     FastGpt2 *gpt2;         /* host: GPT-2's offsets and activations (fast/gpt2.cu), or NULL for llama */
+    FastAttnMix *amix;      /* attention-matrix residual and Eq. 2 layers (attention_mix.cuh), or NULL before create */
 } FastModel;
+
+/* Carve n elements of `size` bytes at *off of an arena at base (NULL: only count), 256-byte
+ * aligned, with the CPU layer's guard zone after it where that build has them (model.cu). */
+void *fast_carve(char *base, size_t *off, size_t n, size_t size);
 
 /* Row strides of layer l's q, k and v_in as attention reads them: views into the fused
  * projection's [N, fuse_cols] rows, or tensors of their own. */

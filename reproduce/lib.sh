@@ -31,7 +31,7 @@ repro_usage() {
     cat <<EOF
 usage: reproduce/$REPRO_NAME.sh [--scale paper|small|bytes|cpu|tiny] [--dry-run] [--resume] [--work DIR]
                                 [--results DIR] [--build DIR] [--shared DIR] [--tps N]
-                                [--launcher mpirun|srun] [--seeds N|S1,S2,...]
+                                [--launcher mpirun|srun] [--seeds N|S1,S2,...] [--device D]
   --scale S      paper (8 GPUs via mpirun or srun), small (1 GPU), bytes (this CPU, the
                  powered experiment, ~1.5 hours), cpu (this CPU, a pipeline demonstration),
                  tiny (this CPU, minutes) [tiny]
@@ -39,6 +39,11 @@ usage: reproduce/$REPRO_NAME.sh [--scale paper|small|bytes|cpu|tiny] [--dry-run]
                  list: 4242,9001; one seed: 4242,). The default seed 1337's run keeps its
                  plain name wherever it stands, every other is NAME-seedS [32 at scale bytes,
                  3 at cpu, else 1]
+  --device D     where the runs train and evaluate: cpu (ref/), cuda, or cuda-cpu (fast/'s
+                 kernels on this CPU, docs/fast.md) [cuda at paper and small, else cpu];
+                 cuda-cpu and cpu only at the CPU scales. Another device than the scale's
+                 keeps its runs apart: --work defaults to runs/reproduce-SCALE-DEVICE.
+                 `vrl analyze` (figures.sh) runs on the reference either way
   --dry-run      print the plan: the preflight, every command, tokens, steps and the
                  estimated time of training and evaluation
   --resume       continue an interrupted table: finished runs and evaluations are kept
@@ -58,7 +63,7 @@ repro_init() {
     REPRO_NAME=$1
     shift
     SCALE=tiny DRY=0 WORK="" RESULTS=$REPRO_ROOT/results BUILD=$REPRO_ROOT/build
-    SHARED=$REPRO_ROOT/../shared/data GIVEN_TPS="" RESUME=0 LAUNCHER="" SEEDS_ARG=""
+    SHARED=$REPRO_ROOT/../shared/data GIVEN_TPS="" RESUME=0 LAUNCHER="" SEEDS_ARG="" DEVICE_ARG=""
     while [ $# -gt 0 ]; do
         case $1 in
         --scale) SCALE=${2:?--scale needs a value}; shift ;;
@@ -71,12 +76,12 @@ repro_init() {
         --shared) SHARED=${2:?--shared needs a folder}; shift ;;
         --tps) GIVEN_TPS=${2:?--tps needs a number}; shift ;;
         --seeds) SEEDS_ARG=${2:?--seeds needs a count or a list of seeds}; shift ;;
+        --device) DEVICE_ARG=${2:?--device needs cpu, cuda or cuda-cpu}; shift ;;
         -h|--help) repro_usage; exit 0 ;;
         *) echo "$REPRO_NAME.sh: unknown flag $1" >&2; repro_usage >&2; exit 2 ;;
         esac
         shift
     done
-    WORK=${WORK:-$REPRO_ROOT/runs/reproduce-$SCALE}
     VRL=$BUILD/bin/vrl
     TOK=$SHARED/tokenizers/gpt-neox-20b.tokenizer.json
     SEED=1337 LR=6e-4 LR_END=6e-5 WARMUP=120 VOCAB=50277 EOS="" EVAL_BATCHES=4 LONG=0 CURVE_EVERY=0 EXTRA_SEEDS=0
@@ -110,6 +115,18 @@ repro_init() {
         ANALYSIS_BATCHES=2 ANALYSIS_BATCH=4 WINDOW=5 LR=3e-3 LR_END=3e-4 WARMUP=4 ;;
     *) echo "$REPRO_NAME.sh: --scale must be paper, small, bytes, cpu or tiny (not \"$SCALE\")" >&2; exit 2 ;;
     esac
+    # --device: another device than the scale's trains (and evaluates) in a work folder of its own
+    work_default=$REPRO_ROOT/runs/reproduce-$SCALE
+    if [ -n "$DEVICE_ARG" ] && [ "$DEVICE_ARG" != "$DEVICE" ]; then
+        case $DEVICE_ARG in
+        cuda) ;;
+        cpu|cuda-cpu) repro_local || { echo "$REPRO_NAME.sh: --device $DEVICE_ARG: scale $SCALE runs on GPUs (cuda); $DEVICE_ARG only at tiny, cpu and bytes" >&2; exit 2; } ;;
+        *) echo "$REPRO_NAME.sh: --device must be cpu, cuda or cuda-cpu (not \"$DEVICE_ARG\")" >&2; exit 2 ;;
+        esac
+        DEVICE=$DEVICE_ARG
+        work_default=$work_default-$DEVICE
+    fi
+    WORK=${WORK:-$work_default}
     # the byte tokenizer is written with the data (repro_data); the text tokenizer is read as is
     [ "$VOCAB" = 256 ] && TOK=$WORK/data/bytes-tokenizer/tokenizer.json
     repro_seeds "${SEEDS_ARG:-1}"
@@ -418,7 +435,7 @@ repro_header() {
 - machine: $(uname -n), ${cpu:-unknown CPU}, $(nproc) cores
 - date: $(date -u '+%Y-%m-%d %H:%M UTC')
 - runs: $RUNS
-- command: reproduce/$REPRO_NAME.sh --scale $SCALE$( [ -z "$SEEDS_GIVEN" ] || echo " --seeds $SEEDS_GIVEN")
+- command: reproduce/$REPRO_NAME.sh --scale $SCALE$( [ -z "$SEEDS_GIVEN" ] || echo " --seeds $SEEDS_GIVEN")$( [ -z "$DEVICE_ARG" ] || echo " --device $DEVICE_ARG")
 
 "paper" columns are the paper's published numbers; "run" columns come from this run's files
 (eval-*.json in each run folder); "diff" = run − paper.
