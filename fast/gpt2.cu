@@ -63,7 +63,7 @@ struct FastGpt2 {
     float *partial;                    /* [ceil(N/GPT2_ROWS), max(W, 2d)] column-sum partials */
 };
 
-#define CARVE(ptr, n) ((ptr) = (__typeof__(ptr))arena_carve(base, &off, (size_t)(n), sizeof *(ptr)))
+#define CARVE(ptr, n) ((ptr) = (__typeof__(ptr))fast_carve(base, &off, (size_t)(n), sizeof *(ptr)))
 
 size_t gpt2_layout(FastModel *m, char *base) {
     FastGpt2 *g = m->gpt2;

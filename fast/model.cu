@@ -92,8 +92,6 @@ void *fast_carve(char *base, size_t *off, size_t n, size_t size) {
     return base ? base + at : NULL;
 }
 
-void *arena_carve(char *base, size_t *off, size_t n, size_t size) { return carve(base, off, n, size); }
-
 /* The CPU layer's check build: scratch must never carry values from an earlier micro-batch
  * (refilled with NaN and shadowed as never written; nothing elsewhere). */
 static void poison_scratch(FastModel *m) {

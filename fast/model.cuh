@@ -215,9 +215,6 @@ static inline AttnLd fast_attn_ld(const FastModel *m, int l) {
     return ld;
 }
 
-/* n elements of `size` bytes at *off in the arena at base (256-byte aligned, guard zones in the
- * CPU layer's checked builds); base NULL only counts (model.cu). */
-void *arena_carve(char *base, size_t *off, size_t n, size_t size);
 /* The arena's first part, the same for every model: parameters, gradients, AdamW's state and the
  * loss slots (bytes_params, _grads, _opt set); returns the offset after it. Then the upload's
  * device buffers (tokens, targets, the embedding-gradient plan) from off; returns the new offset. */
