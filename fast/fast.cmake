@@ -22,6 +22,7 @@ if(VRL_CUDA)
       fast/stream.cu
       fast/adamw.cu
       fast/bench.cu
+      fast/attention_mma_backward.cu
       fast/backend.c
       fast/capabilities.c
     )
