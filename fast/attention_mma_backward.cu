@@ -43,6 +43,10 @@ __global__ void attention_backward_D_kernel(float *D, const bf16 *dout, const bf
 template <int HD> struct MmaBwdTile {
     static const int R = HD >= 128 ? 16 : 32; /* rows per streamed tile */
     static const int RS = HD + MMA_BWD_PAD;   /* shared row stride (elements) */
+    /* __launch_bounds__' blocks per SM, i.e. a register cap of 65536 / (128·that): 128 where
+     * the kernel fits (without it ptxas picked 96 for dQ at hd 64 and spilled), 255 for dK/dV
+     * at hd 128 (2·16·128 fp32 accumulators per lane's share: ~200 registers) */
+    static const int MIN_BLOCKS_DKDV = HD >= 128 ? 2 : 4;
 };
 
 /* Rows [r0, r0+R) of one head (R x HD bf16; src row r at base + r*stride) into shared memory
@@ -100,7 +104,7 @@ __device__ __forceinline__ void c_to_a(uint32_t a[4], const float lo[4], const f
  *   st, dpt [16 keys][R queries] (C fragments)  = K·Q^T, V·dO^T
  *   dva, dka [16 keys][HD] (C fragments)       += P^T·dO, dS^T·Q */
 template <int HD>
-__global__ void __launch_bounds__(32 * MMA_BWD_WARPS)
+__global__ void __launch_bounds__(32 * MMA_BWD_WARPS, MmaBwdTile<HD>::MIN_BLOCKS_DKDV)
     attention_mma_backward_dkdv_kernel(bf16 *dk, AttnDv dv, const bf16 *dout, const bf16 *q, const bf16 *k,
                                        const bf16 *v, AttnLd ld, const float *lse, const float *D, int T, int NH,
                                        int NKV, float scale) {
@@ -205,7 +209,7 @@ __global__ void __launch_bounds__(32 * MMA_BWD_WARPS)
  *   s, dp [16 queries][R keys] (C fragments) = Q·K^T, dO·V^T
  *   dqa [16 queries][HD] (C fragments)      += dS·K */
 template <int HD>
-__global__ void __launch_bounds__(32 * MMA_BWD_WARPS)
+__global__ void __launch_bounds__(32 * MMA_BWD_WARPS, 4)
     attention_mma_backward_dq_kernel(bf16 *dq, const bf16 *dout, const bf16 *q, const bf16 *k, const bf16 *v,
                                      AttnLd ld, const float *lse, const float *D, int T, int NH, int NKV,
                                      float scale) {
