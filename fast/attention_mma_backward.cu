@@ -98,6 +98,36 @@ __device__ __forceinline__ void c_to_a(uint32_t a[4], const float lo[4], const f
     a[3] = bf16_pair(hi[2], hi[3]);
 }
 
+/* The two score-like products of a warp's 16 own rows against R streamed rows, over HD:
+ * x = A1·B1ᵀ and y = A2·B2ᵀ, [16][R] as C fragments (n-tile n: streamed rows 8n..8n+7), with
+ * a1, a2 the warp's own rows and b1, b2 the streamed tiles, all row stride HD+8:
+ * dK/dV: Sᵀ = K·Qᵀ, dPᵀ = V·dOᵀ; dQ: S = Q·Kᵀ, dP = dO·Vᵀ. */
+template <int HD, int R>
+__device__ __forceinline__ void two_row_products(float x[R / 8][4], float y[R / 8][4], const bf16 *a1,
+                                                 const bf16 *b1, const bf16 *a2, const bf16 *b2, int lane) {
+    const int RS = MmaBwdTile<HD>::RS;
+#pragma unroll
+    for (int n = 0; n < R / 8; n++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) x[n][e] = y[n][e] = 0.0f;
+#pragma unroll
+    for (int c0 = 0; c0 < HD; c0 += 16) {
+        uint32_t fa1[4], fa2[4];
+        frag_a_rows(fa1, a1, RS, c0, lane);
+        frag_a_rows(fa2, a2, RS, c0, lane);
+#pragma unroll
+        for (int n = 0; n < R / 8; n += 2) {
+            uint32_t fb1[4], fb2[4];
+            frag_b_nk(fb1, b1 + n * 8 * RS, RS, c0, lane);
+            frag_b_nk(fb2, b2 + n * 8 * RS, RS, c0, lane);
+            mma_m16n8k16_bf16(x[n], fa1, fb1, x[n]);
+            mma_m16n8k16_bf16(x[n + 1], fa1, fb1 + 2, x[n + 1]);
+            mma_m16n8k16_bf16(y[n], fa2, fb2, y[n]);
+            mma_m16n8k16_bf16(y[n + 1], fa2, fb2 + 2, y[n + 1]);
+        }
+    }
+}
+
 /* grid (cdiv(T, 64), B*NKV), block 128: warp w owns keys jw = j0 + 16w .. jw+15 of kv head kh,
  * its K and V rows in shared memory ks, vs [64][HD+8]; query tiles qs, dos [R][HD+8] stream
  * through, for each query head of the group in order. Per tile and warp:
@@ -140,26 +170,7 @@ __global__ void __launch_bounds__(32 * MMA_BWD_WARPS, MmaBwdTile<HD>::MIN_BLOCKS
             __syncthreads();
             if (i0 + R <= jw) continue; /* warp-uniform: every query of the tile precedes the warp's keys */
             float st[R / 8][4], dpt[R / 8][4];
-#pragma unroll
-            for (int n = 0; n < R / 8; n++)
-#pragma unroll
-                for (int e = 0; e < 4; e++) st[n][e] = dpt[n][e] = 0.0f;
-#pragma unroll
-            for (int c0 = 0; c0 < HD; c0 += 16) {
-                uint32_t ka[4], va[4];
-                frag_a_rows(ka, kw, RS, c0, lane);
-                frag_a_rows(va, vw, RS, c0, lane);
-#pragma unroll
-                for (int n = 0; n < R / 8; n += 2) {
-                    uint32_t qf[4], of[4];
-                    frag_b_nk(qf, qs + n * 8 * RS, RS, c0, lane);
-                    frag_b_nk(of, dos + n * 8 * RS, RS, c0, lane);
-                    mma_m16n8k16_bf16(st[n], ka, qf, st[n]);
-                    mma_m16n8k16_bf16(st[n + 1], ka, qf + 2, st[n + 1]);
-                    mma_m16n8k16_bf16(dpt[n], va, of, dpt[n]);
-                    mma_m16n8k16_bf16(dpt[n + 1], va, of + 2, dpt[n + 1]);
-                }
-            }
+            two_row_products<HD, R>(st, dpt, kw, qs, vw, dos, lane);
             /* P^T and dS^T in place: element e of n-tile n is key jw + g + 8(e>>1), query
              * i0 + 8n + 2t + (e&1); causal and past-T entries are 0 */
 #pragma unroll
@@ -244,26 +255,7 @@ __global__ void __launch_bounds__(32 * MMA_BWD_WARPS, 4)
         __syncthreads();
         if (j0 > iw + 15) continue; /* warp-uniform: every key of the tile follows the warp's queries */
         float s[R / 8][4], dp[R / 8][4];
-#pragma unroll
-        for (int n = 0; n < R / 8; n++)
-#pragma unroll
-            for (int e = 0; e < 4; e++) s[n][e] = dp[n][e] = 0.0f;
-#pragma unroll
-        for (int c0 = 0; c0 < HD; c0 += 16) {
-            uint32_t qa[4], oa[4];
-            frag_a_rows(qa, qw, RS, c0, lane);
-            frag_a_rows(oa, dw, RS, c0, lane);
-#pragma unroll
-            for (int n = 0; n < R / 8; n += 2) {
-                uint32_t kf[4], vf[4];
-                frag_b_nk(kf, ks + n * 8 * RS, RS, c0, lane);
-                frag_b_nk(vf, vs + n * 8 * RS, RS, c0, lane);
-                mma_m16n8k16_bf16(s[n], qa, kf, s[n]);
-                mma_m16n8k16_bf16(s[n + 1], qa, kf + 2, s[n + 1]);
-                mma_m16n8k16_bf16(dp[n], oa, vf, dp[n]);
-                mma_m16n8k16_bf16(dp[n + 1], oa, vf + 2, dp[n + 1]);
-            }
-        }
+        two_row_products<HD, R>(s, dp, qw, ks, dw, vs, lane);
         /* dS in place: element e of n-tile n is query iw + g + 8(e>>1), key j0 + 8n + 2t + (e&1);
          * keys after the query are 0 */
 #pragma unroll
