@@ -5,7 +5,8 @@
  * trainer drives it), MFU against a measured bf16 GEMM peak, and the device memory the
  * model holds. --kernels adds a per-kernel table (µs, bytes moved, FLOPs) for layer 0.
  * --attention cudnn trains with cuDNN's fused attention (docs/fast.md) and adds its two rows
- * to the table beside the flash kernels'.
+ * to the table beside the flash kernels'; --attention mma trains with the tensor-core forward
+ * and adds its forward row.
  * bench/bench_torch.py prints the same figures for HF LlamaForCausalLM on the same GPU.
  *
  * FLOPs per token: 6·N_matmul (every weight except the embedding table) plus attention
@@ -96,7 +97,7 @@ int main(int argc, char **argv) {
         else {
             fprintf(stderr,
                     "usage: bench_fast [--presets 82M,468M] [--variants baseline,resformer,svformer] [--batch 8] "
-                    "[--seq 2048] [--steps 10] [--kernels] [--attention flash|cudnn]\n");
+                    "[--seq 2048] [--steps 10] [--kernels] [--attention flash|mma|cudnn]\n");
             return 2;
         }
     }

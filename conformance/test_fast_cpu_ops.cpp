@@ -13,7 +13,9 @@
  * (one query past a 64-query tile), GQA, hd 16 and 128, its dV written in fp32, added onto an
  * fp32 accumulator and rounded to bf16 in the same call, and on q/k/v views into one fused
  * projection buffer (the same bits); attention_dv_scatter (cuDNN's dV into those destinations)
- * against flash's epilogue. The step's other kernels (issue 37), each within a bound written
+ * against flash's epilogue; the tensor-core forward (attention_mma_forward) at T = 1, 33, 65,
+ * 70 and 100 (past a 64-row tile), GQA and MQA, hd 8 (zero-padded to the mma's 16), 16, 64,
+ * 128, its lse feeding the CUDA-core backward. The step's other kernels (issue 37), each within a bound written
  * from its rounding points: the value mix with a trainable λ read on the device, its backward
  * from fp32 and bf16 gradients and the λ gradient past its grid; RoPE and its transpose on a
  * view; the embedding gather and its per-token backward; the loss's device sum and record.
@@ -286,6 +288,23 @@ Test(fast_cpu_ops, token_logprobs_bf16_ties_and_pads) {
 
 /* ------------------------------------------------------------------ attention */
 
+/* ref in float64: probabilities, then their application; backward in reverse.
+ * out, dq [N,NH*hd], dk, dv [N,NKV*hd] (resized and written) */
+static void attention_ref64(const vector<double> &q, const vector<double> &k, const vector<double> &v,
+                            const vector<double> &dout, int B, int T, int NH, int NKV, int hd, vector<double> &out,
+                            vector<double> &rdq, vector<double> &rdk, vector<double> &rdv) {
+    const size_t N = (size_t)B * T;
+    vector<double> att((size_t)B * NH * T * T), datt(att.size(), 0.0);
+    out.assign(N * NH * hd, 0.0), rdq.assign(N * NH * hd, 0.0), rdk.assign(N * NKV * hd, 0.0);
+    rdv.assign(N * NKV * hd, 0.0);
+    REF64(attn_probs_forward)(att.data(), q.data(), k.data(), NULL, B, T, NH, NKV, hd);
+    REF64(attn_apply_forward)(out.data(), att.data(), v.data(), NULL, B, T, NH, NKV, hd);
+    REF64(attn_apply_backward)(datt.data(), rdv.data(), NULL, dout.data(), att.data(), v.data(), NULL, B, T, NH, NKV,
+                               hd, GRAD_ADD);
+    REF64(attn_probs_backward)(rdq.data(), rdk.data(), NULL, datt.data(), att.data(), q.data(), k.data(), NULL, B, T,
+                               NH, NKV, hd);
+}
+
 static void attention_case(int B, int T, int NH, int NKV, int hd) {
     const int qC = NH * hd, kvC = NKV * hd, N = B * T;
     vector<bf16> q16, k16, v16, do16;
@@ -294,15 +313,8 @@ static void attention_case(int B, int T, int NH, int NKV, int hd) {
     random_bf16(k16, k, (size_t)N * kvC, 1.0);
     random_bf16(v16, v, (size_t)N * kvC, 1.0);
     random_bf16(do16, dout, (size_t)N * qC, 1.0);
-    /* ref: probabilities, then their application; backward in reverse */
-    vector<double> att((size_t)B * NH * T * T), out((size_t)N * qC), datt(att.size(), 0.0);
-    vector<double> rdq((size_t)N * qC, 0.0), rdk((size_t)N * kvC, 0.0), rdv((size_t)N * kvC, 0.0);
-    REF64(attn_probs_forward)(att.data(), q.data(), k.data(), NULL, B, T, NH, NKV, hd);
-    REF64(attn_apply_forward)(out.data(), att.data(), v.data(), NULL, B, T, NH, NKV, hd);
-    REF64(attn_apply_backward)(datt.data(), rdv.data(), NULL, dout.data(), att.data(), v.data(), NULL, B, T, NH, NKV,
-                               hd, GRAD_ADD);
-    REF64(attn_probs_backward)(rdq.data(), rdk.data(), NULL, datt.data(), att.data(), q.data(), k.data(), NULL, B, T,
-                               NH, NKV, hd);
+    vector<double> out, rdq, rdk, rdv;
+    attention_ref64(q, k, v, dout, B, T, NH, NKV, hd, out, rdq, rdk, rdv);
     vector<bf16> first_o, first_dq, first_dk;
     vector<float> first_dv;
     const fast_cpu::AttnLd own = {qC, kvC, kvC};
@@ -387,6 +399,94 @@ static void attention_case(int B, int T, int NH, int NKV, int hd) {
 Test(fast_cpu_ops, attention_one_position) { attention_case(2, 1, 2, 1, 16); }
 Test(fast_cpu_ops, attention_one_past_the_tile_gqa) { attention_case(1, 65, 4, 2, 16); }
 Test(fast_cpu_ops, attention_hd128) { attention_case(1, 65, 2, 1, 128); }
+
+/* The tensor-core forward (attention_mma_forward, `--attention mma`) against ref in float64:
+ * out within 1e-2 relative (flash's bound: bf16 inputs and output; P rounded to bf16 before P·V
+ * adds one more rounding of relative size 2^-9 per term, ~4e-3 on a row's weighted mean at
+ * worst), lse within 1e-4 absolute (fp32 dot products of bf16 values, fp32 exp and sums: ~1e-6
+ * here); the CUDA-core backward fed its out and lse lands within flash's gradient bounds (the
+ * same lse layout and meaning); q/k/v read as views into one fused projection give the same
+ * bits; all three thread orders give the same bits. A fragment register or row out of place
+ * moves whole 8x8 blocks of S or O: errors of order 1. */
+static void attention_mma_case(int B, int T, int NH, int NKV, int hd) {
+    const int qC = NH * hd, kvC = NKV * hd, N = B * T, S = qC + 2 * kvC;
+    vector<bf16> q16, k16, v16, do16;
+    vector<double> q, k, v, dout;
+    random_bf16(q16, q, (size_t)N * qC, 2.0); /* scale 2: scores of a few units, a peaked softmax */
+    random_bf16(k16, k, (size_t)N * kvC, 2.0);
+    random_bf16(v16, v, (size_t)N * kvC, 1.0);
+    random_bf16(do16, dout, (size_t)N * qC, 1.0);
+    vector<double> out, rdq, rdk, rdv, rlse((size_t)B * NH * T);
+    attention_ref64(q, k, v, dout, B, T, NH, NKV, hd, out, rdq, rdk, rdv);
+    for (int b = 0; b < B; b++) /* lse [B,NH,T] of the scaled causal score rows, in double */
+        for (int h = 0; h < NH; h++)
+            for (int i = 0; i < T; i++) {
+                vector<double> s(i + 1);
+                double mx = -INFINITY, sum = 0;
+                for (int j = 0; j <= i; j++) {
+                    double d = 0;
+                    for (int e = 0; e < hd; e++)
+                        d += q[((size_t)b * T + i) * qC + h * hd + e] *
+                             k[((size_t)b * T + j) * kvC + (h / (NH / NKV)) * hd + e];
+                    s[j] = d / sqrt((double)hd), mx = fmax(mx, s[j]);
+                }
+                for (int j = 0; j <= i; j++) sum += exp(s[j] - mx);
+                rlse[((size_t)b * NH + h) * T + i] = mx + log(sum);
+            }
+    vector<bf16> qkv((size_t)N * S), first_o;
+    vector<float> first_lse;
+    for (int n = 0; n < N; n++) {
+        memcpy(&qkv[(size_t)n * S], &q16[(size_t)n * qC], qC * sizeof(bf16));
+        memcpy(&qkv[(size_t)n * S + qC], &k16[(size_t)n * kvC], kvC * sizeof(bf16));
+        memcpy(&qkv[(size_t)n * S + qC + kvC], &v16[(size_t)n * kvC], kvC * sizeof(bf16));
+    }
+    const fast_cpu::AttnLd own = {qC, kvC, kvC}, fused = {S, S, S};
+    for (const char *o : orders) {
+        cr_assert_eq(cuda_cpu::set_thread_order(o), 0);
+        vector<bf16> fo((size_t)N * qC), fo2((size_t)N * qC), dq((size_t)N * qC), dk((size_t)N * kvC);
+        vector<float> lse((size_t)B * NH * T), lse2(lse.size()), D(lse.size()), dv((size_t)N * kvC);
+        cr_assert_eq(fast_cpu::attention_mma_forward(fo.data(), lse.data(), q16.data(), k16.data(), v16.data(), own, B,
+                                                     T, NH, NKV, hd),
+                     0, "%s", vrl_last_error());
+        cr_assert_eq(fast_cpu::attention_mma_forward(fo2.data(), lse2.data(), qkv.data(), qkv.data() + qC,
+                                                     qkv.data() + qC + kvC, fused, B, T, NH, NKV, hd),
+                     0, "%s", vrl_last_error());
+        cr_expect(same_bits(fo2, fo) && same_bits(lse2, lse), "mma T=%d hd=%d: strided views differ from tensors", T,
+                  hd);
+        double lse_err = 0;
+        for (size_t i = 0; i < lse.size(); i++) lse_err = fmax(lse_err, fabs(lse[i] - rlse[i]));
+        cr_expect_leq(rel(fo, out), 1e-2, "mma T=%d hd=%d out, order %s: %.3e", T, hd, o, rel(fo, out));
+        cr_expect_leq(lse_err, 1e-4, "mma T=%d hd=%d lse, order %s: max |error| %.3e", T, hd, o, lse_err);
+        cr_assert_eq(fast_cpu::attention_backward(dq.data(), dk.data(), {dv.data(), 1.0f, 0, NULL}, D.data(),
+                                                  do16.data(), fo.data(), q16.data(), k16.data(), v16.data(), own,
+                                                  lse.data(), B, T, NH, NKV, hd),
+                     0, "%s", vrl_last_error());
+        cr_log_info("mma B=%d T=%d NH=%d NKV=%d hd=%d, order %s: out rel %.2e, lse max |err| %.2e, dq %.2e, dk %.2e, "
+                    "dv %.2e", B, T, NH, NKV, hd, o, rel(fo, out), lse_err, rel(dq, rdq), rel(dk, rdk), rel(dv, rdv));
+        cr_expect_leq(rel(dv, rdv), 1e-2, "mma T=%d hd=%d dv, order %s: %.3e", T, hd, o, rel(dv, rdv));
+        cr_expect_leq(rel(dq, rdq), 2e-2, "mma T=%d hd=%d dq, order %s: %.3e", T, hd, o, rel(dq, rdq));
+        cr_expect_leq(rel(dk, rdk), 2e-2, "mma T=%d hd=%d dk, order %s: %.3e", T, hd, o, rel(dk, rdk));
+        if (o == orders[0]) first_o = fo, first_lse = lse;
+        else
+            cr_expect(same_bits(fo, first_o) && same_bits(lse, first_lse), "mma T=%d hd=%d: order %s changes the bits",
+                      T, hd, o);
+    }
+    cuda_cpu::set_thread_order("forward");
+}
+
+Test(fast_cpu_ops, attention_mma_one_position) { attention_mma_case(2, 1, 2, 1, 16); }
+Test(fast_cpu_ops, attention_mma_one_past_the_tile_gqa) { attention_mma_case(1, 65, 4, 2, 16); }
+Test(fast_cpu_ops, attention_mma_hd64_mqa_two_tiles) { attention_mma_case(2, 100, 4, 1, 64); }
+Test(fast_cpu_ops, attention_mma_hd128_gqa) { attention_mma_case(1, 70, 4, 2, 128); }
+Test(fast_cpu_ops, attention_mma_hd8_padded_to_16) { attention_mma_case(1, 33, 2, 2, 8); }
+Test(fast_cpu_ops, attention_mma_refuses_other_head_dims) {
+    vector<bf16> x(64 * 48);
+    vector<float> l(64);
+    cr_expect_neq(fast_cpu::attention_mma_forward(x.data(), l.data(), x.data(), x.data(), x.data(), {48, 48, 48}, 1,
+                                                  64, 1, 1, 48),
+                  0, "hd 48 is not a compiled head dim");
+    cr_expect(strstr(vrl_last_error(), "head_dim 8, 16, 32, 64 or 128"), "%s", vrl_last_error());
+}
 
 /* attention_dv_scatter (cuDNN's dV, bf16 and contiguous, into the AttnDv destinations): for a dV
  * flash computed, each destination kind must hold what flash's own epilogue writes there, given

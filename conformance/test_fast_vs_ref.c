@@ -21,9 +21,15 @@
  * below, and each case also checks its weights after the steps and its first batch against
  * ref fp32. Plain C: exits 77 (ctest's skip) with the reason when there is no CUDA device.
  *
- * usage: test_fast_vs_ref [CASE ...] [trainer] [cudnn] | --list
+ * `--attention mma` (our tensor-core forward with the CUDA-core backward) runs when named: the
+ * cases named (all when none is) and the trainer if named, against ref with the same bounds,
+ * and nothing with flash (the ctest entry test_fast_cpu_vs_ref_mma; on a GPU, run
+ * `test_fast_vs_ref mma` for every case). The fp32-storage build refuses mma: SKIP.
+ *
+ * usage: test_fast_vs_ref [CASE ...] [trainer] [cudnn] [mma] | --list
  *   no arguments: every case and the trainer, with flash and then with cudnn; CASE names and
- *   "trainer" select those parts of the flash run; "cudnn" alone runs the cudnn part only. */
+ *   "trainer" select those parts of the flash run; "cudnn" alone runs the cudnn part only;
+ *   "mma" runs the mma part only (with the named cases, or all). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -536,14 +542,16 @@ static int names_a_case(int argc, char **argv) {
 
 /* The selected cases against ref, then the trainer and resume in root; with attention "cudnn"
  * each case is also compared with flash. flash: the cases and "trainer" as named (none: all);
- * cudnn (no arguments, or "cudnn" named): the cases named, or all when none is. */
+ * cudnn (no arguments, or "cudnn" named) and mma ("mma" named): the cases named, or all when
+ * none is. */
 static void run_all(int argc, char **argv, const char *attention, const char *root) {
-    const int cudnn = !strcmp(attention, "cudnn"), any = names_a_case(argc, argv);
+    const int cudnn = !strcmp(attention, "cudnn"), flash = !strcmp(attention, "flash");
+    const int any = names_a_case(argc, argv);
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        if (!selected(argc, argv, cases[i].name) && !(cudnn && !any)) continue;
+        if (!selected(argc, argv, cases[i].name) && !(!flash && !any)) continue;
         Case k = cases[i];
         char name[96];
-        snprintf(name, sizeof name, "%s%s", cases[i].name, cudnn ? "@cudnn" : "");
+        snprintf(name, sizeof name, "%s%s%s", cases[i].name, flash ? "" : "@", flash ? "" : attention);
         k.name = name;
         if (cudnn) cudnn_vs_flash(&k);
         (void)fast_set_attention(attention);
@@ -564,11 +572,24 @@ int main(int argc, char **argv) {
         return 77;
     }
     const char *base = getenv("TMPDIR");
-    char root[512], root_cudnn[600];
+    char root[512], root_cudnn[600], root_mma[600];
     snprintf(root, sizeof root, "%s/vrl_fast_XXXXXX", base && *base ? base : "/tmp");
     if (!mkdtemp(root)) {
         printf("FAIL: mkdtemp %s\n", root);
         return 1;
+    }
+    /* "mma" selects only its part: the named cases (or all), and the trainer if named */
+    if (argc >= 2 && selected(argc, argv, "mma")) {
+        if (fast_set_attention("mma") < 0) {
+            printf("SKIP mma part: %s\n", vrl_last_error());
+            return 77;
+        }
+        snprintf(root_mma, sizeof root_mma, "%s/mma", root);
+        if (make_dirs(root_mma) < 0) CHECK(0, "cannot make %s: %s", root_mma, vrl_last_error());
+        else run_all(argc, argv, "mma", root_mma);
+        printf(failures ? "%d check(s) failed\n" : "all selected fast-vs-ref checks passed (--attention mma)\n",
+               failures);
+        return failures ? 1 : 0;
     }
     run_all(argc, argv, "flash", root);
     /* "cudnn" selects only this part (with the trainer if "trainer" is named too) */

@@ -81,10 +81,19 @@ int fast_set_attention(const char *name) {
         attention_kind = FAST_ATTENTION_FLASH;
         return 0;
     }
-    if (strcmp(name, "cudnn")) return vrl_error("--attention: \"%s\" is not flash or cudnn", name);
+    if (!strcmp(name, "mma")) {
+#if VRL_CUDA_CPU_FP32 /* fp32 storage: bf16 is a 4-byte wrapper, no two of them pack into a fragment register */
+        return vrl_error("--attention mma: the fp32-storage build (VRL_CUDA_CPU_FP32) has no packed bf16 "
+                         "fragments for mma.sync; use --attention flash");
+#else
+        attention_kind = FAST_ATTENTION_MMA;
+        return 0;
+#endif
+    }
+    if (strcmp(name, "cudnn")) return vrl_error("--attention: \"%s\" is not flash, mma or cudnn", name);
 #if VRL_CUDA_CPU
     return vrl_error("--attention cudnn: cuDNN needs a GPU; --device cuda-cpu runs the flash kernels only "
-                     "(--attention flash)");
+                     "(--attention flash or mma)");
 #elif !VRL_HAVE_CUDNN
     return vrl_error("--attention cudnn: this vrl was built without cuDNN attention (cmake found no cuDNN or no "
                      "cudnn-frontend headers: scripts/cudnn_frontend.sh, -DVRL_CUDNN; docs/fast.md)");

@@ -18,6 +18,7 @@ if(VRL_CUDA)
     add_library(vrl_fast STATIC
       fast/ops.cu
       fast/attention.cu
+      fast/attention_mma_forward.cu
       fast/model.cu
       fast/stream.cu
       fast/adamw.cu

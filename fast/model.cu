@@ -699,6 +699,8 @@ static int attention_forward_any(FastModel *m, int l, FastActs *a) {
         return cudnn_attention_forward((CudnnAttention *)m->cudnn, m->stream, a->atty, a->lse, a->q, ld.q, a->k, ld.k,
                                        a->vin, ld.v, m->B, m->T, m->NH, m->NKV, m->hd);
 #endif
+    if (m->attention == FAST_ATTENTION_MMA)
+        return attention_mma_forward(a->atty, a->lse, a->q, a->k, a->vin, ld, m->B, m->T, m->NH, m->NKV, m->hd);
     return attention_forward(a->atty, a->lse, a->q, a->k, a->vin, ld, m->B, m->T, m->NH, m->NKV, m->hd);
 }
 
@@ -717,6 +719,8 @@ static int attention_backward_any(FastModel *m, int l, const FastActs *a, bf16 *
         return attention_dv_scatter(dv, dv_scratch, ld.v, m->N, m->kvC);
     }
 #endif
+    /* flash, and mma until its tensor-core backward exists: the CUDA-core backward (it reads
+     * only the forward's lse and output, in the same layout either way) */
     return attention_backward(dq, dk, dv, m->attD, m->datty, a->atty, a->q, a->k, a->vin, ld, a->lse, m->B, m->T,
                               m->NH, m->NKV, m->hd);
 }
