@@ -565,7 +565,7 @@ Test(fast_cpu_ops, attention_dv_scatter_matches_the_flash_epilogue) {
 /* attention_mma_backward (--attention mma's backward, bf16 mma.sync) against ref in float64 from
  * the CUDA-core forward's out and lse (the backward's inputs in the model): T past a 64-row block
  * and not a multiple of the streamed tile, GQA and MQA (dK/dV summed over the group's heads), hd
- * 16, 64 and 128. Bound 5e-3 on ‖fast − ref‖/‖ref‖ for each: the errors come from bf16 rounding
+ * 8 (zero-padded to the mma's k = 16 in shared memory), 16, 32, 64 and 128. Bound 5e-3 on ‖fast − ref‖/‖ref‖ for each: the errors come from bf16 rounding
  * (inputs of the D pass, P and dS as bf16 factors of the second products, the bf16 dQ/dK), each
  * 2⁻⁹ relative at most and random in sign; measured at these shapes 1.4e-3 (dV) to 2.6e-3 (dK),
  * about half the bound. In every thread order the same bits; then, in the
@@ -650,13 +650,15 @@ static void attention_mma_backward_case(int B, int T, int NH, int NKV, int hd) {
 Test(fast_cpu_ops, attention_mma_backward_gqa_hd16) { attention_mma_backward_case(1, 65, 4, 2, 16); }
 Test(fast_cpu_ops, attention_mma_backward_mqa_hd64) { attention_mma_backward_case(2, 40, 3, 1, 64); }
 Test(fast_cpu_ops, attention_mma_backward_hd128) { attention_mma_backward_case(1, 37, 2, 1, 128); }
+Test(fast_cpu_ops, attention_mma_backward_mqa_hd8_padded) { attention_mma_backward_case(2, 33, 4, 1, 8); }
+Test(fast_cpu_ops, attention_mma_backward_hd32) { attention_mma_backward_case(1, 70, 2, 2, 32); }
 Test(fast_cpu_ops, attention_mma_backward_refuses_head_dims) {
     vector<bf16> x(64);
     vector<float> f(64);
     const fast_cpu::AttnLd ld = {8, 8, 8};
     cr_expect_neq(fast_cpu::attention_mma_backward(x.data(), x.data(), {f.data(), 1.0f, 0, NULL}, f.data(), x.data(),
-                                                   x.data(), x.data(), x.data(), x.data(), ld, f.data(), 1, 4, 1, 1, 8),
-                  0, "head_dim 8 (under one 16-wide k-step) is refused");
+                                                   x.data(), x.data(), x.data(), x.data(), ld, f.data(), 1, 4, 1, 1, 24),
+                  0, "head_dim 24 (no kernel for it) is refused");
     cr_expect(strstr(vrl_last_error(), "head_dim") != NULL, "the refusal names head_dim: %s", vrl_last_error());
 }
 

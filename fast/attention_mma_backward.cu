@@ -38,11 +38,13 @@ __global__ void attention_backward_D_kernel(float *D, const bf16 *dout, const bf
 #define MMA_BWD_OWN (16 * MMA_BWD_WARPS) /* rows a block owns: keys (dK/dV) or queries (dQ) */
 #define MMA_BWD_PAD 8                    /* bf16 of padding per shared row: 16 bytes */
 
-/* The streamed side's tile: 32 rows, 16 at head_dim 128 (the static 48 KiB of shared memory
+/* Head dims under 16 (the tiny model's 8) are zero-padded to the mma's k = 16 in shared memory.
+ * The streamed side's tile: 32 rows, 16 at head_dim 128 (the static 48 KiB of shared memory
  * holds 2·64 own rows + 2·16 streamed ones of 136 bf16). */
 template <int HD> struct MmaBwdTile {
-    static const int R = HD >= 128 ? 16 : 32; /* rows per streamed tile */
-    static const int RS = HD + MMA_BWD_PAD;   /* shared row stride (elements) */
+    static const int HDP = HD < 16 ? 16 : HD;  /* dims per shared row, and computed */
+    static const int R = HDP >= 128 ? 16 : 32; /* rows per streamed tile */
+    static const int RS = HDP + MMA_BWD_PAD;   /* shared row stride (elements) */
     /* __launch_bounds__' blocks per SM, i.e. a register cap of 65536 / (128·that): 128 where
      * the kernel fits (without it ptxas picked 96 for dQ at hd 64 and spilled), 255 for dK/dV
      * at hd 128 (2·16·128 fp32 accumulators per lane's share: ~200 registers) */
@@ -50,15 +52,15 @@ template <int HD> struct MmaBwdTile {
 };
 
 /* Rows [r0, r0+R) of one head (R x HD bf16; src row r at base + r*stride) into shared memory
- * with row stride HD+8, zeros past T, 16 bytes per load and store. */
+ * with row stride HDP+8, zeros past T and in the pad dims [HD, HDP), 16 bytes per load and store. */
 template <int HD, int R>
-__device__ __forceinline__ void mma_load_rows(bf16 *dst, const bf16 *base, size_t stride, int r0, int T) {
-    const int W = HD / 8; /* 16-byte words per row */
+__device__ __forceinline__ void mma_bwd_load_rows(bf16 *dst, const bf16 *base, size_t stride, int r0, int T) {
+    const int W = MmaBwdTile<HD>::HDP / 8; /* 16-byte words per shared row */
     for (int w = threadIdx.x; w < R * W; w += blockDim.x) {
         const int r = w / W, c = w % W;
         int4 val = make_int4(0, 0, 0, 0);
-        if (r0 + r < T) val = *(const int4 *)(base + (size_t)(r0 + r) * stride + c * 8);
-        *(int4 *)(dst + r * (HD + MMA_BWD_PAD) + c * 8) = val;
+        if (r0 + r < T && c < HD / 8) val = *(const int4 *)(base + (size_t)(r0 + r) * stride + c * 8);
+        *(int4 *)(dst + r * MmaBwdTile<HD>::RS + c * 8) = val;
     }
 }
 
@@ -111,7 +113,7 @@ __device__ __forceinline__ void two_row_products(float x[R / 8][4], float y[R / 
 #pragma unroll
         for (int e = 0; e < 4; e++) x[n][e] = y[n][e] = 0.0f;
 #pragma unroll
-    for (int c0 = 0; c0 < HD; c0 += 16) {
+    for (int c0 = 0; c0 < MmaBwdTile<HD>::HDP; c0 += 16) {
         uint32_t fa1[4], fa2[4];
         frag_a_rows(fa1, a1, RS, c0, lane);
         frag_a_rows(fa2, a2, RS, c0, lane);
@@ -138,7 +140,7 @@ __global__ void __launch_bounds__(32 * MMA_BWD_WARPS, MmaBwdTile<HD>::MIN_BLOCKS
     attention_mma_backward_dkdv_kernel(bf16 *dk, AttnDv dv, const bf16 *dout, const bf16 *q, const bf16 *k,
                                        const bf16 *v, AttnLd ld, const float *lse, const float *D, int T, int NH,
                                        int NKV, float scale) {
-    const int R = MmaBwdTile<HD>::R, RS = MmaBwdTile<HD>::RS;
+    const int R = MmaBwdTile<HD>::R, RS = MmaBwdTile<HD>::RS, HN = MmaBwdTile<HD>::HDP / 8; /* n-tiles of a row */
     __shared__ __align__(16) bf16 ks[MMA_BWD_OWN * RS];
     __shared__ __align__(16) bf16 vs[MMA_BWD_OWN * RS];
     __shared__ __align__(16) bf16 qs[R * RS];
@@ -148,12 +150,12 @@ __global__ void __launch_bounds__(32 * MMA_BWD_WARPS, MmaBwdTile<HD>::MIN_BLOCKS
     const int qC = NH * HD, kvC = NKV * HD;
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
     const int j0 = blockIdx.x * MMA_BWD_OWN, jw = j0 + warp * 16; /* the block's first key, the warp's */
-    mma_load_rows<HD, MMA_BWD_OWN>(ks, k + (size_t)b * T * ld.k + kh * HD, ld.k, j0, T);
-    mma_load_rows<HD, MMA_BWD_OWN>(vs, v + (size_t)b * T * ld.v + kh * HD, ld.v, j0, T);
+    mma_bwd_load_rows<HD, MMA_BWD_OWN>(ks, k + (size_t)b * T * ld.k + kh * HD, ld.k, j0, T);
+    mma_bwd_load_rows<HD, MMA_BWD_OWN>(vs, v + (size_t)b * T * ld.v + kh * HD, ld.v, j0, T);
     const bf16 *kw = ks + warp * 16 * RS, *vw = vs + warp * 16 * RS;
-    float dka[HD / 8][4], dva[HD / 8][4];
+    float dka[HN][4], dva[HN][4];
 #pragma unroll
-    for (int n = 0; n < HD / 8; n++)
+    for (int n = 0; n < HN; n++)
 #pragma unroll
         for (int e = 0; e < 4; e++) dka[n][e] = dva[n][e] = 0.0f;
     for (int h = kh * group; h < (kh + 1) * group; h++) {
@@ -161,14 +163,15 @@ __global__ void __launch_bounds__(32 * MMA_BWD_WARPS, MmaBwdTile<HD>::MIN_BLOCKS
         const float *lb = lse + ((size_t)b * NH + h) * T, *Db = D + ((size_t)b * NH + h) * T;
         for (int i0 = j0; i0 < T; i0 += R) { /* queries before j0 see none of the block's keys */
             __syncthreads(); /* the previous tile is no longer read (and ks, vs are written) */
-            mma_load_rows<HD, R>(qs, qb, ld.q, i0, T);
-            mma_load_rows<HD, R>(dos, db, qC, i0, T);
+            mma_bwd_load_rows<HD, R>(qs, qb, ld.q, i0, T);
+            mma_bwd_load_rows<HD, R>(dos, db, qC, i0, T);
             if (tid < R) {
                 lses[tid] = i0 + tid < T ? lb[i0 + tid] : 0.0f;
                 Ds[tid] = i0 + tid < T ? Db[i0 + tid] : 0.0f;
             }
             __syncthreads();
-            if (i0 + R <= jw) continue; /* warp-uniform: every query of the tile precedes the warp's keys */
+            /* warp-uniform: every query of the tile precedes the warp's keys, or all its keys are past T */
+            if (i0 + R <= jw || jw >= T) continue;
             float st[R / 8][4], dpt[R / 8][4];
             two_row_products<HD, R>(st, dpt, kw, qs, vw, dos, lane);
             /* P^T and dS^T in place: element e of n-tile n is key jw + g + 8(e>>1), query
@@ -188,7 +191,7 @@ __global__ void __launch_bounds__(32 * MMA_BWD_WARPS, MmaBwdTile<HD>::MIN_BLOCKS
                 c_to_a(pa, st[2 * kk], st[2 * kk + 1]);
                 c_to_a(dsa, dpt[2 * kk], dpt[2 * kk + 1]);
 #pragma unroll
-                for (int n = 0; n < HD / 8; n += 2) {
+                for (int n = 0; n < HN; n += 2) {
                     uint32_t of[4], qf[4];
                     frag_b_kn(of, dos + kk * 16 * RS, RS, n * 8, lane);
                     frag_b_kn(qf, qs + kk * 16 * RS, RS, n * 8, lane);
@@ -202,11 +205,11 @@ __global__ void __launch_bounds__(32 * MMA_BWD_WARPS, MmaBwdTile<HD>::MIN_BLOCKS
     }
     /* element e of n-tile n: key jw + g + 8(e>>1), column 8n + 2t + (e&1) */
 #pragma unroll
-    for (int n = 0; n < HD / 8; n++)
+    for (int n = 0; n < HN; n++)
 #pragma unroll
         for (int e = 0; e < 4; e++) {
             const int j = jw + g + (e >> 1) * 8, d = n * 8 + 2 * t + (e & 1);
-            if (j >= T) continue;
+            if (j >= T || d >= HD) continue; /* past T, or a pad dim */
             const size_t row = (size_t)b * T + j, o = row * kvC + kh * HD + d; /* fp32 dv: [N, kvC] */
             dk[row * ld.k + kh * HD + d] = __float2bfloat16(dka[n][e]);
             if (dv.f32) dv.f32[o] = dv.add ? dv.f32[o] + dv.scale * dva[n][e] : dv.scale * dva[n][e];
@@ -224,7 +227,7 @@ __global__ void __launch_bounds__(32 * MMA_BWD_WARPS, 4)
     attention_mma_backward_dq_kernel(bf16 *dq, const bf16 *dout, const bf16 *q, const bf16 *k, const bf16 *v,
                                      AttnLd ld, const float *lse, const float *D, int T, int NH, int NKV,
                                      float scale) {
-    const int R = MmaBwdTile<HD>::R, RS = MmaBwdTile<HD>::RS;
+    const int R = MmaBwdTile<HD>::R, RS = MmaBwdTile<HD>::RS, HN = MmaBwdTile<HD>::HDP / 8; /* n-tiles of a row */
     __shared__ __align__(16) bf16 qs[MMA_BWD_OWN * RS];
     __shared__ __align__(16) bf16 dos[MMA_BWD_OWN * RS];
     __shared__ __align__(16) bf16 ks[R * RS];
@@ -234,8 +237,8 @@ __global__ void __launch_bounds__(32 * MMA_BWD_WARPS, 4)
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
     const int i0 = blockIdx.x * MMA_BWD_OWN, iw = i0 + warp * 16; /* the block's first query, the warp's */
     const int i_last = min(i0 + MMA_BWD_OWN, T) - 1;                /* keys needed: 0..i_last */
-    mma_load_rows<HD, MMA_BWD_OWN>(qs, q + (size_t)b * T * ld.q + h * HD, ld.q, i0, T);
-    mma_load_rows<HD, MMA_BWD_OWN>(dos, dout + (size_t)b * T * qC + h * HD, qC, i0, T);
+    mma_bwd_load_rows<HD, MMA_BWD_OWN>(qs, q + (size_t)b * T * ld.q + h * HD, ld.q, i0, T);
+    mma_bwd_load_rows<HD, MMA_BWD_OWN>(dos, dout + (size_t)b * T * qC + h * HD, qC, i0, T);
     const bf16 *qw = qs + warp * 16 * RS, *dw = dos + warp * 16 * RS;
     /* lse and D of the lane's two rows, iw + g and iw + g + 8 (0 past T: those rows are not written) */
     const float *lh = lse + ((size_t)b * NH + h) * T, *Dh = D + ((size_t)b * NH + h) * T;
@@ -243,17 +246,18 @@ __global__ void __launch_bounds__(32 * MMA_BWD_WARPS, 4)
     const float la = ia < T ? lh[ia] : 0.0f, lb = ib < T ? lh[ib] : 0.0f;
     const float Da = ia < T ? Dh[ia] : 0.0f, Db = ib < T ? Dh[ib] : 0.0f;
     const bf16 *kb = k + (size_t)b * T * ld.k + kh * HD, *vb = v + (size_t)b * T * ld.v + kh * HD;
-    float dqa[HD / 8][4];
+    float dqa[HN][4];
 #pragma unroll
-    for (int n = 0; n < HD / 8; n++)
+    for (int n = 0; n < HN; n++)
 #pragma unroll
         for (int e = 0; e < 4; e++) dqa[n][e] = 0.0f;
     for (int j0 = 0; j0 <= i_last; j0 += R) {
         __syncthreads(); /* the previous tile is no longer read (and qs, dos are written) */
-        mma_load_rows<HD, R>(ks, kb, ld.k, j0, T);
-        mma_load_rows<HD, R>(vs, vb, ld.v, j0, T);
+        mma_bwd_load_rows<HD, R>(ks, kb, ld.k, j0, T);
+        mma_bwd_load_rows<HD, R>(vs, vb, ld.v, j0, T);
         __syncthreads();
-        if (j0 > iw + 15) continue; /* warp-uniform: every key of the tile follows the warp's queries */
+        /* warp-uniform: every key of the tile follows the warp's queries, or all its queries are past T */
+        if (j0 > iw + 15 || iw >= T) continue;
         float s[R / 8][4], dp[R / 8][4];
         two_row_products<HD, R>(s, dp, qw, ks, dw, vs, lane);
         /* dS in place: element e of n-tile n is query iw + g + 8(e>>1), key j0 + 8n + 2t + (e&1);
@@ -271,7 +275,7 @@ __global__ void __launch_bounds__(32 * MMA_BWD_WARPS, 4)
             uint32_t dsa[4];
             c_to_a(dsa, dp[2 * kk], dp[2 * kk + 1]);
 #pragma unroll
-            for (int n = 0; n < HD / 8; n += 2) {
+            for (int n = 0; n < HN; n += 2) {
                 uint32_t kf[4];
                 frag_b_kn(kf, ks + kk * 16 * RS, RS, n * 8, lane);
                 mma_m16n8k16_bf16(dqa[n], dsa, kf, dqa[n]);
@@ -280,11 +284,11 @@ __global__ void __launch_bounds__(32 * MMA_BWD_WARPS, 4)
         }
     }
 #pragma unroll
-    for (int n = 0; n < HD / 8; n++)
+    for (int n = 0; n < HN; n++)
 #pragma unroll
         for (int e = 0; e < 4; e++) {
             const int i = iw + g + (e >> 1) * 8, d = n * 8 + 2 * t + (e & 1);
-            if (i < T) dq[((size_t)b * T + i) * ld.q + h * HD + d] = __float2bfloat16(dqa[n][e]);
+            if (i < T && d < HD) dq[((size_t)b * T + i) * ld.q + h * HD + d] = __float2bfloat16(dqa[n][e]);
         }
 }
 
@@ -299,8 +303,8 @@ int attention_mma_backward(bf16 *dq, bf16 *dk, AttnDv dv, float *Dscratch, const
     return vrl_error("fast: the tensor-core attention needs bf16 storage (not the fp32-storage CPU build)");
 #else
     if (!dv.f32 && !dv.b16) return vrl_error("fast: attention_mma_backward needs a dv output (fp32 or bf16)");
-    if (hd != 16 && hd != 64 && hd != 128)
-        return vrl_error("fast: the tensor-core attention supports head_dim 16, 64 or 128 (got %d)", hd);
+    if (hd != 8 && hd != 16 && hd != 32 && hd != 64 && hd != 128)
+        return vrl_error("fast: --attention mma supports head_dim 8, 16, 32, 64 or 128 (got %d)", hd);
     const float scale = 1.0f / sqrtf((float)hd);
     const size_t rows = (size_t)B * T * NH;
     LAUNCH(attention_backward_D_kernel, cdiv(rows, 256), 256, 0, ops_stream)(Dscratch, dout, out, B, T, NH, hd);
@@ -311,8 +315,12 @@ int attention_mma_backward(bf16 *dq, bf16 *dk, AttnDv dv, float *Dscratch, const
                                                                                Dscratch, T, NH, NKV, scale);      \
     LAUNCH(attention_mma_backward_dq_kernel<HDc>, gq, block, 0, ops_stream)(dq, dout, q, k, v, ld, lse, Dscratch, \
                                                                             T, NH, NKV, scale)
-    if (hd == 16) {
+    if (hd == 8) {
+        MMA_BWD(8);
+    } else if (hd == 16) {
         MMA_BWD(16);
+    } else if (hd == 32) {
+        MMA_BWD(32);
     } else if (hd == 64) {
         MMA_BWD(64);
     } else {
