@@ -565,13 +565,13 @@ Test(fast_cpu_ops, attention_dv_scatter_matches_the_flash_epilogue) {
 /* attention_mma_backward (--attention mma's backward, bf16 mma.sync) against ref in float64 from
  * the CUDA-core forward's out and lse (the backward's inputs in the model): T past a 64-row block
  * and not a multiple of the streamed tile, GQA and MQA (dK/dV summed over the group's heads), hd
- * 8 (zero-padded to the mma's k = 16 in shared memory), 16, 32, 64 and 128. Bound 5e-3 on ‖fast − ref‖/‖ref‖ for each: the errors come from bf16 rounding
- * (inputs of the D pass, P and dS as bf16 factors of the second products, the bf16 dQ/dK), each
- * 2⁻⁹ relative at most and random in sign; measured at these shapes 1.4e-3 (dV) to 2.6e-3 (dK),
- * about half the bound. In every thread order the same bits; then, in the
- * same call, dV added onto an fp32 accumulator (exactly acc + dv) and rounded to bf16 (exactly
- * bf16(dv)), on q/k/v and dq/dk/dv16 as views into fused [N, qC+2kvC] buffers (the same bits as
- * on tensors of their own). */
+ * 8 (zero-padded to the mma's k = 16 in shared memory), 16, 32, 64 and 128. Bound 5e-3 on
+ * ‖fast − ref‖/‖ref‖ for each: the errors come from bf16 rounding (inputs of the D pass, P and
+ * dS as bf16 factors of the second products, the bf16 dQ/dK), each 2⁻⁹ relative at most and
+ * random in sign; measured at these shapes 1.4e-3 (dV) to 2.6e-3 (dQ, dK), about half the bound. In every thread
+ * order the same bits; then, in the same call, dV added onto an fp32 accumulator (exactly
+ * acc + dv) and rounded to bf16 (exactly bf16(dv)), on q/k/v and dq/dk/dv16 as views into fused
+ * [N, qC+2kvC] buffers (the same bits as on tensors of their own). */
 static void attention_mma_backward_case(int B, int T, int NH, int NKV, int hd) {
     const int qC = NH * hd, kvC = NKV * hd, N = B * T, S = qC + 2 * kvC;
     vector<bf16> q16, k16, v16, do16;
@@ -580,14 +580,8 @@ static void attention_mma_backward_case(int B, int T, int NH, int NKV, int hd) {
     random_bf16(k16, k, (size_t)N * kvC, 1.0);
     random_bf16(v16, v, (size_t)N * kvC, 1.0);
     random_bf16(do16, dout, (size_t)N * qC, 1.0);
-    vector<double> att((size_t)B * NH * T * T), out((size_t)N * qC), datt(att.size(), 0.0);
-    vector<double> rdq((size_t)N * qC, 0.0), rdk((size_t)N * kvC, 0.0), rdv((size_t)N * kvC, 0.0);
-    REF64(attn_probs_forward)(att.data(), q.data(), k.data(), NULL, B, T, NH, NKV, hd);
-    REF64(attn_apply_forward)(out.data(), att.data(), v.data(), NULL, B, T, NH, NKV, hd);
-    REF64(attn_apply_backward)(datt.data(), rdv.data(), NULL, dout.data(), att.data(), v.data(), NULL, B, T, NH, NKV,
-                               hd, GRAD_ADD);
-    REF64(attn_probs_backward)(rdq.data(), rdk.data(), NULL, datt.data(), att.data(), q.data(), k.data(), NULL, B, T,
-                               NH, NKV, hd);
+    vector<double> out, rdq, rdk, rdv;
+    attention_ref64(q, k, v, dout, B, T, NH, NKV, hd, out, rdq, rdk, rdv);
     const fast_cpu::AttnLd own = {qC, kvC, kvC}, fused = {S, S, S};
     vector<bf16> fo((size_t)N * qC);
     vector<float> lse((size_t)B * NH * T), D((size_t)B * NH * T);
