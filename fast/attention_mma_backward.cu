@@ -130,6 +130,20 @@ __device__ __forceinline__ void two_row_products(float x[R / 8][4], float y[R / 
     }
 }
 
+/* acc [16][HDP] (C fragments) += a [16][16] (an A fragment: 16 rows, one k-step of the
+ * streamed side) · tile [16][HDP], the streamed rows stored [k][n] (row stride HDP+8):
+ * dV += Pᵀ·dO, dK += dSᵀ·Q, dQ += dS·K. */
+template <int HD>
+__device__ __forceinline__ void add_product_kn(float acc[][4], const uint32_t a[4], const bf16 *tile, int lane) {
+#pragma unroll
+    for (int n = 0; n < MmaBwdTile<HD>::HDP / 8; n += 2) {
+        uint32_t f[4];
+        frag_b_kn(f, tile, MmaBwdTile<HD>::RS, n * 8, lane);
+        mma_m16n8k16_bf16(acc[n], a, f, acc[n]);
+        mma_m16n8k16_bf16(acc[n + 1], a, f + 2, acc[n + 1]);
+    }
+}
+
 /* grid (cdiv(T, 64), B*NKV), block 128: warp w owns keys jw = j0 + 16w .. jw+15 of kv head kh,
  * its K and V rows in shared memory ks, vs [64][HD+8]; query tiles qs, dos [R][HD+8] stream
  * through, for each query head of the group in order. Per tile and warp:
@@ -190,16 +204,8 @@ __global__ void __launch_bounds__(32 * MMA_BWD_WARPS, MmaBwdTile<HD>::MIN_BLOCKS
                 uint32_t pa[4], dsa[4];
                 c_to_a(pa, st[2 * kk], st[2 * kk + 1]);
                 c_to_a(dsa, dpt[2 * kk], dpt[2 * kk + 1]);
-#pragma unroll
-                for (int n = 0; n < HN; n += 2) {
-                    uint32_t of[4], qf[4];
-                    frag_b_kn(of, dos + kk * 16 * RS, RS, n * 8, lane);
-                    frag_b_kn(qf, qs + kk * 16 * RS, RS, n * 8, lane);
-                    mma_m16n8k16_bf16(dva[n], pa, of, dva[n]);
-                    mma_m16n8k16_bf16(dva[n + 1], pa, of + 2, dva[n + 1]);
-                    mma_m16n8k16_bf16(dka[n], dsa, qf, dka[n]);
-                    mma_m16n8k16_bf16(dka[n + 1], dsa, qf + 2, dka[n + 1]);
-                }
+                add_product_kn<HD>(dva, pa, dos + kk * 16 * RS, lane);
+                add_product_kn<HD>(dka, dsa, qs + kk * 16 * RS, lane);
             }
         }
     }
@@ -274,13 +280,7 @@ __global__ void __launch_bounds__(32 * MMA_BWD_WARPS, 4)
         for (int kk = 0; kk < R / 16; kk++) {
             uint32_t dsa[4];
             c_to_a(dsa, dp[2 * kk], dp[2 * kk + 1]);
-#pragma unroll
-            for (int n = 0; n < HN; n += 2) {
-                uint32_t kf[4];
-                frag_b_kn(kf, ks + kk * 16 * RS, RS, n * 8, lane);
-                mma_m16n8k16_bf16(dqa[n], dsa, kf, dqa[n]);
-                mma_m16n8k16_bf16(dqa[n + 1], dsa, kf + 2, dqa[n + 1]);
-            }
+            add_product_kn<HD>(dqa, dsa, ks + kk * 16 * RS, lane);
         }
     }
 #pragma unroll
