@@ -17,8 +17,8 @@
  * A fragment of the next product's 16-wide k-step. Operands come from shared memory by
  * ldmatrix: A (16 rows x 16 of a row-major tile) by .x4, B from a tile stored [n][k]
  * (Q or dO rows against K or V rows) by .x4, from one stored [k][n] (dO, Q, K rows as
- * the right-hand factor) by .x4.trans. Rows are padded to HD+8 bf16 so that the eight
- * 16-byte rows of one ldmatrix phase fall in distinct banks.
+ * the right-hand factor) by .x4.trans. Rows are padded to HDP+8 bf16 (HDP: hd, 16 for hd 8)
+ * so that the eight 16-byte rows of one ldmatrix phase fall in distinct banks.
  *
  * Not in the fp32-storage CPU build (VRL_CUDA_CPU_FP32): bf16 there is a float, there are no
  * bf16 pairs to feed mma, so the launcher refuses. */
@@ -47,7 +47,7 @@ template <int HD> struct MmaBwdTile {
     static const int RS = HDP + MMA_BWD_PAD;   /* shared row stride (elements) */
     /* __launch_bounds__' blocks per SM, i.e. a register cap of 65536 / (128·that): 128 where
      * the kernel fits (without it ptxas picked 96 for dQ at hd 64 and spilled), 255 for dK/dV
-     * at hd 128 (2·16·128 fp32 accumulators per lane's share: ~200 registers) */
+     * at hd 128 (its two 16x128 fp32 accumulators alone are 128 registers a lane) */
     static const int MIN_BLOCKS_DKDV = HD >= 128 ? 2 : 4;
 };
 
@@ -100,9 +100,9 @@ __device__ __forceinline__ void c_to_a(uint32_t a[4], const float lo[4], const f
     a[3] = bf16_pair(hi[2], hi[3]);
 }
 
-/* The two score-like products of a warp's 16 own rows against R streamed rows, over HD:
+/* The two score-like products of a warp's 16 own rows against R streamed rows, over HDP:
  * x = A1·B1ᵀ and y = A2·B2ᵀ, [16][R] as C fragments (n-tile n: streamed rows 8n..8n+7), with
- * a1, a2 the warp's own rows and b1, b2 the streamed tiles, all row stride HD+8:
+ * a1, a2 the warp's own rows and b1, b2 the streamed tiles, all row stride HDP+8:
  * dK/dV: Sᵀ = K·Qᵀ, dPᵀ = V·dOᵀ; dQ: S = Q·Kᵀ, dP = dO·Vᵀ. */
 template <int HD, int R>
 __device__ __forceinline__ void two_row_products(float x[R / 8][4], float y[R / 8][4], const bf16 *a1,
