@@ -27,7 +27,7 @@ T="$VRL train --quiet --model tiny --batch 2 --seq 32 --steps 2 --synthetic-toke
 expect_refusal train_cpu_refuses 1 "^vrl train: --attention flash: --device cpu has no such option" \
   $T --device cpu --attention flash --out "$tmp/r1"
 check no_folder_cpu test ! -e "$tmp/r1"
-expect_refusal train_cuda_cpu_refuses_cudnn 1 "^vrl train: --attention cudnn: cuDNN needs a GPU; --device cuda-cpu runs the flash kernels only" \
+expect_refusal train_cuda_cpu_refuses_cudnn 1 "^vrl train: --attention cudnn: cuDNN needs a GPU; --device cuda-cpu runs fast/'s own kernels only (--attention flash or mma)" \
   $T --device cuda-cpu --attention cudnn --out "$tmp/r2"
 check no_folder_cuda_cpu test ! -e "$tmp/r2"
 expect_refusal train_bad_name 1 "^vrl train: --attention: \"tensor\" is not flash, mma or cudnn" \

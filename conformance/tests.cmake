@@ -216,7 +216,7 @@ if(VRL_HAVE_CUDA_CPU)
   target_include_directories(test_fast_cpu_bits BEFORE PRIVATE ${CMAKE_SOURCE_DIR}/fast/cuda_cpu/include)
   target_compile_definitions(test_fast_cpu_bits PRIVATE VRL_CUDA_CPU=1 VRL_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
   target_compile_options(test_fast_cpu_bits PRIVATE -include ${CMAKE_SOURCE_DIR}/fast/cuda_cpu/cpu_names.h)
-  # --attention flash|cudnn: refused on cpu (one attention) and cudnn on cuda-cpu (needs a GPU)
+  # --attention flash|mma|cudnn: refused on cpu (one attention) and cudnn on cuda-cpu (needs a GPU); mma trains there
   add_test(NAME test_attention_option COMMAND ${CMAKE_SOURCE_DIR}/conformance/test_attention_option.sh $<TARGET_FILE:vrl>)
   set_tests_properties(test_attention_option PROPERTIES TIMEOUT 300 ENVIRONMENT "TMPDIR=${VRL_TEST_TMP}")
   # vrl train --device cuda-cpu: thread orders give the same bytes; mpirun -np 2 (ZeRO-2) = --accum 2
@@ -293,7 +293,7 @@ if(VRL_HAVE_CUDA_CPU)
       ENVIRONMENT "TMPDIR=${VRL_TEST_TMP};VRL_FAST_RECOMPUTE=1;VRL_FAST_CE_ROWS=7;VRL_CUDA_CPU_CANARY=1")
     # --attention mma (the tensor-core forward and backward, fast/attention_mma_forward.cu and
     # attention_mma_backward.cu) against ref: hd 8 (zero-padded to the mma's 16), hd 16 GQA ResFormer, hd 64
-    # SVFormer (dV added onto dV_1), hd 128 GQA ResFormer (bf16 dV and λ1·dV): ~14 CPU-seconds.
+    # SVFormer (dV added onto dV_1), hd 128 GQA ResFormer (bf16 dV and λ1·dV): 11-14 CPU-seconds.
     # Plain pass only: the kernel itself runs under ASan and the checkers in test_fast_cpu_ops
     add_test(NAME test_fast_cpu_vs_ref_mma COMMAND test_fast_cpu_vs_ref mma
       tiny_baseline gqa_hd16_resformer hd64_svformer hd128_gqa_resformer)

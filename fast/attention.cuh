@@ -22,8 +22,9 @@ int attention_forward(bf16 *out, float *lse, const bf16 *q, const bf16 *k, const
                       int NH, int NKV, int hd);
 /* The same on tensor cores (attention_mma_forward.cu, `--attention mma`): bf16 mma.sync with fp32
  * accumulation, FlashAttention-2's tiling; P is rounded to bf16 before P·V (the CUDA-core kernel
- * keeps it fp32). Same arguments, outputs and lse; hd 8, 16, 32, 64 or 128 (8 zero-padded to 16). Refused (-1) in the
- * fp32-storage CPU build (VRL_CUDA_CPU_FP32), which has no packed bf16 fragments. */
+ * keeps it fp32). Same arguments, outputs and lse; hd 8, 16, 32, 64 or 128 (8 zero-padded to
+ * 16). Refused (-1) in the fp32-storage CPU build (VRL_CUDA_CPU_FP32), which has no packed bf16
+ * fragments. */
 int attention_mma_forward(bf16 *out, float *lse, const bf16 *q, const bf16 *k, const bf16 *v, AttnLd ld, int B,
                           int T, int NH, int NKV, int hd);
 /* Where attention_backward puts dV [B,T,NKV*hd] (either or both):

@@ -92,7 +92,7 @@ int fast_set_attention(const char *name) {
     }
     if (strcmp(name, "cudnn")) return vrl_error("--attention: \"%s\" is not flash, mma or cudnn", name);
 #if VRL_CUDA_CPU
-    return vrl_error("--attention cudnn: cuDNN needs a GPU; --device cuda-cpu runs the flash kernels only "
+    return vrl_error("--attention cudnn: cuDNN needs a GPU; --device cuda-cpu runs fast/'s own kernels only "
                      "(--attention flash or mma)");
 #elif !VRL_HAVE_CUDNN
     return vrl_error("--attention cudnn: this vrl was built without cuDNN attention (cmake found no cuDNN or no "
