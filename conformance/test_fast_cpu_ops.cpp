@@ -305,16 +305,25 @@ static void attention_ref64(const vector<double> &q, const vector<double> &k, co
                                NH, NKV, hd);
 }
 
+/* Random bf16 q [N,NH*hd], k, v [N,NKV*hd] and dout [N,NH*hd] in [-1, 1), and ref's out, dq, dk,
+ * dv on their values in float64 */
+static void attention_inputs(int B, int T, int NH, int NKV, int hd, vector<bf16> &q16, vector<bf16> &k16,
+                             vector<bf16> &v16, vector<bf16> &do16, vector<double> &out, vector<double> &rdq,
+                             vector<double> &rdk, vector<double> &rdv) {
+    const size_t N = (size_t)B * T;
+    vector<double> q, k, v, dout;
+    random_bf16(q16, q, N * NH * hd, 1.0);
+    random_bf16(k16, k, N * NKV * hd, 1.0);
+    random_bf16(v16, v, N * NKV * hd, 1.0);
+    random_bf16(do16, dout, N * NH * hd, 1.0);
+    attention_ref64(q, k, v, dout, B, T, NH, NKV, hd, out, rdq, rdk, rdv);
+}
+
 static void attention_case(int B, int T, int NH, int NKV, int hd) {
     const int qC = NH * hd, kvC = NKV * hd, N = B * T;
     vector<bf16> q16, k16, v16, do16;
-    vector<double> q, k, v, dout;
-    random_bf16(q16, q, (size_t)N * qC, 1.0);
-    random_bf16(k16, k, (size_t)N * kvC, 1.0);
-    random_bf16(v16, v, (size_t)N * kvC, 1.0);
-    random_bf16(do16, dout, (size_t)N * qC, 1.0);
     vector<double> out, rdq, rdk, rdv;
-    attention_ref64(q, k, v, dout, B, T, NH, NKV, hd, out, rdq, rdk, rdv);
+    attention_inputs(B, T, NH, NKV, hd, q16, k16, v16, do16, out, rdq, rdk, rdv);
     vector<bf16> first_o, first_dq, first_dk;
     vector<float> first_dv;
     const fast_cpu::AttnLd own = {qC, kvC, kvC};
@@ -575,13 +584,8 @@ Test(fast_cpu_ops, attention_dv_scatter_matches_the_flash_epilogue) {
 static void attention_mma_backward_case(int B, int T, int NH, int NKV, int hd) {
     const int qC = NH * hd, kvC = NKV * hd, N = B * T, S = qC + 2 * kvC;
     vector<bf16> q16, k16, v16, do16;
-    vector<double> q, k, v, dout;
-    random_bf16(q16, q, (size_t)N * qC, 1.0);
-    random_bf16(k16, k, (size_t)N * kvC, 1.0);
-    random_bf16(v16, v, (size_t)N * kvC, 1.0);
-    random_bf16(do16, dout, (size_t)N * qC, 1.0);
     vector<double> out, rdq, rdk, rdv;
-    attention_ref64(q, k, v, dout, B, T, NH, NKV, hd, out, rdq, rdk, rdv);
+    attention_inputs(B, T, NH, NKV, hd, q16, k16, v16, do16, out, rdq, rdk, rdv);
     const fast_cpu::AttnLd own = {qC, kvC, kvC}, fused = {S, S, S};
     vector<bf16> fo((size_t)N * qC);
     vector<float> lse((size_t)B * NH * T), D((size_t)B * NH * T);
