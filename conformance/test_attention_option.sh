@@ -37,7 +37,7 @@ expect_refusal train_bad_name 1 "^vrl train: --attention: \"tensor\" is not flas
 $T --device cuda-cpu --out "$tmp/plain" 2>"$tmp/plain.err" || { echo "FAIL plain cuda-cpu run:"; cat "$tmp/plain.err"; exit 1; }
 check train_cuda_cpu_flash $T --device cuda-cpu --attention flash --out "$tmp/flash"
 check flash_is_the_default cmp "$tmp/plain/model.safetensors" "$tmp/flash/model.safetensors"
-# mma (the tensor-core forward) trains on the CPU layer; its numbers: test_fast_cpu_vs_ref_mma
+# mma (the tensor-core forward and backward) trains on the CPU layer; its numbers: test_fast_cpu_vs_ref_mma
 check train_cuda_cpu_mma $T --device cuda-cpu --attention mma --out "$tmp/mma"
 check mma_writes_weights test -s "$tmp/mma/model.safetensors"
 

@@ -307,16 +307,25 @@ static void attention_ref64(const vector<double> &q, const vector<double> &k, co
                                NH, NKV, hd);
 }
 
+/* Random bf16 q [N,NH*hd], k, v [N,NKV*hd] and dout [N,NH*hd] in [-1, 1), and ref's out, dq, dk,
+ * dv on their values in float64 */
+static void attention_inputs(int B, int T, int NH, int NKV, int hd, vector<bf16> &q16, vector<bf16> &k16,
+                             vector<bf16> &v16, vector<bf16> &do16, vector<double> &out, vector<double> &rdq,
+                             vector<double> &rdk, vector<double> &rdv) {
+    const size_t N = (size_t)B * T;
+    vector<double> q, k, v, dout;
+    random_bf16(q16, q, N * NH * hd, 1.0);
+    random_bf16(k16, k, N * NKV * hd, 1.0);
+    random_bf16(v16, v, N * NKV * hd, 1.0);
+    random_bf16(do16, dout, N * NH * hd, 1.0);
+    attention_ref64(q, k, v, dout, B, T, NH, NKV, hd, out, rdq, rdk, rdv);
+}
+
 static void attention_case(int B, int T, int NH, int NKV, int hd) {
     const int qC = NH * hd, kvC = NKV * hd, N = B * T;
     vector<bf16> q16, k16, v16, do16;
-    vector<double> q, k, v, dout;
-    random_bf16(q16, q, (size_t)N * qC, 1.0);
-    random_bf16(k16, k, (size_t)N * kvC, 1.0);
-    random_bf16(v16, v, (size_t)N * kvC, 1.0);
-    random_bf16(do16, dout, (size_t)N * qC, 1.0);
     vector<double> out, rdq, rdk, rdv;
-    attention_ref64(q, k, v, dout, B, T, NH, NKV, hd, out, rdq, rdk, rdv);
+    attention_inputs(B, T, NH, NKV, hd, q16, k16, v16, do16, out, rdq, rdk, rdv);
     vector<bf16> first_o, first_dq, first_dk;
     vector<float> first_dv;
     const fast_cpu::AttnLd own = {qC, kvC, kvC};
@@ -561,6 +570,96 @@ Test(fast_cpu_ops, attention_dv_scatter_matches_the_flash_epilogue) {
                   "no dv destination at all is refused");
     cr_expect_neq(fast_cpu::attention_dv_scatter({NULL, 1.0f, 0, view.data()}, g.data(), kvC - 1, N, kvC), 0,
                   "a row stride under kvC is refused");
+}
+
+/* ------------------------------------------------------------------ attention backward on tensor cores */
+/* attention_mma_backward (--attention mma's backward, bf16 mma.sync) against ref in float64 from
+ * the CUDA-core forward's out and lse (the backward's inputs in the model): T past a 64-row block
+ * and not a multiple of the streamed tile, GQA and MQA (dK/dV summed over the group's heads), hd
+ * 8 (zero-padded to the mma's k = 16 in shared memory), 16, 32, 64 and 128. Bound 5e-3 on
+ * ‖fast − ref‖/‖ref‖ for each: the errors come from bf16 rounding (inputs of the D pass, P and
+ * dS as bf16 factors of the second products, the bf16 dQ/dK), each 2⁻⁹ relative at most and
+ * random in sign; measured at these shapes 1.4e-3 (dV) to 2.6e-3 (dQ, dK), about half the bound. In every thread
+ * order the same bits; then, in the same call, dV added onto an fp32 accumulator (exactly
+ * acc + dv) and rounded to bf16 (exactly bf16(dv)), on q/k/v and dq/dk/dv16 as views into fused
+ * [N, qC+2kvC] buffers (the same bits as on tensors of their own). */
+static void attention_mma_backward_case(int B, int T, int NH, int NKV, int hd) {
+    const int qC = NH * hd, kvC = NKV * hd, N = B * T, S = qC + 2 * kvC;
+    vector<bf16> q16, k16, v16, do16;
+    vector<double> out, rdq, rdk, rdv;
+    attention_inputs(B, T, NH, NKV, hd, q16, k16, v16, do16, out, rdq, rdk, rdv);
+    const fast_cpu::AttnLd own = {qC, kvC, kvC}, fused = {S, S, S};
+    vector<bf16> fo((size_t)N * qC);
+    vector<float> lse((size_t)B * NH * T), D((size_t)B * NH * T);
+    cr_assert_eq(fast_cpu::attention_forward(fo.data(), lse.data(), q16.data(), k16.data(), v16.data(), own, B, T,
+                                             NH, NKV, hd),
+                 0, "%s", vrl_last_error());
+    vector<bf16> qkv((size_t)N * S);
+    for (int n = 0; n < N; n++) {
+        memcpy(&qkv[(size_t)n * S], &q16[(size_t)n * qC], qC * sizeof(bf16));
+        memcpy(&qkv[(size_t)n * S + qC], &k16[(size_t)n * kvC], kvC * sizeof(bf16));
+        memcpy(&qkv[(size_t)n * S + qC + kvC], &v16[(size_t)n * kvC], kvC * sizeof(bf16));
+    }
+    vector<bf16> first_dq, first_dk;
+    vector<float> first_dv;
+    for (const char *o : orders) {
+        cr_assert_eq(cuda_cpu::set_thread_order(o), 0);
+        vector<bf16> dq((size_t)N * qC), dk((size_t)N * kvC);
+        vector<float> dv((size_t)N * kvC);
+        cr_assert_eq(fast_cpu::attention_mma_backward(dq.data(), dk.data(), {dv.data(), 1.0f, 0, NULL}, D.data(),
+                                                      do16.data(), fo.data(), q16.data(), k16.data(), v16.data(), own,
+                                                      lse.data(), B, T, NH, NKV, hd),
+                     0, "%s", vrl_last_error());
+        cr_expect_leq(rel(dv, rdv), 5e-3, "mma T=%d hd=%d dv, order %s: %.3e", T, hd, o, rel(dv, rdv));
+        cr_expect_leq(rel(dq, rdq), 5e-3, "mma T=%d hd=%d dq, order %s: %.3e", T, hd, o, rel(dq, rdq));
+        cr_expect_leq(rel(dk, rdk), 5e-3, "mma T=%d hd=%d dk, order %s: %.3e", T, hd, o, rel(dk, rdk));
+        if (o == orders[0]) first_dq = dq, first_dk = dk, first_dv = dv;
+        else
+            cr_expect(same_bits(dq, first_dq) && same_bits(dk, first_dk) && same_bits(dv, first_dv),
+                      "mma attention backward T=%d hd=%d: order %s changes the bits", T, hd, o);
+    }
+    cuda_cpu::set_thread_order("forward");
+    /* the fused views, dv added onto an accumulator and rounded to bf16 in the same call */
+    vector<bf16> dqkv((size_t)N * S);
+    vector<float> acc((size_t)N * kvC);
+    for (float &x : acc) x = (float)uniform();
+    const vector<float> acc0 = acc;
+    cr_assert_eq(fast_cpu::attention_mma_backward(dqkv.data(), dqkv.data() + qC,
+                                                  {acc.data(), 1.0f, 1, dqkv.data() + qC + kvC}, D.data(),
+                                                  do16.data(), fo.data(), qkv.data(), qkv.data() + qC,
+                                                  qkv.data() + qC + kvC, fused, lse.data(), B, T, NH, NKV, hd),
+                 0, "%s", vrl_last_error());
+    int acc_ok = 1, views_ok = 1;
+    for (size_t i = 0; i < acc.size(); i++) acc_ok &= acc[i] == acc0[i] + first_dv[i];
+    for (int n = 0; n < N; n++) {
+        views_ok &= !memcmp(&dqkv[(size_t)n * S], &first_dq[(size_t)n * qC], qC * sizeof(bf16));
+        views_ok &= !memcmp(&dqkv[(size_t)n * S + qC], &first_dk[(size_t)n * kvC], kvC * sizeof(bf16));
+        for (int c = 0; c < kvC; c++) {
+            const bf16 want = __float2bfloat16(first_dv[(size_t)n * kvC + c]);
+            views_ok &= !memcmp(&dqkv[(size_t)n * S + qC + kvC + c], &want, sizeof want);
+        }
+    }
+    cr_expect(acc_ok, "mma T=%d hd=%d: dv added onto the accumulator is not acc + dv exactly", T, hd);
+    cr_expect(views_ok, "mma T=%d hd=%d: the fused views (dq, dk, bf16 dv) differ from tensors of their own", T, hd);
+    cr_expect_neq(fast_cpu::attention_mma_backward(dqkv.data(), dqkv.data() + qC, {NULL, 1.0f, 0, NULL}, D.data(),
+                                                   do16.data(), fo.data(), q16.data(), k16.data(), v16.data(), own,
+                                                   lse.data(), B, T, NH, NKV, hd),
+                  0, "no dv destination at all is refused");
+}
+
+Test(fast_cpu_ops, attention_mma_backward_gqa_hd16) { attention_mma_backward_case(1, 65, 4, 2, 16); }
+Test(fast_cpu_ops, attention_mma_backward_mqa_hd64) { attention_mma_backward_case(2, 40, 3, 1, 64); }
+Test(fast_cpu_ops, attention_mma_backward_hd128) { attention_mma_backward_case(1, 37, 2, 1, 128); }
+Test(fast_cpu_ops, attention_mma_backward_mqa_hd8_padded) { attention_mma_backward_case(2, 33, 4, 1, 8); }
+Test(fast_cpu_ops, attention_mma_backward_hd32) { attention_mma_backward_case(1, 70, 2, 2, 32); }
+Test(fast_cpu_ops, attention_mma_backward_refuses_head_dims) {
+    vector<bf16> x(64);
+    vector<float> f(64);
+    const fast_cpu::AttnLd ld = {8, 8, 8};
+    cr_expect_neq(fast_cpu::attention_mma_backward(x.data(), x.data(), {f.data(), 1.0f, 0, NULL}, f.data(), x.data(),
+                                                   x.data(), x.data(), x.data(), x.data(), ld, f.data(), 1, 4, 1, 1, 24),
+                  0, "head_dim 24 (no kernel for it) is refused");
+    cr_expect(strstr(vrl_last_error(), "head_dim") != NULL, "the refusal names head_dim: %s", vrl_last_error());
 }
 
 /* ------------------------------------------------------------------ the step's other kernels */

@@ -21,7 +21,7 @@
  * below, and each case also checks its weights after the steps and its first batch against
  * ref fp32. Plain C: exits 77 (ctest's skip) with the reason when there is no CUDA device.
  *
- * `--attention mma` (our tensor-core forward with the CUDA-core backward) runs when named: the
+ * `--attention mma` (our tensor-core forward and backward) runs when named: the
  * cases named (all when none is) and the trainer if named, against ref with the same bounds,
  * and nothing with flash (the ctest entry test_fast_cpu_vs_ref_mma; on a GPU, run
  * `test_fast_vs_ref mma` for every case). The fp32-storage build refuses mma: SKIP.

@@ -319,8 +319,8 @@ if(VRL_HAVE_CUDA_CPU)
       gqa4_learnable_denseformer gpt2_tiny tiny_hc4 tiny_mhc trainer)
     set_tests_properties(test_fast_cpu_vs_ref_recompute PROPERTIES
       ENVIRONMENT "TMPDIR=${VRL_TEST_TMP};VRL_FAST_RECOMPUTE=1;VRL_FAST_CE_ROWS=7;VRL_CUDA_CPU_CANARY=1")
-    # --attention mma (the tensor-core forward, fast/attention_mma_forward.cu, with the CUDA-core
-    # backward) against ref: hd 8 (zero-padded to the mma's 16), hd 16 GQA ResFormer, hd 64
+    # --attention mma (the tensor-core forward and backward, fast/attention_mma_forward.cu and
+    # attention_mma_backward.cu) against ref: hd 8 (zero-padded to the mma's 16), hd 16 GQA ResFormer, hd 64
     # SVFormer (dV added onto dV_1), hd 128 GQA ResFormer (bf16 dV and λ1·dV): 11-14 CPU-seconds.
     # Plain pass only: the kernel itself runs under ASan and the checkers in test_fast_cpu_ops
     add_test(NAME test_fast_cpu_vs_ref_mma COMMAND test_fast_cpu_vs_ref mma

@@ -52,6 +52,15 @@ int attention_backward(bf16 *dq, bf16 *dk, AttnDv dv, float *Dscratch, const bf1
  * ld_v. src must not be one of dv's buffers. */
 int attention_dv_scatter(AttnDv dv, const bf16 *src, int ld_v, int N, int kvC);
 
+/* --attention mma's backward (attention_mma_backward.cu): attention_backward's contract (the
+ * same arguments, strides, lse and dV destinations, deterministic, no atomics) on bf16 tensor
+ * cores, P and dS rounded to bf16 as factors of the second products. hd 8 (zero-padded to
+ * 16), 16, 32, 64 or 128; refused in the fp32-storage CPU build (VRL_CUDA_CPU_FP32), which
+ * has no bf16 pairs to feed mma. */
+int attention_mma_backward(bf16 *dq, bf16 *dk, AttnDv dv, float *Dscratch, const bf16 *dout, const bf16 *out,
+                           const bf16 *q, const bf16 *k, const bf16 *v, AttnLd ld, const float *lse, int B, int T,
+                           int NH, int NKV, int hd);
+
 FAST_NS_END
 
 #endif

@@ -112,9 +112,13 @@ extern "C" int fast_bench_kernels(void *vm, FILE *out) {
     TIME_MS(ms, reps, attention_backward(m->dq, m->dk, dv16_only, m->attD, a->atty, a->atty, a->q, a->k,
                                          a->vin, ld, a->lse, B, T, m->NH, m->NKV, m->hd));
     row(out, "attention_backward", ms, ((double)N * qC * 4 + (double)N * kvC * 4) * e2, 10.0 * m->hd * att_pairs);
-    if (m->attention == FAST_ATTENTION_MMA) { /* --attention mma: the tensor-core forward beside flash's */
+    if (m->attention == FAST_ATTENTION_MMA) { /* --attention mma: the tensor-core forward and backward beside flash's */
         TIME_MS(ms, reps, attention_mma_forward(m->datty, m->attD, a->q, a->k, a->vin, ld, B, T, m->NH, m->NKV, m->hd));
         row(out, "attention_forward mma", ms, ((double)N * qC * 2 + (double)N * kvC * 2) * e2, 4.0 * m->hd * att_pairs);
+        TIME_MS(ms, reps, attention_mma_backward(m->dq, m->dk, dv16_only, m->attD, a->atty, a->atty, a->q, a->k,
+                                                 a->vin, ld, a->lse, B, T, m->NH, m->NKV, m->hd));
+        row(out, "attention_backward mma", ms, ((double)N * qC * 4 + (double)N * kvC * 4) * e2,
+            10.0 * m->hd * att_pairs);
     }
 #if VRL_HAVE_CUDNN && !VRL_CUDA_CPU
     if (m->cudnn) { /* --attention cudnn: the same two rows for cuDNN's fused attention (its graphs are built;

@@ -26,6 +26,7 @@ if(VRL_CUDA)
       fast/attention_mix.cu
       fast/adamw.cu
       fast/bench.cu
+      fast/attention_mma_backward.cu
       fast/backend.c
       fast/capabilities.c
     )

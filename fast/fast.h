@@ -30,8 +30,8 @@ int fast_device_check(void);
 
 /* Which attention kernels the models created from now on run (`--attention`, docs/fast.md
  * "Attention through cuDNN", "Attention on tensor cores"): flash (fast/attention.cu, CUDA
- * cores, the default), mma (our tensor-core forward, fast/attention_mma_forward.cu, with the
- * CUDA-core backward) or cuDNN's fused SDPA on tensor cores (fast/attention_cudnn.cpp). */
+ * cores, the default), mma (our tensor-core forward and backward, fast/attention_mma_forward.cu
+ * and attention_mma_backward.cu) or cuDNN's fused SDPA on tensor cores (fast/attention_cudnn.cpp). */
 enum { FAST_ATTENTION_FLASH = 0, FAST_ATTENTION_CUDNN = 1, FAST_ATTENTION_MMA = 2 };
 /* "flash", "mma" or "cudnn": 0; -1 with vrl_error when the name is none of them, or it cannot
  * run here: cudnn on the CPU layer (cuDNN needs a GPU) or in a build without the cuDNN path

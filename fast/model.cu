@@ -761,8 +761,9 @@ static int attention_backward_any(FastModel *m, int l, const FastActs *a, bf16 *
         return attention_dv_scatter(dv, dv_scratch, ld.v, m->N, m->kvC);
     }
 #endif
-    /* flash, and mma until its tensor-core backward exists: the CUDA-core backward (it reads
-     * only the forward's lse and output, in the same layout either way) */
+    if (m->attention == FAST_ATTENTION_MMA) /* the tensor-core backward (attention_mma_backward.cu) */
+        return attention_mma_backward(dq, dk, dv, m->attD, m->datty, a->atty, a->q, a->k, a->vin, ld, a->lse, m->B,
+                                      m->T, m->NH, m->NKV, m->hd);
     return attention_backward(dq, dk, dv, m->attD, m->datty, a->atty, a->q, a->k, a->vin, ld, a->lse, m->B, m->T,
                               m->NH, m->NKV, m->hd);
 }
