@@ -320,3 +320,63 @@ Test(fast_cpu_bits, adamw_copy_rounds_specials) {
     fast_backend_cuda_cpu.destroy(t.m);
     model_spec_free(&t.spec);
 }
+
+/* ------------------------------------------------------------------ the tables' alignment */
+
+/* A trainable-λ ResFormer adds one-element tensors to the parameter table, which used to push
+ * every later tensor off 16-byte alignment. The table pads each tensor's slot to PARAM_ALIGN
+ * elements (common/model/params.h): every tensor of the fp32 master weights, the bf16 copy,
+ * the gradient and both moments starts 16-byte aligned in fast/'s buffers; the training step
+ * (forward, backward, AdamW) then launches every memory-bound kernel on its vector path; the
+ * gaps are zero in all four buffers after the steps (no kernel writes them, AdamW keeps
+ * zeros zero); the parameter count leaves them out. */
+Test(fast_cpu_bits, every_tensor_is_16_byte_aligned_with_a_trainable_lambda) {
+    ModelConfig c;
+    config_preset("tiny", &c);
+    /* head dim 16 (tiny's is 8): RoPE's vector path needs a whole bf16 pack in each half of
+     * a head, as every real preset has (head dim 64 or more) */
+    c.d_model = 32, c.d_ffn = 64;
+    snprintf(c.preset, sizeof c.preset, "custom");
+    ModelSpec spec = {};
+    cr_assert_eq(model_spec_set_variant(&c, "resformer:mode=learnable", "test", &spec), 0, "%s", vrl_last_error());
+    const ParamTable *t = &spec.table;
+    size_t count = 0, odd = 0;
+    for (int k = 0; k < t->n; k++) count += t->p[k].numel, odd += t->p[k].numel % PARAM_ALIGN != 0;
+    cr_assert_gt(odd, 0, "the variant has no tensor whose size needs a gap: the test would check nothing");
+    cr_expect_eq(param_table_count(t), count, "the count is the tensors' elements");
+    cr_expect_eq(t->total % PARAM_ALIGN, 0);
+    const Backend *be = &fast_backend_cuda_cpu;
+    fast_cpu::FastModel *m = (fast_cpu::FastModel *)be->create(&spec, 2, 16);
+    cr_assert(m, "%s", vrl_last_error());
+    for (int k = 0; k < t->n; k++) {
+        const size_t o = t->p[k].offset;
+        const void *at[5] = {m->params32 + o, m->params16 + o, m->grads + o, m->exp_avg + o, m->exp_avg_sq + o};
+        for (const void *p : at)
+            cr_expect_eq((uintptr_t)p % 16, 0, "%s (offset %zu) is not 16-byte aligned", t->p[k].name, o);
+    }
+    const size_t P = t->total;
+    vector<float> p(P), g(P), ma(P), va(P);
+    params_init_f32(t, 3, p.data());
+    be->set_state(m, p.data(), NULL, NULL);
+    vector<int32_t> tok(2 * 16);
+    Rng r;
+    rng_seed(&r, 9);
+    const AdamWConfig opt = {.beta1 = 0.9, .beta2 = 0.95, .eps = 1e-8, .weight_decay = 0.1, .clip = 1.0};
+    const unsigned long s0 = fast_cpu::vec_scalar_launches;
+    for (long s = 1; s <= 2; s++) {
+        for (auto &x : tok) x = (int32_t)rng_below(&r, (uint64_t)spec.config.vocab_size);
+        be->zero_grad(m);
+        (void)backend_forward_backward_now(be, m, tok.data(), 1.0);
+        cr_assert(isfinite(be->step(m, &opt, 1e-3, s)), "%s", vrl_last_error());
+    }
+    cr_expect_eq(fast_cpu::vec_scalar_launches - s0, 0, "%lu launches of the step took the scalar path",
+                 fast_cpu::vec_scalar_launches - s0);
+    be->get_state(m, p.data(), g.data(), ma.data(), va.data());
+    long nonzero = 0;
+    for (int k = 0; k < t->n; k++)
+        for (size_t i = t->p[k].offset + t->p[k].numel; i < t->p[k].offset + param_padded(t->p[k].numel); i++)
+            nonzero += bits_of(p[i]) != 0 || bits_of(g[i]) != 0 || bits_of(ma[i]) != 0 || bits_of(va[i]) != 0;
+    cr_expect_eq(nonzero, 0, "%ld gap elements are not +0 after two steps", nonzero);
+    be->destroy(m);
+    model_spec_free(&spec);
+}

@@ -17,6 +17,14 @@
 #define PARAM_MAX_DIM 4
 /* elements in one table (2^40): times 8 bytes and a few buffers, still far inside size_t */
 #define PARAM_MAX_TOTAL (1ULL << 40)
+/* Every tensor's offset in the flat buffer, and the buffer's total, are multiples of
+ * PARAM_ALIGN elements: 16 bytes of bf16, 32 of fp32, so fast/ reads and writes every tensor
+ * of its parameter and gradient tables with 16-byte vector accesses and cuBLASLt gets
+ * aligned operands (docs/fast.md, "Vector access, padding and alignment"). The gap after a
+ * tensor whose size is not a multiple (a trainable λ scalar, a DenseFormer weight vector)
+ * is zero in every buffer and belongs to no tensor: checkpoints, written tensor by tensor,
+ * never see it. */
+#define PARAM_ALIGN 8
 
 typedef enum {
     INIT_NORMAL = 0, /* N(0, init_value^2): linears and embeddings, std 0.02 */
@@ -42,7 +50,8 @@ typedef struct {
 typedef struct {
     ParamInfo *p;
     int n, cap;
-    size_t total;              /* elements in the flat buffer */
+    size_t total;              /* elements in the flat buffer, the padding gaps included */
+    size_t count;              /* elements of the tensors: total less the gaps */
     int *by_name;              /* [name_cap] open-addressed hash of names: index + 1, 0 = empty */
     int name_cap;              /* a power of two, at least 2 * n; 0 before the first add */
 } ParamTable;
@@ -53,6 +62,10 @@ typedef struct {
     size_t offset;
     size_t numel;
 } TensorSlot;
+
+/* n rounded up to the table's alignment: a tensor of n elements takes this much of the flat
+ * buffer (itself and its gap). */
+static inline size_t param_padded(size_t n) { return (n + PARAM_ALIGN - 1) / PARAM_ALIGN * PARAM_ALIGN; }
 
 /* The slot of the tensor appended last (t->n >= 1). */
 static inline TensorSlot param_table_last_slot(const ParamTable *t) {
@@ -80,13 +93,14 @@ int param_table_expect(const ParamTable *t, const char *name, size_t numel, size
 
 /* Deterministic initialisation from a seed, independent of the backend and precision:
  * each tensor draws from its own stream keyed by (seed, name), so adding a tensor
- * does not change the others. Values are produced in double; out has t->total elements. */
+ * does not change the others. Values are produced in double; out has t->total elements,
+ * the gaps between tensors set to 0. */
 void params_init_f64(const ParamTable *t, uint64_t seed, double *out);
 /* The same draw rounded to float (each value as (float) of params_init_f64's), written
  * straight into out [t->total] without a double copy of the whole table. */
 void params_init_f32(const ParamTable *t, uint64_t seed, float *out);
 
-/* Total parameter count (what `vrl info` prints). */
-static inline size_t param_table_count(const ParamTable *t) { return t->total; }
+/* Total parameter count (what `vrl info` prints): the tensors' elements, not the gaps. */
+static inline size_t param_table_count(const ParamTable *t) { return t->count; }
 
 #endif
