@@ -4,8 +4,9 @@
  * and checked against what CUDA documents: bf16 rounding, warp shuffles and ballots with
  * their masks and widths, barriers, atomics, dynamic shared memory, graph capture and
  * replay, the cuBLASLt stand-in against a double-precision product, and every error the
- * layer reports instead of a GPU's hang or undefined result (divergent barriers, a lane
- * that exits before a shuffle, masks, launch limits), each naming the kernel. Thread
+ * layer reports instead of a GPU's hang, fault or undefined result (divergent barriers, a
+ * lane that exits before a shuffle, masks, launch limits, a misaligned 16-byte vector load
+ * or store), each naming the kernel. Thread
  * orders: a kernel with its barrier gives the same bits in all three orders; without it,
  * forward and reverse differ (the race probe works). */
 #include <criterion/criterion.h>

@@ -329,7 +329,9 @@ Test(fast_cpu_bits, adamw_copy_rounds_specials) {
  * the gradient and both moments starts 16-byte aligned in fast/'s buffers; the training step
  * (forward, backward, AdamW) then launches every memory-bound kernel on its vector path; the
  * gaps are zero in all four buffers after the steps (no kernel writes them, AdamW keeps
- * zeros zero); the parameter count leaves them out. */
+ * zeros zero); the parameter count leaves them out. lm_head's gap is its rows past the
+ * vocabulary, which the lm_head GEMMs use: values planted there change no bit of the loss
+ * or the gradient. */
 Test(fast_cpu_bits, every_tensor_is_16_byte_aligned_with_a_trainable_lambda) {
     ModelConfig c;
     config_preset("tiny", &c);
@@ -374,9 +376,29 @@ Test(fast_cpu_bits, every_tensor_is_16_byte_aligned_with_a_trainable_lambda) {
     be->get_state(m, p.data(), g.data(), ma.data(), va.data());
     long nonzero = 0;
     for (int k = 0; k < t->n; k++)
-        for (size_t i = t->p[k].offset + t->p[k].numel; i < t->p[k].offset + param_padded(t->p[k].numel); i++)
+        for (size_t i = t->p[k].offset + t->p[k].numel; i < t->p[k].offset + t->p[k].slot; i++)
             nonzero += bits_of(p[i]) != 0 || bits_of(g[i]) != 0 || bits_of(ma[i]) != 0 || bits_of(va[i]) != 0;
     cr_expect_eq(nonzero, 0, "%ld gap elements are not +0 after two steps", nonzero);
+    /* lm_head's slot is [Vp, d] and the GEMMs run over all Vp rows; values planted in the
+     * rows past V must not reach the loss nor any gradient (the cross-entropy reads only the
+     * V real columns and writes the pad columns' gradient as 0) */
+    const ParamInfo *head = param_table_find(t, "lm_head.weight");
+    cr_assert(head && head->slot >= param_padded(head->numel) + head->shape[1], "lm_head has no pad rows");
+    double loss[2];
+    vector<float> g0(P);
+    for (int planted = 0; planted < 2; planted++) {
+        if (planted)
+            for (size_t i = head->offset + head->numel; i < head->offset + head->slot; i++) p[i] = 0.75f;
+        be->set_state(m, p.data(), NULL, NULL);
+        be->zero_grad(m);
+        loss[planted] = backend_forward_backward_now(be, m, tok.data(), 1.0);
+        be->get_state(m, NULL, planted ? g.data() : g0.data(), NULL, NULL);
+    }
+    cr_expect_eq(bits_of64(loss[0]), bits_of64(loss[1]), "planted pad rows change the loss: %.17g vs %.17g", loss[1],
+                 loss[0]);
+    size_t diff = 0;
+    for (size_t i = 0; i < P; i++) diff += bits_of(g[i]) != bits_of(g0[i]);
+    cr_expect_eq(diff, 0, "planted pad rows change %zu gradient elements", diff);
     be->destroy(m);
     model_spec_free(&spec);
 }

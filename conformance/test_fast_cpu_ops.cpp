@@ -17,7 +17,9 @@
  * from its rounding points: the value mix with a trainable λ read on the device, its backward
  * from fp32 and bf16 gradients and the λ gradient past its grid; RoPE and its transpose on a
  * view; the embedding gather and its per-token backward; the loss's device sum and record.
- * (AdamW and the bf16 casts: test_fast_cpu_bits.cpp.) */
+ * The 16-byte vector path of the memory-bound kernels (fast/vec.cuh) against their scalar
+ * path: the same bits, and each path taken where it should be. (AdamW and the bf16 casts:
+ * test_fast_cpu_bits.cpp.) */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <string.h>

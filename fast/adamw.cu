@@ -205,10 +205,10 @@ int fast_adamw_queue(FastModel *m, const AdamWConfig *opt) {
          * keeps zero: params.h), so a run starts and ends on whole vectors */
         const int dec = t->p[k].decay && opt->weight_decay != 0;
         const size_t o0 = t->p[k].offset;
-        size_t o1 = o0 + param_padded(t->p[k].numel);
+        size_t o1 = o0 + t->p[k].slot;
         int k1 = k + 1;
         while (k1 < t->n && t->p[k1].offset == o1 && (t->p[k1].decay && opt->weight_decay != 0) == dec)
-            o1 += param_padded(t->p[k1++].numel);
+            o1 += t->p[k1++].slot;
         /* [x0, x1) of the table, gradients at g: the whole run, or each of this rank's
          * shard ranges inside it (zero.cuh) */
         const int pieces = m->zero ? zero_n_ranges(m) : 1;

@@ -73,11 +73,11 @@ static int build_buckets(ZeroState *z, const FastModel *m) {
         const int owner = owner_of(m, p->offset);
         ZeroBucket *last = z->n ? &z->b[z->n - 1] : NULL;
         if (last && last->owner == owner && last->start + last->len == p->offset) {
-            last->len += param_padded(p->numel);
+            last->len += p->slot;
             continue;
         }
         z->b[z->n].start = p->offset;
-        z->b[z->n].len = param_padded(p->numel);
+        z->b[z->n].len = p->slot;
         z->b[z->n].owner = owner;
         z->n++;
     }

@@ -25,6 +25,10 @@
  * is zero in every buffer and belongs to no tensor: checkpoints, written tensor by tensor,
  * never see it. */
 #define PARAM_ALIGN 8
+/* lm_head's slot holds its rows rounded up to a multiple of PARAM_VOCAB_PAD (50277 -> 50304),
+ * the rows past the vocabulary zero: fast/ runs the three lm_head GEMMs at that extent, whose
+ * 16-byte aligned leading dimensions cuBLASLt's tensor-core kernels need (docs/fast.md). */
+#define PARAM_VOCAB_PAD 128
 
 typedef enum {
     INIT_NORMAL = 0, /* N(0, init_value^2): linears and embeddings, std 0.02 */
@@ -40,6 +44,8 @@ typedef struct {
     int64_t shape[PARAM_MAX_DIM];
     size_t offset;             /* first element in the flat buffer */
     size_t numel;
+    size_t slot;               /* elements it takes in the flat buffer, its gap included: numel
+                                * rounded up to PARAM_ALIGN, or more (param_table_pad_rows) */
     int decay;                 /* 1 if AdamW weight decay applies (formulas.md §2) */
     InitKind init;
     double init_value;         /* std for INIT_NORMAL, value for INIT_CONST / EYE / ONEHOT */
@@ -79,6 +85,10 @@ void param_table_free(ParamTable *t);
 /* Append one tensor (spec.c, and the plans adding their own tensors). */
 int param_table_add(ParamTable *t, const char *name, int ndim, const int64_t *shape,
                     int decay, InitKind init, double init_value);
+
+/* Give the tensor appended last (a [rows, cols] matrix) a slot of `rows` rows, zero past its
+ * own (rows >= its shape[0]). */
+int param_table_pad_rows(ParamTable *t, int64_t rows);
 
 /* Append a tensor whose elements start at values[0..numel) (copied; INIT_VALUES, no decay). */
 int param_table_add_values(ParamTable *t, const char *name, int ndim, const int64_t *shape, const double *values);

@@ -74,7 +74,7 @@ static int load_one(const char *path, const StFile *f, const char *name, const P
     }
     /* the padding gap after the tensor (params.h): zero, as params_init leaves it */
     memset((char *)out + (p->offset + p->numel) * dtype_size(dtype), 0,
-           (param_padded(p->numel) - p->numel) * dtype_size(dtype));
+           (p->slot - p->numel) * dtype_size(dtype));
     return 0;
 }
 
