@@ -332,7 +332,7 @@ Test(fast_cpu_bits, adamw_copy_rounds_specials) {
  * zeros zero); the parameter count leaves them out. lm_head's gap is its rows past the
  * vocabulary, which the lm_head GEMMs use: values planted there change no bit of the loss
  * or the gradient. */
-Test(fast_cpu_bits, every_tensor_is_16_byte_aligned_with_a_trainable_lambda) {
+static void aligned_case(const char *variant, bool needs_gap) {
     ModelConfig c;
     config_preset("tiny", &c);
     /* head dim 16 (tiny's is 8): RoPE's vector path needs a whole bf16 pack in each half of
@@ -340,11 +340,11 @@ Test(fast_cpu_bits, every_tensor_is_16_byte_aligned_with_a_trainable_lambda) {
     c.d_model = 32, c.d_ffn = 64;
     snprintf(c.preset, sizeof c.preset, "custom");
     ModelSpec spec = {};
-    cr_assert_eq(model_spec_set_variant(&c, "resformer:mode=learnable", "test", &spec), 0, "%s", vrl_last_error());
+    cr_assert_eq(model_spec_set_variant(&c, variant, "test", &spec), 0, "%s", vrl_last_error());
     const ParamTable *t = &spec.table;
     size_t count = 0, odd = 0;
     for (int k = 0; k < t->n; k++) count += t->p[k].numel, odd += t->p[k].numel % PARAM_ALIGN != 0;
-    cr_assert_gt(odd, 0, "the variant has no tensor whose size needs a gap: the test would check nothing");
+    if (needs_gap) cr_assert_gt(odd, 0, "%s has no tensor whose size needs a gap: the test would check nothing", variant);
     cr_expect_eq(param_table_count(t), count, "the count is the tensors' elements");
     cr_expect_eq(t->total % PARAM_ALIGN, 0);
     const Backend *be = &fast_backend_cuda_cpu;
@@ -371,7 +371,7 @@ Test(fast_cpu_bits, every_tensor_is_16_byte_aligned_with_a_trainable_lambda) {
         (void)backend_forward_backward_now(be, m, tok.data(), 1.0);
         cr_assert(isfinite(be->step(m, &opt, 1e-3, s)), "%s", vrl_last_error());
     }
-    cr_expect_eq(fast_cpu::vec_scalar_launches - s0, 0, "%lu launches of the step took the scalar path",
+    cr_expect_eq(fast_cpu::vec_scalar_launches - s0, 0, "%s: %lu launches of the step took the scalar path", variant,
                  fast_cpu::vec_scalar_launches - s0);
     be->get_state(m, p.data(), g.data(), ma.data(), va.data());
     long nonzero = 0;
@@ -402,3 +402,7 @@ Test(fast_cpu_bits, every_tensor_is_16_byte_aligned_with_a_trainable_lambda) {
     be->destroy(m);
     model_spec_free(&spec);
 }
+
+Test(fast_cpu_bits, every_tensor_is_16_byte_aligned_with_a_trainable_lambda) { aligned_case("resformer:mode=learnable", true); }
+/* the hidden residual: the residual-stream kernels (stream.cu) on the vector path too */
+Test(fast_cpu_bits, every_tensor_is_16_byte_aligned_with_the_hidden_residual) { aligned_case("hidden_residual", false); }

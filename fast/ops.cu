@@ -200,14 +200,6 @@ __device__ __forceinline__ float bf(bf16 x) { return __bfloat162float(x); }
 /* x rounded to bf16 and back: a value that ref keeps as a tensor of its own */
 __device__ __forceinline__ float bf16r(float x) { return __bfloat162float(__float2bfloat16(x)); }
 
-/* An elementwise kernel<W> over n elements, W per thread: the vector path (W = VEC_W,
- * vec.cuh) when `fits`, else the scalar one (W = 1). Each element's arithmetic is the same
- * in both, so are its bits. */
-#define LAUNCH_VEC(kernel, n, fits, ...)                                                                     \
-    do {                                                                                                     \
-        if (vec_path(fits)) LAUNCH(kernel<VEC_W>, cdiv((n) / VEC_W, 256), 256, 0, ops_stream)(__VA_ARGS__);  \
-        else LAUNCH(kernel<1>, cdiv((n), 256), 256, 0, ops_stream)(__VA_ARGS__);                             \
-    } while (0)
 
 /* ================================================================== embedding */
 

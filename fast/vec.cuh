@@ -108,4 +108,13 @@ static inline int vec_path(int fits) {
 }
 FAST_NS_END
 
+/* An elementwise kernel<W> over n elements, W per thread: the vector path (W = VEC_W) when
+ * `fits`, else the scalar one (W = 1). Each element's arithmetic is the same in both, so
+ * are its bits. */
+#define LAUNCH_VEC(kernel, n, fits, ...)                                                                     \
+    do {                                                                                                     \
+        if (vec_path(fits)) LAUNCH(kernel<VEC_W>, cdiv((n) / VEC_W, 256), 256, 0, ops_stream)(__VA_ARGS__);  \
+        else LAUNCH(kernel<1>, cdiv((n), 256), 256, 0, ops_stream)(__VA_ARGS__);                             \
+    } while (0)
+
 #endif
