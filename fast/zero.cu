@@ -23,7 +23,8 @@ FAST_NS_BEGIN
 
 typedef struct {
     size_t start, len;   /* table values [start, start + len) */
-    size_t chunk;        /* ceil(len / world): every rank's block length (the last may be short) */
+    size_t chunk;        /* ceil(len / world) rounded up to PARAM_ALIGN (whole vectors): every
+                          * rank's block length (the last may be short, or empty) */
     size_t shard_off;    /* this rank's block in gshard */
     int owner;           /* layer 0 .. L-1, or ZERO_EMBED / ZERO_HEAD / ZERO_LATE */
     int launched;        /* reduce-scatter issued in the running backward */
