@@ -133,7 +133,9 @@ Test(fast_cpu_ops, rmsnorm_edge_shapes) {
  * row's last word, whose high half is pad). The shapes reach each register template (1, 4,
  * 16 and 56 words per thread of 512), the last one the paper's 50277 in 50304. Forward only
  * (backward 0) must give the same losses and leave the row as it was. */
-static void crossentropy_case(int V, int LD, int R) {
+/* off: the logits start off elements past a 16-byte boundary (2: the 32-bit words stay
+ * aligned, the 16-byte packs do not, so the launcher takes the scalar path) */
+static void crossentropy_case(int V, int LD, int R, int off = 0) {
     vector<bf16> logits((size_t)R * LD, __float2bfloat16(NAN));
     vector<double> x((size_t)R * V);
     for (int r = 0; r < R; r++)
@@ -160,14 +162,19 @@ static void crossentropy_case(int V, int LD, int R) {
     for (const char *o : orders) {
         cr_assert_eq(cuda_cpu::set_thread_order(o), 0);
         vector<float> loss(R, -1.0f), loss_fwd(R, -1.0f);
-        vector<bf16> row = logits, d((size_t)R * V);
-        cr_assert_eq(fast_cpu::crossentropy_forward_backward(loss_fwd.data(), row.data(), targets.data(), R, V, LD,
-                                                              (float)w, 0),
-                     0, "%s", vrl_last_error());
-        cr_expect(same_bits(row, logits), "V=%d order %s: the forward-only pass wrote the logits", V, o);
-        cr_assert_eq(fast_cpu::crossentropy_forward_backward(loss.data(), row.data(), targets.data(), R, V, LD, (float)w,
-                                                              1),
-                     0, "%s", vrl_last_error());
+        vector<bf16> store(logits.size() + 16), d((size_t)R * V);
+        bf16 *at = store.data() + ((16 - (uintptr_t)store.data() % 16) % 16) / sizeof(bf16) + off;
+        memcpy(at, logits.data(), logits.size() * sizeof(bf16));
+        cr_assert_eq(fast_cpu::crossentropy_forward_backward(loss_fwd.data(), at, targets.data(), R, V, LD, (float)w, 0), 0,
+                     "%s", vrl_last_error());
+        cr_expect(same_bits(vector<bf16>(at, at + logits.size()), logits),
+                  "V=%d order %s: the forward-only pass wrote the logits", V, o);
+        const unsigned long s0 = fast_cpu::vec_scalar_launches;
+        cr_assert_eq(fast_cpu::crossentropy_forward_backward(loss.data(), at, targets.data(), R, V, LD, (float)w, 1), 0,
+                     "%s", vrl_last_error());
+        if (LD / 2 > 512) /* rows of more than one word per thread: 16-byte packs when aligned */
+            cr_expect_eq(fast_cpu::vec_scalar_launches - s0, off ? 1 : 0, "V=%d off %d: the wrong path", V, off);
+        const vector<bf16> row(at, at + logits.size());
         cr_expect(same_bits(loss, loss_fwd), "V=%d order %s: forward-only and training losses differ", V, o);
         int pad_nonzero = 0;
         for (int r = 0; r < R; r++) {
@@ -195,6 +202,7 @@ Test(fast_cpu_ops, crossentropy_one_word_per_thread) { crossentropy_case(300, 38
 Test(fast_cpu_ops, crossentropy_four_words_odd_vocabulary) { crossentropy_case(1999, 2048, 4); }
 Test(fast_cpu_ops, crossentropy_sixteen_words) { crossentropy_case(9000, 9088, 4); }
 Test(fast_cpu_ops, crossentropy_paper_vocabulary) { crossentropy_case(50277, 50304, 3); }
+Test(fast_cpu_ops, crossentropy_scalar_path_off_alignment) { crossentropy_case(1999, 2048, 4, 2); }
 
 Test(fast_cpu_ops, crossentropy_refuses_what_registers_cannot_hold) {
     vector<float> loss(1);

@@ -982,11 +982,14 @@ __device__ __forceinline__ float ce_block_reduce(float v, float *sh, int op) {
 }
 
 /* WORDS: words of the row each thread holds (a template constant, so the array stays in
- * registers; the launcher picks the smallest that covers the row). */
-template <int WORDS>
-__global__ void __launch_bounds__(CE_ROW_THREADS) crossentropy_kernel(float *losses, bf16 *logits,
-                                                                      const int32_t *targets, int V, int ld, float w,
-                                                                      int backward) {
+ * registers; the launcher picks the smallest that covers the row). PW: the words of one
+ * access, 1 or a 16-byte pack (vec.cuh); a thread's k-th word is word CE_WORD(k) of the row:
+ * PW consecutive words, the packs CE_ROW_THREADS·PW words apart, so a warp's accesses stay
+ * coalesced. (The words a thread sums, and so the order of the fp32 sum, depend on PW.) */
+#define CE_WORD(k) ((tid + ((k) / PW) * CE_ROW_THREADS) * PW + (k) % PW)
+template <int WORDS, int PW>
+__device__ __forceinline__ void crossentropy_row(float *losses, bf16 *logits, const int32_t *targets, int V, int ld,
+                                                 float w, int backward) {
     __shared__ float sh_max[CE_ROW_THREADS / 32], sh_sum[CE_ROW_THREADS / 32];
     const int row = blockIdx.x, tgt = targets[row], tid = threadIdx.x;
     ce_word *xw = (ce_word *)(logits + (size_t)row * ld); /* the row as ld/2 words */
@@ -1000,10 +1003,20 @@ __global__ void __launch_bounds__(CE_ROW_THREADS) crossentropy_kernel(float *los
     /* the one read: this thread's words, and their max over real columns */
     ce_word u[WORDS];
     float mx = -INFINITY;
+    if constexpr (PW > 1) { /* whole packs inside the row (ld/2 is a multiple of PW) */
+#pragma unroll
+        for (int k = 0; k < WORDS; k += PW) {
+            Pack<ce_word> q = {};
+            if (CE_WORD(k) < ld / 2) q = load_pack(xw + CE_WORD(k));
+#pragma unroll
+            for (int e = 0; e < PW; e++) u[k + e] = q.e[e];
+        }
+    }
 #pragma unroll
     for (int k = 0; k < WORDS; k++) {
-        const int j = tid + k * CE_ROW_THREADS;
-        u[k] = j < used ? xw[j] : 0u;
+        const int j = CE_WORD(k);
+        if (PW == 1) u[k] = j < used ? xw[j] : 0u;
+        else if (j >= used) u[k] = 0u; /* pad words: as the scalar path leaves them */
         if (j < used) mx = fmaxf(mx, 2 * j + 1 < V ? fmaxf(word_lo(u[k]), word_hi(u[k])) : word_lo(u[k]));
     }
     mx = ce_block_reduce(mx, sh_max, 0);
@@ -1012,7 +1025,7 @@ __global__ void __launch_bounds__(CE_ROW_THREADS) crossentropy_kernel(float *los
     int holds_target = 0;
 #pragma unroll
     for (int k = 0; k < WORDS; k++) {
-        const int j = tid + k * CE_ROW_THREADS;
+        const int j = CE_WORD(k);
         if (j < used) {
             s += expf(word_lo(u[k]) - mx);
             if (2 * j + 1 < V) s += expf(word_hi(u[k]) - mx);
@@ -1029,13 +1042,39 @@ __global__ void __launch_bounds__(CE_ROW_THREADS) crossentropy_kernel(float *los
     /* the one write: the gradient of the weighted loss over the logits, 0 in the pad columns */
 #pragma unroll
     for (int k = 0; k < WORDS; k++) {
-        const int j = tid + k * CE_ROW_THREADS, c = 2 * j;
-        if (j >= ld / 2) continue;
+        const int j = CE_WORD(k), c = 2 * j;
         float g0 = 0.0f, g1 = 0.0f;
         if (c < V) g0 = w * (expf(word_lo(u[k]) - lse) - (c == tgt ? 1.0f : 0.0f));
         if (c + 1 < V) g1 = w * (expf(word_hi(u[k]) - lse) - (c + 1 == tgt ? 1.0f : 0.0f));
-        xw[j] = word_of(g0, g1);
+        u[k] = word_of(g0, g1); /* the gradient, over the logit it came from */
     }
+#pragma unroll
+    for (int k = 0; k < WORDS; k += PW) {
+        if (CE_WORD(k) >= ld / 2) continue;
+        if constexpr (PW > 1) {
+            Pack<ce_word> q;
+#pragma unroll
+            for (int e = 0; e < PW; e++) q.e[e] = u[k + e];
+            store_pack(xw + CE_WORD(k), q);
+        } else {
+            xw[CE_WORD(k)] = u[k];
+        }
+    }
+}
+#undef CE_WORD
+
+template <int WORDS>
+__global__ void __launch_bounds__(CE_ROW_THREADS) crossentropy_kernel(float *losses, bf16 *logits,
+                                                                      const int32_t *targets, int V, int ld, float w,
+                                                                      int backward) {
+    crossentropy_row<WORDS, 1>(losses, logits, targets, V, ld, w, backward);
+}
+/* the same with 16-byte packs of words */
+template <int WORDS>
+__global__ void __launch_bounds__(CE_ROW_THREADS) crossentropy_vec_kernel(float *losses, bf16 *logits,
+                                                                          const int32_t *targets, int V, int ld,
+                                                                          float w, int backward) {
+    crossentropy_row<WORDS, Pack<ce_word>::N>(losses, logits, targets, V, ld, w, backward);
 }
 
 int crossentropy_forward_backward(float *losses, bf16 *logits, const int32_t *targets, int R, int V, int ld, float w,
@@ -1044,13 +1083,21 @@ int crossentropy_forward_backward(float *losses, bf16 *logits, const int32_t *ta
         return vrl_error("fast: cross-entropy needs 1 <= V <= ld <= %d with ld even (got V=%d ld=%d)", CE_MAX_COLUMNS,
                          V, ld);
     const int words = ld / 2;
+    constexpr int PW = Pack<ce_word>::N; /* words per 16-byte pack */
+    /* rows of several words per thread: 16-byte packs when every row starts on one */
+    const bool packs = words > CE_ROW_THREADS && vec_path(words % PW == 0 && vec_aligned(logits));
+#define CE_ARGS losses, logits, targets, V, ld, w, backward
 #define CE_LAUNCH(W)                                                                                        \
-    LAUNCH(crossentropy_kernel<W>, R, CE_ROW_THREADS, 0, ops_stream)(losses, logits, targets, V, ld, w, backward)
-    if (words <= CE_ROW_THREADS) CE_LAUNCH(1);
+    do {                                                                                                    \
+        if (packs) LAUNCH(crossentropy_vec_kernel<W>, R, CE_ROW_THREADS, 0, ops_stream)(CE_ARGS);           \
+        else LAUNCH(crossentropy_kernel<W>, R, CE_ROW_THREADS, 0, ops_stream)(CE_ARGS);                     \
+    } while (0)
+    if (words <= CE_ROW_THREADS) LAUNCH(crossentropy_kernel<1>, R, CE_ROW_THREADS, 0, ops_stream)(CE_ARGS);
     else if (words <= 4 * CE_ROW_THREADS) CE_LAUNCH(4);
     else if (words <= 16 * CE_ROW_THREADS) CE_LAUNCH(16);
     else CE_LAUNCH(56);
 #undef CE_LAUNCH
+#undef CE_ARGS
     LAUNCH_CHECK();
     return 0;
 }
