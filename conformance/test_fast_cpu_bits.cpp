@@ -403,6 +403,8 @@ static void aligned_case(const char *variant, bool needs_gap) {
     model_spec_free(&spec);
 }
 
-Test(fast_cpu_bits, every_tensor_is_16_byte_aligned_with_a_trainable_lambda) { aligned_case("resformer:mode=learnable", true); }
+Test(fast_cpu_bits, every_tensor_is_16_byte_aligned_with_a_trainable_lambda) {
+    aligned_case("resformer:mode=learnable", true);
+}
 /* the hidden residual: the residual-stream kernels (stream.cu) on the vector path too */
 Test(fast_cpu_bits, every_tensor_is_16_byte_aligned_with_the_hidden_residual) { aligned_case("hidden_residual", false); }

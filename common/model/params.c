@@ -73,7 +73,8 @@ int param_table_add(ParamTable *t, const char *name, int ndim, const int64_t *sh
 
 int param_table_pad_rows(ParamTable *t, int64_t rows) {
     ParamInfo *p = &t->p[t->n - 1];
-    if (p->ndim != 2 || rows < p->shape[0]) return vrl_error("parameter %s: cannot pad to %lld rows", p->name, (long long)rows);
+    if (p->ndim != 2 || rows < p->shape[0])
+        return vrl_error("parameter %s: cannot pad to %lld rows", p->name, (long long)rows);
     const size_t slot = param_padded((size_t)rows * (size_t)p->shape[1]);
     if (t->total - p->slot + slot > PARAM_MAX_TOTAL)
         return vrl_error("model: more than %llu parameters (at %s)", (unsigned long long)PARAM_MAX_TOTAL, p->name);
