@@ -27,7 +27,12 @@
  *   here, and fast/ *.cu is scanned for the truncating or directed variants): that function is
  *   checked against the independent rounding on every bf16 value with the low half 0, 1,
  *   0x7fff, 0x8000 (the tie), 0x8001 and 0xffff, and the cast kernel (the copy set_state
- *   makes) on the special values. */
+ *   makes) on the special values.
+ * - The tables' alignment (common/model/params.h): with a trainable λ, and with the hidden
+ *   residual, every tensor of the four fp32 buffers and the bf16 copy starts 16-byte aligned,
+ *   two training steps launch no scalar path (fast/vec.cuh), the padding gaps stay +0, and
+ *   values planted in lm_head's rows past the vocabulary change no bit of the loss or the
+ *   gradient. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
