@@ -337,7 +337,7 @@ int cmd_eval(int argc, char **argv) {
     const char *prefix_name = eos_id < 0 ? "id 0" : "<|endoftext|>";
     const double t0 = now_seconds();
     printf("vrl eval: %s (%s, %s, %zu parameters), %s, window %d, batch %d%s%s\n", ckpt, run.config.preset,
-           run.config.variant, run.spec.table.total, be->name, seq, batch, fixed ? ", fixed shape" : "",
+           run.config.variant, param_table_count(&run.spec.table), be->name, seq, batch, fixed ? ", fixed shape" : "",
            limit ? " (--limit: partial sets)" : "");
     json_object_set_new(out, "run", json_string(ckpt));
     json_object_set_new(out, "backend", json_string(be->name));

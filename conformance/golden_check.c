@@ -234,7 +234,7 @@ GoldenStatus golden_run(const char *dir, const char *name, const Backend *be, Go
     }
     const int B = (int)tok->shape[0], T = (int)tok->shape[1];
     const size_t P = spec.table.total, NL = (size_t)B * T * c.vocab_size, esz = dtype_size(be->dtype);
-    p64 = malloc(P * sizeof *p64);
+    p64 = calloc(P, sizeof *p64); /* the padding gaps zero (params.h) */
     g64 = malloc(P * sizeof *g64);
     got = malloc((P > NL ? P : NL) * sizeof *got);
     buf = calloc(P > NL ? P : NL, esz);

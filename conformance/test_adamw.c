@@ -13,7 +13,7 @@
 
 #include "ref/adamw.h"
 
-enum { P = 9 };
+enum { P = 9, PT = 16 }; /* elements; the table's flat buffer: "w" [6] padded to 8 (params.h), "g" at 8 */
 
 static ParamTable table(void) {
     ParamTable t;
@@ -21,8 +21,22 @@ static ParamTable table(void) {
     int64_t sw[2] = {2, 3}, sg[1] = {3};
     cr_assert_eq(param_table_add(&t, "w", 2, sw, 1, INIT_NORMAL, 0.02), 0);
     cr_assert_eq(param_table_add(&t, "g", 1, sg, 0, INIT_CONST, 1.0), 0);
-    cr_assert_eq(t.total, P);
+    cr_assert_eq(t.count, P);
+    cr_assert_eq(t.total, PT);
+    cr_assert_eq(t.p[1].offset, 8);
     return t;
+}
+
+/* The hand computation's P elements ("w" then "g") into the table's flat buffer [PT], the
+ * padding gaps zero, and back. */
+static void to_table(const ParamTable *t, const double *x, double *flat) {
+    memset(flat, 0, PT * sizeof *flat);
+    memcpy(flat + t->p[0].offset, x, 6 * sizeof *x);
+    memcpy(flat + t->p[1].offset, x + 6, 3 * sizeof *x);
+}
+static void from_table(const ParamTable *t, const double *flat, double *x) {
+    memcpy(x, flat + t->p[0].offset, 6 * sizeof *x);
+    memcpy(x + 6, flat + t->p[1].offset, 3 * sizeof *x);
 }
 
 /* One step by hand; returns the pre-clip norm. */
@@ -50,16 +64,22 @@ static void run_case(double gscale, double clip, int expect_clipped) {
     const double g1[P] = {0.3, -0.1, 0.02, -0.4, 0.25, 0.0, 0.15, -0.05, 0.08};
     const double g2[P] = {-0.2, 0.05, 0.3, 0.1, -0.15, 0.2, -0.1, 0.12, 0.01};
     double rp[P], rg[P], rm[P] = {0}, rv[P] = {0}; /* reference (real is double here) */
+    double fp[PT], fg[PT], fm[PT] = {0}, fv[PT] = {0}; /* the reference's flat buffers */
     double hp[P], hg[P], hm[P] = {0}, hv[P] = {0}; /* hand */
     memcpy(rp, p0, sizeof rp);
     memcpy(hp, p0, sizeof hp);
+    to_table(&t, rp, fp);
     long step = 0;
     const double lrs[2] = {1e-3, 3e-2};
     for (int s = 0; s < 2; s++) {
         const double *gs = s == 0 ? g1 : g2;
         for (int i = 0; i < P; i++) rg[i] = hg[i] = gscale * gs[i];
         step += 1;
-        double rn = adamw_update(&t, rp, rg, rm, rv, step, &o, lrs[s]);
+        to_table(&t, rg, fg);
+        double rn = adamw_update(&t, fp, fg, fm, fv, step, &o, lrs[s]);
+        for (int i = 0; i < PT; i++) /* the gaps stay zero */
+            cr_assert(fp[i] == 0 || i < 6 || (i >= 8 && i < 11), "gap element %d became %g", i, fp[i]);
+        from_table(&t, fp, rp), from_table(&t, fg, rg), from_table(&t, fm, rm), from_table(&t, fv, rv);
         double hn = hand_step(hp, hg, hm, hv, s + 1, &o, lrs[s]);
         cr_assert_float_eq(rn, hn, 1e-15 * hn, "the returned norm is the pre-clip norm");
         cr_assert_eq(hn > clip && clip > 0, expect_clipped, "case setup: norm %.3f clip %.3f", hn, clip);

@@ -4,8 +4,9 @@
  * and checked against what CUDA documents: bf16 rounding, warp shuffles and ballots with
  * their masks and widths, barriers, atomics, dynamic shared memory, graph capture and
  * replay, the cuBLASLt stand-in against a double-precision product, and every error the
- * layer reports instead of a GPU's hang or undefined result (divergent barriers, a lane
- * that exits before a shuffle, masks, launch limits), each naming the kernel. Thread
+ * layer reports instead of a GPU's hang, fault or undefined result (divergent barriers, a
+ * lane that exits before a shuffle, masks, launch limits, a misaligned 16-byte vector load
+ * or store), each naming the kernel. Thread
  * orders: a kernel with its barrier gives the same bits in all three orders; without it,
  * forward and reverse differ (the race probe works). */
 #include <criterion/criterion.h>
@@ -106,6 +107,36 @@ Test(cuda_cpu, bad_collectives_are_errors_naming_the_kernel) {
     LAUNCH(reads_outside_mask_kernel, 1, 32, 0, 0)(out);
     m = launch_message();
     cr_expect(strstr(m, "reads_outside_mask_kernel") && strstr(m, "reads lane 20"), "%s", m);
+}
+
+/* ------------------------------------------------------------------ 16-byte vector access */
+
+/* Thread i copies 16 bytes from in + off_in + 16·i to out + off_out + 16·i as one vector. */
+__global__ void vector_copy_kernel(char *out, const char *in, int off_out, int off_in) {
+    const float4 v = CUDA_CPU_VECTOR_LOAD(float4, in + off_in + 16 * threadIdx.x);
+    CUDA_CPU_VECTOR_STORE(out + off_out + 16 * threadIdx.x, v);
+}
+
+Test(cuda_cpu, misaligned_vector_accesses_are_errors_naming_the_kernel) {
+    alignas(16) char in[80], out[80];
+    for (int i = 0; i < 80; i++) in[i] = (char)i, out[i] = 0;
+    LAUNCH(vector_copy_kernel, 1, 4, 0, 0)(out, in, 0, 16); /* aligned: a plain copy */
+    cr_expect_str_eq(launch_message(), "");
+    for (int i = 0; i < 64; i++) cr_expect_eq(out[i], (char)(i + 16), "byte %d", i);
+    const uint4 u = make_uint4(1, 2, 3, 4);
+    cr_expect_eq(u.w, 4u);
+    /* a GPU faults on both: here each is a launch error, and the access is not made */
+    memset(out, 0, sizeof out);
+    LAUNCH(vector_copy_kernel, 1, 4, 0, 0)(out, in, 0, 4);
+    const char *m = launch_message();
+    cr_expect(strstr(m, "kernel vector_copy_kernel") && strstr(m, "thread (0,0,0)") && strstr(m, "16-byte vector load") &&
+                  strstr(m, "not 16-byte aligned") && strstr(m, "test_cuda_cpu.cpp"),
+              "%s", m);
+    LAUNCH(vector_copy_kernel, 1, 4, 0, 0)(out, in, 8, 16);
+    m = launch_message();
+    cr_expect(strstr(m, "kernel vector_copy_kernel") && strstr(m, "16-byte vector store") && strstr(m, "not 16-byte aligned"),
+              "%s", m);
+    for (int i = 0; i < 80; i++) cr_expect_eq(out[i], 0, "byte %d was written by a misaligned store", i);
 }
 
 /* ------------------------------------------------------------------ barriers */

@@ -27,7 +27,12 @@
  *   here, and fast/ *.cu is scanned for the truncating or directed variants): that function is
  *   checked against the independent rounding on every bf16 value with the low half 0, 1,
  *   0x7fff, 0x8000 (the tie), 0x8001 and 0xffff, and the cast kernel (the copy set_state
- *   makes) on the special values. */
+ *   makes) on the special values.
+ * - The tables' alignment (common/model/params.h): with a trainable λ, and with the hidden
+ *   residual, every tensor of the four fp32 buffers and the bf16 copy starts 16-byte aligned,
+ *   two training steps launch no scalar path (fast/vec.cuh), the padding gaps stay +0, and
+ *   values planted in lm_head's rows past the vocabulary change no bit of the loss or the
+ *   gradient. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
@@ -321,3 +326,91 @@ Test(fast_cpu_bits, adamw_copy_rounds_specials) {
     fast_backend_cuda_cpu.destroy(t.m);
     model_spec_free(&t.spec);
 }
+
+/* ------------------------------------------------------------------ the tables' alignment */
+
+/* A trainable-λ ResFormer adds one-element tensors to the parameter table, which used to push
+ * every later tensor off 16-byte alignment. The table pads each tensor's slot to PARAM_ALIGN
+ * elements (common/model/params.h): every tensor of the fp32 master weights, the bf16 copy,
+ * the gradient and both moments starts 16-byte aligned in fast/'s buffers; the training step
+ * (forward, backward, AdamW) then launches every memory-bound kernel on its vector path; the
+ * gaps are zero in all four buffers after the steps (no kernel writes them, AdamW keeps
+ * zeros zero); the parameter count leaves them out. lm_head's gap is its rows past the
+ * vocabulary, which the lm_head GEMMs use: values planted there change no bit of the loss
+ * or the gradient. */
+static void aligned_case(const char *variant, bool needs_gap) {
+    ModelConfig c;
+    config_preset("tiny", &c);
+    /* head dim 16 (tiny's is 8): RoPE's vector path needs a whole bf16 pack in each half of
+     * a head, as every real preset has (head dim 64 or more) */
+    c.d_model = 32, c.d_ffn = 64;
+    snprintf(c.preset, sizeof c.preset, "custom");
+    ModelSpec spec = {};
+    cr_assert_eq(model_spec_set_variant(&c, variant, "test", &spec), 0, "%s", vrl_last_error());
+    const ParamTable *t = &spec.table;
+    size_t count = 0, odd = 0;
+    for (int k = 0; k < t->n; k++) count += t->p[k].numel, odd += t->p[k].numel % PARAM_ALIGN != 0;
+    if (needs_gap) cr_assert_gt(odd, 0, "%s has no tensor whose size needs a gap: the test would check nothing", variant);
+    cr_expect_eq(param_table_count(t), count, "the count is the tensors' elements");
+    cr_expect_eq(t->total % PARAM_ALIGN, 0);
+    const Backend *be = &fast_backend_cuda_cpu;
+    fast_cpu::FastModel *m = (fast_cpu::FastModel *)be->create(&spec, 2, 16);
+    cr_assert(m, "%s", vrl_last_error());
+    for (int k = 0; k < t->n; k++) {
+        const size_t o = t->p[k].offset;
+        const void *at[5] = {m->params32 + o, m->params16 + o, m->grads + o, m->exp_avg + o, m->exp_avg_sq + o};
+        for (const void *p : at)
+            cr_expect_eq((uintptr_t)p % 16, 0, "%s (offset %zu) is not 16-byte aligned", t->p[k].name, o);
+    }
+    const size_t P = t->total;
+    vector<float> p(P), g(P), ma(P), va(P);
+    params_init_f32(t, 3, p.data());
+    be->set_state(m, p.data(), NULL, NULL);
+    vector<int32_t> tok(2 * 16);
+    Rng r;
+    rng_seed(&r, 9);
+    const AdamWConfig opt = {.beta1 = 0.9, .beta2 = 0.95, .eps = 1e-8, .weight_decay = 0.1, .clip = 1.0};
+    const unsigned long s0 = fast_cpu::vec_scalar_launches;
+    for (long s = 1; s <= 2; s++) {
+        for (auto &x : tok) x = (int32_t)rng_below(&r, (uint64_t)spec.config.vocab_size);
+        be->zero_grad(m);
+        (void)backend_forward_backward_now(be, m, tok.data(), 1.0);
+        cr_assert(isfinite(be->step(m, &opt, 1e-3, s)), "%s", vrl_last_error());
+    }
+    cr_expect_eq(fast_cpu::vec_scalar_launches - s0, 0, "%s: %lu launches of the step took the scalar path", variant,
+                 fast_cpu::vec_scalar_launches - s0);
+    be->get_state(m, p.data(), g.data(), ma.data(), va.data());
+    long nonzero = 0;
+    for (int k = 0; k < t->n; k++)
+        for (size_t i = t->p[k].offset + t->p[k].numel; i < t->p[k].offset + t->p[k].slot; i++)
+            nonzero += bits_of(p[i]) != 0 || bits_of(g[i]) != 0 || bits_of(ma[i]) != 0 || bits_of(va[i]) != 0;
+    cr_expect_eq(nonzero, 0, "%ld gap elements are not +0 after two steps", nonzero);
+    /* lm_head's slot is [Vp, d] and the GEMMs run over all Vp rows; values planted in the
+     * rows past V must not reach the loss nor any gradient (the cross-entropy reads only the
+     * V real columns and writes the pad columns' gradient as 0) */
+    const ParamInfo *head = param_table_find(t, "lm_head.weight");
+    cr_assert(head && head->slot >= param_padded(head->numel) + head->shape[1], "lm_head has no pad rows");
+    double loss[2];
+    vector<float> g0(P);
+    for (int planted = 0; planted < 2; planted++) {
+        if (planted)
+            for (size_t i = head->offset + head->numel; i < head->offset + head->slot; i++) p[i] = 0.75f;
+        be->set_state(m, p.data(), NULL, NULL);
+        be->zero_grad(m);
+        loss[planted] = backend_forward_backward_now(be, m, tok.data(), 1.0);
+        be->get_state(m, NULL, planted ? g.data() : g0.data(), NULL, NULL);
+    }
+    cr_expect_eq(bits_of64(loss[0]), bits_of64(loss[1]), "planted pad rows change the loss: %.17g vs %.17g", loss[1],
+                 loss[0]);
+    size_t diff = 0;
+    for (size_t i = 0; i < P; i++) diff += bits_of(g[i]) != bits_of(g0[i]);
+    cr_expect_eq(diff, 0, "planted pad rows change %zu gradient elements", diff);
+    be->destroy(m);
+    model_spec_free(&spec);
+}
+
+Test(fast_cpu_bits, every_tensor_is_16_byte_aligned_with_a_trainable_lambda) {
+    aligned_case("resformer:mode=learnable", true);
+}
+/* the hidden residual: the residual-stream kernels (stream.cu) on the vector path too */
+Test(fast_cpu_bits, every_tensor_is_16_byte_aligned_with_the_hidden_residual) { aligned_case("hidden_residual", false); }

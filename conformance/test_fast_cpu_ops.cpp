@@ -19,7 +19,9 @@
  * from its rounding points: the value mix with a trainable λ read on the device, its backward
  * from fp32 and bf16 gradients and the λ gradient past its grid; RoPE and its transpose on a
  * view; the embedding gather and its per-token backward; the loss's device sum and record.
- * (AdamW and the bf16 casts: test_fast_cpu_bits.cpp.) */
+ * The 16-byte vector path of the memory-bound kernels (fast/vec.cuh) against their scalar
+ * path: the same bits, and each path taken where it should be. (AdamW and the bf16 casts:
+ * test_fast_cpu_bits.cpp.) */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <string.h>
@@ -135,7 +137,9 @@ Test(fast_cpu_ops, rmsnorm_edge_shapes) {
  * row's last word, whose high half is pad). The shapes reach each register template (1, 4,
  * 16 and 56 words per thread of 512), the last one the paper's 50277 in 50304. Forward only
  * (backward 0) must give the same losses and leave the row as it was. */
-static void crossentropy_case(int V, int LD, int R) {
+/* off: the logits start off elements past a 16-byte boundary (2: the 32-bit words stay
+ * aligned, the 16-byte packs do not, so the launcher takes the scalar path) */
+static void crossentropy_case(int V, int LD, int R, int off = 0) {
     vector<bf16> logits((size_t)R * LD, __float2bfloat16(NAN));
     vector<double> x((size_t)R * V);
     for (int r = 0; r < R; r++)
@@ -162,14 +166,19 @@ static void crossentropy_case(int V, int LD, int R) {
     for (const char *o : orders) {
         cr_assert_eq(cuda_cpu::set_thread_order(o), 0);
         vector<float> loss(R, -1.0f), loss_fwd(R, -1.0f);
-        vector<bf16> row = logits, d((size_t)R * V);
-        cr_assert_eq(fast_cpu::crossentropy_forward_backward(loss_fwd.data(), row.data(), targets.data(), R, V, LD,
-                                                              (float)w, 0),
-                     0, "%s", vrl_last_error());
-        cr_expect(same_bits(row, logits), "V=%d order %s: the forward-only pass wrote the logits", V, o);
-        cr_assert_eq(fast_cpu::crossentropy_forward_backward(loss.data(), row.data(), targets.data(), R, V, LD, (float)w,
-                                                              1),
-                     0, "%s", vrl_last_error());
+        vector<bf16> store(logits.size() + 16), d((size_t)R * V);
+        bf16 *at = store.data() + ((16 - (uintptr_t)store.data() % 16) % 16) / sizeof(bf16) + off;
+        memcpy(at, logits.data(), logits.size() * sizeof(bf16));
+        cr_assert_eq(fast_cpu::crossentropy_forward_backward(loss_fwd.data(), at, targets.data(), R, V, LD, (float)w, 0), 0,
+                     "%s", vrl_last_error());
+        cr_expect(same_bits(vector<bf16>(at, at + logits.size()), logits),
+                  "V=%d order %s: the forward-only pass wrote the logits", V, o);
+        const unsigned long s0 = fast_cpu::vec_scalar_launches;
+        cr_assert_eq(fast_cpu::crossentropy_forward_backward(loss.data(), at, targets.data(), R, V, LD, (float)w, 1), 0,
+                     "%s", vrl_last_error());
+        if (LD / 2 > 512) /* rows of more than one word per thread: 16-byte packs when aligned */
+            cr_expect_eq(fast_cpu::vec_scalar_launches - s0, off ? 1 : 0, "V=%d off %d: the wrong path", V, off);
+        const vector<bf16> row(at, at + logits.size());
         cr_expect(same_bits(loss, loss_fwd), "V=%d order %s: forward-only and training losses differ", V, o);
         int pad_nonzero = 0;
         for (int r = 0; r < R; r++) {
@@ -197,6 +206,7 @@ Test(fast_cpu_ops, crossentropy_one_word_per_thread) { crossentropy_case(300, 38
 Test(fast_cpu_ops, crossentropy_four_words_odd_vocabulary) { crossentropy_case(1999, 2048, 4); }
 Test(fast_cpu_ops, crossentropy_sixteen_words) { crossentropy_case(9000, 9088, 4); }
 Test(fast_cpu_ops, crossentropy_paper_vocabulary) { crossentropy_case(50277, 50304, 3); }
+Test(fast_cpu_ops, crossentropy_scalar_path_off_alignment) { crossentropy_case(1999, 2048, 4, 2); }
 
 Test(fast_cpu_ops, crossentropy_refuses_what_registers_cannot_hold) {
     vector<float> loss(1);
@@ -996,4 +1006,129 @@ Test(fast_cpu_ops, biases_and_positions) {
         cr_expect_eq(bad, 0, "positions: %ld elements outside their bounds", bad);
         return bytes_of(d32, d16, emb, dwpe);
     }, &first);
+}
+
+/* ------------------------------------------------------------------ vector and scalar paths */
+
+/* Each launcher of a memory-bound kernel takes the 16-byte vector path (fast/vec.cuh) when its
+ * pointers are 16-byte aligned and its extents whole packs, else the scalar path. The same
+ * inputs run once at 16-byte aligned addresses and once one element past them: the first must
+ * take the vector path for every launch, the second the scalar one, and the outputs must be
+ * the same bits (each element's arithmetic is the same in both). */
+template <class T> struct Placed { /* a copy of v whose first element is `off` elements past 16-byte alignment */
+    vector<T> store;
+    T *p;
+    Placed(const vector<T> &v, int off) : store(v.size() + 16) {
+        const uintptr_t a = (uintptr_t)store.data();
+        p = store.data() + ((16 - a % 16) % 16) / sizeof(T) + off;
+        cr_assert((uintptr_t)store.data() % sizeof(T) == 0 && ((uintptr_t)p - off * sizeof(T)) % 16 == 0);
+        memcpy(p, v.data(), v.size() * sizeof(T));
+    }
+    vector<T> get(size_t n) const { return vector<T>(p, p + n); }
+};
+
+/* f(off) runs the launches on inputs placed at off and returns the outputs' bytes */
+template <class F> static void both_paths(const char *what, int launches, F f) {
+    const unsigned long s0 = fast_cpu::vec_scalar_launches;
+    const vector<unsigned char> vec = f(0);
+    const unsigned long s1 = fast_cpu::vec_scalar_launches;
+    const vector<unsigned char> sca = f(1);
+    const unsigned long s2 = fast_cpu::vec_scalar_launches;
+    cr_expect_eq(s1 - s0, 0, "%s: %lu launches took the scalar path on aligned whole packs", what, s1 - s0);
+    cr_expect_eq(s2 - s1, (unsigned long)launches, "%s: %lu of %d launches took the scalar path off alignment", what,
+                 s2 - s1, launches);
+    cr_expect(vec == sca, "%s: the vector and the scalar path give different bits", what);
+}
+
+static vector<bf16> rand16(size_t n, double scale) {
+    vector<bf16> b;
+    vector<double> d;
+    random_bf16(b, d, n, scale);
+    return b;
+}
+static vector<float> rand32(size_t n, double scale) {
+    vector<float> f(n);
+    for (auto &x : f) x = (float)(uniform() * scale);
+    return f;
+}
+
+Test(fast_cpu_ops, vector_and_scalar_paths_give_the_same_bits) {
+    fast_cpu::ops_use_stream(0);
+    { /* cast: n floats */
+        const vector<float> x = rand32(72, 3.0);
+        both_paths("cast_to_bf16", 1, [&](int off) {
+            Placed<float> in(x, off);
+            Placed<bf16> out(vector<bf16>(72), off);
+            cr_assert_eq(fast_cpu::cast_to_bf16(out.p, in.p, 72), 0, "%s", vrl_last_error());
+            return bytes_of(out.get(72));
+        });
+    }
+    { /* embedding: N rows of C from a [7, C] table */
+        const int N = 5, C = 24;
+        const vector<bf16> wte = rand16(7 * C, 1.0);
+        const vector<int32_t> tok = {3, 0, 6, 3, 1};
+        both_paths("embedding_forward", 1, [&](int off) {
+            Placed<bf16> w(wte, off), out(vector<bf16>(N * C), off);
+            cr_assert_eq(fast_cpu::embedding_forward(out.p, tok.data(), w.p, N, C), 0, "%s", vrl_last_error());
+            return bytes_of(out.get(N * C));
+        });
+    }
+    { /* rmsnorm forward and backward: N rows of C (C past one 32-lane sweep of packs) */
+        const int N = 9, C = 264;
+        const vector<bf16> x = rand16(N * C, 2.0), w = rand16(C, 1.0);
+        const vector<float> dy = rand32(N * C, 1.0), d0 = rand32(N * C, 0.5);
+        both_paths("rmsnorm forward and backward", 2, [&](int off) {
+            Placed<bf16> xp(x, off), wp(w, off), y(vector<bf16>(N * C), off), d16(vector<bf16>(N * C), off);
+            Placed<float> dyp(dy, off), dp(d0, off);
+            vector<float> rstd(N);
+            cr_assert_eq(fast_cpu::rmsnorm_forward(y.p, rstd.data(), xp.p, wp.p, N, C, 1e-5f), 0, "%s", vrl_last_error());
+            cr_assert_eq(fast_cpu::rmsnorm_backward(dp.p, d16.p, dyp.p, xp.p, wp.p, rstd.data(), N, C), 0, "%s",
+                         vrl_last_error());
+            return bytes_of(y.get(N * C), rstd, dp.get(N * C), d16.get(N * C));
+        });
+    }
+    { /* RoPE and its transpose: B·T rows of NHX heads of hd, on a view with a wider row */
+        const int B = 2, T = 3, NHX = 2, hd = 32, ld = 80;
+        const vector<bf16> x = rand16((size_t)B * T * ld, 1.0);
+        const vector<float> ct = rand32((size_t)T * hd / 2, 1.0), st = rand32((size_t)T * hd / 2, 1.0);
+        both_paths("rope forward and backward", 2, [&](int off) {
+            Placed<bf16> xp(x, off);
+            Placed<float> c(ct, off), s(st, off);
+            cr_assert_eq(fast_cpu::rope_forward(xp.p, ld, c.p, s.p, B, T, NHX, hd), 0, "%s", vrl_last_error());
+            const vector<bf16> fwd = xp.get((size_t)B * T * ld);
+            cr_assert_eq(fast_cpu::rope_backward(xp.p, ld, c.p, s.p, B, T, NHX, hd), 0, "%s", vrl_last_error());
+            return bytes_of(fwd, xp.get((size_t)B * T * ld));
+        });
+    }
+    { /* SwiGLU forward and backward on the fused gate|up rows */
+        const int N = 3, F = 40;
+        const vector<bf16> gu = rand16(2 * N * F, 3.0), dy = rand16(N * F, 1.0);
+        both_paths("swiglu forward and backward", 2, [&](int off) {
+            Placed<bf16> g(gu, off), d(dy, off), y(vector<bf16>(N * F), off), dg(vector<bf16>(2 * N * F), off);
+            cr_assert_eq(fast_cpu::swiglu_forward(y.p, g.p, N, F), 0, "%s", vrl_last_error());
+            cr_assert_eq(fast_cpu::swiglu_backward(dg.p, d.p, g.p, N, F), 0, "%s", vrl_last_error());
+            return bytes_of(y.get(N * F), dg.get(2 * N * F));
+        });
+    }
+    { /* the value mix and the value-space correction, with a trainable λ */
+        const int N = 3, NH = 4, NKV = 2, hd = 16, S = 2;
+        const size_t n = (size_t)N * NKV * hd, nq = (size_t)N * NH * hd;
+        const vector<bf16> s0 = rand16(n, 1.5), s1 = rand16(n, 1.5), lam(1, __float2bfloat16(0.8125f));
+        const vector<bf16> d16 = rand16(n, 1.0), atty = rand16(nq, 1.0), dq = rand16(nq, 1.0);
+        const vector<float> d32 = rand32(n, 1.0), acc = rand32(n, 0.5);
+        both_paths("value mix and correction", 5, [&](int off) {
+            Placed<bf16> a0(s0, off), a1(s1, off), dp16(d16, off), at(atty, off), dqp(dq, off);
+            Placed<bf16> out(vector<bf16>(n), off), cor(vector<bf16>(nq), off);
+            Placed<float> dp32(d32, off), ds0(acc, off), ds1(acc, off);
+            fast_cpu::MixArgs a = {};
+            a.n = S, a.src[0] = a0.p, a.src[1] = a1.p, a.coef[0] = 0.3f, a.param[1] = lam.data();
+            a.dsrc[0] = ds0.p, a.dsrc[1] = ds1.p;
+            cr_assert_eq(fast_cpu::mix_forward(out.p, &a, n), 0, "%s", vrl_last_error());
+            cr_assert_eq(fast_cpu::mix_backward(&a, dp32.p, n), 0, "%s", vrl_last_error());
+            cr_assert_eq(fast_cpu::mix_backward_bf16(&a, dp16.p, n), 0, "%s", vrl_last_error());
+            cr_assert_eq(fast_cpu::correction_forward(cor.p, at.p, &a, N, NH, NKV, hd), 0, "%s", vrl_last_error());
+            cr_assert_eq(fast_cpu::correction_backward(&a, dqp.p, N, NH, NKV, hd), 0, "%s", vrl_last_error());
+            return bytes_of(out.get(n), cor.get(nq), ds0.get(n), ds1.get(n));
+        });
+    }
 }

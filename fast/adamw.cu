@@ -22,6 +22,7 @@
 
 #include "fast/exact_sumsq.h"
 #include "fast/model.cuh"
+#include "fast/vec.cuh"
 #include "fast/zero.cuh"
 extern "C" {
 #include "common/base/procgroup.h"
@@ -42,12 +43,17 @@ void zero_range(const FastModel *, int, size_t *, size_t *, float **) {}
  * 2^50), normalizes it and leaves its 32-bit limbs in shared memory; then thread k adds word
  * k over the block's threads (each < 2^32, so the block's word < 2^40).
  * partial [gridDim.x][EXACT_SUMSQ_WORDS] */
+template <int W>
 __global__ void __launch_bounds__(ADAMW_THREADS) adamw_norm_kernel(uint64_t *partial, const float *g, size_t n) {
     __shared__ uint32_t sh[ADAMW_THREADS][EXACT_SUMSQ_WORDS]; /* the threads' normalized words */
     uint64_t acc[EXACT_SUMSQ_WORDS];
     exact_sumsq_clear(acc);
-    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
-        exact_sumsq_add(acc, g[i]);
+    /* W consecutive elements per thread and turn (the sum is exact: its order does not matter) */
+    for (size_t i = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) * W; i < n; i += (size_t)gridDim.x * blockDim.x * W) {
+        const Vec<W, float> x = load_vec<W>(g + i);
+#pragma unroll
+        for (int k = 0; k < W; k++) exact_sumsq_add(acc, x.e[k]);
+    }
     exact_sumsq_normalize(acc);
     for (int k = 0; k < EXACT_SUMSQ_WORDS; k++) /* the counts of inf and NaN only need to stay nonzero */
         sh[threadIdx.x][k] = (uint32_t)(k < EXACT_SUMSQ_LIMBS ? acc[k] : acc[k] != 0);
@@ -99,28 +105,34 @@ __global__ void __launch_bounds__(ADAMW_CLIP_THREADS) adamw_clip_kernel(double *
  * p ← p + step_size·m / (sqrt(v)/bc2_sqrt + eps); g is clipped in place first when
  * *clip_coef (device, adamw_clip_kernel's) is not 0. The scalars are read from the device
  * (this step's, written before the launch), so a replayed graph uses the current step's. */
+template <int W>
 __global__ void adamw_update_kernel(float *p, bf16 *p16, float *g, float *ma, float *va, size_t n,
                                     const double *clip_coef, int dec, const AdamWScalars *sc) {
-    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    size_t i = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) * W; /* W consecutive elements */
     if (i >= n) return;
     const float decay = sc->decay, w1 = sc->w1, b2 = sc->b2, w2 = sc->w2, bc2_sqrt = sc->bc2_sqrt, eps = sc->eps,
                 step_size = sc->step_size;
-    float gi = g[i];
     const double cc = *clip_coef;
-    if (cc != 0) {
-        gi = __fmul_rn(gi, (float)cc);
-        g[i] = gi;
+    Vec<W, float> gv = load_vec<W>(g + i), pv = load_vec<W>(p + i), mv = load_vec<W>(ma + i), vv = load_vec<W>(va + i);
+    Vec<W, bf16> p16v;
+#pragma unroll
+    for (int k = 0; k < W; k++) {
+        float gi = gv.e[k];
+        if (cc != 0) gi = gv.e[k] = __fmul_rn(gi, (float)cc);
+        float pi = pv.e[k];
+        if (dec) pi = __fmul_rn(pi, decay);
+        const float mi = __fadd_rn(mv.e[k], __fmul_rn(w1, __fsub_rn(gi, mv.e[k])));
+        const float vi = __fadd_rn(__fmul_rn(vv.e[k], b2), __fmul_rn(__fmul_rn(w2, gi), gi));
+        const float denom = __fadd_rn(__fdiv_rn(__fsqrt_rn(vi), bc2_sqrt), eps);
+        pi = __fadd_rn(pi, __fdiv_rn(__fmul_rn(step_size, mi), denom));
+        mv.e[k] = mi, vv.e[k] = vi, pv.e[k] = pi;
+        p16v.e[k] = __float2bfloat16(pi);
     }
-    float pi = p[i];
-    if (dec) pi = __fmul_rn(pi, decay);
-    float mi = __fadd_rn(ma[i], __fmul_rn(w1, __fsub_rn(gi, ma[i])));
-    float vi = __fadd_rn(__fmul_rn(va[i], b2), __fmul_rn(__fmul_rn(w2, gi), gi));
-    float denom = __fadd_rn(__fdiv_rn(__fsqrt_rn(vi), bc2_sqrt), eps);
-    pi = __fadd_rn(pi, __fdiv_rn(__fmul_rn(step_size, mi), denom));
-    ma[i] = mi;
-    va[i] = vi;
-    p[i] = pi;
-    p16[i] = __float2bfloat16(pi);
+    if (cc != 0) store_vec<W>(g + i, gv);
+    store_vec<W>(ma + i, mv);
+    store_vec<W>(va + i, vv);
+    store_vec<W>(p + i, pv);
+    store_vec<W>(p16 + i, p16v);
 }
 
 void fast_adamw_scalars(FastModel *m, const AdamWConfig *opt, double lr, long step) {
@@ -179,7 +191,8 @@ int fast_adamw_queue(FastModel *m, const AdamWConfig *opt) {
 #endif
     double *state = fast_adamw_norm_sq(m);  /* [2] squared norm, clip coefficient */
     uint64_t *sum = fast_adamw_norm_sum(m); /* [EXACT_SUMSQ_WORDS] this rank's exact sum */
-    LAUNCH(adamw_norm_kernel, ADAMW_NORM_BLOCKS, ADAMW_THREADS, 0, s)(m->norm_words, gn, P);
+    if (vec_path(vec_fits(P, {gn}))) LAUNCH(adamw_norm_kernel<VEC_W>, ADAMW_NORM_BLOCKS, ADAMW_THREADS, 0, s)(m->norm_words, gn, P);
+    else LAUNCH(adamw_norm_kernel<1>, ADAMW_NORM_BLOCKS, ADAMW_THREADS, 0, s)(m->norm_words, gn, P);
     LAUNCH(adamw_clip_kernel, 1, ADAMW_CLIP_THREADS, 0, s)(state, sum, m->norm_words, ADAMW_NORM_BLOCKS,
                                                            m->adamw_scalars);
     ADAMW_CHECK("norm");
@@ -187,13 +200,15 @@ int fast_adamw_queue(FastModel *m, const AdamWConfig *opt) {
     if (m->zero && merge_rank_norms(m, opt, state, sum) < 0) return -1;
 #endif
     for (int k = 0; k < t->n;) {
-        /* a run of tensors that are consecutive in the buffer and share the decay flag */
+        /* a run of tensors that are consecutive in the buffer and share the decay flag, each
+         * with its padding gap (zeros in the gradient, weights and moments, which the update
+         * keeps zero: params.h), so a run starts and ends on whole vectors */
         const int dec = t->p[k].decay && opt->weight_decay != 0;
         const size_t o0 = t->p[k].offset;
-        size_t o1 = o0 + t->p[k].numel;
+        size_t o1 = o0 + t->p[k].slot;
         int k1 = k + 1;
         while (k1 < t->n && t->p[k1].offset == o1 && (t->p[k1].decay && opt->weight_decay != 0) == dec)
-            o1 += t->p[k1++].numel;
+            o1 += t->p[k1++].slot;
         /* [x0, x1) of the table, gradients at g: the whole run, or each of this rank's
          * shard ranges inside it (zero.cuh) */
         const int pieces = m->zero ? zero_n_ranges(m) : 1;
@@ -210,9 +225,16 @@ int fast_adamw_queue(FastModel *m, const AdamWConfig *opt) {
                 g = gs + (x0 - s0);
             }
             const size_t n = x1 - x0;
-            LAUNCH(adamw_update_kernel, cdiv(n, 256), 256, 0, s)(m->params32 + x0, m->params16 + x0, g,
-                                                                  m->exp_avg + x0, m->exp_avg_sq + x0, n, state + 1,
-                                                                  dec, m->adamw_scalars);
+            float *p32 = m->params32 + x0, *ma = m->exp_avg + x0, *va = m->exp_avg_sq + x0;
+            bf16 *p16 = m->params16 + x0;
+            /* the vector path needs the run's ends on whole packs (the table pads every
+             * tensor's offset to a pack: common/model/params.h); a ZeRO shard cut may not */
+            if (vec_path(vec_fits(n, {p32, p16, g, ma, va})))
+                LAUNCH(adamw_update_kernel<VEC_W>, cdiv(n / VEC_W, 256), 256, 0, s)(p32, p16, g, ma, va, n, state + 1,
+                                                                                    dec, m->adamw_scalars);
+            else
+                LAUNCH(adamw_update_kernel<1>, cdiv(n, 256), 256, 0, s)(p32, p16, g, ma, va, n, state + 1, dec,
+                                                                        m->adamw_scalars);
             ADAMW_CHECK("update");
         }
         k = k1;

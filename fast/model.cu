@@ -252,6 +252,11 @@ static size_t layout(FastModel *m, char *base) {
 /* Offsets from the spec's layout (common/model/layout.h). */
 static int bind_tensors(FastModel *m, const ModelLayout *lay) {
     m->o_wte = lay->embed.offset, m->o_lnf = lay->norm.offset, m->o_lm_head = lay->head.offset;
+    /* the lm_head GEMMs run over Vp rows: its slot must hold them (spec.c pads it) */
+    for (int k = 0; k < m->t->n; k++)
+        if (m->t->p[k].offset == m->o_lm_head && m->t->p[k].slot < (size_t)m->Vp * m->d)
+            return vrl_error("fast model: lm_head's slot holds %zu elements, the padded vocabulary needs %zu",
+                             m->t->p[k].slot, (size_t)m->Vp * m->d);
     for (int l = 0; l < m->L; l++) {
         const LayerLayout *ll = &lay->layer[l];
         LayerOffsets *o = &m->lo[l];
@@ -799,9 +804,10 @@ static int layer_forward(FastModel *m, int l) {
 }
 
 /* The bf16 logits [R,Vp] of rows r0..r0+R-1 into the chunk buffer, from the kept final-norm
- * output (the V real columns; the pad columns are not written). */
+ * output, at the padded extent Vp (the pad columns come from lm_head's zero rows; neither the
+ * loss nor the scoring reads them, and the cross-entropy writes their gradient as 0). */
 static int logits_chunk(FastModel *m, int r0, int R) {
-    return matmul_forward_ld(&m->blas, m->logits, m->Vp, m->lnf + (size_t)r0 * m->d, W16(m->o_lm_head), R, m->d, m->V);
+    return matmul_forward_ld(&m->blas, m->logits, m->Vp, m->lnf + (size_t)r0 * m->d, W16(m->o_lm_head), R, m->d, m->Vp);
 }
 
 /* Head: final norm, then per chunk of rows the bf16 logits and their loss, the cross-entropy
@@ -817,8 +823,10 @@ static int head_forward(FastModel *m, const bf16 *x_last, double grad_scale, int
         TRY(logits_chunk(m, r0, R));
         TRY(crossentropy_forward_backward(m->losses + r0, m->logits, m->targets + r0, R, V, m->Vp, w, backward));
         if (backward)
+            /* at the padded extent too: the pad columns' gradients are 0, so the weight
+             * gradient's pad rows stay 0 and dln gets nothing from them */
             TRY(matmul_backward_ld(&m->blas, m->dln32 + (size_t)r0 * d, 0, NULL, G32(m->o_lm_head), m->logits, m->Vp,
-                                   m->lnf + (size_t)r0 * d, W16(m->o_lm_head), R, d, V));
+                                   m->lnf + (size_t)r0 * d, W16(m->o_lm_head), R, d, m->Vp));
     }
     return 0;
 }

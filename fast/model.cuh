@@ -227,9 +227,11 @@ size_t layout_head_scratch(FastModel *m, char *base, size_t off);
 
 #define ADAMW_NORM_BLOCKS 1024
 /* The vocabulary inside fast/ is padded to a multiple of this (cuBLASLt's aligned kernels want
- * 16-byte-aligned rows; 128 also makes whole tiles); the parameters, checkpoints, get_state and
- * get_logits keep the unpadded [V, d] Hugging Face tensors. */
-#define FAST_VOCAB_PAD 128
+ * 16-byte-aligned rows; 128 also makes whole tiles): the logits' rows, and the three lm_head
+ * GEMMs' extent, whose weight and gradient rows past V are the zero rows of lm_head's slot in
+ * the parameter table (common/model/params.h). Checkpoints, get_logits and the tensors' shapes
+ * keep the unpadded [V, d] Hugging Face tensors. */
+#define FAST_VOCAB_PAD PARAM_VOCAB_PAD
 
 /* AdamW (adamw.cu). fast_adamw_scalars: this step's scalars into h_adamw (host only).
  * fast_adamw_queue: queue the norm, the clip coefficient and the update on m->stream,

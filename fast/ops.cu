@@ -11,10 +11,12 @@
 #include <string.h>
 
 #include "fast/ops.cuh"
+#include "fast/vec.cuh"
 
 FAST_NS_BEGIN
 
 cudaStream_t ops_stream = 0;
+unsigned long vec_scalar_launches = 0;
 
 /* ================================================================== matmul (cuBLASLt) */
 
@@ -217,17 +219,19 @@ __device__ __forceinline__ float bf(bf16 x) { return __bfloat162float(x); }
 /* x rounded to bf16 and back: a value that ref keeps as a tensor of its own */
 __device__ __forceinline__ float bf16r(float x) { return __bfloat162float(__float2bfloat16(x)); }
 
+
 /* ================================================================== embedding */
 
-__global__ void embedding_forward_kernel(bf16 *out, const int32_t *tokens, const bf16 *wte, int N, int C) {
-    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+/* W consecutive channels of one row per thread (C a multiple of W) */
+template <int W> __global__ void embedding_forward_kernel(bf16 *out, const int32_t *tokens, const bf16 *wte, int N, int C) {
+    size_t i = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) * W;
     if (i >= (size_t)N * C) return;
     size_t n = i / C, c = i % C;
-    out[i] = wte[(size_t)tokens[n] * C + c];
+    store_vec<W>(out + i, load_vec<W>(wte + (size_t)tokens[n] * C + c));
 }
 
 int embedding_forward(bf16 *out, const int32_t *tokens, const bf16 *wte, int N, int C) {
-    LAUNCH(embedding_forward_kernel, cdiv((size_t)N * C, 256), 256, 0, ops_stream)(out, tokens, wte, N, C);
+    LAUNCH_VEC(embedding_forward_kernel, (size_t)N * C, vec_fits(C, {out, wte}), out, tokens, wte, N, C);
     LAUNCH_CHECK();
     return 0;
 }
@@ -258,6 +262,7 @@ int embedding_backward(float *dwte, const float *dout, const int32_t *uniq, cons
 /* ================================================================== rmsnorm */
 
 /* one warp per row; 8 rows per 256-thread block */
+template <int W>
 __global__ void rmsnorm_forward_kernel(bf16 *out, float *rstd, const bf16 *inp, const bf16 *weight, int N, int C,
                                        float eps) {
     const int row = blockIdx.x * 8 + threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -271,21 +276,32 @@ __global__ void rmsnorm_forward_kernel(bf16 *out, float *rstd, const bf16 *inp, 
     }
     ss = warp_sum(ss);
     const float r = rsqrtf(ss / C + eps);
-    for (int i = lane; i < C; i += 32) {
-        /* HF order: weight * (x * rstd).to(bf16) */
-        bf16 xn = __float2bfloat16(bf(x[i]) * r);
-        y[i] = __float2bfloat16(bf(weight[i]) * bf(xn));
+    /* the elementwise pass: W consecutive columns per lane (the sum above keeps its scalar
+     * order, so its bits do not depend on W) */
+    for (int i = lane * W; i < C; i += 32 * W) {
+        const Vec<W, bf16> xv = load_vec<W>(x + i), wv = load_vec<W>(weight + i);
+        Vec<W, bf16> yv;
+#pragma unroll
+        for (int k = 0; k < W; k++) {
+            /* HF order: weight * (x * rstd).to(bf16) */
+            bf16 xn = __float2bfloat16(bf(xv.e[k]) * r);
+            yv.e[k] = __float2bfloat16(bf(wv.e[k]) * bf(xn));
+        }
+        store_vec<W>(y + i, yv);
     }
     if (lane == 0) rstd[row] = r;
 }
 
 int rmsnorm_forward(bf16 *out, float *rstd, const bf16 *inp, const bf16 *weight, int N, int C, float eps) {
-    LAUNCH(rmsnorm_forward_kernel, cdiv(N, 8), 256, 0, ops_stream)(out, rstd, inp, weight, N, C, eps);
+    if (vec_path(vec_fits(C, {out, inp, weight})))
+        LAUNCH(rmsnorm_forward_kernel<VEC_W>, cdiv(N, 8), 256, 0, ops_stream)(out, rstd, inp, weight, N, C, eps);
+    else LAUNCH(rmsnorm_forward_kernel<1>, cdiv(N, 8), 256, 0, ops_stream)(out, rstd, inp, weight, N, C, eps);
     LAUNCH_CHECK();
     return 0;
 }
 
 /* dx_j = r g_j dy_j − (r³/C) x_j Σ_i dy_i g_i x_i  (ref/ops.c); one warp per row */
+template <int W>
 __global__ void rmsnorm_backward_kernel(float *dinp32, bf16 *dinp16, const float *dout, const bf16 *inp,
                                         const bf16 *weight, const float *rstd, int N, int C) {
     const int row = blockIdx.x * 8 + threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -296,16 +312,27 @@ __global__ void rmsnorm_backward_kernel(float *dinp32, bf16 *dinp16, const float
     for (int i = lane; i < C; i += 32) dot += dout[o + i] * bf(weight[i]) * bf(inp[o + i]);
     dot = warp_sum(dot);
     const float c = r * r * r * dot / C;
-    for (int i = lane; i < C; i += 32) {
-        float d = dinp32[o + i] + (r * bf(weight[i]) * dout[o + i] - c * bf(inp[o + i]));
-        dinp32[o + i] = d;
-        if (dinp16) dinp16[o + i] = __float2bfloat16(d);
+    /* the elementwise pass, W consecutive columns per lane */
+    for (int i = lane * W; i < C; i += 32 * W) {
+        const Vec<W, float> dy = load_vec<W>(dout + o + i);
+        const Vec<W, bf16> wv = load_vec<W>(weight + i), xv = load_vec<W>(inp + o + i);
+        Vec<W, float> d = load_vec<W>(dinp32 + o + i);
+        Vec<W, bf16> d16;
+#pragma unroll
+        for (int k = 0; k < W; k++) {
+            d.e[k] = d.e[k] + (r * bf(wv.e[k]) * dy.e[k] - c * bf(xv.e[k]));
+            d16.e[k] = __float2bfloat16(d.e[k]);
+        }
+        store_vec<W>(dinp32 + o + i, d);
+        if (dinp16) store_vec<W>(dinp16 + o + i, d16);
     }
 }
 
 int rmsnorm_backward(float *dinp32, bf16 *dinp16, const float *dout, const bf16 *inp, const bf16 *weight,
                      const float *rstd, int N, int C) {
-    LAUNCH(rmsnorm_backward_kernel, cdiv(N, 8), 256, 0, ops_stream)(dinp32, dinp16, dout, inp, weight, rstd, N, C);
+    if (vec_path(vec_fits(C, {dinp32, dinp16, dout, inp, weight})))
+        LAUNCH(rmsnorm_backward_kernel<VEC_W>, cdiv(N, 8), 256, 0, ops_stream)(dinp32, dinp16, dout, inp, weight, rstd, N, C);
+    else LAUNCH(rmsnorm_backward_kernel<1>, cdiv(N, 8), 256, 0, ops_stream)(dinp32, dinp16, dout, inp, weight, rstd, N, C);
     LAUNCH_CHECK();
     return 0;
 }
@@ -350,36 +377,47 @@ int rmsnorm_backward_weight(float *dweight, float *partial, const float *dout, c
 
 /* ================================================================== rope */
 
-/* one thread per (row, head, i < hd/2) pair; rows ld elements apart; dir = +1 forward, −1
- * backward (Rᵀ) */
+/* one thread per (row, head, W consecutive i < hd/2); rows ld elements apart; dir = +1
+ * forward, −1 backward (Rᵀ) */
+template <int W>
 __global__ void rope_kernel(bf16 *x, int ld, const float *cos_t, const float *sin_t, int N, int T, int NHX, int hd,
                             float dir) {
     const int h2 = hd / 2;
-    size_t idx = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    size_t idx = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) * W;
     if (idx >= (size_t)N * NHX * h2) return;
     const int i = (int)(idx % h2);
     const size_t rh = idx / h2; /* row * NHX + head */
     const int t = (int)((rh / NHX) % T);
     bf16 *p = x + (rh / NHX) * ld + (rh % NHX) * hd;
-    const float c = cos_t[t * h2 + i], s = dir * sin_t[t * h2 + i];
-    const float x1 = bf(p[i]), x2 = bf(p[i + h2]);
-    /* forward: [x1 c − x2 s, x2 c + x1 s]; backward uses −s (the transpose) */
-    p[i] = __float2bfloat16(x1 * c - x2 * s);
-    p[i + h2] = __float2bfloat16(x2 * c + x1 * s);
+    const Vec<W, float> cv = load_vec<W>(cos_t + t * h2 + i), sv = load_vec<W>(sin_t + t * h2 + i);
+    Vec<W, bf16> a = load_vec<W>(p + i), b = load_vec<W>(p + i + h2);
+#pragma unroll
+    for (int k = 0; k < W; k++) {
+        const float c = cv.e[k], s = dir * sv.e[k];
+        const float x1 = bf(a.e[k]), x2 = bf(b.e[k]);
+        /* forward: [x1 c − x2 s, x2 c + x1 s]; backward uses −s (the transpose) */
+        a.e[k] = __float2bfloat16(x1 * c - x2 * s);
+        b.e[k] = __float2bfloat16(x2 * c + x1 * s);
+    }
+    store_vec<W>(p + i, a);
+    store_vec<W>(p + i + h2, b);
+}
+
+/* the vector path needs whole packs in each half of a head and aligned rows */
+static int rope(bf16 *x, int ld, const float *cos_t, const float *sin_t, int B, int T, int NHX, int hd, float dir) {
+    const size_t n = (size_t)B * T * NHX * (hd / 2);
+    LAUNCH_VEC(rope_kernel, n, vec_fits(hd / 2, {x, cos_t, sin_t}) && ld % VEC_W == 0, x, ld, cos_t, sin_t, B * T, T,
+               NHX, hd, dir);
+    LAUNCH_CHECK();
+    return 0;
 }
 
 int rope_forward(bf16 *x, int ld, const float *cos_t, const float *sin_t, int B, int T, int NHX, int hd) {
-    const size_t n = (size_t)B * T * NHX * (hd / 2);
-    LAUNCH(rope_kernel, cdiv(n, 256), 256, 0, ops_stream)(x, ld, cos_t, sin_t, B * T, T, NHX, hd, 1.0f);
-    LAUNCH_CHECK();
-    return 0;
+    return rope(x, ld, cos_t, sin_t, B, T, NHX, hd, 1.0f);
 }
 
 int rope_backward(bf16 *x, int ld, const float *cos_t, const float *sin_t, int B, int T, int NHX, int hd) {
-    const size_t n = (size_t)B * T * NHX * (hd / 2);
-    LAUNCH(rope_kernel, cdiv(n, 256), 256, 0, ops_stream)(x, ld, cos_t, sin_t, B * T, T, NHX, hd, -1.0f);
-    LAUNCH_CHECK();
-    return 0;
+    return rope(x, ld, cos_t, sin_t, B, T, NHX, hd, -1.0f);
 }
 
 /* ================================================================== swiglu */
@@ -388,41 +426,60 @@ int rope_backward(bf16 *x, int ld, const float *cos_t, const float *sin_t, int B
  * over the rows past them): no per-element division, and gate and up are each read
  * coalesced. Row n's gate is gu[n·2F + f], its up gu[n·2F + F + f]. */
 #define SWIGLU_THREADS 256
-static dim3 swiglu_grid(int N, int F) { return dim3(cdiv(F, SWIGLU_THREADS), N < 65535 ? N : 65535); }
+/* W consecutive columns per thread (F a multiple of W, so every row's gate and up halves
+ * start on a pack) */
+static dim3 swiglu_grid(int N, int F, int W) { return dim3(cdiv(F / W, SWIGLU_THREADS), N < 65535 ? N : 65535); }
 
-__global__ void swiglu_forward_kernel(bf16 *out, const bf16 *gu, int N, int F) {
-    const int f = blockIdx.x * SWIGLU_THREADS + threadIdx.x;
+template <int W> __global__ void swiglu_forward_kernel(bf16 *out, const bf16 *gu, int N, int F) {
+    const int f = (blockIdx.x * SWIGLU_THREADS + threadIdx.x) * W;
     if (f >= F) return;
     for (size_t n = blockIdx.y; n < (size_t)N; n += gridDim.y) {
         const bf16 *row = gu + n * 2 * F;
-        const float g = bf(row[f]);
-        const bf16 silu = __float2bfloat16(g / (1.0f + expf(-g))); /* torch: act_fn(gate) in bf16 */
-        out[n * F + f] = __float2bfloat16(bf(silu) * bf(row[F + f]));
+        const Vec<W, bf16> gv = load_vec<W>(row + f), uv = load_vec<W>(row + F + f);
+        Vec<W, bf16> y;
+#pragma unroll
+        for (int k = 0; k < W; k++) {
+            const float g = bf(gv.e[k]);
+            const bf16 silu = __float2bfloat16(g / (1.0f + expf(-g))); /* torch: act_fn(gate) in bf16 */
+            y.e[k] = __float2bfloat16(bf(silu) * bf(uv.e[k]));
+        }
+        store_vec<W>(out + n * F + f, y);
     }
 }
 
 int swiglu_forward(bf16 *out, const bf16 *gu, int N, int F) {
-    LAUNCH(swiglu_forward_kernel, swiglu_grid(N, F), SWIGLU_THREADS, 0, ops_stream)(out, gu, N, F);
+    if (vec_path(vec_fits(F, {out, gu})))
+        LAUNCH(swiglu_forward_kernel<VEC_W>, swiglu_grid(N, F, VEC_W), SWIGLU_THREADS, 0, ops_stream)(out, gu, N, F);
+    else LAUNCH(swiglu_forward_kernel<1>, swiglu_grid(N, F, 1), SWIGLU_THREADS, 0, ops_stream)(out, gu, N, F);
     LAUNCH_CHECK();
     return 0;
 }
 
-__global__ void swiglu_backward_kernel(bf16 *dgu, const bf16 *dout, const bf16 *gu, int N, int F) {
-    const int f = blockIdx.x * SWIGLU_THREADS + threadIdx.x;
+template <int W> __global__ void swiglu_backward_kernel(bf16 *dgu, const bf16 *dout, const bf16 *gu, int N, int F) {
+    const int f = (blockIdx.x * SWIGLU_THREADS + threadIdx.x) * W;
     if (f >= F) return;
     for (size_t n = blockIdx.y; n < (size_t)N; n += gridDim.y) {
         /* silu'(g) = σ(g)·(1 + g·(1 − σ(g))) */
         const bf16 *row = gu + n * 2 * F;
         bf16 *drow = dgu + n * 2 * F;
-        const float g = bf(row[f]), u = bf(row[F + f]), dy = bf(dout[n * F + f]);
-        const float sig = 1.0f / (1.0f + expf(-g));
-        drow[f] = __float2bfloat16(dy * u * sig * (1.0f + g * (1.0f - sig)));
-        drow[F + f] = __float2bfloat16(dy * g * sig);
+        const Vec<W, bf16> gv = load_vec<W>(row + f), uv = load_vec<W>(row + F + f), dv = load_vec<W>(dout + n * F + f);
+        Vec<W, bf16> dg, du;
+#pragma unroll
+        for (int k = 0; k < W; k++) {
+            const float g = bf(gv.e[k]), u = bf(uv.e[k]), dy = bf(dv.e[k]);
+            const float sig = 1.0f / (1.0f + expf(-g));
+            dg.e[k] = __float2bfloat16(dy * u * sig * (1.0f + g * (1.0f - sig)));
+            du.e[k] = __float2bfloat16(dy * g * sig);
+        }
+        store_vec<W>(drow + f, dg);
+        store_vec<W>(drow + F + f, du);
     }
 }
 
 int swiglu_backward(bf16 *dgu, const bf16 *dout, const bf16 *gu, int N, int F) {
-    LAUNCH(swiglu_backward_kernel, swiglu_grid(N, F), SWIGLU_THREADS, 0, ops_stream)(dgu, dout, gu, N, F);
+    if (vec_path(vec_fits(F, {dgu, dout, gu})))
+        LAUNCH(swiglu_backward_kernel<VEC_W>, swiglu_grid(N, F, VEC_W), SWIGLU_THREADS, 0, ops_stream)(dgu, dout, gu, N, F);
+    else LAUNCH(swiglu_backward_kernel<1>, swiglu_grid(N, F, 1), SWIGLU_THREADS, 0, ops_stream)(dgu, dout, gu, N, F);
     LAUNCH_CHECK();
     return 0;
 }
@@ -434,16 +491,32 @@ __device__ __forceinline__ float mix_weight(const MixArgs &a, int k) {
     return a.param[k] ? bf(*a.param[k]) : a.coef[k];
 }
 
-__global__ void mix_forward_kernel(bf16 *out, MixArgs a, size_t n) {
-    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+/* The vector path fits a mix: n whole vectors, out and every source and destination aligned. */
+static int mix_fits(const MixArgs *a, size_t n, const void *out, const void *dout) {
+    if (!vec_fits(n, {out, dout})) return 0;
+    for (int k = 0; k < a->n; k++)
+        if (!vec_fits(n, {a->src[k], a->dsrc[k]})) return 0;
+    return 1;
+}
+
+template <int W> __global__ void mix_forward_kernel(bf16 *out, MixArgs a, size_t n) {
+    size_t i = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) * W;
     if (i >= n) return;
-    float s = 0;
-    for (int k = 0; k < a.n; k++) s += mix_weight(a, k) * bf(a.src[k][i]);
-    out[i] = __float2bfloat16(s);
+    float s[W] = {};
+    for (int k = 0; k < a.n; k++) { /* sources in order, as the scalar sum */
+        const float wk = mix_weight(a, k);
+        const Vec<W, bf16> x = load_vec<W>(a.src[k] + i);
+#pragma unroll
+        for (int e = 0; e < W; e++) s[e] += wk * bf(x.e[e]);
+    }
+    Vec<W, bf16> y;
+#pragma unroll
+    for (int e = 0; e < W; e++) y.e[e] = __float2bfloat16(s[e]);
+    store_vec<W>(out + i, y);
 }
 
 int mix_forward(bf16 *out, const MixArgs *a, size_t n) {
-    LAUNCH(mix_forward_kernel, cdiv(n, 256), 256, 0, ops_stream)(out, *a, n);
+    LAUNCH_VEC(mix_forward_kernel, n, mix_fits(a, n, out, NULL), out, *a, n);
     LAUNCH_CHECK();
     return 0;
 }
@@ -451,58 +524,91 @@ int mix_forward(bf16 *out, const MixArgs *a, size_t n) {
 __device__ __forceinline__ float to_f32(float x) { return x; }
 __device__ __forceinline__ float to_f32(bf16 x) { return __bfloat162float(x); }
 
-template <typename G>
-__global__ void mix_backward_kernel(MixArgs a, const G *dout, size_t n) {
-    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+template <int W, typename G> __device__ __forceinline__ void mix_backward_body(MixArgs a, const G *dout, size_t n) {
+    size_t i = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) * W;
     if (i >= n) return;
-    const float d = to_f32(dout[i]);
-    for (int k = 0; k < a.n; k++) a.dsrc[k][i] += mix_weight(a, k) * d;
+    const Vec<W, G> d = load_vec<W>(dout + i);
+    for (int k = 0; k < a.n; k++) {
+        const float wk = mix_weight(a, k);
+        Vec<W, float> ds = load_vec<W>(a.dsrc[k] + i);
+#pragma unroll
+        for (int e = 0; e < W; e++) ds.e[e] += wk * to_f32(d.e[e]);
+        store_vec<W>(a.dsrc[k] + i, ds);
+    }
+}
+template <int W> __global__ void mix_backward_f32_kernel(MixArgs a, const float *dout, size_t n) {
+    mix_backward_body<W, float>(a, dout, n);
+}
+template <int W> __global__ void mix_backward_bf16_kernel(MixArgs a, const bf16 *dout, size_t n) {
+    mix_backward_body<W, bf16>(a, dout, n);
 }
 
 int mix_backward(const MixArgs *a, const float *dout, size_t n) {
-    LAUNCH(mix_backward_kernel<float>, cdiv(n, 256), 256, 0, ops_stream)(*a, dout, n);
+    LAUNCH_VEC(mix_backward_f32_kernel, n, mix_fits(a, n, NULL, dout), *a, dout, n);
     LAUNCH_CHECK();
     return 0;
 }
 
 int mix_backward_bf16(const MixArgs *a, const bf16 *dout, size_t n) {
-    LAUNCH(mix_backward_kernel<bf16>, cdiv(n, 256), 256, 0, ops_stream)(*a, dout, n);
+    LAUNCH_VEC(mix_backward_bf16_kernel, n, mix_fits(a, n, NULL, dout), *a, dout, n);
     LAUNCH_CHECK();
     return 0;
 }
 
-/* One thread per element of out [N, NH*hd]: its kv head's correction, summed in fp32. */
+/* One thread per W consecutive elements of out [N, NH*hd] (hd a multiple of W: one head):
+ * its kv head's correction, summed in fp32. */
+template <int W>
 __global__ void correction_forward_kernel(bf16 *out, const bf16 *atty, MixArgs a, int N, int NH, int NKV, int hd) {
-    const size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x, qC = (size_t)NH * hd;
+    const size_t i = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) * W, qC = (size_t)NH * hd;
     if (i >= (size_t)N * qC) return;
     const size_t n = i / qC, h = (i % qC) / hd, e = i % hd;
     const size_t kv = n * NKV * hd + (h / (NH / NKV)) * hd + e;
-    float s = 0;
-    for (int k = 0; k < a.n; k++) s += mix_weight(a, k) * bf(a.src[k][kv]);
-    out[i] = __float2bfloat16(bf(atty[i]) + bf16r(s));
+    float s[W] = {};
+    for (int k = 0; k < a.n; k++) {
+        const float wk = mix_weight(a, k);
+        const Vec<W, bf16> x = load_vec<W>(a.src[k] + kv);
+#pragma unroll
+        for (int j = 0; j < W; j++) s[j] += wk * bf(x.e[j]);
+    }
+    const Vec<W, bf16> y = load_vec<W>(atty + i);
+    Vec<W, bf16> o;
+#pragma unroll
+    for (int j = 0; j < W; j++) o.e[j] = __float2bfloat16(bf(y.e[j]) + bf16r(s[j]));
+    store_vec<W>(out + i, o);
 }
 
 int correction_forward(bf16 *out, const bf16 *atty, const MixArgs *a, int N, int NH, int NKV, int hd) {
     const size_t n = (size_t)N * NH * hd;
-    LAUNCH(correction_forward_kernel, cdiv(n, 256), 256, 0, ops_stream)(out, atty, *a, N, NH, NKV, hd);
+    LAUNCH_VEC(correction_forward_kernel, n, mix_fits(a, hd, out, atty), out, atty, *a, N, NH, NKV, hd);
     LAUNCH_CHECK();
     return 0;
 }
 
-/* One thread per element of the kv-space gradient [N, NKV*hd]: its group's heads in order. */
-__global__ void correction_backward_kernel(MixArgs a, const bf16 *dout, int N, int NH, int NKV, int hd) {
-    const size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x, kvC = (size_t)NKV * hd;
+/* One thread per W consecutive elements of the kv-space gradient [N, NKV*hd]: its group's
+ * heads in order. */
+template <int W> __global__ void correction_backward_kernel(MixArgs a, const bf16 *dout, int N, int NH, int NKV, int hd) {
+    const size_t i = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) * W, kvC = (size_t)NKV * hd;
     if (i >= (size_t)N * kvC) return;
     const int group = NH / NKV;
     const size_t n = i / kvC, g = (i % kvC) / hd, e = i % hd;
-    float s = 0;
-    for (int h = 0; h < group; h++) s += bf(dout[n * NH * hd + (g * group + h) * hd + e]);
-    for (int k = 0; k < a.n; k++) a.dsrc[k][i] += mix_weight(a, k) * s;
+    float s[W] = {};
+    for (int h = 0; h < group; h++) {
+        const Vec<W, bf16> d = load_vec<W>(dout + n * NH * hd + (g * group + h) * hd + e);
+#pragma unroll
+        for (int j = 0; j < W; j++) s[j] += bf(d.e[j]);
+    }
+    for (int k = 0; k < a.n; k++) {
+        const float wk = mix_weight(a, k);
+        Vec<W, float> ds = load_vec<W>(a.dsrc[k] + i);
+#pragma unroll
+        for (int j = 0; j < W; j++) ds.e[j] += wk * s[j];
+        store_vec<W>(a.dsrc[k] + i, ds);
+    }
 }
 
 int correction_backward(const MixArgs *a, const bf16 *dout, int N, int NH, int NKV, int hd) {
     const size_t n = (size_t)N * NKV * hd;
-    LAUNCH(correction_backward_kernel, cdiv(n, 256), 256, 0, ops_stream)(*a, dout, N, NH, NKV, hd);
+    LAUNCH_VEC(correction_backward_kernel, n, mix_fits(a, hd, dout, NULL), *a, dout, N, NH, NKV, hd);
     LAUNCH_CHECK();
     return 0;
 }
@@ -589,11 +695,14 @@ __device__ __forceinline__ float ce_block_reduce(float v, float *sh, int op) {
 }
 
 /* WORDS: words of the row each thread holds (a template constant, so the array stays in
- * registers; the launcher picks the smallest that covers the row). */
-template <int WORDS>
-__global__ void __launch_bounds__(CE_ROW_THREADS) crossentropy_kernel(float *losses, bf16 *logits,
-                                                                      const int32_t *targets, int V, int ld, float w,
-                                                                      int backward) {
+ * registers; the launcher picks the smallest that covers the row). PW: the words of one
+ * access, 1 or a 16-byte pack (vec.cuh); a thread's k-th word is word CE_WORD(k) of the row:
+ * PW consecutive words, the packs CE_ROW_THREADS·PW words apart, so a warp's accesses stay
+ * coalesced. (The words a thread sums, and so the order of the fp32 sum, depend on PW.) */
+#define CE_WORD(k) ((tid + ((k) / PW) * CE_ROW_THREADS) * PW + (k) % PW)
+template <int WORDS, int PW>
+__device__ __forceinline__ void crossentropy_row(float *losses, bf16 *logits, const int32_t *targets, int V, int ld,
+                                                 float w, int backward) {
     __shared__ float sh_max[CE_ROW_THREADS / 32], sh_sum[CE_ROW_THREADS / 32];
     const int row = blockIdx.x, tgt = targets[row], tid = threadIdx.x;
     ce_word *xw = (ce_word *)(logits + (size_t)row * ld); /* the row as ld/2 words */
@@ -607,10 +716,20 @@ __global__ void __launch_bounds__(CE_ROW_THREADS) crossentropy_kernel(float *los
     /* the one read: this thread's words, and their max over real columns */
     ce_word u[WORDS];
     float mx = -INFINITY;
+    if constexpr (PW > 1) { /* whole packs inside the row (ld/2 is a multiple of PW) */
+#pragma unroll
+        for (int k = 0; k < WORDS; k += PW) {
+            Pack<ce_word> q = {};
+            if (CE_WORD(k) < ld / 2) q = load_pack(xw + CE_WORD(k));
+#pragma unroll
+            for (int e = 0; e < PW; e++) u[k + e] = q.e[e];
+        }
+    }
 #pragma unroll
     for (int k = 0; k < WORDS; k++) {
-        const int j = tid + k * CE_ROW_THREADS;
-        u[k] = j < used ? xw[j] : 0u;
+        const int j = CE_WORD(k);
+        if (PW == 1) u[k] = j < used ? xw[j] : 0u;
+        else if (j >= used) u[k] = 0u; /* pad words: as the scalar path leaves them */
         if (j < used) mx = fmaxf(mx, 2 * j + 1 < V ? fmaxf(word_lo(u[k]), word_hi(u[k])) : word_lo(u[k]));
     }
     mx = ce_block_reduce(mx, sh_max, 0);
@@ -619,7 +738,7 @@ __global__ void __launch_bounds__(CE_ROW_THREADS) crossentropy_kernel(float *los
     int holds_target = 0;
 #pragma unroll
     for (int k = 0; k < WORDS; k++) {
-        const int j = tid + k * CE_ROW_THREADS;
+        const int j = CE_WORD(k);
         if (j < used) {
             s += expf(word_lo(u[k]) - mx);
             if (2 * j + 1 < V) s += expf(word_hi(u[k]) - mx);
@@ -636,13 +755,39 @@ __global__ void __launch_bounds__(CE_ROW_THREADS) crossentropy_kernel(float *los
     /* the one write: the gradient of the weighted loss over the logits, 0 in the pad columns */
 #pragma unroll
     for (int k = 0; k < WORDS; k++) {
-        const int j = tid + k * CE_ROW_THREADS, c = 2 * j;
-        if (j >= ld / 2) continue;
+        const int j = CE_WORD(k), c = 2 * j;
         float g0 = 0.0f, g1 = 0.0f;
         if (c < V) g0 = w * (expf(word_lo(u[k]) - lse) - (c == tgt ? 1.0f : 0.0f));
         if (c + 1 < V) g1 = w * (expf(word_hi(u[k]) - lse) - (c + 1 == tgt ? 1.0f : 0.0f));
-        xw[j] = word_of(g0, g1);
+        u[k] = word_of(g0, g1); /* the gradient, over the logit it came from */
     }
+#pragma unroll
+    for (int k = 0; k < WORDS; k += PW) {
+        if (CE_WORD(k) >= ld / 2) continue;
+        if constexpr (PW > 1) {
+            Pack<ce_word> q;
+#pragma unroll
+            for (int e = 0; e < PW; e++) q.e[e] = u[k + e];
+            store_pack(xw + CE_WORD(k), q);
+        } else {
+            xw[CE_WORD(k)] = u[k];
+        }
+    }
+}
+#undef CE_WORD
+
+template <int WORDS>
+__global__ void __launch_bounds__(CE_ROW_THREADS) crossentropy_kernel(float *losses, bf16 *logits,
+                                                                      const int32_t *targets, int V, int ld, float w,
+                                                                      int backward) {
+    crossentropy_row<WORDS, 1>(losses, logits, targets, V, ld, w, backward);
+}
+/* the same with 16-byte packs of words */
+template <int WORDS>
+__global__ void __launch_bounds__(CE_ROW_THREADS) crossentropy_vec_kernel(float *losses, bf16 *logits,
+                                                                          const int32_t *targets, int V, int ld,
+                                                                          float w, int backward) {
+    crossentropy_row<WORDS, Pack<ce_word>::N>(losses, logits, targets, V, ld, w, backward);
 }
 
 int crossentropy_forward_backward(float *losses, bf16 *logits, const int32_t *targets, int R, int V, int ld, float w,
@@ -651,13 +796,21 @@ int crossentropy_forward_backward(float *losses, bf16 *logits, const int32_t *ta
         return vrl_error("fast: cross-entropy needs 1 <= V <= ld <= %d with ld even (got V=%d ld=%d)", CE_MAX_COLUMNS,
                          V, ld);
     const int words = ld / 2;
+    constexpr int PW = Pack<ce_word>::N; /* words per 16-byte pack */
+    /* rows of several words per thread: 16-byte packs when every row starts on one */
+    const bool packs = words > CE_ROW_THREADS && vec_path(words % PW == 0 && vec_aligned(logits));
+#define CE_ARGS losses, logits, targets, V, ld, w, backward
 #define CE_LAUNCH(W)                                                                                        \
-    LAUNCH(crossentropy_kernel<W>, R, CE_ROW_THREADS, 0, ops_stream)(losses, logits, targets, V, ld, w, backward)
-    if (words <= CE_ROW_THREADS) CE_LAUNCH(1);
+    do {                                                                                                    \
+        if (packs) LAUNCH(crossentropy_vec_kernel<W>, R, CE_ROW_THREADS, 0, ops_stream)(CE_ARGS);           \
+        else LAUNCH(crossentropy_kernel<W>, R, CE_ROW_THREADS, 0, ops_stream)(CE_ARGS);                     \
+    } while (0)
+    if (words <= CE_ROW_THREADS) LAUNCH(crossentropy_kernel<1>, R, CE_ROW_THREADS, 0, ops_stream)(CE_ARGS);
     else if (words <= 4 * CE_ROW_THREADS) CE_LAUNCH(4);
     else if (words <= 16 * CE_ROW_THREADS) CE_LAUNCH(16);
     else CE_LAUNCH(56);
 #undef CE_LAUNCH
+#undef CE_ARGS
     LAUNCH_CHECK();
     return 0;
 }
@@ -763,13 +916,18 @@ int loss_record(double *slots, int32_t *count, int capacity, const double *sum, 
 
 /* ================================================================== elementwise */
 
-__global__ void cast_to_bf16_kernel(bf16 *out, const float *inp, size_t n) {
-    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n) out[i] = __float2bfloat16(inp[i]);
+template <int W> __global__ void cast_to_bf16_kernel(bf16 *out, const float *inp, size_t n) {
+    size_t i = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) * W;
+    if (i >= n) return;
+    const Vec<W, float> x = load_vec<W>(inp + i);
+    Vec<W, bf16> y;
+#pragma unroll
+    for (int k = 0; k < W; k++) y.e[k] = __float2bfloat16(x.e[k]);
+    store_vec<W>(out + i, y);
 }
 
 int cast_to_bf16(bf16 *out, const float *inp, size_t n) {
-    LAUNCH(cast_to_bf16_kernel, cdiv(n, 256), 256, 0, ops_stream)(out, inp, n);
+    LAUNCH_VEC(cast_to_bf16_kernel, n, vec_fits(n, {out, inp}), out, inp, n);
     LAUNCH_CHECK();
     return 0;
 }

@@ -22,6 +22,9 @@ FAST_NS_BEGIN
  * variable serves; a model sets its own stream before it queues anything. */
 extern cudaStream_t ops_stream;
 static inline void ops_use_stream(cudaStream_t s) { ops_stream = s; }
+/* Launches of a memory-bound kernel that took its scalar path, the vector one not fitting
+ * (fast/vec.cuh): a test reads it to check that the model's shapes take the vector path. */
+extern unsigned long vec_scalar_launches;
 
 /* ------------------------------------------------------------------ matmul (cuBLASLt) */
 /* One GEMM shape's cuBLASLt descriptors and the algorithm the heuristic picked for it, made

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "fast/stream.cuh"
+#include "fast/vec.cuh"
 
 FAST_NS_BEGIN
 
@@ -58,23 +59,42 @@ __global__ void dwa_backward_kernel(float *const *dsrc, const bf16 *alpha, int n
 }
 
 /* The hidden residual's backward: dres += hx·dn, demb += hh·dn, dres16 = bf16(dres).  [n] each */
+template <int W>
 __global__ void hidden_backward_kernel(float *dres, bf16 *dres16, float *demb, const float *dn, float hx, float hh,
                                        size_t n) {
-    const size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    const size_t i = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) * W; /* W consecutive elements */
     if (i >= n) return;
-    const float d = dres[i] + hx * dn[i];
-    dres[i] = d;
-    dres16[i] = __float2bfloat16(d);
-    demb[i] += hh * dn[i];
+    const Vec<W, float> g = load_vec<W>(dn + i);
+    Vec<W, float> d = load_vec<W>(dres + i), e = load_vec<W>(demb + i);
+    Vec<W, bf16> d16;
+#pragma unroll
+    for (int k = 0; k < W; k++) {
+        d.e[k] = d.e[k] + hx * g.e[k];
+        d16.e[k] = __float2bfloat16(d.e[k]);
+        e.e[k] += hh * g.e[k];
+    }
+    store_vec<W>(dres + i, d);
+    store_vec<W>(dres16 + i, d16);
+    store_vec<W>(demb + i, e);
 }
 
 /* out = a + b (b may be NULL; a may be out), out16 = bf16(out) unless NULL.  [n] each */
-__global__ void grad_sum_kernel(float *out, bf16 *out16, const float *a, const float *b, size_t n) {
-    const size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+template <int W> __global__ void grad_sum_kernel(float *out, bf16 *out16, const float *a, const float *b, size_t n) {
+    const size_t i = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) * W; /* W consecutive elements */
     if (i >= n) return;
-    const float v = b ? a[i] + b[i] : a[i];
-    out[i] = v;
-    if (out16) out16[i] = __float2bfloat16(v);
+    Vec<W, float> v = load_vec<W>(a + i);
+    if (b) {
+        const Vec<W, float> y = load_vec<W>(b + i);
+#pragma unroll
+        for (int k = 0; k < W; k++) v.e[k] = v.e[k] + y.e[k];
+    }
+    store_vec<W>(out + i, v);
+    if (out16) {
+        Vec<W, bf16> v16;
+#pragma unroll
+        for (int k = 0; k < W; k++) v16.e[k] = __float2bfloat16(v.e[k]);
+        store_vec<W>(out16 + i, v16);
+    }
 }
 
 #define ATTNRES_WARPS 4 /* tokens per block, one warp each */
@@ -559,7 +579,7 @@ static int depth_mix(bf16 *out, const bf16 *const *src, const bf16 *w, int n_src
 }
 
 static int grad_sum(float *out, bf16 *out16, const float *a, const float *b, size_t n) {
-    LAUNCH(grad_sum_kernel, cdiv(n, 256), 256, 0, ops_stream)(out, out16, a, b, n);
+    LAUNCH_VEC(grad_sum_kernel, n, vec_fits(n, {out, out16, a, b}), out, out16, a, b, n);
     LAUNCH_CHECK();
     return 0;
 }
@@ -859,8 +879,8 @@ int stream_norm_backward(FastModel *m, int s, const bf16 *norm_weight, const flo
     /* hidden residual: d(norm input) splits into hx·(to x) and hh·(to H_0) */
     CUDA_CHECK(cudaMemsetAsync(st->dnorm, 0, Nd * sizeof(float), ops_stream));
     TRY(rmsnorm_backward(st->dnorm, NULL, m->dln32, inp, norm_weight, rstd, N, d));
-    LAUNCH(hidden_backward_kernel, cdiv(Nd, 256), 256, 0, ops_stream)(m->dres32, m->dres16, st->demb, st->dnorm,
-                                                                     st->hx[s / 2], st->hh[s / 2], Nd);
+    LAUNCH_VEC(hidden_backward_kernel, Nd, vec_fits(Nd, {m->dres32, m->dres16, st->demb, st->dnorm}), m->dres32,
+               m->dres16, st->demb, st->dnorm, st->hx[s / 2], st->hh[s / 2], Nd);
     LAUNCH_CHECK();
     return 0;
 }

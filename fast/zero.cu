@@ -23,7 +23,8 @@ FAST_NS_BEGIN
 
 typedef struct {
     size_t start, len;   /* table values [start, start + len) */
-    size_t chunk;        /* ceil(len / world): every rank's block length (the last may be short) */
+    size_t chunk;        /* ceil(len / world) rounded up to PARAM_ALIGN (whole vectors): every
+                          * rank's block length (the last may be short, or empty) */
     size_t shard_off;    /* this rank's block in gshard */
     int owner;           /* layer 0 .. L-1, or ZERO_EMBED / ZERO_HEAD / ZERO_LATE */
     int launched;        /* reduce-scatter issued in the running backward */
@@ -61,7 +62,8 @@ static int owner_of(const FastModel *m, size_t offset) {
     return ZERO_LATE;
 }
 
-/* Buckets: maximal runs of adjacent tensors with one owner. */
+/* Buckets: maximal runs of adjacent tensors with one owner, each tensor with its padding
+ * gap (common/model/params.h), so the buckets tile the table: every element in exactly one. */
 static int build_buckets(ZeroState *z, const FastModel *m) {
     const ParamTable *t = m->t;
     z->b = (ZeroBucket *)calloc((size_t)t->n, sizeof *z->b);
@@ -72,18 +74,19 @@ static int build_buckets(ZeroState *z, const FastModel *m) {
         const int owner = owner_of(m, p->offset);
         ZeroBucket *last = z->n ? &z->b[z->n - 1] : NULL;
         if (last && last->owner == owner && last->start + last->len == p->offset) {
-            last->len += p->numel;
+            last->len += p->slot;
             continue;
         }
         z->b[z->n].start = p->offset;
-        z->b[z->n].len = p->numel;
+        z->b[z->n].len = p->slot;
         z->b[z->n].owner = owner;
         z->n++;
     }
     z->shard_len = 0;
     for (int k = 0; k < z->n; k++) {
         ZeroBucket *b = &z->b[k];
-        b->chunk = (b->len + z->world - 1) / z->world;
+        /* whole vectors per rank block, so each rank's AdamW runs take the vector path */
+        b->chunk = param_padded((b->len + z->world - 1) / z->world);
         b->shard_off = z->shard_len;
         z->shard_len += b->chunk;
         CUDA_CHECK(cudaEventCreateWithFlags(&b->ready, cudaEventDisableTiming));
@@ -156,7 +159,7 @@ static int reduce_scatter(FastModel *m, ZeroBucket *b) {
     CUDA_CHECK(cudaEventRecord(b->ready, m->stream));
     CUDA_CHECK(cudaStreamWaitEvent(z->stream, b->ready, 0));
     float *src = m->grads + b->start, *dst = z->gshard + b->shard_off;
-    if (b->len % z->world == 0) {
+    if (b->len == (size_t)z->world * b->chunk) {
         NCCL_CHECK(ncclReduceScatter(src, dst, b->chunk, ncclFloat32, ncclSum, z->comm, z->stream));
     } else { /* uneven blocks: one reduce per block, to its owner */
         NCCL_CHECK(ncclGroupStart());
@@ -215,7 +218,7 @@ float *zero_shard_grads(const FastModel *m, size_t *n) {
 /* Every rank's block of bucket b of the buffer base (elements of esize bytes) to every rank. */
 static int gather(ZeroState *z, const ZeroBucket *b, void *base, size_t esize, ncclDataType_t dt) {
     char *p = (char *)base + b->start * esize;
-    if (b->len % z->world == 0) /* in place: this rank's block is already where it belongs */
+    if (b->len == (size_t)z->world * b->chunk) /* in place: this rank's block is already where it belongs */
         NCCL_CHECK(ncclAllGather(p + (size_t)z->rank * b->chunk * esize, p, b->chunk, dt, z->comm, z->stream));
     else {
         NCCL_CHECK(ncclGroupStart());

@@ -52,7 +52,7 @@ int param_table_add(ParamTable *t, const char *name, int ndim, const int64_t *sh
     for (int i = 0; i < ndim; i++)
         if (shape[i] < 0 || __builtin_mul_overflow(numel, (size_t)shape[i], &numel) || numel > PARAM_MAX_TOTAL)
             return vrl_error("parameter %s: more than %llu elements", name, (unsigned long long)PARAM_MAX_TOTAL);
-    if (t->total + numel > PARAM_MAX_TOTAL)
+    if (t->total + param_padded(numel) > PARAM_MAX_TOTAL)
         return vrl_error("model: more than %llu parameters (at %s)", (unsigned long long)PARAM_MAX_TOTAL, name);
     t->by_name[slot] = t->n + 1;
     ParamInfo *p = &t->p[t->n++];
@@ -61,11 +61,25 @@ int param_table_add(ParamTable *t, const char *name, int ndim, const int64_t *sh
     p->ndim = ndim;
     p->numel = numel;
     for (int i = 0; i < ndim; i++) p->shape[i] = shape[i];
-    p->offset = t->total;
+    p->offset = t->total; /* a multiple of PARAM_ALIGN: every tensor before took a padded slot */
     p->decay = decay;
     p->init = init;
     p->init_value = init_value;
-    t->total += p->numel;
+    p->slot = param_padded(p->numel);
+    t->total += p->slot;
+    t->count += p->numel;
+    return 0;
+}
+
+int param_table_pad_rows(ParamTable *t, int64_t rows) {
+    ParamInfo *p = &t->p[t->n - 1];
+    if (p->ndim != 2 || rows < p->shape[0])
+        return vrl_error("parameter %s: cannot pad to %lld rows", p->name, (long long)rows);
+    const size_t slot = param_padded((size_t)rows * (size_t)p->shape[1]);
+    if (t->total - p->slot + slot > PARAM_MAX_TOTAL)
+        return vrl_error("model: more than %llu parameters (at %s)", (unsigned long long)PARAM_MAX_TOTAL, p->name);
+    t->total += slot - p->slot;
+    p->slot = slot;
     return 0;
 }
 
@@ -108,6 +122,7 @@ static void params_init_into(const ParamTable *t, uint64_t seed, double *d, floa
         const ParamInfo *p = &t->p[i];
         double *x = d ? d + p->offset : NULL;
         float *y = f ? f + p->offset : NULL;
+        for (size_t j = p->numel; j < p->slot; j++) PUT(j, 0.0); /* the gap */
         if (p->init == INIT_CONST) {
             for (size_t j = 0; j < p->numel; j++) PUT(j, p->init_value);
         } else if (p->init == INIT_EYE || p->init == INIT_ONEHOT) {

@@ -72,6 +72,9 @@ static int load_one(const char *path, const StFile *f, const char *name, const P
         double *o = (double *)out + p->offset;
         for (size_t i = 0; i < p->numel; i++) o[i] = elem(t, i);
     }
+    /* the padding gap after the tensor (params.h): zero, as params_init leaves it */
+    memset((char *)out + (p->offset + p->numel) * dtype_size(dtype), 0,
+           (p->slot - p->numel) * dtype_size(dtype));
     return 0;
 }
 

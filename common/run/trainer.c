@@ -406,8 +406,8 @@ static int run_open(TrainArgs *a, Run *r) {
         return vrl_error("out of memory");
     if (!a->quiet)
         fprintf(stderr, "vrl train: %s, %s preset, %zu parameters, %s, batch %d x seq %d x accum %d, %ld steps -> %s\n",
-                be->name, a->model.preset, h->spec.table.total, a->model.variant, a->batch, a->seq, a->accum, a->steps,
-                a->out);
+                be->name, a->model.preset, param_table_count(&h->spec.table), a->model.variant, a->batch, a->seq,
+                a->accum, a->steps, a->out);
     if (!a->quiet && r->dg.world > 1)
         fprintf(stderr, "vrl train: %d processes (%s), %d micro-batch%s each per update\n", r->dg.world,
                 dist_launcher(), dist_grad_rounds(&r->dg), dist_grad_rounds(&r->dg) > 1 ? "es" : "");

@@ -508,6 +508,15 @@ uint64_t warp_collective(WarpOp op, unsigned mask, uint64_t value, int param, in
 
 void *dynamic_shared(void) { return B.dyn_shared; }
 
+int vector_misaligned(const void *p, unsigned bytes, int write, const char *file, int line) {
+    if ((uintptr_t)p % bytes == 0) return 0;
+    char name[64] = "the host";
+    if (B.cur) thread_name(B.cur, name, sizeof name);
+    fail("%s: a %u-byte vector %s at %s:%d of address %p, which is not %u-byte aligned (a GPU faults)", name, bytes,
+         write ? "store" : "load", short_file(file), line, p, bytes);
+    return 1;
+}
+
 /* ------------------------------------------------------------------ the grid */
 
 int run_grid(const char *kernel, dim3 grid, dim3 block, LaunchBody *body, char *dyn_shared, char *msg, size_t msg_len) {

@@ -55,6 +55,34 @@ struct alignas(16) int4 {
     int x, y, z, w;
 };
 static inline int4 make_int4(int x, int y, int z, int w) { return int4{x, y, z, w}; }
+struct alignas(16) uint4 {
+    unsigned x, y, z, w;
+};
+static inline uint4 make_uint4(unsigned x, unsigned y, unsigned z, unsigned w) { return uint4{x, y, z, w}; }
+struct alignas(16) float4 {
+    float x, y, z, w;
+};
+static inline float4 make_float4(float x, float y, float z, float w) { return float4{x, y, z, w}; }
+
+/* 16-byte vector loads and stores (fast/vec.cuh): a GPU faults on one whose address is not a
+ * multiple of its size, but a plain C++ dereference here would just work, so fast/ routes
+ * them through these. A misaligned access is a launch error naming the kernel, the thread
+ * and the source line (fiber.cpp), and is not made (the value loaded is zeros). */
+namespace cuda_cpu {
+/* 0 when p is a multiple of bytes; else records the error and returns 1 */
+int vector_misaligned(const void *p, unsigned bytes, int write, const char *file, int line);
+template <class V> static inline V vector_load(const void *p, const char *file, int line) {
+    static_assert(sizeof(V) == 16 && alignof(V) == 16, "a vector access is 16 aligned bytes");
+    if (vector_misaligned(p, 16, 0, file, line)) return V{};
+    return *(const V *)p;
+}
+template <class V> static inline void vector_store(void *p, const V &v, const char *file, int line) {
+    static_assert(sizeof(V) == 16 && alignof(V) == 16, "a vector access is 16 aligned bytes");
+    if (!vector_misaligned(p, 16, 1, file, line)) *(V *)p = v;
+}
+} // namespace cuda_cpu
+#define CUDA_CPU_VECTOR_LOAD(V, p) cuda_cpu::vector_load<V>((p), __FILE__, __LINE__)
+#define CUDA_CPU_VECTOR_STORE(p, v) cuda_cpu::vector_store((p), (v), __FILE__, __LINE__)
 
 namespace cuda_cpu {
 /* The running thread's coordinates: set by the scheduler before it switches to a fiber. */
