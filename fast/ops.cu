@@ -752,25 +752,28 @@ __device__ __forceinline__ void crossentropy_row(float *losses, bf16 *logits, co
     const float lse = mx + logf(s);
     if (holds_target) losses[row] = lse - xt;
     if (!backward) return;
-    /* the one write: the gradient of the weighted loss over the logits, 0 in the pad columns */
-#pragma unroll
-    for (int k = 0; k < WORDS; k++) {
-        const int j = CE_WORD(k), c = 2 * j;
-        float g0 = 0.0f, g1 = 0.0f;
-        if (c < V) g0 = w * (expf(word_lo(u[k]) - lse) - (c == tgt ? 1.0f : 0.0f));
-        if (c + 1 < V) g1 = w * (expf(word_hi(u[k]) - lse) - (c + 1 == tgt ? 1.0f : 0.0f));
-        u[k] = word_of(g0, g1); /* the gradient, over the logit it came from */
-    }
+    /* the one write: the gradient of the weighted loss over the logits, 0 in the pad columns;
+     * each access stored as soon as its words are computed (holding all WORDS gradients until
+     * a second loop pushed the widest row over the 128 registers of 512 threads and spilled) */
 #pragma unroll
     for (int k = 0; k < WORDS; k += PW) {
+        ce_word g[PW];
+#pragma unroll
+        for (int e = 0; e < PW; e++) {
+            const int c = 2 * CE_WORD(k + e);
+            float g0 = 0.0f, g1 = 0.0f;
+            if (c < V) g0 = w * (expf(word_lo(u[k + e]) - lse) - (c == tgt ? 1.0f : 0.0f));
+            if (c + 1 < V) g1 = w * (expf(word_hi(u[k + e]) - lse) - (c + 1 == tgt ? 1.0f : 0.0f));
+            g[e] = word_of(g0, g1); /* the gradient, over the logit it came from */
+        }
         if (CE_WORD(k) >= ld / 2) continue;
         if constexpr (PW > 1) {
             Pack<ce_word> q;
 #pragma unroll
-            for (int e = 0; e < PW; e++) q.e[e] = u[k + e];
+            for (int e = 0; e < PW; e++) q.e[e] = g[e];
             store_pack(xw + CE_WORD(k), q);
         } else {
-            xw[CE_WORD(k)] = u[k];
+            xw[CE_WORD(k)] = g[0];
         }
     }
 }
