@@ -25,8 +25,8 @@ case $detector in check) sfx=_check ;; plain) sfx= ; export VRL_CUDA_CPU_CANARY=
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/vrl-hazard-mutants.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 
-(cd "$root" && git ls-files -co --exclude-standard -z) | (cd "$root" && xargs -0 cp --parents -t "$tmp")
-cmake -S "$tmp" -B "$tmp/build" -DCMAKE_BUILD_TYPE=Release -DVRL_CUDA=OFF >/dev/null
+. "$root/conformance/tree_copy.sh"
+tree_copy "$root" "$tmp"
 have_nccl=0
 grep -q '^VRL_HAVE_MPI:.*=ON' "$tmp/build/CMakeCache.txt" 2>/dev/null && have_nccl=1
 grep -q 'test_fast_cpu_nccl' "$tmp/build/Makefile" 2>/dev/null && have_nccl=1

@@ -14,8 +14,8 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/vrl-fast-mutation.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 
-(cd "$root" && git ls-files -co --exclude-standard -z) | (cd "$root" && xargs -0 cp --parents -t "$tmp")
-cmake -S "$tmp" -B "$tmp/build" -DCMAKE_BUILD_TYPE=Release -DVRL_CUDA=OFF >/dev/null
+. "$root/conformance/tree_copy.sh"
+tree_copy "$root" "$tmp"
 run() { # build and run the test; its output on stdout, its status returned
   cmake --build "$tmp/build" --target test_fast_cpu_vs_ref -j"${MUTATION_JOBS:-$(nproc)}" >/dev/null
   (cd "$tmp/build" && TMPDIR="$tmp" ./bin/test_fast_cpu_vs_ref tiny_baseline hd64_baseline 2>/dev/null)
