@@ -127,6 +127,7 @@ int gpt2_bind(FastModel *m, const ModelSpec *spec) {
     if (!rc) rc = param_table_expect(t, "transformer.ln_f.weight", d, &m->o_lnf);
     if (!rc) rc = param_table_expect(t, "transformer.ln_f.bias", d, &g->o_lnfb);
     if (!rc) rc = param_table_expect(t, "lm_head.weight", V * d, &m->o_lm_head);
+    if (!rc) rc = fast_check_head_slot(m);
     const size_t numel[GPT2_LAYER_TENSORS] = {d, d, d * 3 * d, 3 * d, d * d, d, d, d, d * F, F, F * d, d};
     char name[PARAM_NAME_LEN];
     for (size_t l = 0; l < L && !rc; l++)

@@ -249,14 +249,18 @@ static size_t layout(FastModel *m, char *base) {
 }
 #undef CARVE
 
-/* Offsets from the spec's layout (common/model/layout.h). */
-static int bind_tensors(FastModel *m, const ModelLayout *lay) {
-    m->o_wte = lay->embed.offset, m->o_lnf = lay->norm.offset, m->o_lm_head = lay->head.offset;
-    /* the lm_head GEMMs run over Vp rows: its slot must hold them (spec.c pads it) */
+int fast_check_head_slot(const FastModel *m) {
     for (int k = 0; k < m->t->n; k++)
         if (m->t->p[k].offset == m->o_lm_head && m->t->p[k].slot < (size_t)m->Vp * m->d)
             return vrl_error("fast model: lm_head's slot holds %zu elements, the padded vocabulary needs %zu",
                              m->t->p[k].slot, (size_t)m->Vp * m->d);
+    return 0;
+}
+
+/* Offsets from the spec's layout (common/model/layout.h). */
+static int bind_tensors(FastModel *m, const ModelLayout *lay) {
+    m->o_wte = lay->embed.offset, m->o_lnf = lay->norm.offset, m->o_lm_head = lay->head.offset;
+    if (fast_check_head_slot(m) < 0) return -1;
     for (int l = 0; l < m->L; l++) {
         const LayerLayout *ll = &lay->layer[l];
         LayerOffsets *o = &m->lo[l];

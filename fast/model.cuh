@@ -207,6 +207,10 @@ typedef struct FastModel {
  * aligned, with the CPU layer's guard zone after it where that build has them (model.cu). */
 void *fast_carve(char *base, size_t *off, size_t n, size_t size);
 
+/* The lm_head GEMMs run over Vp rows: 0 when lm_head's slot holds them (common/model/spec.c
+ * pads it, for llama and GPT-2), else -1 with vrl_error (model.cu). */
+int fast_check_head_slot(const FastModel *m);
+
 /* Row strides of layer l's q, k and v_in as attention reads them: views into the fused
  * projection's [N, fuse_cols] rows, or tensors of their own. */
 static inline AttnLd fast_attn_ld(const FastModel *m, int l) {

@@ -88,6 +88,8 @@ static int table_gpt2(const ModelConfig *c, ParamTable *t) {
     if (!rc) rc |= W1("transformer.ln_f.weight", d, 1.0);
     if (!rc) rc |= W1("transformer.ln_f.bias", d, 0.0);
     if (!rc) rc |= W2("lm_head.weight", V, d, std);
+    /* its slot padded as the llama head's: fast/ runs the head's GEMMs over the padded rows */
+    if (!rc) rc = param_table_pad_rows(t, (V + PARAM_VOCAB_PAD - 1) / PARAM_VOCAB_PAD * PARAM_VOCAB_PAD);
 #undef W1
 #undef W2
     return rc ? -1 : 0;
