@@ -91,7 +91,10 @@ fi
 mutant pinned_upload_reused_without_wait fast/model.cu \
   'CUDA_CHECK(cudaEventSynchronize(m->uploaded));' '' \
   trainer "cudaMemcpyAsync" "pinned memory"
-cast_ok='if (i < n) out[i] = __float2bfloat16(inp[i]);' cast_past='if (i <= n) out[i] = __float2bfloat16(inp[i]);'
+# the cast launched over one element more than its tensors hold (the vector path then reads and
+# writes a whole 16-byte pack past their ends, the scalar path one element)
+cast_ok='LAUNCH_VEC(cast_to_bf16_kernel, n, vec_fits(n, {out, inp}), out, inp, n);'
+cast_past='LAUNCH_VEC(cast_to_bf16_kernel, n + 1, vec_fits(n, {out, inp}), out, inp, n + 1);'
 mutant one_past_the_end_inside_the_arena fast/ops.cu "$cast_ok" "$cast_past" \
   tiny_baseline "cast_to_bf16_kernel" "out of bounds"
 if [ $detector = check ]; then # the same through the canaries: the shadows off, the plain build's path

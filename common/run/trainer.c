@@ -156,7 +156,7 @@ static int host_state_alloc(HostState *h, const ModelConfig *c, ModelSpec *given
     const size_t total = h->spec.table.total, bytes = total * dtype_size(dt); /* total <= 2^40: no wrap */
     /* the host copies and the double draw of the initialisation, before any of them is made */
     char what[96];
-    snprintf(what, sizeof what, "a model of %zu parameters", total);
+    snprintf(what, sizeof what, "a model of %zu parameters", param_table_count(&h->spec.table)); /* the slots' gaps aside */
     if (memory_check(3 * bytes + total * sizeof(double), what) < 0) return -1;
     h->params = calloc(1, bytes);
     h->exp_avg = calloc(1, bytes);
