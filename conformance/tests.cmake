@@ -189,6 +189,13 @@ endif()
 # the GPU tests'. test_fast_cpu_vs_ref_recompute runs fast/'s other memory plan
 # (VRL_FAST_RECOMPUTE=1) with the logits cut into 7-row chunks (VRL_FAST_CE_ROWS).
 if(VRL_HAVE_CUDA_CPU)
+  # the checked run's reverse-order half of test_fast_vs_ref's cases, also the sanitizer pass's list
+  set(VRL_FAST_CASES_REVERSE
+      tiny_baseline tiny_resformer_identity tiny_resformer_general tiny_svformer tiny_neutreno tiny_cla
+      tiny_key_residual tiny_denseformer tiny_attnres hd64_svformer gqa_hd16_resformer hd128_gqa_resformer
+      gqa4_resformer_learnable_plus gqa4_neutreno gqa4_svformer_anchors13 gqa4_query_residual gqa4_shared_q gpt2_hd16
+      tiny_hc4 gqa4_mhc_n2_iters5_learnable gqa4_mhc_jitter
+      tiny_attn_residual gqa4_cross_layer_prev)
   set(cpu_tests test_fast_vs_ref)
   if(VRL_HAVE_MPI)
     list(APPEND cpu_tests test_fast_nccl)   # NCCL's calls over MPI (fast/cuda_cpu/nccl_mpi.cpp)
@@ -200,7 +207,15 @@ if(VRL_HAVE_CUDA_CPU)
     target_compile_definitions(${cpu_t} PRIVATE VRL_FP64=1)
     target_compile_options(${cpu_t} PRIVATE -include ${CMAKE_SOURCE_DIR}/fast/cuda_cpu/cpu_names.h)
     target_link_libraries(${cpu_t} PRIVATE vrl_fast_cpu vrl_ref32 vrl_ref64 vrl_common)
-    add_test(NAME ${cpu_t} COMMAND ${cpu_t})
+    if(VRL_SANITIZE AND t STREQUAL "test_fast_vs_ref")
+      # under ASan + UBSan: the cases of the checked reverse-order run below (every kernel
+      # family, both attention head sizes, GQA, every stream and attention mix, GPT-2) and the
+      # trainer; the plain pass runs them all. All of them here took 373 s of the sanitizer
+      # pass, the longest test there (6f7a923); the memory checks need each kernel once
+      add_test(NAME ${cpu_t} COMMAND ${cpu_t} ${VRL_FAST_CASES_REVERSE} trainer)
+    else()
+      add_test(NAME ${cpu_t} COMMAND ${cpu_t})
+    endif()
     # canaries in guard zones between arena tensors (docs/fast.md "Guard zones"; the
     # sanitizer build poisons the zones instead and ignores the variable)
     set_tests_properties(${cpu_t} PROPERTIES ENVIRONMENT "TMPDIR=${VRL_TEST_TMP};VRL_CUDA_CPU_CANARY=1")
@@ -281,12 +296,7 @@ if(VRL_HAVE_CUDA_CPU)
     # does not run: threads and blocks reversed, and shuffled; every case in one of the two,
     # so the pair costs ~4 CPU-minutes (docs/fast.md "Checkers"; HC and mHC's five cases add
     # 55 of them, HC and mHC each in both orders)
-    add_test(NAME test_fast_cpu_vs_ref_check_reverse COMMAND test_fast_cpu_vs_ref_check
-      tiny_baseline tiny_resformer_identity tiny_resformer_general tiny_svformer tiny_neutreno tiny_cla
-      tiny_key_residual tiny_denseformer tiny_attnres hd64_svformer gqa_hd16_resformer hd128_gqa_resformer
-      gqa4_resformer_learnable_plus gqa4_neutreno gqa4_svformer_anchors13 gqa4_query_residual gqa4_shared_q gpt2_hd16
-      tiny_hc4 gqa4_mhc_n2_iters5_learnable gqa4_mhc_jitter
-      tiny_attn_residual gqa4_cross_layer_prev)
+    add_test(NAME test_fast_cpu_vs_ref_check_reverse COMMAND test_fast_cpu_vs_ref_check ${VRL_FAST_CASES_REVERSE})
     set_tests_properties(test_fast_cpu_vs_ref_check_reverse PROPERTIES TIMEOUT 900
       ENVIRONMENT "TMPDIR=${VRL_TEST_TMP};VRL_CUDA_CPU_ORDER=reverse;VRL_CUDA_CPU_BLOCKS=reverse")
     add_test(NAME test_fast_cpu_vs_ref_check_random COMMAND test_fast_cpu_vs_ref_check

@@ -49,8 +49,12 @@ if [ "${VRL_TEST_ASAN:-1}" != 0 ]; then
   # test_reproduce_seeds and test_reproduce_seedlist test the reproduce scripts' shell and
   # arithmetic (339 s under ASan at d0d7b7a, the pass's longest test); the train and eval
   # commands they drive run under ASan in the tests above.
+  # test_doc_commands checks that the docs' commands run as printed (230 s under ASan at
+  # 6f7a923, the pass's second longest): the subcommands they drive (train, eval, generate,
+  # data, analyze, info) run under ASan in test_cli_errors, test_cli_fuzz, test_eval_cli,
+  # test_generate_cli, test_data_inspect, test_run_folder and test_reliability.
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
-    run_suite build-asan -E "golden_mutation_check|test_reproduce_tiny|test_reproduce_seeds|test_reproduce_seedlist|test_shard_memory|test_hf|test_lmeval_hf" "$@" || rc=$?
+    run_suite build-asan -E "golden_mutation_check|test_reproduce_tiny|test_reproduce_seeds|test_reproduce_seedlist|test_shard_memory|test_hf|test_lmeval_hf|test_doc_commands" "$@" || rc=$?
   echo "vrl: sanitizer suite took $(( $(date +%s) - start )) s"
 fi
 exit $rc
