@@ -10,7 +10,9 @@
 # Usage: reproduce/small_compare.sh BUILD_DIR OUT_DIR NAME:VARIANT [NAME:VARIANT ...]
 #        (the first model is the reference, e.g. baseline:baseline)
 # Env:   STEPS (600), BATCH (16), SEQ (64), EVAL_BATCHES (32), SEED (1337),
-#        DATA (../shared/data/corpora/tinyshakespeare/input.txt)
+#        DATA (../shared/data/corpora/tinyshakespeare/input.txt),
+#        DEVICE (cpu: ref/; cuda: fast/ on a GPU; cuda-cpu: fast/'s kernels on the CPU layer,
+#        slow: a check, not a way to train)
 # A tiny run shows the direction of each variant, not the papers' 82M numbers (formulas.md §8).
 set -eu
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -20,6 +22,8 @@ shift 2
 VRL=$BUILD/bin/vrl
 DATA=${DATA:-$ROOT/../shared/data/corpora/tinyshakespeare/input.txt}
 STEPS=${STEPS:-600} BATCH=${BATCH:-16} SEQ=${SEQ:-64} EVAL_BATCHES=${EVAL_BATCHES:-32} SEED=${SEED:-1337}
+DEVICE=${DEVICE:-cpu}
+case $DEVICE in cpu|cuda|cuda-cpu) ;; *) echo "small_compare.sh: DEVICE=$DEVICE: expected cpu, cuda or cuda-cpu" >&2; exit 2 ;; esac
 [ -x "$VRL" ] || { echo "small_compare.sh: $VRL not built (cmake --build $BUILD)" >&2; exit 1; }
 [ -f "$DATA" ] || { echo "small_compare.sh: $DATA is missing (real data lives in ../shared/data)" >&2; exit 1; }
 [ -e "$OUT" ] && { echo "small_compare.sh: $OUT exists; remove it or give another OUT_DIR" >&2; exit 1; }
@@ -27,7 +31,7 @@ mkdir -p "$OUT"
 "$VRL" data bytes --in "$DATA" --out "$OUT/data" --val-fraction 0.1
 
 train() {  # NAME VARIANT
-    OPENBLAS_NUM_THREADS=1 "$VRL" train --model small --variant "$2" \
+    OPENBLAS_NUM_THREADS=1 "$VRL" train --device "$DEVICE" --model small --variant "$2" \
         --data "$OUT/data/train.bin" --val-data "$OUT/data/val.bin" \
         --steps "$STEPS" --batch "$BATCH" --seq "$SEQ" --seed "$SEED" \
         --eval-every 0 --eval-batches "$EVAL_BATCHES" --quiet --out "$OUT/$1" > "$OUT/$1.log" 2>&1 \
@@ -49,7 +53,7 @@ val() { grep '"split":"val"' "$OUT/$1/metrics.jsonl" | tail -1 | sed 's/.*"val_l
 first=${1%%:*}
 base=$(val "$first")
 echo
-echo "small preset, TinyShakespeare bytes, $STEPS steps x $BATCH x $SEQ tokens, seed $SEED ($(( $(date +%s) - start )) s)"
+echo "small preset, TinyShakespeare bytes, $STEPS steps x $BATCH x $SEQ tokens, seed $SEED, device $DEVICE ($(( $(date +%s) - start )) s)"
 printf '%-16s %-28s %12s %12s %12s\n' model variant parameters val_loss "vs_$first"
 runs=""
 for run in "$@"; do
