@@ -30,6 +30,22 @@ mix of the kernels before issue 38's head-dimension split (--sass-mix before).
 
     python3 bench/roofline.py --preset 468M --batch 8 --seq 2048 --cuda-core-attention
 
+--mma-attention prices our tensor-core attention (--attention mma: mma.sync.m16n8k16 bf16, fp32
+accumulation) from its SASS the same way, in place of the assumed 55 % / 45 %: its hot loops'
+instructions per HMMA (iph, the 'mma' lines of bench/attention_sass_mix.txt) against the tensor
+core. An HMMA m16n8k16 is 4096 FLOP; NVIDIA's 989.4 TFLOP/s dense bf16 for the H100 SXM5 is
+132 SMs x 4096 FLOP a clock x 1.83 GHz, i.e. one HMMA a clock per SM, one per 4 clocks per warp
+scheduler. A scheduler issues one instruction a clock, so a loop of iph instructions per HMMA
+issues at most one HMMA per iph clocks: the kernel's time is the larger of that issue bound and
+the tensor bound (4 clocks per HMMA, divided by --mma-sync-fraction: the share of the dense peak
+mma.sync can reach on Hopper, where only wgmma reaches the peak; 0.63 is an assumption, see
+MMA_SYNC_FRACTION), over the HMMAs the kernels execute (7 products per causal pair in the
+backward, like the CUDA cores', and the diagonal 64 x 64 tiles computed whole). Latency,
+occupancy (printed, not modelled) and the unprefetched tile loads are not modelled: an upper
+bound on speed.
+
+    python3 bench/roofline.py --preset 468M --batch 8 --seq 2048 --mma-attention
+
 Shapes are the presets of common/model/config.c, copied below (a second copy, as in
 bench/bench_torch.py; the parameter count printed must equal `vrl info --model PRESET`'s,
 which it does for 82M, 180M and 468M at this commit).
@@ -55,10 +71,27 @@ EFFICIENCY = {"gemm": 0.80, "attn_fwd": 0.55, "attn_bwd": 0.45, "mem": 0.80}
 # forward S and PV; dK/dV S, dP, dV, dK; dQ S, dP, dQ (the tensor-core count is 2 and 5)
 CUDA_CORE_PRODUCTS = {"attention_forward_kernel": 2, "attention_backward_dkdv_kernel": 4,
                       "attention_backward_dq_kernel": 3}
+# the tensor-core kernels (fast/attention_mma_*.cu) execute the same products; blocks per SM from
+# ptxas' report (docs/fast.md, "The static GPU check", commit 6f7a923), 4 warps a block
+MMA_PRODUCTS = {"attention_mma_forward_kernel": 2, "attention_mma_backward_dkdv_kernel": 4,
+                "attention_mma_backward_dq_kernel": 3}
+MMA_BLOCKS_PER_SM = {("attention_mma_forward_kernel", 64): 3, ("attention_mma_forward_kernel", 128): 2,
+                     ("attention_mma_backward_dkdv_kernel", 64): 4, ("attention_mma_backward_dkdv_kernel", 128): 2,
+                     ("attention_mma_backward_dq_kernel", 64): 4, ("attention_mma_backward_dq_kernel", 128): 4}
+MMA_TILE = 64  # queries and keys per block tile: the diagonal tiles are computed whole
 MIX_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "attention_sass_mix.txt")
 
 BF16, FP32 = 2, 4
 CUDA_CORE_FP32 = 67e12  # H100 SXM non-tensor fp32 FLOP/s (NVIDIA's datasheet)
+# H100 SXM5 tensor cores (NVIDIA's H100 datasheet / Hopper whitepaper): 989.4 TFLOP/s dense bf16
+# = 132 SMs x 4096 FLOP per clock x 1.83 GHz; one HMMA.16816 (4096 FLOP per warp) a clock per SM
+H100_SMS, H100_CLOCK, SCHEDULERS_PER_SM, HMMA_FLOP = 132, 1.83e9, 4, 4096.0
+TENSOR_DENSE = H100_SMS * HMMA_FLOP * H100_CLOCK
+# Share of that dense peak mma.sync can reach on Hopper (only wgmma reaches it): an ASSUMPTION,
+# not a measurement; for scale, FlashAttention-3's paper (Shah et al. 2024) reports its
+# mma.sync-based predecessor FlashAttention-2 at ~35 % of the H100's peak. At 0.59 or more the
+# SASS issue bound of our kernels (iph >= 6.8 > 4 / 0.59) binds, not this.
+MMA_SYNC_FRACTION = 0.63
 
 
 def pad(n, m=128):
@@ -162,8 +195,9 @@ def kernels(preset, B, T, variant):
     return ks, model_flops, P
 
 
-def read_mix(path, state, hd):
-    """{kernel name: instructions per FFMA} of the attention kernels at head_dim hd"""
+def read_mix(path, state, hd, names=CUDA_CORE_PRODUCTS):
+    """{kernel name: instructions per FFMA ('before', 'after') or per HMMA ('mma')} of the
+    attention kernels at head_dim hd"""
     ipf = {}
     try:
         with open(path, encoding="utf-8") as f:
@@ -178,18 +212,46 @@ def read_mix(path, state, hd):
                     ipf[name] = float(parts[2])
     except OSError as e:
         sys.exit(f"roofline.py: {path}: {e.strerror}")
-    missing = [k for k in CUDA_CORE_PRODUCTS if k not in ipf]
+    missing = [k for k in names if k not in ipf]
     if missing:
         sys.exit(f"roofline.py: {path}: no '{state}' line for {', '.join(missing)} at head_dim {hd}")
     return ipf
 
 
-def price(ks, peak, bw, attention, ipf=None):
+def mma_rows(kind, count, att, nb, bw, T, hd, iph, frac):
+    """the tensor-core attention's rows, priced from its SASS: [(label, count, FLOPs, bytes, ideal s,
+    planned s, bound, note)]. att: the forward's causal FLOPs of one call."""
+    n = -(-T // MMA_TILE)
+    waste = MMA_TILE ** 2 * n * (n + 1) / T ** 2  # pairs executed (diagonal tiles whole) over T²/2
+    parts = ([("attention_mma_forward_kernel", "attention fwd (mma.sync, SASS mix)", nb)] if kind == "attn_fwd"
+             else [("attention_mma_backward_dkdv_kernel", "attention bwd dK/dV (mma.sync, SASS mix)", nb / 2),
+                   ("attention_mma_backward_dq_kernel", "attention bwd dQ (mma.sync, SASS mix)", nb / 2)])
+    rows = []
+    for kernel, label, kb in parts:
+        fk = att * MMA_PRODUCTS[kernel] / 2 * waste  # executed FLOPs
+        hmma = fk / HMMA_FLOP
+        t_issue = hmma * iph[kernel] / (H100_SMS * SCHEDULERS_PER_SM * H100_CLOCK)
+        t_tensor = fk / (TENSOR_DENSE * frac)
+        ideal = max(fk / TENSOR_DENSE, kb / bw) * count
+        plan = max(t_issue, t_tensor, kb / (bw * EFFICIENCY["mem"])) * count
+        bound = "issue" if t_issue >= max(t_tensor, kb / (bw * EFFICIENCY["mem"])) else "compute"
+        warps = MMA_BLOCKS_PER_SM[(kernel, hd)] * 4 // SCHEDULERS_PER_SM
+        note = f"{iph[kernel]:.2f} instr/HMMA, {warps} warps/scheduler"
+        rows.append((label, count, fk * count, kb * count, ideal, plan, bound, note))
+    return rows
+
+
+def price(ks, peak, bw, attention, ipf=None, T=None, hd=None, frac=MMA_SYNC_FRACTION):
     """[(name, count, FLOPs, bytes, ideal s, planned s, bound)] and the step's (ideal, planned).
     attention: 'tensor' (the assumed efficiencies), 'assumed' (CUDA cores at 67 TFLOP/s with the
-    same assumed efficiencies: the old prediction) or 'sass' (CUDA cores, ipf from the SASS)."""
+    same assumed efficiencies: the old prediction), 'sass' (CUDA cores, ipf from the SASS) or
+    'mma' (tensor cores, mma.sync, instructions per HMMA from the SASS: ipf holds those)."""
     rows = []
     for name, kind, count, fl, nb in ks:
+        if attention == "mma" and kind.startswith("attn"):
+            att = fl if kind == "attn_fwd" else fl / 2.5  # the forward's causal FLOPs
+            rows += [r[:7] for r in mma_rows(kind, count, att, nb, bw, T, hd, ipf, frac)]
+            continue
         if attention == "sass" and kind.startswith("attn"):
             att = fl if kind == "attn_fwd" else fl / 2.5  # the forward's causal FLOPs
             parts = ([("attention_forward_kernel", "attention fwd (CUDA cores, SASS mix)", nb)] if kind == "attn_fwd"
@@ -226,16 +288,28 @@ def main():
                          "their SASS instruction mix, instead of tensor cores")
     ap.add_argument("--sass-mix", default="after", choices=["after", "before"],
                     help="which kernels' mix (bench/attention_sass_mix.txt): after or before issue 38's split")
+    ap.add_argument("--mma-attention", action="store_true",
+                    help="our tensor-core attention (--attention mma) priced from its SASS instruction mix "
+                         "(instructions per HMMA) instead of the assumed 55 %% / 45 %%")
+    ap.add_argument("--mma-sync-fraction", type=float, default=MMA_SYNC_FRACTION,
+                    help="share of the 989.4 TFLOP/s dense bf16 peak mma.sync can reach on Hopper (assumed)")
     ap.add_argument("--mix-file", default=MIX_FILE, help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.batch < 1 or a.seq < 2:
         sys.exit("roofline.py: --batch must be >= 1 and --seq >= 2")
+    if a.cuda_core_attention and a.mma_attention:
+        sys.exit("roofline.py: --cuda-core-attention and --mma-attention price different kernels: give one")
+    if not 0.0 < a.mma_sync_fraction <= 1.0:
+        sys.exit("roofline.py: --mma-sync-fraction must be in (0, 1]")
     ks, model_flops, P = kernels(a.preset, a.batch, a.seq, a.variant)
     peak, bw = a.peak_tflops * 1e12, a.hbm_tbs * 1e12
     L, NH, _, d, _, _ = PRESETS[a.preset]
     hd = d // NH
     if a.cuda_core_attention:
         rows, t_ideal, t_plan = price(ks, peak, bw, "sass", read_mix(a.mix_file, a.sass_mix, hd))
+    elif a.mma_attention:
+        iph = read_mix(a.mix_file, "mma", hd, MMA_PRODUCTS)
+        rows, t_ideal, t_plan = price(ks, peak, bw, "mma", iph, a.seq, hd, a.mma_sync_fraction)
     else:
         rows, t_ideal, t_plan = price(ks, peak, bw, "tensor")
     N = a.batch * a.seq
@@ -243,6 +317,9 @@ def main():
             f"{a.peak_tflops:.0f} TFLOP/s bf16, {a.hbm_tbs:.1f} TB/s HBM")
     if a.cuda_core_attention:
         head += f"; attention on CUDA cores, SASS mix '{a.sass_mix}' at head_dim {hd}"
+    if a.mma_attention:
+        head += (f"; attention on tensor cores (mma.sync), SASS mix at head_dim {hd}, {TENSOR_DENSE / 1e12:.1f} "
+                 f"TFLOP/s dense x {a.mma_sync_fraction:g} for mma.sync")
     if a.markdown:
         print(head + "\n")
         print("| kernel | calls | GFLOP | GB moved | ideal ms | planned ms | bound |")
@@ -275,6 +352,43 @@ def main():
         for label, (rs, _, tp) in ways:
             att = sum(r[5] for r in rs if r[0].startswith("attention"))
             print(f"  {tp * 1e3:7.1f} ms  {100 * model_flops / tp / peak:5.1f}%  attention {att * 1e3:6.1f} ms  {label}")
+    if a.mma_attention:
+        print_mma(ks, peak, bw, a, hd, iph, model_flops, t_plan)
+
+
+def print_mma(ks, peak, bw, a, hd, iph, model_flops, t_plan):
+    """the tensor-core attention's kernels, their rates against issue 38's targets, and the step
+    beside the other ways of pricing it (nothing here was measured)"""
+    print(f"\nthe tensor-core attention, per kernel (issue bound: iph clocks per HMMA per scheduler; the "
+          f"tensor core {4 / a.mma_sync_fraction:.2f}):")
+    causal = {"attn_fwd": 0.0, "attn_bwd": 0.0}
+    times = {"attn_fwd": 0.0, "attn_bwd": 0.0}
+    for name, kind, count, fl, nb in ks:
+        if not kind.startswith("attn"):
+            continue
+        att = fl if kind == "attn_fwd" else fl / 2.5
+        causal[kind] += fl * count
+        for label, _, fk, _, _, plan, bound, note in mma_rows(kind, count, att, nb, bw, a.seq, hd, iph,
+                                                               a.mma_sync_fraction):
+            times[kind] += plan
+            print(f"  {label:44s} {plan * 1e3:7.2f} ms  {fk / plan / 1e12:6.1f} TFLOP/s executed  {bound:7s} {note}")
+    fwd = causal["attn_fwd"] / times["attn_fwd"] / peak
+    bwd = causal["attn_bwd"] / times["attn_bwd"] / peak
+    print(f"  at the causal FLOPs (forward 2, backward 5 products per pair): forward {100 * fwd:.1f}% of "
+          f"{a.peak_tflops:.0f} TFLOP/s (target >= 40%), backward {100 * bwd:.1f}% (target >= 30%); step MFU "
+          f"{100 * model_flops / t_plan / peak:.1f}% (target >= 50%)")
+    ways = [("tensor-core attention at the assumed 55 % / 45 % of 800 TFLOP/s (the redesigned step)",
+             price(ks, peak, bw, "tensor")),
+            ("old prediction: CUDA cores at the assumed 55 % / 45 % of 67 TFLOP/s",
+             price(ks, peak, bw, "assumed")),
+            ("CUDA cores from their SASS (after issue 38's split)",
+             price(ks, peak, bw, "sass", read_mix(a.mix_file, "after", hd))),
+            (f"tensor cores (mma.sync) from their SASS, mma.sync at {a.mma_sync_fraction:g} of the dense peak",
+             price(ks, peak, bw, "mma", iph, a.seq, hd, a.mma_sync_fraction))]
+    print(f"\nthe step, four ways (planned ms, MFU of {a.peak_tflops:.0f} TFLOP/s, attention's share):")
+    for label, (rs, _, tp) in ways:
+        att = sum(r[5] for r in rs if r[0].startswith("attention"))
+        print(f"  {tp * 1e3:7.1f} ms  {100 * model_flops / tp / peak:5.1f}%  attention {att * 1e3:6.1f} ms  {label}")
 
 
 if __name__ == "__main__":

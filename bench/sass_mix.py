@@ -1,30 +1,38 @@
 #!/usr/bin/env python3
 """sass_mix.py: the instruction mix of compiled kernels, read from their SASS (no GPU).
 
-    sass_mix.py SASS [--kernels REGEX] [--table]
+    sass_mix.py SASS [--kernels REGEX] [--table | --mma-table]
 
 SASS is the text `cuobjdump -sass FILE.cubin` (or `nvdisasm -c`) prints. For every kernel it
-counts the instructions by class (FFMA, FMUL/FADD, LDS by width, LDG, STG, SHFL, MUFU, HMMA,
-STL/LDL, ...) in the whole kernel and in its hot loops: the innermost loops (the range of a
-backward branch that holds an FFMA or HMMA and no smaller such range inside or across it). Their instructions per FFMA
-(`ipf`, weighted by the loops' FFMAs) is what bench/roofline.py turns into a rate: a warp
-scheduler issues one instruction a clock, so a loop of ipf instructions per FFMA reaches at most
-1/ipf of the fp32 peak (issue bound; latency, occupancy and bank conflicts not modelled).
+counts the instructions by class (FFMA, FMUL/FADD, LDS by width, LDSM, LDG, STG, SHFL, MUFU,
+HMMA, BAR, STL/LDL, ...) in the whole kernel and in its hot loops: the innermost loops (the range
+of a backward branch that holds an FFMA, or an HMMA in a kernel with tensor-core loops, and no
+smaller such range inside or across it). Their instructions per FFMA (`ipf`, weighted by the
+loops' FFMAs) is what bench/roofline.py turns into a rate: a warp scheduler issues one
+instruction a clock, so a loop of ipf instructions per FFMA reaches at most 1/ipf of the fp32
+peak (issue bound; latency, occupancy and bank conflicts not modelled). A tensor-core kernel's
+hot loops are those holding an HMMA (mma.sync), and its figure is instructions per HMMA (`iph`):
+a scheduler issues at most one HMMA per iph clocks, where the tensor core at the dense peak
+would take one every 4.
 
---table prints the lines bench/attention_sass_mix.txt keeps (one per kernel): kernel, ipf,
-instructions and FFMAs in the hot loops, and the classes counted there.
+--table prints the lines bench/attention_sass_mix.txt keeps for the CUDA-core kernels (one per
+kernel): kernel, ipf, instructions and FFMAs in the hot loops, and the classes counted there;
+--mma-table the same for the tensor-core kernels: kernel, iph, instructions and HMMAs in the hot
+loops, and the classes that feed and follow the mma (ldmatrix, softmax arithmetic, exp2, ...).
 """
 import re
 import sys
 
-CLASSES = ["FFMA", "FMUL", "FADD", "HMMA", "LDS.128", "LDS.64", "LDS.32", "LDS.U16", "STS", "LDG", "STG",
-           "SHFL", "MUFU", "STL", "LDL", "PRMT/SHF/IMAD.U32 (bf16 unpack)", "other"]
+CLASSES = ["FFMA", "FMUL", "FADD", "HMMA", "LDSM", "LDS.128", "LDS.64", "LDS.32", "LDS.U16", "STS", "LDG", "STG",
+           "SHFL", "MUFU", "BAR", "F2FP (bf16 pack)", "STL", "LDL", "PRMT/SHF/IMAD.U32 (bf16 unpack)", "other"]
 
 
 def classify(op, text):
     base = op.split(".")[0]
-    if base in ("FFMA", "FMUL", "FADD", "HMMA", "SHFL", "MUFU", "STS", "LDG", "STG", "STL", "LDL"):
+    if base in ("FFMA", "FMUL", "FADD", "HMMA", "LDSM", "SHFL", "MUFU", "BAR", "STS", "LDG", "STG", "STL", "LDL"):
         return base
+    if base == "F2FP":  # two fp32 to a bf16 pair: P or dS packed as the next mma's A fragment
+        return "F2FP (bf16 pack)"
     if base == "LDS":
         for w in ("128", "64", "U16", "S16", "U8"):
             if f".{w}" in op:
@@ -81,12 +89,12 @@ def mix(insts, lo=0, hi=None):
 
 
 def hot_loops(insts):
-    """[(instructions, counts)] of the innermost loops holding an FFMA or HMMA"""
-    cands = []
-    for lo, hi in loops(insts):
-        c = mix(insts, lo, hi)
-        if c["FFMA"] or c["HMMA"]:
-            cands.append((lo, hi, c))
+    """[(instructions, counts)] of the innermost loops holding an HMMA, or where no loop holds
+    one (a CUDA-core kernel), an FFMA"""
+    ranges = [(lo, hi, mix(insts, lo, hi)) for lo, hi in loops(insts)]
+    # a tensor-core kernel's FFMA-only loops (an epilogue's) are not where its time goes
+    key = "HMMA" if any(c["HMMA"] for _, _, c in ranges) else "FFMA"
+    cands = [(lo, hi, c) for lo, hi, c in ranges if c[key]]
     # innermost: no smaller hot range inside or across it (a range that crosses another is a
     # back edge from code the compiler moved out of line, e.g. a `continue` path, not a body)
     out = []
@@ -108,9 +116,10 @@ def demangle(name):
 
 def main(argv):
     if not argv or argv[0].startswith("-"):
-        sys.exit("usage: sass_mix.py SASS [--kernels REGEX] [--table]")
+        sys.exit("usage: sass_mix.py SASS [--kernels REGEX] [--table | --mma-table]")
     pattern = re.compile(argv[argv.index("--kernels") + 1]) if "--kernels" in argv else None
     table = "--table" in argv
+    mma_table = "--mma-table" in argv
     try:
         kernels = parse(argv[0])
     except OSError as e:
@@ -118,8 +127,11 @@ def main(argv):
     if not kernels:
         sys.exit(f"sass_mix.py: {argv[0]}: no 'Function :' in it (not cuobjdump -sass output?)")
     shown = ["LDS.128", "LDS.32", "LDS.U16", "PRMT/SHF/IMAD.U32 (bf16 unpack)", "SHFL", "MUFU", "STL", "LDL"]
+    shown_mma = ["LDSM", "FFMA", "FMUL", "FADD", "MUFU", "SHFL", "F2FP (bf16 pack)", "BAR", "LDG", "STS", "STL", "LDL"]
     if table:
         print("# kernel ipf hot_instructions hot_FFMA " + " ".join(c.split(" ")[0] for c in shown))
+    if mma_table:
+        print("# kernel iph hot_instructions hot_HMMA " + " ".join(c.split(" ")[0] for c in shown_mma))
     for name in sorted(kernels, key=demangle):
         short = demangle(name)
         if pattern and not pattern.search(short):
@@ -127,22 +139,26 @@ def main(argv):
         insts = kernels[name]
         hot = hot_loops(insts)
         n = sum(h[0] for h in hot)
-        ffma = sum(h[1]["FFMA"] for h in hot)
         tot = {c: sum(h[1][c] for h in hot) for c in CLASSES}
-        ipf = n / ffma if ffma else 0.0
-        if table:
-            print(f"{short} {ipf:.3f} {n} {ffma} " + " ".join(str(tot[c]) for c in shown))
+        unit = "HMMA" if tot["HMMA"] else "FFMA"
+        per = n / tot[unit] if tot[unit] else 0.0
+        if table or mma_table:
+            if (unit == "HMMA") == mma_table:  # each table keeps its own kind of kernel
+                cols = shown_mma if mma_table else shown
+                print(f"{short} {per:.3f} {n} {tot[unit]} " + " ".join(str(tot[c]) for c in cols))
             continue
         allc = mix(insts)
         print(f"{short}: {len(insts)} instructions; FFMA {allc['FFMA']}, LDS.128 {allc['LDS.128']}, "
-              f"LDS.U16 {allc['LDS.U16']}, LDG {allc['LDG']}, STG {allc['STG']}, HMMA {allc['HMMA']}, "
-              f"STL/LDL {allc['STL']}/{allc['LDL']}")
+              f"LDS.U16 {allc['LDS.U16']}, LDSM {allc['LDSM']}, LDG {allc['LDG']}, STG {allc['STG']}, "
+              f"HMMA {allc['HMMA']}, STL/LDL {allc['STL']}/{allc['LDL']}")
         for k, (cnt, c) in enumerate(hot):
             parts = ", ".join(f"{cl.split(' ')[0]} {c[cl]}" for cl in CLASSES if c[cl])
-            print(f"  hot loop {k + 1}: {cnt} instructions, {c['FFMA'] / cnt:.2f} FFMA/instruction: {parts}")
-        if hot:
-            print(f"  hot loops: {ipf:.2f} instructions per FFMA (fp32 issue bound {100 / ipf:.0f}% of peak)")
-
+            print(f"  hot loop {k + 1}: {cnt} instructions, {c[unit] / cnt:.2f} {unit}/instruction: {parts}")
+        if hot and unit == "HMMA":
+            print(f"  hot loops: {per:.2f} instructions per HMMA (issue bound: one HMMA per {per:.2f} clocks per "
+                  f"scheduler, {100 * 4 / per:.0f}% of the dense tensor-core peak's one per 4)")
+        elif hot:
+            print(f"  hot loops: {per:.2f} instructions per FFMA (fp32 issue bound {100 / per:.0f}% of peak)")
 
 if __name__ == "__main__":
     main(sys.argv[1:])
