@@ -152,6 +152,13 @@ if(VRL_HAVE_CUDA AND NOT VRL_SANITIZE)
   add_test(NAME test_gpu_slot COMMAND ${CMAKE_SOURCE_DIR}/conformance/test_gpu_slot.sh ${CMAKE_SOURCE_DIR})
   set_tests_properties(test_gpu_slot PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 900 ENVIRONMENT "TMPDIR=${VRL_TEST_TMP}")
 endif()
+# bench/sass_mix.py on a hand-written SASS listing and bench/roofline.py's step figures (the ones
+# docs/fast.md prints) from bench/attention_sass_mix.txt. Python only: plain pass only; skipped
+# (77) without python3.
+if(NOT VRL_SANITIZE)
+  add_test(NAME test_bench_roofline COMMAND ${CMAKE_SOURCE_DIR}/conformance/test_bench_roofline.sh ${CMAKE_SOURCE_DIR})
+  set_tests_properties(test_bench_roofline PROPERTIES SKIP_RETURN_CODE 77 ENVIRONMENT "TMPDIR=${VRL_TEST_TMP}")
+endif()
 # The static GPU check (issue 38): fast/'s kernels compiled for sm_90 with ptxas' resource report;
 # fails on a spill or an occupancy under fast/occupancy_floors.txt. No GPU needed; skipped (77) where
 # there is no nvcc. Plain pass only (a compile, nothing for the sanitizers to see).
