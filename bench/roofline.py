@@ -83,8 +83,8 @@ MIX_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "attention_s
 
 BF16, FP32 = 2, 4
 CUDA_CORE_FP32 = 67e12  # H100 SXM non-tensor fp32 FLOP/s (NVIDIA's datasheet)
-# H100 SXM5 tensor cores (NVIDIA's H100 datasheet / Hopper whitepaper): 989.4 TFLOP/s dense bf16
-# = 132 SMs x 4096 FLOP per clock x 1.83 GHz; one HMMA.16816 (4096 FLOP per warp) a clock per SM
+# H100 SXM5 tensor cores: 989.4 TFLOP/s dense bf16 (NVIDIA's datasheet) = 132 SMs x 4096 FLOP per
+# clock x 1.83 GHz (the clock that figure implies); one HMMA.16816 (4096 FLOP per warp) a clock per SM
 H100_SMS, H100_CLOCK, SCHEDULERS_PER_SM, HMMA_FLOP = 132, 1.83e9, 4, 4096.0
 TENSOR_DENSE = H100_SMS * HMMA_FLOP * H100_CLOCK
 # Share of that dense peak mma.sync can reach on Hopper (only wgmma reaches it): an ASSUMPTION,
