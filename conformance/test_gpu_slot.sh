@@ -94,7 +94,7 @@ check slot2_two_files test "$(ls -A "$tmp/out3" | wc -l)" = 2
 check slot2_rows_are_the_plan test "$(rows "$tmp/out3/report.md")" = "$(plan_steps 2)"
 check slot2_build_ok grep -qE '^\| build \| ok \|' "$tmp/out3/report.md"
 check slot2_roofline_ok grep -qE '^\| roofline \| ok \| [0-9]+ \| 30 \| 5 \| planned for baseline, ResFormer, SVFormer: [0-9,]+/[0-9,]+/[0-9,]+ tokens/s' "$tmp/out3/report.md"
-for s in repeat_fast_vs_ref bench_82M bench_468M_variants torch_eager; do
+for s in repeat_fast_vs_ref fast_vs_ref_mma bench_468M_variants bench_468M_mma torch_eager; do
   check "slot2_${s}_skipped_no_device" grep -qE "^\| $s \| skipped: no CUDA device" "$tmp/out3/report.md"
 done
 

@@ -62,11 +62,10 @@ SLOT2=(
   "build 300 10 0 incremental: slot 1's build folder is kept while the machine is warm"
   "repeat_fast_vs_ref 120 40 1 the flash run again; its figure lines must equal slot 1's"
   "fast_vs_ref_mma 120 40 1 every case and the trainer with --attention mma (tensor cores), against ref"
-  "bench_82M 90 40 1 bench_fast 82M baseline, ResFormer, SVFormer, per-kernel table"
   "bench_468M_variants 90 35 1 bench_fast 468M ResFormer and SVFormer, flash"
-  "bench_468M_mma 90 35 1 bench_fast 468M baseline, B 8, T 2048, --attention mma"
+  "bench_468M_mma 90 40 1 bench_fast 468M baseline, B 8, T 2048, --attention mma, per-kernel table"
   "roofline 30 5 0 bench/roofline.py's prediction for 468M, beside the measurement"
-  "torch_eager 120 60 1 bench/bench_torch.py 82M and 468M, eager PyTorch"
+  "torch_eager 120 45 1 bench/bench_torch.py 468M, eager PyTorch"
 )
 RESERVE=10 # seconds kept for the report and the archive
 
@@ -456,18 +455,16 @@ else
     # this step has passed on a GPU (docs/fast.md, "Attention on tensor cores")
     step fast_vs_ref_mma "$bin/test_fast_vs_ref" mma trainer
     [ "$rc" = -1 ] || finish fast_vs_ref_mma "$(vs_ref_figures fast_vs_ref_mma)"
-    step bench_82M "$bin/bench_fast" --presets 82M --variants baseline,resformer,svformer --steps 10 --kernels
-    [ "$rc" = -1 ] || finish bench_82M "$(bench_figures bench_82M)"
     step bench_468M_variants "$bin/bench_fast" --presets 468M --variants resformer,svformer --steps 10
     [ "$rc" = -1 ] || finish bench_468M_variants "$(bench_figures bench_468M_variants)"
-    step bench_468M_mma "$bin/bench_fast" --presets 468M --variants baseline --steps 10 --attention mma
+    step bench_468M_mma "$bin/bench_fast" --presets 468M --variants baseline --steps 10 --attention mma --kernels
     [ "$rc" = -1 ] || finish bench_468M_mma "$(bench_figures bench_468M_mma)"
   else
-    for s in repeat_fast_vs_ref fast_vs_ref_mma bench_82M bench_468M_variants bench_468M_mma; do no_build $s; done
+    for s in repeat_fast_vs_ref fast_vs_ref_mma bench_468M_variants bench_468M_mma; do no_build $s; done
   fi
   step roofline bash -c 'for v in baseline resformer svformer; do python3 bench/roofline.py --preset 468M --variant $v || exit; done'
   [ "$rc" = -1 ] || finish roofline "planned for baseline, ResFormer, SVFormer: $(grep -oE '[0-9,]+ tokens/s planned' "$logs/roofline.log" | cut -d ' ' -f 1 | paste -sd '/') tokens/s"
-  step torch_eager python3 bench/bench_torch.py --presets 82M,468M
+  step torch_eager python3 bench/bench_torch.py --presets 468M
   [ "$rc" = -1 ] || finish torch_eager "$(grep -E 'tok/s' "$logs/torch_eager.log" | tr -s ' ' | tr '\n' ';' | cut -c 1-200)"
 fi
 
