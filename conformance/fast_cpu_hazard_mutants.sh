@@ -2,11 +2,13 @@
 # fast_cpu_hazard_mutants.sh: the CPU layer's checkers (fast/cuda_cpu/check.h) catch one
 # bug of each class a first GPU run exposes and the plain CPU tests missed (issue 37's audit).
 #
-# Copies the working tree to a temp folder, builds the check build's test_fast_cpu_vs_ref
-# and test_fast_cpu_nccl there (-DVRL_CUDA=OFF), requires the unmodified tree to pass, then
-# injects each mutant below into the copy, one at a time, and requires the run to FAIL with
-# an error naming the kernel or stream operation and the hazard kind. The tree itself is
-# never modified. Exit 0 iff the unmodified copy passes and every mutant is caught.
+# Requires the build's check-build test_fast_cpu_vs_ref and test_fast_cpu_nccl to pass, then
+# injects each mutant below into a copy of its file, one at a time, rebuilds only that object
+# and the one program the mutant's test runs from the build's own objects
+# (conformance/mutant_build.py), and requires the run to FAIL with an error naming the kernel or
+# stream operation and the hazard kind. The tree and the build are never modified. Exit 0 iff
+# the unmodified programs pass and every mutant is caught. The build is VRL_BUILD_DIR (ctest
+# sets it), else ./build.
 #
 #   MUTANT_DETECTOR=plain  runs the plain build's tests instead (forward order, with the
 #                          guard-zone canaries, VRL_CUDA_CPU_CANARY=1, as the suite runs
@@ -15,55 +17,59 @@
 # on (VRL_CUDA_CPU_CHECK=0 VRL_CUDA_CPU_CANARY=1: the layer's plain-build path), and the NCCL
 # stream's missing wait in the deferred stream mode (VRL_CUDA_CPU_DEFERRED=1), where it gives
 # a wrong result.
-# ≈ 4 CPU-minutes, most of it rebuilding fast/'s instrumented objects; ctest runs it as
-# fast_cpu_hazard_mutants (plain pass only).
+# ≈ 1 CPU-minute (a compile of one instrumented object and a short run per mutant); ctest runs
+# it as fast_cpu_hazard_mutants (plain pass only).
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 detector=${MUTANT_DETECTOR:-check}
 case $detector in check) sfx=_check ;; plain) sfx= ; export VRL_CUDA_CPU_CANARY=1 ;; *) echo "MUTANT_DETECTOR=$detector: expected check or plain"; exit 2 ;; esac
+build=${VRL_BUILD_DIR:-$root/build}
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/vrl-hazard-mutants.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 
-. "$root/conformance/tree_copy.sh"
-tree_copy "$root" "$tmp"
 have_nccl=0
-grep -q '^VRL_HAVE_MPI:.*=ON' "$tmp/build/CMakeCache.txt" 2>/dev/null && have_nccl=1
-grep -q 'test_fast_cpu_nccl' "$tmp/build/Makefile" 2>/dev/null && have_nccl=1
-targets="test_fast_cpu_vs_ref$sfx"
-[ $have_nccl = 1 ] && targets="$targets test_fast_cpu_nccl$sfx"
+[ -x "$build/bin/test_fast_cpu_nccl$sfx" ] && have_nccl=1
 
-# run TEST: build and run one program (nccl: test_fast_cpu_nccl; else the test_fast_cpu_vs_ref
-# case TEST), with the variables in RUN_ENV; its output on stdout, its status returned
+# run TEST [BIN_DIR]: run one program of BIN_DIR (default the build's bin/; nccl:
+# test_fast_cpu_nccl; else the test_fast_cpu_vs_ref case TEST), with the variables in RUN_ENV;
+# its output on stdout, its status returned
 run() {
-  cmake --build "$tmp/build" --target $targets -j"${MUTATION_JOBS:-$(nproc)}" >/dev/null 2>&1
-  if [ "$1" = nccl ]; then (cd "$tmp/build" && env TMPDIR="$tmp" ${RUN_ENV:-} ./bin/test_fast_cpu_nccl$sfx 2>&1)
-  else (cd "$tmp/build" && env TMPDIR="$tmp" ${RUN_ENV:-} ./bin/test_fast_cpu_vs_ref$sfx "$1" 2>&1); fi
+  local bin=${2:-$build/bin}
+  if [ "$1" = nccl ]; then (cd "$tmp" && env TMPDIR="$tmp" ${RUN_ENV:-} "$bin/test_fast_cpu_nccl$sfx" 2>&1)
+  else (cd "$tmp" && env TMPDIR="$tmp" ${RUN_ENV:-} "$bin/test_fast_cpu_vs_ref$sfx" "$1" 2>&1); fi
 }
 
 for t in tiny_baseline trainer $([ $have_nccl = 1 ] && echo nccl); do
   if ! out=$(run $t); then
-    echo "== the UNMODIFIED tree fails $t ($targets):"; echo "$out" | grep -v '^vrl fast' | tail -5; exit 1
+    echo "== the UNMODIFIED tree fails $t (test_fast_cpu_vs_ref$sfx$([ $have_nccl = 1 ] && echo ", test_fast_cpu_nccl$sfx")):"
+    echo "$out" | grep -v '^vrl fast' | tail -5; exit 1
   fi
 done
-echo "== unmodified tree passes ($targets)"
+echo "== unmodified tree passes (test_fast_cpu_vs_ref$sfx$([ $have_nccl = 1 ] && echo " test_fast_cpu_nccl$sfx"))"
 
 killed=0 total=0 missed=""
 # mutant NAME FILE PATTERN REPLACEMENT TEST EXPECT...: replace the one line matching
 # PATTERN (a fixed string) in FILE, run TEST, restore FILE; EXPECT: strings the error must hold
 mutant() {
-  local name=$1 file=$tmp/$2 pattern=$3 replacement=$4 test=$5; shift 5
+  local name=$1 file=$2 pattern=$3 replacement=$4 test=$5; shift 5
   total=$((total + 1))
-  local n; n=$(grep -cF -- "$pattern" "$file" || true)
-  if [ "$n" != 1 ]; then echo "== $name: '$pattern' occurs $n times in $2 (update this script)"; exit 1; fi
+  local n; n=$(grep -cF -- "$pattern" "$root/$file" || true)
+  if [ "$n" != 1 ]; then echo "== $name: '$pattern' occurs $n times in $file (update this script)"; exit 1; fi
   if [ "$test" = nccl ] && [ $have_nccl = 0 ]; then echo "== $name: skipped (no MPI, no NCCL stand-in)"; total=$((total - 1)); return; fi
-  cp "$file" "$file.orig"
-  PAT=$pattern REP=$replacement perl -0pi -e 's/\Q$ENV{PAT}\E/$ENV{REP}/' "$file"
-  echo "== $name ($2)"
-  local out status=0
-  out=$(run "$test") || status=$?
-  mv "$file.orig" "$file"
-  touch "$file"
+  # the copy keeps the file's path under $dir, so errors name it as fast/FILE:LINE
+  local dir=$tmp/$name copy=$tmp/$name/$file target=test_fast_cpu_vs_ref$sfx
+  [ "$test" = nccl ] && target=test_fast_cpu_nccl$sfx
+  mkdir -p "$(dirname "$copy")"
+  cp "$root/$file" "$copy"
+  PAT=$pattern REP=$replacement perl -0pi -e 's/\Q$ENV{PAT}\E/$ENV{REP}/' "$copy"
+  echo "== $name ($file)"
+  local bin out status=0
+  if ! bin=$(python3 "$root/conformance/mutant_build.py" "$build" "$target" "$file" "$copy" "$dir" 2>"$dir/build.log"); then
+    echo "   the mutant does not build: $(tail -n 1 "$dir/build.log")"; missed="$missed $name"; return
+  fi
+  out=$(run "$test" "$(dirname "$bin")") || status=$?
+  rm -rf "$dir"
   if [ $status = 0 ]; then echo "   NOT CAUGHT: the run passes"; missed="$missed $name"; return; fi
   local msg; msg=$(echo "$out" | grep -m1 -E '^vrl cuda-cpu (check|canary):' || echo "$out" | grep -v '^vrl fast' | grep -m1 -E 'FAIL|error' || true)
   echo "   $msg" | cut -c1-400

@@ -24,6 +24,7 @@
  * test_fast_cpu_bits.cpp.) */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <vector>
@@ -87,6 +88,14 @@ template <class T> static bool same_bits(const vector<T> &a, const vector<T> &b)
 }
 
 static const char *orders[] = {"forward", "reverse", "random:99"};
+/* The thread orders a test runs: all three, or the forward one alone where
+ * VRL_TEST_ONE_ORDER=1 (the sanitizer pass: its job is memory errors, and the plain pass
+ * compares the orders; conformance/tests.cmake). */
+static vector<const char *> test_orders(void) {
+    const char *one = getenv("VRL_TEST_ONE_ORDER");
+    if (one && !strcmp(one, "1")) return {orders[0]};
+    return vector<const char *>(orders, orders + 3);
+}
 
 /* ------------------------------------------------------------------ rmsnorm */
 
@@ -103,7 +112,7 @@ Test(fast_cpu_ops, rmsnorm_edge_shapes) {
     REF64(rmsnorm_backward)(rdx.data(), rdw.data(), dout.data(), x.data(), w.data(), rr.data(), N, C, GRAD_ADD);
     vector<bf16> first_y, first_dx16;
     vector<float> first_dw;
-    for (const char *o : orders) {
+    for (const char *o : test_orders()) {
         cr_assert_eq(cuda_cpu::set_thread_order(o), 0);
         vector<bf16> y(N * C), dx16(N * C);
         vector<float> r(N), dx(N * C, 0.0f), dw(C, 0.0f), partial(2 * C);
@@ -163,7 +172,7 @@ static void crossentropy_case(int V, int LD, int R, int off = 0) {
     }
     vector<float> first_loss;
     vector<bf16> first_d;
-    for (const char *o : orders) {
+    for (const char *o : test_orders()) {
         cr_assert_eq(cuda_cpu::set_thread_order(o), 0);
         vector<float> loss(R, -1.0f), loss_fwd(R, -1.0f);
         vector<bf16> store(logits.size() + 16), d((size_t)R * V);
@@ -281,7 +290,7 @@ Test(fast_cpu_ops, token_logprobs_bf16_ties_and_pads) {
     cr_expect(fabs(rlp[7] + log(300.0)) < 1e-12, "ref: equal logits give log(1/V), got %.17g", rlp[7]);
     vector<float> first_lp;
     vector<uint8_t> first_g;
-    for (const char *o : orders) {
+    for (const char *o : test_orders()) {
         cr_assert_eq(cuda_cpu::set_thread_order(o), 0);
         vector<float> lp(R, -123.0f);
         vector<uint8_t> g(R, 7);
@@ -339,7 +348,7 @@ static void attention_case(int B, int T, int NH, int NKV, int hd) {
     vector<bf16> first_o, first_dq, first_dk;
     vector<float> first_dv;
     const fast_cpu::AttnLd own = {qC, kvC, kvC};
-    for (const char *o : orders) {
+    for (const char *o : test_orders()) {
         cr_assert_eq(cuda_cpu::set_thread_order(o), 0);
         vector<bf16> fo((size_t)N * qC), dq((size_t)N * qC), dk((size_t)N * kvC);
         vector<float> lse((size_t)B * NH * T), D((size_t)B * NH * T), dv((size_t)N * kvC);
@@ -462,7 +471,7 @@ static void attention_mma_case(int B, int T, int NH, int NKV, int hd) {
         memcpy(&qkv[(size_t)n * S + qC + kvC], &v16[(size_t)n * kvC], kvC * sizeof(bf16));
     }
     const fast_cpu::AttnLd own = {qC, kvC, kvC}, fused = {S, S, S};
-    for (const char *o : orders) {
+    for (const char *o : test_orders()) {
         cr_assert_eq(cuda_cpu::set_thread_order(o), 0);
         vector<bf16> fo((size_t)N * qC), fo2((size_t)N * qC), dq((size_t)N * qC), dk((size_t)N * kvC);
         vector<float> lse((size_t)B * NH * T), lse2(lse.size()), D(lse.size()), dv((size_t)N * kvC);
@@ -612,7 +621,7 @@ static void attention_mma_backward_case(int B, int T, int NH, int NKV, int hd) {
     }
     vector<bf16> first_dq, first_dk;
     vector<float> first_dv;
-    for (const char *o : orders) {
+    for (const char *o : test_orders()) {
         cr_assert_eq(cuda_cpu::set_thread_order(o), 0);
         vector<bf16> dq((size_t)N * qC), dk((size_t)N * kvC);
         vector<float> dv((size_t)N * kvC);
@@ -681,7 +690,7 @@ static const double u16 = 1.0 / 256, u32 = 1.0 / 16777216;
 /* Runs f (one launch sequence writing into fresh outputs it returns as raw bytes) in the three
  * orders; the first order's bytes are kept in *first and later orders must equal them. */
 template <class F> static void in_every_order(const char *what, F f, vector<unsigned char> *first) {
-    for (const char *o : orders) {
+    for (const char *o : test_orders()) {
         cr_assert_eq(cuda_cpu::set_thread_order(o), 0);
         vector<unsigned char> b = f();
         if (o == orders[0]) *first = b;

@@ -41,7 +41,13 @@ run_hidden() {
     exec "$@"' "$tmp/nothing" "$@"
 }
 
-build=$tmp/build-gpu
+# in the tree beside build/ (one level down, as build/ is) and through ccache like
+# scripts/build.sh: the slot's compiles then read the plain build's objects from the cache
+# (nvcc's too) instead of compiling fast/ again. Removed at the end.
+build=$SRC/build-gpu-slot
+rm -rf "$build"
+trap 'rm -rf "$tmp" "$build"' EXIT # (cli_test_lib.sh's own trap removes $tmp)
+export VRL_GPU_CCACHE=1
 # no prebuilt binaries (the build is what is tested), no cuDNN path (its one file costs ~2 CPU
 # minutes and is built by the plain build wherever its headers are), and caps ten times the
 # slot's with a budget to match: a busy CI machine must not turn plumbing into a time-out

@@ -9,13 +9,37 @@
 # tests then skip).
 # Tests that need ../shared/data or a GPU skip with the reason when those are absent;
 # the reasons are listed after ctest's summary.
+# At the end it prints what the run cost: each step's wall and CPU seconds and the 15 most
+# expensive tests (scripts/test_cost_summary.sh; per-test CPU from scripts/test_cost_run.sh).
+#
+# --quick: the inner loop for development (README.md): build, then the tests labelled quick
+# (unit tests, the CPU layer in one thread order, the checkers' own tests), no venv, no
+# sanitizer pass. CI runs the full command.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# run_suite DIR [ctest args]: ctest in DIR, then the skip reasons of its log.
+quick=0
+if [ "${1:-}" = --quick ]; then quick=1; shift; fi
+
+# The price of each step: "LABEL WALL_S CPU_S [COST_DIR]" lines, summed by test_cost_summary.sh.
+passes=$(mktemp "${TMPDIR:-/tmp}/vrl-test-cost.XXXXXX")
+trap 'rm -f "$passes" "$passes.t"' EXIT
+cpu_now() { # user + system seconds of this shell's finished children so far
+  times > "$passes.t"
+  awk 'NR == 2 { n = 0; for (i = 1; i <= 2; i++) { split($i, a, /[ms]/); n += a[1] * 60 + a[2] } printf "%.2f", n }' "$passes.t"
+}
+step_start() { step_wall=$(date +%s%N); step_cpu=$(cpu_now); }
+step_end() { # LABEL [COST_DIR]
+  local cpu; cpu=$(cpu_now)
+  echo "$1 $(( ($(date +%s%N) - step_wall) / 1000000 ))e-3 $(awk -v a="$step_cpu" -v b="$cpu" 'BEGIN { printf "%.2f", b - a }') ${2:-}" >> "$passes"
+}
+
+# run_suite DIR [ctest args]: ctest in DIR (each test's CPU and wall seconds into
+# DIR/Testing/cost/), then the skip reasons of its log.
 run_suite() {
   local dir=$1; shift
   local rc=0
+  rm -rf "$dir/Testing/cost" && mkdir -p "$dir/Testing/cost"
   ctest --test-dir "$dir" --output-on-failure -j"$(nproc)" "$@" || rc=$?
   local log=$dir/Testing/Temporary/LastTest.log
   # Criterion prints "[SKIP] suite::test: reason"; plain test programs print "SKIP: reason".
@@ -26,19 +50,36 @@ run_suite() {
   return $rc
 }
 
+step_start
 bash scripts/build.sh
-if [ "${VRL_TEST_HF:-1}" != 0 ]; then bash python/make_venv.sh; fi
+step_end plain:build
 rc=0
+if [ $quick = 1 ]; then
+  step_start
+  run_suite build -L quick "$@" || rc=$?
+  step_end plain:ctest-quick build/Testing/cost
+  bash scripts/test_cost_summary.sh "$passes"
+  exit $rc
+fi
+if [ "${VRL_TEST_HF:-1}" != 0 ]; then
+  step_start
+  bash python/make_venv.sh
+  step_end venv
+fi
+step_start
 run_suite build "$@" || rc=$?
+step_end plain:ctest build/Testing/cost
 
 if [ "${VRL_TEST_ASAN:-1}" != 0 ]; then
   # nvcc's CUDA build off (the sanitizers are for host code); fast/'s CPU build
   # (fast/cuda_cpu/) is in, so fast/'s kernels run under the sanitizers too. clang (and
   # clang++ for that C++) adds the fuzz harnesses.
   if command -v clang >/dev/null; then cc=clang cxx=clang++ fuzz=ON; else cc=cc cxx=c++ fuzz=OFF; echo "vrl: no clang: fuzz harnesses not built"; fi
+  step_start
   CC=$cc CXX=$cxx cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Release -DVRL_CUDA=OFF -DVRL_SANITIZE=ON -DVRL_FUZZ=$fuzz >/dev/null
   cmake --build build-asan -j"$(nproc)"
-  start=$(date +%s)
+  step_end asan:build
+  step_start
   # golden_mutation_check rebuilds test_golden per mutation (it tests the suite, not
   # memory safety) and test_reproduce_tiny trains a dozen runs through the reproduce
   # scripts (minutes of arithmetic, no code the other tests do not cover): plain pass only.
@@ -55,6 +96,7 @@ if [ "${VRL_TEST_ASAN:-1}" != 0 ]; then
   # test_generate_cli, test_data_inspect, test_run_folder and test_reliability.
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
     run_suite build-asan -E "golden_mutation_check|test_reproduce_tiny|test_reproduce_seeds|test_reproduce_seedlist|test_shard_memory|test_hf|test_lmeval_hf|test_doc_commands" "$@" || rc=$?
-  echo "vrl: sanitizer suite took $(( $(date +%s) - start )) s"
+  step_end asan:ctest build-asan/Testing/cost
 fi
+bash scripts/test_cost_summary.sh "$passes"
 exit $rc

@@ -1,16 +1,18 @@
 #!/usr/bin/env bash
 # mutation_check.sh: show that the golden suite catches a wrong formula.
 #
-# Copies the working tree to a temp folder, builds test_golden there, checks that the
-# unmodified tree passes the chosen golden case, then for each mutation below applies one
-# sed edit to ref/, rebuilds and requires the case to FAIL (printing the measured error).
+# Checks that the build's test_golden passes the chosen golden case, then for each mutation
+# below applies one sed edit to a copy of its file, rebuilds only that object and test_golden
+# from the build's own objects (conformance/mutant_build.py) and requires the case to FAIL
+# (printing the measured error). The tree and the build are never modified. The build is
+# VRL_BUILD_DIR (ctest sets it), else ./build.
 # Exit 0 iff the clean tree passes and every applicable mutation is caught.
 #
 #   conformance/golden/mutation_check.sh            all mutations
 #   conformance/golden/mutation_check.sh rope_theta one by name
 #
-# ≈ 10 s (one configure, a few incremental builds of test_golden); ctest runs the
-# baseline mutations as golden_mutation_check.
+# ≈ 10 CPU-seconds (one compile and link per mutation); ctest runs the baseline mutations as
+# golden_mutation_check.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -25,31 +27,21 @@ mutations=(
   "resformer_half|common/model/value_path.c|s/double a = 0\.5, b = 0\.5;/double a = 0.4, b = 0.5;/|resformer_fp64|identity ResFormer lambda_1 0.5 -> 0.4"
 )
 
-# the tracked and untracked-but-not-ignored files, as they are now (outside git: all but build*)
-if git -C "$root" rev-parse --is-inside-work-tree >/dev/null 2>&1; then
-  (cd "$root" && git ls-files -co --exclude-standard -z) | (cd "$root" && xargs -0 cp --parents -t "$tmp")
-else
-  tar -C "$root" --exclude='./build*' --exclude='./.git' --exclude='*/.venv' -cf - . | tar -C "$tmp" -xf -
-fi
-mkdir -p "$tmp/build"
-# CPU only: the mutations are in the reference, and a CUDA build would only add minutes.
-cmake -S "$tmp" -B "$tmp/build" -DCMAKE_BUILD_TYPE=Release -DVRL_CUDA=OFF >/dev/null
+build=${VRL_BUILD_DIR:-$root/build}
 
-run_case() { # $1 = filter; prints the test's output, returns its status
-  cmake --build "$tmp/build" --target test_golden -j"${MUTATION_JOBS:-$(nproc)}" >/dev/null
-  "$tmp/build/bin/test_golden" --filter "golden/$1" 2>&1
+run_case() { # $1 = filter, $2 = the program; prints the test's output, returns its status
+  (cd "$tmp" && "$2" --filter "golden/$1" 2>&1)
 }
 
 status=0
 for m in "${mutations[@]}"; do
   IFS='|' read -r name file expr filter what <<<"$m"
   [[ $# -gt 0 && " $* " != *" $name "* ]] && continue
-  if [[ ! -f "$tmp/$file" ]]; then
+  if [[ ! -f "$root/$file" ]]; then
     echo "== $name: not applicable ($file is not in this tree)"
     continue
   fi
-  cp "$tmp/$file" "$tmp/$file.orig"
-  if out=$(run_case "$filter"); then
+  if out=$(run_case "$filter" "$build/bin/test_golden"); then
     if grep -q "Tested: 0" <<<"$out"; then
       echo "== $name: not applicable (golden/$filter is skipped in this tree)"
       continue
@@ -57,17 +49,22 @@ for m in "${mutations[@]}"; do
   else
     echo "== $name: the UNMODIFIED tree fails golden/$filter:"; echo "$out"; exit 1
   fi
-  sed -i "$expr" "$tmp/$file"
-  if cmp -s "$tmp/$file" "$tmp/$file.orig"; then
+  copy=$tmp/$name/$file
+  mkdir -p "$(dirname "$copy")"
+  cp "$root/$file" "$copy"
+  sed -i "$expr" "$copy"
+  if cmp -s "$copy" "$root/$file"; then
     echo "== $name: FAILED TO APPLY (pattern not found in $file; update this script)"; status=1; continue
   fi
   echo "== $name: $what ($file)"
-  if out=$(run_case "$filter"); then
+  if ! bin=$(python3 "$root/conformance/mutant_build.py" "$build" test_golden "$file" "$copy" "$tmp/$name"); then
+    echo "   the mutant does not build"; status=1; continue
+  fi
+  if out=$(run_case "$filter" "$bin"); then
     echo "   NOT CAUGHT: golden/$filter still passes"; status=1
   else
     grep -E "relative error|Synthesis" <<<"$out" | sed 's/^/   /'
     echo "   caught"
   fi
-  cp "$tmp/$file.orig" "$tmp/$file"
 done
 exit $status

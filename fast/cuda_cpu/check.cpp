@@ -100,6 +100,8 @@ size_t dyn_len;
 std::vector<SharedByte> static_shadow, dyn_shadow;
 uint32_t epoch = 1, block_epoch = 1;
 int cur_thread = -1;
+uintptr_t stacks_lo; /* fiber.cpp's stack region: a thread's locals, skipped at once */
+size_t stacks_len;
 int32_t cur_block;
 uint3 cur_block_idx;
 const char *barrier_file = "the block's start";
@@ -173,8 +175,12 @@ uint64_t fnv(const char *p, size_t n) {
     return h;
 }
 
+/* the last gap between tracked blocks a search landed in (host data, constants): [lo, hi) */
+uintptr_t miss_lo = 0, miss_hi = 0; /* empty */
+
 Alloc *find(uintptr_t a) {
     if (last_hit && a - last_hit->lo < last_hit->hi - last_hit->lo) return last_hit;
+    if (a - miss_lo < miss_hi - miss_lo) return NULL;
     size_t lo = 0, hi = allocs.size();
     while (lo < hi) {
         const size_t mid = (lo + hi) / 2;
@@ -182,6 +188,8 @@ Alloc *find(uintptr_t a) {
         else hi = mid;
     }
     if (lo < allocs.size() && a >= allocs[lo]->lo) return last_hit = allocs[lo];
+    miss_lo = lo ? allocs[lo - 1]->hi : 0;
+    miss_hi = lo < allocs.size() ? allocs[lo]->lo : UINTPTR_MAX;
     return NULL;
 }
 
@@ -256,63 +264,93 @@ void word_access(Alloc *al, uintptr_t a, unsigned bytes, int write, int atomic, 
 #if VRL_CUDA_CPU_CHECK /* only the instrumentation's callbacks and the check build use these */
 /* ------------------------------------------------------------------ shared bytes */
 
-void shared_access(SharedByte &s, int write, const void *pc) {
+/* The hazard a shared byte's access makes, reported (the first one only): the slow path of
+ * shared_range, out of line so that the loop over an access's bytes stays small. */
+__attribute__((noinline, cold)) void shared_report(const SharedByte &s, int write, const void *pc) {
     const int tid = cur_thread, warp = tid >> 5;
     char a[96], b[96], code[96];
+    if (err[0]) return;
     if (!write) {
-        if (!err[0] && s.wep < block_epoch) {
+        if (s.wep < block_epoch) {
             thread_name(tid, a, sizeof a), code_at(pc, code, sizeof code);
             fail("uninitialised shared memory in kernel %s: %s reads a shared byte no thread of block (%u,%u,%u) "
                  "has written (after %s:%d; %s)",
                  ops[cur_op].what, a, cur_block_idx.x, cur_block_idx.y, cur_block_idx.z, short_file(barrier_file), barrier_line, code);
-        } else if (!err[0] && s.wep == epoch && s.wth >> 5 != warp) {
+        } else if (s.wep == epoch && s.wth >> 5 != warp) {
             thread_name(tid, a, sizeof a), thread_name(s.wth, b, sizeof b), code_at(pc, code, sizeof code);
             fail("shared-memory race (read after write) in kernel %s, block (%u,%u,%u): %s reads a byte %s wrote, "
                  "with no __syncthreads() between them (since %s:%d; %s)",
                  ops[cur_op].what, cur_block_idx.x, cur_block_idx.y, cur_block_idx.z, a, b, short_file(barrier_file), barrier_line, code);
         }
-        if (s.rep != epoch) s.rep = epoch, s.rwarp = (int16_t)warp, s.rth = (uint16_t)tid;
-        else if (s.rwarp != warp) s.rwarp = -2;
         return;
     }
-    if (!err[0] && s.wep == epoch && s.wth >> 5 != warp) {
+    if (s.wep == epoch && s.wth >> 5 != warp) {
         thread_name(tid, a, sizeof a), thread_name(s.wth, b, sizeof b), code_at(pc, code, sizeof code);
         fail("shared-memory race (write after write) in kernel %s, block (%u,%u,%u): %s and %s write one byte "
              "with no __syncthreads() between them (since %s:%d; %s)",
              ops[cur_op].what, cur_block_idx.x, cur_block_idx.y, cur_block_idx.z, a, b, short_file(barrier_file), barrier_line, code);
-    } else if (!err[0] && s.rep == epoch && s.rwarp != warp) {
+    } else if (s.rep == epoch && s.rwarp != warp) {
         thread_name(tid, a, sizeof a), thread_name(s.rth, b, sizeof b), code_at(pc, code, sizeof code);
         fail("shared-memory race (write after read) in kernel %s, block (%u,%u,%u): %s writes a byte %s%s read, "
              "with no __syncthreads() between them (since %s:%d; %s)",
              ops[cur_op].what, cur_block_idx.x, cur_block_idx.y, cur_block_idx.z, a, b, s.rwarp == -2 ? " (and other warps)" : "", short_file(barrier_file), barrier_line, code);
     }
-    s.wep = epoch, s.wth = (uint16_t)tid;
+}
+
+/* An access to n shared bytes whose shadows start at sh: a read is a hazard when its byte was
+ * never written in this block, or written by another warp since the last barrier; a write when
+ * another warp wrote or read the byte since the last barrier. The loop is the hot path of the
+ * check build (a third of its time before the report moved out of it). */
+inline void shared_range(SharedByte *sh, size_t n, int write, const void *pc) {
+    const int tid = cur_thread, warp = tid >> 5;
+    for (size_t i = 0; i < n; i++) {
+        SharedByte &s = sh[i];
+        if (!write) {
+            if (s.wep < block_epoch || (s.wep == epoch && s.wth >> 5 != warp)) shared_report(s, 0, pc);
+            if (s.rep != epoch) s.rep = epoch, s.rwarp = (int16_t)warp, s.rth = (uint16_t)tid;
+            else if (s.rwarp != warp) s.rwarp = -2;
+        } else {
+            if ((s.wep == epoch && s.wth >> 5 != warp) || (s.rep == epoch && s.rwarp != warp)) shared_report(s, 1, pc);
+            s.wep = epoch, s.wth = (uint16_t)tid;
+        }
+    }
 }
 
 /* threadIdx and the like, and the atomic flag: the layer's, not shared memory */
+struct LayerVar {
+    const void *p;
+    size_t n;
+};
+const LayerVar layer_vars[] = {{&thread_idx, sizeof thread_idx}, {&block_idx, sizeof block_idx},
+                               {&block_dim, sizeof block_dim},   {&grid_dim, sizeof grid_dim},
+                               {(const void *)&in_atomic, sizeof in_atomic}};
+uintptr_t layer_lo, layer_len; /* the span of them all: one compare rules most accesses out */
 int layer_variable(uintptr_t a) {
-    const struct { const void *p; size_t n; } v[] = {{&thread_idx, sizeof thread_idx}, {&block_idx, sizeof block_idx},
-                                                    {&block_dim, sizeof block_dim},   {&grid_dim, sizeof grid_dim},
-                                                    {(const void *)&in_atomic, sizeof in_atomic}};
-    for (const auto &x : v)
+    for (const LayerVar &x : layer_vars)
         if (a - (uintptr_t)x.p < x.n) return 1;
     return 0;
+}
+void layer_span(void) {
+    uintptr_t lo = UINTPTR_MAX, hi = 0;
+    for (const LayerVar &x : layer_vars) lo = std::min(lo, (uintptr_t)x.p), hi = std::max(hi, (uintptr_t)x.p + x.n);
+    layer_lo = lo, layer_len = hi - lo;
 }
 
 inline void access(const void *p, size_t n, int write, const void *pc) {
     if (!body) return;
     const uintptr_t a = (uintptr_t)p;
+    if (a - stacks_lo < stacks_len) return; /* the thread's own stack */
     const uintptr_t slo = (uintptr_t)__bss_start;
     if (cur_thread >= 0) {
         if (a - slo < static_shadow.size()) {
-            if (layer_variable(a)) return;
-            for (size_t i = 0; i < n && a + i - slo < static_shadow.size(); i++)
-                shared_access(static_shadow[a + i - slo], write, pc);
+            if (a - layer_lo < layer_len && layer_variable(a)) return;
+            const size_t off = a - slo;
+            shared_range(&static_shadow[off], std::min(n, static_shadow.size() - off), write, pc);
             return;
         }
         if (a - (uintptr_t)dyn_lo < dyn_len) {
-            for (size_t i = 0; i < n && a + i - (uintptr_t)dyn_lo < dyn_len; i++)
-                shared_access(dyn_shadow[a + i - (uintptr_t)dyn_lo], write, pc);
+            const size_t off = a - (uintptr_t)dyn_lo;
+            shared_range(&dyn_shadow[off], std::min(n, dyn_len - off), write, pc);
             return;
         }
     }
@@ -343,6 +381,7 @@ int enabled(void) {
         on = !(v && v[0] == '0' && v[1] == '\0');
         if (on && !(v && !strcmp(v, "report"))) atexit(fail_exit);
         static_shadow.assign(_end - __bss_start, SharedByte());
+        layer_span();
         dyn_shadow.assign(CUDA_CPU_MAX_DYNAMIC_SHARED, SharedByte());
         streams.push_back(StreamClock{NULL, 0, 1, {}});
 #else
@@ -357,6 +396,7 @@ void track(void *p, size_t bytes, int pinned) {
     Alloc *al = new Alloc{(uintptr_t)p, (uintptr_t)p + bytes, pinned, std::vector<Word>((bytes + 3) / 4, Word())};
     if (pinned) /* the host writes pinned memory directly: count it written */
         for (Word &w : al->w) w.flags = W_INIT;
+    miss_lo = miss_hi = 0; /* the gaps change */
     allocs.insert(std::upper_bound(allocs.begin(), allocs.end(), al,
                                    [](const Alloc *x, const Alloc *y) { return x->lo < y->lo; }),
                   al);
@@ -367,6 +407,7 @@ void untrack(void *p) {
     for (size_t i = 0; i < allocs.size(); i++)
         if (allocs[i]->lo == (uintptr_t)p) {
             if (last_hit == allocs[i]) last_hit = NULL;
+            miss_lo = miss_hi = 0;
             const char *lo = (const char *)allocs[i]->lo, *hi = (const char *)allocs[i]->hi;
             pinned_reads.erase(std::remove_if(pinned_reads.begin(), pinned_reads.end(),
                                               [&](const PinnedRead &r) { return r.src >= lo && r.src < hi; }),
@@ -514,6 +555,10 @@ void block_begin(uint3 block) {
 void set_thread(int linear) {
     cur_thread = linear;
     body = on > 0 && linear >= 0;
+}
+
+void fiber_stacks(const void *p, size_t bytes) {
+    stacks_lo = (uintptr_t)p, stacks_len = bytes;
 }
 
 void barrier_released(const char *file, int line) {

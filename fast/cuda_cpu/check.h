@@ -68,6 +68,8 @@ void launch_shared(char *dyn, size_t bytes);
 void block_begin(uint3 block);
 void set_thread(int linear);
 void barrier_released(const char *file, int line);
+/* [p, p+bytes) holds every fiber stack: a thread's own locals, never shared or tracked. */
+void fiber_stacks(const void *p, size_t bytes);
 
 /* [p, p+bytes) of a tracked block is a guard zone (guard.cpp's guard_zone calls it). */
 void mark_guard(void *p, size_t bytes);

@@ -179,27 +179,61 @@ cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t h, cublasLtMatmul
 }
 
 namespace {
+/* The dot products of one row of op(A) with JB consecutive columns of op(B), each summed in
+ * order over k in fp32 exactly as dot_in_order does: the JB sums run side by side (one per
+ * SIMD lane), so every lane performs the same roundings in the same order as the scalar loop
+ * and the bits are the same; only the time changes (the stand-in was a fifth of a
+ * test_fast_cpu_vs_ref run at faab088). opBt [k, n] row-major: column j of op(B) down column j. */
+const uint64_t JB = 32;
+__attribute__((no_sanitize("address", "undefined"))) void dots_in_order(const float *a, const float *opBt, uint64_t n,
+                                                                         uint64_t j0, uint64_t k, float *out) {
+#if VRL_CUDA_CPU_FP32
+    double acc[JB] = {0};
+    for (uint64_t p = 0; p < k; p++) {
+        const double x = a[p];
+        const float *b = opBt + p * n + j0;
+        for (uint64_t jj = 0; jj < JB; jj++) acc[jj] += x * (double)b[jj];
+    }
+    for (uint64_t jj = 0; jj < JB; jj++) out[jj] = (float)acc[jj];
+#else
+    float acc[JB] = {0};
+    for (uint64_t p = 0; p < k; p++) {
+        const float x = a[p];
+        const float *b = opBt + p * n + j0;
+        for (uint64_t jj = 0; jj < JB; jj++) acc[jj] += x * b[jj];
+    }
+    for (uint64_t jj = 0; jj < JB; jj++) out[jj] = acc[jj];
+#endif
+}
+
 /* D = alpha·op(A)·op(B) + beta·C with checked shapes (the descriptors by value: a recorded
  * matmul must not depend on descriptors destroyed after the capture). */
 void matmul_now(CublasCpuDesc op, float al, const void *A, CublasCpuLayout a, const void *B, CublasCpuLayout b,
                 float be, const void *C, CublasCpuLayout c, void *D, CublasCpuLayout d, uint64_t m, uint64_t n,
                 uint64_t k) {
-    /* opA [m,k] and opB [n,k], row-major fp32: element (i, p) of op(A), (j, p) of op(B) */
-    std::vector<float> opA(m * k), opB(n * k);
+    /* opA [m,k] row-major fp32: element (i, p) of op(A); opB [n,k] and opBt [k,n]: (j, p) of op(B) */
+    std::vector<float> opA(m * k), opB(n * k), opBt(k * n);
     for (uint64_t i = 0; i < m; i++)
         for (uint64_t p = 0; p < k; p++)
             opA[i * k + p] = load(A, CUDA_R_16BF, op.ta == CUBLAS_OP_N ? i + p * a.ld : p + i * a.ld);
     for (uint64_t j = 0; j < n; j++)
-        for (uint64_t p = 0; p < k; p++)
-            opB[j * k + p] = load(B, CUDA_R_16BF, op.tb == CUBLAS_OP_N ? p + j * b.ld : j + p * b.ld);
-    for (uint64_t j = 0; j < n; j++)
-        for (uint64_t i = 0; i < m; i++) {
-            const float acc = dot_in_order(&opA[i * k], &opB[j * k], k);
+        for (uint64_t p = 0; p < k; p++) {
+            const float v = load(B, CUDA_R_16BF, op.tb == CUBLAS_OP_N ? p + j * b.ld : j + p * b.ld);
+            opB[j * k + p] = v;
+            opBt[p * n + j] = v;
+        }
+    const uint64_t nb = n / JB * JB; /* columns in whole blocks; the rest one at a time */
+    std::vector<float> acc(n);
+    for (uint64_t i = 0; i < m; i++) {
+        for (uint64_t j0 = 0; j0 < nb; j0 += JB) dots_in_order(&opA[i * k], opBt.data(), n, j0, k, &acc[j0]);
+        for (uint64_t j = nb; j < n; j++) acc[j] = dot_in_order(&opA[i * k], &opB[j * k], k);
+        for (uint64_t j = 0; j < n; j++) {
             /* beta = 0 ignores C (it may hold NaN), as cuBLASLt does */
-            const float v = be == 0.0f ? al * acc : al * acc + be * load(C, c.type, i + j * c.ld);
+            const float v = be == 0.0f ? al * acc[j] : al * acc[j] + be * load(C, c.type, i + j * c.ld);
             if (d.type == CUDA_R_16BF) ((__nv_bfloat16 *)D)[i + j * d.ld] = __float2bfloat16(v);
             else ((float *)D)[i + j * d.ld] = v;
         }
+    }
 }
 /* Bytes from a column-major operand's first element to its last (the checkers' range). */
 size_t span_bytes(const CublasCpuLayout &l) {

@@ -15,10 +15,19 @@
  * (tensor_core.h) are collectives of all 32 lanes whose values point at the lanes'
  * fragments; tensor_core.cpp computes them in place.
  *
- * Fibers switch with a dozen instructions of our own (cuda_cpu_switch below: callee-saved
- * registers, the stack pointer, MXCSR and the x87 control word), so a thread without
- * barriers costs two switches. Under AddressSanitizer every switch is announced with
- * __sanitizer_start/finish_switch_fiber, so stack checks follow the fiber. x86-64 only. */
+ * Fibers switch with a dozen instructions of our own (cuda_cpu_switch below: the callee-saved
+ * registers and the stack pointer). MXCSR and the x87 control word are not switched: nothing
+ * on the CPU layer changes them, and saving them was three quarters of a switch's cost
+ * (fldcw and ldmxcsr serialise; perf annotate at faab088).
+ *
+ * Fibers hand over to one another without the scheduler (next_in_round): a thread that
+ * waits switches straight to the next runnable lane of its warp's round (one switch, not
+ * two), and a thread that ends runs the next lane that has not started yet on its own stack,
+ * with no switch at all, so a kernel without barriers or collectives runs its threads as a
+ * plain loop. The order is the scheduler's own (the round's lane order), so the bits are the
+ * same in every thread and block order. Under AddressSanitizer every switch goes through the
+ * scheduler and is announced with __sanitizer_start/finish_switch_fiber, so stack checks
+ * follow the fiber. x86-64 only. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -55,14 +64,8 @@ cuda_cpu_switch:
     pushq %r13
     pushq %r14
     pushq %r15
-    subq $8, %rsp
-    stmxcsr (%rsp)
-    fnstcw 4(%rsp)
     movq %rsp, (%rdi)
     movq %rsi, %rsp
-    ldmxcsr (%rsp)
-    fldcw 4(%rsp)
-    addq $8, %rsp
     popq %r15
     popq %r14
     popq %r13
@@ -127,10 +130,28 @@ struct Block {
     size_t sched_stack_size;
     char msg[768];           /* the error that stopped the block, or "" */
     char *dyn_shared;        /* [smem] bytes, refilled with 0xff per block */
+    /* the warp round in progress: lanes w0 + lane_order[0..lanes) run in that order, the one
+     * at lane_pos now (next_in_round) */
+    std::vector<int> lane_order; /* [lanes] */
+    int w0, lanes, lane_pos;
+    char *released;          /* a stack whose thread ended, for whoever runs next to free */
 } B;
 
+#if CUDA_CPU_ASAN
+const int HANDOVER = 0; /* every switch through the scheduler, announced to ASan */
+#else
+const int HANDOVER = 1; /* fibers hand over to the next lane themselves (next_in_round) */
+#endif
+
 std::vector<char *> free_stacks;
-std::vector<char *> all_stacks;
+
+/* Every fiber stack is carved from one reserved region (a block has at most 1024 threads, so
+ * at most 1024 stacks are ever live at once: ended threads' stacks are reused), so the
+ * checkers can tell a thread's own locals from shared and global memory with one compare
+ * (check::fiber_stacks) instead of a search of the tracked allocations. */
+const size_t MAX_STACKS = 1024;
+char *stack_region;   /* [MAX_STACKS][GUARD_BYTES + STACK_BYTES], reserved on first use */
+size_t stacks_made;
 
 char *take_stack(void) {
     if (!free_stacks.empty()) {
@@ -138,12 +159,20 @@ char *take_stack(void) {
         free_stacks.pop_back();
         return s;
     }
-    void *m = mmap(NULL, STACK_BYTES + GUARD_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-                   -1, 0);
-    if (m == MAP_FAILED) return NULL;
-    mprotect(m, GUARD_BYTES, PROT_NONE);
-    all_stacks.push_back((char *)m + GUARD_BYTES);
-    return (char *)m + GUARD_BYTES;
+    const size_t slot = GUARD_BYTES + STACK_BYTES;
+    if (!stack_region) {
+        void *m = mmap(NULL, MAX_STACKS * slot, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (m == MAP_FAILED) return NULL;
+        stack_region = (char *)m;
+        check::fiber_stacks(stack_region, MAX_STACKS * slot);
+    }
+    if (stacks_made == MAX_STACKS) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    char *m = stack_region + stacks_made++ * slot;
+    mprotect(m, GUARD_BYTES, PROT_NONE); /* an overflow faults */
+    return m + GUARD_BYTES;
 }
 
 void asan_start(void **fake_save, const void *bottom, size_t size) {
@@ -161,62 +190,119 @@ void asan_finish(void *fake, const void **bottom, size_t *size) {
 #endif
 }
 
-/* Runs on the fiber: the kernel for one thread, then back to the scheduler for good. */
+void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Whoever runs after a switch frees the stack of a thread that ended before it. */
+void after_switch(void) {
+    if (B.released) {
+        free_stacks.push_back(B.released);
+        B.released = NULL;
+    }
+}
+
+/* t's first frame on a fresh stack: the first switch to it pops r15, r14, r13 = entry,
+ * r12 = arg, rbx, rbp and returns into cuda_cpu_fiber_start. 0, or -1 with B.msg set. */
+void fiber_main(void *arg);
+int start_fiber(Thread *t) {
+    t->stack = take_stack();
+    if (!t->stack) {
+        snprintf(B.msg, sizeof B.msg, "cannot map a %zu KiB fiber stack (%s)", STACK_BYTES >> 10, strerror(errno));
+        t->state = DONE;
+        return -1;
+    }
+    /* the stacks are 4 KiB-aligned, so their tops would all share one set of the L1 cache, which
+     * every switch between the lanes of a warp then evicts: each lane's stack starts 128 bytes
+     * deeper than its neighbour's (32 lanes: 4 KiB, one page, of the 256 KiB) */
+    const size_t color = (size_t)((t - B.t.data()) & 31) * 128;
+    uint64_t *top = (uint64_t *)(t->stack + STACK_BYTES - color);
+    uint64_t *sp = top - 7;
+    sp[0] = 0, sp[1] = 0;
+    sp[2] = (uint64_t)(uintptr_t)&fiber_main;
+    sp[3] = (uint64_t)(uintptr_t)t;
+    sp[4] = 0, sp[5] = 0;
+    sp[6] = (uint64_t)(uintptr_t)&cuda_cpu_fiber_start;
+    t->sp = sp;
+    t->fake_stack = NULL;
+    return 0;
+}
+
+/* t becomes the running thread. */
+void enter(Thread *t) {
+    B.cur = t;
+    thread_idx = t->idx;
+    check::set_thread((int)(t - B.t.data()));
+}
+
+/* The running thread stopped (waits or ended): close its accesses, then the next READY lane
+ * of the round in the round's order, or NULL when the round is over, an error stopped the
+ * block, or fibers do not hand over (ASan). The scheduler calls it too, to start a round. */
+Thread *next_in_round(void) {
+    check::set_thread(-1);
+    if (check::op_error()) fail("%s", check::op_error());
+    if (B.msg[0]) return NULL;
+    while (++B.lane_pos < B.lanes) {
+        Thread *u = &B.t[B.w0 + B.lane_order[B.lane_pos]];
+        if (u->state == READY) return u;
+    }
+    return NULL;
+}
+
+/* Runs on the fiber: the kernel for one thread; then, while the next lane of the round has
+ * not started, that lane's kernel on this same stack; then on to whoever runs next. */
 void fiber_main(void *arg) {
     Thread *t = (Thread *)arg;
     asan_finish(NULL, &B.sched_stack_bottom, &B.sched_stack_size);
-    B.body->run_thread();
-    t->state = DONE;
-    static void *dead_sp; /* not on this stack: nothing of the frame must outlive it */
-    asan_start(NULL, B.sched_stack_bottom, B.sched_stack_size); /* NULL: this fiber ends */
-    cuda_cpu_switch(&dead_sp, B.sched_sp);
-    __builtin_unreachable();
+    after_switch();
+    for (;;) {
+        B.body->run_thread();
+        t->state = DONE;
+        Thread *n = HANDOVER ? next_in_round() : NULL;
+        if (n && !n->stack) { /* not started: it runs here, as the next iteration of a loop */
+            n->stack = t->stack;
+            t->stack = NULL;
+            t = n;
+            enter(t);
+            continue;
+        }
+        B.released = t->stack; /* freed by whoever runs next, once this stack is left */
+        t->stack = NULL;
+        static void *dead_sp; /* not on this stack: nothing of the frame must outlive it */
+        if (n) {
+            enter(n);
+            cuda_cpu_switch(&dead_sp, n->sp);
+        } else {
+            asan_start(NULL, B.sched_stack_bottom, B.sched_stack_size); /* NULL: this fiber ends */
+            cuda_cpu_switch(&dead_sp, B.sched_sp);
+        }
+        __builtin_unreachable();
+    }
 }
 
-void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-/* From the scheduler: run t until it waits or ends. */
+/* From the scheduler: run t (and the lanes it hands over to) until the round is over. */
 void resume(Thread *t) {
-    thread_idx = t->idx;
-    B.cur = t;
-    if (!t->stack) {
-        t->stack = take_stack();
-        if (!t->stack) {
-            snprintf(B.msg, sizeof B.msg, "cannot map a %zu KiB fiber stack (%s)", STACK_BYTES >> 10, strerror(errno));
-            t->state = DONE;
-            return;
-        }
-        /* first switch pops: control words, r15, r14, r13 = entry, r12 = arg, rbx, rbp, return = start */
-        uint64_t *top = (uint64_t *)(t->stack + STACK_BYTES);
-        uint64_t *sp = top - 8;
-        const uint32_t mxcsr = 0x1f80, fpcw = 0x037f; /* round to nearest, exceptions masked */
-        sp[0] = (uint64_t)mxcsr | ((uint64_t)fpcw << 32);
-        sp[1] = 0, sp[2] = 0;
-        sp[3] = (uint64_t)(uintptr_t)&fiber_main;
-        sp[4] = (uint64_t)(uintptr_t)t;
-        sp[5] = 0, sp[6] = 0;
-        sp[7] = (uint64_t)(uintptr_t)&cuda_cpu_fiber_start;
-        t->sp = sp;
-        t->fake_stack = NULL;
-    }
+    if (!t->stack && start_fiber(t) < 0) return;
+    enter(t);
     void *fake = NULL;
-    check::set_thread((int)(t - B.t.data()));
     asan_start(&fake, t->stack, STACK_BYTES);
     cuda_cpu_switch(&B.sched_sp, t->sp);
     asan_finish(fake, NULL, NULL);
-    check::set_thread(-1);
-    if (check::op_error()) fail("%s", check::op_error());
-    if (t->state == DONE && t->stack) {
-        free_stacks.push_back(t->stack);
-        t->stack = NULL;
-    }
+    after_switch();
 }
 
-/* From the fiber: wait at a barrier or collective (state and site already set). */
+/* From the fiber: wait at a barrier or collective (state and site already set); the next
+ * lane of the round runs, or the scheduler when the round is over. */
 void suspend(Thread *t) {
-    asan_start(&t->fake_stack, B.sched_stack_bottom, B.sched_stack_size);
-    cuda_cpu_switch(&t->sp, B.sched_sp);
-    asan_finish(t->fake_stack, &B.sched_stack_bottom, &B.sched_stack_size);
+    Thread *n = HANDOVER ? next_in_round() : NULL;
+    if (n && !n->stack && start_fiber(n) < 0) n = NULL;
+    if (n) {
+        enter(n);
+        cuda_cpu_switch(&t->sp, n->sp);
+    } else {
+        asan_start(&t->fake_stack, B.sched_stack_bottom, B.sched_stack_size);
+        cuda_cpu_switch(&t->sp, B.sched_sp);
+        asan_finish(t->fake_stack, &B.sched_stack_bottom, &B.sched_stack_size);
+    }
+    after_switch();
 }
 
 void thread_name(const Thread *t, char *buf, size_t n) {
@@ -256,15 +342,17 @@ const char *matrix_op_name(const Thread *t) {
     return names[(t->param & 8) != 0][t->param & 7];
 }
 
-/* The lane a collective reads for `lane`; -1 when it reads its own value. */
+/* The lane a collective reads for `lane` (its own when the source is outside its segment of
+ * width lanes). width is a power of two (resolve_warp checks it first), so segments are masks:
+ * the divisions this took before were a tenth of a shuffle's cost. */
 int source_lane(const Thread *t, int lane) {
-    const int w = t->width, seg = lane / w * w;
+    const int w = t->width, seg = lane & ~(w - 1);
     int src = lane;
     switch (t->op) {
-    case WARP_SHFL_IDX: src = seg + ((t->param % w) + w) % w; break;
+    case WARP_SHFL_IDX: src = seg + (t->param & (w - 1)); break;
     case WARP_SHFL_UP: src = lane - t->param >= seg ? lane - t->param : lane; break;
     case WARP_SHFL_DOWN: src = lane + t->param < seg + w ? lane + t->param : lane; break;
-    case WARP_SHFL_XOR: src = (lane ^ t->param) / w > lane / w ? lane : lane ^ t->param; break;
+    case WARP_SHFL_XOR: src = ((lane ^ t->param) & ~(w - 1)) > seg ? lane : lane ^ t->param; break;
     default: break;
     }
     return src;
@@ -282,18 +370,20 @@ int resolve_warp(int w0) {
             Thread *t = &B.t[w0 + l];
             if (t->state != AT_WARP) continue;
             const unsigned mask = t->mask;
-            thread_name(t, a, sizeof a);
             if (!(mask >> l & 1u)) {
+                thread_name(t, a, sizeof a);
                 fail("%s calls a warp collective at %s:%d with mask 0x%08x, which does not name its own lane %d", a,
                      short_file(t->file), t->line, mask, l);
                 return 0;
             }
             if (t->width < 1 || t->width > 32 || (t->width & (t->width - 1))) {
+                thread_name(t, a, sizeof a);
                 fail("%s: shuffle width %d at %s:%d is not a power of two <= 32", a, t->width, short_file(t->file),
                      t->line);
                 return 0;
             }
             if (is_matrix_op(t->op) && lanes < 32) {
+                thread_name(t, a, sizeof a);
                 fail("%s: %s at %s:%d needs all 32 lanes of its warp, but this warp has %d (a block of %d threads)", a,
                      matrix_op_name(t), short_file(t->file), t->line, lanes, n);
                 return 0;
@@ -302,12 +392,14 @@ int resolve_warp(int w0) {
             for (int k = 0; k < 32; k++) {
                 if (!(mask >> k & 1u)) continue;
                 if (k >= lanes) {
+                    thread_name(t, a, sizeof a);
                     fail("%s: mask 0x%08x at %s:%d names lane %d, which this block (%d threads) does not have", a,
                          mask, short_file(t->file), t->line, k, n);
                     return 0;
                 }
                 const Thread *u = &B.t[w0 + k];
                 if (u->state == DONE) {
+                    thread_name(t, a, sizeof a);
                     where(u, b, sizeof b);
                     fail("%s waits at a warp collective %s:%d (mask 0x%08x) but lane %d: %s", a, short_file(t->file),
                          t->line, mask, k, b);
@@ -317,8 +409,9 @@ int resolve_warp(int w0) {
                     complete = 0;
                     continue;
                 }
-                if (u->mask != mask || u->op != t->op || u->line != t->line || strcmp(u->file, t->file) ||
-                    (is_matrix_op(t->op) && u->param != t->param)) {
+                if (u->mask != mask || u->op != t->op || u->line != t->line ||
+                    (u->file != t->file && strcmp(u->file, t->file)) || (is_matrix_op(t->op) && u->param != t->param)) {
+                    thread_name(t, a, sizeof a);
                     where(u, b, sizeof b);
                     if (is_matrix_op(t->op) && is_matrix_op(u->op))
                         fail("lanes of one warp at different tensor-core calls: %s waits at %s:%d (%s), %s (%s)", a,
@@ -336,6 +429,7 @@ int resolve_warp(int w0) {
                 char why[256];
                 for (int k = 0; k < 32; k++) frag[k] = (void *)(uintptr_t)B.t[w0 + k].value;
                 if (tensor_core_complete(t->op, t->param, frag, why, sizeof why)) {
+                    thread_name(t, a, sizeof a);
                     fail("%s: %s at %s:%d: %s", a, matrix_op_name(t), short_file(t->file), t->line, why);
                     return 0;
                 }
@@ -385,7 +479,7 @@ void resolve_barrier(void) {
             return;
         }
         if (!first) first = &t;
-        else if (t.line != first->line || strcmp(t.file, first->file)) {
+        else if (t.line != first->line || (t.file != first->file && strcmp(t.file, first->file))) {
             where(first, a, sizeof a);
             where(&t, b, sizeof b);
             fail("divergent barrier: %s, %s", a, b);
@@ -435,16 +529,17 @@ void forget_stacks(void) {
 }
 
 /* Run the warp starting at thread w0 until every lane waits at a barrier or has exited,
- * completing its own collectives on the way (they synchronise its lanes only). */
-void run_warp(int w0, std::vector<int> &lane_order) {
+ * completing its own collectives on the way (they synchronise its lanes only). Each round
+ * runs the READY lanes once in a fresh lane order; the lanes hand over to one another
+ * (next_in_round), so the scheduler is back only when the round is over. */
+void run_warp(int w0) {
     const int n = (int)B.t.size(), lanes = n - w0 < 32 ? n - w0 : 32;
     const OrderKind kind = order_config().kind;
     do {
-        make_order(lane_order, lanes, kind, &rng_state);
-        for (int i = 0; i < lanes && !B.msg[0]; i++) {
-            Thread *t = &B.t[w0 + lane_order[i]];
-            if (t->state == READY) resume(t);
-        }
+        make_order(B.lane_order, lanes, kind, &rng_state);
+        B.w0 = w0, B.lanes = lanes, B.lane_pos = -1;
+        Thread *t;
+        while (!B.msg[0] && (t = next_in_round())) resume(t);
     } while (!B.msg[0] && resolve_warp(w0));
 }
 
@@ -464,7 +559,7 @@ int run_block(void) {
     for (;;) {
         make_order(B.order, warps, order_config().kind, &rng_state);
         std::vector<int> warp_order = B.order;
-        for (int i = 0; i < warps && !B.msg[0]; i++) run_warp(warp_order[i] * 32, B.order);
+        for (int i = 0; i < warps && !B.msg[0]; i++) run_warp(warp_order[i] * 32);
         if (B.msg[0]) break;
         int live = 0;
         for (const Thread &t : B.t) live += t.state != DONE;
