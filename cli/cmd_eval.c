@@ -326,8 +326,6 @@ int cmd_eval(int argc, char **argv) {
     if (!out_path) out_path = default_out;
     if (check_output("--out", out_path, overwrite) < 0) goto fail;
     if (log_path && check_output("--log-samples", log_path, overwrite) < 0) goto fail;
-    if (open_output("--out", out_path, out_named, ckpt, &out_file) < 0) goto fail;
-    if (log_path && open_output("--log-samples", log_path, 1, ckpt, &log_file) < 0) goto fail;
 
     /* which tasks: validated (folder and files exist, names known) before any model work */
     static ZeroShot zs; /* [16] task paths: static, not on the stack */
@@ -346,9 +344,13 @@ int cmd_eval(int argc, char **argv) {
     if (!seq) seq = run.config.max_seq;
     Tokenizer *tok = NULL;
     Scorer sc = {0};
-    FILE *log = log_file.f;
     json_t *out = json_object();
     int rc = -1;
+    /* the run is there (its folder holds the default --out): every output is opened now */
+    if (open_output("--out", out_path, out_named, ckpt, &out_file) < 0 ||
+        (log_path && open_output("--log-samples", log_path, 1, ckpt, &log_file) < 0))
+        goto done;
+    FILE *log = log_file.f;
     if (run_folder_check_finite(&run, ckpt) < 0 || !backend_require(be, &run.spec, BACKEND_CAN_SCORE)) goto done;
     if (tokfile && tok_load(tokfile, &tok) < 0) goto done;
     if (tok && tok_vocab_size(tok) > (uint32_t)run.config.vocab_size) {
