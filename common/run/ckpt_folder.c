@@ -238,37 +238,13 @@ int ckpt_exists(const char *run) {
     return pathf(p, sizeof p, "%s/%s", run, linked_files[0]) == 0 && lstat(p, &st) == 0 && S_ISREG(st.st_mode);
 }
 
-/* The files at the top of a run folder that vrl writes by temp and rename. */
-static const char *const own_files[] = {RUN_CONFIG,    RUN_LATEST,           RUN_MODEL,
-                                        RUN_TRAIN_STATE, RUN_TOKENIZER,      RUN_TOKENIZER_CONFIG,
-                                        RUN_GENERATION_CONFIG, RUN_EVAL,     RUN_METRICS};
-
-/* A temporary file of vrl's own: OWN.vrl.tmp.DIGITS, or OWN.tmp.DIGITS as vrl before
- * VRL_TMP_INFIX named them, OWN one of own_files. Never a pattern over the user's names:
- * notes.tmp.2024 is not one. */
-static int is_own_tmp(const char *name) {
-    for (size_t i = 0; i < sizeof own_files / sizeof own_files[0]; i++) {
-        const size_t n = strlen(own_files[i]);
-        if (strncmp(name, own_files[i], n)) continue;
-        const char *t = name + n;
-        if (!strncmp(t, VRL_TMP_INFIX, strlen(VRL_TMP_INFIX))) t += strlen(VRL_TMP_INFIX);
-        else if (!strncmp(t, ".tmp.", 5)) t += 5;
-        else continue;
-        if (!*t) return 0;
-        for (; *t; t++)
-            if (*t < '0' || *t > '9') return 0;
-        return 1;
-    }
-    return 0;
-}
-
 int ckpt_clean(const char *run, int keep_previous) {
     DIR *d = opendir(run);
     if (!d) return errno == ENOENT ? 0 : vrl_error("%s: cannot open: %s", run, strerror(errno));
     char path[PATH_MAX];
     int rc = 0;
     for (struct dirent *e; (e = readdir(d));) {
-        if (!is_own_tmp(e->d_name)) continue;
+        if (!run_is_own_tmp(e->d_name)) continue;
         if (pathf(path, sizeof path, "%s/%s", run, e->d_name) < 0) {
             rc = -1;
             break;

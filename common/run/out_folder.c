@@ -49,6 +49,19 @@ static int vrl_checkpoints(const char *dir) {
     return ours;
 }
 
+/* Every entry is .lock or a temporary file of vrl's own names: a new run killed before its
+ * config.json appeared. */
+static int vrl_started(const char *dir) {
+    DIR *d = opendir(dir);
+    if (!d) return 0;
+    int ours = 1;
+    for (struct dirent *e; ours && (e = readdir(d));)
+        ours = !strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") || !strcmp(e->d_name, RUN_LOCK) ||
+               run_is_own_tmp(e->d_name);
+    closedir(d);
+    return ours;
+}
+
 int out_folder_check(const char *dir) {
     DIR *d = opendir(dir);
     if (!d) /* missing: made by the run; not a folder: make_dirs says so */
@@ -56,7 +69,7 @@ int out_folder_check(const char *dir) {
     int empty = 1;
     for (struct dirent *e; empty && (e = readdir(d));) empty = !strcmp(e->d_name, ".") || !strcmp(e->d_name, "..");
     closedir(d);
-    if (empty || vrl_config(dir) || vrl_checkpoints(dir)) return 0;
+    if (empty || vrl_config(dir) || vrl_checkpoints(dir) || vrl_started(dir)) return 0;
     return vrl_error("--out %s: not empty and not a vrl run folder (no config.json of vrl's, no checkpoints/); "
                      "choose a new or empty folder",
                      dir);
