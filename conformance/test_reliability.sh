@@ -668,7 +668,8 @@ output_checked_first() {
   check missing_folder_before_work bash -c "! grep -q 'forward passes' '$tmp/out'"
 }
 
-# checkpoint_files_not_outputs (N12): eval never writes over a checkpoint's own files
+# checkpoint_files_not_outputs (N12): eval never writes over a checkpoint's own files; a
+# damaged published step is reported with the previous one, whole
 checkpoint_files_not_outputs() {
   byte_run "$tmp/r" || { echo "FAIL could not train"; fails=1; return; }
   local E="$VRL eval --ckpt $tmp/r --tokens $tmp/by/val.bin --overwrite"
@@ -681,6 +682,11 @@ checkpoint_files_not_outputs() {
   check checkpoint_model_kept cmp -s "$tmp/r/model.safetensors" "$tmp/model.orig"
   check run_config_kept cmp -s "$tmp/r/config.json" "$tmp/config.orig"
   check checkpoint_resumes "$VRL" train --quiet --resume "$tmp/r" --steps 4
+  # a published step written over anyway: the resume names the whole step before it
+  $T --steps 4 --save-every 2 --out "$tmp/two" >/dev/null 2>&1 || { echo "FAIL could not train"; fails=1; return; }
+  echo '{}' >"$tmp/two/latest/model.safetensors"
+  expect_error damaged_latest_names_previous "the previous checkpoint .*step-000002 is untouched: remove .*two/latest" \
+    "$VRL" train --quiet --resume "$tmp/two" --steps 6
 }
 
 # small_items_49 (N13): --help to a full stdout fails; generate's stdout error says why; a

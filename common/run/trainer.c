@@ -184,7 +184,17 @@ static int resume_open(const char *run, const TrainArgs *cli, DType dt, int root
         if (!rc) rc = vrl_error("--model %s: differs from the run's %s; a resumed run keeps its model",
                                 config_origin(&cli->model), path);
     }
-    if (!rc) rc = run_folder_read(&rf, RUN_OPEN_PARAMS | RUN_OPEN_MOMENTS);
+    if (!rc && run_folder_read(&rf, RUN_OPEN_PARAMS | RUN_OPEN_MOMENTS) < 0) {
+        rc = -1;
+        long steps[2];
+        char why[VRL_ERROR_LEN];
+        /* the published step is damaged (a file written over it): the one before is whole */
+        if (ckpt_steps(run, steps, 2) == 2 && ckpt_step_dir(run, steps[1], path, sizeof path) == 0) {
+            snprintf(why, sizeof why, "%s", vrl_last_error());
+            vrl_error("%s; the previous checkpoint %s is untouched: remove %s/latest and --resume continues from "
+                      "the newest step that verifies", why, path, run);
+        }
+    }
     if (rc) {
         run_folder_close(&rf);
         return -1;
