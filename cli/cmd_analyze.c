@@ -57,6 +57,39 @@ static FILE *open_out(OutFile *o, const Analysis *a, const char *name, char *pat
     return outfile_open(o, path) < 0 ? NULL : o->f;
 }
 
+/* A curve of one point (a one-step run, a two-layer model's cross-layer table) would have
+ * gnuplot warn "empty x range": NAME.csv's x and y spans, read back, get explicit ranges
+ * where they are a single value. */
+static void single_point_ranges(const Analysis *a, const char *name, FILE *gp) {
+    char path[4200];
+    void *text;
+    size_t n;
+    snprintf(path, sizeof path, "%s/%s.csv", a->out, name);
+    if (read_file_all(path, &text, &n) < 0) {
+        vrl_clear_error(); /* only a nicer plot is lost */
+        return;
+    }
+    double lo[2] = {INFINITY, INFINITY}, hi[2] = {-INFINITY, -INFINITY};
+    const char *line = strchr(text, '\n'); /* past the header */
+    while (line && *++line) {
+        char *end;
+        for (int col = 0; *line && *line != '\n'; col++) {
+            const double v = strtod(line, &end);
+            if (end != line && isfinite(v)) {
+                const int k = col > 0; /* 0: x, 1: every y column */
+                lo[k] = v < lo[k] ? v : lo[k], hi[k] = v > hi[k] ? v : hi[k];
+            }
+            line = end + strcspn(end, ",\n");
+            if (*line == ',') line++;
+        }
+        line = strchr(line, '\n');
+    }
+    free(text);
+    if (lo[0] == hi[0]) fprintf(gp, "set xrange [%.10g:%.10g]\n", lo[0] - 1, hi[0] + 1);
+    const double pad = fabs(lo[1]) * 0.01 + 1e-3;
+    if (lo[1] == hi[1]) fprintf(gp, "set yrange [%.10g:%.10g]\n", lo[1] - pad, hi[1] + pad);
+}
+
 /* Write NAME.gp (lines: one per run from NAME.csv, columns 2..n+1 over column 1) and
  * run gnuplot on it for NAME.png. */
 static int plot(const Analysis *a, const char *name, const char *title, const char *xlabel, const char *ylabel,
@@ -76,7 +109,9 @@ static int plot(const Analysis *a, const char *name, const char *title, const ch
     fputs("set title ", f), gnuplot_quote(f, title);
     fputs("\nset xlabel ", f), gnuplot_quote(f, xlabel);
     fputs("\nset ylabel ", f), gnuplot_quote(f, ylabel);
-    fputs("\nplot ", f);
+    fputs("\n", f);
+    single_point_ranges(a, name, f);
+    fputs("plot ", f);
     for (int i = 0; i < n_series; i++) {
         fprintf(f, "%s'%s.csv' using 1:%d with %s lw 2 title ", i ? ", " : "", name, i + 2,
                 strcmp(xlabel, "step") ? "linespoints" : "lines"); /* curves over steps: no markers */

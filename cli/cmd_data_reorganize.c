@@ -3,6 +3,7 @@
  * Every output file appears atomically; a failing run removes what it wrote. */
 #include "cli/commands.h"
 #include "cli/data_common.h"
+#include "cli/data_stage.h"
 #include "common/base/clock.h"
 #include "common/base/error.h"
 #include "common/base/fsutil.h"
@@ -110,12 +111,13 @@ int data_reorganize(int argc, char **argv) {
         else { fprintf(stderr, "vrl data reorganize: unknown or incomplete option %s\n%s", argv[i], REORG_USAGE); return 2; }
     }
     if (!in || !out) { fprintf(stderr, "vrl data reorganize: --in and --out are required\n%s", REORG_USAGE); return 2; }
-    int found = 0;
-    for (int s = 0; s < 3; s++)
-        if (reorganize_split(in, out, DATA_SPLITS[s], &found)) return data_fail("reorganize");
-    if (!found) {
-        vrl_error("%s: no SPLIT/chunk*/*.jsonl[.zst] files", in);
-        return data_fail("reorganize");
-    }
-    return 0;
+    /* written into a stage folder, published by rename once whole (cli/data_stage.h) */
+    static const char *const owned[] = {"train", "validation", "test", NULL};
+    DataStage stage;
+    int found = 0, rc = data_stage_open(&stage, out, owned);
+    for (int s = 0; s < 3 && rc == 0; s++) rc = reorganize_split(in, stage.dir, DATA_SPLITS[s], &found);
+    if (rc == 0 && !found) rc = vrl_error("%s: no SPLIT/chunk*/*.jsonl[.zst] files", in);
+    if (rc == 0) rc = data_stage_publish(&stage);
+    else if (stage.dir[0]) data_stage_discard(&stage);
+    return rc ? data_fail("reorganize") : 0;
 }

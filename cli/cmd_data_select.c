@@ -4,6 +4,7 @@
 #include "cli/args.h" /* parse_double */
 #include "cli/commands.h"
 #include "cli/data_common.h"
+#include "cli/data_stage.h"
 #include "common/base/clock.h"
 #include "common/base/error.h"
 #include "common/base/fsutil.h"
@@ -199,10 +200,14 @@ int data_select(int argc, char **argv) {
     }
     Tokenizer *tok;
     if (tok_load(tokp, &tok)) return data_fail("select");
-    char tdir[4200], odir[4200];
+    /* written into a stage folder, published by rename once whole (cli/data_stage.h) */
+    static const char *const owned[] = {"train", "validation", "test", NULL};
+    DataStage stage;
+    char tdir[4200], odir[4300];
     snprintf(tdir, sizeof tdir, "%s/train", in);
-    snprintf(odir, sizeof odir, "%s/train", out);
-    int rc = make_dirs(odir);
+    int rc = data_stage_open(&stage, out, owned);
+    snprintf(odir, sizeof odir, "%s/train", stage.dir);
+    if (rc == 0) rc = make_dirs(odir);
     for (int i = 0; i < nb && rc == 0; i++) {
         char ip[8400], op[8400];
         snprintf(ip, sizeof ip, "%s/%s.jsonl", tdir, names[i]);
@@ -215,9 +220,9 @@ int data_select(int argc, char **argv) {
         rc = select_domain(ip, op, names[i], budget[i], seed, tok, (int)th);
     }
     for (int s = 1; s < 3 && rc == 0; s++) {       /* held-out splits are kept whole */
-        char sd[4200], od[4200];
+        char sd[4200], od[4300];
         snprintf(sd, sizeof sd, "%s/%s", in, DATA_SPLITS[s]);
-        snprintf(od, sizeof od, "%s/%s", out, DATA_SPLITS[s]);
+        snprintf(od, sizeof od, "%s/%s", stage.dir, DATA_SPLITS[s]);
         Names files;
         if (data_list_dir(sd, 0, ".jsonl", NULL, &files)) { rc = -1; break; }
         if (files.n) rc = make_dirs(od);
@@ -229,6 +234,8 @@ int data_select(int argc, char **argv) {
         }
         names_free(&files);
     }
+    if (rc == 0) rc = data_stage_publish(&stage);
+    else if (stage.dir[0]) data_stage_discard(&stage);
     tok_free(tok);
     return rc ? data_fail("select") : 0;
 }

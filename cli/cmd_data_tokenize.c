@@ -1,8 +1,10 @@
 /* cmd_data_tokenize.c: `vrl data tokenize` (formulas.md §3):
  *   SPLIT/DOMAIN.jsonl[.zst] -> SPLIT/DOMAIN-NNNNN.bin shards of fixed chunks.
- * Every output file appears atomically; a failing run removes what it wrote. */
+ * The shards are written into a stage folder and published by rename (data_stage.h): a failing
+ * run removes what it wrote and leaves a previous result whole. */
 #include "cli/commands.h"
 #include "cli/data_common.h"
+#include "cli/data_stage.h"
 #include "common/base/clock.h"
 #include "common/base/error.h"
 #include "common/base/fsutil.h"
@@ -20,7 +22,7 @@
 static int copy_tokenizer(const char *tokp, const char *out) {
     void *text;
     size_t n;
-    char path[4200];
+    char path[4300];
     if (read_file_all(tokp, &text, &n) < 0) return -1;
     snprintf(path, sizeof path, "%s/tokenizer.json", out);
     int rc = write_file_atomic(path, text, n);
@@ -160,11 +162,15 @@ int data_tokenize(int argc, char **argv) {
         return data_fail("tokenize");
     }
     Names written = {0};
-    int rc = 0, found = 0;
+    /* written into a stage folder, published by rename once whole: a rerun that fails
+     * leaves the previous shards as they were (cli/data_stage.h) */
+    static const char *const owned[] = {"train", "validation", "test", "tokenizer.json", NULL};
+    DataStage stage;
+    int rc = data_stage_open(&stage, out, owned), found = 0;
     for (int sp = 0; sp < 3 && rc == 0; sp++) {
-        char sd[4200], od[4200];
+        char sd[4200], od[4300];
         snprintf(sd, sizeof sd, "%s/%s", in, DATA_SPLITS[sp]);
-        snprintf(od, sizeof od, "%s/%s", out, DATA_SPLITS[sp]);
+        snprintf(od, sizeof od, "%s/%s", stage.dir, DATA_SPLITS[sp]);
         Names files;
         if (data_list_dir(sd, 0, ".jsonl", ".jsonl.zst", &files)) { rc = -1; break; }
         if (files.n) rc = make_dirs(od);
@@ -181,10 +187,9 @@ int data_tokenize(int argc, char **argv) {
         names_free(&files);
     }
     if (rc == 0 && !found) rc = vrl_error("%s: no SPLIT/DOMAIN.jsonl[.zst] files (run `vrl data reorganize` first)", in);
-    if (rc == 0) rc = copy_tokenizer(tokp, out); /* runs trained on this folder carry it (common/run/hf_export.c) */
-    if (rc) {                                 /* leave no shard of a failed run behind */
-        for (size_t i = 0; i < written.n; i++) unlink(written.v[i]);
-    }
+    if (rc == 0) rc = copy_tokenizer(tokp, stage.dir); /* runs trained on this folder carry it (common/run/hf_export.c) */
+    if (rc == 0) rc = data_stage_publish(&stage);
+    else if (stage.dir[0]) data_stage_discard(&stage); /* leave no shard of a failed run behind */
     names_free(&written);
     tok_free(tok);
     return rc ? data_fail("tokenize") : 0;

@@ -4,6 +4,8 @@
  * (--log-samples). The arithmetic is common/eval/lmeval.c, on the backend --device picks
  * (the reference, or fast/ through Backend.token_logprobs). */
 #include <jansson.h>
+#include <libgen.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -162,14 +164,45 @@ static json_t *eval_tokens(Scorer *s, const char *path) {
     return o;
 }
 
-/* An output file that already exists is an error unless --overwrite. */
+/* An output file that already exists is an error unless --overwrite (a device or FIFO
+ * named there, /dev/null, holds no earlier evaluation). */
 static int check_output(const char *flag, const char *path, int overwrite) {
-    if (!overwrite && file_exists(path))
+    struct stat st;
+    if (!overwrite && stat(path, &st) == 0 && !S_ISCHR(st.st_mode) && !S_ISFIFO(st.st_mode))
         return vrl_error("%s: %s exists (an earlier evaluation?); choose another file or pass --overwrite", flag, path);
     return 0;
 }
 
-/* The first non-finite weight of the checkpoint, as an error naming the tensor. */
+/* An output never lands on the run's own files: not in its checkpoints/ (RUN/latest/...
+ * resolves there), not over config.json, the weights, the state or the log. */
+static int outside_run(const char *flag, const char *path, const char *ckpt) {
+    char dir[4200], real_dir[PATH_MAX], real_ckpts[PATH_MAX], own[4200];
+    snprintf(dir, sizeof dir, "%s", path);
+    if (run_path(own, sizeof own, ckpt, RUN_CHECKPOINTS) < 0) return -1;
+    const size_t n = realpath(own, real_ckpts) ? strlen(real_ckpts) : 0;
+    if (n && realpath(dirname(dir), real_dir) && !strncmp(real_dir, real_ckpts, n) &&
+        (real_dir[n] == '/' || real_dir[n] == '\0'))
+        return vrl_error("%s %s: inside the run's checkpoints/ (%s); choose a file outside it", flag, path, own);
+    struct stat out_st, st;
+    if (stat(path, &out_st) != 0) return 0;
+    static const char *const files[] = {RUN_CONFIG, RUN_MODEL, RUN_TRAIN_STATE, RUN_METRICS};
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++)
+        if (run_path(own, sizeof own, ckpt, files[i]) == 0 && stat(own, &st) == 0 && st.st_dev == out_st.st_dev &&
+            st.st_ino == out_st.st_ino)
+            return vrl_error("%s %s: is the run's own %s; choose another file", flag, path, own);
+    return 0;
+}
+
+/* Open every output before the work: an output that cannot be written (a read-only folder,
+ * /proc, a FIFO nobody reads, a link) fails now, not after the evaluation. */
+static int open_output(const char *flag, const char *path, int named, const char *ckpt, OutFile *o) {
+    if (outside_run(flag, path, ckpt) < 0) return -1;
+    if ((named ? outfile_open_named(o, path) : outfile_open(o, path)) == 0) return 0;
+    char why[VRL_ERROR_LEN];
+    snprintf(why, sizeof why, "%s", vrl_last_error());
+    return vrl_error("%s: %s", flag, why);
+}
+
 
 /* What one `vrl eval` reads besides the zero-shot tasks (NULL: not asked). */
 typedef struct {
@@ -232,6 +265,7 @@ int cmd_eval(int argc, char **argv) {
                *attention = NULL, *out_path = NULL, *log_path = NULL, *v;
     long limit = 0;
     int batch = 4, seq = 0, fixed = 0, overwrite = 0, r;
+    static OutFile out_file, log_file; /* temp + rename; a named device in place. static: 8 KiB each */
     while (p.i < argc) {
         if (args_switch(&p, "--help") || args_switch(&p, "-h")) {
             usage(stdout);
@@ -288,6 +322,7 @@ int cmd_eval(int argc, char **argv) {
     if (!tasks) tasks = data || wiki || text || tokens ? "none" : "all";
     char default_out[4200];
     if (!out_path && run_path(default_out, sizeof default_out, ckpt, RUN_EVAL) < 0) goto fail;
+    const int out_named = out_path != NULL; /* RUN/eval.json is a name vrl chose: no device there */
     if (!out_path) out_path = default_out;
     if (check_output("--out", out_path, overwrite) < 0) goto fail;
     if (log_path && check_output("--log-samples", log_path, overwrite) < 0) goto fail;
@@ -309,25 +344,19 @@ int cmd_eval(int argc, char **argv) {
     if (!seq) seq = run.config.max_seq;
     Tokenizer *tok = NULL;
     Scorer sc = {0};
-    FILE *log = NULL;
-    OutFile log_file; /* temp + rename like --out: a device (/dev/null) is written in place */
     json_t *out = json_object();
     int rc = -1;
+    /* the run is there (its folder holds the default --out): every output is opened now */
+    if (open_output("--out", out_path, out_named, ckpt, &out_file) < 0 ||
+        (log_path && open_output("--log-samples", log_path, 1, ckpt, &log_file) < 0))
+        goto done;
+    FILE *log = log_file.f;
     if (run_folder_check_finite(&run, ckpt) < 0 || !backend_require(be, &run.spec, BACKEND_CAN_SCORE)) goto done;
     if (tokfile && tok_load(tokfile, &tok) < 0) goto done;
     if (tok && tok_vocab_size(tok) > (uint32_t)run.config.vocab_size) {
         vrl_error("%s: the tokenizer has %u ids, the model in %s only %d", tokfile, tok_vocab_size(tok), ckpt,
                   run.config.vocab_size);
         goto done;
-    }
-    if (log_path) {
-        if (outfile_open(&log_file, log_path) < 0) {
-            char why[VRL_ERROR_LEN];
-            snprintf(why, sizeof why, "%s", vrl_last_error());
-            vrl_error("--log-samples: %s", why);
-            goto done;
-        }
-        log = log_file.f;
     }
     if (scorer_init(&sc, be, &run.spec, run.params, batch, seq) < 0) goto done;
     sc.fixed_shape = fixed;
@@ -349,16 +378,13 @@ int cmd_eval(int argc, char **argv) {
     const double dt = now_seconds() - t0;
     printf("\n%zu forward passes in %.2f s\n", sc.forwards, dt);
     json_object_set_new(out, "seconds", json_real(dt));
-    if (log) {
-        log = NULL;
-        if (outfile_commit(&log_file) < 0) goto done;
-    }
+    if (log && outfile_commit(&log_file) < 0) goto done;
     char *js = json_dumps(out, JSON_INDENT(2) | JSON_REAL_PRECISION(17));
-    rc = js ? write_file_atomic(out_path, js, strlen(js)) : vrl_error("out of memory");
+    rc = js ? outfile_write(&out_file, js, strlen(js)) : vrl_error("out of memory");
     free(js);
+    if (rc == 0) rc = outfile_commit(&out_file);
     if (rc == 0) printf("wrote %s%s%s\n", out_path, log_path ? " and " : "", log_path ? log_path : "");
 done:
-    if (log) outfile_abort(&log_file); /* failed before the end: no half log appears */
     scorer_free(&sc);
     tok_free(tok);
     run_folder_close(&run);
@@ -366,6 +392,8 @@ done:
     json_decref(out);
     if (rc == 0) return 0;
 fail:
+    outfile_abort(&log_file); /* failed before the end: no half file appears */
+    outfile_abort(&out_file);
     fprintf(stderr, "vrl eval: %s\n", vrl_last_error()[0] ? vrl_last_error() : "failed (no reason recorded)");
     return 1;
 }

@@ -1,5 +1,6 @@
 /* cmd_generate.c: `vrl generate` — text from a trained run, one token at a time through the
  * reference's KV cache (ref/decode.c), sampled by common/eval/sample.c. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,19 +61,28 @@ typedef struct {
     size_t prompt_n;      /* tokens of the prompt */
 } Printer;
 
+/* Tokens appear as they are made; a write that fails (a full disk under `> out.txt`) ends
+ * the generation with its reason, which is known only here. */
+static int flush_stdout(void) {
+    errno = 0;
+    if (fflush(stdout) == 0 && !ferror(stdout)) return 0;
+    return vrl_error("write error on standard output: %s", strerror(errno ? errno : EIO));
+}
+
 static int emit(Printer *o, const TokIds *ids, int final) {
     char *text;
     size_t len;
     if (tok_decode(o->tok, ids->ids, ids->n, 1, &text, &len) < 0) return -1;
     size_t upto = len;
     if (!final && upto >= 3 && !memcmp(text + upto - 3, "\xEF\xBF\xBD", 3)) upto -= 3;
+    int rc = 0;
     if (upto > o->printed) {
         fwrite(text + o->printed, 1, upto - o->printed, stdout);
-        fflush(stdout);
+        rc = flush_stdout();
         o->printed = upto;
     }
     free(text);
-    return 0;
+    return rc;
 }
 
 /* GenerateSink: the prompt (text only; next < 0), then each token. */
@@ -81,8 +91,7 @@ static int print_token(void *ctx, const TokIds *ids, int32_t next) {
     if (o->tok) return emit(o, ids, next < 0);
     if (next < 0) return 0;
     printf("%s%d", ids->n > o->prompt_n + 1 ? " " : "", (int)next);
-    fflush(stdout);
-    return 0;
+    return flush_stdout();
 }
 
 int cmd_generate(int argc, char **argv) {
@@ -175,7 +184,7 @@ int cmd_generate(int argc, char **argv) {
     if (generate(be, &rm.spec, rm.params, &ids, max_new, draw_vocab, &sp, seed, print_token, &out, &st) < 0) goto done;
     if (as_text && emit(&out, &ids, 1) < 0) goto done;
     printf("\n");
-    fflush(stdout);
+    if (flush_stdout() < 0) goto done;
     fprintf(stderr, "vrl generate: %d tokens in %.3f s (%.1f tokens/s, %s); prompt %zu tokens in %.3f s", st.made,
             st.seconds, st.seconds > 0 ? st.made / st.seconds : 0.0, be->name, out.prompt_n, st.prompt_seconds);
     if (st.at_eos) fprintf(stderr, "; stopped at EOS (id %d)", rm.config.eos_id);

@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -11,22 +12,24 @@
 
 #include "common/base/error.h"
 
+/* gnuplot's absolute path, found once in PATH's absolute entries: gnuplot runs in the output
+ * folder, where an empty or relative entry ("::", "bin") would find a planted OUT/gnuplot */
+static char gnuplot_exe[4200];
+
 int gnuplot_available(void) {
+    if (gnuplot_exe[0]) return 1;
     const char *path = getenv("PATH");
     if (!path) return 0;
-    char dir[4096];
     while (*path) {
-        size_t n = strcspn(path, ":");
-        if (n > 0 && n < sizeof dir - 10) {
-            char exe[4200];
-            memcpy(dir, path, n);
-            dir[n] = '\0';
-            snprintf(exe, sizeof exe, "%s/gnuplot", dir);
-            if (access(exe, X_OK) == 0) return 1;
+        const size_t n = strcspn(path, ":");
+        if (n > 0 && path[0] == '/' && n < sizeof gnuplot_exe - 10) {
+            snprintf(gnuplot_exe, sizeof gnuplot_exe, "%.*s/gnuplot", (int)n, path);
+            if (access(gnuplot_exe, X_OK) == 0) return 1;
         }
         path += n;
         if (*path == ':') path++;
     }
+    gnuplot_exe[0] = '\0';
     return 0;
 }
 
@@ -41,12 +44,13 @@ int gnuplot_run(const char *dir, const char *script, const char *output) {
         return vrl_error("%s/%s: cannot replace: %s", dir, output, strerror(e));
     }
     close(dfd);
+    if (!gnuplot_available()) return vrl_error("%s/%s: gnuplot not found in PATH's absolute folders", dir, script);
     fflush(NULL); /* the child must not repeat our buffered output */
     pid_t pid = fork();
     if (pid < 0) return vrl_error("%s/%s: cannot start gnuplot", dir, script);
     if (pid == 0) {
         if (chdir(dir) != 0) _exit(126);
-        execlp("gnuplot", "gnuplot", script, (char *)NULL);
+        execl(gnuplot_exe, "gnuplot", script, (char *)NULL); /* never a PATH lookup from inside dir */
         _exit(127);
     }
     int status;

@@ -6,7 +6,8 @@
 
 #include <stdio.h>
 
-/* 1 when an executable `gnuplot` is on PATH. */
+/* 1 when an executable `gnuplot` is in an absolute PATH entry (empty and relative entries
+ * are skipped: gnuplot runs inside the output folder); gnuplot_run execs that path. */
 int gnuplot_available(void);
 
 /* Run `gnuplot SCRIPT` with DIR as its working folder, SCRIPT writing OUTPUT (both named

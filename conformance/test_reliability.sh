@@ -397,7 +397,9 @@ lock_link_untouched() {
   rm "$tmp/r/.lock"
   check lock_plain_resumes $T --resume "$tmp/r" --steps 4
   # the same for a dangling metrics.jsonl link in a folder given to --out
-  mkdir "$tmp/m" && ln -s "$tmp/victim/log" "$tmp/m/metrics.jsonl"
+  # (a run folder that stopped before its first save: since issue 49 a folder holding only the
+  # link is not vrl's and is refused before it is looked at)
+  mkdir "$tmp/m" && cp "$tmp/r/config.json" "$tmp/m/" && ln -s "$tmp/victim/log" "$tmp/m/metrics.jsonl"
   expect_error metrics_link_refused "m/metrics.jsonl: is a symbolic link; refusing to write through it" $T --steps 2 --out "$tmp/m"
   check metrics_link_not_created test ! -e "$tmp/victim/log"
 }
@@ -447,8 +449,8 @@ mknod_or_skip() {
   return 1
 }
 
-# special_output_kept: an output path holding a character device (a /dev/null made here) is
-# written in place and stays a device; a folder there is refused (issue 40 item 4)
+# special_output_kept: an output path the user named holding a character device (a /dev/null
+# made here) is written in place and stays a device; a folder there is refused (issue 40 item 4)
 special_output_kept() {
   byte_run "$tmp/r" || { echo "FAIL could not train"; fails=1; return; }
   local E="$VRL eval --ckpt $tmp/r --tokens $tmp/by/val.bin --overwrite"
@@ -461,9 +463,7 @@ special_output_kept() {
   fi
   mkdir "$tmp/dir.json"
   expect_error eval_out_folder_refused "dir.json: not a regular file (a folder); refusing to replace it" $E --out "$tmp/dir.json"
-  ln -s "$tmp/elsewhere.json" "$tmp/link.json" && echo keep >"$tmp/elsewhere.json"
-  check eval_out_link_runs $E --out "$tmp/link.json"
-  check eval_out_link_not_followed test "$(cat "$tmp/elsewhere.json")" = keep -a -f "$tmp/link.json" -a ! -L "$tmp/link.json"
+  # a link at --out was replaced by a file here until issue 49 (N1): now refused, link_output_refused
 }
 
 # byte_run RUN: a 3-step run of a 256-id model and byte shards $tmp/by/{train,val}.bin to score
@@ -523,6 +523,192 @@ small_items_40() {
     $T --steps 1 --variant "$(printf 'res\342\200\256former\033[31m')" --out "$tmp/v"
   no_raw() { ! LC_ALL=C grep -qF "$(printf '\342\200\256')" "$tmp/err" && ! LC_ALL=C grep -qF "$(printf '\033')" "$tmp/err"; }
   check rlo_not_raw no_raw
+}
+
+# ---------------------------------------------------------------- issue 49: only folders vrl made, old results whole
+
+# out_not_a_run_refused (N2): --out into a folder of someone's files is refused with one line
+# and nothing in it changes; in a run folder only vrl's own temporary names are cleaned
+out_not_a_run_refused() {
+  mkdir "$tmp/p" && echo mine >"$tmp/p/notes.tmp.2024" && echo '{"mine":1}' >"$tmp/p/config.json"
+  local before; before=$(hash_tree "$tmp/p")
+  expect_error out_foreign_refused "--out .*/p: not empty and not a vrl run folder" $T --steps 2 --out "$tmp/p"
+  check out_foreign_untouched test "$(hash_tree "$tmp/p")" = "$before"
+  $T --steps 2 --out "$tmp/r" >/dev/null 2>&1 || { echo "FAIL could not train"; fails=1; return; }
+  mkdir "$tmp/ns" && cp "$tmp/r/config.json" "$tmp/ns/" && echo mine >"$tmp/ns/notes.tmp.2024"
+  echo half >"$tmp/ns/config.json.vrl.tmp.99999"
+  check out_run_folder_accepted $T --steps 1 --out "$tmp/ns"
+  check out_user_tmp_name_kept test "$(cat "$tmp/ns/notes.tmp.2024")" = mine
+  check out_own_tmp_name_cleaned test ! -e "$tmp/ns/config.json.vrl.tmp.99999"
+  mkdir "$tmp/empty"
+  check out_empty_accepted $T --steps 1 --out "$tmp/empty"
+}
+
+# link_output_refused (N1): a link at a named output is never replaced by a file (--out,
+# --log-samples, with --overwrite); one to a FIFO (stdout as /dev/stdout is) is written through
+link_output_refused() {
+  byte_run "$tmp/r" || { echo "FAIL could not train"; fails=1; return; }
+  local E="$VRL eval --ckpt $tmp/r --tokens $tmp/by/val.bin --overwrite"
+  echo keep >"$tmp/elsewhere.json" && ln -s "$tmp/elsewhere.json" "$tmp/link.json"
+  expect_error out_link_refused "link.json: is a symbolic link; refusing to replace it" $E --out "$tmp/link.json"
+  expect_error log_link_refused "--log-samples: .*link.json: is a symbolic link" $E --out "$tmp/e.json" --log-samples "$tmp/link.json"
+  check link_kept test -L "$tmp/link.json" -a "$(cat "$tmp/elsewhere.json")" = keep
+  ln -s /proc/self/fd/1 "$tmp/stdout" # what /dev/stdout is, made here: a test never touches /dev
+  $E --out "$tmp/stdout" 2>"$tmp/err" | cat >"$tmp/piped"
+  check stdout_link_written_through grep -q '"token_perplexity"' "$tmp/piped"
+  check stdout_link_kept test -L "$tmp/stdout"
+}
+
+# tokenize_rerun_keeps_old (N3): a rerun of data tokenize that fails partway leaves the
+# previous shards whole and says so; a folder of someone's files is refused
+tokenize_rerun_keeps_old() {
+  local tok; tok="$(dirname "$0")/fixtures/tiny_tokenizer.json"
+  mkdir -p "$tmp/rg/train"
+  for d in Aaa Bbb; do
+    for i in $(seq 60); do echo "{\"text\": \"the cat sat on the mat, line $i of $d\"}"; done >"$tmp/rg/train/$d.jsonl"
+  done
+  local K="$VRL data tokenize --in $tmp/rg --tokenizer $tok --chunk 16 --shard-chunks 4 --threads 1"
+  $K --out "$tmp/tk" >/dev/null 2>&1 || { echo "FAIL could not tokenize"; fails=1; return; }
+  local before; before=$(hash_tree "$tmp/tk")
+  echo '{"text": 17}' >>"$tmp/rg/train/Bbb.jsonl" # Aaa's shards are rewritten before Bbb fails
+  $K --out "$tmp/tk" >/dev/null 2>"$tmp/err"
+  check rerun_fails test $? -eq 1
+  check rerun_says_kept grep -q "Bbb.jsonl:61: .*tk is as it was" "$tmp/err"
+  check rerun_old_shards_whole test "$(hash_tree "$tmp/tk")" = "$before"
+  mkdir "$tmp/mine" && echo mine >"$tmp/mine/notes.txt"
+  expect_error tokenize_foreign_refused "--out .*mine: not empty and not a folder this command wrote" $K --out "$tmp/mine"
+  check tokenize_foreign_kept test "$(cat "$tmp/mine/notes.txt")" = mine -a ! -e "$tmp/mine/train"
+}
+
+# step_subfolder_resumes (N4): a subfolder in an old step folder, or a folder named like a
+# temporary file in the run folder, never makes a resume fail nor leaves a step half removed
+step_subfolder_resumes() {
+  $T --steps 4 --save-every 2 --out "$tmp/r" >/dev/null 2>&1 || { echo "FAIL could not train"; fails=1; return; }
+  mkdir "$tmp/r/checkpoints/step-000002/sub" "$tmp/r/config.json.tmp.7"
+  check subfolder_resume_1 $T --resume "$tmp/r" --steps 6
+  check subfolder_resume_2 $T --resume "$tmp/r" --steps 8
+  check subfolder_step_whole test -f "$tmp/r/checkpoints/step-000002/model.safetensors" -a -d "$tmp/r/checkpoints/step-000002/sub"
+  check tmp_named_folder_kept test -d "$tmp/r/config.json.tmp.7"
+}
+
+# long_name DIR LEN: DIR extended by folders of up to 200 characters to LEN bytes
+long_name() {
+  local d=$1
+  while [ ${#d} -lt $(($2 - 201)) ]; do d="$d/$(printf "%0200d" 0)"; done
+  echo "$d/$(printf "%0$(($2 - ${#d} - 1))d" 0)"
+}
+
+# long_paths_refused_early (N5): a run folder within 46 bytes of PATH_MAX is refused before
+# training; an error naming a path of over 1000 bytes keeps its reason
+long_paths_refused_early() {
+  local d; d=$(long_name "$tmp" 4050) # its first save made paths past 4096 bytes
+  mkdir -p "$(dirname "$d")" || { echo "skip long_paths: cannot make a folder of ${#d} bytes"; return; }
+  expect_error long_out_refused "a checkpoint's files under it would pass PATH_MAX" $T --steps 2 --out "$d"
+  check long_out_nothing_made test ! -e "$d"
+  expect_error long_error_keeps_reason "not a run folder (no checkpoint); start a run with --out .*0$" \
+    $T --resume "$(long_name "$tmp" 1500)" --steps 2
+}
+
+# gnuplot_absolute_only (N6): analyze runs gnuplot from PATH's absolute folders only; an
+# empty or relative entry never runs a gnuplot planted in --out
+gnuplot_absolute_only() {
+  $T --steps 2 --out "$tmp/r" >/dev/null 2>&1 || { echo "FAIL could not train"; fails=1; return; }
+  mkdir -p "$tmp/o" "$tmp/bin"
+  printf '#!/bin/sh\n: >"%s/PWNED"\n' "$tmp" >"$tmp/o/gnuplot" # no PATH lookup inside: : and > are the shell's
+  printf '#!/bin/sh\n: >"%s/GOOD"\n' "$tmp" >"$tmp/bin/gnuplot"
+  chmod +x "$tmp/o/gnuplot" "$tmp/bin/gnuplot"
+  for path in ":$tmp/bin" ".:$tmp/bin"; do
+    rm -f "$tmp/PWNED" "$tmp/GOOD"
+    PATH="$path" "$VRL" analyze --loss "$tmp/r" --window 1 --out "$tmp/o" >/dev/null 2>&1
+    check "planted_gnuplot_not_run_${path%%:*}" test ! -e "$tmp/PWNED"
+    check "absolute_gnuplot_ran_${path%%:*}" test -e "$tmp/GOOD"
+  done
+}
+
+# vocab_pad_64bit (N7): a vocabulary of 2^31 - 1 pads to 2^31 rows (it overflowed an int)
+vocab_pad_64bit() {
+  printf '{"model_type": "llama", "hidden_size": 16, "intermediate_size": 56, "num_hidden_layers": 2,
+ "num_attention_heads": 2, "num_key_value_heads": 2, "vocab_size": 2147483647, "max_position_embeddings": 64,
+ "rms_norm_eps": 1e-05, "rope_theta": 10000.0}\n' >"$tmp/v.json"
+  "$VRL" info --model "$tmp/v.json" >"$tmp/out" 2>"$tmp/err"
+  check vocab_2_31_info_runs test $? -eq 0
+  check vocab_2_31_counted grep -q "parameters: 68,719,484,208" "$tmp/out"
+  expect_error vocab_2_31_memory "a model of 68719484208 parameters needs .* GiB of memory" $T --steps 1 --model "$tmp/v.json" --out "$tmp/v"
+}
+
+# default_output_no_device (N9): a FIFO planted at RUN/eval.json (a name vrl chose) is refused,
+# never written into
+default_output_no_device() {
+  byte_run "$tmp/r" || { echo "FAIL could not train"; fails=1; return; }
+  mkfifo "$tmp/r/eval.json"
+  expect_error planted_fifo_refused "eval.json: not a regular file (a FIFO); vrl writes into a device or FIFO only where" \
+    timeout 60 "$VRL" eval --ckpt "$tmp/r" --tokens "$tmp/by/val.bin" --overwrite
+  check planted_fifo_kept test -p "$tmp/r/eval.json"
+}
+
+# fifo_output_needs_reader (N10): --out FIFO with no reader fails at once with a line; with a
+# reader the summary goes through it
+fifo_output_needs_reader() {
+  byte_run "$tmp/r" || { echo "FAIL could not train"; fails=1; return; }
+  local E="$VRL eval --ckpt $tmp/r --tokens $tmp/by/val.bin --overwrite"
+  mkfifo "$tmp/f.json"
+  expect_error fifo_no_reader "f.json: a FIFO that no process is reading; start the reader first" timeout 60 $E --out "$tmp/f.json"
+  exec 3<>"$tmp/f.json" # a reader (read-write: the open never waits)
+  check fifo_with_reader timeout 60 $E --out "$tmp/f.json"
+  check fifo_got_summary test "$(timeout 10 head -c 1 <&3)" = "{"
+  exec 3>&-
+}
+
+# output_checked_first (N11): an output that cannot be written fails before the evaluation
+output_checked_first() {
+  byte_run "$tmp/r" || { echo "FAIL could not train"; fails=1; return; }
+  expect_error proc_out_refused "--out: /proc/vrl-eval.json.vrl.tmp.[0-9]*: cannot create" \
+    "$VRL" eval --ckpt "$tmp/r" --tokens "$tmp/by/val.bin" --out /proc/vrl-eval.json
+  check proc_out_before_work bash -c "! grep -q 'forward passes' '$tmp/out'"
+  expect_error missing_folder_refused "--out: .*no/such/eval.json.vrl.tmp.[0-9]*: cannot create" \
+    "$VRL" eval --ckpt "$tmp/r" --tokens "$tmp/by/val.bin" --out "$tmp/no/such/eval.json"
+  check missing_folder_before_work bash -c "! grep -q 'forward passes' '$tmp/out'"
+}
+
+# checkpoint_files_not_outputs (N12): eval never writes over a checkpoint's own files; a
+# damaged published step is reported with the previous one, whole
+checkpoint_files_not_outputs() {
+  byte_run "$tmp/r" || { echo "FAIL could not train"; fails=1; return; }
+  local E="$VRL eval --ckpt $tmp/r --tokens $tmp/by/val.bin --overwrite"
+  cp -L "$tmp/r/model.safetensors" "$tmp/model.orig" && cp "$tmp/r/config.json" "$tmp/config.orig"
+  expect_error latest_model_refused "--out .*latest/model.safetensors: inside the run's checkpoints/" \
+    $E --out "$tmp/r/latest/model.safetensors"
+  expect_error step_folder_refused "--out .*step-000003/x.json: inside the run's checkpoints/" \
+    $E --out "$tmp/r/checkpoints/step-000003/x.json"
+  expect_error config_refused "--out .*r/config.json: is the run's own" $E --out "$tmp/r/config.json"
+  check checkpoint_model_kept cmp -s "$tmp/r/model.safetensors" "$tmp/model.orig"
+  check run_config_kept cmp -s "$tmp/r/config.json" "$tmp/config.orig"
+  check checkpoint_resumes "$VRL" train --quiet --resume "$tmp/r" --steps 4
+  # a published step written over anyway: the resume names the whole step before it
+  $T --steps 4 --save-every 2 --out "$tmp/two" >/dev/null 2>&1 || { echo "FAIL could not train"; fails=1; return; }
+  echo '{}' >"$tmp/two/latest/model.safetensors"
+  expect_error damaged_latest_names_previous "the previous checkpoint .*step-000002 is untouched: remove .*two/latest" \
+    "$VRL" train --quiet --resume "$tmp/two" --steps 6
+}
+
+# small_items_49 (N13): --help to a full stdout fails; generate's stdout error says why; a
+# one-point curve plots without gnuplot warnings; no double slash in a message
+small_items_49() {
+  if mknod_or_skip full 1 7; then
+    to_full help_full "$VRL" --help
+    $T --steps 2 --out "$tmp/r" >/dev/null 2>&1 || { echo "FAIL could not train"; fails=1; return; }
+    "$VRL" generate --ckpt "$tmp/r" --ids 1,2 --max-new 3 >"$tmp/full" 2>"$tmp/err"
+    check generate_full_exit_1 test $? -eq 1
+    check generate_full_reason grep -q "write error on standard output: No space left on device" "$tmp/err"
+  fi
+  $T --steps 1 --out "$tmp/one" >/dev/null 2>&1 || { echo "FAIL could not train"; fails=1; return; }
+  if command -v gnuplot >/dev/null; then
+    "$VRL" analyze --loss "$tmp/one" --window 1 --out "$tmp/a1" >/dev/null 2>"$tmp/err"
+    check one_point_plots test -s "$tmp/a1/loss_curves.png"
+    check one_point_no_warning bash -c "! grep -qi warning '$tmp/err'"
+  fi
+  expect_error trailing_slash_one_slash "/nowhere/config.json: cannot open" "$VRL" generate --ckpt "$tmp/nowhere/" --ids 1
+  check no_double_slash bash -c "! grep -q 'nowhere//' '$tmp/err'"
 }
 
 # the group is one of the functions above

@@ -76,7 +76,11 @@ foreach(group no_shell_in_paths strict_numeric_flags diverged_run_is_json crafte
     threads_recorded small_items
     # issue 40: nothing outside the run folder is touched, no shell, no silent write failure
     stage_link_untouched step_link_untouched lock_link_untouched analyze_out_untouched no_shell_in_source
-    special_output_kept stdout_errors_fail small_items_40)
+    special_output_kept stdout_errors_fail small_items_40
+    # issue 49: vrl writes only into folders it made; a failed command leaves the old result whole
+    link_output_refused out_not_a_run_refused tokenize_rerun_keeps_old step_subfolder_resumes long_paths_refused_early
+    gnuplot_absolute_only vocab_pad_64bit default_output_no_device fifo_output_needs_reader output_checked_first
+    checkpoint_files_not_outputs small_items_49)
   add_test(NAME test_${group} COMMAND ${CMAKE_SOURCE_DIR}/conformance/test_reliability.sh ${group} $<TARGET_FILE:vrl>)
 endforeach()
 
@@ -87,7 +91,7 @@ foreach(t test_tokenizer test_mixture)
 endforeach()
 # The data tests drive `vrl data` through cmd_data() directly.
 vrl_test(test_data SOURCES conformance/test_data.c cli/cmd_data.c cli/cmd_data_reorganize.c cli/cmd_data_select.c
-  cli/cmd_data_tokenize.c cli/cmd_data_inspect.c cli/data_common.c cli/cmd_data_bytes.c cli/args.c LIBS vrl_common)
+  cli/cmd_data_tokenize.c cli/data_stage.c cli/cmd_data_inspect.c cli/data_common.c cli/cmd_data_bytes.c cli/args.c LIBS vrl_common)
 target_compile_definitions(test_data PRIVATE VRL_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
 
 # ---------------------------------------------------------------- value-path (formulas.md §4) and residual-stream (§5) variants, GPT-2

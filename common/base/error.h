@@ -5,7 +5,9 @@
 #ifndef VRL_ERROR_H
 #define VRL_ERROR_H
 
-#define VRL_ERROR_LEN 1024
+/* room for three paths of PATH_MAX and the reason after them: a message naming a long path
+ * keeps its reason */
+#define VRL_ERROR_LEN 13312
 
 /* Set the thread's last error (printf-style). Always returns -1 so callers can
  * write `return vrl_error("%s: truncated header", path);`. */

@@ -1,6 +1,6 @@
 /* fsutil.c: atomic writes and whole-file reads shared by every vrl writer.
  *
- * An atomic write goes to `path.tmp.PID` in the same directory (so rename() stays on
+ * An atomic write goes to `path.vrl.tmp.PID` in the same directory (so rename() stays on
  * one file system), is fsync'd, renamed over `path`, and then the directory is fsync'd
  * so the rename itself survives a power loss. Any failure removes the temp file and
  * leaves the old `path` untouched. */
@@ -65,16 +65,41 @@ int output_target(const char *path) {
     if (lstat(path, &st) < 0) return errno == ENOENT ? OUTPUT_REPLACE : vrl_error("%s: cannot stat: %s", path, strerror(errno));
     /* a link is replaced, never followed; a plain file is replaced by rename */
     if (S_ISREG(st.st_mode) || S_ISLNK(st.st_mode)) return OUTPUT_REPLACE;
+    /* a device or FIFO at a name vrl chose (a run folder's eval.json) was planted: the user
+     * named no such thing, so nothing is written into it */
+    if (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode))
+        return vrl_error("%s: not a regular file (%s); vrl writes into a device or FIFO only where one is named "
+                         "on the command line", path, file_kind(st.st_mode));
+    return vrl_error("%s: not a regular file (%s); refusing to replace it", path, file_kind(st.st_mode));
+}
+
+int output_target_named(const char *path) {
+    struct stat st;
+    if (lstat(path, &st) < 0) return errno == ENOENT ? OUTPUT_REPLACE : vrl_error("%s: cannot stat: %s", path, strerror(errno));
+    if (S_ISREG(st.st_mode)) return OUTPUT_REPLACE;
     if (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)) return OUTPUT_DIRECT;
+    if (S_ISLNK(st.st_mode)) {
+        /* a link is never replaced by a file: through it only to a device or FIFO (/dev/stdout) */
+        struct stat to;
+        if (stat(path, &to) == 0 && (S_ISCHR(to.st_mode) || S_ISFIFO(to.st_mode))) return OUTPUT_DIRECT;
+        return vrl_error("%s: is a symbolic link; refusing to replace it or to write through it (name the file "
+                         "itself, or remove the link)", path);
+    }
     return vrl_error("%s: not a regular file (%s); refusing to replace it", path, file_kind(st.st_mode));
 }
 
 int open_output_direct(const char *path) {
-    /* no O_CREAT, no O_TRUNC: the node is written as it stands, never replaced */
-    int fd = open(path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+    /* no O_CREAT, no O_TRUNC: the node is written as it stands, never replaced. O_NONBLOCK
+     * first: a FIFO nobody reads fails at once (ENXIO) instead of blocking for ever. Only
+     * named outputs come here, so a link (/dev/stdout) is followed to its device or FIFO. */
+    int fd = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0 && errno == ENXIO)
+        return vrl_error("%s: a FIFO that no process is reading; start the reader first", path);
     if (fd < 0) return vrl_error("%s: cannot open for writing: %s", path, strerror(errno));
     struct stat st;
-    if (fstat(fd, &st) < 0 || !(S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode))) {
+    const int flags = fcntl(fd, F_GETFL);
+    if (fstat(fd, &st) < 0 || !(S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)) || flags < 0 ||
+        fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) < 0) {
         close(fd);
         return vrl_error("%s: changed while being opened", path);
     }
@@ -82,7 +107,8 @@ int open_output_direct(const char *path) {
 }
 
 int create_temp_beside(const char *path, char *tmp, size_t n) {
-    if (snprintf(tmp, n, "%s.tmp.%ld", path, (long)getpid()) >= (int)n) return vrl_error("%s: path too long", path);
+    if (snprintf(tmp, n, "%s" VRL_TMP_INFIX "%ld", path, (long)getpid()) >= (int)n)
+        return vrl_error("%s: path too long", path);
     /* a leftover (or planted link) of the same name goes; O_EXCL|O_NOFOLLOW then makes a new file
      * here or fails, never writing through a link into another folder */
     unlink(tmp);
@@ -91,26 +117,10 @@ int create_temp_beside(const char *path, char *tmp, size_t n) {
     return fd;
 }
 
-/* Write the parts straight into a character device or FIFO that stands at `path`. */
-static int write_direct(const char *path, const void *const *parts, const size_t *sizes, int n_parts) {
-    int fd = open_output_direct(path);
-    if (fd < 0) return -1;
-    for (int i = 0; i < n_parts; i++) {
-        if (sizes[i] && write_all(fd, parts[i], sizes[i]) < 0) {
-            int e = errno;
-            close(fd);
-            return vrl_error("%s: write failed: %s", path, strerror(e));
-        }
-    }
-    if (close(fd) < 0) return vrl_error("%s: write failed: %s", path, strerror(errno));
-    return 0;
-}
-
 int write_file_atomic_parts(const char *path, const void *const *parts, const size_t *sizes, int n_parts) {
     const int target = output_target(path);
     if (target < 0) return -1;
-    if (target == OUTPUT_DIRECT) return write_direct(path, parts, sizes, n_parts);
-    char tmp[PATH_MAX];
+    char tmp[PATH_MAX + 32];
     int fd = create_temp_beside(path, tmp, sizeof tmp);
     if (fd < 0) return -1;
     for (int i = 0; i < n_parts; i++) {
@@ -260,9 +270,20 @@ int remove_flat_dir(const char *path) {
         return vrl_error("%s: cannot open: %s", path, strerror(e));
     }
     int rc = 0;
+    /* a folder inside (something a user put there) is never emptied: checked before anything
+     * goes, so the folder is either removed whole or left whole */
+    for (struct dirent *e; (e = readdir(d));) {
+        struct stat st;
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+        if (fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode)) {
+            rc = vrl_error("%s: holds a folder (%s) vrl did not make; left as it is", path, e->d_name);
+            break;
+        }
+    }
+    rewinddir(d);
     /* unlinkat relative to the descriptor: the entries of the folder opened above, whatever
      * happens to `path` meanwhile; a link inside is removed, not followed */
-    for (struct dirent *e; (e = readdir(d));) {
+    for (struct dirent *e; !rc && (e = readdir(d));) {
         if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
         if (unlinkat(dfd, e->d_name, 0) < 0 && errno != ENOENT)
             rc = vrl_error("%s/%s: cannot remove: %s", path, e->d_name, strerror(errno));

@@ -9,10 +9,10 @@
 #include <string.h>
 #include <unistd.h>
 
-int outfile_open(OutFile *o, const char *path) {
+static int open_as(OutFile *o, const char *path, int named) {
     memset(o, 0, sizeof *o);
-    snprintf(o->path, sizeof o->path, "%s", path);
-    const int target = output_target(path);
+    if (snprintf(o->path, sizeof o->path, "%s", path) >= (int)sizeof o->path) return vrl_error("%s: path too long", path);
+    const int target = named ? output_target_named(path) : output_target(path);
     if (target < 0) return -1;
     o->direct = target == OUTPUT_DIRECT; /* /dev/null, a FIFO: written as they are, never renamed over */
     int fd = o->direct ? open_output_direct(path) : create_temp_beside(path, o->tmp, sizeof o->tmp);
@@ -26,6 +26,10 @@ int outfile_open(OutFile *o, const char *path) {
     }
     return 0;
 }
+
+int outfile_open(OutFile *o, const char *path) { return open_as(o, path, 0); }
+
+int outfile_open_named(OutFile *o, const char *path) { return open_as(o, path, 1); }
 
 int outfile_write(OutFile *o, const void *data, size_t n) {
     if (n && fwrite(data, 1, n, o->f) != n) {

@@ -50,7 +50,8 @@ static int table_llama(ModelSpec *s) {
     }
     if (!rc) rc = add_norm(t, &lay->norm, "model.norm.weight", d);
     if (!rc) rc = add_linear(t, &lay->head, "lm_head.weight", c->vocab_size, d, std);
-    if (!rc) rc = param_table_pad_rows(t, (c->vocab_size + PARAM_VOCAB_PAD - 1) / PARAM_VOCAB_PAD * PARAM_VOCAB_PAD);
+    /* int64: vocab_size + 127 overflows an int from 2^31 - 127 (the GPT-2 path is int64 too) */
+    if (!rc) rc = param_table_pad_rows(t, ((int64_t)c->vocab_size + PARAM_VOCAB_PAD - 1) / PARAM_VOCAB_PAD * PARAM_VOCAB_PAD);
     /* formulas.md §5 mixing parameters, none for PLAIN */
     if (!rc) rc = stream_add_params(&s->stream, c, t, &lay->stream);
     return rc ? -1 : 0;

@@ -103,7 +103,7 @@ static int ckpt_dir(const char *run, char *dir, size_t n) {
 /* Replace `link` by a symlink to `target` with one rename (atomic for readers). */
 static int swap_symlink(const char *target, const char *link) {
     char tmp[PATH_MAX];
-    if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", link, (long)getpid()) >= (int)sizeof tmp)
+    if (snprintf(tmp, sizeof tmp, "%s" VRL_TMP_INFIX "%ld", link, (long)getpid()) >= (int)sizeof tmp)
         return vrl_error("%s: path too long", link);
     unlink(tmp);
     if (fault_point("symlink") < 0 || symlink(target, tmp) < 0)
@@ -133,6 +133,17 @@ void ckpt_discard(const char *stage) {
     vrl_error("%s", keep);
 }
 
+/* Remove a step or stage folder vrl is done with. One holding a subfolder (a user's, not
+ * vrl's) is left whole with a note, not an error: the run goes on, and no later --resume
+ * trips over a step folder half removed. */
+static int remove_step_folder(const char *path) {
+    if (remove_flat_dir(path) == 0) return 0;
+    if (!strstr(vrl_last_error(), "vrl did not make")) return -1;
+    fprintf(stderr, "vrl train: note: %s\n", vrl_last_error());
+    vrl_clear_error();
+    return 0;
+}
+
 /* Remove step folders other than `latest` and the `keep_previous` steps below it. */
 static int prune(const char *run, long latest, int keep_previous) {
     char dir[PATH_MAX], path[PATH_MAX];
@@ -149,7 +160,7 @@ static int prune(const char *run, long latest, int keep_previous) {
         if ((latest >= 0 && s > latest) || (s < 0 && step_of(e->d_name, ".stage-") >= 0)) {
             if (pathf(path, sizeof path, "%s/%s", dir, e->d_name) < 0) rc = -1;
             else if (fault_point("remove unpublished") < 0) rc = vrl_error("%s: cannot remove: %s", path, strerror(errno));
-            else if (remove_flat_dir(path) < 0) rc = -1;
+            else if (remove_step_folder(path) < 0) rc = -1;
         }
     }
     closedir(d);
@@ -160,7 +171,7 @@ static int prune(const char *run, long latest, int keep_previous) {
         if (newer < keep_previous) continue;
         if (pathf(path, sizeof path, "%s/" STEP_FMT, dir, steps[i]) < 0) rc = -1;
         else if (fault_point("remove old step") < 0) rc = vrl_error("%s: cannot remove: %s", path, strerror(errno));
-        else if (remove_flat_dir(path) < 0) rc = -1;
+        else if (remove_step_folder(path) < 0) rc = -1;
     }
     return rc;
 }
@@ -227,28 +238,19 @@ int ckpt_exists(const char *run) {
     return pathf(p, sizeof p, "%s/%s", run, linked_files[0]) == 0 && lstat(p, &st) == 0 && S_ISREG(st.st_mode);
 }
 
-/* "NAME.tmp.DIGITS" */
-static int is_tmp_name(const char *name) {
-    const char *t = strstr(name, ".tmp.");
-    if (!t || t == name) return 0;
-    t += 5;
-    if (!*t) return 0;
-    for (; *t; t++)
-        if (*t < '0' || *t > '9') return 0;
-    return 1;
-}
-
 int ckpt_clean(const char *run, int keep_previous) {
     DIR *d = opendir(run);
     if (!d) return errno == ENOENT ? 0 : vrl_error("%s: cannot open: %s", run, strerror(errno));
     char path[PATH_MAX];
     int rc = 0;
     for (struct dirent *e; (e = readdir(d));) {
-        if (!is_tmp_name(e->d_name)) continue;
+        if (!run_is_own_tmp(e->d_name)) continue;
         if (pathf(path, sizeof path, "%s/%s", run, e->d_name) < 0) {
             rc = -1;
             break;
         }
+        struct stat st; /* a folder of that name is nothing a writer left: kept */
+        if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode)) continue;
         if (unlink(path) < 0 && errno != ENOENT) rc = vrl_error("%s: cannot remove: %s", path, strerror(errno));
     }
     closedir(d);

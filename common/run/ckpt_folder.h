@@ -49,7 +49,9 @@ int ckpt_republish(const char *run, long step);
 
 /* At the start of a run, with the run lock held: remove stage folders, steps that were
  * renamed but never published, steps older than the `keep_previous` before the
- * latest (a save killed while pruning), and `*.tmp.PID` files that killed writers left.
+ * latest (a save killed while pruning), and the temporary files of vrl's own names
+ * (`config.json.vrl.tmp.PID`, ...) that killed writers left; nothing else. A step folder
+ * holding a subfolder is left whole with a note.
  * Without a published latest no step folder is removed: only stages and temporary files. */
 int ckpt_clean(const char *run, int keep_previous);
 

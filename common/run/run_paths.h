@@ -21,4 +21,9 @@
  * folder). 0, or -1 with vrl_error when it does not fit in n. */
 int run_path(char *out, size_t n, const char *run, const char *file);
 
+/* 1 when `name` is a temporary file vrl made for one of the names above: NAME.vrl.tmp.DIGITS,
+ * or NAME.tmp.DIGITS as vrl named them before VRL_TMP_INFIX. Never a pattern over the user's
+ * names: notes.tmp.2024 is not one. What a run cleans at its start. */
+int run_is_own_tmp(const char *name);
+
 #endif

@@ -2,6 +2,7 @@
 #include "common/run/trainer.h"
 #include "common/run/hf_export.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +16,7 @@
 #include "common/run/stop_request.h"
 #include "common/run/dist.h"
 #include "common/run/run_folder.h"
+#include "common/run/out_folder.h"
 #include "common/run/runlock.h"
 #include "common/eval/domainval.h"
 #include "common/base/error.h"
@@ -182,7 +184,17 @@ static int resume_open(const char *run, const TrainArgs *cli, DType dt, int root
         if (!rc) rc = vrl_error("--model %s: differs from the run's %s; a resumed run keeps its model",
                                 config_origin(&cli->model), path);
     }
-    if (!rc) rc = run_folder_read(&rf, RUN_OPEN_PARAMS | RUN_OPEN_MOMENTS);
+    if (!rc && run_folder_read(&rf, RUN_OPEN_PARAMS | RUN_OPEN_MOMENTS) < 0) {
+        rc = -1;
+        long steps[2];
+        char why[VRL_ERROR_LEN];
+        /* the published step is damaged (a file written over it): the one before is whole */
+        if (ckpt_steps(run, steps, 2) == 2 && ckpt_step_dir(run, steps[1], path, sizeof path) == 0) {
+            snprintf(why, sizeof why, "%s", vrl_last_error());
+            vrl_error("%s; the previous checkpoint %s is untouched: remove %s/latest and --resume continues from "
+                      "the newest step that verifies", why, path, run);
+        }
+    }
     if (rc) {
         run_folder_close(&rf);
         return -1;
@@ -323,6 +335,14 @@ static int run_open(TrainArgs *a, Run *r) {
     char path[TRAIN_PATH_LEN + 64];
     char changes[1024] = ""; /* flags a --resume changed, for metrics.jsonl */
     if (train_args_check(a, NULL) < 0) return -1;
+    /* the longest path a save makes (a stage's state file while written, any step number
+     * --steps allows): a folder near PATH_MAX is refused now, not at the first save */
+    char longest[PATH_MAX];
+    const int need = snprintf(longest, sizeof longest, "%s/%s/.stage-%06ld/%s" VRL_TMP_INFIX "%d", a->out,
+                              RUN_CHECKPOINTS, 1L << 40, RUN_TRAIN_STATE, INT_MAX);
+    if (need < 0 || need >= (int)sizeof longest)
+        return vrl_error("%s: a path of %zu bytes; a checkpoint's files under it would pass PATH_MAX (%d bytes)",
+                         a->out, strlen(a->out), PATH_MAX);
     if (run_path(path, sizeof path, a->out, RUN_CONFIG) < 0) return -1;
     if (a->resume) {
         /* The lock comes first: another run may be writing the folder (rank 0 holds it). */
@@ -348,6 +368,7 @@ static int run_open(TrainArgs *a, Run *r) {
         if (ckpt_exists(a->out))
             return vrl_error("%s: already holds a run; continue it with --resume %s or choose another --out", a->out,
                              a->out);
+        if (out_folder_check(a->out) < 0) return -1; /* someone's files, never replaced or cleaned */
         if (a->sched.decay_end < 0) a->sched.decay_end = a->steps;
         if (host_state_alloc(h, &a->model, a->spec, be->dtype) < 0) return -1;
         init_params(h, be->dtype, a->seed);
