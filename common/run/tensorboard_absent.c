@@ -1,0 +1,23 @@
+/* tensorboard_absent.c: tensorboard.h where the build found no protobuf-c or ISA-L
+ * (CMakeLists.txt; scripts/deps.sh installs both, a packed GPU machine may lack them):
+ * training goes on with metrics.jsonl alone, and says so once. */
+#include "common/run/tensorboard.h"
+
+#include <stdio.h>
+#include <string.h>
+
+int tb_open(TbWriter *w, const char *run_dir, long keep_upto_step) {
+    (void)keep_upto_step;
+    memset(w, 0, sizeof *w);
+    w->fd = -1;
+    fprintf(stderr, "vrl train: %s: no TensorBoard events file (this vrl was built without protobuf-c and ISA-L; "
+                    "scripts/deps.sh installs them)\n", run_dir);
+    return 0;
+}
+
+void tb_close(TbWriter *w) { w->fd = -1; }
+
+int tb_write_scalars(TbWriter *w, long step, int n, const char *const *tags, const double *values) {
+    (void)w, (void)step, (void)n, (void)tags, (void)values;
+    return 0;
+}
