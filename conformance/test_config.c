@@ -181,6 +181,40 @@ Test(config, end_token_ids) {
                  "\"eos_token_id\" must be an integer or null");
 }
 
+/* What transformers' save_pretrained adds (issue 50, docs/huggingface.md): 4.44's _name_or_path and
+ * torch_dtype, 5.x's dtype, pad_token_id and rope_parameters (its rope_theta is used), generate()
+ * defaults: all load; a scaled RoPE, an encoder-decoder or two different thetas do not. */
+Test(config, transformers_save_pretrained_keys) {
+    const char *dir = test_tmpdir();
+    ModelConfig c;
+    cr_assert_eq(config_load_json(write_cfg(dir, ",\n  \"_name_or_path\": \"runs/a\", \"torch_dtype\": \"float64\","
+                                                 " \"transformers_version\": \"4.44.0\", \"rope_scaling\": null,"
+                                                 " \"rope_theta\": 500.0, \"use_cache\": true, \"max_length\": 20"),
+                                  &c),
+                 0, "%s", vrl_last_error());
+    cr_assert_float_eq(c.rope_theta, 500.0, 0);
+    cr_assert_eq(config_load_json(write_cfg(dir, ",\n  \"dtype\": \"float32\", \"pad_token_id\": null,"
+                                                 " \"rope_parameters\": {\"rope_theta\": 250.0, \"rope_type\": \"default\"},"
+                                                 " \"transformers_version\": \"5.23.0\", \"output_hidden_states\": false,"
+                                                 " \"is_encoder_decoder\": false, \"add_cross_attention\": false"),
+                                  &c),
+                 0, "%s", vrl_last_error());
+    cr_assert_float_eq(c.rope_theta, 250.0, 0, "rope_parameters.rope_theta is the theta");
+    expect_error(config_load_json(write_cfg(dir, ",\n  \"rope_parameters\": {\"rope_theta\": 1e4, \"rope_type\": \"linear\","
+                                                 " \"factor\": 2.0}"),
+                                  &c),
+                 "rope_parameters.rope_type must be \"default\"");
+    expect_error(config_load_json(write_cfg(dir, ",\n  \"rope_parameters\": {\"rope_theta\": 1e4, \"factor\": 2.0}"), &c),
+                 "rope_parameters.factor is not supported");
+    expect_error(config_load_json(write_cfg(dir, ",\n  \"rope_theta\": 1e4, \"rope_parameters\": {\"rope_theta\": 5e5}"),
+                                  &c),
+                 "rope_theta 10000 differs from rope_parameters.rope_theta 500000");
+    expect_error(config_load_json(write_cfg(dir, ",\n  \"is_encoder_decoder\": true"), &c),
+                 "is_encoder_decoder must be false");
+    expect_error(config_load_json(write_cfg(dir, ",\n  \"add_cross_attention\": 1"), &c),
+                 "key \"add_cross_attention\" must be true or false");
+}
+
 Test(config, rejects) {
     const char *dir = test_tmpdir();
     ModelConfig c;

@@ -49,7 +49,6 @@ static int truncate_after(const char *path, long keep) {
 
 int metrics_open(Metrics *m, const char *run_dir, long keep_upto_step) {
     memset(m, 0, sizeof *m);
-    m->tb.fd = -1;
     if (run_path(m->path, sizeof m->path, run_dir, RUN_METRICS) < 0) return -1;
     if (keep_upto_step >= 0 && truncate_after(m->path, keep_upto_step) < 0) return -1;
     if (keep_upto_step < 0 && file_exists(m->path)) {

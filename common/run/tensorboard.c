@@ -99,7 +99,6 @@ static int truncate_after(const char *path, long keep) {
 
 int tb_open(TbWriter *w, const char *run_dir, long keep_upto_step) {
     memset(w, 0, sizeof *w);
-    w->fd = -1;
     if (run_path(w->path, sizeof w->path, run_dir, RUN_TB_EVENTS) < 0) return -1;
     if (keep_upto_step >= 0 && truncate_after(w->path, keep_upto_step) < 0) return -1;
     if (keep_upto_step < 0 && file_exists(w->path)) {
@@ -114,6 +113,7 @@ int tb_open(TbWriter *w, const char *run_dir, long keep_upto_step) {
         if (errno == ELOOP) return vrl_error("%s: is a symbolic link; refusing to write through it (remove it)", w->path);
         return vrl_error("%s: cannot open for writing: %s", w->path, strerror(errno));
     }
+    w->is_open = 1;
     if (lseek(w->fd, 0, SEEK_END) == 0) { /* a new file starts with its format's version */
         Tensorboard__Event ev = TENSORBOARD__EVENT__INIT;
         ev.wall_time = wall_time();
@@ -125,11 +125,12 @@ int tb_open(TbWriter *w, const char *run_dir, long keep_upto_step) {
 }
 
 void tb_close(TbWriter *w) {
-    if (w->fd >= 0) close(w->fd);
-    w->fd = -1;
+    if (w->is_open) close(w->fd);
+    w->is_open = 0;
 }
 
 int tb_write_scalars(TbWriter *w, long step, int n, const char *const *tags, const double *values) {
+    if (!w->is_open) return 0;
     if (n < 1 || n > TB_MAX_SCALARS) return vrl_error("%s: %d scalars in one event (1..%d)", w->path, n, TB_MAX_SCALARS);
     Tensorboard__SummaryValue vals[TB_MAX_SCALARS], *ptrs[TB_MAX_SCALARS];
     for (int i = 0; i < n; i++) {

@@ -8,7 +8,8 @@
 #define VRL_TENSORBOARD_H
 
 typedef struct {
-    int fd;                  /* the events file, appended record by record; -1 when closed */
+    int is_open;             /* 0 (a zeroed TbWriter too): nothing is written or closed */
+    int fd;                  /* the events file, appended record by record */
     char path[4200];
 } TbWriter;
 
