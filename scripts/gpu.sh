@@ -77,7 +77,9 @@ MEMCHECK_CASES=(hd64_baseline hd128_gqa_resformer gqa4_resformer_dense gqa4_neut
 RACE_CASE=hd64_baseline
 
 # The targeted build: the two programs the GPU steps run, for sm_90, without the CPU layer or MPI.
-CMAKE_FLAGS=(-DCMAKE_BUILD_TYPE=Release -DVRL_MPI=OFF -DVRL_CUDA_CPU=OFF -DCMAKE_CUDA_ARCHITECTURES=90)
+# VRL_TENSORBOARD=OFF: the packed libraries (DEBS) have no protobuf-c or ISA-L, and the two programs
+# write no run folder
+CMAKE_FLAGS=(-DCMAKE_BUILD_TYPE=Release -DVRL_MPI=OFF -DVRL_CUDA_CPU=OFF -DCMAKE_CUDA_ARCHITECTURES=90 -DVRL_TENSORBOARD=OFF)
 [ "${VRL_GPU_CUDNN:-AUTO}" = OFF ] && CMAKE_FLAGS+=(-DVRL_CUDNN=OFF) # the plumbing test: no 2-minute cuDNN TU
 
 # source_stamp: a hash of every file the two programs are built from (no git needed: the

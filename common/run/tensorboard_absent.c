@@ -9,8 +9,8 @@
 int tb_open(TbWriter *w, const char *run_dir, long keep_upto_step) {
     (void)keep_upto_step;
     memset(w, 0, sizeof *w); /* never open: tb_write_scalars and tb_close do nothing */
-    fprintf(stderr, "vrl train: %s: no TensorBoard events file (this vrl was built without protobuf-c and ISA-L; "
-                    "scripts/deps.sh installs them)\n", run_dir);
+    fprintf(stderr, "vrl train: %s: no TensorBoard events file (this vrl was built with VRL_TENSORBOARD=OFF or "
+                    "without protobuf-c and ISA-L; scripts/deps.sh installs them)\n", run_dir);
     return 0;
 }
 
