@@ -181,6 +181,54 @@ Test(config, end_token_ids) {
                  "\"eos_token_id\" must be an integer or null");
 }
 
+/* What transformers' save_pretrained adds (issue 50, docs/huggingface.md): 4.44's _name_or_path and
+ * torch_dtype, 5.x's dtype, pad_token_id and rope_parameters (its rope_theta is used), generate()
+ * defaults: all load; a scaled RoPE, an encoder-decoder or two different thetas do not. */
+Test(config, transformers_save_pretrained_keys) {
+    const char *dir = test_tmpdir();
+    ModelConfig c;
+    cr_assert_eq(config_load_json(write_cfg(dir, ",\n  \"_name_or_path\": \"runs/a\", \"torch_dtype\": \"float64\","
+                                                 " \"transformers_version\": \"4.44.0\", \"rope_scaling\": null,"
+                                                 " \"rope_theta\": 500.0, \"use_cache\": true, \"max_length\": 20"),
+                                  &c),
+                 0, "%s", vrl_last_error());
+    cr_assert_float_eq(c.rope_theta, 500.0, 0);
+    cr_assert_eq(config_load_json(write_cfg(dir, ",\n  \"dtype\": \"float32\", \"pad_token_id\": null,"
+                                                 " \"rope_parameters\": {\"rope_theta\": 250.0, \"rope_type\": \"default\"},"
+                                                 " \"transformers_version\": \"5.23.0\", \"output_hidden_states\": false,"
+                                                 " \"is_encoder_decoder\": false, \"add_cross_attention\": false"),
+                                  &c),
+                 0, "%s", vrl_last_error());
+    cr_assert_float_eq(c.rope_theta, 250.0, 0, "rope_parameters.rope_theta is the theta");
+    expect_error(config_load_json(write_cfg(dir, ",\n  \"rope_parameters\": {\"rope_theta\": 1e4, \"rope_type\": \"linear\","
+                                                 " \"factor\": 2.0}"),
+                                  &c),
+                 "rope_parameters.rope_type must be \"default\"");
+    expect_error(config_load_json(write_cfg(dir, ",\n  \"rope_parameters\": {\"rope_theta\": 1e4, \"factor\": 2.0}"), &c),
+                 "rope_parameters.factor is not supported");
+    expect_error(config_load_json(write_cfg(dir, ",\n  \"rope_theta\": 1e4, \"rope_parameters\": {\"rope_theta\": 5e5}"),
+                                  &c),
+                 "rope_theta 10000 differs from rope_parameters.rope_theta 500000");
+    expect_error(config_load_json(write_cfg(dir, ",\n  \"is_encoder_decoder\": true"), &c),
+                 "is_encoder_decoder must be false");
+    expect_error(config_load_json(write_cfg(dir, ",\n  \"add_cross_attention\": 1"), &c),
+                 "key \"add_cross_attention\" must be true or false");
+    /* GPT-2 as transformers 5.23 saves GPT2LMHeadModel (its keys beside the model's own) */
+    const char *gpt2 = "{\"activation_function\": \"gelu_new\", \"add_cross_attention\": false, \"architectures\": "
+                       "[\"GPT2LMHeadModel\"], \"attn_pdrop\": 0.1, \"bos_token_id\": 50, \"dtype\": \"float32\", "
+                       "\"embd_pdrop\": 0.1, \"eos_token_id\": 50, \"initializer_range\": 0.02, \"layer_norm_epsilon\": 1e-05, "
+                       "\"model_type\": \"gpt2\", \"n_embd\": 32, \"n_head\": 4, \"n_inner\": 128, \"n_layer\": 2, "
+                       "\"n_positions\": 64, \"pad_token_id\": null, \"reorder_and_upcast_attn\": false, \"resid_pdrop\": 0.1, "
+                       "\"scale_attn_by_inverse_layer_idx\": false, \"scale_attn_weights\": true, \"summary_activation\": "
+                       "null, \"summary_first_dropout\": 0.1, \"summary_proj_to_labels\": true, \"summary_type\": "
+                       "\"cls_index\", \"summary_use_proj\": true, \"tie_word_embeddings\": false, "
+                       "\"transformers_version\": \"5.23.0\", \"use_cache\": true, \"vocab_size\": 256}";
+    const char *p = test_path(dir, "gpt2.json");
+    test_write(p, gpt2, strlen(gpt2));
+    cr_assert_eq(config_load_json(p, &c), 0, "%s", vrl_last_error());
+    cr_assert(c.arch == ARCH_GPT2 && c.d_model == 32 && c.eos_id == 50);
+}
+
 Test(config, rejects) {
     const char *dir = test_tmpdir();
     ModelConfig c;

@@ -9,7 +9,12 @@
 #      "vrl"; AutoTokenizer.from_pretrained(RUN) gives the byte ids vrl uses;
 #   4. a left-padded batch of three prompts gives each prompt's own logits and greedy generate()
 #      (baseline, ResFormer, SVFormer, AttnRes, mHC; float32 and float64 as transformers ships
-#      them, and fp64 mode).
+#      them, and fp64 mode);
+#   5. forward()'s output_hidden_states, output_attentions, inputs_embeds and return_dict on every
+#      folder as LlamaForCausalLM has them (and = LlamaForCausalLM on the baseline); torch_dtype is
+#      the stored dtype (an fp64 run says float64 and loads as float64);
+#   6. a transformers 5 save_pretrained copy of the baseline and the ResFormer folder: vrl eval gives
+#      the original's loss, vrl generate its tokens.
 # Python: $VRL_PYTHON, else python/.venv/bin/python (python/make_venv.sh makes it). Without a
 # Python that imports torch and transformers the test is skipped (exit 77).
 # usage: test_hf.sh PATH/TO/vrl
@@ -64,6 +69,39 @@ done
 echo "vrl generate vs HF generate (baseline): $(cat "$tmp/baseline.vrl")"
 check llama_warns_on_resformer grep -q "model of type \`vrl\` to instantiate a model of type \`llama\`" "$tmp/resformer.warn"
 check tokenizer_bytes test "$(cat "$tmp/resformer.tok")" = "116 104 101 32 99 97 116"
+
+# forward() options (transformers as shipped: a process without fp64 mode)
+$CHECK outputs "$tmp/baseline" $names >"$tmp/outputs.log" 2>&1
+outputs_rc=$?
+grep "max |diff|" "$tmp/outputs.log"
+[ $outputs_rc -eq 0 ] || grep -B2 -A3 "Error" "$tmp/outputs.log" | tail -6
+check hf_forward_options_every_family test $outputs_rc -eq 0
+
+# torch_dtype: the dtype model.safetensors holds
+$VRL train --quiet --model "$tmp/mha.json" --variant hc:n=4 --precision fp64 --data "$tmp/bytes/train.bin" \
+  --val-data "$tmp/bytes/val.bin" --steps 2 --batch 2 --seq 16 --out "$tmp/hc_f64" || echo "FAIL training hc_f64"
+check torch_dtype_is_stored_dtype $CHECK dtype "$tmp/hc_f64" float64 "$tmp/resformer" float32
+
+# transformers 5 save_pretrained copies: transformers' own config.json (dtype, pad_token_id,
+# rope_parameters, ...) and model.safetensors, read by vrl
+$CHECK resave "$tmp/baseline" "$tmp/baseline.saved" "$tmp/resformer" "$tmp/resformer.saved" >"$tmp/resave.log" 2>&1 \
+  || tail -3 "$tmp/resave.log"
+grep "save_pretrained" "$tmp/resave.log"
+nll() { grep -o '"nll": [^,]*' "$1" | cut -d' ' -f2; }
+for name in baseline resformer; do
+  check "resaved_${name}_has_transformers5_keys" grep -q "^$name: .* dtype .* pad_token_id .* rope_parameters " \
+    "$tmp/resave.log"
+  for r in "$name" "$name.saved"; do
+    $VRL eval --ckpt "$tmp/$r" --tokens "$tmp/bytes/val.bin" --out "$tmp/$r.eval.json" >/dev/null 2>"$tmp/eval.err" \
+      || cat "$tmp/eval.err"
+  done
+  echo "$name: vrl eval nll: original $(nll "$tmp/$name.eval.json"), transformers' copy $(nll "$tmp/$name.saved.eval.json")"
+  check "resaved_${name}_same_eval_loss" cmp <(grep -E '"(nll|tokens)"' "$tmp/$name.eval.json") \
+    <(grep -E '"(nll|tokens)"' "$tmp/$name.saved.eval.json")
+  $VRL generate --ckpt "$tmp/$name.saved" --precision fp64 --output ids --ids 116,104,101,32 --max-new 24 \
+    >"$tmp/$name.saved.vrl" 2>/dev/null
+  check "resaved_${name}_same_generate" cmp "$tmp/$name.vrl" "$tmp/$name.saved.vrl"
+done
 
 # left padding (its own process: the runs above switched transformers to fp64 mode)
 $CHECK padded 24 "$tmp/baseline" "$tmp/resformer" "$tmp/svformer" "$tmp/attnres" "$tmp/mhc" >"$tmp/padded.log" 2>&1

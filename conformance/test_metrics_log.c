@@ -1,6 +1,7 @@
 /* test_metrics_log.c: RUN/metrics.jsonl (common/run/metrics.c) stays valid JSON line by
  * line: non-finite values are null, a failed write is an error, and a resume drops lines
- * past the checkpoint and any line a full disk cut or glued to the next. */
+ * past the checkpoint and any line a full disk cut or glued to the next. The TensorBoard events
+ * file beside it (common/run/tensorboard.c) is cut back the same way. */
 #include <criterion/criterion.h>
 #include <jansson.h>
 #include <limits.h>
@@ -84,4 +85,46 @@ Test(metrics_log, restart_keeps_the_old_log) {
     char *text = read_all(old);
     cr_assert_str_eq(text, "{\"step\":1}\n");
     free(text);
+}
+
+/* The events file: a resume keeps the records up to the checkpoint's step and drops the rest and
+ * a record cut short (its contents are read by TensorBoard itself in test_tensorboard.sh). */
+static long events_size(const char *dir) {
+    char path[PATH_MAX + 64];
+    snprintf(path, sizeof path, "%s/events.out.tfevents.vrl", dir);
+    void *d;
+    size_t n;
+    if (read_file_all(path, &d, &n) != 0) return -1;
+    free(d);
+    return (long)n;
+}
+
+Test(metrics_log, resume_cuts_the_events_file) {
+#ifndef VRL_HAVE_TENSORBOARD
+    cr_skip_test("built without protobuf-c and ISA-L (VRL_TENSORBOARD): no events file");
+#endif
+    const char *dir = test_tmpdir();
+    Metrics m;
+    cr_assert(metrics_open(&m, dir, -1) == 0);
+    cr_assert(metrics_log_step(&m, 1, 3.0, 1e-3, 1.0, 10.0) == 0);
+    cr_assert(metrics_log_step(&m, 2, 2.9, 1e-3, 1.0, 10.0) == 0);
+    cr_assert(metrics_log_eval(&m, 2, "val", "ArXiv", 2.95) == 0);
+    metrics_close(&m);
+    const long upto2 = events_size(dir);
+    cr_assert(upto2 > 0);
+    cr_assert(metrics_open(&m, dir, 2) == 0);
+    cr_assert(metrics_log_step(&m, 3, 2.8, 1e-3, 1.0, 10.0) == 0);
+    metrics_close(&m);
+    const long upto3 = events_size(dir);
+    cr_assert(upto3 > upto2, "step 3 appended: %ld > %ld", upto3, upto2);
+    char path[PATH_MAX + 64];
+    snprintf(path, sizeof path, "%s/events.out.tfevents.vrl", dir);
+    FILE *f = fopen(path, "ab"); /* a record a crash cut after 5 bytes */
+    cr_assert(f && fwrite("\x20\0\0\0\0", 1, 5, f) == 5 && fclose(f) == 0);
+    cr_assert(metrics_open(&m, dir, 5) == 0);
+    metrics_close(&m);
+    cr_assert_eq(events_size(dir), upto3, "the cut record is dropped, the whole ones kept");
+    cr_assert(metrics_open(&m, dir, 2) == 0);
+    metrics_close(&m);
+    cr_assert_eq(events_size(dir), upto2, "step 3 is past the checkpoint at step 2");
 }

@@ -461,6 +461,14 @@ add_test(NAME test_generate_cli COMMAND ${CMAKE_SOURCE_DIR}/conformance/test_gen
 # 10 minutes each measured on this 2-core machine at load average ~21: twice that as the bound.
 add_test(NAME test_hf COMMAND ${CMAKE_SOURCE_DIR}/conformance/test_hf.sh $<TARGET_FILE:vrl>)
 set_tests_properties(test_hf PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 1800 ENVIRONMENT "TMPDIR=${VRL_TEST_TMP}")
+# TensorBoard's own reader (tensorboard from PyPI, same Python; skipped without it) on the events
+# file of a tiny run and of a run killed in a save and resumed: = metrics.jsonl, no step twice.
+# Only where the build writes the file (protobuf-c and ISA-L found, CMakeLists.txt). ~3.5 s
+# wall, 2 CPU s (shared machine).
+if(VRL_HAVE_TENSORBOARD)
+  add_test(NAME test_tensorboard COMMAND ${CMAKE_SOURCE_DIR}/conformance/test_tensorboard.sh $<TARGET_FILE:vrl>)
+  set_tests_properties(test_tensorboard PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 ENVIRONMENT "TMPDIR=${VRL_TEST_TMP}")
+endif()
 # lm-evaluation-harness itself on byte / GPT-2 / NeoX run folders == vrl eval (same Python; skipped
 # without it or without ../shared/data)
 add_test(NAME test_lmeval_hf COMMAND ${CMAKE_SOURCE_DIR}/conformance/test_lmeval_hf.sh $<TARGET_FILE:vrl>

@@ -17,7 +17,7 @@ HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 hash=$(sha256sum "$HERE/requirements.txt" | cut -c1-12)
 REAL="${VRL_VENV_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/vrl/venv-$hash}"
 VENV="$REAL"
-ready() { "$VENV/bin/python" -c "import torch, transformers, safetensors, lm_eval, accelerate" 2>/dev/null; }
+ready() { "$VENV/bin/python" -c "import torch, transformers, safetensors, lm_eval, accelerate, tensorboard.backend.event_processing.event_accumulator" 2>/dev/null; }
 link() { [ "$(readlink "$HERE/.venv" 2>/dev/null)" = "$REAL" ] || { rm -rf "$HERE/.venv" && ln -s "$REAL" "$HERE/.venv"; }; }
 if [ -x "$VENV/bin/python" ] && ready; then
   link
@@ -33,7 +33,7 @@ if ! "$VENV/bin/python" -c "import torch" 2>/dev/null; then
   "$VENV/bin/pip" install --quiet --disable-pip-version-check "torch==2.15.0"
 fi
 if ! ready; then
-  echo "make_venv.sh: $VENV: torch, transformers, safetensors, lm_eval or accelerate still does not import" >&2
+  echo "make_venv.sh: $VENV: torch, transformers, safetensors, lm_eval, accelerate or tensorboard still does not import" >&2
   exit 1
 fi
 link

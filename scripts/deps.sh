@@ -12,6 +12,7 @@ VRL_PACKAGES=(
   libzstd-dev          # .jsonl.zst corpora
   libpcre2-dev         # the GPT-2 pre-tokenizer regex
   libutf8proc-dev      # NFC normalisation
+  libprotobuf-c-dev protobuf-c-compiler libisal-dev  # TensorBoard events: Event protobuf, CRC-32C
   ccache               # the mutation tests rebuild a copy of the tree: only the mutated file, not all
   gnuplot-nox          # PNG plots
   clang libclang-rt-dev  # libFuzzer + sanitizers: fuzz/ in scripts/test.sh's second build

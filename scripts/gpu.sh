@@ -77,7 +77,10 @@ MEMCHECK_CASES=(hd64_baseline hd128_gqa_resformer gqa4_resformer_dense gqa4_neut
 RACE_CASE=hd64_baseline
 
 # The targeted build: the two programs the GPU steps run, for sm_90, without the CPU layer or MPI.
-CMAKE_FLAGS=(-DCMAKE_BUILD_TYPE=Release -DVRL_MPI=OFF -DVRL_CUDA_CPU=OFF "-DCMAKE_CUDA_ARCHITECTURES=90-real;90-virtual")
+# VRL_TENSORBOARD=OFF: the packed libraries (DEBS) have no protobuf-c or ISA-L, and the two programs
+# write no run folder
+CMAKE_FLAGS=(-DCMAKE_BUILD_TYPE=Release -DVRL_MPI=OFF -DVRL_CUDA_CPU=OFF "-DCMAKE_CUDA_ARCHITECTURES=90-real;90-virtual"
+             -DVRL_TENSORBOARD=OFF)
 # VRL_GPU_CCACHE=1: compile through ccache with the tree as its base_dir, as scripts/build.sh
 # does (test_gpu_slot: the slot's build then reuses the plain build's objects, nvcc's included)
 if [ "${VRL_GPU_CCACHE:-0}" = 1 ] && command -v ccache >/dev/null; then

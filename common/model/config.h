@@ -65,8 +65,11 @@ int config_load_json(const char *path, ModelConfig *c);
  * `origin` names the source in errors. */
 int config_parse_json(const char *text, ModelConfig *c, const char *origin);
 
-/* Write config.json atomically (temp file, fsync, rename). */
+/* Write config.json atomically (temp file, fsync, rename), torch_dtype "float32". */
 int config_save_json(const char *path, const ModelConfig *c);
+/* The same with torch_dtype naming the dtype model.safetensors holds ("float32", "float64"):
+ * transformers' dtype="auto" (lm-eval's default) then loads the model in that dtype. */
+int config_save_json_dtype(const char *path, const ModelConfig *c, const char *torch_dtype);
 
 /* "--model PRESET|path/config.json": a preset name, else a config file. */
 int config_from_arg(const char *arg, ModelConfig *c);

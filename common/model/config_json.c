@@ -67,11 +67,121 @@ static int check_string_array(const char *path, const char *key, json_t *v) {
     return 0;
 }
 
+/* ------------------------------------------------------------------ keys of every transformers config */
+
+/* What a key of transformers' PretrainedConfig (any model type) means to vrl. */
+typedef enum {
+    KEY_IGNORED,      /* transformers' bookkeeping, forward()/generate() defaults, task heads:
+                       * no effect on the model's outputs; any value is accepted */
+    KEY_MUST_BE_FALSE /* a model vrl does not build when true (encoder-decoder, cross-attention) */
+} CommonKeyUse;
+
+/* The keys `save_pretrained` of transformers 4.44 and 5.x may write into any config beside the
+ * model's own (PretrainedConfig.to_dict(); with use_diff only non-defaults, so a config names a
+ * few of them). docs/huggingface.md lists them; "architectures", bos/eos and tie_word_embeddings
+ * are read by the model loaders. */
+static const struct {
+    const char *key;
+    CommonKeyUse use;
+} common_keys[] = {
+    {"_name_or_path", KEY_IGNORED}, /* where it was loaded from (4.x) */
+    {"transformers_version", KEY_IGNORED},
+    {"torch_dtype", KEY_IGNORED}, /* 4.x; the weights say their dtype in model.safetensors */
+    {"dtype", KEY_IGNORED},       /* 5.x's name for torch_dtype */
+    {"use_cache", KEY_IGNORED},
+    {"pad_token_id", KEY_IGNORED}, /* vrl's losses never pad; HF pads and masks around it */
+    {"sep_token_id", KEY_IGNORED},
+    {"decoder_start_token_id", KEY_IGNORED},
+    {"output_attentions", KEY_IGNORED},
+    {"output_hidden_states", KEY_IGNORED},
+    {"return_dict", KEY_IGNORED},
+    {"torchscript", KEY_IGNORED},
+    {"use_bfloat16", KEY_IGNORED},
+    {"tf_legacy_loss", KEY_IGNORED},
+    {"chunk_size_feed_forward", KEY_IGNORED}, /* computes the MLP in chunks: the same numbers */
+    {"_attn_implementation_autoset", KEY_IGNORED},
+    {"is_decoder", KEY_IGNORED},
+    {"pruned_heads", KEY_IGNORED}, /* the weights' shapes say what is left: a mismatch is refused there */
+    {"id2label", KEY_IGNORED}, /* classification heads, not the causal LM */
+    {"label2id", KEY_IGNORED},
+    {"problem_type", KEY_IGNORED},
+    {"finetuning_task", KEY_IGNORED},
+    {"tokenizer_class", KEY_IGNORED},
+    {"prefix", KEY_IGNORED},
+    {"task_specific_params", KEY_IGNORED},
+    /* generate() defaults (4.x kept them in the config; `vrl generate` takes its own flags) */
+    {"max_length", KEY_IGNORED},
+    {"min_length", KEY_IGNORED},
+    {"do_sample", KEY_IGNORED},
+    {"early_stopping", KEY_IGNORED},
+    {"num_beams", KEY_IGNORED},
+    {"num_beam_groups", KEY_IGNORED},
+    {"diversity_penalty", KEY_IGNORED},
+    {"temperature", KEY_IGNORED},
+    {"top_k", KEY_IGNORED},
+    {"top_p", KEY_IGNORED},
+    {"typical_p", KEY_IGNORED},
+    {"repetition_penalty", KEY_IGNORED},
+    {"length_penalty", KEY_IGNORED},
+    {"no_repeat_ngram_size", KEY_IGNORED},
+    {"encoder_no_repeat_ngram_size", KEY_IGNORED},
+    {"bad_words_ids", KEY_IGNORED},
+    {"num_return_sequences", KEY_IGNORED},
+    {"output_scores", KEY_IGNORED},
+    {"return_dict_in_generate", KEY_IGNORED},
+    {"forced_bos_token_id", KEY_IGNORED},
+    {"forced_eos_token_id", KEY_IGNORED},
+    {"remove_invalid_values", KEY_IGNORED},
+    {"exponential_decay_length_penalty", KEY_IGNORED},
+    {"suppress_tokens", KEY_IGNORED},
+    {"begin_suppress_tokens", KEY_IGNORED},
+    /* another kind of model */
+    {"is_encoder_decoder", KEY_MUST_BE_FALSE},
+    {"add_cross_attention", KEY_MUST_BE_FALSE},
+    {"tie_encoder_decoder", KEY_MUST_BE_FALSE},
+};
+
+/* 1 when `key` is one of common_keys (then *rc is 0 or -1 with vrl_error), 0 when it is not. */
+static int common_key(const char *path, const char *key, json_t *v, int *rc) {
+    for (size_t i = 0; i < sizeof common_keys / sizeof common_keys[0]; i++) {
+        if (strcmp(key, common_keys[i].key)) continue;
+        int b = 0;
+        *rc = 0;
+        if (common_keys[i].use == KEY_MUST_BE_FALSE && !(*rc = get_bool(path, key, v, &b)) && b)
+            *rc = vrl_error("%s: %s must be false (vrl builds decoder-only models)", path, key);
+        return 1;
+    }
+    return 0;
+}
+
+/* transformers 5's rope_parameters: {"rope_type": "default", "rope_theta": X} is vrl's RoPE
+ * (theta read into *theta, *have set); any other rope_type or key is a scaled RoPE vrl does
+ * not build. */
+static int get_rope_parameters(const char *path, json_t *v, double *theta, int *have) {
+    if (json_is_null(v)) return 0;
+    if (!json_is_object(v)) return vrl_error("%s: key \"rope_parameters\" must be an object or null", path);
+    const char *k;
+    json_t *e;
+    json_object_foreach(v, k, e) {
+        if (!strcmp(k, "rope_type")) {
+            if (!json_is_string(e) || strcmp(json_string_value(e), "default"))
+                return vrl_error("%s: rope_parameters.rope_type must be \"default\" (scaled RoPE is not supported)",
+                                 path);
+        } else if (!strcmp(k, "rope_theta")) {
+            if (get_num(path, "rope_parameters.rope_theta", e, theta) < 0) return -1;
+            *have = 1;
+        } else
+            return vrl_error("%s: rope_parameters.%s is not supported (vrl's RoPE is the default one)", path, k);
+    }
+    return 0;
+}
+
 /* ------------------------------------------------------------------ llama */
 
 static int load_llama(const char *path, json_t *root, ModelConfig *c) {
     int have_hidden = 0, have_ffn = 0, have_layers = 0, have_heads = 0, have_vocab = 0, have_kv = 0;
-    int head_dim = -1;
+    int head_dim = -1, have_theta = 0, have_rope_params = 0;
+    double rope_theta = 0; /* rope_parameters.rope_theta */
     const char *key;
     json_t *v;
     json_object_foreach(root, key, v) {
@@ -89,7 +199,7 @@ static int load_llama(const char *path, json_t *root, ModelConfig *c) {
         else if (!strcmp(key, "vocab_size")) rc = get_int(path, key, v, &c->vocab_size), have_vocab = 1;
         else if (!strcmp(key, "max_position_embeddings")) rc = get_int(path, key, v, &c->max_seq);
         else if (!strcmp(key, "rms_norm_eps")) rc = get_num(path, key, v, &c->norm_eps);
-        else if (!strcmp(key, "rope_theta")) rc = get_num(path, key, v, &c->rope_theta);
+        else if (!strcmp(key, "rope_theta")) rc = get_num(path, key, v, &c->rope_theta), have_theta = 1;
         else if (!strcmp(key, "initializer_range")) rc = get_num(path, key, v, &c->init_std);
         else if (!strcmp(key, "head_dim")) {
             rc = get_int(path, key, v, &head_dim);
@@ -113,11 +223,10 @@ static int load_llama(const char *path, json_t *root, ModelConfig *c) {
             int tp;
             if (!(rc = get_int(path, key, v, &tp)) && tp != 1)
                 rc = vrl_error("%s: pretraining_tp must be 1 (got %d)", path, tp);
-        } else if (!strcmp(key, "bos_token_id") || !strcmp(key, "eos_token_id")) rc = get_bos_eos(path, key, v, c);
-        else if (!strcmp(key, "torch_dtype") || !strcmp(key, "transformers_version"))
-            rc = get_str(path, key, v, s, sizeof s);
-        else if (!strcmp(key, "use_cache")) rc = get_bool(path, key, v, &b);
-        else if (!strcmp(key, "vrl_preset")) rc = get_str(path, key, v, c->preset, sizeof c->preset);
+        } else if (!strcmp(key, "rope_parameters")) rc = get_rope_parameters(path, v, &rope_theta, &have_rope_params);
+        else if (!strcmp(key, "bos_token_id") || !strcmp(key, "eos_token_id")) rc = get_bos_eos(path, key, v, c);
+        else if (common_key(path, key, v, &rc)) {
+        } else if (!strcmp(key, "vrl_preset")) rc = get_str(path, key, v, c->preset, sizeof c->preset);
         else if (!strcmp(key, "vrl_variant")) rc = get_str(path, key, v, c->variant, sizeof c->variant);
         else rc = vrl_error("%s: unknown key \"%s\"", path, key);
         if (rc) return -1;
@@ -128,6 +237,12 @@ static int load_llama(const char *path, json_t *root, ModelConfig *c) {
     if (!have_heads) return vrl_error("%s: missing key \"num_attention_heads\"", path);
     if (!have_vocab) return vrl_error("%s: missing key \"vocab_size\"", path);
     if (!have_kv) c->n_kv_heads = c->n_heads; /* LlamaConfig's default */
+    if (have_rope_params) {
+        if (have_theta && rope_theta != c->rope_theta)
+            return vrl_error("%s: rope_theta %g differs from rope_parameters.rope_theta %g", path, c->rope_theta,
+                             rope_theta);
+        c->rope_theta = rope_theta;
+    }
     if (head_dim >= 0 && (c->n_heads < 1 || (long long)head_dim * c->n_heads != c->d_model))
         return vrl_error("%s: head_dim %d must equal hidden_size / num_attention_heads", path, head_dim);
     return 0;
@@ -173,18 +288,17 @@ static int load_gpt2(const char *path, json_t *root, ModelConfig *c) {
                 rc = vrl_error("%s: scale_attn_weights must be true", path);
         } else if (!strcmp(key, "scale_attn_by_inverse_layer_idx") || !strcmp(key, "reorder_and_upcast_attn")) {
             if (!(rc = get_bool(path, key, v, &b)) && b) rc = vrl_error("%s: %s must be false", path, key);
-        } else if (!strcmp(key, "summary_type") || !strcmp(key, "summary_activation") ||
-                   !strcmp(key, "torch_dtype") || !strcmp(key, "transformers_version")) {
+        } else if (!strcmp(key, "summary_type") || !strcmp(key, "summary_activation")) {
             /* summary_*: only used by GPT2DoubleHeadsModel, kept for HF compatibility */
             if (!json_is_null(v)) rc = get_str(path, key, v, s, sizeof s);
-        } else if (!strcmp(key, "summary_use_proj") || !strcmp(key, "summary_proj_to_labels") ||
-                   !strcmp(key, "use_cache"))
+        } else if (!strcmp(key, "summary_use_proj") || !strcmp(key, "summary_proj_to_labels"))
             rc = get_bool(path, key, v, &b);
         else if (!strcmp(key, "summary_first_dropout")) {
             double x;
             rc = get_num(path, key, v, &x);
         } else if (!strcmp(key, "bos_token_id") || !strcmp(key, "eos_token_id")) rc = get_bos_eos(path, key, v, c);
-        else if (!strcmp(key, "vrl_preset")) rc = get_str(path, key, v, c->preset, sizeof c->preset);
+        else if (common_key(path, key, v, &rc)) {
+        } else if (!strcmp(key, "vrl_preset")) rc = get_str(path, key, v, c->preset, sizeof c->preset);
         else if (!strcmp(key, "vrl_variant")) rc = get_str(path, key, v, c->variant, sizeof c->variant);
         else rc = vrl_error("%s: unknown key \"%s\"", path, key);
         if (rc) return -1;
@@ -270,7 +384,9 @@ static int digits_needed(double x) {
 
 static int set(json_t *o, const char *key, json_t *v) { return v ? json_object_set_new(o, key, v) : -1; }
 
-int config_save_json(const char *path, const ModelConfig *c) {
+int config_save_json(const char *path, const ModelConfig *c) { return config_save_json_dtype(path, c, "float32"); }
+
+int config_save_json_dtype(const char *path, const ModelConfig *c, const char *torch_dtype) {
     if (config_validate(c, path) < 0) return -1;
     json_t *o = json_object();
     if (!o) return vrl_error("%s: out of memory", path);
@@ -333,7 +449,7 @@ int config_save_json(const char *path, const ModelConfig *c) {
     /* the training tokenizer's end token (GPT-2: 50256), which generate() stops at */
     rc |= set(o, "bos_token_id", c->bos_id < 0 ? json_null() : json_integer(c->bos_id));
     rc |= set(o, "eos_token_id", c->eos_id < 0 ? json_null() : json_integer(c->eos_id));
-    rc |= set(o, "torch_dtype", json_string("float32"));
+    rc |= set(o, "torch_dtype", json_string(torch_dtype));
     rc |= set(o, "transformers_version", json_string("4.44.0")); /* the version formulas.md [C] matches */
     rc |= set(o, "use_cache", json_true());
     rc |= set(o, "vrl_preset", json_string(c->preset));

@@ -67,6 +67,7 @@ int metrics_open(Metrics *m, const char *run_dir, long keep_upto_step) {
         if (e == ELOOP) return vrl_error("%s: is a symbolic link; refusing to write through it (remove it)", m->path);
         return vrl_error("%s: cannot open for writing: %s", m->path, strerror(e));
     }
+    if (tb_open(&m->tb, run_dir, keep_upto_step) < 0) return -1;
     m->tty = isatty(STDERR_FILENO);
     m->t_start = now_seconds();
     return 0;
@@ -75,6 +76,7 @@ int metrics_open(Metrics *m, const char *run_dir, long keep_upto_step) {
 void metrics_close(Metrics *m) {
     if (m->f) fclose(m->f);
     m->f = NULL;
+    tb_close(&m->tb);
 }
 
 /* A JSON number, or null for NaN and the infinities (which JSON cannot write): %.17g
@@ -94,25 +96,34 @@ static int metrics_flush(Metrics *m, int printed) {
 }
 
 int metrics_log_step(Metrics *m, long step, double loss, double lr, double grad_norm, double tokens_per_s) {
-    char l[32], r[32], g[32], t[32];
+    char l[32], r[32], g[32], t[32], e[32];
     if (isfinite(tokens_per_s)) snprintf(t, sizeof t, "%.1f", tokens_per_s);
     else snprintf(t, sizeof t, "null");
+    snprintf(e, sizeof e, "%.3f", now_seconds() - m->t_start);
     const int n = fprintf(m->f, "{\"step\":%ld,\"loss\":%s,\"lr\":%s,\"grad_norm\":%s,\"tokens_per_s\":%s,"
-                                "\"elapsed_s\":%.3f}\n",
-                          step, json_num(l, loss), json_num(r, lr), json_num(g, grad_norm), t,
-                          now_seconds() - m->t_start);
-    return metrics_flush(m, n);
+                                "\"elapsed_s\":%s}\n",
+                          step, json_num(l, loss), json_num(r, lr), json_num(g, grad_norm), t, e);
+    if (metrics_flush(m, n) < 0) return -1;
+    /* TensorBoard gets the numbers as printed above (tokens/s and seconds rounded there) */
+    static const char *const tags[] = {"loss", "lr", "grad_norm", "tokens_per_s", "elapsed_s"};
+    const double values[] = {loss, lr, grad_norm, isfinite(tokens_per_s) ? strtod(t, NULL) : tokens_per_s,
+                             strtod(e, NULL)};
+    return tb_write_scalars(&m->tb, step, 5, tags, values);
 }
 
 int metrics_log_eval(Metrics *m, long step, const char *split, const char *domain, double loss) {
-    char v[32];
+    char v[32], tag[256];
     int n;
     if (domain)
         n = fprintf(m->f, "{\"step\":%ld,\"split\":\"%s\",\"domain\":\"%s\",\"val_loss\":%s}\n", step, split, domain,
                     json_num(v, loss));
     else
         n = fprintf(m->f, "{\"step\":%ld,\"split\":\"%s\",\"val_loss\":%s}\n", step, split, json_num(v, loss));
-    return metrics_flush(m, n);
+    if (metrics_flush(m, n) < 0) return -1;
+    if (domain) snprintf(tag, sizeof tag, "%s_loss/%s", split, domain);
+    else snprintf(tag, sizeof tag, "%s_loss", split);
+    const char *tags[] = {tag};
+    return tb_write_scalars(&m->tb, step, 1, tags, &loss);
 }
 
 int metrics_log_resume(Metrics *m, long step, const char *changes_json) {

@@ -3,23 +3,31 @@
  *     {"step","loss","lr","grad_norm","tokens_per_s","elapsed_s"} and evaluations
  *     {"step","split","val_loss"[,"domain"]}, and {"step","event":"resume","changed"} where
  *     a --resume changed a flag;
+ *   - RUN/events.out.tfevents.vrl: the same scalars for TensorBoard (tensorboard.h), always
+ *     written: tags loss, lr, grad_norm, tokens_per_s, elapsed_s at each step, and
+ *     SPLIT_loss (val_loss) and SPLIT_loss/DOMAIN at each evaluation, each as the number
+ *     metrics.jsonl holds (rounded to float32);
  *   - the terminal: a progress line with step, loss, lr, tokens/s and ETA. */
 #ifndef VRL_METRICS_H
 #define VRL_METRICS_H
 
 #include <stdio.h>
 
+#include "common/run/tensorboard.h"
+
 typedef struct {
     FILE *f;                 /* metrics.jsonl, appended line by line and flushed */
     char path[4200];
     int tty;                 /* progress with \r on a terminal, one line per report otherwise */
     double t_start;          /* wall clock at open (seconds) */
+    TbWriter tb;             /* the TensorBoard events file beside it */
 } Metrics;
 
-/* Open RUN/metrics.jsonl. keep_upto_step >= 0 (resume): lines of later steps, written
+/* Open RUN/metrics.jsonl and the events file. keep_upto_step >= 0 (resume): lines of later steps, written
  * after the checkpoint being resumed, and lines that are not whole JSON objects (cut by a
  * full disk) are dropped so the log matches the state. A fresh run (keep_upto_step < 0)
- * moves an existing log aside to metrics.jsonl.restarted, never overwriting it. */
+ * moves an existing log aside to metrics.jsonl.restarted, never overwriting it. The events
+ * file is cut and moved aside the same way (tb_open). */
 int metrics_open(Metrics *m, const char *run_dir, long keep_upto_step);
 void metrics_close(Metrics *m);
 

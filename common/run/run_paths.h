@@ -11,6 +11,8 @@
 #define RUN_MODEL "model.safetensors"
 #define RUN_TRAIN_STATE "train_state.safetensors"
 #define RUN_METRICS "metrics.jsonl"
+#define RUN_TB_EVENTS "events.out.tfevents.vrl" /* TensorBoard reads files named *tfevents* */
+#define RUN_TB_RESTARTED "tensorboard.restarted"
 #define RUN_LOCK ".lock"
 #define RUN_TOKENIZER "tokenizer.json"
 #define RUN_TOKENIZER_CONFIG "tokenizer_config.json"

@@ -411,7 +411,10 @@ static int run_open(TrainArgs *a, Run *r) {
                              a->out);
         if (ckpt_clean(a->out, a->keep_previous) < 0) return -1;
         if (run_path(path, sizeof path, a->out, RUN_CONFIG) < 0) return -1;
-        if (hf_export_end_tokens(a->data, &a->model) < 0 || config_save_json(path, &a->model) < 0) return -1;
+        /* torch_dtype: the dtype every model.safetensors of the run is saved in (be->dtype) */
+        const char *torch_dtype = be->dtype == DT_F64 ? "float64" : "float32";
+        if (hf_export_end_tokens(a->data, &a->model) < 0 || config_save_json_dtype(path, &a->model, torch_dtype) < 0)
+            return -1;
         if (hf_export_static(a->out, &a->model, a->data) < 0) return -1;
     }
     if (r->root) {

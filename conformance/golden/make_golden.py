@@ -232,7 +232,7 @@ def build_resstream(variant, eps=1e-5):
 
 def rs_fwd(model, tokens):
     model.vrl_bctx.reset()
-    return resstream_forward(model, tokens)
+    return resstream_forward(model, tokens)[0]  # (logits, hidden_states, attentions)
 
 
 # ----------------------------------------------------------------------------------------

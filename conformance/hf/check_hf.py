@@ -17,6 +17,17 @@
                           left-padded into one batch (attention_mask 0 on the pads) give the logits
                           of each prompt alone at every real position, and batched greedy
                           generate() of N tokens gives each prompt's own generate().
+  outputs BASELINE RUN... transformers' forward() options on the custom classes, float64: on the
+                          baseline folder VrlForCausalLM = LlamaForCausalLM (eager) in logits,
+                          hidden_states, attentions, inputs_embeds and return_dict=False tuples;
+                          on every RUN (AutoModelForCausalLM, trust_remote_code) hidden_states are
+                          L+1 [B,T,d] from the embeddings to the head's input, attentions L causal
+                          probability rows, inputs_embeds = input_ids, return_dict=False = (loss,
+                          logits, ...), and neither is returned unless asked for.
+  dtype RUN DTYPE ...     config.json's torch_dtype is DTYPE and from_pretrained(RUN) by default
+                          and with dtype="auto" loads the model in it.
+  resave RUN OUT ...      from_pretrained(RUN, trust_remote_code=True) in its stored dtype, then
+                          save_pretrained(OUT) (transformers' own config.json and model.safetensors).
 """
 import glob
 import json
@@ -197,6 +208,101 @@ def padded(n, *folders):
             assert worst <= bound, f"{run} {mode} {dtype}: left-padded logits differ from the prompt alone by {worst:.3e}"
 
 
+def max_diff(a, b):
+    assert a.shape == b.shape, f"shapes {tuple(a.shape)} != {tuple(b.shape)}"
+    return (a - b).abs().max().item()
+
+
+# the prompts of `outputs`: "the cat sat" and "a dog ran !" as bytes, a batch of two
+OUTPUT_IDS = torch.tensor([[116, 104, 101, 32, 99, 97, 116, 32, 115, 97, 116],
+                           [97, 32, 100, 111, 103, 32, 114, 97, 110, 32, 33]])
+
+
+def outputs(baseline, *folders):
+    """forward()'s options as transformers' LlamaForCausalLM has them, on every variant family."""
+    from transformers import AutoModelForCausalLM, LlamaForCausalLM
+    ids = OUTPUT_IDS
+    B, T = ids.shape
+    with torch.no_grad():
+        # 1. the baseline folder in both classes: the same tensors (the same operations, float64)
+        hf = LlamaForCausalLM.from_pretrained(baseline, dtype=torch.float64, attn_implementation="eager").eval()
+        ours = VrlForCausalLM.from_pretrained(baseline, dtype=torch.float64).eval()
+        a = hf(ids, output_hidden_states=True, output_attentions=True)
+        b = ours(ids, output_hidden_states=True, output_attentions=True)
+        assert len(a.hidden_states) == len(b.hidden_states) and len(a.attentions) == len(b.attentions)
+        worst = max([max_diff(a.logits, b.logits)] + [max_diff(x, y) for x, y in zip(a.hidden_states, b.hidden_states)]
+                    + [max_diff(x, y) for x, y in zip(a.attentions, b.attentions)])
+        emb = hf.model.embed_tokens(ids)
+        ea, eb = hf(inputs_embeds=emb), ours(inputs_embeds=emb)
+        worst = max(worst, max_diff(ea.logits, a.logits), max_diff(eb.logits, b.logits))
+        ta = hf(ids, labels=ids, output_hidden_states=True, return_dict=False)
+        tb = ours(ids, labels=ids, output_hidden_states=True, return_dict=False)
+        assert type(ta) is tuple and type(tb) is tuple and len(ta) == len(tb), (type(ta), type(tb), len(ta), len(tb))
+        worst = max(worst, abs(ta[0].item() - tb[0].item()), max_diff(ta[1], tb[1]))
+        print(f"baseline     VrlForCausalLM vs LlamaForCausalLM: {len(b.hidden_states)} hidden states, "
+              f"{len(b.attentions)} attentions, inputs_embeds, return_dict=False: max |diff| {worst:.1e}")
+        assert worst <= 1e-12, f"{baseline}: VrlForCausalLM differs from LlamaForCausalLM by {worst:.3e}"
+        # 2. every folder: the same contract, checked on the outputs themselves
+        for run in folders:
+            # eager: LlamaForCausalLM's sdpa returns no attention probabilities (VrlForCausalLM is eager)
+            model = AutoModelForCausalLM.from_pretrained(run, trust_remote_code=True, dtype=torch.float64,
+                                                         attn_implementation="eager").eval()
+            cfg = model.config
+            L, d = cfg.num_hidden_layers, cfg.hidden_size
+            plain = model(ids)
+            assert plain.hidden_states is None and plain.attentions is None, f"{run}: outputs nobody asked for"
+            out = model(ids, labels=ids, output_hidden_states=True, output_attentions=True)
+            hs, at = out.hidden_states, out.attentions
+            assert hs is not None and len(hs) == L + 1, f"{run}: {None if hs is None else len(hs)} hidden states"
+            assert all(h.shape == (B, T, d) for h in hs), f"{run}: hidden state shapes {[tuple(h.shape) for h in hs]}"
+            emb = model.model.embed_tokens(ids)
+            worst = max(max_diff(hs[0], emb), max_diff(model.lm_head(hs[-1]), out.logits),
+                        max_diff(out.logits, plain.logits))
+            assert at is not None and len(at) == L, f"{run}: {None if at is None else len(at)} attentions"
+            rows = 0.0  # transformers as shipped takes the softmax in float32 even in a float64 model
+            for p in at:
+                assert p.shape[:3] == (B, cfg.num_attention_heads, T) and p.shape[3] == T, f"{run}: {tuple(p.shape)}"
+                worst = max(worst, p.triu(1).abs().max().item())
+                rows = max(rows, (p.sum(-1) - 1).abs().max().item())
+            assert rows <= 1e-6, f"{run}: attention rows sum to 1 +- {rows:.3e} (float32's softmax: <= 1e-6)"
+            worst = max(worst, max_diff(model(inputs_embeds=emb).logits, out.logits))
+            tup = model(ids, labels=ids, return_dict=False)
+            assert type(tup) is tuple, f"{run}: return_dict=False gave {type(tup).__name__}"
+            worst = max(worst, abs(tup[0].item() - out.loss.item()), max_diff(tup[1], out.logits))
+            print(f"{os.path.basename(run):12s} {type(model).__name__}: {len(hs)} hidden states, {len(at)} "
+                  f"attentions (causal, rows sum to 1 +- {rows:.0e}), inputs_embeds, return_dict=False: "
+                  f"max |diff| {worst:.1e}")
+            assert worst <= 1e-12, f"{run}: forward() options disagree by {worst:.3e}"
+
+
+def dtype(*pairs):
+    """For each RUN DTYPE pair: config.json's torch_dtype is DTYPE, and from_pretrained loads in it."""
+    from transformers import AutoModelForCausalLM
+    for run, want in zip(pairs[::2], pairs[1::2]):
+        with open(os.path.join(run, "config.json")) as f:
+            stored = json.load(f)["torch_dtype"]
+        assert stored == want, f"{run}: config.json torch_dtype {stored!r}, the weights are {want}"
+        for kw in ({}, {"dtype": "auto"}):
+            model = AutoModelForCausalLM.from_pretrained(run, trust_remote_code=True, **kw)
+            got = next(model.parameters()).dtype
+            assert got == getattr(torch, want), f"{run}: from_pretrained({kw}) gave {got}, the weights are {want}"
+        print(f"{os.path.basename(run)}: torch_dtype {stored}; from_pretrained default and dtype='auto': {got}")
+
+
+def resave(*pairs):
+    """For each RUN OUT pair: transformers loads RUN in its stored dtype and save_pretrained's it to OUT."""
+    import transformers
+    from transformers import AutoModelForCausalLM
+    for run, out in zip(pairs[::2], pairs[1::2]):
+        model = AutoModelForCausalLM.from_pretrained(run, trust_remote_code=True, dtype="auto")
+        model.save_pretrained(out)
+        with open(os.path.join(out, "config.json")) as f:
+            keys = sorted(json.load(f))
+        print(f"{os.path.basename(run)}: transformers {transformers.__version__} save_pretrained -> {out}: "
+              f"{' '.join(keys)}")
+
+
 if __name__ == "__main__":
     cmd, args = sys.argv[1], sys.argv[2:]
-    {"fixtures": fixtures, "golden_run": golden_run, "runs": runs, "padded": padded}[cmd](*args)
+    {"fixtures": fixtures, "golden_run": golden_run, "runs": runs, "padded": padded, "outputs": outputs,
+     "dtype": dtype, "resave": resave}[cmd](*args)

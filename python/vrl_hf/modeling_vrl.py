@@ -457,24 +457,34 @@ def sinkhorn(M, iters):
     return M
 
 
-def resstream_forward(model, tokens, cache=None, attention_mask=None, position_ids=None):
-    """Logits [B,T,V] of tokens [B,T]. With cache (a transformers Cache holding the first P
-    positions) tokens are positions P..P+T-1: the depth mixing is per token, so only the attention
-    layers read the cache (and append to it). attention_mask [B,P+T] / position_ids [B,T]: padding
-    (padded_mask_positions), as generate() passes them for a left-padded batch."""
+def resstream_forward(model, tokens, cache=None, attention_mask=None, position_ids=None, inputs_embeds=None):
+    """(logits [B,T,V], hidden_states, attentions) of tokens [B,T] (or of inputs_embeds [B,T,d] in
+    place of their embeddings). With cache (a transformers Cache holding the first P positions)
+    tokens are positions P..P+T-1: the depth mixing is per token, so only the attention layers read
+    the cache (and append to it). attention_mask [B,P+T] / position_ids [B,T]: padding
+    (padded_mask_positions), as generate() passes them for a left-padded batch.
+    hidden_states, as LlamaModel's: L+1 tensors [B,T,d]: the embeddings, then what layer l+1's
+    attention sublayer takes in (before its RMSNorm) for l = 1..L-1 (in LLaMA: layer l's output),
+    then the final RMSNorm's output (the head's input). attentions: L tensors [B,heads,T,keys],
+    each layer's attention probabilities."""
     ctx = model.vrl_ctx
     nm = ctx.name
     mm = model.model
     eps = model.config.rms_norm_eps
-    Tlen = tokens.shape[1]
+    x0 = mm.embed_tokens(tokens) if inputs_embeds is None else inputs_embeds
+    Tlen = x0.shape[1]
     past = cache.get_seq_length() if cache is not None else 0
-    x0 = mm.embed_tokens(tokens)
     mask, pos = padded_mask_positions(attention_mask, position_ids, Tlen, past, x0.dtype, model.config.vrl_variant)
     pe = mm.rotary_emb(x0, pos)
+    layer_inputs, attentions = [], []
 
     def attn_sub(layer, h):
-        return layer.self_attn(hidden_states=layer.input_layernorm(h), position_embeddings=pe,
-                               attention_mask=mask, past_key_values=cache)[0]
+        if layer.self_attn.layer_idx > 0:
+            layer_inputs.append(h)
+        out, probs = layer.self_attn(hidden_states=layer.input_layernorm(h), position_embeddings=pe,
+                                     attention_mask=mask, past_key_values=cache)
+        attentions.append(probs)
+        return out
 
     def mlp_sub(layer, h):
         return layer.mlp(layer.post_attention_layernorm(h))
@@ -552,7 +562,8 @@ def resstream_forward(model, tokens, cache=None, attention_mask=None, position_i
         hfin = H.sum(-2)
     else:
         raise ValueError(ctx.variant)
-    return model.lm_head(mm.norm(hfin))
+    hfin = mm.norm(hfin)
+    return model.lm_head(hfin), (x0, *layer_inputs, hfin), tuple(attentions)
 
 
 RESSTREAM = {"denseformer", "attnres", "hc", "mhc"}
@@ -645,25 +656,35 @@ class VrlForCausalLM(LlamaForCausalLM):
             self.vrl_stream = True
 
     def forward(self, input_ids=None, attention_mask=None, position_ids=None, past_key_values=None, use_cache=None,
-                labels=None, **kwargs):
-        """input_ids [B,T] (with a cache: the tokens after its P positions) -> logits [B,T,V].
-        attention_mask [B,P+T] (0 = padding) and position_ids [B,T] as transformers' LLaMA takes them
-        (generate() makes both for a left-padded batch: naming position_ids here is what makes it)."""
+                labels=None, inputs_embeds=None, output_hidden_states=None, output_attentions=None, return_dict=None,
+                **kwargs):
+        """input_ids [B,T] (with a cache: the tokens after its P positions) -> logits [B,T,V], or
+        inputs_embeds [B,T,d] in their place. attention_mask [B,P+T] (0 = padding) and position_ids
+        [B,T] as transformers' LLaMA takes them (generate() makes both for a left-padded batch: naming
+        position_ids here is what makes it). output_hidden_states, output_attentions and return_dict
+        as LlamaForCausalLM: the value-path variants are LlamaForCausalLM's own forward; the
+        residual-stream ones return resstream_forward's hidden states and attention probabilities."""
         self.vrl_bctx.reset()
         if use_cache is None:
             use_cache = self.config.use_cache
-        if self.vrl_stream:
-            # per-token depth mixing around attention layers that take the padding mask
-            if use_cache and past_key_values is None:
-                past_key_values = DynamicCache(config=self.config)
-            logits = resstream_forward(self, input_ids, past_key_values if use_cache else None, attention_mask,
-                                       position_ids)
-        else:
-            out = LlamaForCausalLM.forward(self, input_ids=input_ids, attention_mask=attention_mask,
-                                           position_ids=position_ids, past_key_values=past_key_values,
-                                           use_cache=use_cache, **kwargs)
-            logits, past_key_values = out.logits, out.past_key_values
+        if not self.vrl_stream:
+            return LlamaForCausalLM.forward(self, input_ids=input_ids, attention_mask=attention_mask,
+                                            position_ids=position_ids, past_key_values=past_key_values,
+                                            use_cache=use_cache, labels=labels, inputs_embeds=inputs_embeds,
+                                            output_hidden_states=output_hidden_states,
+                                            output_attentions=output_attentions, return_dict=return_dict, **kwargs)
+        if (input_ids is None) == (inputs_embeds is None):
+            raise ValueError("You must specify exactly one of input_ids or inputs_embeds")
+        # per-token depth mixing around attention layers that take the padding mask
+        if use_cache and past_key_values is None:
+            past_key_values = DynamicCache(config=self.config)
+        logits, hidden_states, attentions = resstream_forward(
+            self, input_ids, past_key_values if use_cache else None, attention_mask, position_ids, inputs_embeds)
         loss = None
         if labels is not None:
             loss = self.loss_function(logits=logits, labels=labels, vocab_size=self.config.vocab_size)
-        return CausalLMOutputWithPast(loss=loss, logits=logits, past_key_values=past_key_values if use_cache else None)
+        out = CausalLMOutputWithPast(
+            loss=loss, logits=logits, past_key_values=past_key_values if use_cache else None,
+            hidden_states=hidden_states if (output_hidden_states or self.config.output_hidden_states) else None,
+            attentions=attentions if (output_attentions or self.config.output_attentions) else None)
+        return out if (self.config.return_dict if return_dict is None else return_dict) else out.to_tuple()
