@@ -32,6 +32,8 @@ static void usage(FILE *f) {
             "  --top-p P           keep the most likely set of mass P [1]\n"
             "  --seed S            seed of the draws [0]\n"
             "  --output KIND       text | ids [text with a tokenizer, else ids]\n"
+            "  --include-eos       with --output ids: end the ids with the end token when generation\n"
+            "                      stopped there (as transformers' generate() output does) [left out]\n"
             "  --precision P       fp32 | fp64 [fp32]\n"
             "  --device D          cpu [cpu] (cuda and cuda-cpu: the CUDA backend has no decoder yet)\n");
 }
@@ -89,13 +91,17 @@ int cmd_generate(int argc, char **argv) {
     Args p = {.argc = argc, .argv = argv, .i = 1, .cmd = "vrl generate"};
     const char *ckpt = NULL, *prompt = NULL, *ids_arg = NULL, *tokp = NULL, *output = NULL, *prec = "fp32",
                *device = "cpu", *v;
-    int max_new = 64, r;
+    int max_new = 64, include_eos = 0, r;
     uint64_t seed = 0;
     SampleParams sp = {0, 0, 1};
     while (p.i < argc) {
         if (args_switch(&p, "--help") || args_switch(&p, "-h")) {
             usage(stdout);
             return 0;
+        }
+        if (args_switch(&p, "--include-eos")) {
+            include_eos = 1;
+            continue;
         }
 #define TAKE(flag, stmt)                                                                                              \
     if ((r = args_take(&p, flag, &v)) != 0) {                                                                         \
@@ -157,6 +163,11 @@ int cmd_generate(int argc, char **argv) {
         tok_free(tok);
         goto fail;
     }
+    if (as_text && include_eos) {
+        vrl_error("--include-eos applies to --output ids (text never shows the end token)");
+        tok_free(tok);
+        goto fail;
+    }
 
     RunFolder rm;
     TokIds ids = {0};
@@ -174,6 +185,8 @@ int cmd_generate(int argc, char **argv) {
     GenerateStats st;
     if (generate(be, &rm.spec, rm.params, &ids, max_new, draw_vocab, &sp, seed, print_token, &out, &st) < 0) goto done;
     if (as_text && emit(&out, &ids, 1) < 0) goto done;
+    /* the end token it stopped at: generate() drew it but did not pass it to the sink */
+    if (include_eos && st.at_eos) printf("%s%d", ids.n > out.prompt_n ? " " : "", (int)rm.config.eos_id);
     printf("\n");
     fflush(stdout);
     fprintf(stderr, "vrl generate: %d tokens in %.3f s (%.1f tokens/s, %s); prompt %zu tokens in %.3f s", st.made,

@@ -41,6 +41,9 @@ G="$VRL generate --precision fp64 --output ids --ids 116,104,101,32"
 $G --ckpt "$tmp/res" --max-new 12 >"$tmp/g1" 2>"$tmp/g1.err"
 $G --ckpt "$tmp/res" --max-new 12 >"$tmp/g2" 2>/dev/null
 check greedy_repeats cmp -s "$tmp/g1" "$tmp/g2"
+# --include-eos adds the end token only where generation stopped at it: here 12 tokens, no EOS
+$G --ckpt "$tmp/res" --max-new 12 --include-eos >"$tmp/g3" 2>"$tmp/g3.err"
+check include_eos_without_eos sh -c "cmp -s '$tmp/g1' '$tmp/g3' && ! grep -q 'stopped at EOS' '$tmp/g3.err'"
 check greedy_count test "$(wc -w <"$tmp/g1")" -le 12 -a "$(wc -w <"$tmp/g1")" -ge 1
 check tokens_per_s grep -q "tokens/s" "$tmp/g1.err"
 # seeded sampling repeats with its seed
@@ -74,12 +77,17 @@ if [ -f "$GPT2_TOK" ]; then
   $VRL generate --ckpt "$tmp/gpt2" --prompt "hello" --max-new 10 --output ids >"$tmp/hw.out" 2>"$tmp/hw.err"
   check gpt2_generate_stops_at_eos test "$(cat "$tmp/hw.out")" = 995
   check gpt2_generate_says_eos grep -q "stopped at EOS (id 50256)" "$tmp/hw.err"
+  # --include-eos: the ids end with the end token, as transformers' generate() output does
+  $VRL generate --ckpt "$tmp/gpt2" --prompt "hello" --max-new 10 --output ids --include-eos >"$tmp/hw.eos" 2>/dev/null
+  check gpt2_generate_include_eos test "$(cat "$tmp/hw.eos")" = "995 50256"
 else
   echo "SKIP gpt2_eos: $GPT2_TOK is absent (the shared data)"
 fi
 
 expect_error gen_cuda "--device cuda: generation runs on the reference (CPU) only" \
   $VRL generate --ckpt "$tmp/res" --ids 1 --device cuda
+expect_error gen_include_eos_text "--include-eos applies to --output ids" \
+  $VRL generate --ckpt "$tmp/base" --prompt "the" --include-eos
 expect_error gen_bad_ids "--ids: \"1,x\" is not a comma-separated list" $VRL generate --ckpt "$tmp/res" --ids 1,x
 expect_error gen_id_vocab "prompt token 300 at position 1 is outside the model's vocabulary" \
   $VRL generate --ckpt "$tmp/res" --ids 1,300
