@@ -84,8 +84,7 @@ else
   echo "SKIP gpt2_eos: $GPT2_TOK is absent (the shared data)"
 fi
 
-expect_error gen_cuda "--device cuda: generation runs on the reference (CPU) only" \
-  $VRL generate --ckpt "$tmp/res" --ids 1 --device cuda
+expect_error gen_bad_device "--device: \"tpu\" is not" $VRL generate --ckpt "$tmp/res" --ids 1 --device tpu
 expect_error gen_include_eos_text "--include-eos applies to --output ids" \
   $VRL generate --ckpt "$tmp/base" --prompt "the" --include-eos
 expect_error gen_bad_ids "--ids: \"1,x\" is not a comma-separated list" $VRL generate --ckpt "$tmp/res" --ids 1,x

@@ -421,7 +421,9 @@ extern "C" void fast_model_destroy(void *vm) {
     free(m);
 }
 
-extern "C" void *fast_model_create(const ModelSpec *spec, int batch, int seq) {
+/* A model for [batch, seq]; decoder: the one-position model of fast/decode.cu (seq 1 allowed, no
+ * memory report). */
+static FastModel *create_model(const ModelSpec *spec, int batch, int seq, int decoder) {
     const ModelConfig *c = &spec->config;
     const ParamTable *t = &spec->table;
     char why[512];
@@ -429,7 +431,7 @@ extern "C" void *fast_model_create(const ModelSpec *spec, int batch, int seq) {
         vrl_error("fast model: %s", why);
         return NULL;
     }
-    if (batch < 1 || seq < 2 || seq > c->max_seq) {
+    if (batch < 1 || seq < (decoder ? 1 : 2) || seq > c->max_seq) {
         vrl_error("fast model: need batch >= 1 and seq in [2, %d] (got %d x %d)", c->max_seq, batch, seq);
         return NULL;
     }
@@ -460,6 +462,7 @@ extern "C" void *fast_model_create(const ModelSpec *spec, int batch, int seq) {
         return NULL;
     }
     m->c = *c;
+    m->spec = spec;
     m->t = t;
     m->B = batch, m->T = seq, m->N = batch * seq;
     m->d = c->d_model, m->NH = c->n_heads, m->NKV = c->n_kv_heads, m->hd = hd;
@@ -590,12 +593,18 @@ ready:
         vrl_error("fast model: %s", cudaGetErrorString(cudaGetLastError()));
         goto fail;
     }
-    memory_report(m);
+    if (!decoder) memory_report(m);
     return m;
 fail:
     fast_model_destroy(m);
     return NULL;
 }
+
+extern "C" void *fast_model_create(const ModelSpec *spec, int batch, int seq) {
+    return create_model(spec, batch, seq, 0);
+}
+
+FastModel *fast_model_create_decoder(const ModelSpec *spec, int batch) { return create_model(spec, batch, 1, 1); }
 
 /* ------------------------------------------------------------------ forward */
 
