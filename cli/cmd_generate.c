@@ -193,7 +193,7 @@ int cmd_generate(int argc, char **argv) {
             st.seconds, st.seconds > 0 ? st.made / st.seconds : 0.0, be->name, out.prompt_n, st.prompt_seconds);
     if (st.at_eos) fprintf(stderr, "; stopped at EOS (id %d)", rm.config.eos_id);
     if (sp.temperature == 0 && isfinite(st.min_margin)) /* how close greedy came to a tie */
-        fprintf(stderr, "; smallest top-2 logit margin %.4g (step %d)", st.min_margin, st.min_margin_step);
+        fprintf(stderr, "; smallest top-2 logit margin %.6g (step %d)", st.min_margin, st.min_margin_step);
     fprintf(stderr, "\n");
     rc = 0;
 done:

@@ -16,9 +16,11 @@
  *
  * v_in is cached whole rather than the raw V_i (ref/decode.c keeps raw rows and mixes at
  * attention time): the coefficients are fixed while decoding, so Σ_i cv·V_i[t] is one row per
- * token and layer, and the attention kernel reads one tensor. The prompt is fed one position at
- * a time too (each position's logits are returned, as ref's). The kernels are fast/'s on B-row
- * batches; only the cache append and the attention over the cache are new (below). */
+ * token and layer, and the attention kernel reads one tensor. A prompt of n >= 2 positions into
+ * an empty cache is one prefill forward over [B, n] (the training trunk with its flash kernels,
+ * prefill below), whose keys and value inputs fill the cache; after it, one position per step.
+ * The kernels are fast/'s on B-row batches; only the cache append and the attention over the
+ * cache are new (below). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,16 +37,18 @@ FAST_NS_BEGIN
 
 /* ------------------------------------------------------------------ kernels */
 
-/* cache[b, p, c] = src[b, c]: one thread per element of the B new rows. */
-__global__ void decode_cache_append_kernel(bf16 *cache, const bf16 *src, int ld_src, int B, int Tmax, int C, int p) {
+/* cache[b, p + t, c] = src[b·n + t, c]: one thread per element of the B·n new rows. */
+__global__ void decode_cache_append_kernel(bf16 *cache, const bf16 *src, int ld_src, int B, int n, int Tmax, int C,
+                                           int p) {
     const size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= (size_t)B * C) return;
-    const size_t b = i / C, c = i % C;
-    cache[(b * Tmax + p) * C + c] = src[b * ld_src + c];
+    if (i >= (size_t)B * n * C) return;
+    const size_t row = i / C, c = i % C, b = row / n, t = row % n;
+    cache[(b * Tmax + p + t) * C + c] = src[row * ld_src + c];
 }
 
-int decode_cache_append(bf16 *cache, const bf16 *src, int ld_src, int B, int Tmax, int C, int p) {
-    LAUNCH(decode_cache_append_kernel, cdiv((size_t)B * C, 256), 256, 0, ops_stream)(cache, src, ld_src, B, Tmax, C, p);
+int decode_cache_append(bf16 *cache, const bf16 *src, int ld_src, int B, int n, int Tmax, int C, int p) {
+    LAUNCH(decode_cache_append_kernel, cdiv((size_t)B * n * C, 256), 256, 0, ops_stream)(cache, src, ld_src, B, n, Tmax,
+                                                                                       C, p);
     LAUNCH_CHECK();
     return 0;
 }
@@ -161,7 +165,7 @@ template <typename T> static int dev_alloc(T **p, size_t n) {
 static int kv_setup(FastKv *kv, const ModelSpec *spec) {
     FastModel *m = kv->m, *dm;
     const int B = kv->B, L = m->L, Tmax = kv->Tmax;
-    if (!(dm = kv->dm = fast_model_create_decoder(spec, B))) return -1;
+    if (!(dm = kv->dm = fast_model_create_decoder(spec, B, 1))) return -1;
     dm->params16 = m->params16; /* the weights, read in place (its own copy is never filled) */
     const size_t BT = (size_t)B * Tmax;
     if (m->gpt2) { /* every layer's K and V rows of the packed projection */
@@ -248,7 +252,7 @@ static int attention_step(FastKv *kv, int l, int p) {
     if (pl->has_k[l]) {
         TRY(matmul_forward(bl, kv->k, a->ln1, W16(o->wk), NULL, B, d, kvC));
         TRY(rope_forward(kv->k, kvC, cp, sp, B, 1, m->NKV, m->hd));
-        TRY(decode_cache_append(kv->kc[l], kv->k, kvC, B, kv->Tmax, kvC, p));
+        TRY(decode_cache_append(kv->kc[l], kv->k, kvC, B, 1, kv->Tmax, kvC, p));
     }
     if (pl->has_v[l]) TRY(matmul_forward(bl, kv->vcur[l], a->ln1, W16(o->wv), NULL, B, d, kvC));
     /* v_in = Σ_i cv·V_i over this token's rows, trainable entries read from the weights */
@@ -265,7 +269,7 @@ static int attention_step(FastKv *kv, int l, int p) {
         mix.n++;
     }
     TRY(mix_forward(kv->vin, &mix, (size_t)B * kvC));
-    TRY(decode_cache_append(kv->vc[l], kv->vin, kvC, B, kv->Tmax, kvC, p));
+    TRY(decode_cache_append(kv->vc[l], kv->vin, kvC, B, 1, kv->Tmax, kvC, p));
     const int ks = kv->key_src[l];
     TRY(decode_attention(kv->atty, kv->q, qC, kv->kc[ks], kv->vc[l], kvC, B, kv->Tmax, p + 1, m->NH, m->NKV, m->hd));
     const bf16 *u = kv->atty;
@@ -322,6 +326,29 @@ static int decode_step(FastKv *kv, const int32_t *tokens, float *logits) {
     return 0;
 }
 
+/* The prompt, n >= 2 positions of every sequence into an empty cache, as one forward: a model of
+ * [B, n] (fast_model_create_decoder, the generating model's weights) runs the trunk with the
+ * flash kernels (fast_model_trunk); its keys and value inputs become the cache's first n rows and
+ * its logits the output [B,n,V]. */
+static int prefill(FastKv *kv, const int32_t *tokens, int n, float *logits) {
+    FastModel *m = kv->m, *pm = fast_model_create_decoder(m->spec, kv->B, n);
+    if (!pm) return -1;
+    pm->params16 = m->params16;
+    int rc = fast_model_trunk(pm, tokens);
+    for (int l = 0; l < m->L && rc == 0 && !m->gpt2; l++) {
+        const FastActs *a = &pm->acts[l];
+        const AttnLd ld = fast_attn_ld(pm, l); /* q, k, v_in as attention read them */
+        if (m->plan->has_k[l]) rc = decode_cache_append(kv->kc[l], a->k, ld.k, kv->B, n, kv->Tmax, m->kvC, 0);
+        if (rc == 0) rc = decode_cache_append(kv->vc[l], a->vin, ld.v, kv->B, n, kv->Tmax, m->kvC, 0);
+    }
+    if (rc == 0 && m->gpt2) rc = gpt2_decode_prefill(pm, kv->kc, kv->vc, kv->Tmax);
+    if (rc == 0) rc = fast_model_get_logits(pm, logits); /* waits for the stream */
+    pm->params16 = NULL;
+    fast_model_destroy(pm);
+    if (rc == 0) kv->pos = n;
+    return rc;
+}
+
 extern "C" int fast_decode(void *vm, void *vkv, const int32_t *tokens, int n_new, float *logits) {
     FastKv *kv = (FastKv *)vkv;
     (void)vm; /* the cache holds the model */
@@ -332,6 +359,7 @@ extern "C" int fast_decode(void *vm, void *vkv, const int32_t *tokens, int n_new
         if (tokens[i] < 0 || tokens[i] >= V)
             return vrl_error("decode: token id %d at batch %d position %d is outside the vocabulary [0, %d)",
                              (int)tokens[i], i / n_new, kv->pos + i % n_new, V);
+    if (kv->pos == 0 && n_new >= 2) return prefill(kv, tokens, n_new, logits);
     int32_t *col = (int32_t *)malloc((size_t)B * sizeof *col);    /* [B] position j of every sequence */
     float *out = (float *)malloc((size_t)B * V * sizeof *out);    /* [B,V] */
     int rc = col && out ? 0 : vrl_error("decode: out of memory");

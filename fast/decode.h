@@ -2,9 +2,10 @@
  *
  * The Backend's kv_create / kv_free / decode for the CUDA backend: the cache holds, per layer,
  * the keys after RoPE and the value input the layer's attention reads (Σ_i cv·V_i, formed once
- * per token), bf16, on the device; decode feeds each sequence's next tokens one position at a
- * time through a one-position model (fast_model_create_decoder) that reads the generating
- * model's bf16 weights in place, and returns fp32 logits. What it decodes: the llama block with
+ * per token), bf16, on the device; decode feeds a prompt into an empty cache as one prefill
+ * forward, then each sequence's next tokens one position at a time through a one-position model
+ * (fast_model_create_decoder), both reading the generating model's bf16 weights in place, and
+ * returns fp32 logits. What it decodes: the llama block with
  * its own queries, keys that are one layer's (own or shared, CLA), any value mix and correction,
  * any residual stream; and GPT-2. fast_capabilities says BACKEND_CAN_GENERATE for those and
  * names what else is missing. */

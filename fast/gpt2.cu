@@ -193,8 +193,8 @@ int gpt2_decode_forward(FastModel *m, bf16 *const *kc, bf16 *const *vc, int Tmax
         TRY(layernorm_forward(a->ln1, a->mean1, a->rstd1, x, W16(o[LN1W]), W16(o[LN1B]), B, d, eps));
         TRY(conv1d_forward(bl, g->y32, a->ln1, W16(o[AW]), B, d, 3 * d));
         TRY(bias_add_forward(a->qkv, g->y32, W16(o[AB]), NULL, B, 3 * d));
-        TRY(decode_cache_append(kc[l], a->qkv + d, 3 * d, B, Tmax, d, p));
-        TRY(decode_cache_append(vc[l], a->qkv + 2 * d, 3 * d, B, Tmax, d, p));
+        TRY(decode_cache_append(kc[l], a->qkv + d, 3 * d, B, 1, Tmax, d, p));
+        TRY(decode_cache_append(vc[l], a->qkv + 2 * d, 3 * d, B, 1, Tmax, d, p));
         TRY(decode_attention(a->atty, a->qkv, 3 * d, kc[l], vc[l], d, B, Tmax, p + 1, m->NH, m->NH, m->hd));
         TRY(conv1d_forward(bl, g->y32, a->atty, W16(o[PW]), B, d, d));
         TRY(bias_add_forward(a->h, g->y32, W16(o[PB]), x, B, d));
@@ -206,6 +206,16 @@ int gpt2_decode_forward(FastModel *m, bf16 *const *kc, bf16 *const *vc, int Tmax
         x = a->out;
     }
     return layernorm_forward(m->lnf, g->lnf_mean, m->lnf_rstd, x, W16(m->o_lnf), W16(g->o_lnfb), B, d, eps);
+}
+
+int gpt2_decode_prefill(FastModel *m, bf16 *const *kc, bf16 *const *vc, int Tmax) {
+    const int d = m->d;
+    for (int l = 0; l < m->L; l++) {
+        const bf16 *qkv = m->gpt2->acts[l].qkv; /* [B·T, 3d] rows q | k | v */
+        TRY(decode_cache_append(kc[l], qkv + d, 3 * d, m->B, m->T, Tmax, d, 0));
+        TRY(decode_cache_append(vc[l], qkv + 2 * d, 3 * d, m->B, m->T, Tmax, d, 0));
+    }
+    return 0;
 }
 
 /* ------------------------------------------------------------------ backward */

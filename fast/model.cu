@@ -604,7 +604,9 @@ extern "C" void *fast_model_create(const ModelSpec *spec, int batch, int seq) {
     return create_model(spec, batch, seq, 0);
 }
 
-FastModel *fast_model_create_decoder(const ModelSpec *spec, int batch) { return create_model(spec, batch, 1, 1); }
+FastModel *fast_model_create_decoder(const ModelSpec *spec, int batch, int seq) {
+    return create_model(spec, batch, seq, 1);
+}
 
 /* ------------------------------------------------------------------ forward */
 
@@ -1131,6 +1133,19 @@ extern "C" double fast_model_forward(void *vm, const int32_t *tokens, double gra
     if (backward) return forward_backward(m, tokens, grad_scale) < 0 ? NAN : 0.0;
     if (forward_only(m, tokens, &loss) < 0) return NAN;
     return loss;
+}
+
+/* The decoder's prefill (fast/decode.cu): the trunk and the final norm over tokens [B,T], no
+ * loss; the activations (keys, value inputs) and lnf stay for the caller and get_logits. */
+int fast_model_trunk(FastModel *m, const int32_t *tokens) {
+    ops_use_stream(m->stream);
+    m->have_forward = 0;
+    TRY(upload_tokens(m, tokens, 0));
+    const bf16 *x;
+    TRY(trunk_forward(m, &x));
+    if (!m->gpt2) TRY(rmsnorm_forward(m->lnf, m->lnf_rstd, x, W16(m->o_lnf), m->N, m->d, (float)m->c.norm_eps));
+    m->have_forward = 1;
+    return 0;
 }
 
 /* Scoring (Backend.token_logprobs): the forward without the loss, then per logits chunk the
