@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # test_generate_cli.sh: `vrl generate` and `vrl info --kv-cache` end to end, on tiny runs trained
 # on a byte corpus (`vrl data bytes` writes its tokenizer.json; the run folder carries it):
-# greedy output is deterministic and stops at --max-new; seeded sampling repeats with the seed;
+# greedy output is deterministic and stops at --max-new; --include-eos ends the ids with the end
+# token only where generation stopped there; seeded sampling repeats with the seed;
 # text in, text out through the run's own tokenizer; the run folder is a Hugging Face folder
 # (model_type llama for the baseline, "vrl" + auto_map + the Python classes otherwise); bad input
 # is one line naming the problem; the cache sizes of the tiny preset are the hand-counted ones.
