@@ -1,6 +1,8 @@
-/* cmd_generate.c: `vrl generate` — text from a trained run, one token at a time through the
- * reference's KV cache (ref/decode.c), sampled by common/eval/sample.c. */
+/* cmd_generate.c: `vrl generate` — text from a trained run, one token at a time through a
+ * backend's KV cache (ref/decode.c, ref/gpt2_decode.c; fast/decode.cu with --device cuda or
+ * cuda-cpu), sampled by common/eval/sample.c. */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,7 +23,7 @@ static void usage(FILE *f) {
             "Continue a prompt with a trained run (config.json + model.safetensors), streaming\n"
             "each token as it is chosen; stops at EOS (config.json's eos_token_id: the end token of\n"
             "the run's tokenizer, GPT-2 50256) or after --max-new tokens. Prints tokens/s to stderr\n"
-            "at the end. Runs on the reference (CPU) with a KV cache.\n"
+            "at the end. Runs with a KV cache on the reference (CPU) or on fast/ (--device).\n"
             "\n"
             "  --ckpt RUN          the run folder\n"
             "  --prompt TEXT       prompt text (needs a tokenizer)\n"
@@ -33,8 +35,11 @@ static void usage(FILE *f) {
             "  --top-p P           keep the most likely set of mass P [1]\n"
             "  --seed S            seed of the draws [0]\n"
             "  --output KIND       text | ids [text with a tokenizer, else ids]\n"
-            "  --precision P       fp32 | fp64 [fp32]\n"
-            "  --device D          cpu [cpu] (cuda and cuda-cpu: the CUDA backend has no decoder yet)\n");
+            "  --include-eos       with --output ids: end the ids with the end token when generation\n"
+            "                      stopped there (as transformers' generate() output does) [left out]\n"
+            "  --precision P       fp32 | fp64 [fp32], --device cpu only\n"
+            "  --device D          cpu | cuda | cuda-cpu [cpu]: the reference, or fast/'s bf16 decoder\n"
+            "                      (fast/decode.cu) on a GPU or on the CPU layer\n");
 }
 
 /* "1,2,3" -> ids; -1 on a bad number. */
@@ -96,15 +101,19 @@ static int print_token(void *ctx, const TokIds *ids, int32_t next) {
 
 int cmd_generate(int argc, char **argv) {
     Args p = {.argc = argc, .argv = argv, .i = 1, .cmd = "vrl generate"};
-    const char *ckpt = NULL, *prompt = NULL, *ids_arg = NULL, *tokp = NULL, *output = NULL, *prec = "fp32",
+    const char *ckpt = NULL, *prompt = NULL, *ids_arg = NULL, *tokp = NULL, *output = NULL, *prec = NULL,
                *device = "cpu", *v;
-    int max_new = 64, r;
+    int max_new = 64, include_eos = 0, r;
     uint64_t seed = 0;
     SampleParams sp = {0, 0, 1};
     while (p.i < argc) {
         if (args_switch(&p, "--help") || args_switch(&p, "-h")) {
             usage(stdout);
             return 0;
+        }
+        if (args_switch(&p, "--include-eos")) {
+            include_eos = 1;
+            continue;
         }
 #define TAKE(flag, stmt)                                                                                              \
     if ((r = args_take(&p, flag, &v)) != 0) {                                                                         \
@@ -132,11 +141,8 @@ int cmd_generate(int argc, char **argv) {
         fprintf(stderr, "vrl generate: --ckpt and one of --prompt / --ids are required (see vrl generate --help)\n");
         return 2;
     }
-    if (strcmp(device, "cpu")) {
-        if (!strcmp(device, "cuda") || !strcmp(device, "cuda-cpu"))
-            vrl_error("--device %s: generation runs on the reference (CPU) only; the CUDA decoder is not "
-                      "written yet (docs/generate.md)", device);
-        else vrl_error("--device: \"%s\" is not cpu", device);
+    if (prec && strcmp(device, "cpu")) {
+        vrl_error("--precision %s: applies to --device cpu only (--device %s has its own: bf16)", prec, device);
         goto fail;
     }
     if (sp.temperature < 0 || !(sp.top_p > 0 && sp.top_p <= 1)) {
@@ -147,9 +153,9 @@ int cmd_generate(int argc, char **argv) {
         vrl_error("--output: \"%s\" is not text or ids", output);
         goto fail;
     }
-    const BackendEntry *cpu = backend_select("cpu", prec);
-    if (!cpu) goto fail;
-    const Backend *be = cpu->be;
+    const BackendEntry *chosen = backend_select(device, prec ? prec : "fp32");
+    if (!chosen) goto fail;
+    const Backend *be = chosen->be;
 
     /* tokenizer: --tokenizer, else the run folder's own (written at run start when known) */
     char runtok[4200];
@@ -163,6 +169,11 @@ int cmd_generate(int argc, char **argv) {
     const int as_text = output ? !strcmp(output, "text") : tok != NULL;
     if (as_text && !tok) {
         vrl_error("--output text needs a tokenizer: give --tokenizer FILE");
+        tok_free(tok);
+        goto fail;
+    }
+    if (as_text && include_eos) {
+        vrl_error("--include-eos applies to --output ids (text never shows the end token)");
         tok_free(tok);
         goto fail;
     }
@@ -183,11 +194,15 @@ int cmd_generate(int argc, char **argv) {
     GenerateStats st;
     if (generate(be, &rm.spec, rm.params, &ids, max_new, draw_vocab, &sp, seed, print_token, &out, &st) < 0) goto done;
     if (as_text && emit(&out, &ids, 1) < 0) goto done;
+    /* the end token it stopped at: generate() drew it but did not pass it to the sink */
+    if (include_eos && st.at_eos) printf("%s%d", ids.n > out.prompt_n ? " " : "", (int)rm.config.eos_id);
     printf("\n");
     if (flush_stdout() < 0) goto done;
     fprintf(stderr, "vrl generate: %d tokens in %.3f s (%.1f tokens/s, %s); prompt %zu tokens in %.3f s", st.made,
             st.seconds, st.seconds > 0 ? st.made / st.seconds : 0.0, be->name, out.prompt_n, st.prompt_seconds);
     if (st.at_eos) fprintf(stderr, "; stopped at EOS (id %d)", rm.config.eos_id);
+    if (sp.temperature == 0 && isfinite(st.min_margin)) /* how close greedy came to a tie */
+        fprintf(stderr, "; smallest top-2 logit margin %.6g (step %d)", st.min_margin, st.min_margin_step);
     fprintf(stderr, "\n");
     rc = 0;
 done:

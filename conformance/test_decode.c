@@ -7,7 +7,8 @@
  * full fp64 forward over tokens [B,T], then the same tokens through the cache: a 5-token prompt
  * in one call, then one token per call. fp64 within 1e-12 absolute: both sides compute the same
  * sums in another order (the cache distributes the K/V mixes over the dot products), so they
- * differ by rounding only (logits are O(1); eps_64 ≈ 1.1e-16 times ~10² terms). */
+ * differ by rounding only (logits are O(1); eps_64 ≈ 1.1e-16 times ~10² terms). GPT-2
+ * (ref/gpt2_decode.c) is checked the same way on the same shape. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdlib.h>
@@ -69,6 +70,76 @@ static double decode_vs_full(const ModelConfig *c) {
     free(w);
     model_spec_free(&spec);
     return worst;
+}
+
+/* GPT-2 (ref/gpt2_decode.c) on the same shape: its own decoder behind the same Backend calls. */
+Test(decode, gpt2) {
+    ModelConfig c = test_config_value_path(4, "baseline");
+    test_config_gpt2(&c, 0.1); /* dropout is off outside training: the cache must not apply it */
+    const double worst = decode_vs_full(&c);
+    printf("%-44s n_kv 4: max |cached - full| logit %.2e\n", "gpt2", worst);
+    cr_expect_leq(worst, 1e-12, "gpt2: cached logits differ from the full forward by %.3e", worst);
+}
+
+/* Argmax of logits [V] (the lowest id among equal maxima). */
+static int argmax(const double *row, int V) {
+    int best = 0;
+    for (int v = 1; v < V; v++)
+        if (row[v] > row[best]) best = v;
+    return best;
+}
+
+/* Greedy decoding through the cache picks, at every step, the argmax of a full forward recomputed
+ * over the whole sequence so far (a new model of that length each step), on GPT-2 and the llama
+ * baseline: 3 prompt tokens, 9 drawn. */
+static void greedy_vs_recompute(ModelConfig *c) {
+    enum { P0 = 3, N = 12 };
+    const Backend *be = &ref_backend_f64;
+    ModelSpec spec;
+    cr_assert_eq(model_spec_build(c, &spec), 0, "%s", vrl_last_error());
+    const int V = c->vocab_size;
+    double *w = malloc(spec.table.total * sizeof *w), *row = malloc((size_t)N * V * sizeof *row);
+    params_init_f64(&spec.table, 3, w);
+    Rng g;
+    rng_seed(&g, 9);
+    for (size_t i = 0; i < spec.table.total; i++) w[i] += 0.3 * rng_normal(&g);
+    int32_t seq[N] = {1, 7, 5};
+    void *m = be->create(&spec, 1, 2);
+    be->set_state(m, w, NULL, NULL);
+    void *kv = be->kv_create(m, 1, N);
+    cr_assert_not_null(kv, "%s", vrl_last_error());
+    cr_assert_eq(be->decode(m, kv, seq, P0, row), 0, "%s", vrl_last_error());
+    const double *last = row + (size_t)(P0 - 1) * V;
+    for (int n = P0; n < N; n++) {
+        seq[n] = argmax(last, V);
+        void *full = be->create(&spec, 1, n + 1 > 2 ? n + 1 : 2);
+        be->set_state(full, w, NULL, NULL);
+        cr_assert(isfinite(be->forward_loss(full, seq)));
+        double *fl = malloc((size_t)(n + 1) * V * sizeof *fl);
+        be->get_logits(full, fl);
+        /* position n - 1's full logits choose token n */
+        cr_expect_eq(argmax(fl + (size_t)(n - 1) * V, V), seq[n], "%s: step %d: cached greedy %d, full argmax %d",
+                     c->variant, n, seq[n], argmax(fl + (size_t)(n - 1) * V, V));
+        free(fl);
+        be->destroy(full);
+        cr_assert_eq(be->decode(m, kv, &seq[n], 1, row), 0, "%s", vrl_last_error());
+        last = row;
+    }
+    printf("%-8s greedy through the cache = full-forward argmax at every step:", c->arch == ARCH_GPT2 ? "gpt2" : "llama");
+    for (int n = 0; n < N; n++) printf(" %d", (int)seq[n]);
+    printf("\n");
+    be->kv_free(kv);
+    be->destroy(m);
+    free(row);
+    free(w);
+    model_spec_free(&spec);
+}
+
+Test(decode, greedy_equals_full_argmax) {
+    ModelConfig c = test_config_value_path(4, "baseline");
+    greedy_vs_recompute(&c);
+    test_config_gpt2(&c, 0);
+    greedy_vs_recompute(&c);
 }
 
 static void check(int n_kv, const char *variant) {
@@ -134,13 +205,16 @@ Test(decode, bad_input) {
     be->kv_free(kv);
     be->destroy(m);
     model_spec_free(&spec);
-    /* GPT-2 has no decoder: the capability is absent and the cache is refused by name */
+    /* GPT-2's decoder checks the same way: an id outside the vocabulary, a cache past max_seq */
     test_config_gpt2(&c, 0);
     cr_assert_eq(model_spec_build(&c, &spec), 0);
-    cr_expect_eq(be->capabilities(&spec, NULL, 0) & BACKEND_CAN_GENERATE, 0u);
     m = be->create(&spec, 1, 4);
-    cr_expect_null(be->kv_create(m, 1, 4));
-    cr_expect(strstr(vrl_last_error(), "GPT-2") != NULL, "%s", vrl_last_error());
+    kv = be->kv_create(m, 1, 4);
+    cr_assert_not_null(kv, "%s", vrl_last_error());
+    cr_expect_eq(be->decode(m, kv, &bad, 1, logits), -1);
+    cr_expect(strstr(vrl_last_error(), "outside the vocabulary") != NULL, "%s", vrl_last_error());
+    cr_expect_null(be->kv_create(m, 1, c.max_seq + 1));
+    be->kv_free(kv);
     be->destroy(m);
     model_spec_free(&spec);
 }

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # test_generate_cli.sh: `vrl generate` and `vrl info --kv-cache` end to end, on tiny runs trained
 # on a byte corpus (`vrl data bytes` writes its tokenizer.json; the run folder carries it):
-# greedy output is deterministic and stops at --max-new; seeded sampling repeats with the seed;
+# greedy output is deterministic and stops at --max-new; --include-eos ends the ids with the end
+# token only where generation stopped there; seeded sampling repeats with the seed;
 # text in, text out through the run's own tokenizer; the run folder is a Hugging Face folder
 # (model_type llama for the baseline, "vrl" + auto_map + the Python classes otherwise); bad input
 # is one line naming the problem; the cache sizes of the tiny preset are the hand-counted ones.
@@ -41,6 +42,9 @@ G="$VRL generate --precision fp64 --output ids --ids 116,104,101,32"
 $G --ckpt "$tmp/res" --max-new 12 >"$tmp/g1" 2>"$tmp/g1.err"
 $G --ckpt "$tmp/res" --max-new 12 >"$tmp/g2" 2>/dev/null
 check greedy_repeats cmp -s "$tmp/g1" "$tmp/g2"
+# --include-eos adds the end token only where generation stopped at it: here 12 tokens, no EOS
+$G --ckpt "$tmp/res" --max-new 12 --include-eos >"$tmp/g3" 2>"$tmp/g3.err"
+check include_eos_without_eos sh -c "cmp -s '$tmp/g1' '$tmp/g3' && ! grep -q 'stopped at EOS' '$tmp/g3.err'"
 check greedy_count test "$(wc -w <"$tmp/g1")" -le 12 -a "$(wc -w <"$tmp/g1")" -ge 1
 check tokens_per_s grep -q "tokens/s" "$tmp/g1.err"
 # seeded sampling repeats with its seed
@@ -74,12 +78,16 @@ if [ -f "$GPT2_TOK" ]; then
   $VRL generate --ckpt "$tmp/gpt2" --prompt "hello" --max-new 10 --output ids >"$tmp/hw.out" 2>"$tmp/hw.err"
   check gpt2_generate_stops_at_eos test "$(cat "$tmp/hw.out")" = 995
   check gpt2_generate_says_eos grep -q "stopped at EOS (id 50256)" "$tmp/hw.err"
+  # --include-eos: the ids end with the end token, as transformers' generate() output does
+  $VRL generate --ckpt "$tmp/gpt2" --prompt "hello" --max-new 10 --output ids --include-eos >"$tmp/hw.eos" 2>/dev/null
+  check gpt2_generate_include_eos test "$(cat "$tmp/hw.eos")" = "995 50256"
 else
   echo "SKIP gpt2_eos: $GPT2_TOK is absent (the shared data)"
 fi
 
-expect_error gen_cuda "--device cuda: generation runs on the reference (CPU) only" \
-  $VRL generate --ckpt "$tmp/res" --ids 1 --device cuda
+expect_error gen_bad_device "--device: \"tpu\" is not" $VRL generate --ckpt "$tmp/res" --ids 1 --device tpu
+expect_error gen_include_eos_text "--include-eos applies to --output ids" \
+  $VRL generate --ckpt "$tmp/base" --prompt "the" --include-eos
 expect_error gen_bad_ids "--ids: \"1,x\" is not a comma-separated list" $VRL generate --ckpt "$tmp/res" --ids 1,x
 expect_error gen_id_vocab "prompt token 300 at position 1 is outside the model's vocabulary" \
   $VRL generate --ckpt "$tmp/res" --ids 1,300

@@ -2,7 +2,7 @@
 # test_hf.sh: vrl models in Hugging Face transformers (python/vrl_hf), with PyTorch.
 #   1. the Python variant classes reproduce every llama golden fixture's logits (fp64, <= 1e-10),
 #      and greedy generate() on the golden baseline model gives vrl generate's tokens;
-#   2. tiny runs of several variants (trained here on a byte corpus) load with
+#   2. tiny runs of several variants and of GPT-2 (trained here on a byte corpus) load with
 #      AutoModelForCausalLM.from_pretrained(RUN, trust_remote_code=True) as the right class, and
 #      its greedy generate() gives the same tokens as `vrl generate --precision fp64`;
 #   3. plain LlamaForCausalLM.from_pretrained on a ResFormer folder warns that the model type is
@@ -47,8 +47,11 @@ mk() {  # NAME KV_HEADS
  "num_attention_heads": 4, "num_key_value_heads": %d, "vocab_size": 256, "max_position_embeddings": 96}\n' "$2" >"$tmp/$1.json"
 }
 mk mha 4; mk gqa 2
+# a GPT-2-architecture run: transformers' own GPT2LMHeadModel, vrl's GPT-2 decoder (ref/gpt2_decode.c)
+printf '{"model_type": "gpt2", "n_embd": 32, "n_layer": 2, "n_head": 4, "vocab_size": 256, "n_positions": 96,
+ "n_inner": null, "resid_pdrop": 0, "embd_pdrop": 0, "attn_pdrop": 0}\n' >"$tmp/gpt2.json"
 names=""
-for spec in baseline:mha:baseline gqa:gqa:baseline resformer:mha:resformer svformer:mha:svformer cla:mha:cla \
+for spec in gpt2:gpt2:baseline baseline:mha:baseline gqa:gqa:baseline resformer:mha:resformer svformer:mha:svformer cla:mha:cla \
             neutreno:mha:neutreno:lambda=0.4 learnable:gqa:resformer:mode=learnable hc:mha:hc:n=4 \
             attnres:mha:attnres:mode=block,size=3 dense_sv:mha:denseformer+svformer mhc:mha:mhc:n=4; do
   name=${spec%%:*} rest=${spec#*:}; shape=${rest%%:*} variant=${rest#*:}
@@ -62,11 +65,13 @@ done
 $CHECK runs 116,104,101,32 24 $names >"$tmp/hf.log" 2>&1 || { echo "FAIL check_hf.py runs:"; tail -5 "$tmp/hf.log"; exit 1; }
 for run in $names; do
   name=$(basename "$run") want=VrlForCausalLM
-  case $name in baseline|gqa) want=LlamaForCausalLM ;; esac
+  case $name in baseline|gqa) want=LlamaForCausalLM ;; gpt2) want=GPT2LMHeadModel ;; esac
   check "hf_class_$name($(cat "$run.cls"))" test "$(cat "$run.cls")" = "$want"
   check "hf_greedy_$name" cmp "$run.vrl" "$run.hf"
 done
 echo "vrl generate vs HF generate (baseline): $(cat "$tmp/baseline.vrl")"
+echo "vrl generate vs HF generate (gpt2): $(cat "$tmp/gpt2.vrl")"
+check gpt2_generates_tokens test -n "$(cat "$tmp/gpt2.vrl")"
 check llama_warns_on_resformer grep -q "model of type \`vrl\` to instantiate a model of type \`llama\`" "$tmp/resformer.warn"
 check tokenizer_bytes test "$(cat "$tmp/resformer.tok")" = "116 104 101 32 99 97 116"
 

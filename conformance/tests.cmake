@@ -149,6 +149,13 @@ if(VRL_HAVE_CUDA)
   add_test(NAME test_fast_vs_ref COMMAND test_fast_vs_ref)
   set_tests_properties(test_fast_vs_ref PROPERTIES SKIP_RETURN_CODE 77
     ENVIRONMENT "TMPDIR=${VRL_TEST_TMP}")
+  # fast/decode.cu's KV-cache decoder against ref fp64's full forward
+  add_executable(test_fast_decode conformance/test_fast_decode.c)
+  target_include_directories(test_fast_decode PRIVATE ${CMAKE_SOURCE_DIR})
+  target_compile_definitions(test_fast_decode PRIVATE VRL_FP64=1)
+  target_link_libraries(test_fast_decode PRIVATE vrl_fast vrl_ref32 vrl_ref64 vrl_common)
+  add_test(NAME test_fast_decode COMMAND test_fast_decode)
+  set_tests_properties(test_fast_decode PROPERTIES SKIP_RETURN_CODE 77 ENVIRONMENT "TMPDIR=${VRL_TEST_TMP}")
 endif()
 # The GPU slot's plumbing (scripts/gpu.sh, docs/fast.md "GPU slot"): the slot script from a
 # packed .gpu/ with the system's libomp and pkg-config hidden, its GPU steps skipped; an nvcc
@@ -208,7 +215,7 @@ if(VRL_HAVE_CUDA_CPU)
       gqa4_resformer_learnable_plus gqa4_neutreno gqa4_svformer_anchors13 gqa4_query_residual gqa4_shared_q gpt2_hd16
       tiny_hc4 gqa4_mhc_n2_iters5_learnable gqa4_mhc_jitter
       tiny_attn_residual gqa4_cross_layer_prev)
-  set(cpu_tests test_fast_vs_ref)
+  set(cpu_tests test_fast_vs_ref test_fast_decode)
   if(VRL_HAVE_MPI)
     list(APPEND cpu_tests test_fast_nccl)   # NCCL's calls over MPI (fast/cuda_cpu/nccl_mpi.cpp)
   endif()
@@ -268,6 +275,9 @@ if(VRL_HAVE_CUDA_CPU)
   # --attention flash|mma|cudnn: refused on cpu (one attention) and cudnn on cuda-cpu (needs a GPU); mma trains there
   add_test(NAME test_attention_option COMMAND ${CMAKE_SOURCE_DIR}/conformance/test_attention_option.sh $<TARGET_FILE:vrl>)
   set_tests_properties(test_attention_option PROPERTIES TIMEOUT 300 ENVIRONMENT "TMPDIR=${VRL_TEST_TMP}")
+  # vrl generate --device cuda-cpu (fast/decode.cu) = vrl generate (ref) token for token, five variant families
+  add_test(NAME test_generate_fast_cpu COMMAND ${CMAKE_SOURCE_DIR}/conformance/test_generate_fast_cpu.sh $<TARGET_FILE:vrl>)
+  set_tests_properties(test_generate_fast_cpu PROPERTIES TIMEOUT 300 ENVIRONMENT "TMPDIR=${VRL_TEST_TMP}")
   # vrl train --device cuda-cpu: thread orders give the same bytes; mpirun -np 2 (ZeRO-2) = --accum 2
   add_test(NAME test_fast_cpu_train COMMAND ${CMAKE_SOURCE_DIR}/conformance/test_fast_cpu_train.sh
     $<TARGET_FILE:vrl> $<TARGET_FILE:run_compare>)

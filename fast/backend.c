@@ -9,6 +9,7 @@
 
 #include "common/base/error.h"
 #include "common/model/backends.h"
+#include "fast/decode.h"
 #include "fast/fast.h"
 #include "fast/model.h"
 #if VRL_HAVE_NCCL
@@ -41,6 +42,10 @@ static void be_set_state(void *m, const void *params, const void *exp_avg, const
 
 static void be_get_logits(void *m, void *out) { (void)fast_model_get_logits(m, out); }
 
+static int be_decode(void *m, void *kv, const int32_t *tokens, int n_new, void *logits_out) {
+    return fast_decode(m, kv, tokens, n_new, logits_out);
+}
+
 static int be_token_logprobs(void *m, const int32_t *tokens, const int32_t *targets, double *logprob,
                              uint8_t *greedy) {
     return fast_model_token_logprobs(m, tokens, targets, logprob, greedy);
@@ -55,7 +60,7 @@ const Backend fast_backend_cuda = {
     .name = "cuda-bf16",
 #endif
     .dtype = DT_F32,
-    .capabilities = fast_capabilities, /* training and scoring; no analysis views, no decoding */
+    .capabilities = fast_capabilities, /* training, scoring, decoding; no analysis views */
     .create = be_create,
     .destroy = be_destroy,
     .forward_backward = be_forward_backward, /* the loss stays on the device: micro_losses */
@@ -67,6 +72,9 @@ const Backend fast_backend_cuda = {
     .set_state = be_set_state,
     .get_logits = be_get_logits,
     .token_logprobs = be_token_logprobs, /* vrl eval: log-softmax, gather and argmax on the device */
+    .kv_create = fast_kv_create,         /* vrl generate: fast/decode.cu */
+    .kv_free = fast_kv_free,
+    .decode = be_decode,
 #if VRL_HAVE_NCCL
     .shard_open = fast_shard_open,     /* several processes: NCCL (one process: no communicator) */
     .reduce_next = fast_reduce_next,

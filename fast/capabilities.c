@@ -15,11 +15,12 @@
  * name (docs/fast.md, "Variants" says why), so
  * the CUDA backend never trains a different model than ref. What it trains it also scores
  * (`vrl eval`: the same forward, then log-probabilities on the device). It declares no
- * analysis views and no decoding.
+ * analysis views; it decodes (fast/decode.cu) what fast_decode_missing allows.
  *
  * Layers are 0-based here: row l is layer n = l+1, and V_0 is formulas.md's V_1. */
 #include <stdio.h>
 
+#include "fast/decode.h"
 #include "fast/fast.h"
 
 /* The first thing of the value plan the CUDA kernels lack, or NULL. fast/attention_mix.cu
@@ -40,6 +41,29 @@ static const char *value_plan_missing(const ValuePlan *p) {
     return NULL;
 }
 
+/* What fast/decode.cu decodes: GPT-2, and the llama block whose attention reads its own queries,
+ * one layer's keys (its own, or CLA's shared ones) and its own softmax (no ca mixing, no Eq. 2);
+ * values and corrections mix freely and every residual stream runs (per token). */
+const char *fast_decode_missing(const ModelSpec *s) {
+    const ValuePlan *p = &s->value;
+    const int L = p->L;
+    if (s->config.arch == ARCH_GPT2) return NULL;
+    for (int l = 0; l < L; l++) {
+        const double *cq = p->cq + (size_t)l * L, *ck = p->ck + (size_t)l * L, *ca = p->ca + (size_t)l * L;
+        int k_sources = 0, k_one = 1;
+        for (int i = 0; i <= l; i++) {
+            if (i < l && cq[i] != 0) return "queries mixed across layers (query residual, shared Q)";
+            if (i < l && ca[i] != 0) return "attention-matrix mixing across layers";
+            if (ck[i] != 0) k_sources++, k_one &= ck[i] == 1.0;
+        }
+        if (cq[l] != 1.0) return "queries mixed across layers (query residual, shared Q)";
+        if (k_sources != 1 || !k_one) return "keys mixed across layers (key residual)";
+        if (ca[l] != 1.0) return "attention-matrix mixing across layers";
+        if (p->cross[l] >= 0) return "Eq. 2 cross-layer attention";
+    }
+    return NULL;
+}
+
 unsigned fast_capabilities(const ModelSpec *s, char *why, size_t why_len) {
     const ModelConfig *c = &s->config;
     const int hd = config_head_dim(c);
@@ -56,6 +80,18 @@ unsigned fast_capabilities(const ModelSpec *s, char *why, size_t why_len) {
         snprintf(buf, sizeof buf, "at most %d layers (got %d)", FAST_MAX_LAYERS, c->n_layers);
     else if (hd != 8 && hd != 16 && hd != 32 && hd != 64 && hd != 128)
         snprintf(buf, sizeof buf, "head_dim must be 8, 16, 32, 64 or 128 (got %d)", hd);
-    if (why && why_len) snprintf(why, why_len, "%s", buf[0] ? buf : "no analysis views or decoding on CUDA yet");
-    return buf[0] ? 0u : BACKEND_CAN_TRAIN | BACKEND_CAN_SCORE; /* scoring is the training forward's trunk */
+    if (buf[0]) {
+        if (why && why_len) snprintf(why, why_len, "%s", buf);
+        return 0u;
+    }
+    unsigned caps = BACKEND_CAN_TRAIN | BACKEND_CAN_SCORE; /* scoring is the training forward's trunk */
+    const char *no_decode = fast_decode_missing(s);
+    if (!no_decode) caps |= BACKEND_CAN_GENERATE;
+    if (why && why_len) {
+        if (no_decode)
+            snprintf(why, why_len, "variant \"%.200s\" needs %s, which the CUDA decoder (fast/decode.cu) does not "
+                     "implement", c->variant, no_decode);
+        else snprintf(why, why_len, "no analysis views on CUDA");
+    }
+    return caps;
 }

@@ -23,6 +23,7 @@ if(VRL_CUDA)
       fast/stream.cu
       fast/gpt2.cu
       fast/gpt2_ops.cu
+      fast/decode.cu
       fast/attention_mix.cu
       fast/adamw.cu
       fast/bench.cu

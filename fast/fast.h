@@ -50,8 +50,9 @@ int fast_attention_kind(void);
  * residual), the attention-matrix residual and Eq. 2 cross-layer attention, any residual
  * stream (plain, DenseFormer, AttnRes, HC, mHC), and the GPT-2 baseline without dropout
  * (fast/gpt2.cu), at most FAST_MAX_LAYERS layers and head_dim 8..128 (a power of two), and
- * BACKEND_CAN_SCORE for the same specs; else 0 and `why` names the first thing missing. No
- * analysis views, no decoding. */
+ * BACKEND_CAN_SCORE for the same specs, and BACKEND_CAN_GENERATE where fast/decode.cu decodes
+ * them (fast_decode_missing, fast/decode.h); else 0 and `why` names the first thing missing. No
+ * analysis views. */
 unsigned fast_capabilities(const ModelSpec *spec, char *why, size_t why_len);
 
 /* Benchmark hooks. Bytes of device memory the model holds (arena + workspaces). */

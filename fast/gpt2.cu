@@ -19,6 +19,7 @@
  * its bias (and the residual after it) added in fp32 and rounded once; LayerNorm statistics,
  * GELU's argument, softmax and the loss fp32; parameter and residual-stream gradients fp32;
  * gradients that feed a GEMM get a bf16 copy. */
+#include "fast/decode.cuh"
 #include "fast/gpt2.cuh"
 #include "fast/gpt2_ops.cuh"
 
@@ -174,6 +175,47 @@ int gpt2_trunk_forward(FastModel *m) {
     }
     g->x_last = x;
     return layernorm_forward(m->lnf, g->lnf_mean, m->lnf_rstd, x, W16(m->o_lnf), W16(g->o_lnfb), N, d, eps);
+}
+
+/* One position p of B sequences through the KV cache (decode.cuh): the trunk above on B rows of
+ * one token each, the attention over the cached positions instead of the causal flash kernel. */
+int gpt2_decode_forward(FastModel *m, bf16 *const *kc, bf16 *const *vc, int Tmax, int p) {
+    FastGpt2 *g = m->gpt2;
+    const int B = m->N, d = m->d, F = m->F;
+    const float eps = (float)m->c.norm_eps;
+    Blas *bl = &m->blas;
+    /* wpe's row p: the table from p with T = 1 */
+    TRY(position_embedding_forward(m->emb, m->tokens, W16(m->o_wte), W16(g->o_wpe) + (size_t)p * d, B, 1, d));
+    const bf16 *x = m->emb;
+    for (int l = 0; l < m->L; l++) {
+        const size_t *o = g->off[l];
+        Gpt2Acts *a = &g->acts[l];
+        TRY(layernorm_forward(a->ln1, a->mean1, a->rstd1, x, W16(o[LN1W]), W16(o[LN1B]), B, d, eps));
+        TRY(conv1d_forward(bl, g->y32, a->ln1, W16(o[AW]), B, d, 3 * d));
+        TRY(bias_add_forward(a->qkv, g->y32, W16(o[AB]), NULL, B, 3 * d));
+        TRY(decode_cache_append(kc[l], a->qkv + d, 3 * d, B, 1, Tmax, d, p));
+        TRY(decode_cache_append(vc[l], a->qkv + 2 * d, 3 * d, B, 1, Tmax, d, p));
+        TRY(decode_attention(a->atty, a->qkv, 3 * d, kc[l], vc[l], d, B, Tmax, p + 1, m->NH, m->NH, m->hd));
+        TRY(conv1d_forward(bl, g->y32, a->atty, W16(o[PW]), B, d, d));
+        TRY(bias_add_forward(a->h, g->y32, W16(o[PB]), x, B, d));
+        TRY(layernorm_forward(a->ln2, a->mean2, a->rstd2, a->h, W16(o[LN2W]), W16(o[LN2B]), B, d, eps));
+        TRY(conv1d_forward(bl, g->y32, a->ln2, W16(o[FW]), B, d, F));
+        TRY(gelu_forward(a->fc, a->gel, g->y32, W16(o[FB]), B, F));
+        TRY(conv1d_forward(bl, g->y32, a->gel, W16(o[MW]), B, F, d));
+        TRY(bias_add_forward(a->out, g->y32, W16(o[MB]), a->h, B, d));
+        x = a->out;
+    }
+    return layernorm_forward(m->lnf, g->lnf_mean, m->lnf_rstd, x, W16(m->o_lnf), W16(g->o_lnfb), B, d, eps);
+}
+
+int gpt2_decode_prefill(FastModel *m, bf16 *const *kc, bf16 *const *vc, int Tmax) {
+    const int d = m->d;
+    for (int l = 0; l < m->L; l++) {
+        const bf16 *qkv = m->gpt2->acts[l].qkv; /* [B·T, 3d] rows q | k | v */
+        TRY(decode_cache_append(kc[l], qkv + d, 3 * d, m->B, m->T, Tmax, d, 0));
+        TRY(decode_cache_append(vc[l], qkv + 2 * d, 3 * d, m->B, m->T, Tmax, d, 0));
+    }
+    return 0;
 }
 
 /* ------------------------------------------------------------------ backward */

@@ -421,7 +421,9 @@ extern "C" void fast_model_destroy(void *vm) {
     free(m);
 }
 
-extern "C" void *fast_model_create(const ModelSpec *spec, int batch, int seq) {
+/* A model for [batch, seq]; decoder: the one-position model of fast/decode.cu (seq 1 allowed, no
+ * memory report). */
+static FastModel *create_model(const ModelSpec *spec, int batch, int seq, int decoder) {
     const ModelConfig *c = &spec->config;
     const ParamTable *t = &spec->table;
     char why[512];
@@ -429,7 +431,7 @@ extern "C" void *fast_model_create(const ModelSpec *spec, int batch, int seq) {
         vrl_error("fast model: %s", why);
         return NULL;
     }
-    if (batch < 1 || seq < 2 || seq > c->max_seq) {
+    if (batch < 1 || seq < (decoder ? 1 : 2) || seq > c->max_seq) {
         vrl_error("fast model: need batch >= 1 and seq in [2, %d] (got %d x %d)", c->max_seq, batch, seq);
         return NULL;
     }
@@ -460,6 +462,7 @@ extern "C" void *fast_model_create(const ModelSpec *spec, int batch, int seq) {
         return NULL;
     }
     m->c = *c;
+    m->spec = spec;
     m->t = t;
     m->B = batch, m->T = seq, m->N = batch * seq;
     m->d = c->d_model, m->NH = c->n_heads, m->NKV = c->n_kv_heads, m->hd = hd;
@@ -590,11 +593,19 @@ ready:
         vrl_error("fast model: %s", cudaGetErrorString(cudaGetLastError()));
         goto fail;
     }
-    memory_report(m);
+    if (!decoder) memory_report(m);
     return m;
 fail:
     fast_model_destroy(m);
     return NULL;
+}
+
+extern "C" void *fast_model_create(const ModelSpec *spec, int batch, int seq) {
+    return create_model(spec, batch, seq, 0);
+}
+
+FastModel *fast_model_create_decoder(const ModelSpec *spec, int batch, int seq) {
+    return create_model(spec, batch, seq, 1);
 }
 
 /* ------------------------------------------------------------------ forward */
@@ -1122,6 +1133,19 @@ extern "C" double fast_model_forward(void *vm, const int32_t *tokens, double gra
     if (backward) return forward_backward(m, tokens, grad_scale) < 0 ? NAN : 0.0;
     if (forward_only(m, tokens, &loss) < 0) return NAN;
     return loss;
+}
+
+/* The decoder's prefill (fast/decode.cu): the trunk and the final norm over tokens [B,T], no
+ * loss; the activations (keys, value inputs) and lnf stay for the caller and get_logits. */
+int fast_model_trunk(FastModel *m, const int32_t *tokens) {
+    ops_use_stream(m->stream);
+    m->have_forward = 0;
+    TRY(upload_tokens(m, tokens, 0));
+    const bf16 *x;
+    TRY(trunk_forward(m, &x));
+    if (!m->gpt2) TRY(rmsnorm_forward(m->lnf, m->lnf_rstd, x, W16(m->o_lnf), m->N, m->d, (float)m->c.norm_eps));
+    m->have_forward = 1;
+    return 0;
 }
 
 /* Scoring (Backend.token_logprobs): the forward without the loss, then per logits chunk the

@@ -99,6 +99,7 @@ typedef struct {
 
 typedef struct FastModel {
     ModelConfig c;
+    const ModelSpec *spec; /* not owned: the decoder (fast/decode.cu) makes its own model of it */
     const ParamTable *t; /* not owned */
     int B, T, N, d, NH, NKV, hd, qC, kvC, F, V, L;
     int Vp;              /* V rounded up to a multiple of FAST_VOCAB_PAD: the logits' row stride */
@@ -202,6 +203,14 @@ typedef struct FastModel {
     FastGpt2 *gpt2;         /* host: GPT-2's offsets and activations (fast/gpt2.cu), or NULL for llama */
     FastAttnMix *amix;      /* attention-matrix residual and Eq. 2 layers (attention_mix.cuh), or NULL before create */
 } FastModel;
+
+/* The models fast/decode.cu runs: a decoding step's (batch rows of one token each, seq 1, which
+ * training refuses) and the prompt's prefill (seq = the prompt's length); no memory report. NULL
+ * with vrl_error (model.cu). */
+FastModel *fast_model_create_decoder(const ModelSpec *spec, int batch, int seq);
+/* The forward without the loss over tokens [B,T]: the trunk, then the final norm into m->lnf
+ * (fast_model_get_logits reads it); every layer's activations kept. 0 or -1 (model.cu). */
+int fast_model_trunk(FastModel *m, const int32_t *tokens);
 
 /* Carve n elements of `size` bytes at *off of an arena at base (NULL: only count), 256-byte
  * aligned, with the CPU layer's guard zone after it where that build has them (model.cu). */

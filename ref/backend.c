@@ -29,13 +29,12 @@ typedef struct {
     long drop_step, drop_micro; /* run seed, update (1-based), micro-batch */
 } RefHandle;
 
-/* The reference trains and scores every spec model_spec_build accepts; the formulas.md §6 analysis views and the
- * KV-cache decoder (ref/decode.c) exist for llama only. */
+/* The reference trains, scores and decodes (ref/decode.c, ref/gpt2_decode.c) every spec model_spec_build accepts;
+ * the formulas.md §6 analysis views exist for llama only. */
 static unsigned be_capabilities(const ModelSpec *s, char *why, size_t why_len) {
-    unsigned caps = BACKEND_CAN_TRAIN | BACKEND_CAN_SCORE;
-    if (s->config.arch == ARCH_LLAMA) caps |= BACKEND_CAN_GENERATE;
+    unsigned caps = BACKEND_CAN_TRAIN | BACKEND_CAN_SCORE | BACKEND_CAN_GENERATE;
     if (ref_net(&s->config)->view) caps |= BACKEND_CAN_ANALYZE;
-    else if (why) snprintf(why, why_len, "the analysis views and the decoder are defined on the llama block, not gpt2");
+    else if (why) snprintf(why, why_len, "the analysis views are defined on the llama block, not gpt2");
     return caps;
 }
 

@@ -26,6 +26,7 @@
 
 #include "common/base/error.h"
 #include "ref/attn_ops.h"
+#include "ref/gpt2_decode.h"
 #include "ref/ops.h"
 #include "ref/stream.h"
 
@@ -58,6 +59,8 @@ struct KvCache {
     real *gate, *up, *swi; /* [B,F] */
     real *lnf_out, *logits; /* [B,d], [B,V] */
     StreamState *stream;  /* the depth mixer (ref/stream.c) over N = B tokens, reading y */
+    Gpt2KvCache *gpt2;    /* a gpt2 config: its own decoder (ref/gpt2_decode.c), which replaces
+                           * everything above but tok and logits */
 };
 
 /* A weight at its slot in the spec's layout; NULL where the plan drops it. */
@@ -66,6 +69,7 @@ static const real *tensor(const KvCache *kv, TensorSlot slot) { return slot.nume
 void kv_cache_free(KvCache *kv) {
     if (!kv) return;
     stream_destroy(kv->stream);
+    gpt2_kv_free(kv->gpt2);
     for (int l = 0; l < kv->L && kv->kc; l++) {
         free(kv->kc[l]);
         free(kv->vc[l]);
@@ -85,10 +89,6 @@ static void *zalloc(size_t n, size_t size) { return calloc(n ? n : 1, size); }
 
 KvCache *kv_cache_create(const ModelSpec *spec, const real *params, int batch, int max_seq) {
     const ModelConfig *c = &spec->config;
-    if (c->arch != ARCH_LLAMA) {
-        vrl_error("decode: the KV-cache decoder supports llama models only (this one is GPT-2)");
-        return NULL;
-    }
     if (batch < 1 || max_seq < 1 || max_seq > c->max_seq) {
         vrl_error("decode: batch must be >= 1 and max_seq in [1, %d] (got %d, %d)", c->max_seq, batch, max_seq);
         return NULL;
@@ -112,6 +112,19 @@ KvCache *kv_cache_create(const ModelSpec *spec, const real *params, int batch, i
     kv->F = c->d_ffn;
     kv->V = c->vocab_size;
     kv->L = c->n_layers;
+    if (c->arch == ARCH_GPT2) {
+        kv->L = 0; /* no llama layers to free */
+        if (!ALLOC(kv->tok, batch) || !ALLOC(kv->logits, (size_t)batch * kv->V)) {
+            vrl_error("decode: out of memory for a %d x %d cache", batch, max_seq);
+            kv_cache_free(kv);
+            return NULL;
+        }
+        if (!(kv->gpt2 = gpt2_kv_create(spec, params, batch, max_seq))) {
+            kv_cache_free(kv);
+            return NULL;
+        }
+        return kv;
+    }
     const int B = batch, L = kv->L, d = kv->d;
     const size_t BT = (size_t)B * max_seq, row2 = (size_t)B * kv->NH * 2 * max_seq;
     const ValuePlan *p = kv->plan;
@@ -294,13 +307,14 @@ int kv_decode(KvCache *kv, const int32_t *tokens, int n_new, real *logits) {
                              (int)tokens[i], i / n_new, kv->pos + i % n_new, V);
     /* trainable value coefficients: their current values, as a forward reads them */
     const ValuePlan *pl = kv->plan;
-    memcpy(kv->vcoef, pl->cv, (size_t)L * L * sizeof *kv->vcoef);
+    if (L) memcpy(kv->vcoef, pl->cv, (size_t)L * L * sizeof *kv->vcoef);
     for (int l = 0; l < L; l++)
         for (int j = 0; j < pl->n_train[l]; j++)
             kv->vcoef[(size_t)l * L + pl->train_src[(size_t)l * L + j]] = kv->w[l].lam[j];
     for (int j = 0; j < n_new; j++) {
         for (int b = 0; b < B; b++) kv->tok[b] = tokens[(size_t)b * n_new + j];
-        decode_step(kv);
+        if (kv->gpt2) gpt2_kv_step(kv->gpt2, kv->tok, kv->pos++, kv->logits);
+        else decode_step(kv);
         for (int b = 0; b < B; b++)
             memcpy(logits + ((size_t)b * n_new + j) * V, kv->logits + (size_t)b * V, (size_t)V * sizeof *logits);
     }

@@ -1,4 +1,4 @@
-/* decode.h (ref): incremental decoding with a KV cache, for every llama variant.
+/* decode.h (ref): incremental decoding with a KV cache, for every llama variant and GPT-2.
  *
  * A KvCache holds, for `batch` sequences of up to `max_seq` positions, the rows that
  * common/model/kv_layout.h lists (post-RoPE keys of layers with W_k, raw values of layers
@@ -6,7 +6,8 @@
  * one position at a time, and returns the logits of each: the same numbers as a full forward
  * over the whole prefix (conformance/test_decode.c checks fp64 to 1e-12). The weights are read
  * in place from the model's flat buffer (laid out by the ParamTable), so the cache follows
- * training updates without a copy. GPT-2 is not supported (kv_cache_create fails by name).
+ * training updates without a copy. A GPT-2 config gets GPT-2's own decoder
+ * (ref/gpt2_decode.c) behind the same three calls.
  * Compiled twice (real.h). */
 #ifndef VRL_REF_DECODE_H
 #define VRL_REF_DECODE_H

@@ -1,6 +1,7 @@
 /* generate.c: prompt continuation through the KV cache (generate.h). */
 #include "common/eval/generate.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -8,11 +9,22 @@
 #include "common/base/error.h"
 #include "common/base/rng.h"
 
+/* The largest logit minus the second largest, of row [n] (0 at a tie). */
+static double top2_gap(const double *row, int n) {
+    double a = -INFINITY, b = -INFINITY;
+    for (int v = 0; v < n; v++) {
+        if (row[v] > a) b = a, a = row[v];
+        else if (row[v] > b) b = row[v];
+    }
+    return a - b;
+}
+
 int generate(const Backend *be, const ModelSpec *spec, const void *params, TokIds *ids, int max_new, int draw_vocab,
              const SampleParams *sp, uint64_t seed, GenerateSink sink, void *ctx, GenerateStats *st) {
     const ModelConfig *c = &spec->config;
     const int V = c->vocab_size;
     memset(st, 0, sizeof *st);
+    st->min_margin = INFINITY;
     if (ids->n == 0) return vrl_error("the prompt is empty");
     for (size_t i = 0; i < ids->n; i++)
         if (ids->ids[i] >= (uint32_t)V)
@@ -48,6 +60,10 @@ int generate(const Backend *be, const ModelSpec *spec, const void *params, TokId
         for (int v = 0; v < V; v++)
             row[v] = be->dtype == DT_F64 ? ((const double *)last)[v] : ((const float *)last)[v];
         const int32_t next = sample_next(row, draw_vocab < V ? draw_vocab : V, sp, &g, ss);
+        if (sp->temperature == 0) {
+            const double gap = top2_gap(row, draw_vocab < V ? draw_vocab : V);
+            if (gap < st->min_margin) st->min_margin = gap, st->min_margin_step = pos - prompt_n;
+        }
         if (next == c->eos_id) { /* -1 (no end token) never matches */
             st->at_eos = 1;
             break;

@@ -16,6 +16,10 @@ typedef struct {
     int at_eos;            /* 1: stopped because EOS was drawn */
     double prompt_seconds; /* the prompt's one decode call */
     double seconds;        /* the drawn tokens' decode calls and draws */
+    double min_margin;     /* greedy: the smallest gap between the largest and second-largest logit (among
+                            * the ids drawn from) over every step, a token's or EOS's; how far the logits
+                            * could move before a tie flips a token. INFINITY when nothing was drawn */
+    int min_margin_step;   /* the step (0-based) where it was smallest */
 } GenerateStats;
 
 /* Called once with next = -1 when the prompt is accepted (before it is decoded), then after

@@ -123,7 +123,8 @@ typedef struct Backend {
     /* Incremental decoding (ref/decode.h): a KV cache for `batch` sequences of up to max_seq
      * positions of model m (whose weights it reads in place), and decode, which feeds the next
      * n_new tokens of every sequence and writes their logits in dtype. kv_create: NULL with
-     * vrl_error() where the model has no decoder (GPT-2); decode: 0 or -1 with vrl_error().
+     * vrl_error(); decode: 0 or -1 with vrl_error(). ref decodes every model (ref/decode.c,
+     * ref/gpt2_decode.c), fast/ what fast_decode_missing allows (fast/decode.cu).
      * All three NULL where the backend does not generate. */
     void *(*kv_create)(void *m, int batch, int max_seq);
     void (*kv_free)(void *kv);

@@ -119,8 +119,9 @@ def fp64(model):
     mod = sys.modules.get(type(model).__module__)
     if mod is not None and hasattr(mod, "set_precision"):
         mod.set_precision("fp64")
-    re = model.model.rotary_emb
-    re.forward = rope_fp64_forward.__get__(re)
+    re = getattr(getattr(model, "model", None), "rotary_emb", None)  # GPT-2 has no RoPE
+    if re is not None:
+        re.forward = rope_fp64_forward.__get__(re)
     return model
 
 
@@ -150,7 +151,7 @@ def runs(ids, n, *folders):
             f.write(" ".join(str(x) for x in new) + "\n")
         with open(run + ".cls", "w") as f:
             f.write(type(model).__name__ + "\n")
-        if type(model).__name__ == "LlamaForCausalLM":
+        if type(model).__name__ in ("LlamaForCausalLM", "GPT2LMHeadModel"):
             continue
         buf = io.StringIO()
         handler = logging.StreamHandler(buf)

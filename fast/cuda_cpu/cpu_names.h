@@ -30,5 +30,9 @@
 #define fast_reduce_next fast_reduce_next_cpu
 #define fast_shard_close fast_shard_close_cpu
 #define fast_register_backends fast_register_backends_cpu
+#define fast_kv_create fast_kv_create_cpu
+#define fast_kv_free fast_kv_free_cpu
+#define fast_decode fast_decode_cpu
+#define fast_decode_missing fast_decode_missing_cpu
 
 #endif
