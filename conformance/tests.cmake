@@ -16,7 +16,8 @@ function(vrl_test NAME)
   target_link_libraries(${NAME} PRIVATE ${T_LIBS} PkgConfig::CRITERION)
   # --verbose: Criterion prints each [SKIP] with its reason into the ctest log.
   add_test(NAME ${NAME} COMMAND ${NAME} --verbose ${T_ARGS})
-  set_tests_properties(${NAME} PROPERTIES
+  # LABELS quick: every unit test is in `scripts/test.sh --quick` (the list at the end of this file)
+  set_tests_properties(${NAME} PROPERTIES LABELS quick
     ENVIRONMENT "TMPDIR=${VRL_TEST_TMP};VRL_SHARED_DATA=${VRL_SHARED_DATA}")
 endfunction()
 
@@ -484,3 +485,16 @@ endif()
 add_test(NAME test_lmeval_hf COMMAND ${CMAKE_SOURCE_DIR}/conformance/test_lmeval_hf.sh $<TARGET_FILE:vrl>
   $<TARGET_FILE:lmeval_golden_check>)
 set_tests_properties(test_lmeval_hf PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 1800 ENVIRONMENT "TMPDIR=${VRL_TEST_TMP}")
+
+# ---------------------------------------------------------------- the quick set
+# `scripts/test.sh --quick` (ctest -L quick), the inner loop while working: every unit test
+# (vrl_test above), the CPU layer against ref in one thread order on every case, and the
+# command-line tests that run in seconds. Not in it: the other thread and block orders and the
+# checkers' runs, the sanitizer pass, the mutation checks, the nvcc checks, the reproduce
+# scripts and everything that needs the Python venv; CI runs them all.
+foreach(t test_fast_cpu_vs_ref test_fast_cpu_nccl test_cli_errors test_run_folder test_eval_cli test_generate_cli
+          test_attention_option test_data_inspect test_resume_schedule)
+  if(TEST ${t})
+    set_property(TEST ${t} APPEND PROPERTY LABELS quick)
+  endif()
+endforeach()

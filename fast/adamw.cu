@@ -5,7 +5,7 @@
  * float is an integer multiple of 2^-298, added into a fixed-point integer) and rounded once
  * to double, so its bits depend on nothing but the gradient: not on the grid, nor, with
  * ZeRO-2, on how the ranks' shards cut the buckets (issue 40: a double sum logged a norm 1
- * ulp apart between -np 2 and one process). A fixed grid of ADAMW_NORM_BLOCKS blocks, each
+ * ulp apart between -np 2 and one process). A grid of up to ADAMW_NORM_BLOCKS blocks, each
  * thread accumulating a grid-strided slice, the block's threads merged in shared memory; one
  * warp adds the block partials and its first thread rounds the total and computes the clip
  * coefficient: no atomics, and the host never waits in the middle of the step (with data
@@ -191,10 +191,15 @@ int fast_adamw_queue(FastModel *m, const AdamWConfig *opt) {
 #endif
     double *state = fast_adamw_norm_sq(m);  /* [2] squared norm, clip coefficient */
     uint64_t *sum = fast_adamw_norm_sum(m); /* [EXACT_SUMSQ_WORDS] this rank's exact sum */
-    if (vec_path(vec_fits(P, {gn}))) LAUNCH(adamw_norm_kernel<VEC_W>, ADAMW_NORM_BLOCKS, ADAMW_THREADS, 0, s)(m->norm_words, gn, P);
-    else LAUNCH(adamw_norm_kernel<1>, ADAMW_NORM_BLOCKS, ADAMW_THREADS, 0, s)(m->norm_words, gn, P);
-    LAUNCH(adamw_clip_kernel, 1, ADAMW_CLIP_THREADS, 0, s)(state, sum, m->norm_words, ADAMW_NORM_BLOCKS,
-                                                           m->adamw_scalars);
+    /* a grid of at most ADAMW_NORM_BLOCKS blocks, and no more than the gradient fills (every
+     * thread with at least one pack): the sum is exact, so the grid changes no bit, and a small
+     * model's norm does not pay for 1024 blocks' merges */
+    const int vec = vec_path(vec_fits(P, {gn})), W = vec ? VEC_W : 1;
+    const size_t per_block = (size_t)ADAMW_THREADS * W;
+    const int blocks = (int)(P / per_block + 1 < ADAMW_NORM_BLOCKS ? P / per_block + 1 : ADAMW_NORM_BLOCKS);
+    if (vec) LAUNCH(adamw_norm_kernel<VEC_W>, blocks, ADAMW_THREADS, 0, s)(m->norm_words, gn, P);
+    else LAUNCH(adamw_norm_kernel<1>, blocks, ADAMW_THREADS, 0, s)(m->norm_words, gn, P);
+    LAUNCH(adamw_clip_kernel, 1, ADAMW_CLIP_THREADS, 0, s)(state, sum, m->norm_words, blocks, m->adamw_scalars);
     ADAMW_CHECK("norm");
 #if VRL_HAVE_NCCL
     if (m->zero && merge_rank_norms(m, opt, state, sum) < 0) return -1;

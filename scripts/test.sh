@@ -24,14 +24,14 @@ if [ "${1:-}" = --quick ]; then quick=1; shift; fi
 # The price of each step: "LABEL WALL_S CPU_S [COST_DIR]" lines, summed by test_cost_summary.sh.
 passes=$(mktemp "${TMPDIR:-/tmp}/vrl-test-cost.XXXXXX")
 trap 'rm -f "$passes" "$passes.t"' EXIT
-cpu_now() { # user + system seconds of this shell's finished children so far
-  times > "$passes.t"
-  awk 'NR == 2 { n = 0; for (i = 1; i <= 2; i++) { split($i, a, /[ms]/); n += a[1] * 60 + a[2] } printf "%.2f", n }' "$passes.t"
+cpu_now() { # CPU_NOW := user + system seconds of this shell's finished children so far
+  times > "$passes.t" # in this shell: a $(...) subshell would report its own, empty, children
+  CPU_NOW=$(awk 'NR == 2 { n = 0; for (i = 1; i <= 2; i++) { split($i, a, /[ms]/); n += a[1] * 60 + a[2] } printf "%.2f", n }' "$passes.t")
 }
-step_start() { step_wall=$(date +%s%N); step_cpu=$(cpu_now); }
+step_start() { step_wall=$(date +%s%N); cpu_now; step_cpu=$CPU_NOW; }
 step_end() { # LABEL [COST_DIR]
-  local cpu; cpu=$(cpu_now)
-  echo "$1 $(( ($(date +%s%N) - step_wall) / 1000000 ))e-3 $(awk -v a="$step_cpu" -v b="$cpu" 'BEGIN { printf "%.2f", b - a }') ${2:-}" >> "$passes"
+  cpu_now
+  echo "$1 $(( ($(date +%s%N) - step_wall) / 1000000 ))e-3 $(awk -v a="$step_cpu" -v b="$CPU_NOW" 'BEGIN { printf "%.2f", b - a }') ${2:-}" >> "$passes"
 }
 
 # run_suite DIR [ctest args]: ctest in DIR (each test's CPU and wall seconds into

@@ -97,7 +97,7 @@ char err[640];
 /* kernels */
 char *dyn_lo;
 size_t dyn_len;
-std::vector<SharedByte> static_shadow, dyn_shadow;
+struct SharedShadow;
 uint32_t epoch = 1, block_epoch = 1;
 int cur_thread = -1;
 uintptr_t stacks_lo; /* fiber.cpp's stack region: a thread's locals, skipped at once */
@@ -297,24 +297,69 @@ __attribute__((noinline, cold)) void shared_report(const SharedByte &s, int writ
     }
 }
 
-/* An access to n shared bytes whose shadows start at sh: a read is a hazard when its byte was
- * never written in this block, or written by another warp since the last barrier; a write when
- * another warp wrote or read the byte since the last barrier. The loop is the hot path of the
- * check build (a third of its time before the report moved out of it). */
-inline void shared_range(SharedByte *sh, size_t n, int write, const void *pc) {
-    const int tid = cur_thread, warp = tid >> 5;
-    for (size_t i = 0; i < n; i++) {
-        SharedByte &s = sh[i];
-        if (!write) {
-            if (s.wep < block_epoch || (s.wep == epoch && s.wth >> 5 != warp)) shared_report(s, 0, pc);
-            if (s.rep != epoch) s.rep = epoch, s.rwarp = (int16_t)warp, s.rth = (uint16_t)tid;
-            else if (s.rwarp != warp) s.rwarp = -2;
-        } else {
-            if ((s.wep == epoch && s.wth >> 5 != warp) || (s.rep == epoch && s.rwarp != warp)) shared_report(s, 1, pc);
-            s.wep = epoch, s.wth = (uint16_t)tid;
-        }
+/* One shared byte's access: a read is a hazard when the byte was never written in this
+ * block, or written by another warp since the last barrier; a write when another warp wrote
+ * or read it since the last barrier. */
+inline void shared_one(SharedByte &s, int write, int tid, int warp, const void *pc) {
+    if (!write) {
+        if (s.wep < block_epoch || (s.wep == epoch && s.wth >> 5 != warp)) shared_report(s, 0, pc);
+        if (s.rep != epoch) s.rep = epoch, s.rwarp = (int16_t)warp, s.rth = (uint16_t)tid;
+        else if (s.rwarp != warp) s.rwarp = -2;
+    } else {
+        if ((s.wep == epoch && s.wth >> 5 != warp) || (s.rep == epoch && s.rwarp != warp)) shared_report(s, 1, pc);
+        s.wep = epoch, s.wth = (uint16_t)tid;
     }
 }
+
+/* A shared region's shadow (the program's .bss, where static __shared__ arrays live, or the
+ * launch's dynamic shared memory), kept per 4-byte granule: a granule whose 4 bytes have one
+ * state (the usual case: kernels move whole floats and 16-byte vectors) is one record, and an
+ * access applies the byte rule to it once; a granule whose bytes differ (a 2-byte bf16 store)
+ * is split into 4 byte records until an access leaves them equal again. Every answer is the
+ * per-byte rule's; the granules only make it 4 times smaller in memory and time (the shared
+ * shadow was half of the check build's time at 16 bytes of shadow per byte). */
+struct SharedShadow {
+    uintptr_t lo, len, base;          /* the region [lo, lo + len); granules from base = lo & ~3 */
+    std::vector<SharedByte> gran;     /* [granules] the state of a uniform granule */
+    std::vector<uint8_t> split;       /* [granules] 1: its bytes' states are in bytes[] */
+    std::vector<SharedByte> bytes;    /* [len] per byte, read only where split */
+    void assign(uintptr_t lo_, size_t len_) {
+        lo = lo_, len = len_, base = lo & ~(uintptr_t)3;
+        const size_t g = (lo + len - base + 3) / 4;
+        gran.assign(g, SharedByte());
+        split.assign(g, 0);
+        bytes.assign(len, SharedByte());
+    }
+    int contains(uintptr_t a) const { return a - lo < len; }
+    /* n bytes at a (inside the region, clipped to its end) */
+    void access(uintptr_t a, size_t n, int write, const void *pc) {
+        const int tid = cur_thread, warp = tid >> 5;
+        const uintptr_t end = std::min(a + n, lo + len);
+        while (a < end) {
+            const size_t g = (a - base) >> 2;
+            const uintptr_t glo = base + (g << 2), ghi = glo + 4;
+            const int whole = glo >= lo && ghi <= lo + len; /* the granule lies inside the region */
+            if (!split[g] && a == glo && end >= ghi && whole) {
+                shared_one(gran[g], write, tid, warp, pc);
+                a = ghi;
+                continue;
+            }
+            if (!split[g]) { /* its bytes take the granule's state */
+                for (uintptr_t b = std::max(glo, lo); b < std::min(ghi, lo + len); b++) bytes[b - lo] = gran[g];
+                split[g] = 1;
+            }
+            const uintptr_t stop = std::min(end, ghi);
+            for (; a < stop; a++) shared_one(bytes[a - lo], write, tid, warp, pc);
+            if (whole && !memcmp(&bytes[glo - lo], &bytes[glo - lo + 1], sizeof(SharedByte)) &&
+                !memcmp(&bytes[glo - lo], &bytes[glo - lo + 2], sizeof(SharedByte)) &&
+                !memcmp(&bytes[glo - lo], &bytes[glo - lo + 3], sizeof(SharedByte))) {
+                gran[g] = bytes[glo - lo]; /* one state again */
+                split[g] = 0;
+            }
+        }
+    }
+};
+SharedShadow static_shared, dyn_shared;
 
 /* threadIdx and the like, and the atomic flag: the layer's, not shared memory */
 struct LayerVar {
@@ -340,17 +385,16 @@ inline void access(const void *p, size_t n, int write, const void *pc) {
     if (!body) return;
     const uintptr_t a = (uintptr_t)p;
     if (a - stacks_lo < stacks_len) return; /* the thread's own stack */
-    const uintptr_t slo = (uintptr_t)__bss_start;
     if (cur_thread >= 0) {
-        if (a - slo < static_shadow.size()) {
+        if (static_shared.contains(a)) {
             if (a - layer_lo < layer_len && layer_variable(a)) return;
-            const size_t off = a - slo;
-            shared_range(&static_shadow[off], std::min(n, static_shadow.size() - off), write, pc);
+            static_shared.access(a, n, write, pc);
             return;
         }
         if (a - (uintptr_t)dyn_lo < dyn_len) {
-            const size_t off = a - (uintptr_t)dyn_lo;
-            shared_range(&dyn_shadow[off], std::min(n, dyn_len - off), write, pc);
+            /* shadowed by offset (the buffer is malloc's, 16-byte aligned: granules stay aligned) */
+            const uintptr_t off = a - (uintptr_t)dyn_lo;
+            dyn_shared.access(off, std::min(n, (size_t)(dyn_len - off)), write, pc);
             return;
         }
     }
@@ -380,9 +424,9 @@ int enabled(void) {
         const char *v = getenv("VRL_CUDA_CPU_CHECK");
         on = !(v && v[0] == '0' && v[1] == '\0');
         if (on && !(v && !strcmp(v, "report"))) atexit(fail_exit);
-        static_shadow.assign(_end - __bss_start, SharedByte());
+        static_shared.assign((uintptr_t)__bss_start, (size_t)(_end - __bss_start));
+        dyn_shared.assign(0, CUDA_CPU_MAX_DYNAMIC_SHARED);
         layer_span();
-        dyn_shadow.assign(CUDA_CPU_MAX_DYNAMIC_SHARED, SharedByte());
         streams.push_back(StreamClock{NULL, 0, 1, {}});
 #else
         on = 0;
@@ -601,13 +645,18 @@ void __tsan_func_entry(void *) {}
 void __tsan_func_exit(void) {}
 void __tsan_vptr_update(void **, void *) {}
 void __tsan_vptr_read(void **) {}
+/* the thread's own stack (half of all accesses: its local arrays) and code outside a kernel
+ * body are ruled out here, before the call into the checkers */
+#define CUDA_CPU_ACCESS(p, n, w)                                                                                  \
+    if (cuda_cpu::check::body && (uintptr_t)(p) - cuda_cpu::check::stacks_lo >= cuda_cpu::check::stacks_len)      \
+    cuda_cpu::check::access(p, n, w, CUDA_CPU_PC)
 #define CUDA_CPU_RW(n)                                                                                            \
-    void __tsan_read##n(void *p) { cuda_cpu::check::access(p, n, 0, CUDA_CPU_PC); }                              \
-    void __tsan_write##n(void *p) { cuda_cpu::check::access(p, n, 1, CUDA_CPU_PC); }                             \
-    void __tsan_unaligned_read##n(void *p) { cuda_cpu::check::access(p, n, 0, CUDA_CPU_PC); }                    \
-    void __tsan_unaligned_write##n(void *p) { cuda_cpu::check::access(p, n, 1, CUDA_CPU_PC); }                   \
-    void __tsan_volatile_read##n(void *p) { cuda_cpu::check::access(p, n, 0, CUDA_CPU_PC); }                     \
-    void __tsan_volatile_write##n(void *p) { cuda_cpu::check::access(p, n, 1, CUDA_CPU_PC); }
+    void __tsan_read##n(void *p) { CUDA_CPU_ACCESS(p, n, 0); }                                                   \
+    void __tsan_write##n(void *p) { CUDA_CPU_ACCESS(p, n, 1); }                                                  \
+    void __tsan_unaligned_read##n(void *p) { CUDA_CPU_ACCESS(p, n, 0); }                                         \
+    void __tsan_unaligned_write##n(void *p) { CUDA_CPU_ACCESS(p, n, 1); }                                        \
+    void __tsan_volatile_read##n(void *p) { CUDA_CPU_ACCESS(p, n, 0); }                                          \
+    void __tsan_volatile_write##n(void *p) { CUDA_CPU_ACCESS(p, n, 1); }
 CUDA_CPU_RW(1)
 CUDA_CPU_RW(2)
 CUDA_CPU_RW(4)
