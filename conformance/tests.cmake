@@ -235,6 +235,24 @@ if(VRL_HAVE_CUDA_CPU)
   vrl_test(test_cuda_cpu_mma SOURCES conformance/test_cuda_cpu_mma.cpp LIBS vrl_fast_cpu vrl_common)
   set_target_properties(test_cuda_cpu_mma PROPERTIES CXX_STANDARD 17 CXX_STANDARD_REQUIRED ON)
   target_compile_definitions(test_cuda_cpu_mma PRIVATE VRL_CUDA_CPU=1)
+  # the two definitions of each tensor-core instruction agree: nvcc's PTX of each fast/mma.cuh
+  # function = the instruction the CPU layer executes for it (conformance/test_mma_ptx.sh); two
+  # nvcc compiles to PTX, skipped (77) without nvcc. Plain pass only: a compile
+  add_executable(mma_ptx_table conformance/mma_ptx_table.cpp)
+  set_target_properties(mma_ptx_table PROPERTIES CXX_STANDARD 17 CXX_STANDARD_REQUIRED ON)
+  target_include_directories(mma_ptx_table PRIVATE ${CMAKE_SOURCE_DIR})
+  target_compile_definitions(mma_ptx_table PRIVATE VRL_CUDA_CPU=1)
+  target_link_libraries(mma_ptx_table PRIVATE vrl_fast_cpu vrl_common)
+  if(NOT VRL_SANITIZE)
+    if(VRL_HAVE_CUDA)
+      set(vrl_mma_nvcc ${CMAKE_CUDA_COMPILER})
+    else()
+      set(vrl_mma_nvcc "")
+    endif()
+    add_test(NAME test_mma_ptx COMMAND ${CMAKE_SOURCE_DIR}/conformance/test_mma_ptx.sh "${vrl_mma_nvcc}"
+      ${CMAKE_SOURCE_DIR} $<TARGET_FILE:mma_ptx_table>)
+    set_tests_properties(test_mma_ptx PROPERTIES SKIP_RETURN_CODE 77 ENVIRONMENT "TMPDIR=${VRL_TEST_TMP}")
+  endif()
   # guard zones between arena tensors: canaries in the plain build, ASan poison in the sanitizer build
   vrl_test(test_cuda_cpu_guard SOURCES conformance/test_cuda_cpu_guard.cpp LIBS vrl_fast_cpu vrl_common)
   set_target_properties(test_cuda_cpu_guard PROPERTIES CXX_STANDARD 17 CXX_STANDARD_REQUIRED ON)
