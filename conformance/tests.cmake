@@ -201,7 +201,7 @@ if(VRL_HAVE_CUDA_CPU)
       tiny_baseline tiny_resformer_identity tiny_resformer_general tiny_svformer tiny_neutreno tiny_cla
       tiny_key_residual tiny_denseformer tiny_attnres hd64_svformer gqa_hd16_resformer hd128_gqa_resformer
       gqa4_resformer_learnable_plus gqa4_neutreno gqa4_svformer_anchors13 gqa4_query_residual gqa4_shared_q gpt2_hd16
-      tiny_hc4 gqa4_mhc_n2_iters5_learnable gqa4_mhc_jitter
+      tiny_hc4 gqa4_mhc_n2_iters5_learnable gqa4_mhc_jitter tiny_mhc_iters1 tiny_mhc_offinit gpt2_tiny_accum2
       tiny_attn_residual gqa4_cross_layer_prev)
   set(cpu_tests test_fast_vs_ref)
   if(VRL_HAVE_MPI)
@@ -329,7 +329,7 @@ if(VRL_HAVE_CUDA_CPU)
       tiny_query_residual tiny_attnres_block tiny_hidden_residual hd64_baseline trainer gqa4_resformer_dense
       gqa4_neutreno_resformer gqa4_cla gqa4_key_residual gqa4_shared_k gqa4_identity_mapping tiny_mhc
       gqa4_hc3_resformer
-      tiny_cross_layer gqa4_attn_residual)
+      tiny_cross_layer gqa4_attn_residual tiny_mhc_iters2 gqa4_mhc_offinit hc4_chunks)
     set_tests_properties(test_fast_cpu_vs_ref_check_random PROPERTIES TIMEOUT 900
       ENVIRONMENT "TMPDIR=${VRL_TEST_TMP};VRL_CUDA_CPU_ORDER=random:7;VRL_CUDA_CPU_BLOCKS=random:11")
     if(VRL_HAVE_MPI)
