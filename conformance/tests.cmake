@@ -320,7 +320,9 @@ if(VRL_HAVE_CUDA_CPU)
     # fast/ against ref under every checker, in the orders the plain test_fast_cpu_vs_ref (forward)
     # does not run: threads and blocks reversed, and shuffled; every case in one of the two,
     # so the pair costs ~4 CPU-minutes (docs/fast.md "Checkers"; HC and mHC's five cases add
-    # 55 of them, HC and mHC each in both orders)
+    # 55 of them, HC and mHC each in both orders; issue 48's six cases ~22 more: mHC at iters 1
+    # and 2 and off init, HC over 3 column-sum chunks in a random block order, GPT-2 with two
+    # micro-batches)
     add_test(NAME test_fast_cpu_vs_ref_check_reverse COMMAND test_fast_cpu_vs_ref_check ${VRL_FAST_CASES_REVERSE})
     set_tests_properties(test_fast_cpu_vs_ref_check_reverse PROPERTIES TIMEOUT 900
       ENVIRONMENT "TMPDIR=${VRL_TEST_TMP};VRL_CUDA_CPU_ORDER=reverse;VRL_CUDA_CPU_BLOCKS=reverse")
