@@ -112,10 +112,10 @@ mutant arena_memset_removed fast/model.cu \
 mutant mhc_map_read_half_a_step_early fast/stream.cu \
   '    const float *Hres = M + (size_t)2 * iters * nn; /* its logarithms */' \
   '    const float *Hres = M + (size_t)(2 * iters - 1) * nn; /* its logarithms */' \
-  tiny_mhc_iters1 "FAIL: tiny_mhc_iters1"
+  tiny_mhc_iters1 "FAIL:" "tiny_mhc_iters1"
 mutant mhc_map_stored_untransposed fast/stream.cu \
   '        rmap[(size_t)t * nn + b * n + a] = expf(Hres[k]);' '        rmap[(size_t)t * nn + a * n + b] = expf(Hres[k]);' \
-  tiny_mhc_offinit "FAIL: tiny_mhc_offinit"
+  tiny_mhc_offinit "FAIL:" "tiny_mhc_offinit"
 # the maps' column sums by atomicAdd from every chunk's block instead of the fixed-order pass:
 # right to rounding, so only the block-order bit check sees it
 colsum_atomic='__global__ void colsum_atomic_kernel(float *out, const float *x, int N, int C, int ld) {
