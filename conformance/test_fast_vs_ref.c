@@ -214,10 +214,10 @@ static const Case cases[] = {
     {"tiny_mhc_iters2", "tiny", 0, 0, 0, 0, 0, 0, "mhc:iters=2", 1, 16, 0.5, 0, 0},
     {"tiny_mhc_offinit", "tiny", 0, 0, 0, 0, 0, 0, "mhc", 1, 16, 2.0, 0, 0},
     /* the 4-layer model's maps moved by up to 2.0, where fast/ gave a NaN loss (ref 4.576:
-     * exp(·) left fp32's range; fast/ now runs Sinkhorn on logarithms). Its first batch only: there the backward through
-     * the maps amplifies bf16's rounding of the streams 50-85 times u·‖g‖ into the earlier
-     * layers' gradients (fp32 storage agrees with ref to 1e-5: the formulas are ref's), which
-     * no bound here allows for */
+     * exp(·) left fp32's range; fast/ now runs Sinkhorn on logarithms). Its first batch only:
+     * there the backward through the maps amplifies bf16's rounding of the streams 50-85 times
+     * u·‖g‖ into the earlier layers' gradients (fp32 storage agrees with ref to 1e-5: the
+     * formulas are ref's), which no bound here allows for */
     {"gqa4_mhc_offinit", NULL, 4, 4, 2, 64, 128, 96, "mhc", 1, 24, 2.0, 0, FIRST_BATCH},
     /* HC over N = 528 tokens: the maps' gradients summed over 3 of the column sums' 256-row
      * chunks (fast/stream.cu, colsum_add), then the batch again with the blocks in another
