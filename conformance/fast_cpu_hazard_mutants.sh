@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # fast_cpu_hazard_mutants.sh: the CPU layer's checkers (fast/cuda_cpu/check.h) catch one
-# bug of each class a first GPU run exposes and the plain CPU tests missed (issue 37's audit).
+# bug of each class a first GPU run exposes and the plain CPU tests missed (issue 37's audit),
+# and the check build's cases one bug of each class issue 48's audit saw slip through.
 #
 # Requires the build's check-build test_fast_cpu_vs_ref and test_fast_cpu_nccl to pass, then
 # injects each mutant below into a copy of its file, one at a time, rebuilds only that object
@@ -110,6 +111,42 @@ fi
 mutant arena_memset_removed fast/model.cu \
   'if (cudaMemset(m->arena, 0, m->arena_bytes) != cudaSuccess) {' 'if (0) {' \
   tiny_baseline "kernel" "uninitialised global read"
+
+
+# issue 48's audit: bugs in what a variant does, caught by the cases that exercise it (each a
+# FAIL line naming the case; the check build runs every numeric comparison too)
+mutant mhc_map_read_half_a_step_early fast/stream.cu \
+  '    const float *Hres = M + (size_t)2 * iters * nn; /* its logarithms */' \
+  '    const float *Hres = M + (size_t)(2 * iters - 1) * nn; /* its logarithms */' \
+  tiny_mhc_iters1 "FAIL:" "tiny_mhc_iters1"
+mutant mhc_map_stored_untransposed fast/stream.cu \
+  '        rmap[(size_t)t * nn + b * n + a] = expf(Hres[k]);' '        rmap[(size_t)t * nn + a * n + b] = expf(Hres[k]);' \
+  tiny_mhc_offinit "FAIL:" "tiny_mhc_offinit"
+# the maps' column sums by atomicAdd from every chunk's block instead of the fixed-order pass:
+# right to rounding, so only the block-order bit check sees it
+colsum_atomic='__global__ void colsum_atomic_kernel(float *out, const float *x, int N, int C, int ld) {
+    const int c = blockIdx.x * blockDim.x + threadIdx.x, chunk = blockIdx.y;
+    if (c >= C) return;
+    const int r1 = min((chunk + 1) * COLSUM_ROWS, N);
+    float s = 0;
+    for (int r = chunk * COLSUM_ROWS; r < r1; r++) s += x[(size_t)r * ld + c];
+    atomicAdd(&out[c], s);
+}
+static int colsum_add_ld(float *out, float *partial, const float *x, int N, int C, int ld) {
+    (void)partial;
+    LAUNCH(colsum_atomic_kernel, dim3(cdiv(C, 128), cdiv(N, COLSUM_ROWS)), 128, 0, ops_stream)(out, x, N, C, ld);
+    LAUNCH_CHECK();
+    return 0;'
+mutant column_sums_by_atomic_add fast/stream.cu \
+  'static int colsum_add_ld(float *out, float *partial, const float *x, int N, int C, int ld) {' "$colsum_atomic" \
+  hc4_chunks "FAIL: hc4_chunks" "differs in its bits"
+mutant gpt2_position_gradient_overwritten fast/gpt2_ops.cu '    dwpe[i] += s;' '    dwpe[i] = s;' \
+  gpt2_tiny_accum2 "FAIL: gpt2_tiny_accum2" "wpe"
+# Not here, each caught by its own test (this script's runs are test_fast_cpu_vs_ref's cases
+# and test_fast_cpu_nccl at one rank): fast/mma.cuh's asm without .trans (test_mma_ptx builds
+# that mutant itself), ZeRO's uneven-bucket reduce from a wrong offset (needs 3 ranks:
+# test_fast_cpu_train's -np 3 check), the race checker forgetting reads by several warps
+# (test_cuda_cpu_check's every_shared_memory_pattern)
 
 echo "== $detector detector: $killed of $total mutants caught${missed:+ (missed:$missed)}"
 [ $detector = plain ] || [ "$killed" = "$total" ]

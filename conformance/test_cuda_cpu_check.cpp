@@ -114,6 +114,80 @@ Test(cuda_cpu_check, uninitialised_shared_memory) {
     cudaFree(d);
 }
 
+/* Every access pattern the shared-memory checker claims (check.h: two warps of a block touch
+ * one byte between two barriers, one writing), over 4 warps, in all three thread orders (which
+ * access the checker sees first changes the kind it names): one warp writes and another
+ * reads; two warps write; several warps read, then one other warp writes; several read, then
+ * one of the readers writes (the write races with the other readers). Each twin with a
+ * __syncthreads() before the write, and with every access in one warp, passes with the value. */
+enum SharedPattern { WRITE_READ, WRITE_WRITE, READERS_THEN_WRITER, READERS_THEN_A_READER_WRITES };
+
+template <SharedPattern P, bool BARRIER> __global__ void shared_pattern_kernel(float *out, int one_warp) {
+    __shared__ float s[1];
+    const int t = threadIdx.x, lane = t % 32;
+    /* the 4 actors: thread 32w of warp w, or with one_warp threads 0, 8, 16, 24 of warp 0 */
+    const int w = one_warp ? (t < 32 && lane % 8 == 0 ? lane / 8 : -1) : (lane == 0 ? t / 32 : -1);
+    if (t == 0) s[0] = 1.0f;
+    __syncthreads();
+    float r = 0.0f;
+    /* first accesses */
+    if (P == WRITE_READ && w == 0) s[0] = 2.0f;
+    if (P == WRITE_WRITE && w == 1) s[0] = 6.0f;
+    if (P == READERS_THEN_WRITER && w >= 0 && w <= 2) r = s[0];
+    if (P == READERS_THEN_A_READER_WRITES && w >= 0) r = s[0];
+    if (BARRIER) __syncthreads();
+    /* then the second */
+    if (P == WRITE_READ && w == 1) r = s[0];
+    if (P == WRITE_WRITE && w == 0) s[0] = 3.0f;
+    if (P == READERS_THEN_WRITER && w == 3) s[0] = 4.0f;
+    if (P == READERS_THEN_A_READER_WRITES && w == 0) s[0] = 5.0f;
+    __syncthreads();
+    out[t] = s[0];
+    if (r < 0.0f) out[t] = r; /* keeps the reads (never true) */
+}
+
+/* The launch's error ("" when none) for pattern kernel k in thread order `order`. */
+static void shared_pattern(void (*k)(float *, int), const char *name, int one_warp, const char *order, char *msg,
+                           size_t n, float *first) {
+    float *d;
+    cudaMalloc(&d, 128 * sizeof(float));
+    cuda_cpu::set_thread_order(order);
+    cuda_cpu::make_launcher(name, k, 1, 128, 0, 0)(d, one_warp);
+    snprintf(msg, n, "%s", launch_message());
+    if (!msg[0]) cudaMemcpy(first, d, sizeof(float), cudaMemcpyDeviceToHost);
+    cuda_cpu::set_thread_order("forward");
+    cudaFree(d);
+}
+
+Test(cuda_cpu_check, every_shared_memory_pattern) {
+    struct {
+        void (*racy)(float *, int), (*fixed)(float *, int);
+        const char *name;
+        float value; /* s[0] at the end, with the barrier */
+    } const pat[] = {
+        {shared_pattern_kernel<WRITE_READ, false>, shared_pattern_kernel<WRITE_READ, true>, "write_read", 2.0f},
+        {shared_pattern_kernel<WRITE_WRITE, false>, shared_pattern_kernel<WRITE_WRITE, true>, "write_write", 3.0f},
+        {shared_pattern_kernel<READERS_THEN_WRITER, false>, shared_pattern_kernel<READERS_THEN_WRITER, true>,
+         "readers_then_writer", 4.0f},
+        {shared_pattern_kernel<READERS_THEN_A_READER_WRITES, false>,
+         shared_pattern_kernel<READERS_THEN_A_READER_WRITES, true>, "readers_then_a_reader_writes", 5.0f},
+    };
+    const char *orders[] = {"forward", "reverse", "random:3"};
+    for (const auto &p : pat)
+        for (const char *o : orders) {
+            char msg[1024];
+            float first = 0;
+            shared_pattern(p.racy, p.name, 0, o, msg, sizeof msg, &first);
+            cr_expect(strstr(msg, p.name) && strstr(msg, "shared-memory race"),
+                      "%s across warps, order %s: a shared-memory race naming the kernel: \"%s\"", p.name, o, msg);
+            shared_pattern(p.fixed, p.name, 0, o, msg, sizeof msg, &first);
+            cr_expect_str_eq(msg, "", "%s with the barrier, order %s", p.name, o);
+            cr_expect_eq(first, p.value, "%s with the barrier, order %s: s[0] = %g", p.name, o, (double)first);
+            shared_pattern(p.racy, p.name, 1, o, msg, sizeof msg, &first);
+            cr_expect_str_eq(msg, "", "%s within one warp, order %s (a warp is not checked against itself)", p.name, o);
+        }
+}
+
 /* ------------------------------------------------------------------ global memory */
 
 template <bool ATOMIC> __global__ void count_blocks_kernel(float *sum) {
@@ -135,6 +209,69 @@ Test(cuda_cpu_check, inter_block_race) {
     cudaMemcpy(&h, d, sizeof h, cudaMemcpyDeviceToHost);
     cr_expect_eq(h, 4.0f);
     cudaFree(d);
+}
+
+/* The inter-block patterns (check.h: within one launch, a non-atomic access to a word another
+ * block wrote, or a write to a word another block read), 4 blocks, in all three block orders:
+ * one block writes and another reads; two blocks write; several blocks read, then one other
+ * block writes; several read and one of the readers writes. The twins: every block reads
+ * only, and every block writes its own word, pass. */
+enum GlobalPattern { G_WRITE_READ, G_WRITE_WRITE, G_READERS_THEN_WRITER, G_READERS_THEN_A_READER_WRITES, G_READ_ONLY,
+                     G_OWN_WORDS };
+
+template <GlobalPattern P> __global__ void global_pattern_kernel(float *p, float *out) {
+    if (threadIdx.x) return;
+    const int b = blockIdx.x;
+    float r = 0.0f;
+    if (P == G_WRITE_READ) {
+        if (b == 0) p[0] = 2.0f;
+        if (b == 1) r = p[0];
+    } else if (P == G_WRITE_WRITE) {
+        if (b <= 1) p[0] = 3.0f;
+    } else if (P == G_READERS_THEN_WRITER) {
+        if (b <= 2) r = p[0];
+        if (b == 3) p[0] = 4.0f;
+    } else if (P == G_READERS_THEN_A_READER_WRITES) {
+        r = p[0];
+        if (b == 0) p[0] = 5.0f;
+    } else if (P == G_READ_ONLY) {
+        r = p[0];
+    } else {
+        p[1 + b] = (float)b;
+    }
+    out[b] = r;
+}
+
+Test(cuda_cpu_check, every_inter_block_pattern) {
+    struct {
+        void (*k)(float *, float *);
+        const char *name;
+        int racy;
+    } const pat[] = {
+        {global_pattern_kernel<G_WRITE_READ>, "global_pattern_kernel<G_WRITE_READ>", 1},
+        {global_pattern_kernel<G_WRITE_WRITE>, "global_pattern_kernel<G_WRITE_WRITE>", 1},
+        {global_pattern_kernel<G_READERS_THEN_WRITER>, "global_pattern_kernel<G_READERS_THEN_WRITER>", 1},
+        {global_pattern_kernel<G_READERS_THEN_A_READER_WRITES>, "global_pattern_kernel<G_READERS_THEN_A_READER_WRITES>",
+         1},
+        {global_pattern_kernel<G_READ_ONLY>, "global_pattern_kernel<G_READ_ONLY>", 0},
+        {global_pattern_kernel<G_OWN_WORDS>, "global_pattern_kernel<G_OWN_WORDS>", 0},
+    };
+    const char *orders[] = {"forward", "reverse", "random:5"};
+    float *p, *out;
+    cudaMalloc(&p, 8 * sizeof(float));
+    cudaMalloc(&out, 4 * sizeof(float));
+    for (const auto &q : pat)
+        for (const char *o : orders) {
+            cr_assert_eq(cuda_cpu::set_block_order(o), 0);
+            cudaMemset(p, 0, 8 * sizeof(float));
+            cuda_cpu::make_launcher(q.name, q.k, 4, 32, 0, 0)(p, out);
+            char msg[1024];
+            snprintf(msg, sizeof msg, "%s", launch_message());
+            if (q.racy) expect_error(msg, q.name, "inter-block race");
+            else cr_expect_str_eq(msg, "", "%s, block order %s", q.name, o);
+        }
+    cuda_cpu::set_block_order("forward");
+    cudaFree(p), cudaFree(out);
 }
 
 __global__ void read_kernel(float *out, const float *in) { out[threadIdx.x] = in[threadIdx.x] * 2.0f; }

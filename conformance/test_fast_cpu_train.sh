@@ -4,9 +4,11 @@
 #   - thread orders: for every value-path family fast/ trains (ResFormer, trainable and
 #     dense λ, NeuTRENO, SVFormer with anchors, CLA, Q/K residuals, the hidden residual) and
 #     the residual-stream variants (DenseFormer, AttnRes full and block, HC with n = 4, mHC),
-#     VRL_CUDA_CPU_ORDER=forward, reverse and random:SEED give byte-identical
-#     model.safetensors (a kernel whose result depends on the order its threads run between
-#     barriers would differ);
+#     VRL_CUDA_CPU_ORDER=forward, reverse and random:SEED, each with the grid blocks in that
+#     order too (VRL_CUDA_CPU_BLOCKS), give byte-identical model.safetensors (a kernel whose
+#     result depends on the order its threads run between barriers, or its blocks, would
+#     differ); and HC and mHC over 9 x 64 = 576 tokens a step, where the maps' gradients are
+#     summed over 3 of fast/stream.cu's 256-row column-sum chunks, with the blocks reversed;
 #   - the step as CUDA graphs (captured once, replayed; the default) against the same kernels
 #     queued one by one (VRL_FAST_GRAPH=0), for the baseline, ResFormer, SVFormer, a
 #     trainable λ, DenseFormer, AttnRes, mHC and --accum 2: byte-identical model.safetensors and train_state.safetensors,
@@ -16,7 +18,8 @@
 #     refused in one line;
 #   - a bad VRL_CUDA_CPU_ORDER is one error line;
 #   - ZeRO-2 over the NCCL-over-MPI stand-in: `mpirun -np 2` equals one process with
-#     --accum 2 (baseline and AttnRes), and `mpirun -np 2 --accum 4` (four rounds per rank) one process with
+#     --accum 2 (baseline and AttnRes), `mpirun -np 3` (buckets that do not split evenly)
+#     one process with --accum 3, and `mpirun -np 2 --accum 4` (four rounds per rank) one process with
 #     --accum 8 (losses and weights within 1e-6; the line printed says whether they are
 #     bit-identical); where the gradients are the same bits (-np 2 against --accum 2) the
 #     logged gradient norms are the same bytes (fast/adamw.cu sums the squares exactly,
@@ -54,10 +57,22 @@ for v in resformer svformer:anchors=1 resformer:mode=learnable-plus resformer:mo
   n=${v//[:=,]/_}
   VRL_CUDA_CPU_ORDER=forward run "${n}_forward" --variant $v --steps 3
   for o in "${orders[@]}"; do
-    VRL_CUDA_CPU_ORDER=$([ $o = random ] && echo random:12345 || echo $o) run "${n}_$o" --variant $v --steps 3
-    check "${v}: order $o gives the forward order's weights byte for byte" \
+    case $o in
+      reverse) VRL_CUDA_CPU_ORDER=reverse VRL_CUDA_CPU_BLOCKS=reverse run "${n}_reverse" --variant $v --steps 3 ;;
+      random) VRL_CUDA_CPU_ORDER=random:12345 VRL_CUDA_CPU_BLOCKS=random:321 run "${n}_random" --variant $v --steps 3 ;;
+    esac
+    check "${v}: thread and block order $o gives the forward order's weights byte for byte" \
       cmp "$tmp/${n}_forward/model.safetensors" "$tmp/${n}_$o/model.safetensors"
   done
+done
+# blocks that share a reduction: 576 tokens a step, 3 column-sum chunks (a sum by atomicAdd
+# across them would depend on the block order); one step (~2.5 CPU-seconds a run)
+for v in $([ ${#orders[@]} = 0 ] || echo hc:n=4 mhc); do
+  n=chunks_${v//[:=,]/_}
+  run "${n}_forward" --variant $v --steps 1 --batch 9 --seq 64
+  VRL_CUDA_CPU_BLOCKS=reverse run "${n}_reverse" --variant $v --steps 1 --batch 9 --seq 64
+  check "${v} over 576 tokens: the blocks reversed give the forward order's weights byte for byte" \
+    cmp "$tmp/${n}_forward/model.safetensors" "$tmp/${n}_reverse/model.safetensors"
 done
 # graph on (default) vs off
 for v in baseline resformer svformer resformer:mode=learnable denseformer attnres mhc "resformer --accum 2"; do
@@ -127,14 +142,14 @@ else
     return 1
   }
   # zero2 NAME "ONE-PROCESS ARGS" "PER-RANK ARGS" [STEPS]: one process into $tmp/NAME_one,
-  # two ranks into $tmp/NAME_np2; losses and weights must agree within 1e-6 (run_compare),
-  # and with STEPS the STEPS logged gradient norms byte for byte
+  # NP ranks (2 unless NP is set) into $tmp/NAME_np2; losses and weights must agree within 1e-6
+  # (run_compare), and with STEPS the STEPS logged gradient norms byte for byte
   zero2() {
     local name=$1 one=$2 two=$3 steps=${4:-}
     # shellcheck disable=SC2086  # the argument strings are word lists
     run "${name}_one" $one
     # shellcheck disable=SC2086
-    timeout $LIMIT "${MPI[@]}" -np 2 "$VRL" "${T[@]}" $two --out "$tmp/${name}_np2" >"$tmp/${name}_np2.log" 2>&1
+    timeout $LIMIT "${MPI[@]}" -np "${NP:-2}" "$VRL" "${T[@]}" $two --out "$tmp/${name}_np2" >"$tmp/${name}_np2.log" 2>&1
     if grep -q "has no MPI" "$tmp/${name}_np2.log"; then
       echo "SKIP: this build of vrl has no MPI: no $name check"; return 1
     elif "$CMP" "$tmp/${name}_one" "$tmp/${name}_np2" 1e-6 >"$tmp/$name.cmp" 2>&1; then
@@ -148,6 +163,11 @@ else
   zero2 zero2_np2_vs_accum2 "--steps 4 --accum 2" "--steps 4" 4 &&
     check "the two-process run went through fast/zero.cu's NCCL path" grep -q "vrl fast: NCCL 2 ranks" \
       "$tmp/zero2_np2_vs_accum2_np2.log"
+  # three ranks: a bucket of len elements is cut into blocks of ceil(len/3) rounded up to 8
+  # (whole vectors), so where len is no multiple of 24 the last block is short and
+  # fast/zero.cu reduces the blocks one by one to their owners (ncclReduce, not
+  # ncclReduceScatter: a wrong offset there fails this); one process takes --accum 3
+  NP=3 zero2 zero2_np3_vs_accum3 "--steps 3 --accum 3" "--steps 3"
   # a residual-stream variant: its mixing weights sit after the head in the table (ZERO_LATE)
   zero2 zero2_np2_vs_accum2_attnres "--steps 4 --accum 2 --variant attnres" "--steps 4 --variant attnres" 4
   # --accum is per process: four rounds per rank, of which only the last one's backward

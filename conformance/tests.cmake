@@ -214,7 +214,7 @@ if(VRL_HAVE_CUDA_CPU)
       tiny_baseline tiny_resformer_identity tiny_resformer_general tiny_svformer tiny_neutreno tiny_cla
       tiny_key_residual tiny_denseformer tiny_attnres hd64_svformer gqa_hd16_resformer hd128_gqa_resformer
       gqa4_resformer_learnable_plus gqa4_neutreno gqa4_svformer_anchors13 gqa4_query_residual gqa4_shared_q gpt2_hd16
-      tiny_hc4 gqa4_mhc_n2_iters5_learnable gqa4_mhc_jitter
+      tiny_hc4 gqa4_mhc_n2_iters5_learnable gqa4_mhc_jitter tiny_mhc_iters1 tiny_mhc_offinit gpt2_tiny_accum2
       tiny_attn_residual gqa4_cross_layer_prev)
   set(cpu_tests test_fast_vs_ref test_fast_decode)
   if(VRL_HAVE_MPI)
@@ -248,6 +248,24 @@ if(VRL_HAVE_CUDA_CPU)
   vrl_test(test_cuda_cpu_mma SOURCES conformance/test_cuda_cpu_mma.cpp LIBS vrl_fast_cpu vrl_common)
   set_target_properties(test_cuda_cpu_mma PROPERTIES CXX_STANDARD 17 CXX_STANDARD_REQUIRED ON)
   target_compile_definitions(test_cuda_cpu_mma PRIVATE VRL_CUDA_CPU=1)
+  # the two definitions of each tensor-core instruction agree: nvcc's PTX of each fast/mma.cuh
+  # function = the instruction the CPU layer executes for it (conformance/test_mma_ptx.sh); two
+  # nvcc compiles to PTX, skipped (77) without nvcc. Plain pass only: a compile
+  add_executable(mma_ptx_table conformance/mma_ptx_table.cpp)
+  set_target_properties(mma_ptx_table PROPERTIES CXX_STANDARD 17 CXX_STANDARD_REQUIRED ON)
+  target_include_directories(mma_ptx_table PRIVATE ${CMAKE_SOURCE_DIR})
+  target_compile_definitions(mma_ptx_table PRIVATE VRL_CUDA_CPU=1)
+  target_link_libraries(mma_ptx_table PRIVATE vrl_fast_cpu vrl_common)
+  if(NOT VRL_SANITIZE)
+    if(VRL_HAVE_CUDA)
+      set(vrl_mma_nvcc ${CMAKE_CUDA_COMPILER})
+    else()
+      set(vrl_mma_nvcc "")
+    endif()
+    add_test(NAME test_mma_ptx COMMAND ${CMAKE_SOURCE_DIR}/conformance/test_mma_ptx.sh "${vrl_mma_nvcc}"
+      ${CMAKE_SOURCE_DIR} $<TARGET_FILE:mma_ptx_table>)
+    set_tests_properties(test_mma_ptx PROPERTIES SKIP_RETURN_CODE 77 ENVIRONMENT "TMPDIR=${VRL_TEST_TMP}")
+  endif()
   # guard zones between arena tensors: canaries in the plain build, ASan poison in the sanitizer build
   vrl_test(test_cuda_cpu_guard SOURCES conformance/test_cuda_cpu_guard.cpp LIBS vrl_fast_cpu vrl_common)
   set_target_properties(test_cuda_cpu_guard PROPERTIES CXX_STANDARD 17 CXX_STANDARD_REQUIRED ON)
@@ -321,7 +339,9 @@ if(VRL_HAVE_CUDA_CPU)
     # fast/ against ref under every checker, in the orders the plain test_fast_cpu_vs_ref (forward)
     # does not run: threads and blocks reversed, and shuffled; every case in one of the two,
     # so the pair costs ~4 CPU-minutes (docs/fast.md "Checkers"; HC and mHC's five cases add
-    # 55 of them, HC and mHC each in both orders)
+    # 55 of them, HC and mHC each in both orders; issue 48's six cases ~22 more: mHC at iters 1
+    # and 2 and off init, HC over 3 column-sum chunks in a random block order, GPT-2 with two
+    # micro-batches)
     add_test(NAME test_fast_cpu_vs_ref_check_reverse COMMAND test_fast_cpu_vs_ref_check ${VRL_FAST_CASES_REVERSE})
     set_tests_properties(test_fast_cpu_vs_ref_check_reverse PROPERTIES TIMEOUT 900
       ENVIRONMENT "TMPDIR=${VRL_TEST_TMP};VRL_CUDA_CPU_ORDER=reverse;VRL_CUDA_CPU_BLOCKS=reverse")
@@ -330,7 +350,7 @@ if(VRL_HAVE_CUDA_CPU)
       tiny_query_residual tiny_attnres_block tiny_hidden_residual hd64_baseline trainer gqa4_resformer_dense
       gqa4_neutreno_resformer gqa4_cla gqa4_key_residual gqa4_shared_k gqa4_identity_mapping tiny_mhc
       gqa4_hc3_resformer
-      tiny_cross_layer gqa4_attn_residual)
+      tiny_cross_layer gqa4_attn_residual tiny_mhc_iters2 gqa4_mhc_offinit hc4_chunks)
     set_tests_properties(test_fast_cpu_vs_ref_check_random PROPERTIES TIMEOUT 900
       ENVIRONMENT "TMPDIR=${VRL_TEST_TMP};VRL_CUDA_CPU_ORDER=random:7;VRL_CUDA_CPU_BLOCKS=random:11")
     if(VRL_HAVE_MPI)

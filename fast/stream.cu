@@ -293,42 +293,51 @@ __global__ void __launch_bounds__(32 * HC_WARPS)
     bmap[r] = stream_bf(be[i]) + sb * tb;
 }
 
-/* Sinkhorn-Knopp on one token's mats (ref's stream_sinkhorn): mats[0] = M, then alternately
- * rows (even k) and columns (odd k) of mats[k] normalised into mats[k+1]; lane u < n does
- * line u, summing in index order. Every lane of the warp calls it. */
-__device__ void sinkhorn_warp(float *mats, int n, int iters) {
+/* Sinkhorn-Knopp on one token's matrices (ref's stream_sinkhorn), kept as logarithms: lm[0] =
+ * the exponents E (the matrix is exp(E)), then alternately rows (even k) and columns (odd k)
+ * of exp(lm[k]) normalised into exp(lm[k+1]): lm[k+1] = lm[k] − log Σ_line exp(lm[k]), the sum
+ * taken with the line's largest term factored out. The same matrices as ref's in exact
+ * arithmetic; in fp32, exp(E) itself overflows past E = 88 and a line of it can underflow to
+ * all zeros under −103 (ref's double: 709, −745), which gave NaN (issue 48), the logarithms
+ * never do. Lane u < n does line u, summing in index order. Every lane of the warp calls it. */
+__device__ void sinkhorn_warp(float *lm, int n, int iters) {
     const int lane = threadIdx.x % 32, nn = n * n;
     for (int k = 0; k < 2 * iters; k++) {
-        const float *a = mats + (size_t)k * nn;
-        float *b = mats + (size_t)(k + 1) * nn;
+        const float *a = lm + (size_t)k * nn;
+        float *b = lm + (size_t)(k + 1) * nn;
         if (lane < n) {
-            float sum = 0;
-            for (int v = 0; v < n; v++) sum += a[k % 2 ? v * n + lane : lane * n + v];
+            float mx = -INFINITY, sum = 0;
+            for (int v = 0; v < n; v++) mx = fmaxf(mx, a[k % 2 ? v * n + lane : lane * n + v]);
+            for (int v = 0; v < n; v++) sum += expf(a[k % 2 ? v * n + lane : lane * n + v] - mx);
+            const float lse = mx + logf(sum);
             for (int v = 0; v < n; v++) {
                 const int at = k % 2 ? v * n + lane : lane * n + v;
-                b[at] = a[at] / sum;
+                b[at] = a[at] - lse;
             }
         }
         __syncwarp();
     }
 }
 
-/* Backward through every normalisation (ref's sinkhorn_backward): g [n²] = dLoss/dmats[2·iters]
- * in, dLoss/dmats[0] out (in g or tmp: the returned one); da = (db − Σ_line db·b) / sum. */
-__device__ float *sinkhorn_backward_warp(const float *mats, float *g, float *tmp, int n, int iters) {
+/* Backward through every normalisation (ref's sinkhorn_backward) in the logarithms: with
+ * h = dLoss/dlm[k] (= ref's gradient ⊙ the matrix) and b = exp(lm[k+1]), ref's
+ * da = (db − Σ_line db·b) / sum is h_a = h_b − b·Σ_line h_b, without the division by a line
+ * sum that may be tiny. g [n²] = dLoss/dexp(lm[2·iters]) (the map's gradient) in; out (in g
+ * or tmp: the returned one) dLoss/dlm[0], the exponents' gradient (ref's dM ⊙ M). Every lane
+ * of the warp calls it. */
+__device__ float *sinkhorn_backward_warp(const float *lm, float *g, float *tmp, int n, int iters) {
     const int lane = threadIdx.x % 32, nn = n * n;
+    const float *last = lm + (size_t)2 * iters * nn;
+    for (int k = lane; k < nn; k += 32) g[k] *= expf(last[k]);
+    __syncwarp();
     for (int k = 2 * iters - 1; k >= 0; k--) {
-        const float *a = mats + (size_t)k * nn, *b = mats + (size_t)(k + 1) * nn;
+        const float *b = lm + (size_t)(k + 1) * nn;
         if (lane < n) {
-            float sum = 0, gb = 0;
+            float hs = 0;
+            for (int v = 0; v < n; v++) hs += g[k % 2 ? v * n + lane : lane * n + v];
             for (int v = 0; v < n; v++) {
                 const int at = k % 2 ? v * n + lane : lane * n + v;
-                sum += a[at];
-                gb += g[at] * b[at];
-            }
-            for (int v = 0; v < n; v++) {
-                const int at = k % 2 ? v * n + lane : lane * n + v;
-                tmp[at] = (g[at] - gb) / sum;
+                tmp[at] = g[at] - expf(b[at]) * hs;
             }
         }
         __syncwarp();
@@ -344,9 +353,9 @@ __device__ __forceinline__ float mhc_phi(const bf16 *fpre, const bf16 *fpost, co
     return stream_bf(j < n ? fpre[k * n + j] : j < 2 * n ? fpost[k * n + j - n] : fres[k * n * n + j - 2 * n]);
 }
 
-/* exp(α_res·x̃φ_res + b_res) of token t into mats[0] [n²]. */
-__device__ void mhc_res_exp(float *mats, const float *pr, const bf16 *bres, float ares, int n) {
-    for (int k = threadIdx.x % 32; k < n * n; k += 32) mats[k] = expf(ares * pr[2 * n + k] + stream_bf(bres[k]));
+/* The exponents α_res·x̃φ_res + b_res of token t into lm[0] [n²] (sinkhorn_warp takes logarithms). */
+__device__ void mhc_res_exponents(float *lm, const float *pr, const bf16 *bres, float ares, int n) {
+    for (int k = threadIdx.x % 32; k < n * n; k += 32) lm[k] = ares * pr[2 * n + k] + stream_bf(bres[k]);
     __syncwarp();
 }
 
@@ -380,12 +389,12 @@ __global__ void __launch_bounds__(32 * HC_WARPS)
         amap[(size_t)t * n + lane] = stream_sigmoid(apre * pr[lane] + stream_bf(bpre[lane]));
         bmap[(size_t)t * n + lane] = 2 * stream_sigmoid(apost * pr[n + lane] + stream_bf(bpost[lane]));
     }
-    mhc_res_exp(M, pr, bres, ares, n);
+    mhc_res_exponents(M, pr, bres, ares, n);
     sinkhorn_warp(M, n, iters);
-    const float *Hres = M + (size_t)2 * iters * nn;
+    const float *Hres = M + (size_t)2 * iters * nn; /* its logarithms */
     for (int k = lane; k < nn; k += 32) { /* R's [source, target] layout: R[b,a] = Hres[a,b] */
         const int a = k / n, b = k % n;
-        rmap[(size_t)t * nn + b * n + a] = Hres[k];
+        rmap[(size_t)t * nn + b * n + a] = expf(Hres[k]);
     }
 }
 
@@ -450,7 +459,7 @@ __global__ void __launch_bounds__(32 * HC_WARPS)
 /* mHC at step s < 2L, one warp per token (mhc_maps_backward in ref): the input's backward,
  * then σ' and (2σ)', Sinkhorn replayed from the kept projections and back through it and exp,
  * then the projections and the RMSNorm of vec H:
- *   dproj = (zpre·α_pre, zpost·α_post, z·α_res), z = (Sinkhorn backward of dRᵀ)·exp(·)
+ *   dproj = (zpre·α_pre, zpost·α_post, z·α_res), z = (Sinkhorn backward of dRᵀ)·exp(·) (in logarithms)
  *   g = φ·dproj, dH[t] += rstd·g − rstd³·⟨g,x⟩/(n·d)·x
  * writes zrow [N, 2n+n²] = dproj and sab [N, 2n+n²+3] = (zpre, zpost, z, Σ zpre·pr_pre,
  * Σ zpost·pr_post, Σ z·pr_res): the bias and scale gradients' shares. */
@@ -478,13 +487,13 @@ __global__ void __launch_bounds__(32 * HC_WARPS)
             dp[j] = zpre * apre, dp[n + j] = zpost * apost;
         }
     }
-    mhc_res_exp(M, pr, bres, ares, n);
+    mhc_res_exponents(M, pr, bres, ares, n);
     sinkhorn_warp(M, n, iters);
     for (int k = lane; k < nn; k += 32) g[k] = dR[(size_t)t * nn + (k % n) * n + k / n]; /* g[a,b] = dR[b,a] */
     __syncwarp();
     g = sinkhorn_backward_warp(M, g, tmp, n, iters);
     for (int k = lane; k < nn; k += 32) {
-        const float z = g[k] * M[k]; /* d exp */
+        const float z = g[k]; /* the exponent's gradient: through exp already */
         sm[2 * n + k] = z;
         dp[2 * n + k] = z * ares;
     }

@@ -15,6 +15,11 @@ extern const Backend fast_backend_cuda_cpu;
 /* 0, or -1 with vrl_error (a VRL_CUDA_CPU_ORDER the layer cannot parse). */
 int fast_device_check_cpu(void);
 
+/* The order grid blocks run in from now on (VRL_CUDA_CPU_BLOCKS' syntax: forward, reverse,
+ * random[:SEED]), for tests that compare two block orders in one process; 0, or -1 if spec
+ * does not parse (nothing changes). */
+int fast_cpu_set_block_order(const char *spec);
+
 /* Register it as --device cuda-cpu (common/model/backends.h). */
 void fast_register_backends_cpu(void);
 

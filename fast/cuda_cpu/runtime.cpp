@@ -14,6 +14,7 @@
 
 #include "fast/cuda_cpu/check.h"
 #include "fast/cuda_cpu/deferred.h"
+#include "fast/cuda_cpu/fast_cpu.h"
 #include "fast/cuda_cpu/guard.h"
 #include "fast/cuda_cpu/launch_state.h"
 #include "fast/cuda_cpu/runtime.h"
@@ -504,3 +505,5 @@ cudaError_t cudaGraphDestroy(cudaGraph_t g) {
 }
 
 cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec) { return cudaGraphDestroy(exec); }
+
+extern "C" int fast_cpu_set_block_order(const char *spec) { return cuda_cpu::set_block_order(spec); }

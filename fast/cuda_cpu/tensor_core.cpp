@@ -26,6 +26,8 @@
  * it too, and thread orders cannot change a bit. */
 #include <stdio.h>
 
+#include <atomic>
+
 #include "fast/cuda_cpu/launch_state.h"
 #include "fast/cuda_cpu/tensor_core.h"
 
@@ -107,9 +109,32 @@ int complete_ldmatrix(int param, void *const lanes[32], char *msg, size_t msg_le
     return 0;
 }
 
+/* the last completed instruction, (op << 8 | param), for test_mma_ptx's table (mma_ptx_table.cpp) */
+std::atomic<int> last_instruction{-1};
+
 } // namespace
 
+int tensor_core_ptx(WarpOp op, int param, char *buf, size_t len) {
+    const int num = param & 7, trans = (param & 8) != 0; /* decoded as complete_ldmatrix does */
+    if (op == WARP_MMA_BF16) { /* A row-major, B column-major, bf16 in, f32 C and D: complete_mma */
+        snprintf(buf, len, "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {4} {4} {2} {4}");
+        return 0;
+    }
+    if (op == WARP_LDMATRIX && (num == 1 || num == 2 || num == 4)) {
+        snprintf(buf, len, "ldmatrix.sync.aligned.m8n8.x%d%s.shared.b16 {%d} [1]", num, trans ? ".trans" : "", num);
+        return 0;
+    }
+    if (len) buf[0] = 0;
+    return -1;
+}
+
+void tensor_core_last(int *op, int *param) {
+    const int v = last_instruction.load();
+    *op = v < 0 ? -1 : v >> 8, *param = v < 0 ? 0 : v & 0xff;
+}
+
 int tensor_core_complete(WarpOp op, int param, void *const lanes[32], char *msg, size_t msg_len) {
+    last_instruction.store((int)op << 8 | (param & 0xff), std::memory_order_relaxed);
     if (op == WARP_MMA_BF16) return complete_mma(lanes);
     if (op == WARP_LDMATRIX) return complete_ldmatrix(param, lanes, msg, msg_len);
     snprintf(msg, msg_len, "warp operation %d is not a tensor-core instruction", (int)op);

@@ -55,6 +55,16 @@ int in_shared_memory(const void *p, size_t bytes);
  * 0, or -1 with a one-line reason in msg (which lane, what is wrong). */
 int tensor_core_complete(WarpOp op, int param, void *const lanes[32], char *msg, size_t msg_len);
 
+/* The PTX instruction tensor_core_complete executes for (op, param), written as nvcc writes
+ * fast/mma.cuh's inline asm into PTX, then its operand groups ({k}: k registers, [1]: an
+ * address): e.g. "ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {2} [1]". test_mma_ptx
+ * compares it with the PTX of each wrapper, so the two definitions cannot drift apart.
+ * 0, or -1 (buf "") for an op that is no tensor-core instruction. */
+int tensor_core_ptx(WarpOp op, int param, char *buf, size_t len);
+
+/* The op and param of the last tensor-core instruction a warp completed (op -1: none yet). */
+void tensor_core_last(int *op, int *param);
+
 /* ldmatrix's param: the number of 8x8 matrices (1, 2, 4) and .trans. */
 static inline int ldmatrix_param(int num, int trans) { return num | (trans ? 8 : 0); }
 
