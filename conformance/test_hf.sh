@@ -75,8 +75,11 @@ check gpt2_generates_tokens test -n "$(cat "$tmp/gpt2.vrl")"
 check llama_warns_on_resformer grep -q "model of type \`vrl\` to instantiate a model of type \`llama\`" "$tmp/resformer.warn"
 check tokenizer_bytes test "$(cat "$tmp/resformer.tok")" = "116 104 101 32 99 97 116"
 
-# forward() options (transformers as shipped: a process without fp64 mode)
-$CHECK outputs "$tmp/baseline" $names >"$tmp/outputs.log" 2>&1
+# forward() options (transformers as shipped: a process without fp64 mode), on every llama-block
+# folder: the GPT-2 folder loads as transformers' own GPT2LMHeadModel, whose options are its own
+llama_names=$(for r in $names; do [ "$(basename "$r")" = gpt2 ] || echo "$r"; done)
+# shellcheck disable=SC2086
+$CHECK outputs "$tmp/baseline" $llama_names >"$tmp/outputs.log" 2>&1
 outputs_rc=$?
 grep "max |diff|" "$tmp/outputs.log"
 [ $outputs_rc -eq 0 ] || grep -B2 -A3 "Error" "$tmp/outputs.log" | tail -6

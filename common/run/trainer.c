@@ -9,6 +9,7 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "common/run/checkpoint.h"
 #include "common/run/ckpt_folder.h"
@@ -606,8 +607,14 @@ int train_run(TrainArgs *a) {
         stop_request_install();
         rc = train_loop(&r);
         /* a folder deleted between two checks makes some write fail first (ENOENT, a missing
-         * parent): name the cause, not the file that happened to notice it */
-        if (rc == -1 && r.root) folder_intact(&r, -1);
+         * parent): name the cause, not the file that happened to notice it. The deletion may
+         * still be under way (rm -r removes a step folder's files before config.json), so the
+         * folder is looked at again for up to half a second before the first error stands */
+        if (rc == -1 && r.root)
+            for (int i = 0; i < 10 && folder_intact(&r, -1) == 0; i++) {
+                const struct timespec pause = {0, 50 * 1000 * 1000};
+                nanosleep(&pause, NULL);
+            }
         stop_request_uninstall();
     }
     run_close(&r);
