@@ -21,7 +21,8 @@ trap 'rm -rf "$tmp"' EXIT
 # cpu_of CMD...: CPU seconds of CMD (bash's times of this subshell's children); output dropped
 cpu_of() {
   ( "$@" >/dev/null 2>&1 || { echo "cpu_layer_speed.sh: failed: $*" >&2; exit 1; }
-    times | awk 'NR == 2 { n = 0; for (i = 1; i <= 2; i++) { split($i, a, /[ms]/); n += a[1] * 60 + a[2] } printf "%.2f\n", n }' )
+    times >"$tmp/times" # a file, not a pipe: `times` in a pipeline reports a subshell's own children
+    awk 'NR == 2 { n = 0; for (i = 1; i <= 2; i++) { split($i, a, /[ms]/); n += a[1] * 60 + a[2] } printf "%.2f\n", n }' "$tmp/times" )
 }
 median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
