@@ -98,8 +98,9 @@ def pad(n, m=128):
     return (n + m - 1) // m * m
 
 
-def kernels(preset, B, T, variant):
-    """[(name, kind, count per step, FLOPs per call, bytes per call)] of one step."""
+def kernels(preset, B, T, variant, shapes=None):
+    """[(name, kind, count per step, FLOPs per call, bytes per call)] of one step; shapes, when
+    given, receives each GEMM's (m, n, k) by name."""
     L, NH, NKV, d, F, V = PRESETS[preset]
     hd = d // NH
     qC, kvC, N, Vp = NH * hd, NKV * hd, B * T, pad(V)
@@ -109,6 +110,8 @@ def kernels(preset, B, T, variant):
         ks.append((name, kind, count, float(flops), float(nbytes)))
 
     def gemm(name, count, m, n, k, a_bytes, b_bytes, c_bytes, d_bytes):
+        if shapes is not None:
+            shapes[name] = (m, n, k)
         add(name, "gemm", count, 2.0 * m * n * k, a_bytes + b_bytes + c_bytes + d_bytes)
 
     res = variant == "resformer"
@@ -293,6 +296,13 @@ def main():
                          "(instructions per HMMA) instead of the assumed 55 %% / 45 %%")
     ap.add_argument("--mma-sync-fraction", type=float, default=MMA_SYNC_FRACTION,
                     help="share of the 989.4 TFLOP/s dense bf16 peak mma.sync can reach on Hopper (assumed)")
+    ap.add_argument("--predict", action="store_true",
+                    help="the step on an H100 and an H200 with today's kernels, each kernel with the resource that "
+                         "binds it (shared memory, load latency at its occupancy, loads as executed; "
+                         "bench/roofline_model.py, docs/design/roofline.md)")
+    ap.add_argument("--calibrate", action="store_true",
+                    help="the model against published H100 figures (FlashAttention-2, cuBLAS)")
+    ap.add_argument("--bytes", action="store_true", help="the static HBM byte count per kernel per step")
     ap.add_argument("--mix-file", default=MIX_FILE, help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.batch < 1 or a.seq < 2:
@@ -301,7 +311,11 @@ def main():
         sys.exit("roofline.py: --cuda-core-attention and --mma-attention price different kernels: give one")
     if not 0.0 < a.mma_sync_fraction <= 1.0:
         sys.exit("roofline.py: --mma-sync-fraction must be in (0, 1]")
-    ks, model_flops, P = kernels(a.preset, a.batch, a.seq, a.variant)
+    shapes = {}
+    ks, model_flops, P = kernels(a.preset, a.batch, a.seq, a.variant, shapes)
+    if a.predict or a.calibrate or a.bytes:
+        model_modes(a, ks, shapes, model_flops, P)
+        return
     peak, bw = a.peak_tflops * 1e12, a.hbm_tbs * 1e12
     L, NH, _, d, _, _ = PRESETS[a.preset]
     hd = d // NH
@@ -354,6 +368,26 @@ def main():
             print(f"  {tp * 1e3:7.1f} ms  {100 * model_flops / tp / peak:5.1f}%  attention {att * 1e3:6.1f} ms  {label}")
     if a.mma_attention:
         print_mma(ks, peak, bw, a, hd, iph, model_flops, t_plan)
+
+
+def model_modes(a, ks, shapes, model_flops, P):
+    """--predict, --calibrate, --bytes: bench/roofline_model.py's resource model"""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import roofline_model as rm
+    if sum((a.predict, a.calibrate, a.bytes)) > 1 or a.cuda_core_attention or a.mma_attention or a.markdown:
+        sys.exit("roofline.py: --predict, --calibrate and --bytes are modes of their own: give one, alone")
+    L, NH, _, d, _, _ = PRESETS[a.preset]
+    hd = d // NH
+    head = f"{a.preset} {a.variant}, B={a.batch} T={a.seq} ({a.batch * a.seq} tokens/step), {P:,} parameters"
+    if a.bytes:
+        rm.print_bytes(ks, head)
+    elif a.calibrate:
+        rm.print_calibration(ks, shapes)
+    else:
+        if (hd not in (64, 128)):
+            sys.exit(f"roofline.py: --predict: no SASS figures of the mma kernels at head_dim {hd} (64 and 128 only)")
+        iph = read_mix(a.mix_file, "mma", hd, MMA_PRODUCTS)
+        rm.print_predict(ks, shapes, iph, MMA_BLOCKS_PER_SM, a.batch, a.seq, NH, hd, model_flops, head)
 
 
 def print_mma(ks, peak, bw, a, hd, iph, model_flops, t_plan):

@@ -172,6 +172,13 @@ if(NOT VRL_SANITIZE)
   add_test(NAME test_bench_roofline COMMAND ${CMAKE_SOURCE_DIR}/conformance/test_bench_roofline.sh ${CMAKE_SOURCE_DIR})
   set_tests_properties(test_bench_roofline PROPERTIES SKIP_RETURN_CODE 77 ENVIRONMENT "TMPDIR=${VRL_TEST_TMP}")
 endif()
+# bench/roofline_model.py (roofline.py --predict, --calibrate, --bytes): the shared-memory bound,
+# the load loops' trips, Little's law and the byte count on hand-worked inputs, the tilings against
+# the committed SASS's ldmatrix counts, the printed prediction. Python only, ~1 s; 77 without python3.
+if(NOT VRL_SANITIZE)
+  add_test(NAME test_bench_roofline_model COMMAND ${CMAKE_SOURCE_DIR}/conformance/test_bench_roofline_model.sh ${CMAKE_SOURCE_DIR})
+  set_tests_properties(test_bench_roofline_model PROPERTIES SKIP_RETURN_CODE 77 ENVIRONMENT "TMPDIR=${VRL_TEST_TMP}")
+endif()
 # The static GPU check (issue 38): fast/'s kernels compiled for sm_90 with ptxas' resource report;
 # fails on a spill or an occupancy under fast/occupancy_floors.txt. No GPU needed; skipped (77) where
 # there is no nvcc. Plain pass only (a compile, nothing for the sanitizers to see).
