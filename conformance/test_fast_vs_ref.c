@@ -643,7 +643,7 @@ static void run_case(const Case *k) {
         const double a = ref_backend_f64.forward_backward(ref, tok, 1.0);
         const double b = backend_forward_backward_now(&fast_backend_cuda, fast, tok, 1.0);
         const double lr = schedule_lr(&sched, s - 1);
-        lr_sum += lr;
+        lr_sum += lr; /* the fp32 build's bound on the weights' drift (weights_check) */
         const double na = ref_backend_f64.step(ref, &opt, lr, s), nb = fast_backend_cuda.step(fast, &opt, lr, s);
         printf("%s: step %2ld lr %.3e loss ref %.6f fast %.6f norm ref %.4f fast %.4f\n", k->name, s, lr, a, b, na,
                nb);
@@ -657,6 +657,9 @@ static void run_case(const Case *k) {
         CHECK(isfinite(nb) && fabs(na - nb) <= TOL_NORM * na, "%s: step %ld gradient norm %.6f vs ref %.6f (%s)",
               k->name, s, nb, na, isfinite(nb) ? "" : vrl_last_error());
     }
+#if !VRL_CUDA_CPU_FP32
+    (void)lr_sum; /* read by the fp32 build only (clang's -Wunused-but-set-variable) */
+#endif
     printf("%s: worst step loss |diff| %.2e\n", k->name, worst_step);
 #if VRL_CUDA_CPU_FP32
     const char *wname;
