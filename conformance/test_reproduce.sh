@@ -27,7 +27,9 @@
 #          an assumption; bad --seeds values exit 2 with one stderr line; nothing written.
 #   registered  the scale-bytes analysis (reproduce/table5_registered.sh) on run folders made with
 #          known numbers: the paired t and p, token-weighted and unweighted means, the tokens-to-
-#          equal-loss ratio (and a seed that never reaches it); the scale's plan.
+#          equal-loss ratio (and a seed that never reaches it), the wording without SVFormer runs;
+#          the t tail (tprob) against mpmath and closed forms down to 1e-22; the scale's plan,
+#          and BYTES_EXTRA_SEEDS=0's (no SVFormer, no long Transformer).
 # Usage: test_reproduce.sh plan|seedlist|preflight|tiny|seeds|registered BUILD_DIR
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -298,6 +300,42 @@ if [ "$mode" = registered ]; then
     --results "$tmp/reg-results" > "$tmp/reg2.out" 2>&1
   contains "a seed that never reaches the loss" "$md" "(2 of 3 seeds reached it; 1 did not within 2 times the tokens, so the mean is a lower bound).**"
   contains "its per-seed row says never" "$md" "| 2.3000 | never | — |"
+  # no SVFormer runs (BYTES_EXTRA_SEEDS=0 trains none): the sentence says so, not "the first 0 of them"
+  mkdir -p "$tmp/reg-sv" && mv "$w"/runs/svformer-b8* "$tmp/reg-sv/"
+  BYTES_EXTRA_SEEDS=0 BYTES_STEPS=300 "$root/reproduce/table5.sh" --scale bytes --seeds 1337,4242,9001 --build "$build" \
+    --shared "$sh_" --work "$w" --results "$tmp/reg-results" > "$tmp/reg3.out" 2>&1 ||
+    { fails=$((fails + 1)); echo "FAIL BYTES_EXTRA_SEEDS=0 on the made runs:"; tail -5 "$tmp/reg3.out"; }
+  check "BYTES_EXTRA_SEEDS=0: nothing was trained" sh -c "! grep -q '^+ .* train ' '$tmp/reg3.out'"
+  contains "no SVFormer runs: said so" "$md" "Transformer and ResFormer: 3 seeds; SVFormer: no runs (none trained, BYTES_EXTRA_SEEDS=0)."
+  check "no SVFormer runs: no \"first 0\"" sh -c "! grep -q 'first 0' '$md'"
+  # tprob, the two-sided Student t tail, against values worked out elsewhere: mpmath 1.3.0's
+  # betainc(df/2, 1/2, 0, df/(df+t^2), regularized=True) at 40 digits (12 shown), and the closed
+  # forms of df 1 and 2 written so they keep relative precision far in the tail: (2/pi) atan(1/t)
+  # and 2 / (s (s + t)), s = sqrt(t^2 + 2). The tail is checked relative to its size: the old
+  # 1 - CDF form gave 3.84e-14 for 3.8404e-14 and 0 beyond |t| 17 at 31 df.
+  . "$root/reproduce/table5_registered.sh"
+  tcheck() {  # T DF WANT
+    local got; got=$(awk -v t="$1" -v df="$2" "$REG_STATS"'BEGIN { printf "%.12e", tprob(t, df) }')
+    if awk -v g="$got" -v w="$3" 'BEGIN { r = (g - w) / w; exit !(r < 1e-9 && r > -1e-9) }'; then
+      passes=$((passes + 1)); echo "ok   tprob($1, $2 df) = $got ($3)"
+    else fails=$((fails + 1)); echo "FAIL tprob($1, $2 df) = $got, expected $3"; fi
+  }
+  tcheck 1 1 0.5
+  tcheck -7.30 5 7.55282384690e-4
+  tcheck 2.0 10 0.0733880347707
+  tcheck 0.5 31 0.620605951248
+  tcheck 12.5 31 1.21074000551e-13
+  tcheck 17 31 2.88246450594e-17
+  tcheck 25 31 4.13728666629e-22
+  tcheck 40 7 1.59021799849e-9
+  tcheck 1e6 1 "$(awk 'BEGIN { printf "%.17g", 2 / 3.14159265358979323846 * atan2(1, 1e6) }')"
+  tcheck 1e4 2 "$(awk 'BEGIN { t = 1e4; s = sqrt(t * t + 2); printf "%.17g", 2 / (s * (s + t)) }')"
+  check "tprob(0, 5 df) = 1" awk "$REG_STATS"'BEGIN { exit !(tprob(0, 5) == 1) }'
+  # BYTES_EXTRA_SEEDS=0 leaves SVFormer and the long Transformer out (it failed in cut -f1-0)
+  BYTES_EXTRA_SEEDS=0 "$root/reproduce/table5.sh" --scale bytes --dry-run --tps 7000 --build "$build" --work "$tmp/plan" \
+    > "$tmp/plan0.out" 2>&1 || { fails=$((fails + 1)); echo "FAIL BYTES_EXTRA_SEEDS=0 --dry-run exited non-zero:"; tail -3 "$tmp/plan0.out"; }
+  count_is "BYTES_EXTRA_SEEDS=0: the 64 Transformer/ResFormer runs" "$tmp/plan0.out" "^\+ .* train .* --variant (baseline|resformer) .* --steps 150 " 64
+  count_is "BYTES_EXTRA_SEEDS=0: no SVFormer, no long Transformer" "$tmp/plan0.out" "^\+ .* train .*(svformer|transformer_long)" 0
   # the plan: 32 seeds, SVFormer and the long Transformer for the first 6, validation every 25
   # steps only in the long runs; priced on this CPU
   "$root/reproduce/table5.sh" --scale bytes --dry-run --tps 7000 --build "$build" --work "$tmp/plan" > "$tmp/plan.out" 2>&1 ||

@@ -115,6 +115,7 @@ repro_init() {
         ANALYSIS_BATCHES=2 ANALYSIS_BATCH=4 WINDOW=5 LR=3e-3 LR_END=3e-4 WARMUP=4 ;;
     *) echo "$REPRO_NAME.sh: --scale must be paper, small, bytes, cpu or tiny (not \"$SCALE\")" >&2; exit 2 ;;
     esac
+    case $EXTRA_SEEDS in ''|*[!0-9]*) echo "$REPRO_NAME.sh: BYTES_EXTRA_SEEDS must be a count, 0 or more (not \"$EXTRA_SEEDS\")" >&2; exit 2 ;; esac
     # --device: another device than the scale's trains (and evaluates) in a work folder of its own
     work_default=$REPRO_ROOT/runs/reproduce-$SCALE
     if [ -n "$DEVICE_ARG" ] && [ "$DEVICE_ARG" != "$DEVICE" ]; then
