@@ -349,8 +349,9 @@ if [ "$mode" = registered ]; then
   count_is "ablations: 11 rows x 3 seeds at scale bytes" "$tmp/abl.out" "^\+ .* train " 33
   # table5_efficiency.sh --dry-run (issue 52's registered design), priced at --tps 7000: the pilot is
   # 2 models x 3 sizes x 4 lrs x 2 seeds = 48 runs of 614,400 tokens (4,213 s); the main phase per
-  # seed 6 + 1 runs of 150 steps, 225 and 300 steps (6,451,200 tokens), 8 seeds (7,373 s), and 72
-  # evaluations of 200 x 7 x 256 tokens at 3 x 7000 tokens/s (1,229 s): 70 + 143 = 214 CPU-minutes
+  # seed 6 + 1 runs of 150 steps, 225 and 300 steps (6,451,200 tokens), 8 seeds (7,373 s), b8's pair
+  # for 8 more seeds (1,404 s), and 88 evaluations of 200 x 7 x 256 tokens at 3 x 7000 tokens/s
+  # (1,502 s): 70 + 171 = 242 CPU-minutes, 121 minutes of wall with two at a time
   ef=$root/reproduce/table5_efficiency.sh
   "$ef" --dry-run --tps 7000 --build "$build" --work "$tmp/eplan" > "$tmp/eff.out" 2>&1 ||
     { fails=$((fails + 1)); echo "FAIL table5_efficiency.sh --dry-run:"; tail -5 "$tmp/eff.out"; }
@@ -362,14 +363,16 @@ if [ "$mode" = registered ]; then
   contains "efficiency: b8-d96's" "$tmp/eff.out" "b8-d96: 8 layers, 6 heads, d 96, FFN 336, 1,070,688 non-embedding parameters"
   count_is "efficiency: 72 main runs, 9 per seed, placeholders before the pilot" "$tmp/eff.out" \
     "^\+ .* train .* --lr BEST_(transformer|resformer)_b8[-d0-9]* .* --seed 13(3[7-9]|4[0-4]) .*/eff_" 72
+  count_is "efficiency: b8's pair for 8 more seeds" "$tmp/eff.out" \
+    "^\+ .* train .* --variant (baseline|resformer) .* --steps 150 .* --lr BEST_(transformer|resformer)_b8 .* --seed 13(4[5-9]|5[0-2]) .*/eff_(transformer|resformer)-b8-seed13[45][0-9]\$" 16
   count_is "efficiency: the Transformer at 1.5 x and 2 x the tokens, 8 seeds each" "$tmp/eff.out" \
     "^\+ .* train .* --variant baseline .* --steps (225|300) .* --lr BEST_transformer_b8 .*/eff_transformer_x(1.5|2)-b8" 16
   count_is "efficiency: ResFormer at the Transformer's lr (shared)" "$tmp/eff.out" \
     "^\+ .* train .* --variant resformer .* --lr BEST_transformer_b8 .*/eff_resformer_shared-b8" 8
-  count_is "efficiency: every main run evaluated, no pilot run" "$tmp/eff.out" "^\+ .* eval --ckpt $tmp/eplan/runs/eff_" 72
+  count_is "efficiency: every main run evaluated, no pilot run" "$tmp/eff.out" "^\+ .* eval --ckpt $tmp/eplan/runs/eff_" 88
   count_is "efficiency: no pilot evaluation" "$tmp/eff.out" "^\+ .* eval --ckpt .*/pilot_" 0
   contains "efficiency: the price" "$tmp/eff.out" \
-    "== price: pilot 70 CPU-minutes, main 143 CPU-minutes, together 214 CPU-minutes: 107 minutes of wall on 2 free cores, within the 150 minutes of both cores"
+    "== price: pilot 70 CPU-minutes, main 171 CPU-minutes, together 242 CPU-minutes: 121 minutes of wall on 2 free cores, within the 150 minutes of both cores"
   check "efficiency: nothing written" test ! -e "$tmp/eplan"
   # the rule on made pilot runs (b8 only): the Transformer's mean final validation 2.60, 2.50, 2.55 and
   # a diverged run (nan) at the four lrs picks 6e-3; ResFormer's 2.50, 2.45, 2.40, 2.38 picks 2.4e-2,
@@ -394,7 +397,7 @@ if [ "$mode" = registered ]; then
     "   b8: transformer 6e-3, resformer 2.4e-2 (at the grid's edge)"
   contains "efficiency rule: no pilot, placeholders" "$tmp/eff2.out" "   b8-d48: transformer BEST_transformer_b8-d48, resformer BEST_resformer_b8-d48"
   count_is "efficiency rule: the main b8 runs at the chosen lrs" "$tmp/eff2.out" \
-    "^\+ .* train .* --lr (6e-3 --lr-end 0.0006 .*/eff_(transformer|transformer_x1.5|transformer_x2|resformer_shared)-b8|2.4e-2 --lr-end 0.0024 .*/eff_resformer-b8)(-seed13[0-9]+)?\$" 40
+    "^\+ .* train .* --lr (6e-3 --lr-end 0.0006 .*/eff_(transformer|transformer_x1.5|transformer_x2|resformer_shared)-b8|2.4e-2 --lr-end 0.0024 .*/eff_resformer-b8)(-seed13[0-9]+)?\$" 56
   "$ef" --dry-run --tps 7000 --seeds 2024,1337 --build "$build" --work "$tmp/eplan" > /dev/null 2> "$tmp/eff3.err"
   check "efficiency: main seeds apart from the pilot's, one line, exit 2: $(cat "$tmp/eff3.err")" \
     sh -c "test \$(wc -l < '$tmp/eff3.err') = 1 && grep -q 'must not hold the pilot' '$tmp/eff3.err'"

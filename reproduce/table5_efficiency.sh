@@ -9,7 +9,8 @@
 #          best lr (parameter efficiency; b8's pair is Table 5 at each model's best lr), ResFormer
 #          at b8 also at the Transformer's best lr (the shared lr), and the Transformer at b8 with
 #          EFF_BUDGETS times the steps, each on its own full cosine schedule (data efficiency);
-#          `vrl eval --limit 200` on every main run
+#          `vrl eval --limit 200` on every main run; and for EFF_PAIR_SEEDS more seeds b8's pair
+#          alone at their best lrs (Table 5's difference over 16 seeds)
 # --dry-run prints both phases and their CPU price (before the pilot, the main phase's lrs are
 # the placeholders BEST_MODEL_SIZE); --pilot-only trains the pilot and prints each best lr.
 # The main phase's training and its analysis wait for the next session (issue 52): a real run
@@ -30,9 +31,12 @@ EFF_SIZES=${EFF_SIZES:-"b8-d48 b8 b8-d96"}
 EFF_LRS=${EFF_LRS:-"3e-3 6e-3 1.2e-2 2.4e-2"}  # x1 (table5.sh's registered lr) to x8, factor 2
 EFF_PILOT_SEEDS=${EFF_PILOT_SEEDS:-"2024 2025"}
 EFF_BUDGETS=${EFF_BUDGETS:-"1.5 2"}            # beside the 1x run: three budgets
+EFF_PAIR_SEEDS=${EFF_PAIR_SEEDS-"1345 1346 1347 1348 1349 1350 1351 1352"}  # b8's pair only: Table 5's power
 SIZES=$EFF_SIZES                               # repro_eval finds a run's size among them
-case " $SEEDS" in *" ${EFF_PILOT_SEEDS%% *} "* | *" ${EFF_PILOT_SEEDS##* } "*)
-    echo "table5_efficiency.sh: --seeds must not hold the pilot's seeds ($EFF_PILOT_SEEDS)" >&2; exit 2 ;; esac
+for s in $EFF_PILOT_SEEDS; do case " $SEEDS $EFF_PAIR_SEEDS " in *" $s "*)
+    echo "table5_efficiency.sh: --seeds and EFF_PAIR_SEEDS must not hold the pilot's seeds ($EFF_PILOT_SEEDS)" >&2; exit 2 ;; esac; done
+for s in $EFF_PAIR_SEEDS; do case " $SEEDS " in *" $s "*)
+    echo "table5_efficiency.sh: EFF_PAIR_SEEDS ($EFF_PAIR_SEEDS) must not repeat --seeds" >&2; exit 2 ;; esac; done
 
 # eff_params SIZE: non-embedding parameters (the layers and the final norm; the byte embedding
 # and head, 2 x 256 d, left out as the paper's parameter counts of Table 3 are compared on).
@@ -120,8 +124,16 @@ for seed in $SEEDS; do
         main=$((main + 1))
     done
 done
-echo "== main: $main runs over $NSEEDS seeds ($(echo $SEEDS)): per seed 2 models x $(echo $EFF_SIZES | wc -w) sizes at their own best lr," \
-    "ResFormer b8 at the Transformer's best (the shared lr), the Transformer b8 at $(echo "$EFF_BUDGETS" | sed 's/ /x and /')x the tokens; each evaluated (vrl eval --limit $EVAL_LIMIT)"
+for seed in $EFF_PAIR_SEEDS; do  # more seeds for Table 5's difference at b8 alone
+    for model in transformer resformer; do
+        variant=$( [ $model = transformer ] && echo baseline || echo resformer )
+        set -- "$@" "$(repro_seed_name "eff_${model}-b8" "$seed") b8 $variant 1 $seed $STEPS $(best $model b8)"
+        main=$((main + 1))
+    done
+done
+echo "== main: $main runs: for each of $NSEEDS seeds ($(echo $SEEDS)) 2 models x $(echo $EFF_SIZES | wc -w) sizes at their own best lr," \
+    "ResFormer b8 at the Transformer's best (the shared lr), the Transformer b8 at $(echo "$EFF_BUDGETS" | sed 's/ /x and /')x the tokens;" \
+    "for $(echo $EFF_PAIR_SEEDS | wc -w) more seeds ($(echo $EFF_PAIR_SEEDS)) b8's pair at their best lrs; each evaluated (vrl eval --limit $EVAL_LIMIT)"
 if [ "$DRY" = 0 ]; then
     echo "table5_efficiency.sh: the main phase waits for the power analysis and the registered analysis (issue 52, next session); --pilot-only trains the pilot" >&2
     exit 1
