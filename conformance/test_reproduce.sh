@@ -27,7 +27,9 @@
 #          an assumption; bad --seeds values exit 2 with one stderr line; nothing written.
 #   registered  the scale-bytes analysis (reproduce/table5_registered.sh) on run folders made with
 #          known numbers: the paired t and p, token-weighted and unweighted means, the tokens-to-
-#          equal-loss ratio (and a seed that never reaches it); the scale's plan.
+#          equal-loss ratio (and a seed that never reaches it), the wording without SVFormer runs;
+#          the t tail (tprob) against mpmath and closed forms down to 1e-22; the scale's plan,
+#          and BYTES_EXTRA_SEEDS=0's (no SVFormer, no long Transformer).
 # Usage: test_reproduce.sh plan|seedlist|preflight|tiny|seeds|registered BUILD_DIR
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -298,6 +300,42 @@ if [ "$mode" = registered ]; then
     --results "$tmp/reg-results" > "$tmp/reg2.out" 2>&1
   contains "a seed that never reaches the loss" "$md" "(2 of 3 seeds reached it; 1 did not within 2 times the tokens, so the mean is a lower bound).**"
   contains "its per-seed row says never" "$md" "| 2.3000 | never | — |"
+  # no SVFormer runs (BYTES_EXTRA_SEEDS=0 trains none): the sentence says so, not "the first 0 of them"
+  mkdir -p "$tmp/reg-sv" && mv "$w"/runs/svformer-b8* "$tmp/reg-sv/"
+  BYTES_EXTRA_SEEDS=0 BYTES_STEPS=300 "$root/reproduce/table5.sh" --scale bytes --seeds 1337,4242,9001 --build "$build" \
+    --shared "$sh_" --work "$w" --results "$tmp/reg-results" > "$tmp/reg3.out" 2>&1 ||
+    { fails=$((fails + 1)); echo "FAIL BYTES_EXTRA_SEEDS=0 on the made runs:"; tail -5 "$tmp/reg3.out"; }
+  check "BYTES_EXTRA_SEEDS=0: nothing was trained" sh -c "! grep -q '^+ .* train ' '$tmp/reg3.out'"
+  contains "no SVFormer runs: said so" "$md" "Transformer and ResFormer: 3 seeds; SVFormer: no runs (none trained, BYTES_EXTRA_SEEDS=0)."
+  check "no SVFormer runs: no \"first 0\"" sh -c "! grep -q 'first 0' '$md'"
+  # tprob, the two-sided Student t tail, against values worked out elsewhere: mpmath 1.3.0's
+  # betainc(df/2, 1/2, 0, df/(df+t^2), regularized=True) at 40 digits (12 shown), and the closed
+  # forms of df 1 and 2 written so they keep relative precision far in the tail: (2/pi) atan(1/t)
+  # and 2 / (s (s + t)), s = sqrt(t^2 + 2). The tail is checked relative to its size: the old
+  # 1 - CDF form gave 3.84e-14 for 3.8404e-14 and 0 beyond |t| 17 at 31 df.
+  . "$root/reproduce/table5_registered.sh"
+  tcheck() {  # T DF WANT
+    local got; got=$(awk -v t="$1" -v df="$2" "$REG_STATS"'BEGIN { printf "%.12e", tprob(t, df) }')
+    if awk -v g="$got" -v w="$3" 'BEGIN { r = (g - w) / w; exit !(r < 1e-9 && r > -1e-9) }'; then
+      passes=$((passes + 1)); echo "ok   tprob($1, $2 df) = $got ($3)"
+    else fails=$((fails + 1)); echo "FAIL tprob($1, $2 df) = $got, expected $3"; fi
+  }
+  tcheck 1 1 0.5
+  tcheck -7.30 5 7.55282384690e-4
+  tcheck 2.0 10 0.0733880347707
+  tcheck 0.5 31 0.620605951248
+  tcheck 12.5 31 1.21074000551e-13
+  tcheck 17 31 2.88246450594e-17
+  tcheck 25 31 4.13728666629e-22
+  tcheck 40 7 1.59021799849e-9
+  tcheck 1e6 1 "$(awk 'BEGIN { printf "%.17g", 2 / 3.14159265358979323846 * atan2(1, 1e6) }')"
+  tcheck 1e4 2 "$(awk 'BEGIN { t = 1e4; s = sqrt(t * t + 2); printf "%.17g", 2 / (s * (s + t)) }')"
+  check "tprob(0, 5 df) = 1" awk "$REG_STATS"'BEGIN { exit !(tprob(0, 5) == 1) }'
+  # BYTES_EXTRA_SEEDS=0 leaves SVFormer and the long Transformer out (it failed in cut -f1-0)
+  BYTES_EXTRA_SEEDS=0 "$root/reproduce/table5.sh" --scale bytes --dry-run --tps 7000 --build "$build" --work "$tmp/plan" \
+    > "$tmp/plan0.out" 2>&1 || { fails=$((fails + 1)); echo "FAIL BYTES_EXTRA_SEEDS=0 --dry-run exited non-zero:"; tail -3 "$tmp/plan0.out"; }
+  count_is "BYTES_EXTRA_SEEDS=0: the 64 Transformer/ResFormer runs" "$tmp/plan0.out" "^\+ .* train .* --variant (baseline|resformer) .* --steps 150 " 64
+  count_is "BYTES_EXTRA_SEEDS=0: no SVFormer, no long Transformer" "$tmp/plan0.out" "^\+ .* train .*(svformer|transformer_long)" 0
   # the plan: 32 seeds, SVFormer and the long Transformer for the first 6, validation every 25
   # steps only in the long runs; priced on this CPU
   "$root/reproduce/table5.sh" --scale bytes --dry-run --tps 7000 --build "$build" --work "$tmp/plan" > "$tmp/plan.out" 2>&1 ||
@@ -309,6 +347,60 @@ if [ "$mode" = registered ]; then
   check "plan: nothing written" test ! -e "$tmp/plan"
   "$root/reproduce/ablations.sh" --scale bytes --seeds 3 --dry-run --tps 7000 --build "$build" --work "$tmp/plan" > "$tmp/abl.out" 2>&1
   count_is "ablations: 11 rows x 3 seeds at scale bytes" "$tmp/abl.out" "^\+ .* train " 33
+  # table5_efficiency.sh --dry-run (issue 52's registered design), priced at --tps 7000: the pilot is
+  # 2 models x 3 sizes x 4 lrs x 2 seeds = 48 runs of 614,400 tokens (4,213 s); the main phase per
+  # seed 6 + 1 runs of 150 steps, 225 and 300 steps (6,451,200 tokens), 8 seeds (7,373 s), b8's pair
+  # for 8 more seeds (1,404 s), and 88 evaluations of 200 x 7 x 256 tokens at 3 x 7000 tokens/s
+  # (1,502 s): 70 + 171 = 242 CPU-minutes, 121 minutes of wall with two at a time
+  ef=$root/reproduce/table5_efficiency.sh
+  "$ef" --dry-run --tps 7000 --build "$build" --work "$tmp/eplan" > "$tmp/eff.out" 2>&1 ||
+    { fails=$((fails + 1)); echo "FAIL table5_efficiency.sh --dry-run:"; tail -5 "$tmp/eff.out"; }
+  count_is "efficiency: 48 pilot runs at the 4 lrs, 150 steps, seeds 2024-2025" "$tmp/eff.out" \
+    "^\+ .* train .* --variant (baseline|resformer) .* --steps 150 .* --lr (3e-3|6e-3|1.2e-2|2.4e-2) .* --seed 202[45] .*/pilot_[a-z]+_lr[^ ]*-seed202[45]\$" 48
+  contains "efficiency: lr-end scaled with lr" "$tmp/eff.out" "--lr 2.4e-2 --lr-end 0.0024 "
+  contains "efficiency: b8-d48's non-embedding parameters, 8 (4 d^2 + 3 d f + 2 d) + d" "$tmp/eff.out" \
+    "b8-d48: 8 layers, 3 heads, d 48, FFN 168, 268,080 non-embedding parameters"
+  contains "efficiency: b8-d96's" "$tmp/eff.out" "b8-d96: 8 layers, 6 heads, d 96, FFN 336, 1,070,688 non-embedding parameters"
+  count_is "efficiency: 72 main runs, 9 per seed, placeholders before the pilot" "$tmp/eff.out" \
+    "^\+ .* train .* --lr BEST_(transformer|resformer)_b8[-d0-9]* .* --seed 13(3[7-9]|4[0-4]) .*/eff_" 72
+  count_is "efficiency: b8's pair for 8 more seeds" "$tmp/eff.out" \
+    "^\+ .* train .* --variant (baseline|resformer) .* --steps 150 .* --lr BEST_(transformer|resformer)_b8 .* --seed 13(4[5-9]|5[0-2]) .*/eff_(transformer|resformer)-b8-seed13[45][0-9]\$" 16
+  count_is "efficiency: the Transformer at 1.5 x and 2 x the tokens, 8 seeds each" "$tmp/eff.out" \
+    "^\+ .* train .* --variant baseline .* --steps (225|300) .* --lr BEST_transformer_b8 .*/eff_transformer_x(1.5|2)-b8" 16
+  count_is "efficiency: ResFormer at the Transformer's lr (shared)" "$tmp/eff.out" \
+    "^\+ .* train .* --variant resformer .* --lr BEST_transformer_b8 .*/eff_resformer_shared-b8" 8
+  count_is "efficiency: every main run evaluated, no pilot run" "$tmp/eff.out" "^\+ .* eval --ckpt $tmp/eplan/runs/eff_" 88
+  count_is "efficiency: no pilot evaluation" "$tmp/eff.out" "^\+ .* eval --ckpt .*/pilot_" 0
+  contains "efficiency: the price" "$tmp/eff.out" \
+    "== price: pilot 70 CPU-minutes, main 171 CPU-minutes, together 242 CPU-minutes: 121 minutes of wall on 2 free cores, within the 150 minutes of both cores"
+  check "efficiency: nothing written" test ! -e "$tmp/eplan"
+  # the rule on made pilot runs (b8 only): the Transformer's mean final validation 2.60, 2.50, 2.55 and
+  # a diverged run (nan) at the four lrs picks 6e-3; ResFormer's 2.50, 2.45, 2.40, 2.38 picks 2.4e-2,
+  # the grid's edge; the sizes without pilot runs keep their placeholders
+  i=0
+  for lr in 3e-3 6e-3 1.2e-2 2.4e-2; do
+    i=$((i + 1))
+    for m in transformer:"2.60 2.50 2.55 nan" resformer:"2.50 2.45 2.40 2.38"; do
+      v=$(echo "${m#*:}" | cut -d' ' -f$i)
+      for seed in 2024 2025; do
+        r=$tmp/epilot/runs/pilot_${m%%:*}_lr$lr-b8-seed$seed
+        mkdir -p "$r" && touch "$r/.done"
+        # seed 2025 is 0.02 above seed 2024, an earlier validation 1.0 above: only the last counts
+        vl=$(awk -v v="$v" -v s="$seed" 'BEGIN { if (v == "nan") print "NaN"; else printf "%.2f", v + (s == 2025 ? 0.02 : 0) }')
+        for d in C4 Github; do echo "{\"step\":100,\"split\":\"val\",\"domain\":\"$d\",\"val_loss\":3.6}"; done > "$r/metrics.jsonl"
+        for d in C4 Github; do echo "{\"step\":150,\"split\":\"val\",\"domain\":\"$d\",\"val_loss\":$vl}"; done >> "$r/metrics.jsonl"
+      done
+    done
+  done
+  "$ef" --dry-run --tps 7000 --build "$build" --work "$tmp/epilot" > "$tmp/eff2.out" 2>&1
+  contains "efficiency rule: b8's best lrs, ResFormer's at the edge" "$tmp/eff2.out" \
+    "   b8: transformer 6e-3, resformer 2.4e-2 (at the grid's edge)"
+  contains "efficiency rule: no pilot, placeholders" "$tmp/eff2.out" "   b8-d48: transformer BEST_transformer_b8-d48, resformer BEST_resformer_b8-d48"
+  count_is "efficiency rule: the main b8 runs at the chosen lrs" "$tmp/eff2.out" \
+    "^\+ .* train .* --lr (6e-3 --lr-end 0.0006 .*/eff_(transformer|transformer_x1.5|transformer_x2|resformer_shared)-b8|2.4e-2 --lr-end 0.0024 .*/eff_resformer-b8)(-seed13[0-9]+)?\$" 56
+  "$ef" --dry-run --tps 7000 --seeds 2024,1337 --build "$build" --work "$tmp/eplan" > /dev/null 2> "$tmp/eff3.err"
+  check "efficiency: main seeds apart from the pilot's, one line, exit 2: $(cat "$tmp/eff3.err")" \
+    sh -c "test \$(wc -l < '$tmp/eff3.err') = 1 && grep -q 'must not hold the pilot' '$tmp/eff3.err'"
   finish
   exit
 fi

@@ -115,6 +115,7 @@ repro_init() {
         ANALYSIS_BATCHES=2 ANALYSIS_BATCH=4 WINDOW=5 LR=3e-3 LR_END=3e-4 WARMUP=4 ;;
     *) echo "$REPRO_NAME.sh: --scale must be paper, small, bytes, cpu or tiny (not \"$SCALE\")" >&2; exit 2 ;;
     esac
+    case $EXTRA_SEEDS in ''|*[!0-9]*) echo "$REPRO_NAME.sh: BYTES_EXTRA_SEEDS must be a count, 0 or more (not \"$EXTRA_SEEDS\")" >&2; exit 2 ;; esac
     # --device: another device than the scale's trains (and evaluates) in a work folder of its own
     work_default=$REPRO_ROOT/runs/reproduce-$SCALE
     if [ -n "$DEVICE_ARG" ] && [ "$DEVICE_ARG" != "$DEVICE" ]; then
@@ -251,7 +252,7 @@ repro_model() {
     size=$1 kvdiv=${2:-1}
     # shellcheck disable=SC2046
     set -- $(repro_shape "$size")
-    case $size in tiny-* | cpu-* | b8) ;; *) [ "$kvdiv" = 1 ] && { echo "$size"; return; } ;; esac
+    case $size in tiny-* | cpu-* | b8*) ;; *) [ "$kvdiv" = 1 ] && { echo "$size"; return; } ;; esac
     f=$WORK/configs/$size-kv$kvdiv.json
     if [ "$DRY" = 0 ] && [ ! -f "$f" ]; then
         mkdir -p "$WORK/configs"
@@ -275,6 +276,8 @@ repro_shape() {
     cpu-m) echo 6 3 96 336 ;;
     cpu-l) echo 8 4 128 448 ;;
     b8) echo 8 4 64 224 ;;       # bytes: 8 layers as the paper's 82M, head_dim 16
+    b8-d48) echo 8 3 48 168 ;;   # bytes, the width family of table5_efficiency.sh (head_dim 16, FFN 3.5 d)
+    b8-d96) echo 8 6 96 336 ;;
     82M) echo 8 8 512 1792 ;;     # Table 4
     180M) echo 12 12 768 2688 ;;
     468M) echo 24 16 1024 3584 ;;
@@ -318,11 +321,13 @@ repro_data() {
     [ "$DRY" = 1 ] || touch "$DATA/.done"
 }
 
-# repro_train NAME SIZE VARIANT [KV_DIVISOR [SEED [STEPS]]]: one training run into $RUNS/NAME
+# repro_train NAME SIZE VARIANT [KV_DIVISOR [SEED [STEPS [LR]]]]: one training run into $RUNS/NAME
 # (skipped when done), with --seed SEED [$SEED] for STEPS steps [$STEPS] (the longer Transformer of
-# the tokens-to-equal-loss ratio).
+# the tokens-to-equal-loss ratio) at peak learning rate LR [$LR] (its end scaled with it: LR_END / LR
+# x LR, as the lr grids of table5_efficiency.sh).
 repro_train() {
-    name=$1 size=$2 variant=$3 kvdiv=${4:-1} seed=${5:-$SEED} steps=${6:-$STEPS}
+    name=$1 size=$2 variant=$3 kvdiv=${4:-1} seed=${5:-$SEED} steps=${6:-$STEPS} lr=${7:-$LR}
+    lr_end=$( [ "$lr" = "$LR" ] && echo "$LR_END" || awk -v a="$lr" -v b="$LR" -v e="$LR_END" 'BEGIN { if (a == a + 0) printf "%g", a * e / b; else printf "%s/%g", a, b / e }')  # a placeholder (a dry run's BEST...) stays one
     model=$(repro_model "$size" "$kvdiv")
     PLAN_RUNS="$PLAN_RUNS $size"
     [ -f "$RUNS/$name/.done" ] && { echo "   train $name: done earlier ($RUNS/$name)"; return 0; }
@@ -347,7 +352,7 @@ repro_train() {
     [ "$DRY" = 1 ] || rm -rf "${RUNS:?}/$name"
     # shellcheck disable=SC2086  # LAUNCH is a command prefix ("", "mpirun -np 8 ...", "srun ...")
     repro_do $LAUNCH "$VRL" train --model "$model" --variant "$variant" --device "$DEVICE" --data "$DATA/tok" \
-        --steps "$steps" --batch "$MICRO" --accum "$ACCUM" --seq "$SEQ" --lr "$LR" --lr-end "$LR_END" \
+        --steps "$steps" --batch "$MICRO" --accum "$ACCUM" --seq "$SEQ" --lr "$lr" --lr-end "$lr_end" \
         --warmup "$WARMUP" --schedule cosine --wd 0.1 --clip 1.0 --seed "$seed" --eval-every "$every" \
         --eval-batches "$EVAL_BATCHES" --save-every "$SAVE_EVERY" --quiet --out "$RUNS/$name"
     [ "$DRY" = 1 ] || touch "$RUNS/$name/.done"

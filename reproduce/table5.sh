@@ -22,7 +22,7 @@ for size in $SIZES; do  # size by size: a table cut short still has every seed o
     # scale bytes: SVFormer, and the Transformer LONG times as long (the tokens-to-equal-loss
     # ratio), for the first EXTRA_SEEDS seeds, after every seed's pair; two like runs at a time
     # (repro_parallel)
-    if [ "$LONG" -gt 0 ]; then
+    if [ "$LONG" -gt 0 ] && [ "$EXTRA_SEEDS" -gt 0 ]; then  # BYTES_EXTRA_SEEDS=0: neither
         extra=$(echo $SEEDS | cut -d' ' -f1-"$EXTRA_SEEDS")  # the first EXTRA_SEEDS seeds
         for seed in $extra; do set -- "$@" "$(repro_seed_name "svformer-$size" "$seed") $size svformer 1 $seed"; done
         for seed in $extra; do

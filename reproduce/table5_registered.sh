@@ -48,26 +48,45 @@ reg_reach() {
 }
 
 # reg_stats_awk: awk functions for the paired statistics (prepended to the programs below).
-# tprob(t, df): two-sided p of Student t with integer df, from the closed forms of the t
-# distribution's CDF for even and odd df (Abramowitz & Stegun 26.7.3-4): A(t|df) = P(|T| <= t).
+# tprob(t, df): two-sided p of Student t with df degrees of freedom, P(|T| >= |t|) =
+# I_x(df/2, 1/2) with x = df / (df + t^2), the regularized incomplete beta function, from its
+# continued fraction (modified Lentz) with the prefactor in logs, so the tail keeps its relative
+# precision however small (1 - CDF would lose it: p below 1e-16 came out 0). Where x is above
+# the continued fraction's fast side it uses I_x(a, b) = 1 - I_{1-x}(b, a), with 1 - x computed
+# as t^2 / (df + t^2), not by a subtraction. lgam_half: log Gamma at a multiple of 1/2 (df is an
+# integer), by the product Gamma(n) = (n-1)!, Gamma(n + 1/2) = sqrt(pi) prod_{k<=n} (k - 1/2).
 REG_STATS='
-function tprob(t, df,    th, s, c, a, term, k) {
-    if (t < 0) t = -t
-    th = atan2(t, sqrt(df)); s = sin(th); c = cos(th)
-    if (df % 2 == 0) {
-        a = 1; term = 1
-        for (k = 2; k <= df - 2; k += 2) { term *= c * c * (k - 1) / k; a += term }
-        a *= s
-    } else {
-        a = th
-        if (df > 1) {
-            term = c; sum = c
-            for (k = 3; k <= df - 2; k += 2) { term *= c * c * (k - 1) / k; sum += term }
-            a += s * sum
-        }
-        a *= 2 / 3.14159265358979323846
+function lgam_half(z,    s, k) {
+    s = 0
+    if (z == int(z)) { for (k = 2; k < z; k++) s += log(k); return s }
+    s = 0.5 * log(3.14159265358979323846)
+    for (k = 1; k < z; k++) s += log(k - 0.5)
+    return s
+}
+function betacf(a, b, x,    m, m2, aa, c, d, del, h, tiny) {
+    tiny = 1e-300
+    c = 1; d = 1 - (a + b) * x / (a + 1); if (d < tiny && d > -tiny) d = tiny; d = 1 / d; h = d
+    for (m = 1; m <= 1000; m++) {
+        m2 = 2 * m
+        aa = m * (b - m) * x / ((a - 1 + m2) * (a + m2))
+        d = 1 + aa * d; if (d < tiny && d > -tiny) d = tiny; c = 1 + aa / c; if (c < tiny && c > -tiny) c = tiny
+        d = 1 / d; h *= d * c
+        aa = -(a + m) * (a + b + m) * x / ((a + m2) * (a + 1 + m2))
+        d = 1 + aa * d; if (d < tiny && d > -tiny) d = tiny; c = 1 + aa / c; if (c < tiny && c > -tiny) c = tiny
+        d = 1 / d; del = d * c; h *= del
+        if (del - 1 < 1e-15 && 1 - del < 1e-15) break
     }
-    return 1 - a
+    return h
+}
+function tprob(t, df,    a, b, x, y, lfront) {
+    if (t < 0) t = -t
+    if (t == 0) return 1
+    a = df / 2; b = 0.5
+    x = df / (df + t * t); y = t * t / (df + t * t)
+    if (x == 0) return 0
+    lfront = a * log(x) + b * log(y) - (lgam_half(a) + lgam_half(b) - lgam_half(a + b))
+    if (x < (a + 1) / (a + b + 2)) return exp(lfront) * betacf(a, b, x) / a
+    return 1 - exp(lfront) * betacf(b, a, y) / b
 }
 function paired(a, b, n,    i, m, v, d, se, t) {
     m = 0; for (i = 1; i <= n; i++) m += b[i] - a[i]; m /= n
@@ -138,7 +157,9 @@ table5_registered() {
         if (nv > 1) { paired(tvu, vu, nv); sv = sprintf("%+.4f ± %.4f (t %.2f, p %s)", PM, PSE, PT, pfmt(PP)) }
         print "| mean of the 7 domains, unweighted (Table 5 Avg.) | " a " | " b " | " c " | " d " | " sv " |"
         print ""
-        printf "Models: mean ± sample sd over seeds; differences: paired mean ± se (t, two-sided p). Transformer and ResFormer: %d seeds; SVFormer: the first %d of them, paired with their Transformers.\n", n, nv
+        printf "Models: mean ± sample sd over seeds; differences: paired mean ± se (t, two-sided p). Transformer and ResFormer: %d seeds; ", n
+        if (nv == 0) print "SVFormer: no runs (none trained, BYTES_EXTRA_SEEDS=0)."
+        else printf "SVFormer: the first %d of them, paired with their Transformers.\n", nv
         # tokens to equal loss
         nr = 0; cens = 0
         for (i = 1; i <= n; i++) {

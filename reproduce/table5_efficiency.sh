@@ -1,0 +1,156 @@
+#!/bin/sh
+# table5_efficiency.sh: the paper's headline claims at scale bytes, each model at its own best
+# learning rate (issue 52; the design is registered in docs/reproduce.md, "Reproduce III:
+# registered before the main run"). Two phases, in one work folder with table5.sh's data:
+#   pilot  the lr grid EFF_LRS (factor 2) for Transformer and ResFormer at each size of the
+#          width family EFF_SIZES, EFF_PILOT_SEEDS seeds, 150 steps, the in-training validation at
+#          the end only; each model's best lr per size by the registered rule (eff_best)
+#   main   with --seeds (8 by default, not the pilot's): both models at each size at their own
+#          best lr (parameter efficiency; b8's pair is Table 5 at each model's best lr), ResFormer
+#          at b8 also at the Transformer's best lr (the shared lr), and the Transformer at b8 with
+#          EFF_BUDGETS times the steps, each on its own full cosine schedule (data efficiency);
+#          `vrl eval --limit 200` on every main run; and for EFF_PAIR_SEEDS more seeds b8's pair
+#          alone at their best lrs (Table 5's difference over 16 seeds)
+# --dry-run prints both phases and their CPU price (before the pilot, the main phase's lrs are
+# the placeholders BEST_MODEL_SIZE); --pilot-only trains the pilot and prints each best lr.
+# The main phase's training and its analysis wait for the next session (issue 52): a real run
+# past the pilot refuses.
+# Usage: reproduce/table5_efficiency.sh [--pilot-only] [--dry-run] [--seeds N|S1,...] [--tps N] ... (lib.sh's flags; scale bytes only)
+set -eu
+PILOT_ONLY=0
+for a in "$@"; do shift; if [ "$a" = --pilot-only ]; then PILOT_ONLY=1; else set -- "$@" "$a"; fi; done
+. "$(dirname "$0")/lib.sh"
+SEEDS_ARG_GIVEN=0
+for a in "$@"; do [ "$a" = --seeds ] && SEEDS_ARG_GIVEN=1; done
+[ "$SEEDS_ARG_GIVEN" = 1 ] || set -- "$@" --seeds 8
+case " $* " in *" --scale "*) case " $* " in *" --scale bytes "*) ;; *) echo "table5_efficiency.sh: scale bytes only (the design is registered there)" >&2; exit 2 ;; esac ;; *) set -- --scale bytes "$@" ;; esac
+repro_init table5_efficiency "$@"
+CURVE_EVERY=0  # every run has its own full schedule; only its end is compared
+
+EFF_SIZES=${EFF_SIZES:-"b8-d48 b8 b8-d96"}
+EFF_LRS=${EFF_LRS:-"3e-3 6e-3 1.2e-2 2.4e-2"}  # x1 (table5.sh's registered lr) to x8, factor 2
+EFF_PILOT_SEEDS=${EFF_PILOT_SEEDS:-"2024 2025"}
+EFF_BUDGETS=${EFF_BUDGETS:-"1.5 2"}            # beside the 1x run: three budgets
+EFF_PAIR_SEEDS=${EFF_PAIR_SEEDS-"1345 1346 1347 1348 1349 1350 1351 1352"}  # b8's pair only: Table 5's power
+SIZES=$EFF_SIZES                               # repro_eval finds a run's size among them
+for s in $EFF_PILOT_SEEDS; do case " $SEEDS $EFF_PAIR_SEEDS " in *" $s "*)
+    echo "table5_efficiency.sh: --seeds and EFF_PAIR_SEEDS must not hold the pilot's seeds ($EFF_PILOT_SEEDS)" >&2; exit 2 ;; esac; done
+for s in $EFF_PAIR_SEEDS; do case " $SEEDS " in *" $s "*)
+    echo "table5_efficiency.sh: EFF_PAIR_SEEDS ($EFF_PAIR_SEEDS) must not repeat --seeds" >&2; exit 2 ;; esac; done
+
+# eff_params SIZE: non-embedding parameters (the layers and the final norm; the byte embedding
+# and head, 2 x 256 d, left out as the paper's parameter counts of Table 3 are compared on).
+eff_params() {
+    # shellcheck disable=SC2046
+    set -- $(repro_shape "$1")
+    awk -v L="$1" -v d="$3" -v f="$4" 'BEGIN { printf "%.0f", L * (4 * d * d + 3 * d * f + 2 * d) + d }'
+}
+
+# eff_final RUN: the unweighted mean over the domains of RUN's last in-training validation
+# ("nan" when it has none or it is not finite: a diverged run).
+eff_final() {
+    jq -r 'select(.split == "val" and .domain != null) | "\(.step) \(.val_loss)"' "$1/metrics.jsonl" 2>/dev/null |
+        awk '{ if ($1 != last) { s = 0; n = 0; bad = 0; last = $1 } if ($2 == $2 + 0 && $2 < 1e30) s += $2; else bad = 1; n++ }
+             END { if (n && !bad) printf "%.6f\n", s / n; else print "nan" }'  # jq writes NaN as null
+}
+
+# eff_best MODEL SIZE: the registered rule. The lr of EFF_LRS with the lowest mean over the pilot
+# seeds of eff_final (a diverged or missing run counts as +infinity; ties go to the smaller lr);
+# nothing when a pilot run of the model and size is missing.
+eff_best() {
+    for lr in $EFF_LRS; do
+        for seed in $EFF_PILOT_SEEDS; do
+            r=$RUNS/pilot_$1_lr$lr-$2-seed$seed
+            [ -f "$r/.done" ] || return 0
+            echo "$lr $(eff_final "$r")"
+        done
+    done | awk '{ v = ($2 == "nan") ? 1e30 : $2; s[$1] += v; if (!($1 in o)) { o[$1] = ++k; name[k] = $1 } }
+        END { for (i = 1; i <= k; i++) if (i == 1 || s[name[i]] < best) { best = s[name[i]]; lr = name[i] } print lr }'
+}
+
+pilot=0 main=0
+set --
+for size in $EFF_SIZES; do
+    for model in transformer resformer; do
+        variant=$( [ $model = transformer ] && echo baseline || echo resformer )
+        for lr in $EFF_LRS; do
+            for seed in $EFF_PILOT_SEEDS; do
+                set -- "$@" "pilot_${model}_lr$lr-$size-seed$seed $size $variant 1 $seed $STEPS $lr"
+                pilot=$((pilot + 1))
+            done
+        done
+    done
+done
+echo "== pilot: $pilot runs (2 models x $(echo $EFF_SIZES | wc -w) sizes x $(echo $EFF_LRS | wc -w) lrs x $(echo $EFF_PILOT_SEEDS | wc -w) seeds), $STEPS steps each, validated at the end only"
+for size in $EFF_SIZES; do
+    echo "   $size: $(repro_shape "$size" | awk '{ printf "%d layers, %d heads, d %d, FFN %d", $1, $2, $3, $4 }'), $(repro_commas "$(eff_params "$size")") non-embedding parameters"
+done
+repro_parallel repro_train "$@"
+
+# the best lr per model and size (placeholders until the pilot has run)
+best() {
+    b=$(eff_best "$1" "$2")
+    [ -n "$b" ] && echo "$b" || echo "BEST_$1_$2"
+}
+# edge LR: " (at the grid's edge)" when LR is the first or last of EFF_LRS (the rule then adds a point)
+edge() { case $1 in "${EFF_LRS%% *}" | "${EFF_LRS##* }") echo " (at the grid's edge)" ;; esac; }
+echo "== best lr per model and size (the rule of docs/reproduce.md; BEST_...: the pilot has not run):"
+for size in $EFF_SIZES; do
+    bt=$(best transformer "$size") br=$(best resformer "$size")
+    echo "   $size: transformer $bt$(edge "$bt"), resformer $br$(edge "$br")"
+done
+if [ "$PILOT_ONLY" = 1 ]; then
+    repro_estimate
+    exit 0
+fi
+
+pilot_cost=$PLAN_COST
+set --
+for seed in $SEEDS; do
+    for size in $EFF_SIZES; do  # parameter efficiency (b8: Table 5 at each model's best lr)
+        for model in transformer resformer; do
+            variant=$( [ $model = transformer ] && echo baseline || echo resformer )
+            set -- "$@" "$(repro_seed_name "eff_${model}-$size" "$seed") $size $variant 1 $seed $STEPS $(best $model "$size")"
+            main=$((main + 1))
+        done
+    done
+    # the shared lr: ResFormer at the Transformer's best (a run of its own even where they agree,
+    # so the plan's size does not depend on the pilot)
+    set -- "$@" "$(repro_seed_name "eff_resformer_shared-b8" "$seed") b8 resformer 1 $seed $STEPS $(best transformer b8)"
+    main=$((main + 1))
+    for x in $EFF_BUDGETS; do  # data efficiency: more tokens, each on its own full schedule
+        steps=$(awk -v s="$STEPS" -v x="$x" 'BEGIN { printf "%d", s * x + 0.5 }')
+        set -- "$@" "$(repro_seed_name "eff_transformer_x$x-b8" "$seed") b8 baseline 1 $seed $steps $(best transformer b8)"
+        main=$((main + 1))
+    done
+done
+for seed in $EFF_PAIR_SEEDS; do  # more seeds for Table 5's difference at b8 alone
+    for model in transformer resformer; do
+        variant=$( [ $model = transformer ] && echo baseline || echo resformer )
+        set -- "$@" "$(repro_seed_name "eff_${model}-b8" "$seed") b8 $variant 1 $seed $STEPS $(best $model b8)"
+        main=$((main + 1))
+    done
+done
+echo "== main: $main runs: for each of $NSEEDS seeds ($(echo $SEEDS)) 2 models x $(echo $EFF_SIZES | wc -w) sizes at their own best lr," \
+    "ResFormer b8 at the Transformer's best (the shared lr), the Transformer b8 at $(echo "$EFF_BUDGETS" | sed 's/ /x and /')x the tokens;" \
+    "for $(echo $EFF_PAIR_SEEDS | wc -w) more seeds ($(echo $EFF_PAIR_SEEDS)) b8's pair at their best lrs; each evaluated (vrl eval --limit $EVAL_LIMIT)"
+if [ "$DRY" = 0 ]; then
+    echo "table5_efficiency.sh: the main phase waits for the power analysis and the registered analysis (issue 52, next session); --pilot-only trains the pilot" >&2
+    exit 1
+fi
+eff_run() { repro_train "$@" && repro_eval "$1" domains; }
+repro_parallel eff_run "$@"
+repro_estimate
+# the two phases apart, and the whole against the 150 minutes of both cores
+eff_hours() {  # COST_LINES: CPU hours at RATES (or --tps), training at 1 x, evaluation at 3 x
+    echo "$1" | while read -r kind name size tokens; do
+        [ -n "$kind" ] || continue
+        r=${GIVEN_TPS:-$(echo "$RATES" | awk -v s="$size" '$1 == s { print $2 }')}
+        awk -v n="$tokens" -v r="$r" -v k="$kind" 'BEGIN { printf "%.6f\n", n / (r * (k == "train" ? 1 : 3)) / 3600 }'
+    done | awk '{ s += $1 } END { printf "%.4f", s }'
+}
+[ -n "$GIVEN_TPS$RATES" ] || exit 0
+ph=$(eff_hours "$pilot_cost") all=$(eff_hours "$PLAN_COST")
+awk -v p="$ph" -v a="$all" 'BEGIN {
+    printf "== price: pilot %.0f CPU-minutes, main %.0f CPU-minutes, together %.0f CPU-minutes: %.0f minutes of wall on 2 free cores, %s the 150 minutes of both cores\n",
+        p * 60, (a - p) * 60, a * 60, a * 30, (a * 30 <= 150 ? "within" : "over") }'
