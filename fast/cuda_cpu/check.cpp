@@ -97,7 +97,6 @@ char err[640];
 /* kernels */
 char *dyn_lo;
 size_t dyn_len;
-struct SharedShadow;
 uint32_t epoch = 1, block_epoch = 1;
 int cur_thread = -1;
 uintptr_t stacks_lo; /* fiber.cpp's stack region: a thread's locals, skipped at once */
