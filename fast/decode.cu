@@ -353,12 +353,7 @@ extern "C" int fast_decode(void *vm, void *vkv, const int32_t *tokens, int n_new
     FastKv *kv = (FastKv *)vkv;
     (void)vm; /* the cache holds the model */
     const int B = kv->B, V = kv->m->V;
-    if (n_new < 0 || kv->pos + n_new > kv->Tmax)
-        return vrl_error("decode: %d more positions do not fit the cache (%d of %d used)", n_new, kv->pos, kv->Tmax);
-    for (int i = 0; i < B * n_new; i++)
-        if (tokens[i] < 0 || tokens[i] >= V)
-            return vrl_error("decode: token id %d at batch %d position %d is outside the vocabulary [0, %d)",
-                             (int)tokens[i], i / n_new, kv->pos + i % n_new, V);
+    if (backend_decode_check(tokens, B, n_new, kv->pos, kv->Tmax, V) < 0) return -1;
     if (kv->pos == 0 && n_new >= 2) return prefill(kv, tokens, n_new, logits);
     int32_t *col = (int32_t *)malloc((size_t)B * sizeof *col);    /* [B] position j of every sequence */
     float *out = (float *)malloc((size_t)B * V * sizeof *out);    /* [B,V] */

@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "common/base/error.h"
+#include "common/model/backend.h"
 #include "ref/attn_ops.h"
 #include "ref/gpt2_decode.h"
 #include "ref/ops.h"
@@ -299,12 +300,7 @@ static void decode_step(KvCache *kv) {
 
 int kv_decode(KvCache *kv, const int32_t *tokens, int n_new, real *logits) {
     const int B = kv->B, V = kv->V, L = kv->L;
-    if (n_new < 0 || kv->pos + n_new > kv->Tmax)
-        return vrl_error("decode: %d more positions do not fit the cache (%d of %d used)", n_new, kv->pos, kv->Tmax);
-    for (int i = 0; i < B * n_new; i++)
-        if (tokens[i] < 0 || tokens[i] >= V)
-            return vrl_error("decode: token id %d at batch %d position %d is outside the vocabulary [0, %d)",
-                             (int)tokens[i], i / n_new, kv->pos + i % n_new, V);
+    if (backend_decode_check(tokens, B, n_new, kv->pos, kv->Tmax, V) < 0) return -1;
     /* trainable value coefficients: their current values, as a forward reads them */
     const ValuePlan *pl = kv->plan;
     if (L) memcpy(kv->vcoef, pl->cv, (size_t)L * L * sizeof *kv->vcoef);

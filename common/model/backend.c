@@ -25,3 +25,13 @@ double backend_forward_backward_now(const Backend *be, void *m, const int32_t *t
     double kept = NAN;
     return be->micro_losses(m, &kept, 1) < 0 ? NAN : kept;
 }
+
+int backend_decode_check(const int32_t *tokens, int batch, int n_new, int pos, int tmax, int vocab) {
+    if (n_new < 0 || pos + n_new > tmax)
+        return vrl_error("decode: %d more positions do not fit the cache (%d of %d used)", n_new, pos, tmax);
+    for (int i = 0; i < batch * n_new; i++)
+        if (tokens[i] < 0 || tokens[i] >= vocab)
+            return vrl_error("decode: token id %d at batch %d position %d is outside the vocabulary [0, %d)",
+                             (int)tokens[i], i / n_new, pos + i % n_new, vocab);
+    return 0;
+}

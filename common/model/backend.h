@@ -139,4 +139,9 @@ double backend_forward_backward_now(const Backend *be, void *m, const int32_t *t
 /* 1 if be can do everything in `need` for s; else 0 with vrl_error("NAME: reason"). */
 int backend_require(const Backend *be, const ModelSpec *s, unsigned need);
 
+/* A decode call's input, the same for every backend: n_new more positions fit a cache of tmax
+ * holding pos, and every token of tokens [batch, n_new] is in [0, vocab). 0, or -1 with
+ * vrl_error(). */
+int backend_decode_check(const int32_t *tokens, int batch, int n_new, int pos, int tmax, int vocab);
+
 #endif
