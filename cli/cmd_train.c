@@ -62,6 +62,8 @@ static void usage(FILE *f) {
             "  --decay-end S         step where decay ends [= --steps]; stored: a resume\n"
             "                        to a larger --steps keeps it (lr-end after S)\n"
             "  --schedule KIND       cosine | linear | exponential [cosine]\n"
+            "  --schedule-offset N   update u trains at lr(u - 1 + N) [0: the first update at\n"
+            "                        1e-7, as the paper's code; 1: warm-up starts at lr / W]\n"
             "  --wd X                AdamW weight decay on weights [0.1]\n"
             "  --clip X              global gradient-norm clip, 0 = off [1.0]\n"
             "  --seed N              initialisation and data order [1337]\n"
@@ -72,7 +74,7 @@ static void usage(FILE *f) {
             "                        --steps, --eval-every, --eval-batches, --save-every may\n"
             "                        change (recorded in metrics.jsonl); --data, --val-data,\n"
             "                        --synthetic-tokens, --batch, --seq, --accum, --lr, --lr-end,\n"
-            "                        --warmup, --decay-end, --schedule, --wd, --clip, --seed must\n"
+            "                        --warmup, --decay-end, --schedule(-offset), --wd, --clip, --seed must\n"
             "                        equal the stored value, --model the stored shape; --variant,\n"
             "                        --mixture are refused; --device, --precision: the run's\n"
             "  --eval-every N        validation every N steps, 0 = at the end [100]\n"
@@ -211,6 +213,7 @@ int cmd_train(int argc, char **argv) {
         FLAG("--lr-end", parse_double("--lr-end", v, &a.sched.end));
         FLAG("--warmup", parse_long("--warmup", v, 0, 1L << 40, &a.sched.warmup));
         FLAG("--decay-end", parse_long("--decay-end", v, 0, 1L << 40, &a.sched.decay_end));
+        FLAG("--schedule-offset", parse_long("--schedule-offset", v, 0, 1, &a.sched.offset));
         FLAG("--schedule", schedule_kind_parse(v, &a.sched.kind) < 0
                                ? vrl_error("--schedule: \"%s\" is not cosine, linear or exponential", v)
                                : 0);

@@ -7,6 +7,9 @@
 #            from a plain 12-step run (so the first check can fail).
 #   planned  --steps 6 --decay-end 12, then --resume --steps 12: the uninterrupted 12-step
 #            run byte for byte, and no note.
+#   offset   --schedule-offset 1: step 1 trains at 1e-7 + (3e-3 - 1e-7) / 2 (warm-up 2) where the
+#            default trains at 1e-7, step 2 at the peak; a resume keeps it (bit for bit, as the
+#            uninterrupted run) and refuses --schedule-offset 0.
 # usage: test_resume_schedule.sh PATH/TO/vrl
 set -u
 VRL=$1
@@ -45,4 +48,19 @@ check "planned: step 7 still decays (lr above --lr-end)" awk -v a="$(lr_at "$tmp
 check "planned: no note" test ! -s "$tmp/planned.err"
 check "planned: metrics.jsonl records only the steps" grep -qxF \
   '{"step":6,"event":"resume","changed":{"steps":{"from":6,"to":12}}}' "$tmp/planned/metrics.jsonl"
+
+# offset: update u at lr(u); stored with the run
+$T --steps 4 --schedule-offset 1 --out "$tmp/off" && $T --steps 2 --decay-end 4 --schedule-offset 1 --out "$tmp/off2" &&
+  $VRL train --quiet --resume "$tmp/off2" --steps 4 2> "$tmp/off2.err" ||
+  { echo "FAIL a --schedule-offset run failed"; cat "$tmp"/off*.err; exit 1; }
+check "offset 0: step 1 trains at 1e-7" lr_is "$tmp/full" 1 1e-7
+check "offset 1: step 1 trains at (3e-3 - 1e-7) / 2 + 1e-7" awk -v a="$(lr_at "$tmp/off" 1)" 'BEGIN { exit !(a - 0.00150005 < 1e-15 && 0.00150005 - a < 1e-15) }'
+check "offset 1: step 2 trains at the peak 3e-3" lr_is "$tmp/off" 2 3e-3
+check "offset 1: resumed 2 -> 4 = the uninterrupted run, byte for byte" test "$(weights "$tmp/off2")" = "$(weights "$tmp/off")"
+check "offset 1: the run's flags store it" grep -aqF 'schedule_offset\":1' "$(readlink -f "$tmp/off/train_state.safetensors")"
+$VRL train --quiet --resume "$tmp/off" --steps 5 --schedule-offset 0 2> "$tmp/off0.err"
+check "offset: a resume refuses another offset (exit 1)" test $? = 1
+check "offset: and says why in one line" grep -qxF -- "vrl train: --schedule-offset 0: the run was started with --schedule-offset 1; a resumed run keeps it (see vrl train --help)" "$tmp/off0.err"
+$T --steps 2 --schedule-offset 2 --out "$tmp/off-bad" 2> "$tmp/offbad.err"
+check "offset: 2 is refused with one line" grep -qxF "vrl train: --schedule-offset: 2 is out of range [0, 1]" "$tmp/offbad.err"
 finish

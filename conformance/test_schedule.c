@@ -75,6 +75,18 @@ Test(schedule, monotone_decay) {
     }
 }
 
+Test(schedule, update_offset) {
+    /* Update u uses lr(u - 1) by default, lr(u) with offset 1: the first warm-up update is b / W. */
+    Schedule s = sched(SCHED_COSINE);
+    near(schedule_lr_update(&s, 1), 1e-7, 1e-15, "offset 0, update", 1);
+    near(schedule_lr_update(&s, 121), 6e-4, 1e-15, "offset 0, update", 121);
+    s.offset = 1;
+    near(schedule_lr_update(&s, 1), 1e-7 + (6e-4 - 1e-7) / 120.0, 1e-15, "offset 1, update", 1);
+    near(schedule_lr_update(&s, 120), 6e-4, 1e-15, "offset 1, update", 120);
+    near(schedule_lr_update(&s, 5060), 3.3e-4, 1e-15, "offset 1, update", 5060);
+    near(schedule_lr_update(&s, 10000), 6e-5, 0, "offset 1, update", 10000);
+}
+
 Test(schedule, parse_names) {
     ScheduleKind k;
     cr_assert_eq(schedule_kind_parse("cosine", &k), 0);

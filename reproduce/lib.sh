@@ -353,7 +353,7 @@ repro_train() {
     # shellcheck disable=SC2086  # LAUNCH is a command prefix ("", "mpirun -np 8 ...", "srun ...")
     repro_do $LAUNCH "$VRL" train --model "$model" --variant "$variant" --device "$DEVICE" --data "$DATA/tok" \
         --steps "$steps" --batch "$MICRO" --accum "$ACCUM" --seq "$SEQ" --lr "$lr" --lr-end "$lr_end" \
-        --warmup "$WARMUP" --schedule cosine --wd 0.1 --clip 1.0 --seed "$seed" --eval-every "$every" \
+        --warmup "$WARMUP" $( [ "${SCHED_OFFSET:-0}" = 0 ] || echo "--schedule-offset $SCHED_OFFSET") --schedule cosine --wd 0.1 --clip 1.0 --seed "$seed" --eval-every "$every" \
         --eval-batches "$EVAL_BATCHES" --save-every "$SAVE_EVERY" --quiet --out "$RUNS/$name"
     [ "$DRY" = 1 ] || touch "$RUNS/$name/.done"
 }

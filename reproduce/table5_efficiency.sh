@@ -13,8 +13,7 @@
 #          alone at their best lrs (Table 5's difference over 16 seeds)
 # --dry-run prints both phases and their CPU price (before the pilot, the main phase's lrs are
 # the placeholders BEST_MODEL_SIZE); --pilot-only trains the pilot and prints each best lr.
-# The main phase's training and its analysis wait for the next session (issue 52): a real run
-# past the pilot refuses.
+# The main phase refuses to start before the whole pilot has run.
 # Usage: reproduce/table5_efficiency.sh [--pilot-only] [--dry-run] [--seeds N|S1,...] [--tps N] ... (lib.sh's flags; scale bytes only)
 set -eu
 PILOT_ONLY=0
@@ -26,6 +25,8 @@ for a in "$@"; do [ "$a" = --seeds ] && SEEDS_ARG_GIVEN=1; done
 case " $* " in *" --scale "*) case " $* " in *" --scale bytes "*) ;; *) echo "table5_efficiency.sh: scale bytes only (the design is registered there)" >&2; exit 2 ;; esac ;; *) set -- --scale bytes "$@" ;; esac
 repro_init table5_efficiency "$@"
 CURVE_EVERY=0  # every run has its own full schedule; only its end is compared
+SCHED_OFFSET=1 # the first update trains at lr / 20, not 1e-7 (issue 52's fix; formulas.md §2)
+repro_data     # table5.sh's data (skipped when it made it already)
 
 EFF_SIZES=${EFF_SIZES:-"b8-d48 b8 b8-d96"}
 EFF_LRS=${EFF_LRS:-"3e-3 6e-3 1.2e-2 2.4e-2"}  # x1 (table5.sh's registered lr) to x8, factor 2
@@ -135,8 +136,9 @@ echo "== main: $main runs: for each of $NSEEDS seeds ($(echo $SEEDS)) 2 models x
     "ResFormer b8 at the Transformer's best (the shared lr), the Transformer b8 at $(echo "$EFF_BUDGETS" | sed 's/ /x and /')x the tokens;" \
     "for $(echo $EFF_PAIR_SEEDS | wc -w) more seeds ($(echo $EFF_PAIR_SEEDS)) b8's pair at their best lrs; each evaluated (vrl eval --limit $EVAL_LIMIT)"
 if [ "$DRY" = 0 ]; then
-    echo "table5_efficiency.sh: the main phase waits for the power analysis and the registered analysis (issue 52, next session); --pilot-only trains the pilot" >&2
-    exit 1
+    for size in $EFF_SIZES; do for model in transformer resformer; do
+        [ -n "$(eff_best $model "$size")" ] || { echo "table5_efficiency.sh: the pilot of $model at $size is not complete: the main phase needs every best lr (--pilot-only first)" >&2; exit 1; }
+    done; done
 fi
 eff_run() { repro_train "$@" && repro_eval "$1" domains; }
 repro_parallel eff_run "$@"

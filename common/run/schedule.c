@@ -24,6 +24,8 @@ double schedule_lr(const Schedule *s, long step) {
     return e;
 }
 
+double schedule_lr_update(const Schedule *s, long update) { return schedule_lr(s, update - 1 + s->offset); }
+
 int schedule_kind_parse(const char *name, ScheduleKind *out) {
     if (!strcmp(name, "cosine")) *out = SCHED_COSINE;
     else if (!strcmp(name, "linear")) *out = SCHED_LINEAR;

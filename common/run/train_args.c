@@ -47,6 +47,7 @@ int train_args_to_json(const TrainArgs *a, char *buf, size_t n) {
     json_object_set_new(o, "seed", json_string(seed));
     json_object_set_new(o, "mixture", json_string(a->mixture));
     if (a->threads > 0) json_object_set_new(o, "threads", json_integer(a->threads)); /* it changes the bits */
+    if (a->sched.offset) json_object_set_new(o, "schedule_offset", json_integer(a->sched.offset)); /* older states: 0 */
     if (a->data_fingerprint[0]) json_object_set_new(o, "data_fingerprint", json_string(a->data_fingerprint));
     char *text = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS | JSON_REAL_PRECISION(17));
     json_decref(o);
@@ -65,18 +66,19 @@ int train_args_from_json(const char *text, TrainArgs *a, const char *origin) {
     if (!o) return vrl_error("%s: training arguments: %s", origin, e.text);
     const char *data, *val, *sched, *seed, *backend, *mixture = "";
     int threads = 0; /* absent in older states */
+    json_int_t offset = 0; /* absent in older states and when 0 */
     const char *fingerprint = "";
     json_int_t steps, warmup, decay_end, eval_every, save_every, synth;
     int rc = json_unpack_ex(o, &e, JSON_STRICT,
                             "{s:s, s:s, s:s, s:I, s:i, s:i, s:i, s:s, s:F, s:F, s:I, s:I, s:F, s:F, s:F, s:F, s:F, "
-                            "s:s, s:I, s:i, s:I, s:I, s?s, s?i, s?s}",
+                            "s:s, s:I, s:i, s:I, s:I, s?s, s?i, s?s, s?I}",
                             "backend", &backend, "data", &data, "val_data", &val, "steps", &steps, "batch", &a->batch,
                             "seq", &a->seq, "accum", &a->accum, "schedule", &sched, "lr", &a->sched.peak, "lr_end",
                             &a->sched.end, "warmup", &warmup, "decay_end", &decay_end, "beta1", &a->opt.beta1,
                             "beta2", &a->opt.beta2, "eps", &a->opt.eps, "wd", &a->opt.weight_decay, "clip",
                             &a->opt.clip, "seed", &seed, "eval_every", &eval_every, "eval_batches",
                             &a->eval_batches, "save_every", &save_every, "synthetic_tokens", &synth, "mixture",
-                            &mixture, "threads", &threads, "data_fingerprint", &fingerprint);
+                            &mixture, "threads", &threads, "data_fingerprint", &fingerprint, "schedule_offset", &offset);
     if (rc == 0 && schedule_kind_parse(sched, &a->sched.kind) < 0) rc = -1, snprintf(e.text, sizeof e.text, "schedule \"%s\"", sched);
     if (rc == 0) {
         snprintf(a->data, sizeof a->data, "%s", data);
@@ -87,6 +89,7 @@ int train_args_from_json(const char *text, TrainArgs *a, const char *origin) {
         snprintf(a->data_fingerprint, sizeof a->data_fingerprint, "%s", fingerprint);
         a->sched.warmup = warmup;
         a->sched.decay_end = decay_end;
+        a->sched.offset = offset;
         a->eval_every = eval_every;
         a->save_every = save_every;
         a->synthetic_tokens = synth;

@@ -45,6 +45,7 @@ int train_args_check(const TrainArgs *a, const char *origin) {
     /* -1: "= --steps", filled in when the run starts */
     if (s->decay_end < -1 || s->decay_end > MAX_COUNT)
         return bad_long(origin, "--decay-end", s->decay_end, "must be in 0..2^40");
+    if (s->offset != 0 && s->offset != 1) return bad_long(origin, "--schedule-offset", s->offset, "must be 0 or 1");
     if (!(o->beta1 >= 0 && o->beta1 < 1)) return bad_double(origin, "--beta1", o->beta1, "must be in [0, 1)");
     if (!(o->beta2 >= 0 && o->beta2 < 1)) return bad_double(origin, "--beta2", o->beta2, "must be in [0, 1)");
     if (!(o->eps > 0) || !isfinite(o->eps)) return bad_double(origin, "--eps", o->eps, "must be a finite number > 0");
@@ -80,6 +81,7 @@ static const struct {
     {"--batch", "batch", 0},       {"--seq", "seq", 0},             {"--accum", "accum", 0},
     {"--lr", "lr", 0},             {"--lr-end", "lr_end", 0},       {"--warmup", "warmup", 0},
     {"--decay-end", "decay_end", 0}, {"--schedule", "schedule", 0}, {"--wd", "wd", 0},
+    {"--schedule-offset", "schedule_offset", 0},
     {"--clip", "clip", 0},         {"--seed", "seed", 0},           {"--threads", "threads", 1},
     {"--steps", "steps", 1},
     {"--eval-every", "eval_every", 1}, {"--eval-batches", "eval_batches", 1}, {"--save-every", "save_every", 1},
@@ -122,7 +124,11 @@ int train_args_resume(const char *stored_json, const char *origin, const TrainAr
         if (!train_args_flag_given(cli, resume_rules[i].flag) && !steps_set) continue;
         json_t *was = json_object_get(run, resume_rules[i].key), *is = json_object_get(now, resume_rules[i].key);
         if (!was && !strcmp(resume_rules[i].key, "threads")) continue; /* an older state does not record it */
+        if (!was && !is) continue; /* schedule_offset: stored only when not 0 */
         if (json_equal(was, is)) continue;
+        json_t *zero = json_integer(0); /* an absent schedule_offset is 0 */
+        if (!was) was = zero;
+        if (!is) is = zero;
         char *w = value_text(was), *v = value_text(is);
         if (!resume_rules[i].may_change)
             rc = vrl_error("%s %s: the run was started with %s %s; a resumed run keeps it (see vrl train --help)",
@@ -135,6 +141,7 @@ int train_args_resume(const char *stored_json, const char *origin, const TrainAr
         }
         free(w);
         free(v);
+        json_decref(zero);
     }
     /* --steps past the stored decay end keeps the schedule: the decay was planned when the
      * run started and steps 1..now followed it, so the later steps train at lr_end. The

@@ -467,7 +467,7 @@ static int train_update(Run *r, long step, double *loss, double *lr, double *nor
         }
         if (dist_grad_end_micro(dg, be, r->model, micro_loss) < 0) return -1;
     }
-    *lr = schedule_lr(&a->sched, step - 1);
+    *lr = schedule_lr_update(&a->sched, step);
     if (be->micro_losses) {
         *norm = be->step(r->model, &a->opt, *lr, step);
         const int rounds = dist_grad_rounds(dg);
