@@ -30,7 +30,7 @@ paths=("" "$tmp/fifo" "/dev/zero" "/dev/null" "$tmp/dir" "$tmp/nope" "$tmp/garba
 
 # subcommand | numeric flags | path flags | base arguments
 cases=(
-  "train|--steps --batch --seq --accum --lr --lr-end --warmup --decay-end --wd --clip --seed --eval-every --eval-batches --save-every --synthetic-tokens --threads|--data --val-data --model --resume|--model tiny --batch 2 --seq 16 --steps 2 --accum 1 --threads 1 --synthetic-tokens 4096 --eval-batches 1 --out $tmp/t"
+  "train|--steps --batch --seq --accum --lr --lr-end --warmup --decay-end --schedule-offset --wd --clip --seed --eval-every --eval-batches --save-every --synthetic-tokens --threads|--data --val-data --model --resume|--model tiny --batch 2 --seq 16 --steps 2 --accum 1 --threads 1 --synthetic-tokens 4096 --eval-batches 1 --out $tmp/t"
   "info|--kv-heads --seq|--model|--model tiny --kv-cache --seq 16"
   "tokenize|--tokenizer|--tokenizer|--tokenizer $tok hello"
   "data tokenize|--chunk --threads --shard-chunks --eos|--in --tokenizer|--in $tmp/dir --out $tmp/dt --tokenizer $tok --chunk 16 --threads 1 --shard-chunks 64"
