@@ -518,13 +518,13 @@ if [ "$mode" = efficiency ]; then
   # data: ln r = ln 1.5 x 2/3, ln 1.5 + ln(4/3) x 2/3, ln 1.5 / 2, -ln 1.5 / 4, ln 1.5 + ln(4/3) x (2/7, 0.7,
   # 0.3, 0.8): mean 0.39893, se 0.09067, t(0.975, 7) 2.3646242516 (mpmath findroot on betainc)
   contains "data ratio: exp mean ln r, t interval" "$md" \
-    "reaches ResFormer's b8 loss with 1.490 times ResFormer's 614400 tokens (95% t interval 1.203-1.846, 7 df; exp of the mean ln r over 8 seeds, ln r 0.3989 ± 0.0907 se).** The paper: 1.25 = 1 / (1 − 0.203)."
+    "reaches ResFormer's b8 loss with 1.490 times ResFormer's 614,400 tokens (95% t interval 1.203-1.846, 7 df; exp of the mean ln r over 8 seeds, ln r 0.3989 ± 0.0907 se).** The paper: 1.25 = 1 / (1 − 0.203)."
   contains "data: crossing in 1-1.5" "$md" "| 1337 | 2.6800 | 2.7000 | 2.6700 | 2.6600 | 805092 | 1.310 | interpolated 1-1.5 |"
   contains "data: crossing in 1.5-2" "$md" "| 1338 | 2.6950 | 2.7200 | 2.7050 | 2.6900 | 1116439 | 1.817 | interpolated 1.5-2 |"
   contains "data: extrapolated below 1" "$md" "| 1340 | 2.7150 | 2.7100 | 2.6900 | 2.6800 | 555173 | 0.904 | extrapolated (below 1) |"
   # parameters: per seed two 3-point least-squares lines in ln N, rho = exp((L* - a_R) / b_R) / N(b8)
   contains "parameter ratio: exp mean ln rho, t interval, saving" "$md" \
-    "with 0.885 times its 476224 non-embedding parameters (95% t interval 0.833-0.939, 7 df; exp of the mean ln rho over 8 seeds, ln rho -0.1224 ± 0.0253 se): 11.52% fewer parameters (95% interval 6.07% to 16.66%).** The paper: 16.11% fewer (rho = 0.839)."
+    "with 0.885 times its 476,224 non-embedding parameters at b8 (95% t interval 0.833-0.939, 7 df; exp of the mean ln rho over 8 seeds, ln rho -0.1224 ± 0.0253 se): 11.52% fewer parameters (95% interval 6.07% to 16.66%).** The paper: 16.11% fewer (rho = 0.839)."
   contains "parameters: a seed's line and ratio" "$md" "| 1340 | 2.8080 | 2.7100 | 2.5920 | 2.8060 | 2.7150 | 2.6040 | -0.1553 | -0.1453 | 2.7155 | 490238 | 1.029 | -2.94% |"
   contains "the results hold the pilot's section" "$md" "| 0.0170 (the pilot) | 1.30 | 88.0% | 99.8% |"
   # Censored and without a ratio: seeds 1337-1340 only, seed 1338's L(2) 2.700 above its L_R 2.695, seed
@@ -537,11 +537,12 @@ if [ "$mode" = efficiency ]; then
   EFF_LRS="6e-3 1.2e-2" EFF_PAIR_SEEDS="" "$ef" --seeds 1337,1338,1339,1340 --build "$build" --shared "$sh_" --work "$w" \
     --results "$res" > "$tmp/effcens.out" 2>&1 || { fails=$((fails + 1)); echo "FAIL the censored runs:"; tail -20 "$tmp/effcens.out"; }
   contains "censored: the median and its bootstrap interval" "$md" \
-    "**Result: 1 of 4 seeds censored (the Transformer above ResFormer's loss even at 2 times the tokens), so the median: 1.268 times ResFormer's 614400 tokens (95% percentile-bootstrap interval 0.904 to > 2.000; 10000 resamples, seed 52; censored seeds ranked above every ratio).**"
+    "**Result: 1 of 4 seeds censored (the Transformer above ResFormer's loss even at 2 times the tokens), so the median: 1.268 times ResFormer's 614,400 tokens (95% percentile-bootstrap interval 0.904 to > 2.000; 10,000 resamples, seed 52; censored seeds ranked above every ratio).**"
   contains "censored: the seed's row" "$md" "| 1338 | 2.6950 | 2.7200 | 2.7050 | 2.7000 | > 1228800 | > 2 | censored (> 2) |"
   contains "b_R >= 0: the median and its bootstrap interval" "$md" \
-    "so the median: rho 0.946 (95% percentile-bootstrap interval 0.833 to > 1.029; 10000 resamples, seed 52), 5.36% fewer parameters (interval < -2.94% to 16.71%)."
+    "so the median: rho 0.946 (95% percentile-bootstrap interval 0.833 to > 1.029; 10,000 resamples, seed 52), 5.36% fewer parameters (interval < -2.94% to 16.71%)."
   contains "b_R >= 0: the seed's row" "$md" "| 2.6750 | 2.7250 | -0.1653 | 0.0715 | 2.6963 | — | — | no ratio (b_R >= 0) |"
+  check "no pair-only seeds: no sentence about them" sh -c "! grep -q 'pair only' '$md'"
   contains "4 seeds: Table 5 over them (3 df)" "$md" "4 seeds: -0.0138 ± 0.0066 (se), t = -2.09, p = 0.1276 (two-sided, 3 degrees of freedom)"
   # the numerical parts against values worked out elsewhere: tquant and tpower against mpmath (above), and
   # the generator against Park and Miller's published check, x_10000 = 1,043,618,065 from x_0 = 1
@@ -560,6 +561,14 @@ if [ "$mode" = efficiency ]; then
   numcheck "tpower(2, 1)" "tpower(2, 1, 0.05)" 0.125756317757053 1e-9
   x=$(awk "$REG_STATS$EFF_STATS"'BEGIN { LCG_X = 1; for (i = 0; i < 10000; i++) x = lcg(); printf "%d", x }')
   check "Park-Miller x_10000 from 1 = 1043618065 ($x)" test "$x" = 1043618065
+  # eff_boot's ranks on keys sqrt(1..8), seed 52, few resamples so that neighbouring ranks differ (python:
+  # the same generator and draws; with B 40 the 1st and 40th medians, 41 the 2nd and 40th, 79 the 2nd
+  # and 78th: ceil(0.025 B) and B + 1 - ceil(0.025 B))
+  for bw in "40 1.41421356237 2.64575131106" "41 1.41421356237 2.54762052692" "79 1.41421356237 2.64575131106"; do
+    set -- $bw
+    x=$(awk "$REG_STATS$EFF_STATS"'BEGIN { for (i = 1; i <= 8; i++) k[i] = sqrt(i); eff_boot(k, 8, '"$1"', 52); printf "%.12g %.12g %.12g", BOOT_MED, BOOT_LO, BOOT_HI }')
+    check "eff_boot, $1 resamples: median, interval $x" test "$x" = "2.11803398875 $2 $3"
+  done
   finish
   exit
 fi

@@ -72,7 +72,7 @@ function tpower(delta, df, alpha,    c, lc, m, h, i, s, w, f, sum) {
     for (i = 0; i <= m; i++) {
         s = i * h
         if (s == 0) f = (df == 1 ? exp(lc) : 0)
-        else f = exp(lc + (df - 1) * log(s) - df * s * s / 2)
+        else { f = lc + (df - 1) * log(s) - df * s * s / 2; f = f < -700 ? 0 : exp(f) }  # (gawk warns below exp(-745))
         w = (i == 0 || i == m) ? 1 : (i % 2 ? 4 : 2)
         sum += w * f * (pnorm(delta - c * s) + pnorm(-delta - c * s))
     }
@@ -277,13 +277,13 @@ eff_results() {
             print line
         }
         print ""
-        printf "Seeds %d-%d of the list are b8'"'"'s pair only (Table 5'"'"'s power); the other columns are the %d main seeds.\n", nmain + 1, n, nmain
+        if (n > nmain) printf "Seeds %d-%d of the list are b8'"'"'s pair only (Table 5'"'"'s power); the other columns are the %d main seeds.\n", nmain + 1, n, nmain
     }'
 
     echo
     echo "## Data efficiency (item 3)"
     echo
-    printf '%s' "$blob" | awk -v budgets="$budgets" -v tokens="$TOKENS" -v paper="$EFF_PAPER_DATA" -v nb="$EFF_BOOT" -v bseed="$EFF_BOOT_SEED" \
+    printf '%s' "$blob" | awk -v budgets="$budgets" -v tokens="$TOKENS" -v tokc="$(repro_commas "$TOKENS")" -v nbc="$(repro_commas "$EFF_BOOT")" -v paper="$EFF_PAPER_DATA" -v nb="$EFF_BOOT" -v bseed="$EFF_BOOT_SEED" \
         -v ns="$(echo $EFF_SIZES | wc -w)" "$REG_STATS$EFF_STATS"'
     $2 == 1 {
         nb_ = split(budgets, B, " "); n++; seed[n] = $1; LR[n] = $4
@@ -309,13 +309,13 @@ eff_results() {
         if (c == 0 && k >= 2) {
             tci(x, k)
             printf "**Result: the Transformer at its best lr reaches ResFormer'"'"'s b8 loss with %.3f times ResFormer'"'"'s %s tokens (95%% t interval %.3f-%.3f, %d df; exp of the mean ln r over %d seeds, ln r %.4f ± %.4f se).** The paper: %.2f = 1 / (1 − %s).\n", \
-                exp(CI_M), tokens, exp(CI_LO), exp(CI_HI), k - 1, k, CI_M, CI_SE, pr, paper
+                exp(CI_M), tokc, exp(CI_LO), exp(CI_HI), k - 1, k, CI_M, CI_SE, pr, paper
             printf "\nThe interval %s 1 and %s the paper'"'"'s %.2f.\n", (exp(CI_LO) <= 1 && 1 <= exp(CI_HI)) ? "holds" : "excludes", (exp(CI_LO) <= pr && pr <= exp(CI_HI)) ? "holds" : "excludes", pr
         } else if (c > 0 && k + c >= 2) {
             for (i = 1; i <= c; i++) key[k + i] = ckey[i]
             eff_boot(key, k + c, nb, bseed)
-            printf "**Result: %d of %d seeds censored (the Transformer above ResFormer'"'"'s loss even at %s times the tokens), so the median: %s times ResFormer'"'"'s %s tokens (95%% percentile-bootstrap interval %s to %s; %d resamples, seed %d; censored seeds ranked above every ratio).** The paper: %.2f = 1 / (1 − %s).\n", \
-                c, k + c, B[nb_], keyfmt(BOOT_MED, "%.3f"), tokens, keyfmt(BOOT_LO, "%.3f"), keyfmt(BOOT_HI, "%.3f"), nb, bseed, pr, paper
+            printf "**Result: %d of %d seeds censored (the Transformer above ResFormer'"'"'s loss even at %s times the tokens), so the median: %s times ResFormer'"'"'s %s tokens (95%% percentile-bootstrap interval %s to %s; %s resamples, seed %d; censored seeds ranked above every ratio).** The paper: %.2f = 1 / (1 − %s).\n", \
+                c, k + c, B[nb_], keyfmt(BOOT_MED, "%.3f"), tokc, keyfmt(BOOT_LO, "%.3f"), keyfmt(BOOT_HI, "%.3f"), nbc, bseed, pr, paper
             if (BOOT_MED >= 1e6 || BOOT_HI >= 1e6) printf "\n(\"> x\": a median or endpoint that averages a censored seed, counted at %s: it is above x.)\n", B[nb_]
         } else print "Fewer than two seeds have a ratio: nothing to summarise yet."
         if (skip != "") printf "\nLeft out (no ratio): %s.\n", skip
@@ -334,14 +334,14 @@ eff_results() {
             print line " " how[i] " |"
         }
         print ""
-        printf "L(B): the Transformer at its best lr trained on B times %s tokens, each on its own full cosine schedule;\n", tokens
+        printf "L(B): the Transformer at its best lr trained on B times %s tokens, each on its own full cosine schedule;\n", tokc
         print "B* by linear interpolation of L against ln B between the first pair of budgets that brackets L_R."
     }'
 
     echo
     echo "## Parameter efficiency (item 4)"
     echo
-    printf '%s' "$blob" | awk -v sizes="$sizes_n" -v pn="$pn" -v paper="$EFF_PAPER_SAVING" -v nb="$EFF_BOOT" -v bseed="$EFF_BOOT_SEED" "$REG_STATS$EFF_STATS"'
+    printf '%s' "$blob" | awk -v sizes="$sizes_n" -v pn="$pn" -v pnc="$(repro_commas "$pn")" -v nbc="$(repro_commas "$EFF_BOOT")" -v paper="$EFF_PAPER_SAVING" -v nb="$EFF_BOOT" -v bseed="$EFF_BOOT_SEED" "$REG_STATS$EFF_STATS"'
     # fit(y, x, m): least squares y = FA + FB x
     function savefmt(k) { return k >= 1e6 ? sprintf("< %.2f%%", 100 * (1 - unkey(k))) : sprintf("%.2f%%", 100 * (1 - k)) }
     function fit(y, x, m,    i, mx, my, sxx, sxy) {
@@ -369,14 +369,14 @@ eff_results() {
         pr = 1 - paper
         if (c == 0 && k >= 2) {
             tci(x, k)
-            printf "**Result: ResFormer reaches the Transformer'"'"'s fitted b8 loss with %.3f times its %s non-embedding parameters (95%% t interval %.3f-%.3f, %d df; exp of the mean ln rho over %d seeds, ln rho %.4f ± %.4f se): %.2f%% fewer parameters (95%% interval %.2f%% to %.2f%%).** The paper: %.2f%% fewer (rho = %.3f).\n", \
-                exp(CI_M), pn, exp(CI_LO), exp(CI_HI), k - 1, k, CI_M, CI_SE, 100 * (1 - exp(CI_M)), 100 * (1 - exp(CI_HI)), 100 * (1 - exp(CI_LO)), 100 * paper, pr
+            printf "**Result: ResFormer reaches the Transformer'"'"'s fitted b8 loss with %.3f times its %s non-embedding parameters at b8 (95%% t interval %.3f-%.3f, %d df; exp of the mean ln rho over %d seeds, ln rho %.4f ± %.4f se): %.2f%% fewer parameters (95%% interval %.2f%% to %.2f%%).** The paper: %.2f%% fewer (rho = %.3f).\n", \
+                exp(CI_M), pnc, exp(CI_LO), exp(CI_HI), k - 1, k, CI_M, CI_SE, 100 * (1 - exp(CI_M)), 100 * (1 - exp(CI_HI)), 100 * (1 - exp(CI_LO)), 100 * paper, pr
             printf "\nThe interval %s rho = 1 (no saving) and %s the paper'"'"'s %.3f.\n", (exp(CI_LO) <= 1 && 1 <= exp(CI_HI)) ? "holds" : "excludes", (exp(CI_LO) <= pr && pr <= exp(CI_HI)) ? "holds" : "excludes", pr
         } else if (c > 0 && k + c >= 2) {
             for (i = 1; i <= c; i++) key[k + i] = 1e6 + top
             eff_boot(key, k + c, nb, bseed)
-            printf "**Result: %d of %d seeds have no ratio (ResFormer'"'"'s loss does not fall with size, b_R >= 0; ranked above every ratio), so the median: rho %s (95%% percentile-bootstrap interval %s to %s; %d resamples, seed %d), %s fewer parameters (interval %s to %s).** The paper: %.2f%% fewer (rho = %.3f).\n", \
-                c, k + c, keyfmt(BOOT_MED, "%.3f"), keyfmt(BOOT_LO, "%.3f"), keyfmt(BOOT_HI, "%.3f"), nb, bseed, savefmt(BOOT_MED), savefmt(BOOT_HI), savefmt(BOOT_LO), 100 * paper, pr
+            printf "**Result: %d of %d seeds have no ratio (ResFormer'"'"'s loss does not fall with size, b_R >= 0; ranked above every ratio), so the median: rho %s (95%% percentile-bootstrap interval %s to %s; %s resamples, seed %d), %s fewer parameters (interval %s to %s).** The paper: %.2f%% fewer (rho = %.3f).\n", \
+                c, k + c, keyfmt(BOOT_MED, "%.3f"), keyfmt(BOOT_LO, "%.3f"), keyfmt(BOOT_HI, "%.3f"), nbc, bseed, savefmt(BOOT_MED), savefmt(BOOT_HI), savefmt(BOOT_LO), 100 * paper, pr
             if (BOOT_MED >= 1e6 || BOOT_HI >= 1e6) print "\n(\"> x\": a median or endpoint that averages a seed without a ratio, counted at the largest ratio of any seed: it is above x.)"
         } else print "Fewer than two seeds have a ratio: nothing to summarise yet."
         if (skip != "") printf "\nLeft out: %s.\n", skip
