@@ -499,6 +499,12 @@ if [ "$mode" = efficiency ]; then
   contains "power at the pilot's sd, 8 and 16 seeds" "$tmp/power.out" "| 0.0170 (the pilot) | 1.30 | 88.0% | 99.8% |"
   contains "power at the earlier sd 0.0277" "$tmp/power.out" "| 0.0277 (the 32-seed experiment, lr 3e-3) | 0.79 | 49.1% | 84.3% |"
   check "--power wrote the pilot's file" test -s "$res/table5_efficiency-pilot.md"
+  # an incomplete pilot (no runs of seed 2026): one stderr line, exit 1, nothing written
+  EFF_PILOT_SEEDS="2024 2026" "$ef" --power --build "$build" --shared "$sh_" --work "$w" --results "$tmp/eff-inc" \
+    > "$tmp/inc.out" 2> "$tmp/inc.err"
+  rc=$?
+  check "--power before the pilot is complete: exit 1, one line: $(cat "$tmp/inc.err")" sh -c \
+    "test $rc = 1 && test \$(wc -l < '$tmp/inc.err') = 1 && grep -q 'the pilot of transformer at b8-d48 is not complete' '$tmp/inc.err' && test ! -e '$tmp/eff-inc/table5_efficiency-pilot.md'"
   check "--power trained nothing" sh -c "! grep -q '^+ ' '$tmp/power.out'"
   "$ef" --build "$build" --shared "$sh_" --work "$w" --results "$res" > "$tmp/effmain.out" 2>&1 ||
     { fails=$((fails + 1)); echo "FAIL table5_efficiency.sh on the made runs:"; tail -20 "$tmp/effmain.out"; }
@@ -540,7 +546,7 @@ if [ "$mode" = efficiency ]; then
     "**Result: 1 of 4 seeds censored (the Transformer above ResFormer's loss even at 2 times the tokens), so the median: 1.268 times ResFormer's 614,400 tokens (95% percentile-bootstrap interval 0.904 to > 2.000; 10,000 resamples, seed 52; censored seeds ranked above every ratio).**"
   contains "censored: the seed's row" "$md" "| 1338 | 2.6950 | 2.7200 | 2.7050 | 2.7000 | > 1228800 | > 2 | censored (> 2) |"
   contains "b_R >= 0: the median and its bootstrap interval" "$md" \
-    "so the median: rho 0.946 (95% percentile-bootstrap interval 0.833 to > 1.029; 10,000 resamples, seed 52), 5.36% fewer parameters (interval < -2.94% to 16.71%)."
+    "1 of 4 seeds has no ratio (ResFormer's loss does not fall with size, b_R >= 0; ranked above every ratio), so the median: rho 0.946 (95% percentile-bootstrap interval 0.833 to > 1.029; 10,000 resamples, seed 52), 5.36% fewer parameters (interval < -2.94% to 16.71%)."
   contains "b_R >= 0: the seed's row" "$md" "| 2.6750 | 2.7250 | -0.1653 | 0.0715 | 2.6963 | — | — | no ratio (b_R >= 0) |"
   check "no pair-only seeds: no sentence about them" sh -c "! grep -q 'pair only' '$md'"
   contains "4 seeds: Table 5 over them (3 df)" "$md" "4 seeds: -0.0138 ± 0.0066 (se), t = -2.09, p = 0.1276 (two-sided, 3 degrees of freedom)"

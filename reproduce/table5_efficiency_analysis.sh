@@ -23,10 +23,13 @@
 #             ranked above every ratio (as a censored seed of the data ratio); the summary as above
 #   power     from the pilot: the paired sd of ResFormer − Transformer at b8 at the chosen lrs over
 #             the pilot seeds, and the power of the two-sided paired t test at 5% (noncentral t)
-# Two readings the registration leaves open, fixed here before any main run: a seed is censored
-# only when no budget reaches L_R (the first crossing counts even if a later budget is above L_R
-# again); a seed with L(1) <= L_R whose first segment does not fall (L(1.5) >= L(1)) cannot be
-# extrapolated and has no ratio ("no slope": reported, left out of the summary).
+# Readings the registration leaves open, fixed here before any main run: a seed is censored only
+# when no budget reaches L_R (the first crossing counts even if a later budget is above L_R again);
+# a seed with L(1) <= L_R whose first segment does not fall (L(1.5) >= L(1)) cannot be extrapolated
+# and has no ratio ("no slope": reported, left out of the summary); a seed without a parameter ratio
+# (b_R >= 0) ranks above every ratio, as a censored seed does; the median of an even number of
+# values is the mean of the middle two; the bootstrap interval's ends are the ceil(0.025 B)-th and
+# (B + 1 − ceil(0.025 B))-th smallest of the B resampled medians.
 
 . "$REPRO_ROOT/reproduce/table5_registered.sh"  # reg_tokmean, REG_STATS (tprob, paired, meansd, pfmt)
 
@@ -47,8 +50,8 @@ EFF_BOOT=10000 EFF_BOOT_SEED=52
 #   the expectation over S's density 2 (df/2)^(df/2) / Gamma(df/2) s^(df−1) exp(−df s^2 / 2) by
 #   Simpson's rule on [0, 8] (4,000 intervals; beyond 8 the density is below 1e-13 for every df >= 1).
 # lcg(): Park and Miller's minimal standard generator, x <- 16807 x mod (2^31 − 1), LCG_X its state:
-#   every product is below 2^46, exact in a double, so mawk, gawk and busybox awk draw the same numbers
-#   (awk's rand() differs between them). A draw of 1..n is 1 + x mod n (bias below n / 2^31).
+#   every product is below 2^46, exact in a double, so every awk draws the same numbers (rand()
+#   differs between them; test_reproduce_efficiency passes with mawk and with gawk). A draw of 1..n is 1 + x mod n (bias below n / 2^31).
 # Censored values are keys CENS + bound (CENS 1e6, far above any ratio): they sort above every value;
 #   a median that averages one is known only as a lower bound, its key CENS + the average of the
 #   bounds. medkey(k, n): the median key of k[1..n] (sorted here); hsort(a, n): heapsort.
@@ -220,8 +223,11 @@ eff_results() {
         blob="$blob$line
 "
     done
-    sizes_n=""
-    for size in $EFF_SIZES; do sizes_n="$sizes_n $size:$(eff_params "$size")"; done
+    sizes_n="" sizes_text=""
+    for size in $EFF_SIZES; do
+        sizes_n="$sizes_n $size:$(eff_params "$size")"
+        sizes_text="${sizes_text:+$sizes_text, }$size $(repro_commas "$(eff_params "$size")")"
+    done
     budgets="1"
     for x in $EFF_BUDGETS; do budgets="$budgets $(eff_budget_ratio "$x")"; done
 
@@ -341,7 +347,7 @@ eff_results() {
     echo
     echo "## Parameter efficiency (item 4)"
     echo
-    printf '%s' "$blob" | awk -v sizes="$sizes_n" -v pn="$pn" -v pnc="$(repro_commas "$pn")" -v nbc="$(repro_commas "$EFF_BOOT")" -v paper="$EFF_PAPER_SAVING" -v nb="$EFF_BOOT" -v bseed="$EFF_BOOT_SEED" "$REG_STATS$EFF_STATS"'
+    printf '%s' "$blob" | awk -v sizes="$sizes_n" -v sizes_text="$sizes_text" -v pn="$pn" -v pnc="$(repro_commas "$pn")" -v nbc="$(repro_commas "$EFF_BOOT")" -v paper="$EFF_PAPER_SAVING" -v nb="$EFF_BOOT" -v bseed="$EFF_BOOT_SEED" "$REG_STATS$EFF_STATS"'
     # fit(y, x, m): least squares y = FA + FB x
     function savefmt(k) { return k >= 1e6 ? sprintf("< %.2f%%", 100 * (1 - unkey(k))) : sprintf("%.2f%%", 100 * (1 - k)) }
     function fit(y, x, m,    i, mx, my, sxx, sxy) {
@@ -375,8 +381,8 @@ eff_results() {
         } else if (c > 0 && k + c >= 2) {
             for (i = 1; i <= c; i++) key[k + i] = 1e6 + top
             eff_boot(key, k + c, nb, bseed)
-            printf "**Result: %d of %d seeds have no ratio (ResFormer'"'"'s loss does not fall with size, b_R >= 0; ranked above every ratio), so the median: rho %s (95%% percentile-bootstrap interval %s to %s; %s resamples, seed %d), %s fewer parameters (interval %s to %s).** The paper: %.2f%% fewer (rho = %.3f).\n", \
-                c, k + c, keyfmt(BOOT_MED, "%.3f"), keyfmt(BOOT_LO, "%.3f"), keyfmt(BOOT_HI, "%.3f"), nbc, bseed, savefmt(BOOT_MED), savefmt(BOOT_HI), savefmt(BOOT_LO), 100 * paper, pr
+            printf "**Result: %d of %d seeds %s no ratio (ResFormer'"'"'s loss does not fall with size, b_R >= 0; ranked above every ratio), so the median: rho %s (95%% percentile-bootstrap interval %s to %s; %s resamples, seed %d), %s fewer parameters (interval %s to %s).** The paper: %.2f%% fewer (rho = %.3f).\n", \
+                c, k + c, (c == 1 ? "has" : "have"), keyfmt(BOOT_MED, "%.3f"), keyfmt(BOOT_LO, "%.3f"), keyfmt(BOOT_HI, "%.3f"), nbc, bseed, savefmt(BOOT_MED), savefmt(BOOT_HI), savefmt(BOOT_LO), 100 * paper, pr
             if (BOOT_MED >= 1e6 || BOOT_HI >= 1e6) print "\n(\"> x\": a median or endpoint that averages a seed without a ratio, counted at the largest ratio of any seed: it is above x.)"
         } else print "Fewer than two seeds have a ratio: nothing to summarise yet."
         if (skip != "") printf "\nLeft out: %s.\n", skip
@@ -399,7 +405,7 @@ eff_results() {
         }
         print ""
         print "Per seed and model the least-squares line L = a + b ln N through the sizes (N: non-embedding parameters,"
-        printf "%s), each size at the model'"'"'s own best lr; L* = a_T + b_T ln %s, N_R = exp((L* − a_R) / b_R), rho = N_R / %s.\n", sizes, pn, pn
+        printf "%s), each size at the model'"'"'s own best lr; L* = a_T + b_T ln %s, N_R = exp((L* − a_R) / b_R), rho = N_R / %s.\n", sizes_text, pnc, pnc
     }'
     echo
     eff_pilot_report || echo "(the pilot is incomplete: no pilot table)"
