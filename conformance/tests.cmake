@@ -492,8 +492,11 @@ add_test(NAME test_reproduce_tiny COMMAND ${CMAKE_SOURCE_DIR}/conformance/test_r
 add_test(NAME test_reproduce_seeds COMMAND ${CMAKE_SOURCE_DIR}/conformance/test_reproduce.sh seeds ${CMAKE_BINARY_DIR})
 # registered: the scale-bytes analysis on run folders with known numbers (seconds, no training)
 add_test(NAME test_reproduce_registered COMMAND ${CMAKE_SOURCE_DIR}/conformance/test_reproduce.sh registered ${CMAKE_BINARY_DIR})
+# efficiency: Reproduce III's registered analysis (table5_efficiency_analysis.sh) and --power on run
+# folders with known numbers (seconds, no training)
+add_test(NAME test_reproduce_efficiency COMMAND ${CMAKE_SOURCE_DIR}/conformance/test_reproduce.sh efficiency ${CMAKE_BINARY_DIR})
 set_tests_properties(test_reproduce_plan test_reproduce_seedlist test_reproduce_preflight test_reproduce_tiny test_reproduce_seeds
-  test_reproduce_registered PROPERTIES SKIP_RETURN_CODE 77
+  test_reproduce_registered test_reproduce_efficiency PROPERTIES SKIP_RETURN_CODE 77
   ENVIRONMENT "TMPDIR=${VRL_TEST_TMP};VRL_SHARED_DATA=${VRL_SHARED_DATA}")
 # ~5 CPU-minutes; the timeout leaves room for a machine shared with other jobs.
 set_tests_properties(test_reproduce_tiny PROPERTIES TIMEOUT 2400)

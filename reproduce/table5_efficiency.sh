@@ -12,12 +12,18 @@
 #          `vrl eval --limit 200` on every main run; and for EFF_PAIR_SEEDS more seeds b8's pair
 #          alone at their best lrs (Table 5's difference over 16 seeds)
 # --dry-run prints both phases and their CPU price (before the pilot, the main phase's lrs are
-# the placeholders BEST_MODEL_SIZE); --pilot-only trains the pilot and prints each best lr.
-# The main phase refuses to start before the whole pilot has run.
-# Usage: reproduce/table5_efficiency.sh [--pilot-only] [--dry-run] [--seeds N|S1,...] [--tps N] ... (lib.sh's flags; scale bytes only)
+# the placeholders BEST_MODEL_SIZE); --pilot-only trains the pilot and prints each best lr;
+# --power trains nothing: it prints the pilot's table and the power computed from it (docs/reproduce.md,
+# item 5) and writes them to RESULTS/table5_efficiency-pilot.md. The main phase refuses to start
+# before the whole pilot has run; after it the registered analysis (table5_efficiency_analysis.sh)
+# writes RESULTS/table5_efficiency.md.
+# Usage: reproduce/table5_efficiency.sh [--pilot-only|--power] [--dry-run] [--seeds N|S1,...] [--tps N] ... (lib.sh's flags; scale bytes only)
 set -eu
-PILOT_ONLY=0
-for a in "$@"; do shift; if [ "$a" = --pilot-only ]; then PILOT_ONLY=1; else set -- "$@" "$a"; fi; done
+PILOT_ONLY=0 POWER=0
+for a in "$@"; do
+    shift
+    case $a in --pilot-only) PILOT_ONLY=1 ;; --power) POWER=1 ;; *) set -- "$@" "$a" ;; esac
+done
 . "$(dirname "$0")/lib.sh"
 SEEDS_ARG_GIVEN=0
 for a in "$@"; do [ "$a" = --seeds ] && SEEDS_ARG_GIVEN=1; done
@@ -26,7 +32,7 @@ case " $* " in *" --scale "*) case " $* " in *" --scale bytes "*) ;; *) echo "ta
 repro_init table5_efficiency "$@"
 CURVE_EVERY=0  # every run has its own full schedule; only its end is compared
 SCHED_OFFSET=1 # the first update trains at lr / 20, not 1e-7 (issue 52's fix; formulas.md §2)
-repro_data     # table5.sh's data (skipped when it made it already)
+[ "$POWER" = 1 ] || repro_data  # table5.sh's data (skipped when it made it already; --power reads runs only)
 
 EFF_SIZES=${EFF_SIZES:-"b8-d48 b8 b8-d96"}
 EFF_LRS=${EFF_LRS:-"3e-3 6e-3 1.2e-2 2.4e-2"}  # x1 (table5.sh's registered lr) to x8, factor 2
@@ -55,19 +61,38 @@ eff_final() {
              END { if (n && !bad) printf "%.6f\n", s / n; else print "nan" }'  # jq writes NaN as null
 }
 
-# eff_best MODEL SIZE: the registered rule. The lr of EFF_LRS with the lowest mean over the pilot
-# seeds of eff_final (a diverged or missing run counts as +infinity; ties go to the smaller lr);
-# nothing when a pilot run of the model and size is missing.
-eff_best() {
-    for lr in $EFF_LRS; do
-        for seed in $EFF_PILOT_SEEDS; do
-            r=$RUNS/pilot_$1_lr$lr-$2-seed$seed
-            [ -f "$r/.done" ] || return 0
-            echo "$lr $(eff_final "$r")"
-        done
-    done | awk '{ v = ($2 == "nan") ? 1e30 : $2; s[$1] += v; if (!($1 in o)) { o[$1] = ++k; name[k] = $1 } }
-        END { for (i = 1; i <= k; i++) if (i == 1 || s[name[i]] < best) { best = s[name[i]]; lr = name[i] } print lr }'
+# eff_pilot_scores: EFF_SCORES, a line "SIZE MODEL LR SEED SCORE" for every pilot run of the grid:
+# SCORE is eff_final's, "missing" when the run is not done (each run read once: jq per run is the cost).
+eff_pilot_scores() {
+    EFF_SCORES=""
+    for size in $EFF_SIZES; do for model in transformer resformer; do for lr in $EFF_LRS; do for seed in $EFF_PILOT_SEEDS; do
+        r=$RUNS/pilot_${model}_lr$lr-$size-seed$seed sc=missing
+        [ ! -f "$r/.done" ] || sc=$(eff_final "$r")
+        EFF_SCORES="$EFF_SCORES$size $model $lr $seed $sc
+"
+    done; done; done; done
 }
+
+# eff_best MODEL SIZE: the registered rule on EFF_SCORES. The lr of EFF_LRS with the lowest mean over
+# the pilot seeds of eff_final (a diverged run counts as +infinity; ties go to the smaller lr, by
+# value wherever it stands in EFF_LRS); nothing when a pilot run of the model and size is missing.
+# The sums are of whole millionths (eff_final's 6 decimals), so equal means tie exactly (in doubles
+# 2.400 + 2.406 is above 2.401 + 2.405).
+eff_best() {
+    printf '%s' "$EFF_SCORES" | awk -v m="$1" -v z="$2" '
+        $1 == z && $2 == m { if ($5 == "missing") bad = 1; v = ($5 == "nan") ? 1e30 : int($5 * 1e6 + 0.5); s[$3] += v; if (!($3 in o)) { o[$3] = ++k; name[k] = $3 } }
+        END { if (bad || !k) exit
+              for (i = 1; i <= k; i++) if (i == 1 || s[name[i]] < best || (s[name[i]] == best && name[i] + 0 < lr + 0)) { best = s[name[i]]; lr = name[i] } print lr }'
+}
+
+if [ "$POWER" = 1 ]; then  # after the pilot, before the main run: its table and the power, nothing trained
+    . "$REPRO_ROOT/reproduce/table5_efficiency_analysis.sh"
+    eff_pilot_scores
+    out=$(eff_pilot_report) || exit 1
+    echo "$out"
+    [ "$DRY" = 1 ] || { echo "$out" > "$RESULTS/table5_efficiency-pilot.md"; echo "wrote $RESULTS/table5_efficiency-pilot.md"; }
+    exit 0
+fi
 
 pilot=0 main=0
 set --
@@ -88,10 +113,16 @@ for size in $EFF_SIZES; do
 done
 repro_parallel repro_train "$@"
 
-# the best lr per model and size (placeholders until the pilot has run)
+# the best lr per model and size (placeholders until the pilot has run), found once: " MODEL:SIZE=LR ..."
+eff_pilot_scores
+BESTS=" "
+for size in $EFF_SIZES; do for model in transformer resformer; do
+    b=$(eff_best $model "$size")
+    [ -z "$b" ] || BESTS="$BESTS$model:$size=$b "
+done; done
 best() {
-    b=$(eff_best "$1" "$2")
-    [ -n "$b" ] && echo "$b" || echo "BEST_$1_$2"
+    b=${BESTS#* "$1:$2="}
+    [ "$b" != "$BESTS" ] && echo "${b%% *}" || echo "BEST_$1_$2"
 }
 # edge LR: " (at the grid's edge)" when LR is the first or last of EFF_LRS (the rule then adds a point)
 edge() { case $1 in "${EFF_LRS%% *}" | "${EFF_LRS##* }") echo " (at the grid's edge)" ;; esac; }
@@ -137,11 +168,18 @@ echo "== main: $main runs: for each of $NSEEDS seeds ($(echo $SEEDS)) 2 models x
     "for $(echo $EFF_PAIR_SEEDS | wc -w) more seeds ($(echo $EFF_PAIR_SEEDS)) b8's pair at their best lrs; each evaluated (vrl eval --limit $EVAL_LIMIT)"
 if [ "$DRY" = 0 ]; then
     for size in $EFF_SIZES; do for model in transformer resformer; do
-        [ -n "$(eff_best $model "$size")" ] || { echo "table5_efficiency.sh: the pilot of $model at $size is not complete: the main phase needs every best lr (--pilot-only first)" >&2; exit 1; }
+        case $BESTS in *" $model:$size="*) ;; *) echo "table5_efficiency.sh: the pilot of $model at $size is not complete: the main phase needs every best lr (--pilot-only first)" >&2; exit 1 ;; esac
     done; done
 fi
 eff_run() { repro_train "$@" && repro_eval "$1" domains; }
 repro_parallel eff_run "$@"
+if [ "$DRY" = 0 ]; then  # the registered analysis of the run folders (a dry run has none)
+    . "$REPRO_ROOT/reproduce/table5_efficiency_analysis.sh"
+    md=$RESULTS/table5_efficiency.md
+    eff_results > "$md"
+    cat "$md"
+    echo "wrote $md"
+fi
 repro_estimate
 # the two phases apart, and the whole against the 150 minutes of both cores
 eff_hours() {  # COST_LINES: CPU hours at RATES (or --tps), training at 1 x, evaluation at 3 x
@@ -151,7 +189,7 @@ eff_hours() {  # COST_LINES: CPU hours at RATES (or --tps), training at 1 x, eva
         awk -v n="$tokens" -v r="$r" -v k="$kind" 'BEGIN { printf "%.6f\n", n / (r * (k == "train" ? 1 : 3)) / 3600 }'
     done | awk '{ s += $1 } END { printf "%.4f", s }'
 }
-[ -n "$GIVEN_TPS$RATES" ] || exit 0
+[ -n "$GIVEN_TPS${RATES:-}" ] || exit 0  # (a real run sets no RATES)
 ph=$(eff_hours "$pilot_cost") all=$(eff_hours "$PLAN_COST")
 awk -v p="$ph" -v a="$all" 'BEGIN {
     printf "== price: pilot %.0f CPU-minutes, main %.0f CPU-minutes, together %.0f CPU-minutes: %.0f minutes of wall on 2 free cores, %s the 150 minutes of both cores\n",
