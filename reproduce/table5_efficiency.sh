@@ -171,6 +171,14 @@ if [ "$DRY" = 0 ]; then
         case $BESTS in *" $model:$size="*) ;; *) echo "table5_efficiency.sh: the pilot of $model at $size is not complete: the main phase needs every best lr (--pilot-only first)" >&2; exit 1 ;; esac
     done; done
 fi
+# Runs of like cost side by side: repro_parallel trains two at a time and waits for both, so the
+# plan is grouped by size and steps (stable: within a group the order above). Every group holds an
+# even number of runs (2 models or 2 seeds at a time), so no pair mixes a short run with a long one.
+eff_plan=$(for r in "$@"; do echo "$r"; done | sort -s -k2,2 -k6,6n)
+set --
+while read -r r; do set -- "$@" "$r"; done <<EOF_PLAN
+$eff_plan
+EOF_PLAN
 eff_run() { repro_train "$@" && repro_eval "$1" domains; }
 repro_parallel eff_run "$@"
 if [ "$DRY" = 0 ]; then  # the registered analysis of the run folders (a dry run has none)
