@@ -18,18 +18,22 @@ would take one every 4.
 --table prints the lines bench/attention_sass_mix.txt keeps for the CUDA-core kernels (one per
 kernel): kernel, ipf, instructions and FFMAs in the hot loops, and the classes counted there;
 --mma-table the same for the tensor-core kernels: kernel, iph, instructions and HMMAs in the hot
-loops, and the classes that feed and follow the mma (ldmatrix, softmax arithmetic, exp2, ...).
+loops, and the classes that feed and follow the mma (ldmatrix, softmax arithmetic, exp2, ...,
+and LDGSTS: cp.async tile loads).
 """
 import re
 import sys
 
 CLASSES = ["FFMA", "FMUL", "FADD", "HMMA", "LDSM", "LDS.128", "LDS.64", "LDS.32", "LDS.U16", "STS", "LDG", "STG",
-           "SHFL", "MUFU", "BAR", "F2FP (bf16 pack)", "STL", "LDL", "PRMT/SHF/IMAD.U32 (bf16 unpack)", "other"]
+           "SHFL", "MUFU", "BAR", "F2FP (bf16 pack)", "STL", "LDL", "PRMT/SHF/IMAD.U32 (bf16 unpack)", "LDGSTS",
+           "other"]
 
 
 def classify(op, text):
     base = op.split(".")[0]
-    if base in ("FFMA", "FMUL", "FADD", "HMMA", "LDSM", "SHFL", "MUFU", "BAR", "STS", "LDG", "STG", "STL", "LDL"):
+    # LDGSTS: cp.async, global to shared without a register (its own class: not an LDG, not an STS)
+    if base in ("FFMA", "FMUL", "FADD", "HMMA", "LDSM", "SHFL", "MUFU", "BAR", "STS", "LDG", "STG", "STL", "LDL",
+                "LDGSTS"):
         return base
     if base == "F2FP":  # two fp32 to a bf16 pair: P or dS packed as the next mma's A fragment
         return "F2FP (bf16 pack)"
@@ -127,7 +131,8 @@ def main(argv):
     if not kernels:
         sys.exit(f"sass_mix.py: {argv[0]}: no 'Function :' in it (not cuobjdump -sass output?)")
     shown = ["LDS.128", "LDS.32", "LDS.U16", "PRMT/SHF/IMAD.U32 (bf16 unpack)", "SHFL", "MUFU", "STL", "LDL"]
-    shown_mma = ["LDSM", "FFMA", "FMUL", "FADD", "MUFU", "SHFL", "F2FP (bf16 pack)", "BAR", "LDG", "STS", "STL", "LDL"]
+    shown_mma = ["LDSM", "FFMA", "FMUL", "FADD", "MUFU", "SHFL", "F2FP (bf16 pack)", "BAR", "LDG", "STS", "STL", "LDL",
+                 "LDGSTS"]
     if table:
         print("# kernel ipf hot_instructions hot_FFMA " + " ".join(c.split(" ")[0] for c in shown))
     if mma_table:
@@ -150,7 +155,7 @@ def main(argv):
         allc = mix(insts)
         print(f"{short}: {len(insts)} instructions; FFMA {allc['FFMA']}, LDS.128 {allc['LDS.128']}, "
               f"LDS.U16 {allc['LDS.U16']}, LDSM {allc['LDSM']}, LDG {allc['LDG']}, STG {allc['STG']}, "
-              f"HMMA {allc['HMMA']}, STL/LDL {allc['STL']}/{allc['LDL']}")
+              f"HMMA {allc['HMMA']}, LDGSTS {allc['LDGSTS']}, STL/LDL {allc['STL']}/{allc['LDL']}")
         for k, (cnt, c) in enumerate(hot):
             parts = ", ".join(f"{cl.split(' ')[0]} {c[cl]}" for cl in CLASSES if c[cl])
             print(f"  hot loop {k + 1}: {cnt} instructions, {c[unit] / cnt:.2f} {unit}/instruction: {parts}")

@@ -4,7 +4,7 @@
  *    architectures, so a typo in an instruction string fails the build wherever nvcc exists;
  *    and test_mma_ptx compiles it to PTX (nvcc -ptx) and reads each kernel's instruction.
  *  - the CPU layer (mma_ptx_table.cpp includes this file): each kernel runs on one warp and
- *    the layer names the instruction it executed (tensor_core_ptx).
+ *    the layer names the instruction it executed (tensor_core_ptx; ptx_last for ex2 and cp.async).
  * test_mma_ptx.sh compares the two, kernel by kernel. Only a GPU can execute the PTX. */
 #include <stdint.h>
 
@@ -39,3 +39,18 @@ extern "C" __global__ void mma_ptx_mma_m16n8k16_bf16(float *d, const uint32_t *f
     mma_m16n8k16_bf16(dl, a, b, cl);
     for (int i = 0; i < 4; i++) d[lane * 4 + i] = dl[i];
 }
+
+/* in, out [32]: out[lane] = 2^in[lane] */
+extern "C" __global__ void mma_ptx_ex2_approx_ftz(float *out, const float *in) {
+    out[threadIdx.x % 32] = ex2_approx_ftz(in[threadIdx.x % 32]);
+}
+
+/* The cp.async kernels: src [32][8] b16 in global memory, each lane's row into a shared tile.
+ * Each calls one of the three and nothing else of mma.cuh (the copy is left to land at the
+ * thread's exit, the commit and the wait have nothing in flight). */
+extern "C" __global__ void mma_ptx_cp_async_16(const uint16_t *src) {
+    __shared__ __align__(16) uint16_t tile[32 * 8]; /* [32 rows][8 b16] */
+    cp_async_16(&tile[(threadIdx.x % 32) * 8], src + (threadIdx.x % 32) * 8, 16);
+}
+extern "C" __global__ void mma_ptx_cp_async_commit(const uint16_t *) { cp_async_commit(); }
+extern "C" __global__ void mma_ptx_cp_async_wait(const uint16_t *) { cp_async_wait<1>(); }

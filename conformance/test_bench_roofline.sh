@@ -11,7 +11,7 @@ command -v python3 >/dev/null || { echo "SKIP: no python3"; exit 77; }
 SASS_MIX="$ROOT/bench/sass_mix.py" ROOFLINE="$ROOT/bench/roofline.py" MIX="$ROOT/bench/attention_sass_mix.txt"
 
 # two kernels as cuobjdump -sass prints them. k_mma<64>: a 10-instruction loop (0x10..0xa0) with
-# 2 HMMA, 1 LDSM, 3 FFMA, 1 MUFU, 1 BAR, then an FFMA-only epilogue loop (0xc0..0xe0) that must
+# 2 HMMA, 1 LDSM, 3 FFMA, 1 MUFU, 1 BAR, 1 LDGSTS (cp.async), then an FFMA-only epilogue loop (0xc0..0xe0) that must
 # not count: 5 instructions per HMMA. k_fma<64>: a 7-instruction loop with 4 FFMA, 2 LDS.128:
 # 1.75 instructions per FFMA.
 cat >"$tmp/k.sass" <<'EOF'
@@ -25,7 +25,7 @@ cat >"$tmp/k.sass" <<'EOF'
         /*0060*/                   FFMA R10, R10, R3, -R9 ;
         /*0070*/                   MUFU.EX2 R8, R8 ;
         /*0080*/                   BAR.SYNC.DEFER_BLOCKING 0x0 ;
-        /*0090*/                   IADD3 R2, R2, 0x40, RZ ;
+        /*0090*/                   LDGSTS.E.BYPASS.128 [R5+0x900], desc[UR6][R48.64] ;
         /*00a0*/               @P0 BRA 0x10 ;
         /*00b0*/                   MOV R5, RZ ;
         /*00c0*/                   FFMA R8, R8, R3, R9 ;
@@ -45,7 +45,7 @@ cat >"$tmp/k.sass" <<'EOF'
 EOF
 python3 "$SASS_MIX" "$tmp/k.sass" --mma-table >"$tmp/mma.txt" 2>&1
 check "sass_mix --mma-table: k_mma<64> at 5 instructions per HMMA, its loop's classes" \
-  grep -qx 'k_mma<64> 5.000 10 2 1 3 0 0 1 0 0 1 0 0 0 0' "$tmp/mma.txt"
+  grep -qx 'k_mma<64> 5.000 10 2 1 3 0 0 1 0 0 1 0 0 0 0 1' "$tmp/mma.txt"
 check "sass_mix --mma-table: no line for the CUDA-core kernel" \
   bash -c "! grep -q '^k_fma' '$tmp/mma.txt'"
 python3 "$SASS_MIX" "$tmp/k.sass" --table >"$tmp/fma.txt" 2>&1

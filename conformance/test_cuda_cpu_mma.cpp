@@ -15,12 +15,19 @@
  * once (a case where an fp32 running sum would lose the small terms). The errors: a short
  * warp, a lane that exited, lanes at different calls, and a misaligned or non-shared
  * ldmatrix row, each naming the kernel. In the check build (test_cuda_cpu_mma_check) the
- * rows ldmatrix reads are loads the shared-memory race checker sees. */
+ * rows ldmatrix reads are loads the shared-memory race checker sees.
+ * The other instructions of fast/mma.cuh (fast/cuda_cpu/ptx_ops.h): ex2.approx.ftz within
+ * 2 ulp of 2^x in double, subnormals flushed; cp.async's copies land only at the
+ * wait_group that covers their group (wait_group 1 leaves the newest group in flight), with
+ * zero fill past the source size: a thread that reads before its wait sees the old bytes,
+ * and in the check build that read, and another warp's read after the wait without a
+ * barrier, are races naming the kernel; a misaligned or non-shared destination is an error. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "fast/cuda_cpu/bf16.h"
@@ -434,6 +441,120 @@ Test(cuda_cpu_mma, bad_ldmatrix_rows_are_errors_naming_the_kernel) {
     LAUNCH(ldmatrix_global_kernel, 1, 32, 0, 0)(out, rows.data());
     expect_error("ldmatrix_global_kernel", "lane 0's row address", "is not in shared memory");
 }
+
+/* ------------------------------------------------------------------ ex2.approx and cp.async */
+
+/* out[i] = ex2.approx.ftz(in[i]), one thread per value */
+__global__ void ex2_kernel(float *out, const float *in) { out[threadIdx.x] = ex2_approx_ftz(in[threadIdx.x]); }
+
+Test(cuda_cpu_mma, ex2_approx_is_2_to_the_x_within_2_ulp_subnormals_flushed) {
+    const float in[8] = {0.0f, 1.0f, -1.0f, 10.5f, -3.3219281f, 127.9f, -126.5f, -INFINITY};
+    float out[8];
+    LAUNCH(ex2_kernel, 1, 8, 0, 0)(out, in);
+    cr_assert_str_eq(launch_message(), "");
+    for (int i = 0; i < 6; i++) {
+        const double want = exp2((double)in[i]), ulp = ldexp(1.0, ilogb(want) - 23);
+        cr_expect_leq(fabs((double)out[i] - want), 2 * ulp, "ex2(%g) = %.9g, 2^x = %.9g", in[i], out[i], want);
+    }
+    cr_expect_eq(out[6], 0.0f, "2^-126.5 is subnormal: flushed to 0, got %g", out[6]);
+    cr_expect_eq(out[7], 0.0f, "2^-inf = 0, got %g", out[7]);
+    const float nan_in[2] = {NAN, INFINITY};
+    LAUNCH(ex2_kernel, 1, 2, 0, 0)(out, nan_in);
+    cr_expect(isnan(out[0]) && isinf(out[1]) && out[1] > 0, "NaN stays NaN, 2^inf = inf: %g %g", out[0], out[1]);
+}
+
+/* What a cp.async test kernel does wrong, or nothing. */
+enum CopyMode { COPY_RIGHT = 0, COPY_READ_BEFORE_WAIT, COPY_READ_NEWEST_AFTER_WAIT1, COPY_OTHER_WARP_NO_BARRIER };
+
+/* Block of 64: buf[2][64][8] b16, every byte first 0x7777 by its thread (plain stores, then a
+ * barrier); thread i
+ * copies src0 row i into buf[0][i] (group 0) and src1 row i into buf[1][i] (group 1, source size
+ * 16 for even threads, 8 for odd ones: the upper 8 bytes zero). out[i][0..16): what thread i
+ * reads of buf[0][i] and buf[1][i] where MODE says (out[i][16]: 1 when read at all). */
+template <int MODE> __global__ void cp_async_kernel(uint16_t *out, const uint16_t *src0, const uint16_t *src1) {
+    __shared__ __align__(16) uint16_t buf[2][64][8];
+    const int i = (int)threadIdx.x;
+    for (int e = 0; e < 8; e++) buf[0][i][e] = buf[1][i][e] = 0x7777;
+    __syncthreads();
+    cp_async_16(buf[0][i], src0 + i * 8, 16);
+    cp_async_commit();
+    cp_async_16(buf[1][i], src1 + i * 8, i % 2 ? 8 : 16);
+    cp_async_commit();
+    int r = i; /* the row this thread reads */
+    if (MODE == COPY_OTHER_WARP_NO_BARRIER) r = (i + 32) % 64; /* a row the other warp copied */
+    if (MODE == COPY_READ_BEFORE_WAIT)
+        for (int e = 0; e < 8; e++) out[i * 17 + e] = buf[0][r][e]; /* group 0 not waited for */
+    cp_async_wait<1>();
+    if (MODE == COPY_READ_NEWEST_AFTER_WAIT1)
+        for (int e = 0; e < 8; e++) out[i * 17 + 8 + e] = buf[1][r][e]; /* group 1 still in flight */
+    if (MODE == COPY_RIGHT || MODE == COPY_OTHER_WARP_NO_BARRIER) {
+        for (int e = 0; e < 8; e++) out[i * 17 + e] = buf[0][i][e]; /* its own copy, landed: no barrier needed */
+        cp_async_wait<0>();
+        if (MODE == COPY_RIGHT) __syncthreads(); /* the other warp's copies are visible after it */
+        for (int e = 0; e < 8; e++) out[i * 17 + 8 + e] = buf[1][r][e];
+    }
+    out[i * 17 + 16] = 1;
+}
+
+__global__ void cp_async_bad_destination_kernel(uint16_t *out, const uint16_t *src) {
+    __shared__ __align__(16) uint16_t buf[2][8];
+    cp_async_16(threadIdx.x == 3 ? out : buf[threadIdx.x % 2], src, 16); /* thread 3: global memory */
+    cp_async_wait<0>();
+}
+
+static void cp_async_rows(std::vector<uint16_t> &src0, std::vector<uint16_t> &src1) {
+    src0.resize(64 * 8), src1.resize(64 * 8);
+    for (int k = 0; k < 64 * 8; k++) src0[k] = (uint16_t)(k + 1), src1[k] = (uint16_t)(0x1000 + k);
+}
+
+Test(cuda_cpu_mma, cp_async_lands_at_its_wait_group) {
+    std::vector<uint16_t> src0, src1, out(64 * 17);
+    cp_async_rows(src0, src1);
+    for (int k = 0; k < 3; k++) {
+        cr_assert_eq(cuda_cpu::set_thread_order(orders[k]), 0);
+        std::fill(out.begin(), out.end(), 0);
+        LAUNCH(cp_async_kernel<COPY_RIGHT>, 1, 64, 0, 0)(out.data(), src0.data(), src1.data());
+        cr_assert_str_eq(launch_message(), "", "order %s", orders[k]);
+        int bad = 0;
+        for (int i = 0; i < 64; i++)
+            for (int e = 0; e < 8; e++) {
+                bad += out[i * 17 + e] != src0[i * 8 + e];
+                bad += out[i * 17 + 8 + e] != (i % 2 && e >= 4 ? 0 : src1[i * 8 + e]); /* zero past 8 source bytes */
+            }
+        cr_expect_eq(bad, 0, "order %s: %d values differ from the copies", orders[k], bad);
+    }
+    cuda_cpu::set_thread_order("forward");
+#if !VRL_CUDA_CPU_CHECK /* the plain layer: an early read sees the bytes as they were */
+    LAUNCH(cp_async_kernel<COPY_READ_BEFORE_WAIT>, 1, 64, 0, 0)(out.data(), src0.data(), src1.data());
+    cr_assert_str_eq(launch_message(), "");
+    cr_expect(out[5 * 17] == 0x7777 && out[5 * 17 + 7] == 0x7777, "read before the wait: not landed (%#x)", out[5 * 17]);
+    LAUNCH(cp_async_kernel<COPY_READ_NEWEST_AFTER_WAIT1>, 1, 64, 0, 0)(out.data(), src0.data(), src1.data());
+    cr_assert_str_eq(launch_message(), "");
+    cr_expect(out[5 * 17 + 8] == 0x7777, "wait_group 1 leaves the newest group in flight (%#x)", out[5 * 17 + 8]);
+#endif
+}
+
+Test(cuda_cpu_mma, cp_async_destination_errors_name_the_kernel) {
+    std::vector<uint16_t> src(8, 1), out(8);
+    LAUNCH(cp_async_bad_destination_kernel, 1, 32, 0, 0)(out.data(), src.data());
+    expect_error("cp_async_bad_destination_kernel", "thread (3,0,0): cp.async at", "is not 16-byte aligned shared memory");
+}
+
+#if VRL_CUDA_CPU_CHECK
+Test(cuda_cpu_mma, cp_async_reads_before_their_wait_are_races) {
+    std::vector<uint16_t> src0, src1, out(64 * 17);
+    cp_async_rows(src0, src1);
+    LAUNCH(cp_async_kernel<COPY_READ_BEFORE_WAIT>, 1, 64, 0, 0)(out.data(), src0.data(), src1.data());
+    expect_error("cp_async_kernel<COPY_READ_BEFORE_WAIT>", "shared-memory race (read before a cp.async landed)",
+                 "no cp.async.wait_group of this thread has completed it");
+    LAUNCH(cp_async_kernel<COPY_READ_NEWEST_AFTER_WAIT1>, 1, 64, 0, 0)(out.data(), src0.data(), src1.data());
+    expect_error("cp_async_kernel<COPY_READ_NEWEST_AFTER_WAIT1>", "shared-memory race (read before a cp.async landed)");
+    LAUNCH(cp_async_kernel<COPY_OTHER_WARP_NO_BARRIER>, 1, 64, 0, 0)(out.data(), src0.data(), src1.data());
+    expect_error("cp_async_kernel<COPY_OTHER_WARP_NO_BARRIER>", "shared-memory race");
+    LAUNCH(cp_async_kernel<COPY_RIGHT>, 1, 64, 0, 0)(out.data(), src0.data(), src1.data()); /* the same bytes, clean */
+    cr_expect_str_eq(launch_message(), "", "after the races, the right kernel is clean");
+}
+#endif
 
 /* ------------------------------------------------------------------ the race checker sees ldmatrix */
 #if VRL_CUDA_CPU_CHECK

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # test_mma_ptx.sh: the two definitions of every tensor-core instruction agree. fast/mma.cuh has
 # each instruction twice: inline PTX for nvcc, and a call into the CPU layer
-# (fast/cuda_cpu/tensor_core.h) for the CPU build. nvcc compiles conformance/mma_ptx_compile.cu
+# (fast/cuda_cpu/tensor_core.h, ptx_ops.h) for the CPU build. nvcc compiles conformance/mma_ptx_compile.cu
 # (one kernel per function of mma.cuh) to PTX, and each kernel's tensor-core instruction
-# (instruction, shape, layouts, .trans, types, and the number of registers in each operand)
+# (instruction, shape, layouts, .trans, types, the number of registers in each operand group and
+# the immediates; ex2.approx and cp.async's three instructions alike)
 # must be the one the CPU layer executes for the same kernel (mma_ptx_table, built from the same
 # source). Every function of mma.cuh's nvcc half must have its kernel. Then the same comparison
 # must FAIL on a copy of mma.cuh with .trans deleted from ldmatrix_x4_trans's asm, naming it
@@ -31,7 +32,7 @@ fi
 ptx_table() {
   "$NVCC" -std=c++17 -arch=sm_90 -ptx -I"$1" -I"$ROOT" -o "$2.ptx" "$ROOT/conformance/mma_ptx_compile.cu" || return 1
   awk '/^\.visible \.entry mma_ptx_/ { fn = $3; sub(/^mma_ptx_/, "", fn); sub(/\(.*/, "", fn) }
-       /^[ \t]*(mma|ldmatrix)\./ {
+       /^[ \t]*(mma|ldmatrix|ex2|cp\.async)\./ {
          line = $0; sub(/^[ \t]*/, "", line); sub(/;.*/, "", line)
          ins = line; sub(/[ \t].*/, "", ins); ops = substr(line, length(ins) + 1)
          out = ""
@@ -39,6 +40,8 @@ ptx_table() {
            g = substr(ops, RSTART, RLENGTH); ops = substr(ops, RSTART + RLENGTH)
            if (g ~ /^\[/) out = out " [1]"; else out = out " {" gsub(/,/, ",", g) + 1 "}"
          }
+         n = split(ops, rest, /[ \t,]+/)                 # then the immediates (sizes, wait_group N)
+         for (i = 1; i <= n; i++) if (rest[i] ~ /^[0-9]+$/) out = out " " rest[i]
          print fn, ins out
        }' "$2.ptx" >"$2"
 }
@@ -62,7 +65,7 @@ compare() {
 ptx_table "$tmp/none" "$tmp/ptx.txt" || { echo "FAIL: nvcc could not compile conformance/mma_ptx_compile.cu"; exit 1; }
 fail=0
 # every function of mma.cuh's nvcc half has a kernel (and so a row of the CPU table)
-for fn in $(sed -n '/^#else \/\* nvcc/,$p' "$ROOT/fast/mma.cuh" | grep -o 'void \(mma\|ldmatrix\)_[a-z0-9_]*(' | sed 's/^void //; s/($//'); do
+for fn in $(sed -n '/^#else \/\* nvcc/,$p' "$ROOT/fast/mma.cuh" | grep -o '\(void\|float\) \(mma\|ldmatrix\|ex2\|cp_async\)_[a-z0-9_]*(' | sed 's/^[a-z]* //; s/($//'); do
   if ! awk -v f="$fn" '$1 == f { found = 1 } END { exit !found }' "$tmp/table.txt"; then
     echo "FAIL: fast/mma.cuh's $fn has no kernel in conformance/mma_ptx_compile.cu (mma_ptx_table does not list it)"
     fail=1

@@ -1,15 +1,27 @@
-/* mma.cuh: the tensor-core instructions of fast/'s kernels, one device function each.
+/* mma.cuh: the PTX instructions of fast/'s tensor-core kernels that CUDA C has no function for,
+ * one device function each.
  *
  *   mma_m16n8k16_bf16(d, a, b, c)   mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32:
  *                                   D[16x8] = A[16x16]·B[16x8] + C[16x8], fp32 accumulation
  *   ldmatrix_x{1,2,4}(r, row)       ldmatrix.sync.aligned.m8n8.x{1,2,4}.shared.b16
  *   ldmatrix_x{1,2,4}_trans(r, row) the same with .trans (each matrix read column-major)
+ *   ex2_approx_ftz(x)               ex2.approx.ftz.f32: 2^x, subnormal inputs and results flushed to 0
+ *   cp_async_16(dst, src, n)        cp.async.cg.shared.global [dst], [src], 16, n: 16 bytes from
+ *                                   global to shared memory, the first n (0 or 16) read from src, the
+ *                                   rest zero, written at some point before this thread's
+ *                                   cp_async_wait that covers its group
+ *   cp_async_commit()               cp.async.commit_group: this thread's uncommitted copies become a group
+ *   cp_async_wait<N>()              cp.async.wait_group N: until at most the N newest groups of this
+ *                                   thread are in flight (its copies are visible to the thread;
+ *                                   to other threads after a barrier)
  *
  * Under nvcc they are inline PTX (sm_80 and later); in the CPU build (VRL_CUDA_CPU) they are
- * the layer's warp collectives (fast/cuda_cpu/tensor_core.h), which assemble the matrices
- * from the 32 lanes' fragments by the same layouts. All 32 lanes of the warp must call the
- * same function at the same place (PTX's .sync.aligned): the CPU layer reports a launch
- * error otherwise; on a GPU it is undefined behaviour.
+ * the layer's definitions: the warp collectives of fast/cuda_cpu/tensor_core.h, which
+ * assemble the matrices from the 32 lanes' fragments by the same layouts, and
+ * fast/cuda_cpu/ptx_ops.h for ex2 and cp.async (a copy lands only at its wait_group, so a
+ * read before it sees the old bytes and is a race the check build reports). All 32 lanes of
+ * the warp must call the tensor-core functions at the same place (PTX's .sync.aligned): the
+ * CPU layer reports a launch error otherwise; on a GPU it is undefined behaviour.
  *
  * Fragments, from the PTX ISA's "Matrix Fragments for mma.m16n8k16 with floating point type"
  * (9.7.14.5.8 in the 8.x editions; the numbers move between editions, the titles stay),
@@ -31,6 +43,7 @@
 #include <stdint.h>
 
 #if VRL_CUDA_CPU
+#include "fast/cuda_cpu/ptx_ops.h"
 #include "fast/cuda_cpu/tensor_core.h"
 
 /* Default arguments evaluated at the caller: the call site names the instruction in the
@@ -59,6 +72,12 @@ static inline void ldmatrix_x2_trans(uint32_t r[2], const void *row, VRL_MMA_SIT
 static inline void ldmatrix_x4_trans(uint32_t r[4], const void *row, VRL_MMA_SITE) {
     cuda_cpu::warp_ldmatrix(r, 4, 1, row, site_file, site_line);
 }
+static inline float ex2_approx_ftz(float x) { return cuda_cpu::ex2_approx_ftz(x); }
+static inline void cp_async_16(void *dst, const void *src, int src_bytes, VRL_MMA_SITE) {
+    cuda_cpu::async_copy_16(dst, src, src_bytes, site_file, site_line);
+}
+static inline void cp_async_commit(void) { cuda_cpu::async_copy_commit(); }
+template <int N> static inline void cp_async_wait(void) { cuda_cpu::async_copy_wait(N); }
 #undef VRL_MMA_SITE
 
 #else /* nvcc: inline PTX */
@@ -109,6 +128,23 @@ static __device__ __forceinline__ void ldmatrix_x4_trans(uint32_t r[4], const vo
                  : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                  : "r"(shared_window(row))
                  : "memory");
+}
+
+/* MUFU.EX2 without the range fix-ups exp2f adds for subnormals: not volatile, a pure function */
+static __device__ __forceinline__ float ex2_approx_ftz(float x) {
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+    return y;
+}
+/* "memory": the copy writes shared memory behind the compiler's back; .cg: through L2 only
+ * (the tile is read once from global per block) */
+static __device__ __forceinline__ void cp_async_16(void *dst, const void *src, int src_bytes) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(shared_window(dst)), "l"(src), "r"(src_bytes)
+                 : "memory");
+}
+static __device__ __forceinline__ void cp_async_commit(void) { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+template <int N> static __device__ __forceinline__ void cp_async_wait(void) {
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 }
 #endif
 

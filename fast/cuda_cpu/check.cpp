@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "fast/cuda_cpu/check.h"
+#include "fast/cuda_cpu/ptx_ops.h"
 
 /* the linker's bounds of the program's .bss, where static __shared__ arrays live */
 extern "C" char __bss_start[], _end[];
@@ -38,6 +39,8 @@ struct SharedByte {
     uint32_t wep, rep; /* epochs of the last write and read */
     uint16_t wth, rth; /* their threads (linear index) */
     int16_t rwarp;     /* the reader's warp in epoch rep; -2: several warps */
+    uint8_t pending;   /* 1: thread wth's cp.async (issued at wep) has not landed; stale in a later block */
+    uint8_t unused;    /* no padding: granules compare records with memcmp */
 };
 
 enum { W_INIT = 1, W_ATOMIC = 2, W_GUARD = 4 };
@@ -269,6 +272,16 @@ __attribute__((noinline, cold)) void shared_report(const SharedByte &s, int writ
     const int tid = cur_thread, warp = tid >> 5;
     char a[96], b[96], code[96];
     if (err[0]) return;
+    if (s.pending && s.wep >= block_epoch) { /* write 3 (a landing) cleared its own flag first */
+        thread_name(tid, a, sizeof a), thread_name(s.wth, b, sizeof b), code_at(pc, code, sizeof code);
+        const int own = s.wth == tid;
+        fail("shared-memory race (%s a cp.async landed) in kernel %s, block (%u,%u,%u): %s %s a byte %s%s cp.async "
+             "has not written yet: no cp.async.wait_group of %s has completed it (%s)",
+             write ? "write before" : "read before", ops[cur_op].what, cur_block_idx.x, cur_block_idx.y,
+             cur_block_idx.z, a, write == 2 ? "issues a cp.async to" : write ? "writes" : "reads", own ? "its own" : b,
+             own ? "" : "'s", own ? "this thread" : b, code);
+        return;
+    }
     if (!write) {
         if (s.wep < block_epoch) {
             thread_name(tid, a, sizeof a), code_at(pc, code, sizeof code);
@@ -300,13 +313,18 @@ __attribute__((noinline, cold)) void shared_report(const SharedByte &s, int writ
  * block, or written by another warp since the last barrier; a write when another warp wrote
  * or read it since the last barrier. */
 inline void shared_one(SharedByte &s, int write, int tid, int warp, const void *pc) {
+    const int pending = s.pending && s.wep >= block_epoch; /* an unlanded cp.async of this block */
     if (!write) {
-        if (s.wep < block_epoch || (s.wep == epoch && s.wth >> 5 != warp)) shared_report(s, 0, pc);
+        if (pending || s.wep < block_epoch || (s.wep == epoch && s.wth >> 5 != warp)) shared_report(s, 0, pc);
         if (s.rep != epoch) s.rep = epoch, s.rwarp = (int16_t)warp, s.rth = (uint16_t)tid;
         else if (s.rwarp != warp) s.rwarp = -2;
     } else {
-        if ((s.wep == epoch && s.wth >> 5 != warp) || (s.rep == epoch && s.rwarp != warp)) shared_report(s, 1, pc);
-        s.wep = epoch, s.wth = (uint16_t)tid;
+        /* write 1: a store; 2: a cp.async issued (its bytes pending until it lands); 3: it lands */
+        if (write == 3 && s.wth == tid) s.pending = 0; /* its own copy: the bytes it was holding */
+        if ((s.pending && s.wep >= block_epoch) || (s.wep == epoch && s.wth >> 5 != warp) ||
+            (s.rep == epoch && s.rwarp != warp))
+            shared_report(s, write, pc);
+        s.wep = epoch, s.wth = (uint16_t)tid, s.pending = write == 2;
     }
 }
 
@@ -367,7 +385,8 @@ struct LayerVar {
 };
 const LayerVar layer_vars[] = {{&thread_idx, sizeof thread_idx}, {&block_idx, sizeof block_idx},
                                {&block_dim, sizeof block_dim},   {&grid_dim, sizeof grid_dim},
-                               {(const void *)&in_atomic, sizeof in_atomic}};
+                               {(const void *)&in_atomic, sizeof in_atomic},
+                               {&ptx_last_op, sizeof ptx_last_op}, {&ptx_last_param, sizeof ptx_last_param}};
 uintptr_t layer_lo, layer_len; /* the span of them all: one compare rules most accesses out */
 int layer_variable(uintptr_t a) {
     for (const LayerVar &x : layer_vars)
@@ -598,6 +617,14 @@ void block_begin(uint3 block) {
 void set_thread(int linear) {
     cur_thread = linear;
     body = on > 0 && linear >= 0;
+}
+
+void async_copy_access(const void *p, size_t bytes, int landing) {
+#if VRL_CUDA_CPU_CHECK
+    if (body) access(p, bytes, landing ? 3 : 2, NULL);
+#else
+    (void)p, (void)bytes, (void)landing;
+#endif
 }
 
 void fiber_stacks(const void *p, size_t bytes) {

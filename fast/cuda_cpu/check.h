@@ -9,7 +9,8 @@
  * What it reports (each an error naming the kernel or the stream operation and the kind):
  *  - shared memory: two warps of a block touch one byte between two barriers, one writing
  *    (read-after-write, write-after-read, write-after-write); a read of a byte no thread of
- *    the block has written (uninitialised shared memory);
+ *    the block has written (uninitialised shared memory); an access to a byte a cp.async
+ *    will write before the wait_group that lands it (ptx_ops.h);
  *  - global memory (cudaMalloc blocks): within one launch, a non-atomic access to a word
  *    another block wrote, or a write to a word another block read (inter-block race); a
  *    kernel's read of a word nothing has written since cudaMalloc (uninitialised);
@@ -68,6 +69,9 @@ void launch_shared(char *dyn, size_t bytes);
 void block_begin(uint3 block);
 void set_thread(int linear);
 void barrier_released(const char *file, int line);
+/* cp.async (ptx_ops.cpp) by the running thread to shared [p, p+bytes): issued (landing 0):
+ * a write whose bytes any access before it lands is a hazard on; landed (1): written now. */
+void async_copy_access(const void *p, size_t bytes, int landing);
 /* [p, p+bytes) holds every fiber stack: a thread's own locals, never shared or tracked. */
 void fiber_stacks(const void *p, size_t bytes);
 

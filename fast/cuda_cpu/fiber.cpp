@@ -41,6 +41,7 @@
 #include "fast/cuda_cpu/asan.h"
 #include "fast/cuda_cpu/check.h"
 #include "fast/cuda_cpu/launch_state.h"
+#include "fast/cuda_cpu/ptx_ops.h"
 #include "fast/cuda_cpu/runtime.h"
 #include "fast/cuda_cpu/tensor_core.h"
 
@@ -255,6 +256,7 @@ void fiber_main(void *arg) {
     after_switch();
     for (;;) {
         B.body->run_thread();
+        async_copy_thread_end(); /* its cp.async copies never waited for land as it exits */
         t->state = DONE;
         Thread *n = HANDOVER ? next_in_round() : NULL;
         if (n && !n->stack) { /* not started: it runs here, as the next iteration of a loop */
@@ -556,6 +558,7 @@ int run_block(void) {
     }
     if (B.dyn_shared) memset(B.dyn_shared, 0xff, launch_smem()); /* shared memory starts as garbage (NaN) */
     check::block_begin(block_idx);
+    async_copy_block_begin(n);
     for (;;) {
         make_order(B.order, warps, order_config().kind, &rng_state);
         std::vector<int> warp_order = B.order;
@@ -602,6 +605,12 @@ uint64_t warp_collective(WarpOp op, unsigned mask, uint64_t value, int param, in
 }
 
 void *dynamic_shared(void) { return B.dyn_shared; }
+
+void thread_error(const char *what) {
+    char name[64] = "the host";
+    if (B.cur) thread_name(B.cur, name, sizeof name);
+    fail("%s: %s", name, what);
+}
 
 int vector_misaligned(const void *p, unsigned bytes, int write, const char *file, int line) {
     if ((uintptr_t)p % bytes == 0) return 0;

@@ -34,6 +34,10 @@ int env_switch(const char *name);
 /* The dynamic shared-memory bytes of the launch running now. */
 size_t launch_smem(void);
 
+/* The running thread misused an instruction the layer defines (ptx_ops.cpp): the launch's
+ * error, "thread (x,y,z): what", naming the kernel once the block stops (fiber.cpp). */
+void thread_error(const char *what);
+
 /* Run every block of a checked launch (fiber.cpp): 0, or -1 with msg naming the kernel. */
 int run_grid(const char *kernel, dim3 grid, dim3 block, LaunchBody *body, char *dyn_shared, char *msg, size_t msg_len);
 
