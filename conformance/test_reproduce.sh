@@ -402,6 +402,8 @@ if [ "$mode" = registered ]; then
   "$ef" --dry-run --tps 7000 --build "$build" --work "$tmp/epilot" --results "$tmp/epilot-results" > "$tmp/eff2.out" 2>&1
   contains "efficiency rule: b8's best lrs, ResFormer's at the edge" "$tmp/eff2.out" \
     "   b8: transformer 6e-3, resformer 2.4e-2 (at the grid's edge)"
+  contains "efficiency rule: the edge points it adds" "$tmp/eff2.out" \
+    "== the rule's edge points: pilot_resformer_lr4.8e-2-b8-seed2024 pilot_resformer_lr4.8e-2-b8-seed2025"
   contains "efficiency rule: no pilot, placeholders" "$tmp/eff2.out" "   b8-d48: transformer BEST_transformer_b8-d48, resformer BEST_resformer_b8-d48"
   check "efficiency: a dry run prints no analysis and writes no results" \
     sh -c "! grep -q -e '^## ' -e '^wrote ' -e 'Result:' '$tmp/eff2.out' && test ! -e '$tmp/epilot-results'"
@@ -465,6 +467,10 @@ if [ "$mode" = efficiency ]; then
       P["transformer b8-d96"] = "2.50 2.52 2.45 2.46 2.47 2.48 2.60 2.62"; P["resformer b8-d96"] = "2.45 2.46 2.40 2.41 2.38 2.39 2.37 2.36"
       for (k in P) { split(k, ms, " "); split(P[k], v, " ")
         for (j = 1; j <= 4; j++) for (q = 0; q < 2; q++) printf "pilot_%s_lr%s-%s-seed%d %s\n", ms[1], LRS[j], ms[2], 2024 + q, v[2 * j - 1 + q] }
+      # the rule'"'"'s edge points for the two bests at the grid'"'"'s edges: 1.5e-3 loses (3e-3 stays best,
+      # no longer at an edge), 4.8e-2 wins (best at the edge of the extended grid)
+      print "pilot_transformer_lr1.5e-3-b8-d48-seed2024 2.93\npilot_transformer_lr1.5e-3-b8-d48-seed2025 2.94"
+      print "pilot_resformer_lr4.8e-2-b8-d96-seed2024 2.35\npilot_resformer_lr4.8e-2-b8-d96-seed2025 2.36"
     }'
   }
   effruns > "$tmp/effruns"
@@ -486,9 +492,11 @@ if [ "$mode" = efficiency ]; then
   contains "pilot: the tied 1.2e-2 is not" "$tmp/power.out" "| b8 | transformer | 1.2e-2 | 2.4010 | 2.4050 | 2.4030 | |"
   contains "pilot: a diverged run scores +inf" "$tmp/power.out" "| b8 | transformer | 2.4e-2 | diverged (+∞) | 2.3000 | +∞ | |"
   contains "pilot: ResFormer b8" "$tmp/power.out" "| b8 | resformer | 1.2e-2 | 2.3300 | 2.3600 | 2.3450 | **best** |"
-  contains "pilot: best at the small edge" "$tmp/power.out" "| b8-d48 | transformer | 3e-3 | 2.9000 | 2.9100 | 2.9050 | **best** (at the grid's edge) |"
-  contains "pilot: best at the large edge" "$tmp/power.out" "| b8-d96 | resformer | 2.4e-2 | 2.3700 | 2.3600 | 2.3650 | **best** (at the grid's edge) |"
-  count_is "pilot: 24 rows, 6 best" "$tmp/power.out" "^\| b8(-d48|-d96)? \| (transformer|resformer) \| [0-9.e-]+ \|.*\|\$" 24
+  contains "pilot: the edge point below, worse" "$tmp/power.out" "| b8-d48 | transformer | 1.5e-3 | 2.9300 | 2.9400 | 2.9350 | |"
+  contains "pilot: best at the grid's small edge, inside the extended grid" "$tmp/power.out" "| b8-d48 | transformer | 3e-3 | 2.9000 | 2.9100 | 2.9050 | **best** |"
+  contains "pilot: the grid's large edge, beaten by its edge point" "$tmp/power.out" "| b8-d96 | resformer | 2.4e-2 | 2.3700 | 2.3600 | 2.3650 | |"
+  contains "pilot: the edge point above, best at the extended grid's edge" "$tmp/power.out" "| b8-d96 | resformer | 4.8e-2 | 2.3500 | 2.3600 | 2.3550 | **best** (at the grid's edge) |"
+  count_is "pilot: 26 rows (24 of the grid, 2 edge points), 6 best" "$tmp/power.out" "^\| b8(-d48|-d96)? \| (transformer|resformer) \| [0-9.e-]+ \|.*\|\$" 26
   count_is "pilot: one best per model and size" "$tmp/power.out" '\*\*best\*\*' 6
   # sd of -0.070, -0.046 (the tie resolved the other way would give -0.071, -0.045: 0.0184)
   contains "pilot: the paired sd at the chosen lrs" "$tmp/power.out" \
@@ -540,7 +548,8 @@ if [ "$mode" = efficiency ]; then
   # 1 + x mod 4, the median averaging the middle two, the 250th and 9,751st of 10,000 sorted medians.
   printf '%s\n' "eff_transformer_x2-b8-seed1338 2.700" "eff_resformer-b8-d48-seed1339 2.625" "eff_resformer-b8-d96-seed1339 2.725" > "$tmp/effruns2"
   effwrite "$tmp/effruns2"
-  EFF_LRS="6e-3 1.2e-2" EFF_PAIR_SEEDS="" "$ef" --seeds 1337,1338,1339,1340 --build "$build" --shared "$sh_" --work "$w" \
+  # (a two-point grid: every best is at its edge, and the rule's edge points are the made 3e-3 and 2.4e-2)
+  EFF_LRS="6e-3 1.2e-2" EFF_LR_BELOW=3e-3 EFF_LR_ABOVE=2.4e-2 EFF_PAIR_SEEDS="" "$ef" --seeds 1337,1338,1339,1340 --build "$build" --shared "$sh_" --work "$w" \
     --results "$res" > "$tmp/effcens.out" 2>&1 || { fails=$((fails + 1)); echo "FAIL the censored runs:"; tail -20 "$tmp/effcens.out"; }
   contains "censored: the median and its bootstrap interval" "$md" \
     "**Result: 1 of 4 seeds censored (the Transformer above ResFormer's loss even at 2 times the tokens), so the median: 1.268 times ResFormer's 614,400 tokens (95% percentile-bootstrap interval 0.904 to > 2.000; 10,000 resamples, seed 52; censored seeds ranked above every ratio).**"

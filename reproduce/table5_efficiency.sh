@@ -36,6 +36,7 @@ SCHED_OFFSET=1 # the first update trains at lr / 20, not 1e-7 (issue 52's fix; f
 
 EFF_SIZES=${EFF_SIZES:-"b8-d48 b8 b8-d96"}
 EFF_LRS=${EFF_LRS:-"3e-3 6e-3 1.2e-2 2.4e-2"}  # x1 (table5.sh's registered lr) to x8, factor 2
+EFF_LR_BELOW=${EFF_LR_BELOW:-1.5e-3} EFF_LR_ABOVE=${EFF_LR_ABOVE:-4.8e-2}  # the rule's one point beyond each edge
 EFF_PILOT_SEEDS=${EFF_PILOT_SEEDS:-"2024 2025"}
 EFF_BUDGETS=${EFF_BUDGETS:-"1.5 2"}            # beside the 1x run: three budgets
 EFF_PAIR_SEEDS=${EFF_PAIR_SEEDS-"1345 1346 1347 1348 1349 1350 1351 1352"}  # b8's pair only: Table 5's power
@@ -63,14 +64,19 @@ eff_final() {
 
 # eff_pilot_scores: EFF_SCORES, a line "SIZE MODEL LR SEED SCORE" for every pilot run of the grid:
 # SCORE is eff_final's, "missing" when the run is not done (each run read once: jq per run is the cost).
+# The edge points of the rule (EFF_LR_BELOW, EFF_LR_ABOVE) are read only where they were started
+# (eff_extend): a model and size whose grid best is inside the grid has none.
 eff_pilot_scores() {
     EFF_SCORES=""
-    for size in $EFF_SIZES; do for model in transformer resformer; do for lr in $EFF_LRS; do for seed in $EFF_PILOT_SEEDS; do
-        r=$RUNS/pilot_${model}_lr$lr-$size-seed$seed sc=missing
-        [ ! -f "$r/.done" ] || sc=$(eff_final "$r")
-        EFF_SCORES="$EFF_SCORES$size $model $lr $seed $sc
+    for size in $EFF_SIZES; do for model in transformer resformer; do for lr in $EFF_LR_BELOW $EFF_LRS $EFF_LR_ABOVE; do
+        case " $EFF_LRS " in *" $lr "*) ;; *) [ -d "$RUNS/pilot_${model}_lr$lr-$size-seed${EFF_PILOT_SEEDS%% *}" ] || continue ;; esac
+        for seed in $EFF_PILOT_SEEDS; do
+            r=$RUNS/pilot_${model}_lr$lr-$size-seed$seed sc=missing
+            [ ! -f "$r/.done" ] || sc=$(eff_final "$r")
+            EFF_SCORES="$EFF_SCORES$size $model $lr $seed $sc
 "
-    done; done; done; done
+        done
+    done; done; done
 }
 
 # eff_best MODEL SIZE: the registered rule on EFF_SCORES. The lr of EFF_LRS with the lowest mean over
@@ -124,8 +130,39 @@ best() {
     b=${BESTS#* "$1:$2="}
     [ "$b" != "$BESTS" ] && echo "${b%% *}" || echo "BEST_$1_$2"
 }
-# edge LR: " (at the grid's edge)" when LR is the first or last of EFF_LRS (the rule then adds a point)
-edge() { case $1 in "${EFF_LRS%% *}" | "${EFF_LRS##* }") echo " (at the grid's edge)" ;; esac; }
+# edge LR: " (at the grid's edge)" when LR is the first or last of EFF_LRS (the rule then adds a
+# point), " (at the edge of the extended grid)" when it is the added point itself
+edge() {
+    case $1 in
+    "${EFF_LRS%% *}" | "${EFF_LRS##* }") echo " (at the grid's edge)" ;;
+    "$EFF_LR_BELOW" | "$EFF_LR_ABOVE") echo " (at the edge of the extended grid)" ;;
+    esac
+}
+# The rule's edge points: a model and size whose best is at an edge of EFF_LRS gets the next point
+# beyond it with the same seeds, once; the rule is then applied to the five points.
+set --
+for size in $EFF_SIZES; do for model in transformer resformer; do
+    b=$(best $model "$size") x=""
+    [ "$b" != "${EFF_LRS%% *}" ] || x=$EFF_LR_BELOW
+    [ "$b" != "${EFF_LRS##* }" ] || x=$EFF_LR_ABOVE
+    [ -n "$x" ] || continue
+    variant=$( [ $model = transformer ] && echo baseline || echo resformer )
+    for seed in $EFF_PILOT_SEEDS; do
+        set -- "$@" "pilot_${model}_lr$x-$size-seed$seed $size $variant 1 $seed $STEPS $x"
+        pilot=$((pilot + 1))
+    done
+done; done
+if [ $# -gt 0 ]; then
+    echo "== the rule's edge points: $(for r in "$@"; do echo "$r"; done | awk '{ printf "%s%s", (NR > 1 ? " " : ""), $1 }')"
+    [ "$DRY" = 1 ] || mkdir -p $(for r in "$@"; do echo "$RUNS/${r%% *}"; done)  # started: eff_pilot_scores reads them
+    repro_parallel repro_train "$@"
+    eff_pilot_scores
+    BESTS=" "
+    for size in $EFF_SIZES; do for model in transformer resformer; do
+        b=$(eff_best $model "$size")
+        [ -z "$b" ] || BESTS="$BESTS$model:$size=$b "
+    done; done
+fi
 echo "== best lr per model and size (the rule of docs/reproduce.md; BEST_...: the pilot has not run):"
 for size in $EFF_SIZES; do
     bt=$(best transformer "$size") br=$(best resformer "$size")

@@ -158,15 +158,18 @@ eff_pilot_report() {
     for seed in $EFF_PILOT_SEEDS; do hdr="$hdr seed $seed |" sep="$sep---|"; done
     echo "$hdr mean | |"
     echo "$sep---|---|"
-    printf '%s' "$EFF_SCORES" | awk -v lrs="$EFF_LRS" -v bests="$bests" '
-    BEGIN { m = split(lrs, g, " "); first = last = g[1]; for (i = 2; i <= m; i++) { if (g[i] + 0 < first + 0) first = g[i]; if (g[i] + 0 > last + 0) last = g[i] } }
-    { key = $1 " " $2 " " $3; if (!(key in o)) { o[key] = ++k; name[k] = key; model[k] = $2; size[k] = $1; lr[k] = $3 } sc[k] = sc[k] " " $5 }
+    # a best at the lowest or highest lr piloted for its model and size (the grid's, or the rule's
+    # added point) is marked as at the edge
+    printf '%s' "$EFF_SCORES" | awk -v bests="$bests" '
+    { key = $1 " " $2 " " $3; if (!(key in o)) { o[key] = ++k; name[k] = key; model[k] = $2; size[k] = $1; lr[k] = $3 } sc[k] = sc[k] " " $5
+      ms = $1 " " $2; if (!(ms in lo) || $3 + 0 < lo[ms] + 0) lo[ms] = $3; if (!(ms in hi) || $3 + 0 > hi[ms] + 0) hi[ms] = $3 }
     END {
         for (j = 1; j <= k; j++) {
             line = "| " size[j] " | " model[j] " | " lr[j] " |"; n = split(sc[j], v, " "); s = 0; inf = 0
             for (i = 1; i <= n; i++) { if (v[i] == "nan") { inf = 1; line = line " diverged (+∞) |" } else { s += v[i]; line = line sprintf(" %.4f |", v[i]) } }
             line = line (inf ? " +∞ |" : sprintf(" %.4f |", s / n))
-            if (index(bests, " " model[j] ":" size[j] "=" lr[j] " ")) line = line ((lr[j] == first || lr[j] == last) ? " **best** (at the grid'"'"'s edge) |" : " **best** |")
+            ms = size[j] " " model[j]
+            if (index(bests, " " model[j] ":" size[j] "=" lr[j] " ")) line = line ((lr[j] == lo[ms] || lr[j] == hi[ms]) ? " **best** (at the grid'"'"'s edge) |" : " **best** |")
             else line = line " |"
             print line
         }
