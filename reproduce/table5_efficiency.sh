@@ -132,9 +132,11 @@ best() {
 }
 # edge LR: " (at the grid's edge)" when LR is the first or last of EFF_LRS (the rule then adds a
 # point), " (at the edge of the extended grid)" when it is the added point itself
+# (EDGE_MODEL, EDGE_SIZE: whose; a grid edge whose point beyond was piloted is no edge any more)
 edge() {
     case $1 in
-    "${EFF_LRS%% *}" | "${EFF_LRS##* }") echo " (at the grid's edge)" ;;
+    "${EFF_LRS%% *}") [ -d "$RUNS/pilot_${EDGE_MODEL}_lr$EFF_LR_BELOW-$EDGE_SIZE-seed${EFF_PILOT_SEEDS%% *}" ] || echo " (at the grid's edge)" ;;
+    "${EFF_LRS##* }") [ -d "$RUNS/pilot_${EDGE_MODEL}_lr$EFF_LR_ABOVE-$EDGE_SIZE-seed${EFF_PILOT_SEEDS%% *}" ] || echo " (at the grid's edge)" ;;
     "$EFF_LR_BELOW" | "$EFF_LR_ABOVE") echo " (at the edge of the extended grid)" ;;
     esac
 }
@@ -166,7 +168,7 @@ fi
 echo "== best lr per model and size (the rule of docs/reproduce.md; BEST_...: the pilot has not run):"
 for size in $EFF_SIZES; do
     bt=$(best transformer "$size") br=$(best resformer "$size")
-    echo "   $size: transformer $bt$(edge "$bt"), resformer $br$(edge "$br")"
+    echo "   $size: transformer $bt$(EDGE_MODEL=transformer EDGE_SIZE=$size edge "$bt"), resformer $br$(EDGE_MODEL=resformer EDGE_SIZE=$size edge "$br")"
 done
 if [ "$PILOT_ONLY" = 1 ]; then
     repro_estimate
