@@ -386,8 +386,8 @@ def model_modes(a, ks, shapes, model_flops, P):
     else:
         if (hd not in (64, 128)):
             sys.exit(f"roofline.py: --predict: no SASS figures of the mma kernels at head_dim {hd} (64 and 128 only)")
-        before = rm.read_rows(a.mix_file, hd, rm.row_states("before"))
-        after = rm.read_rows(a.mix_file, hd, rm.row_states("after"))
+        before = rm.read_rows(a.mix_file, hd, rm.row_states("before", hd))
+        after = rm.read_rows(a.mix_file, hd, rm.row_states("after", hd))
         rm.print_predict(ks, shapes, before, after, a.batch, a.seq, NH, hd, model_flops, head)
 
 

@@ -36,6 +36,7 @@ assumptions of the order microbenchmarks report; two constants are fitted on pub
 sources, the calibration table and the prediction.
 """
 import heapq
+import itertools
 import math
 
 # ---- hardware. Sources beside each figure.
@@ -173,18 +174,24 @@ BLOCKS_PER_SM = {
 }
 # BEFORE: faab088's kernels, the figures of the first prediction. AFTER: the kernels on main now.
 # When the backward's new rows land (helper bwd51's 'bwd51' lines), the switch is the one line
-# AFTER_BACKWARD = "bwd51", with their tiling and occupancy registered above under that name.
-FORWARD = ("attention_mma_forward_kernel",)
-BACKWARD = ("attention_mma_backward_dkdv_kernel", "attention_mma_backward_dq_kernel")
+# AFTER_BACKWARD = "bwd51", with their tiling and occupancy registered above under that name. A
+# state's kernels are its tilings' names ('forward' in the name: the forward's), so a state may
+# rename, split or merge the backward's kernels; the step's backward bytes are split among them.
 BEFORE_FORWARD, BEFORE_BACKWARD = "mma", "mma"
 AFTER_FORWARD = "fwd51"
 AFTER_BACKWARD = "mma"
 
 
-def row_states(when):
-    """{kernel: mix-file state} of the 'before' or 'after' kernels"""
+def is_forward(kernel):
+    return "forward" in kernel
+
+
+def row_states(when, hd):
+    """{kernel: mix-file state} of the 'before' or 'after' kernels at head_dim hd, forward first; a
+    state with no tiling registered keeps the 'mma' kernels' names (read_rows then refuses it)"""
     fwd, bwd = (BEFORE_FORWARD, BEFORE_BACKWARD) if when == "before" else (AFTER_FORWARD, AFTER_BACKWARD)
-    return {**{k: fwd for k in FORWARD}, **{k: bwd for k in BACKWARD}}
+    names = lambda state: list(TILINGS[state](hd) if state in TILINGS else our_tilings(hd))
+    return {**{k: fwd for k in names(fwd) if is_forward(k)}, **{k: bwd for k in names(bwd) if not is_forward(k)}}
 
 
 def read_rows(path, hd, states):
@@ -219,7 +226,7 @@ def read_rows(path, hd, states):
             raise SystemExit(f"roofline.py: {path}: '{state}' {name}<{hd}>: the SASS's {r['hmma']} HMMA and "
                              f"{r['ldsm']} LDSM a tile differ from its tiling's {t['hmma_warp']:g} and "
                              f"{t['smem_read_warp'] / 512:g}")
-    return found
+    return {name: found[name] for name in states}
 
 
 def fa2_forward_tiling(hd):
@@ -426,20 +433,21 @@ LABELS = {"attention_mma_forward_kernel": "attention fwd (mma.sync)",
           "attention_mma_backward_dkdv_kernel": "attention bwd dK/dV (mma.sync)",
           "attention_mma_backward_dq_kernel": "attention bwd dQ (mma.sync)"}
 def predict_step(ks, shapes, rows, B, T, NH, hd, gpu):
-    """[(name, calls, seconds, bound, note, kind)] of one step on `gpu`: GEMMs cuBLASLt-like,
+    """[(name, calls, seconds, bound, note, kind, index in ks)] of one step on `gpu`: GEMMs cuBLASLt-like,
     attention from the tilings and SASS of `rows` ({kernel: read_rows' figures}), the rest
     streaming"""
     mma, _ = fitted()
     out = []
-    for name, kind, count, fl, nb in ks:
+    for i, (name, kind, count, fl, nb) in enumerate(ks):
         if kind == "gemm":
             m, n, k = shapes[name]
             t, bound, cfg = gemm_time(m, n, k, nb, gpu)
-            out.append((name, count, t * count, bound, cfg, kind))
+            out.append((name, count, t * count, bound, cfg, kind, i))
         elif kind == "mem":
-            out.append((name, count, mem_time(nb, gpu) * count, "hbm", "", kind))
+            out.append((name, count, mem_time(nb, gpu) * count, "hbm", "", kind, i))
         elif kind in ("attn_fwd", "attn_bwd"):
-            parts = ([(k, nb) for k in FORWARD] if kind == "attn_fwd" else [(k, nb / len(BACKWARD)) for k in BACKWARD])
+            mine = [k for k in rows if is_forward(k) == (kind == "attn_fwd")]
+            parts = [(k, nb / len(mine)) for k in mine]
             for kernel, kb in parts:
                 r = rows[kernel]
                 t = TILINGS[r["state"]](hd)[kernel]
@@ -453,7 +461,7 @@ def predict_step(ks, shapes, rows, B, T, NH, hd, gpu):
                         f"{p['issue']:.0f}, tensor {p['tensor']:.0f}, shared {p['shared']:.0f}, latency "
                         f"{p['latency']:.0f} clk ({loads}; hiding the loads takes "
                         f"{blocks_to_hide(t, r['iph'], mma):.1f} blocks/SM, it has {b}); L2 reads {l2 / 1e12:.1f} TB/s")
-                out.append((LABELS[kernel], count, sec * count, bound, note, kind))
+                out.append((LABELS.get(kernel, kernel), count, sec * count, bound, note, kind, i))
         else:
             raise SystemExit(f"roofline.py: kernel '{name}' of kind '{kind}': bench/roofline_model.py has no model "
                              f"for that kind")
@@ -478,8 +486,8 @@ def print_predict(ks, shapes, before, after, B, T, NH, hd, model_flops, head):
     gpus = ("h100", "h200")
     res = {(g, w): predict_step(ks, shapes, rows, B, T, NH, hd, GPUS[g])
            for g in gpus for w, rows in (("before", before), ("after", after))}
-    states = lambda rows: ", ".join(f"{LABELS[k].split(' (')[0].replace('attention ', '')} '{rows[k]['state']}'"
-                                    for k in FORWARD + BACKWARD)
+    states = lambda rows: ", ".join(f"{LABELS.get(k, k).split(' (')[0].replace('attention ', '')} '{rows[k]['state']}'"
+                                    for k in rows)
     print(head)
     print(f"prediction (no GPU measured it): mma.sync attention at {mma:.3f} of the dense peak, wgmma GEMMs at "
           f"{wg:.3f} (both fitted, --calibrate); L2 {L2_LATENCY} / HBM {HBM_LATENCY} clocks assumed")
@@ -487,9 +495,15 @@ def print_predict(ks, shapes, before, after, B, T, NH, hd, model_flops, head):
           f"(bench/attention_sass_mix.txt)")
     print(f"{'kernel':44s} {'calls':>5s} {'H100 faab088':>12s} {'bound':7s} {'H100 now':>8s} {'bound':7s} "
           f"{'H200 faab088':>12s} {'bound':7s} {'H200 now':>8s} {'bound':7s} note (H100, now)")
-    for r1, r2, r3, r4 in zip(*(res[(g, w)] for g in gpus for w in ("before", "after"))):
-        print(f"{r2[0]:44s} {r2[1]:5d} {r1[2] * 1e3:12.2f} {r1[3]:7s} {r2[2] * 1e3:8.2f} {r2[3]:7s} "
-              f"{r3[2] * 1e3:12.2f} {r3[3]:7s} {r4[2] * 1e3:8.2f} {r4[3]:7s} {r2[4]}")
+    # one line a kernel; where before and now have different attention kernels (renamed, split or
+    # merged), a step entry's kernels pair in order and the missing side prints '-'
+    cell = lambda r, w: f"{r[2] * 1e3:{w}.2f} {r[3]:7s}" if r else f"{'-':>{w}s} {'':7s}"
+    for i in range(len(ks)):
+        cols = [[r for r in res[(g, w)] if r[6] == i] for g in gpus for w in ("before", "after")]
+        for r1, r2, r3, r4 in itertools.zip_longest(*cols):
+            name = (r2 or r1)[0] if not (r1 and r2) or r1[0] == r2[0] else f"{r1[0]} -> {r2[0]}"
+            print(f"{name:44s} {(r2 or r1)[1]:5d} {cell(r1, 12)} {cell(r2, 8)} {cell(r3, 12)} {cell(r4, 8)} "
+                  f"{r2[4] if r2 else ''}")
     mem_bytes = sum(k[2] * k[4] for k in ks if k[1] == "mem")
     for g in gpus:
         for w, tag in (("before", "faab088"), ("after", "now")):

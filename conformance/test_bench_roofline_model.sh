@@ -139,6 +139,22 @@ check "--predict with synthetic backward rows: faab088's dK/dV column kept, toda
            set -- \$(awk '/^attention bwd dK\/dV/ { print \$6, \$8, \$9 }' '$tmp/syn_pred.txt')
            [ \"\$1\" = \"\$old\" ] && [ \"\$3\" = issue ] && awk -v a=\"\$1\" -v b=\"\$2\" 'BEGIN { exit !(b > a) }' &&
            grep -q \"now = fwd 'fwd51', bwd dK/dV 'syn', bwd dQ 'syn'\" '$tmp/syn_pred.txt'"
+# a state whose backward is one kernel under a new name (synthetic 'one' rows: dK/dV's figures):
+# it takes the whole backward's bytes, pairs with faab088's first backward kernel, and faab088's
+# dQ prints '-' for now
+awk '$1 == "mma" && $2 ~ /dkdv/ { $1 = "one"; sub(/backward_dkdv/, "backward_one", $2) } { print }' "$MIX" >"$tmp/one.txt"
+cat "$MIX" >>"$tmp/one.txt"
+PYTHONPATH="$ROOT/bench" python3 -c "
+import sys, roofline, roofline_model as m
+m.AFTER_BACKWARD = 'one'
+m.TILINGS['one'] = lambda hd: {'attention_mma_backward_one_kernel': m.our_tilings(hd)['attention_mma_backward_dkdv_kernel']}
+m.BLOCKS_PER_SM['one'] = {('attention_mma_backward_one_kernel', hd): 4 for hd in (64, 128)}
+sys.argv = ['roofline.py', '--predict', '--mix-file', '$tmp/one.txt']
+roofline.main()" >"$tmp/one_pred.txt" 2>&1
+check "--predict with a renamed, merged backward: paired with faab088's dK/dV, dQ's now '-'" \
+  bash -c "grep -qE '^attention bwd dK/dV \(mma.sync\) -> attention_mma_backward_one_kernel +24 +[0-9.]+ shared +[0-9.]+ shared' '$tmp/one_pred.txt' &&
+           grep -qE '^attention bwd dQ \(mma.sync\) +24 +[0-9.]+ shared +- +[0-9.]+ shared +- *$' '$tmp/one_pred.txt' &&
+           grep -q \"now = fwd 'fwd51', attention_mma_backward_one_kernel 'one'\" '$tmp/one_pred.txt'"
 # a state with rows but nothing registered, and rows that disagree with their tiling
 expect_error "--predict: a backward state with no tiling registered" "state 'syn' of attention_mma_backward_dkdv_kernel<64>: no tiling" \
   env PYTHONPATH="$ROOT/bench" python3 -c "
