@@ -297,8 +297,8 @@ def main():
     ap.add_argument("--mma-sync-fraction", type=float, default=MMA_SYNC_FRACTION,
                     help="share of the 989.4 TFLOP/s dense bf16 peak mma.sync can reach on Hopper (assumed)")
     ap.add_argument("--predict", action="store_true",
-                    help="the step on an H100 and an H200 with today's kernels, each kernel with the resource that "
-                         "binds it (shared memory, load latency at its occupancy, loads as executed; "
+                    help="the step on an H100 and an H200 with today's kernels beside faab088's, each kernel with the "
+                         "resource that binds it (shared memory, load latency at its occupancy, loads as executed; "
                          "bench/roofline_model.py, docs/design/roofline.md)")
     ap.add_argument("--calibrate", action="store_true",
                     help="the model against published H100 figures (FlashAttention-2, cuBLAS)")
@@ -386,8 +386,9 @@ def model_modes(a, ks, shapes, model_flops, P):
     else:
         if (hd not in (64, 128)):
             sys.exit(f"roofline.py: --predict: no SASS figures of the mma kernels at head_dim {hd} (64 and 128 only)")
-        iph = read_mix(a.mix_file, "mma", hd, MMA_PRODUCTS)
-        rm.print_predict(ks, shapes, iph, MMA_BLOCKS_PER_SM, a.batch, a.seq, NH, hd, model_flops, head)
+        before = rm.read_rows(a.mix_file, hd, rm.row_states("before", hd))
+        after = rm.read_rows(a.mix_file, hd, rm.row_states("after", hd))
+        rm.print_predict(ks, shapes, before, after, a.batch, a.seq, NH, hd, model_flops, head)
 
 
 def print_mma(ks, peak, bw, a, hd, iph, model_flops, t_plan):

@@ -10,23 +10,33 @@ that binds it, from its tiling and its SASS figures:
            warp scheduler;
   shared   bytes through shared memory (ldmatrix reads, tile stores) over 32 banks x 4 B a clock;
   latency  the tile loads as executed: a rolled loop of plain 16-byte loads is one global round
-           trip per trip of the loop, and a block waits for all of them before its tile (no
-           cp.async, no double buffer); b blocks per SM overlap one block's wait with the
-           others' work (Little's law: to hide a latency the SM needs b >= (work + wait) / work);
+           trip per trip of the loop, and a block waits for all of them before its tile (faab088's
+           kernels); cp.async loads of a whole tile are one round trip issued `prefetch` tiles
+           ahead, exposed only where the latency exceeds the issue of the tiles between (issue 51's
+           forward); b blocks per SM overlap one block's wait with the others' work (Little's
+           law: to hide a latency the SM needs b >= (work + wait) / work);
   hbm      bytes through HBM over its bandwidth.
 
 One block-tile (a block's work on one streamed tile) costs max(issue, tensor, shared,
-(issue + exposed latency) / b) clocks of an SM; a kernel is its block-tiles spread over the SMs,
-plus one exposed round trip per block for its own rows. GEMMs are cuBLASLt-like: Hopper wgmma
+(issue + exposed latency) / b) clocks of an SM; a diagonal tile adds its mask's issue where the
+hot loop does not carry it. A block is its tiles plus a prologue and epilogue (its own rows'
+round trips and bytes); a kernel is its blocks scheduled in launch order on sms x b slots, so the
+uneven causal blocks leave a wave tail. GEMMs are cuBLASLt-like: Hopper wgmma
 tiles (128x256, 256x128, 128x128) and split-K, the best of them, in whole waves over the SMs.
 Memory-bound kernels: bytes over the bandwidth x the planned 80 % x the share Little's law
 allows at their occupancy.
+
+Which rows of bench/attention_sass_mix.txt price which kernel is chosen by name (TILINGS,
+BLOCKS_PER_SM, AFTER_FORWARD, AFTER_BACKWARD below): --predict prints faab088's kernels (the
+'mma' rows) beside today's.
 
 Nothing here was measured on a GPU. The hardware figures are the datasheets'; the latencies are
 assumptions of the order microbenchmarks report; two constants are fitted on published figures
 (calibrate()) and the rest of the published points check them. docs/design/roofline.md has the
 sources, the calibration table and the prediction.
 """
+import heapq
+import itertools
 import math
 
 # ---- hardware. Sources beside each figure.
@@ -52,6 +62,9 @@ SM_FLOP_PER_CLOCK = 4096.0  # the dense peak: one HMMA.16816 a clock per SM
 # block of their head, whose working set (a few MB) stays in the 50 MB L2: they pay the L2 figure.
 L2_LATENCY = 260
 HBM_LATENCY = 600
+# The causal mask on a diagonal tile, where the hot loop does not have it: ASSUMED 2 instructions a
+# score a lane (a compare of the key's index with the row's, a select of -inf), not from SASS
+MASK_INSTR_PER_SCORE = 2
 # planned share of the HBM bandwidth a streaming kernel reaches (roofline.py's EFFICIENCY["mem"])
 MEM_EFFICIENCY = 0.80
 # The two fitted constants (calibrate() prints the fit and the checks):
@@ -83,16 +96,22 @@ def trips(rows, hd, threads):
     return math.ceil(rows * hd * 2 / 16 / threads)
 
 
-def forward_tiling(hd, rows_per_warp, warps, keys, plain_loads):
+def forward_tiling(hd, rows_per_warp, warps, keys, plain_loads, mask_every_tile=False):
     """flash forward: S = Q·Kᵀ and O += P·V per key tile; Q's fragments stay in registers, each
-    warp reads the whole K and V tile by ldmatrix once"""
+    warp reads the whole K and V tile by ldmatrix once. plain_loads: rolled loops of plain loads,
+    one serial round trip a trip (faab088); else cp.async, the whole tile one round trip issued a
+    tile ahead (prefetch 1). The causal mask: in the hot loop (mask_every_tile, so in its SASS
+    count) or only on the diagonal tiles, priced there (MASK_INSTR_PER_SCORE)"""
     threads = 32 * warps
     return {"hmma_warp": rows_per_warp * keys * hd / 1024,
             "smem_read_warp": 2 * keys * hd * 2,
             "smem_write_block": 2 * keys * hd * 2,
-            "trips": 2 * trips(keys, hd, threads) if plain_loads else 0,
-            "own_trips": trips(warps * rows_per_warp, hd, threads),
-            "rows_block": warps * rows_per_warp, "stream": keys, "warps": warps}
+            "trips": 2 * trips(keys, hd, threads) if plain_loads else 1,
+            "prefetch": 0 if plain_loads else 1,
+            "own_trips": trips(warps * rows_per_warp, hd, threads) if plain_loads else 1,
+            "mask_warp": 0 if mask_every_tile else MASK_INSTR_PER_SCORE * rows_per_warp * keys / 32,
+            "own_bytes": 2 * warps * rows_per_warp * hd * 2 + 2 * keys * hd * 2,  # Q in, O out, tile 0
+            "rows_block": warps * rows_per_warp, "stream": keys, "warps": warps, "order": "longest"}
 
 
 def dkdv_tiling(hd, rows_per_warp, warps, rows):
@@ -104,8 +123,9 @@ def dkdv_tiling(hd, rows_per_warp, warps, rows):
             "smem_read_warp": 4 * rows * hd * 2 + 2 * rows_per_warp * hd * 2,
             "smem_write_block": 2 * rows * hd * 2 + 2 * rows * 4,
             "trips": 2 * trips(rows, hd, threads) + 1,  # Q, dO, then lse and D (one trip)
-            "own_trips": 2 * trips(warps * rows_per_warp, hd, threads),
-            "rows_block": warps * rows_per_warp, "stream": rows, "warps": warps}
+            "own_trips": 2 * trips(warps * rows_per_warp, hd, threads), "prefetch": 0, "mask_warp": 0,
+            "own_bytes": 4 * warps * rows_per_warp * hd * 2 + 2 * rows * hd * 2,  # K, V in, dK, dV out, tile 0
+            "rows_block": warps * rows_per_warp, "stream": rows, "warps": warps, "order": "longest"}
 
 
 def dq_tiling(hd, rows_per_warp, warps, rows):
@@ -117,24 +137,106 @@ def dq_tiling(hd, rows_per_warp, warps, rows):
             "smem_read_warp": 3 * rows * hd * 2 + 2 * rows_per_warp * hd * 2,
             "smem_write_block": 2 * rows * hd * 2,
             "trips": 2 * trips(rows, hd, threads),
-            "own_trips": 2 * trips(warps * rows_per_warp, hd, threads) + 1,
-            "rows_block": warps * rows_per_warp, "stream": rows, "warps": warps}
+            "own_trips": 2 * trips(warps * rows_per_warp, hd, threads) + 1, "prefetch": 0, "mask_warp": 0,
+            "own_bytes": 3 * warps * rows_per_warp * hd * 2 + 2 * rows * hd * 2,  # Q, dO in, dQ out, tile 0
+            "rows_block": warps * rows_per_warp, "stream": rows, "warps": warps, "order": "shortest"}
 
 
 def our_tilings(hd):
     """fast/attention_mma_*.cu at faab088: 4 warps of 16 rows; forward key tiles of 64; the
-    backward streams 32 rows (16 at head_dim 128); plain rolled loads everywhere"""
+    backward streams 32 rows (16 at head_dim 128); plain rolled loads everywhere, the causal mask
+    on every tile (in the hot loops' SASS)"""
     r = 16 if hd >= 128 else 32
-    return {"attention_mma_forward_kernel": forward_tiling(hd, 16, 4, 64, True),
+    return {"attention_mma_forward_kernel": forward_tiling(hd, 16, 4, 64, True, True),
             "attention_mma_backward_dkdv_kernel": dkdv_tiling(hd, 16, 4, r),
             "attention_mma_backward_dq_kernel": dq_tiling(hd, 16, 4, r)}
+
+
+def fwd51_tilings(hd):
+    """the forward after issue 51's rewrite (fast/attention_mma_forward.cu at bae2b3b): 4 warps of
+    16 queries, key tiles of 64 (32 at head_dim 128), cp.async double buffer, the mask only on the
+    diagonal tiles (straight-line code after the hot loop)"""
+    return {"attention_mma_forward_kernel": forward_tiling(hd, 16, 4, 64 if hd <= 64 else 32, False)}
+
+
+# ---- which rows of bench/attention_sass_mix.txt price which kernel. A state (the mix file's first
+# column) names one version of the kernels: TILINGS[state](hd) gives their tilings as executed,
+# BLOCKS_PER_SM[state] their occupancy (ptxas' registers and shared memory, 4 warps a block).
+TILINGS = {"mma": our_tilings, "fwd51": fwd51_tilings}
+# 'mma': docs/fast.md, "The static GPU check" (commit 6f7a923); 'fwd51': ptxas at bae2b3b, 137 and
+# 166 registers (36,864 and 34,816 B of shared memory): 3 blocks at both (docs/fast.md, "Attention
+# on tensor cores")
+BLOCKS_PER_SM = {
+    "mma": {("attention_mma_forward_kernel", 64): 3, ("attention_mma_forward_kernel", 128): 2,
+            ("attention_mma_backward_dkdv_kernel", 64): 4, ("attention_mma_backward_dkdv_kernel", 128): 2,
+            ("attention_mma_backward_dq_kernel", 64): 4, ("attention_mma_backward_dq_kernel", 128): 4},
+    "fwd51": {("attention_mma_forward_kernel", 64): 3, ("attention_mma_forward_kernel", 128): 3},
+}
+# BEFORE: faab088's kernels, the figures of the first prediction. AFTER: the kernels on main now.
+# When the backward's new rows land (helper bwd51's 'bwd51' lines), the switch is the one line
+# AFTER_BACKWARD = "bwd51", with their tiling and occupancy registered above under that name. A
+# state's kernels are its tilings' names ('forward' in the name: the forward's), so a state may
+# rename, split or merge the backward's kernels; the step's backward bytes are split among them.
+BEFORE_FORWARD, BEFORE_BACKWARD = "mma", "mma"
+AFTER_FORWARD = "fwd51"
+AFTER_BACKWARD = "mma"
+
+
+def is_forward(kernel):
+    return "forward" in kernel
+
+
+def row_states(when, hd):
+    """{kernel: mix-file state} of the 'before' or 'after' kernels at head_dim hd, forward first; a
+    state with no tiling registered keeps the 'mma' kernels' names (read_rows then refuses it)"""
+    fwd, bwd = (BEFORE_FORWARD, BEFORE_BACKWARD) if when == "before" else (AFTER_FORWARD, AFTER_BACKWARD)
+    names = lambda state: list(TILINGS[state](hd) if state in TILINGS else our_tilings(hd))
+    return {**{k: fwd for k in names(fwd) if is_forward(k)}, **{k: bwd for k in names(bwd) if not is_forward(k)}}
+
+
+def read_rows(path, hd, states):
+    """{kernel: {'state', 'iph', 'hmma', 'ldsm'}} from the mix file's lines of the states asked
+    (states: {kernel: state}) at head_dim hd; each checked against its state's tiling: the hot
+    loop's HMMA = the tiling's HMMA a warp a tile, its LDSM (x4, 512 B) = the ldmatrix bytes"""
+    found = {}
+    try:
+        with open(path, encoding="utf-8") as f:
+            for no, line in enumerate(f, 1):
+                parts = line.split()
+                if not parts or parts[0].startswith("#"):
+                    continue
+                name, _, rest = parts[1].partition("<") if len(parts) > 1 else ("", "", "")
+                if states.get(name) != parts[0] or rest != f"{hd}>":
+                    continue
+                try:
+                    found[name] = {"state": parts[0], "iph": float(parts[2]), "hmma": int(parts[4]),
+                                   "ldsm": int(parts[5])}
+                except (IndexError, ValueError):
+                    raise SystemExit(f"roofline.py: {path}:{no}: want 'STATE KERNEL<HD> IPH INSTR HMMA LDSM ...'")
+    except OSError as e:
+        raise SystemExit(f"roofline.py: {path}: {e.strerror}")
+    for name, state in states.items():
+        if name not in found:
+            raise SystemExit(f"roofline.py: {path}: no '{state}' line for {name} at head_dim {hd}")
+        if state not in TILINGS or (name, hd) not in BLOCKS_PER_SM.get(state, {}):
+            raise SystemExit(f"roofline.py: state '{state}' of {name}<{hd}>: no tiling or blocks per SM registered "
+                             f"for it in bench/roofline_model.py (TILINGS, BLOCKS_PER_SM)")
+        t, r = TILINGS[state](hd)[name], found[name]
+        if t["hmma_warp"] != r["hmma"] or t["smem_read_warp"] != 512 * r["ldsm"]:
+            raise SystemExit(f"roofline.py: {path}: '{state}' {name}<{hd}>: the SASS's {r['hmma']} HMMA and "
+                             f"{r['ldsm']} LDSM a tile differ from its tiling's {t['hmma_warp']:g} and "
+                             f"{t['smem_read_warp'] / 512:g}")
+    return {name: found[name] for name in states}
 
 
 def fa2_forward_tiling(hd):
     """FlashAttention-2's forward on an H100 at head_dim 128 (flash_fwd_launch_template.h,
     run_mha_fwd_hdim128, not sm8x: Flash_fwd_kernel_traits<128, kBlockM 128, kBlockN 64, 4 warps>):
-    32 query rows a warp, cp.async loads issued a tile ahead (no exposed round trip)"""
-    return forward_tiling(hd, 32, 4, 64, False)
+    32 query rows a warp, cp.async loads issued a tile ahead, the mask on the diagonal tiles only
+    (its n_masking_steps), query blocks launched shortest first (m_block = blockIdx.x)"""
+    t = forward_tiling(hd, 32, 4, 64, False)
+    t["order"] = "shortest"
+    return t
 
 
 # FA2's forward at hd 128 holds 255 registers a thread (FA2's own launch notes) and 64 KB of
@@ -147,38 +249,75 @@ FA2_BLOCKS_PER_SM = 2
 FA2_IPH = (256 + 64 + 5 * 64 + 60) / 256
 
 
-def block_tile(t, iph, blocks, gpu, rate, latency=L2_LATENCY):
-    """(clocks of an SM per block-tile, {resource: clocks}) of one tiling"""
+def block_tile(t, iph, blocks, gpu, rate, latency=L2_LATENCY, diagonal=False):
+    """(clocks of an SM per block-tile, {resource: clocks}) of one tiling. A block's own cycle on
+    a tile is its issue and its exposed wait: with plain loads (prefetch 0) the whole round trips;
+    with loads issued `prefetch` tiles ahead, what the latency exceeds the issue of the tiles in
+    between; b blocks per SM share that cycle (Little's law). diagonal: a diagonal tile, its mask
+    priced as issue (tilings whose hot loop masks every tile have it in iph)"""
     warps = t["warps"]
-    issue = iph * t["hmma_warp"]
+    issue = iph * t["hmma_warp"] + (t["mask_warp"] if diagonal else 0)
     tensor = warps * t["hmma_warp"] / rate
     shared = (warps * t["smem_read_warp"] + t["smem_write_block"]) / SHARED_BYTES_PER_CLOCK
-    wait = t["trips"] * latency
+    if t["prefetch"] == 0:
+        wait = t["trips"] * latency
+    else:
+        wait = max(0.0, t["trips"] * latency / t["prefetch"] - issue)
     lat = (issue + wait) / blocks
     parts = {"issue": issue, "tensor": tensor, "shared": shared, "latency": lat}
     return max(parts.values()), parts
 
 
-def attention_time(t, iph, blocks, gpu, rate, n_blocks, tiles, flops_exec, hbm_bytes):
-    """seconds of one attention kernel: `tiles` block-tiles and `n_blocks` blocks over the GPU,
-    and the binding resource"""
+def schedule(lengths, slots):
+    """clocks until the last of `lengths` (block durations, in launch order) ends when each starts
+    on the first of `slots` block slots to free up: the wave tails of uneven causal blocks"""
+    if len(lengths) <= slots:
+        return max(lengths, default=0.0)
+    ends = sorted(lengths[:slots])
+    heapq.heapify(ends)
+    for d in lengths[slots:]:
+        heapq.heappush(ends, heapq.heappop(ends) + d)
+    return max(ends)
+
+
+def attention_time(t, iph, blocks, gpu, rate, B, NH, T, causal, hbm_bytes):
+    """(seconds, binding resource, {resource: clocks a block-tile}, block-tiles) of one attention
+    kernel: B·NH heads of blocks, each block its tiles (the diagonal ones with their mask) at the
+    SM's shared rate, plus one HBM round trip a wait for its own rows, scheduled over sms x blocks
+    slots in launch order"""
     per, parts = block_tile(t, iph, blocks, gpu, rate)
+    per_d, _ = block_tile(t, iph, blocks, gpu, rate, diagonal=True)
     sms, clock = gpu["sms"], gpu["clock"]
-    own = n_blocks * t["own_trips"] * HBM_LATENCY / blocks  # each block's own rows, one wait each
-    t_sm = (tiles * per + own) / sms / clock
+    # a block's prologue and epilogue, not overlapped with its tiles: its own rows' round trips and
+    # their bytes (with the first streamed tile) at the SM's share of the HBM bandwidth
+    own = t["own_trips"] * HBM_LATENCY + t["own_bytes"] / (gpu["hbm"] / sms / clock)
+    n = -(-T // t["rows_block"])
+    n_stream = -(-T // t["stream"])
+    lengths = []
+    for i in range(n):
+        if causal:
+            k = min(n_stream, -(-((i + 1) * t["rows_block"]) // t["stream"]))
+            d = min(k, -(-t["rows_block"] // t["stream"]))
+        else:
+            k, d = n_stream, 0
+        lengths.append(((k - d) * per + d * per_d) * blocks + own)
+    if t["order"] == "longest":
+        lengths.sort(reverse=True)
+    t_sm = schedule(lengths * (B * NH), sms * blocks) / clock
     t_hbm = hbm_bytes / (gpu["hbm"] * MEM_EFFICIENCY)
     bound = max(parts, key=parts.get)
     if t_hbm > t_sm:
         bound = "hbm"
-    return max(t_sm, t_hbm), bound, parts
+    tiles = B * NH * (causal_tiles(T, t["rows_block"], t["stream"])[1] if causal else n * n_stream)
+    return max(t_sm, t_hbm), bound, parts, tiles
 
 
 def blocks_to_hide(t, iph, rate, latency=L2_LATENCY):
-    """Little's law in blocks: a block's tile is its work plus its wait for the loads; the SM
-    stays busy when the other blocks' work covers that wait, b >= (work + wait) / work"""
+    """Little's law in blocks: a block's tile is its work plus its exposed wait for the loads; the
+    SM stays busy when the other blocks' work covers that wait, b >= (work + wait) / work"""
     _, p = block_tile(t, iph, 1, None, rate, latency)
     work = max(p["issue"], p["tensor"], p["shared"])
-    return (p["issue"] + t["trips"] * latency) / work
+    return p["latency"] / work
 
 
 def little(gpu, blocks, warps, latency=L2_LATENCY):
@@ -233,16 +372,9 @@ def fa2_forward(gpu, T, causal, rate, hd=128, heads=16):
     (batch x seqlen 16k, 16 heads of 128)"""
     B = 16384 // T
     t = fa2_forward_tiling(hd)
-    if causal:
-        n, tiles = causal_tiles(T, t["rows_block"], t["stream"])
-    else:
-        n = -(-T // t["rows_block"])
-        tiles = n * -(-T // t["stream"])
-    n_blocks, tiles = n * B * heads, tiles * B * heads
     flops = 4.0 * B * heads * T * T * hd / (2 if causal else 1)
     hbm = B * T * heads * hd * 2 * 4  # Q, K, V read, O written
-    sec, bound, _ = attention_time(t, FA2_IPH, FA2_BLOCKS_PER_SM, gpu, rate, n_blocks, tiles,
-                                   flops, hbm)
+    sec, bound, _, _ = attention_time(t, FA2_IPH, FA2_BLOCKS_PER_SM, gpu, rate, B, heads, T, causal, hbm)
     return flops / sec, bound
 
 
@@ -300,54 +432,94 @@ def calibration():
 LABELS = {"attention_mma_forward_kernel": "attention fwd (mma.sync)",
           "attention_mma_backward_dkdv_kernel": "attention bwd dK/dV (mma.sync)",
           "attention_mma_backward_dq_kernel": "attention bwd dQ (mma.sync)"}
-def predict_step(ks, shapes, iph, blocks_per_sm, B, T, NH, hd, gpu):
-    """[(name, calls, seconds, bound, note)] of one step on `gpu` with today's kernels: GEMMs
-    cuBLASLt-like, attention from its tiling and SASS (iph), the rest streaming"""
+def predict_step(ks, shapes, rows, B, T, NH, hd, gpu):
+    """[(name, calls, seconds, bound, note, kind, index in ks)] of one step on `gpu`: GEMMs cuBLASLt-like,
+    attention from the tilings and SASS of `rows` ({kernel: read_rows' figures}), the rest
+    streaming"""
     mma, _ = fitted()
-    rows = []
-    tilings = our_tilings(hd)
-    for name, kind, count, fl, nb in ks:
+    out = []
+    for i, (name, kind, count, fl, nb) in enumerate(ks):
         if kind == "gemm":
             m, n, k = shapes[name]
             t, bound, cfg = gemm_time(m, n, k, nb, gpu)
-            rows.append((name, count, t * count, bound, cfg, kind))
+            out.append((name, count, t * count, bound, cfg, kind, i))
         elif kind == "mem":
-            rows.append((name, count, mem_time(nb, gpu) * count, "hbm", "", kind))
-        else:
-            parts = ([("attention_mma_forward_kernel", nb)] if kind == "attn_fwd"
-                     else [("attention_mma_backward_dkdv_kernel", nb / 2), ("attention_mma_backward_dq_kernel", nb / 2)])
+            out.append((name, count, mem_time(nb, gpu) * count, "hbm", "", kind, i))
+        elif kind in ("attn_fwd", "attn_bwd"):
+            mine = [k for k in rows if is_forward(k) == (kind == "attn_fwd")]
+            parts = [(k, nb / len(mine)) for k in mine]
             for kernel, kb in parts:
-                t = tilings[kernel]
-                n, tiles = causal_tiles(T, t["rows_block"], t["stream"])
-                nblk, tiles = n * B * NH, tiles * B * NH
+                r = rows[kernel]
+                t = TILINGS[r["state"]](hd)[kernel]
+                b = BLOCKS_PER_SM[r["state"]][(kernel, hd)]
+                sec, bound, p, tiles = attention_time(t, r["iph"], b, gpu, mma, B, NH, T, True, kb)
                 fexec = tiles * t["warps"] * t["hmma_warp"] * HMMA_FLOP
-                b = blocks_per_sm[(kernel, hd)]
-                sec, bound, p = attention_time(t, iph[kernel], b, gpu, mma, nblk, tiles, fexec, kb)
-                note = (f"{fexec / sec / 1e12:.0f} TFLOP/s executed; per block-tile issue {p['issue']:.0f}, tensor "
-                        f"{p['tensor']:.0f}, shared {p['shared']:.0f}, latency {p['latency']:.0f} clk "
-                        f"({t['trips']} round trips; hiding them takes {blocks_to_hide(t, iph[kernel], mma):.1f} "
-                        f"blocks/SM, it has {b})")
-                rows.append((LABELS[kernel], count,
-                             sec * count, bound, note, kind))
-    return rows
+                l2 = tiles * t["smem_write_block"] / sec  # the streamed tiles, L2 to the SMs
+                loads = (f"{t['trips']} round trips a tile" if t["prefetch"] == 0 else
+                         f"cp.async {t['prefetch']} tile ahead, {t['mask_warp']:.0f} mask instr/warp on the diagonal")
+                note = (f"['{r['state']}' rows] {fexec / sec / 1e12:.0f} TFLOP/s executed; per block-tile issue "
+                        f"{p['issue']:.0f}, tensor {p['tensor']:.0f}, shared {p['shared']:.0f}, latency "
+                        f"{p['latency']:.0f} clk ({loads}; hiding the loads takes "
+                        f"{blocks_to_hide(t, r['iph'], mma):.1f} blocks/SM, it has {b}); L2 reads {l2 / 1e12:.1f} TB/s")
+                out.append((LABELS.get(kernel, kernel), count, sec * count, bound, note, kind, i))
+        else:
+            raise SystemExit(f"roofline.py: kernel '{name}' of kind '{kind}': bench/roofline_model.py has no model "
+                             f"for that kind")
+    return out
 
 
-def print_predict(ks, shapes, iph, blocks_per_sm, B, T, NH, hd, model_flops, head):
+def step_sums(res, model_flops, gpu):
+    """(step s, MFU of the dense peak, attention s, GEMM s, memory-bound s) of predict_step's rows"""
+    t = sum(r[2] for r in res)
+    att = sum(r[2] for r in res if r[5].startswith("attn"))
+    gem = sum(r[2] for r in res if r[5] == "gemm")
+    return t, model_flops / t / (SM_FLOP_PER_CLOCK * gpu["sms"] * gpu["clock"]), att, gem, t - att - gem
+
+
+WHAT_IF_MEM_BYTES = 35e9  # issue 51's goal for the memory-bound kernels' bytes a step
+
+
+def print_predict(ks, shapes, before, after, B, T, NH, hd, model_flops, head):
+    """the step on an H100 and an H200, each kernel with faab088's figure (before: the 'mma' rows)
+    beside today's (after), each with its binding resource"""
     mma, wg = fitted()
-    res = {g: predict_step(ks, shapes, iph, blocks_per_sm, B, T, NH, hd, GPUS[g]) for g in ("h100", "h200")}
+    gpus = ("h100", "h200")
+    res = {(g, w): predict_step(ks, shapes, rows, B, T, NH, hd, GPUS[g])
+           for g in gpus for w, rows in (("before", before), ("after", after))}
+    states = lambda rows: ", ".join(f"{LABELS.get(k, k).split(' (')[0].replace('attention ', '')} '{rows[k]['state']}'"
+                                    for k in rows)
     print(head)
     print(f"prediction (no GPU measured it): mma.sync attention at {mma:.3f} of the dense peak, wgmma GEMMs at "
           f"{wg:.3f} (both fitted, --calibrate); L2 {L2_LATENCY} / HBM {HBM_LATENCY} clocks assumed")
-    print(f"{'kernel':44s} {'calls':>5s} {'H100 ms':>8s} {'bound':7s} {'H200 ms':>8s} {'bound':7s} note (H100)")
-    for r1, r2 in zip(res["h100"], res["h200"]):
-        print(f"{r1[0]:44s} {r1[1]:5d} {r1[2] * 1e3:8.2f} {r1[3]:7s} {r2[2] * 1e3:8.2f} {r2[3]:7s} {r1[4]}")
-    for g in ("h100", "h200"):
-        t = sum(r[2] for r in res[g])
-        att = sum(r[2] for r in res[g] if r[5].startswith("attn"))
-        gem = sum(r[2] for r in res[g] if r[5] == "gemm")
-        print(f"{GPUS[g]['name']}: step {t * 1e3:.1f} ms, MFU {100 * model_flops / t / (SM_FLOP_PER_CLOCK * GPUS[g]['sms'] * GPUS[g]['clock']):.1f}% "
-              f"of 989 TFLOP/s; attention {att * 1e3:.1f} ms, GEMMs {gem * 1e3:.1f} ms, the rest {(t - att - gem) * 1e3:.1f} ms; "
-              f"{B * T / t:,.0f} tokens/s")
+    print(f"faab088 = the kernels the first prediction priced ({states(before)}); now = {states(after)} "
+          f"(bench/attention_sass_mix.txt)")
+    print(f"{'kernel':44s} {'calls':>5s} {'H100 faab088':>12s} {'bound':7s} {'H100 now':>8s} {'bound':7s} "
+          f"{'H200 faab088':>12s} {'bound':7s} {'H200 now':>8s} {'bound':7s} note (H100, now)")
+    # one line a kernel; where before and now have different attention kernels (renamed, split or
+    # merged), a step entry's kernels pair in order and the missing side prints '-'
+    cell = lambda r, w: f"{r[2] * 1e3:{w}.2f} {r[3]:7s}" if r else f"{'-':>{w}s} {'':7s}"
+    for i in range(len(ks)):
+        cols = [[r for r in res[(g, w)] if r[6] == i] for g in gpus for w in ("before", "after")]
+        for r1, r2, r3, r4 in itertools.zip_longest(*cols):
+            name = (r2 or r1)[0] if not (r1 and r2) or r1[0] == r2[0] else f"{r1[0]} -> {r2[0]}"
+            print(f"{name:44s} {(r2 or r1)[1]:5d} {cell(r1, 12)} {cell(r2, 8)} {cell(r3, 12)} {cell(r4, 8)} "
+                  f"{r2[4] if r2 else ''}")
+    mem_bytes = sum(k[2] * k[4] for k in ks if k[1] == "mem")
+    for g in gpus:
+        for w, tag in (("before", "faab088"), ("after", "now")):
+            t, mfu, att, gem, rest = step_sums(res[(g, w)], model_flops, GPUS[g])
+            print(f"{GPUS[g]['name']} {tag}: step {t * 1e3:.1f} ms, MFU {100 * mfu:.1f}% of 989 TFLOP/s; attention "
+                  f"{att * 1e3:.1f} ms, GEMMs {gem * 1e3:.1f} ms, the rest {rest * 1e3:.1f} ms; {B * T / t:,.0f} tokens/s")
+    if mem_bytes <= WHAT_IF_MEM_BYTES:
+        print(f"the memory-bound kernels move {mem_bytes / 1e9:.1f} GB, within issue 51's "
+              f"{WHAT_IF_MEM_BYTES / 1e9:.0f} GB: no what-if")
+        return
+    for g in gpus:
+        t, _, att, gem, rest = step_sums(res[(g, "after")], model_flops, GPUS[g])
+        t2 = att + gem + rest * WHAT_IF_MEM_BYTES / mem_bytes
+        print(f"WHAT-IF, not today's bytes: {GPUS[g]['name']} now with the memory-bound kernels' "
+              f"{mem_bytes / 1e9:.1f} GB cut to {WHAT_IF_MEM_BYTES / 1e9:.0f} GB (their time in proportion): step "
+              f"{t2 * 1e3:.1f} ms, MFU {100 * model_flops / t2 / (SM_FLOP_PER_CLOCK * GPUS[g]['sms'] * GPUS[g]['clock']):.1f}%")
 
 
 def print_bytes(ks, head):

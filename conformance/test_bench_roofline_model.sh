@@ -3,7 +3,9 @@
 # --predict, --calibrate and --bytes, on inputs whose answers are worked by hand: a tiling's
 # shared-memory bound, its load loops' trips, Little's law in blocks, a GEMM's and a streaming
 # kernel's time, one kernel's bytes; the tilings against the ldmatrix counts of the committed SASS
-# mix; the figures docs/design/roofline.md prints. No GPU, no nvcc.
+# mix; the forward's new rows (fwd51: cp.async a tile ahead, the mask on the diagonal) beside
+# faab088's; the switch a new backward's rows take (on synthetic rows); the figures
+# docs/design/roofline.md prints. No GPU, no nvcc.
 # usage: test_bench_roofline_model.sh REPO_ROOT
 set -u
 ROOT=$1
@@ -26,11 +28,30 @@ assert abs(p['issue'] - 11.234 * 64) < 1e-9 and p['tensor'] == 4 * 64 / 0.5
 assert abs(m.blocks_to_hide(t, 11.234, 0.5) - (11.234 * 64 + 2080) / (11.234 * 64)) < 1e-9
 assert abs(p['latency'] - (11.234 * 64 + 2080) / 3) < 1e-9"
 # FlashAttention-2's hd 128 tiling: 32 rows a warp, 64 keys: 256 HMMA/warp; (4 x 32768 + 32768) / 128
-# = 1280 shared clocks; cp.async: no exposed trip
-check "FA2 tiling hd 128: 256 HMMA/warp, 1280 shared clocks, no exposed trip" py "
+# = 1280 shared clocks; cp.async a tile ahead: one round trip, covered by the tile's issue
+check "FA2 tiling hd 128: 256 HMMA/warp, 1280 shared clocks, one trip a tile ahead, none exposed" py "
 t = m.fa2_forward_tiling(128)
 _, p = m.block_tile(t, 2.7, 2, None, 0.5)
-assert t['hmma_warp'] == 256 and p['shared'] == 1280 and t['trips'] == 0, (t, p)"
+assert t['hmma_warp'] == 256 and p['shared'] == 1280 and (t['trips'], t['prefetch']) == (1, 1), (t, p)
+assert p['latency'] == 2.7 * 256 / 2, p"
+# issue 51's forward at hd 64 (the fwd51 row: 5.422 instructions per HMMA): issue 5.422 x 64 =
+# 347.0 clocks covers the 260-clock round trip issued a tile ahead: latency 347.0 / 3 blocks. At
+# 2 instructions per HMMA (128 clocks) 132 clocks stay exposed: (128 + 132) / 3. A diagonal tile
+# adds 2 instructions a score a lane: 16 rows x 64 keys / 32 lanes x 2 = 64 clocks of issue.
+check "fwd51 tiling hd 64: the prefetched trip hidden at 5.42 iph, 132 clocks exposed at 2, the mask 64" py "
+t = m.fwd51_tilings(64)['attention_mma_forward_kernel']
+_, p = m.block_tile(t, 5.422, 3, None, 0.5)
+assert (t['hmma_warp'], t['stream'], t['trips'], t['prefetch']) == (64, 64, 1, 1), t
+assert abs(p['latency'] - 5.422 * 64 / 3) < 1e-9, p
+_, p = m.block_tile(t, 2.0, 3, None, 0.5)
+assert abs(p['latency'] - 260 / 3) < 1e-9, p
+_, p = m.block_tile(t, 5.422, 3, None, 0.5, diagonal=True)
+assert abs(p['issue'] - (5.422 * 64 + 64)) < 1e-9, p
+assert m.fwd51_tilings(128)['attention_mma_forward_kernel']['stream'] == 32"
+# the wave tail: blocks of 3, 1, 1, 1 clocks on 2 slots end at 3 launched longest first, at 4
+# launched shortest first (1, 1, 1, 3: the 3 starts at 1)
+check "schedule: longest first 3 clocks, shortest first 4" py "
+assert m.schedule([3, 1, 1, 1], 2) == 3 and m.schedule([1, 1, 1, 3], 2) == 4"
 # the backward: dK/dV at hd 64 streams 32 queries: 64 HMMA, 4·32·64·2 + 2·16·64·2 = 20480 B of
 # ldmatrix per warp, 2 x 2 trips (Q, dO) + 1 (lse, D); dQ 48 HMMA, 3·32·64·2 + 4096 = 16384 B, 4 trips
 check "backward tilings hd 64: dK/dV 64 HMMA 20480 B 5 trips, dQ 48 HMMA 16384 B 4 trips" py "
@@ -39,16 +60,16 @@ assert (a['hmma_warp'], a['smem_read_warp'], a['trips']) == (64, 20480, 5), a
 assert (b['hmma_warp'], b['smem_read_warp'], b['trips']) == (48, 16384, 4), b"
 
 # the tilings against the SASS: hot-loop HMMA count = HMMA per warp per tile, LDSM (x4, 512 B)
-# x 512 = ldmatrix bytes per warp per tile, for each mma kernel at hd 64 and 128
-check "tilings match the committed SASS's HMMA and LDSM counts" py "
-rows = [l.split() for l in open('$MIX') if l.startswith('mma ')]
+# x 512 = ldmatrix bytes per warp per tile, for every mma and fwd51 row at hd 64 and 128
+check "tilings match the committed SASS's HMMA and LDSM counts (mma and fwd51 rows)" py "
+rows = [l.split() for l in open('$MIX') if l.split()[:1] in (['mma'], ['fwd51'])]
 n = 0
 for r in rows:
     name, hd = r[1].split('<')[0], int(r[1].split('<')[1].rstrip('>'))
-    t = m.our_tilings(hd)[name]
+    t = m.TILINGS[r[0]](hd)[name]
     assert t['hmma_warp'] == int(r[4]) and t['smem_read_warp'] == 512 * int(r[5]), (r, t)
     n += 1
-assert n == 6, n"
+assert n == 8, n"
 
 # a GEMM of one 128x256 tile, K = 640 (10 steps of 64) at rate 1: 10 x 128·256·64·2/4096 = 10240
 # clocks + a 600-clock fill, on a 1-SM GPU at 1 GHz: 10.84 us; a streaming kernel on a GPU whose
@@ -72,21 +93,79 @@ check "--bytes: 136.9 GB in all, 66.7 GB in the memory-bound kernels" \
 python3 "$ROOFLINE" --calibrate >"$tmp/cal.txt" 2>&1
 check "--calibrate: the fitted points at ratio 1.000" \
   bash -c "[ \$(grep -c 'fitted;' '$tmp/cal.txt') = 2 ] && ! grep 'fitted;' '$tmp/cal.txt' | grep -vq ' 1.000 '"
-check "--calibrate: FA2 causal 512 flagged outside 15%, 6144^3 at 1.083" \
-  bash -c "grep -q 'causal seqlen 512 .*OUTSIDE 15%' '$tmp/cal.txt' && grep -q '6144^3 .* 1.083 ' '$tmp/cal.txt'"
+check "--calibrate: every published point within 15%, FA2 causal 512 at 1.120, 6144^3 at 1.083" \
+  bash -c "! grep -q OUTSIDE '$tmp/cal.txt' && grep -q 'causal seqlen 512 .* 1.120 ' '$tmp/cal.txt' &&
+           grep -q '6144^3 .* 1.083 ' '$tmp/cal.txt'"
 python3 "$ROOFLINE" --predict >"$tmp/pred.txt" 2>&1
-check "--predict: H100 step 101.8 ms, H200 94.3 ms" \
-  bash -c "grep -q 'H100 SXM5: step 101.8 ms' '$tmp/pred.txt' && grep -q 'H200 SXM: step 94.3 ms' '$tmp/pred.txt'"
-check "--predict: the forward latency-bound, dK/dV and dQ shared-memory-bound" \
-  bash -c "grep -qE '^attention fwd \(mma.sync\) .* latency ' '$tmp/pred.txt' &&
-           grep -qE '^attention bwd dK/dV \(mma.sync\) .* shared ' '$tmp/pred.txt' &&
-           grep -qE '^attention bwd dQ \(mma.sync\) .* shared ' '$tmp/pred.txt'"
-# twice the instructions per HMMA: the forward's latency term grows with its issue, so it slows
-awk '$1 == "mma" { $3 = 2 * $3 } { print }' "$MIX" >"$tmp/mix2.txt"
-fwd_ms() { python3 "$ROOFLINE" --predict --mix-file "$1" | awk '/^attention fwd/ { print $5 }'; }
-a=$(fwd_ms "$MIX") b=$(fwd_ms "$tmp/mix2.txt")
-check "--predict: the forward $a ms, $b ms at twice the iph" \
-  awk -v a="$a" -v b="$b" 'BEGIN { exit !(a > 0 && b / a > 1.3) }'
+# the step with faab088's kernels (all 'mma' rows) and with today's (the forward's 'fwd51' rows)
+check "--predict: H100 106.4 ms (faab088) and 104.1 ms (now), H200 98.6 and 96.3" \
+  bash -c "grep -q 'H100 SXM5 faab088: step 106.4 ms, MFU 43.6%' '$tmp/pred.txt' &&
+           grep -q 'H100 SXM5 now: step 104.1 ms, MFU 44.6%' '$tmp/pred.txt' &&
+           grep -q 'H200 SXM faab088: step 98.6 ms, MFU 47.0%' '$tmp/pred.txt' &&
+           grep -q 'H200 SXM now: step 96.3 ms, MFU 48.2%' '$tmp/pred.txt'"
+check "--predict: the what-if at 35 GB of memory-bound bytes, H100 92.2 ms" \
+  grep -q "WHAT-IF, not today's bytes: H100 SXM5 now .* 35 GB .* step 92.2 ms, MFU 50.3%" "$tmp/pred.txt"
+# columns: H100 faab088 ms, bound, H100 now ms, bound, H200 faab088, bound, H200 now, bound
+check "--predict: the forward 7.68 ms latency-bound before, 5.37 ms tensor-bound now ('fwd51' rows)" \
+  bash -c "grep -qE '^attention fwd \(mma.sync\) +24 +7\.68 latency +5\.37 tensor +[0-9.]+ latency +[0-9.]+ tensor +\[.fwd51. rows\]' '$tmp/pred.txt'"
+check "--predict: dK/dV and dQ shared-memory-bound, the same before and now ('mma' rows)" \
+  bash -c "grep -qE '^attention bwd dK/dV \(mma.sync\) +24 +([0-9.]+) shared +\1 shared .*\[.mma. rows\]' '$tmp/pred.txt' &&
+           grep -qE '^attention bwd dQ \(mma.sync\) +24 +([0-9.]+) shared +\1 shared .*\[.mma. rows\]' '$tmp/pred.txt'"
+# twice the forward's instructions per HMMA in both row sets: faab088's latency term grows with its
+# issue; the new forward turns issue-bound (694 clocks over the tensor's 660)
+awk '($1 == "mma" || $1 == "fwd51") && $2 ~ /forward/ { $3 = 2 * $3 } { print }' "$MIX" >"$tmp/mix2.txt"
+python3 "$ROOFLINE" --predict --mix-file "$tmp/mix2.txt" >"$tmp/pred2.txt" 2>&1
+fwd_ms() { awk -v c="$2" '/^attention fwd/ { print $c }' "$1"; }
+a=$(fwd_ms "$tmp/pred.txt" 5) b=$(fwd_ms "$tmp/pred2.txt" 5) c=$(fwd_ms "$tmp/pred.txt" 7) d=$(fwd_ms "$tmp/pred2.txt" 7)
+check "--predict: the forward $a -> $b ms (faab088), $c -> $d ms (now) at twice the iph" \
+  awk -v a="$a" -v b="$b" -v c="$c" -v d="$d" 'BEGIN { exit !(a > 0 && b / a > 1.3 && d > c) }'
+check "--predict: the new forward issue-bound at twice its iph" \
+  grep -qE '^attention fwd .* [0-9.]+ issue +\[.fwd51' "$tmp/pred2.txt"
+
+# the switch a new backward takes: rows of another state (here synthetic 'syn' lines: the 'mma'
+# backward rows at twice their iph, the same HMMA and LDSM) named in AFTER_BACKWARD with their
+# tiling and occupancy registered; faab088's columns stay, today's backward turns issue-bound
+awk '$1 == "mma" && $2 ~ /backward/ { $1 = "syn"; $3 = 2 * $3 } { print }' "$MIX" >"$tmp/syn.txt"
+cat "$MIX" >>"$tmp/syn.txt"
+PYTHONPATH="$ROOT/bench" python3 -c "
+import sys, roofline, roofline_model as m
+m.AFTER_BACKWARD = 'syn'
+m.TILINGS['syn'] = m.our_tilings
+m.BLOCKS_PER_SM['syn'] = m.BLOCKS_PER_SM['mma']
+sys.argv = ['roofline.py', '--predict', '--mix-file', '$tmp/syn.txt']
+roofline.main()" >"$tmp/syn_pred.txt" 2>&1
+check "--predict with synthetic backward rows: faab088's dK/dV column kept, today's issue-bound and slower" \
+  bash -c "old=\$(awk '/^attention bwd dK\/dV/ { print \$6 }' '$tmp/pred.txt')
+           set -- \$(awk '/^attention bwd dK\/dV/ { print \$6, \$8, \$9 }' '$tmp/syn_pred.txt')
+           [ \"\$1\" = \"\$old\" ] && [ \"\$3\" = issue ] && awk -v a=\"\$1\" -v b=\"\$2\" 'BEGIN { exit !(b > a) }' &&
+           grep -q \"now = fwd 'fwd51', bwd dK/dV 'syn', bwd dQ 'syn'\" '$tmp/syn_pred.txt'"
+# a state whose backward is one kernel under a new name (synthetic 'one' rows: dK/dV's figures):
+# it takes the whole backward's bytes, pairs with faab088's first backward kernel, and faab088's
+# dQ prints '-' for now
+awk '$1 == "mma" && $2 ~ /dkdv/ { $1 = "one"; sub(/backward_dkdv/, "backward_one", $2) } { print }' "$MIX" >"$tmp/one.txt"
+cat "$MIX" >>"$tmp/one.txt"
+PYTHONPATH="$ROOT/bench" python3 -c "
+import sys, roofline, roofline_model as m
+m.AFTER_BACKWARD = 'one'
+m.TILINGS['one'] = lambda hd: {'attention_mma_backward_one_kernel': m.our_tilings(hd)['attention_mma_backward_dkdv_kernel']}
+m.BLOCKS_PER_SM['one'] = {('attention_mma_backward_one_kernel', hd): 4 for hd in (64, 128)}
+sys.argv = ['roofline.py', '--predict', '--mix-file', '$tmp/one.txt']
+roofline.main()" >"$tmp/one_pred.txt" 2>&1
+check "--predict with a renamed, merged backward: paired with faab088's dK/dV, dQ's now '-'" \
+  bash -c "grep -qE '^attention bwd dK/dV \(mma.sync\) -> attention_mma_backward_one_kernel +24 +[0-9.]+ shared +[0-9.]+ shared' '$tmp/one_pred.txt' &&
+           grep -qE '^attention bwd dQ \(mma.sync\) +24 +[0-9.]+ shared +- +[0-9.]+ shared +- *$' '$tmp/one_pred.txt' &&
+           grep -q \"now = fwd 'fwd51', attention_mma_backward_one_kernel 'one'\" '$tmp/one_pred.txt'"
+# a state with rows but nothing registered, and rows that disagree with their tiling
+expect_error "--predict: a backward state with no tiling registered" "state 'syn' of attention_mma_backward_dkdv_kernel<64>: no tiling" \
+  env PYTHONPATH="$ROOT/bench" python3 -c "
+import sys, roofline, roofline_model as m
+m.AFTER_BACKWARD = 'syn'
+sys.argv = ['roofline.py', '--predict', '--mix-file', '$tmp/syn.txt']
+roofline.main()"
+awk '$1 == "fwd51" { $5 = 2 * $5 } { print }' "$MIX" >"$tmp/bad.txt"
+expect_error "--predict: a fwd51 row whose HMMA count is not its tiling's" \
+  "'fwd51' attention_mma_forward_kernel<64>: the SASS's 128 HMMA and 32 LDSM a tile differ from its tiling's 64 and 32" \
+  python3 "$ROOFLINE" --predict --mix-file "$tmp/bad.txt"
 
 expect_error "roofline: two modes" "modes of their own" python3 "$ROOFLINE" --predict --bytes
 expect_error "roofline: --predict with --mma-attention" "modes of their own" python3 "$ROOFLINE" --predict --mma-attention
