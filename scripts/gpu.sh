@@ -383,9 +383,11 @@ unpack() {
   [ -d "$sysroot/usr" ] && return 0
   ls .gpu/debs/*.deb >/dev/null 2>&1 || { echo "the system lacks $1 and .gpu/debs is empty: run 'bash scripts/gpu.sh pack' where apt works and carry .gpu"; return 1; }
   mkdir -p "$sysroot"
-  # under the deps step's cap; a .deb is an ar archive holding data.tar.*, which dpkg-deb
-  # unpacks, or ar and tar where there is no dpkg (a machine that is not Debian's)
-  timeout 50 bash -c '
+  # under the deps step's cap (times VRL_GPU_CAP_SCALE: a busy machine); a .deb is an ar archive
+  # holding data.tar.*, which dpkg-deb unpacks, or ar and tar where there is no dpkg (a machine
+  # that is not Debian's)
+  local limit=$((50 * ${VRL_GPU_CAP_SCALE:-1}))
+  timeout "$limit" bash -c '
     for f in .gpu/debs/*.deb; do
       if command -v dpkg-deb >/dev/null; then dpkg-deb -x "$f" "$1" || { echo "cannot unpack $f"; exit 1; }
       else
@@ -393,7 +395,7 @@ unpack() {
         case $data in *.xz) z=-J ;; *.zst) z=--zstd ;; *.gz) z=-z ;; *) z= ;; esac
         ar p "$f" "$data" | tar -x $z -C "$1" || { echo "cannot unpack $f"; exit 1; }
       fi
-    done' unpack "$sysroot" || { echo "unpacking .gpu/debs failed or took over 50 s"; rm -rf "$sysroot"; return 1; }
+    done' unpack "$sysroot" || { echo "unpacking .gpu/debs failed or took over $limit s"; rm -rf "$sysroot"; return 1; }
   echo "unpacked $(ls .gpu/debs/*.deb | wc -l) packages into $sysroot"
 }
 deps() {
