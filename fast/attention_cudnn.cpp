@@ -9,9 +9,13 @@
 // allocates its workspace for a shape once, on that shape's first call. So after the first (uncaptured)
 // step: no rebuild, no allocation, no host wait, and the calls can sit inside fast/'s
 // captured step graphs.
+// cuDNN itself is loaded on first use (cudnn_attention_load, through the frontend's dynamic
+// loading: fast/fast.cmake), so that a program built with this path starts where cuDNN is
+// missing; every cuDNN call goes through the frontend's detail:: wrappers.
 // Compiled here (no GPU), never run: unverified until a GPU runs test_fast_vs_ref.
 #include <cuda_runtime.h>
 #include <cudnn.h>
+#include <dlfcn.h>
 
 #include <cmath>
 #include <exception>
@@ -207,22 +211,57 @@ int run(CudnnAttention *ca, const Shape &s, void *stream, std::unordered_map<int
     const Built *b = nullptr;
     void *workspace = nullptr;
     if (graph_for(s, &b) < 0 || workspace_for(ca, s, b->workspace_bytes, &workspace) < 0) return -1;
-    const cudnnStatus_t st = cudnnSetStream(process->handle, (cudaStream_t)stream);
-    if (st != CUDNN_STATUS_SUCCESS) return shape_error(s, "cudnnSetStream", cudnnGetErrorString(st));
+    const cudnnStatus_t st = fe::detail::set_stream(process->handle, (cudaStream_t)stream);
+    if (st != CUDNN_STATUS_SUCCESS) return shape_error(s, "cudnnSetStream", fe::detail::get_error_string(st));
     FE_STEP(b->graph->execute(process->handle, pack, workspace), "execute");
     return 0;
 }
 
 } // namespace
 
+// The frontend's dlsym handle (declared in cudnn_frontend_shim.h): set by cudnn_attention_load.
+void *cudnn_frontend::cudnn_dlhandle = nullptr;
+
+extern "C" int cudnn_attention_load(void) {
+    if (fe::cudnn_dlhandle) return 0;
+    // the library CMake found, then the loader's search (LD_LIBRARY_PATH, ld.so.cache)
+    const std::string names[] = {VRL_CUDNN_LIBRARY, "libcudnn.so." + std::to_string(CUDNN_MAJOR)};
+    std::string why;
+    for (const std::string &name : names) {
+        if (name.empty()) continue;
+        if (void *h = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL)) {
+            fe::cudnn_dlhandle = h;
+            break;
+        }
+        const char *e = dlerror();
+        why += (why.empty() ? "" : "; ") + (e ? std::string(e) : name);
+    }
+    if (!fe::cudnn_dlhandle) return vrl_error("--attention cudnn: cuDNN cannot be loaded: %s", one_line(why).c_str());
+    try { // built against cuDNN CUDNN_MAJOR's headers: another major's ABI differs
+        const size_t version = fe::detail::get_backend_version();
+        if (version / 10000 != CUDNN_MAJOR) {
+            vrl_error("--attention cudnn: the cuDNN loaded is version %zu; this vrl was built for cuDNN %d", version,
+                      CUDNN_MAJOR);
+            dlclose(fe::cudnn_dlhandle), fe::cudnn_dlhandle = nullptr;
+            return -1;
+        }
+    } catch (const std::exception &ex) {
+        vrl_error("--attention cudnn: cudnnGetVersion: %s", one_line(ex.what()).c_str());
+        dlclose(fe::cudnn_dlhandle), fe::cudnn_dlhandle = nullptr;
+        return -1;
+    }
+    return 0;
+}
+
 extern "C" CudnnAttention *cudnn_attention_create(void) {
+    if (cudnn_attention_load() < 0) return nullptr;
     try {
         if (!process) {
             auto *p = new Process();
-            const cudnnStatus_t st = cudnnCreate(&p->handle);
+            const cudnnStatus_t st = fe::detail::create_handle(&p->handle);
             if (st != CUDNN_STATUS_SUCCESS) {
-                vrl_error("fast: cuDNN attention: cudnnCreate: %s (cuDNN library %zu)", cudnnGetErrorString(st),
-                          (size_t)cudnnGetVersion());
+                vrl_error("fast: cuDNN attention: cudnnCreate: %s (cuDNN library %zu)",
+                          fe::detail::get_error_string(st), fe::detail::get_backend_version());
                 delete p;
                 return nullptr;
             }

@@ -25,6 +25,10 @@ extern "C" {
  * every model) belong to the process and last until it ends. */
 typedef struct CudnnAttention CudnnAttention;
 
+/* Loads cuDNN (dlopen) once per process: 0, or -1 with vrl_error when no libcudnn of the major
+ * version built against can be loaded. fast_set_attention("cudnn") and cudnn_attention_create
+ * call it, so a machine without cuDNN refuses `--attention cudnn` with the loader's reason. */
+int cudnn_attention_load(void);
 /* NULL with vrl_error when cuDNN cannot start (the first call makes the process's handle). */
 CudnnAttention *cudnn_attention_create(void);
 /* Frees the model's workspaces (the process's graphs stay). NULL is fine. */

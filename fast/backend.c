@@ -9,6 +9,7 @@
 
 #include "common/base/error.h"
 #include "common/model/backends.h"
+#include "fast/attention_cudnn.h"
 #include "fast/decode.h"
 #include "fast/fast.h"
 #include "fast/model.h"
@@ -106,6 +107,7 @@ int fast_set_attention(const char *name) {
     return vrl_error("--attention cudnn: this vrl was built without cuDNN attention (cmake found no cuDNN or no "
                      "cudnn-frontend headers: scripts/cudnn_frontend.sh, -DVRL_CUDNN; docs/fast.md)");
 #else
+    if (cudnn_attention_load() < 0) return -1; /* cuDNN is loaded, not linked: a machine may lack it */
     attention_kind = FAST_ATTENTION_CUDNN;
     return 0;
 #endif

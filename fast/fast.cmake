@@ -31,10 +31,20 @@ if(VRL_CUDA)
       fast/backend.c
       fast/capabilities.c
     )
-    set_target_properties(vrl_fast PROPERTIES CUDA_STANDARD 17 CUDA_RUNTIME_LIBRARY Shared)
+    # -DVRL_CUDART_STATIC=ON links the CUDA runtime into the programs (libcudart_static.a):
+    # scripts/gpu.sh's prebuilt binaries then need no libcudart.so on the GPU machine
+    option(VRL_CUDART_STATIC "link the CUDA runtime statically" OFF)
+    if(VRL_CUDART_STATIC)
+      set(vrl_cudart CUDA::cudart_static)
+      set(vrl_cudart_kind Static)
+    else()
+      set(vrl_cudart CUDA::cudart)
+      set(vrl_cudart_kind Shared)
+    endif()
+    set_target_properties(vrl_fast PROPERTIES CUDA_STANDARD 17 CUDA_RUNTIME_LIBRARY ${vrl_cudart_kind})
     target_compile_options(vrl_fast PRIVATE
       $<$<COMPILE_LANGUAGE:CUDA>:-O3 -Xcompiler=-Wall,-Wextra>)
-    target_link_libraries(vrl_fast PUBLIC vrl_common CUDA::cudart CUDA::cublasLt)
+    target_link_libraries(vrl_fast PUBLIC vrl_common ${vrl_cudart} CUDA::cublasLt)
     # fast/mma.cuh's inline PTX assembled by ptxas for these architectures (compile only)
     add_library(vrl_mma_ptx_compile OBJECT conformance/mma_ptx_compile.cu)
     target_include_directories(vrl_mma_ptx_compile PRIVATE ${CMAKE_SOURCE_DIR})
@@ -52,6 +62,8 @@ if(VRL_CUDA)
       target_compile_definitions(vrl_fast PRIVATE VRL_HAVE_NCCL=1)
       target_link_libraries(vrl_fast PUBLIC ${NCCL_LIBRARY})
       message(STATUS "vrl: NCCL ON (${NCCL_LIBRARY})")
+    elseif(NOT VRL_NCCL)
+      message(STATUS "vrl: NCCL OFF (-DVRL_NCCL=OFF); fast/ trains in one process")
     else()
       message(STATUS "vrl: no NCCL found; fast/ trains in one process")
     endif()
@@ -79,8 +91,13 @@ if(VRL_CUDA)
         # SYSTEM: the frontend's own warnings are not ours (-Wall -Wextra stays on our code)
         target_include_directories(vrl_fast SYSTEM PRIVATE ${CUDNN_FRONTEND_INCLUDE_DIR} ${CUDNN_INCLUDE_DIR})
         target_compile_definitions(vrl_fast PRIVATE VRL_HAVE_CUDNN=1)
-        # nvrtc: the frontend's experimental engines (compiled in, never called here) name it
-        target_link_libraries(vrl_fast PUBLIC ${CUDNN_LIBRARY} CUDA::nvrtc)
+        # cuDNN is loaded on first use (dlopen: the frontend's dynamic loading), not linked: a
+        # program starts where cuDNN is missing, and `--attention cudnn` then says so. The path
+        # found here is tried first, then libcudnn.so.9 by the loader's search. The frontend's
+        # few CUDA runtime calls (and nvrtc, for engines never called here) are loaded likewise.
+        set_property(SOURCE fast/attention_cudnn.cpp APPEND PROPERTY COMPILE_DEFINITIONS
+                     NV_CUDNN_FRONTEND_USE_DYNAMIC_LOADING "VRL_CUDNN_LIBRARY=\"${CUDNN_LIBRARY}\"")
+        target_link_libraries(vrl_fast PUBLIC ${CMAKE_DL_LIBS})
         message(STATUS "vrl: cuDNN attention ON (${CUDNN_LIBRARY}; frontend ${CUDNN_FRONTEND_INCLUDE_DIR})")
       elseif(VRL_CUDNN STREQUAL "ON")
         message(FATAL_ERROR "vrl: -DVRL_CUDNN=ON but not found: cudnn.h (${CUDNN_INCLUDE_DIR}), libcudnn "

@@ -7,9 +7,12 @@
 #
 #   bash scripts/gpu.sh pack [--prebuilt]  # here (apt and PyPI work): .gpu/ (git-ignored); --prebuilt
 #                                        # adds the two programs built here (a rebuild there if stale)
-#   bash scripts/gpu.sh slot1 [OUTDIR]   # there, first command: build, check, sanitize, time 468M
-#   bash scripts/gpu.sh slot2 [OUTDIR]   # there, at once on the warm machine: repeatability, more timings, PyTorch
-#   bash scripts/gpu.sh plan             # the steps of both commands with their caps and estimates
+#   bash scripts/gpu.sh slot1 [OUTDIR]   # there, first command, the essential checks: fast-vs-ref with
+#                                        # flash and mma, the sanitizers (mma's too), 468M with mma
+#   bash scripts/gpu.sh slot2 [OUTDIR]   # there, at once on the warm machine: repeatability, cuDNN, the
+#                                        # other sanitizers, more timings, PyTorch
+#   bash scripts/gpu.sh plan             # the steps of both commands, their caps and estimates, and
+#                                        # the device budget with the reserve for a rerun of slot1
 #
 # Each slot writes exactly two files into OUTDIR (default $OUT, the device tool's output
 # folder, else results/gpu-slotN-DATE): report.md (a summary table first: every step's
@@ -19,7 +22,8 @@
 # `plan`). A step starts only if the time left holds its estimate plus the closing reserve,
 # and runs under a hard limit of its cap or the time left, whichever is smaller, so the
 # command ends inside its budget; a step that does not start is reported as skipped, with
-# the reason. Steps that need a GPU are skipped, saying so, where no device answers (this
+# the reason. The check group (neighbouring steps of kind gpu+ or cpu+) runs at once, each
+# step under its own limit; the timings run alone. Steps that need a GPU are skipped, saying so, where no device answers (this
 # is how CI tests the plumbing: conformance/test_gpu_slot.sh).
 # VRL_GPU_CAP_SCALE=N multiplies every cap (a slow or busy machine: the plumbing test);
 # VRL_GPU_PREBUILT=0 builds even where .gpu/prebuilt matches; VRL_GPU_CUDNN=OFF builds
@@ -39,35 +43,56 @@ DEBS=(libopenblas-dev libopenblas-pthread-dev libopenblas0-pthread libopenblas0 
       libomp5-14 pkgconf-bin libpkgconf3)
 MODULES=(openblas jansson criterion libpcre2-8 libutf8proc libzstd)
 
-# ---------------------------------------------------------------- the steps
-# name cap estimate (seconds) gpu(1: needs a device) what
-SLOT1_BUDGET=450 # + the machine's start (1-2 min): the first command within 9.5 minutes
+# ---------------------------------------------------------------- the steps and the device budget
+# The device tool lends 15 minutes of device time in all (900 s: the machine's start, the
+# transfers, the commands and the idle before it goes back), at most 10 minutes a command. The
+# first pass (slot 1, then slot 2 at once on the warm machine) is planned within 10 minutes, so
+# that one rerun of slot 1, on a fresh machine, fits in what is left (`plan` adds it up).
+DEVICE_TOTAL=900      # device time for a session
+COMMAND_LIMIT=600     # one command's limit (timeout_s)
+FIRST_PASS_LIMIT=600  # the first pass, the machine's start included
+MACHINE_START=120     # a fresh machine's start (the tool: "a minute or more"; planned at 2 minutes)
+TRANSFER=10           # per call: the tree and .gpu/ (~30 MB) there, the two result files back
+IDLE=30               # a machine stays warm this long after a call before it goes back
+RESERVE=10            # seconds kept for the report and the archive, inside each slot's budget
+RERUN_BUDGET=140      # the rerun: `VRL_GPU_BUDGET=140 gpu.sh slot1` with the prebuilt binaries
+
+# name cap estimate (seconds) kind what. kind: cpu; gpu (needs a device); gpu+ or cpu+ (runs at
+# the same time as the steps next to it of kind gpu+ or cpu+: the check group, whose time is its
+# longest member's). The caps are the steps' hard limits; the estimates are what the budget
+# plans with (guesses until a GPU has run them: docs/fast.md, "GPU slot").
+# Slot 1: the essential checks. Its estimates add up to 105 s with the prebuilt binaries
+# (configure and build then take none), 185 s when it builds.
+SLOT1_BUDGET=200
 SLOT1=(
-  "probe 30 5 0 machine, toolkit, sanitizer, pkg-config, libomp, cuDNN, torch"
-  "deps 60 5 0 the packed libraries, unpacked only where the system lacks them"
-  "configure 90 20 0 cmake: CUDA on, sm_90, no CPU layer, no MPI"
-  "build 300 60 0 test_fast_vs_ref and bench_fast only"
-  "fast_vs_ref_flash 150 40 1 every case and the trainer against ref, flash attention"
-  "fast_vs_ref_cudnn 150 60 1 every case with cuDNN attention, against ref and flash"
-  "memcheck 150 70 1 compute-sanitizer memcheck, one case per kernel family"
-  "racecheck 90 45 1 compute-sanitizer racecheck, hd64_baseline"
-  "synccheck 60 20 1 compute-sanitizer synccheck, hd64_baseline"
-  "initcheck 60 30 1 compute-sanitizer initcheck, hd64_baseline"
-  "bench_468M_flash 90 35 1 bench_fast 468M baseline, B 8, T 2048, flash"
-  "bench_468M_cudnn 90 40 1 bench_fast 468M baseline, B 8, T 2048, cuDNN"
+  "probe 30 5 cpu machine, toolkit, sanitizer, pkg-config, libomp, cuDNN, torch"
+  "deps 60 5 cpu the packed libraries, unpacked only where the system lacks them"
+  "configure 90 20 cpu cmake: CUDA on, sm_90, no CPU layer, MPI, NCCL; static CUDA runtime (0 s: prebuilt)"
+  "build 180 60 cpu test_fast_vs_ref and bench_fast only (0 s: prebuilt)"
+  "fast_vs_ref_flash 150 40 gpu+ every case and the trainer against ref, flash attention"
+  "fast_vs_ref_mma 150 40 gpu+ every case and the trainer with --attention mma (tensor cores), against ref"
+  "memcheck 150 60 gpu+ compute-sanitizer memcheck, flash, one case per kernel family"
+  "racecheck 150 60 gpu+ compute-sanitizer racecheck, flash, hd64_baseline"
+  "memcheck_mma 150 30 gpu+ memcheck of the attention kernels, --attention mma: hd 64 and 128, GQA, forward and backward"
+  "racecheck_mma 150 45 gpu+ racecheck of the attention kernels, --attention mma: the same cases"
+  "bench_468M_mma 90 35 gpu bench_fast 468M baseline, B 8, T 2048, --attention mma, per-kernel table"
 )
-SLOT2_BUDGET=240 # what is left of 15 minutes after the start, slot 1, transfers and the 30 s idle
+# Slot 2: the rest, at once on the warm machine (slot 1's build folder is kept there).
+SLOT2_BUDGET=220
 SLOT2=(
-  "deps 60 10 0 as in slot 1"
-  "build 300 10 0 incremental: slot 1's build folder is kept while the machine is warm"
-  "repeat_fast_vs_ref 120 40 1 the flash run again; its figure lines must equal slot 1's"
-  "fast_vs_ref_mma 120 40 1 every case and the trainer with --attention mma (tensor cores), against ref"
-  "bench_468M_variants 90 35 1 bench_fast 468M ResFormer and SVFormer, flash"
-  "bench_468M_mma 90 40 1 bench_fast 468M baseline, B 8, T 2048, --attention mma, per-kernel table"
-  "roofline 30 5 0 bench/roofline.py's prediction for 468M, beside the measurement"
-  "torch_eager 120 45 1 bench/bench_torch.py 468M, eager PyTorch"
+  "deps 60 5 cpu as in slot 1"
+  "build 180 5 cpu incremental: slot 1's build folder is kept while the machine is warm"
+  "repeat_fast_vs_ref 150 40 gpu+ the flash run again; its figure lines must equal slot 1's"
+  "fast_vs_ref_cudnn 150 60 gpu+ every case with cuDNN attention, against ref and flash"
+  "synccheck 120 30 gpu+ compute-sanitizer synccheck, flash, hd64_baseline"
+  "initcheck 120 40 gpu+ compute-sanitizer initcheck, flash, hd64_baseline"
+  "synccheck_mma 120 30 gpu+ synccheck of the attention kernels, --attention mma, as memcheck_mma"
+  "roofline 30 5 cpu+ bench/roofline.py's prediction for 468M, beside the measurement"
+  "bench_468M_flash 90 35 gpu bench_fast 468M baseline, B 8, T 2048, flash, per-kernel table"
+  "bench_468M_cudnn 90 35 gpu bench_fast 468M baseline, B 8, T 2048, cuDNN"
+  "bench_468M_variants 90 35 gpu bench_fast 468M ResFormer and SVFormer, flash"
+  "torch_eager 120 30 gpu bench/bench_torch.py 468M, eager PyTorch"
 )
-RESERVE=10 # seconds kept for the report and the archive
 
 # the cases whose kernels memcheck covers: both attention head sizes, GQA, every value-path
 # mix (λ rows, NeuTRENO, CLA, Q/K residuals, shared Q/K, SVFormer anchors) and every stream
@@ -75,12 +100,21 @@ MEMCHECK_CASES=(hd64_baseline hd128_gqa_resformer gqa4_resformer_dense gqa4_neut
                 gqa4_query_residual gqa4_shared_k gqa4_svformer_anchors13 gqa4_denseformer_dilated
                 gqa4_attnres_block3 gqa4_hidden_residual_attnres gqa4_learnable_denseformer)
 RACE_CASE=hd64_baseline
+# the tensor-core attention under the sanitizers: head size 64 (T 130: two full 64-query tiles,
+# a partial one, diagonal tiles) and 128 with GQA (2 query heads per kv head, T 70); every case
+# runs the backward. Only kernels whose names hold MMA_KERNELS are instrumented: the rest (cuBLASLt's
+# GEMMs among them) run at full speed, and the flash steps check fast/'s other kernels.
+MMA_SANITIZE_CASES=(hd64_baseline hd128_gqa_resformer)
+MMA_KERNELS=attention
 
 # The targeted build: the two programs the GPU steps run, for sm_90, without the CPU layer or MPI.
 # VRL_TENSORBOARD=OFF: the packed libraries (DEBS) have no protobuf-c or ISA-L, and the two programs
 # write no run folder
+# VRL_NCCL=OFF and VRL_CUDART_STATIC=ON: neither program needs NCCL, and the CUDA runtime is linked
+# in, so the prebuilt binaries need of the GPU machine's CUDA only the driver and libcublasLt.so.13
+# (cuDNN is loaded on first use of `--attention cudnn`: fast/fast.cmake)
 CMAKE_FLAGS=(-DCMAKE_BUILD_TYPE=Release -DVRL_MPI=OFF -DVRL_CUDA_CPU=OFF "-DCMAKE_CUDA_ARCHITECTURES=90-real;90-virtual"
-             -DVRL_TENSORBOARD=OFF)
+             -DVRL_TENSORBOARD=OFF -DVRL_NCCL=OFF -DVRL_CUDART_STATIC=ON)
 # VRL_GPU_CCACHE=1: compile through ccache with the tree as its base_dir, as scripts/build.sh
 # does (test_gpu_slot: the slot's build then reuses the plain build's objects, nvcc's included)
 if [ "${VRL_GPU_CCACHE:-0}" = 1 ] && command -v ccache >/dev/null; then
@@ -133,28 +167,67 @@ if [ "${1:-}" = pack ]; then
     mkdir -p .gpu/prebuilt
     cp build-gpu-pack/bin/test_fast_vs_ref build-gpu-pack/bin/bench_fast .gpu/prebuilt/
     strip .gpu/prebuilt/test_fast_vs_ref .gpu/prebuilt/bench_fast
+    # what they need of the GPU machine: of CUDA only the driver and libcublasLt.so.13 (too
+    # large to carry: 517 MB; no static cuBLASLt in this toolkit), the rest from .gpu/debs
+    for f in test_fast_vs_ref bench_fast; do
+      readelf -d ".gpu/prebuilt/$f" | sed -n "s/.*(NEEDED).*\[\(.*\)\]/$f: \1/p"
+    done >.gpu/prebuilt/NEEDED
+    if grep -E ': lib(nccl|cudnn|cudart|nvrtc|mpi)' .gpu/prebuilt/NEEDED >&2; then
+      echo "gpu.sh pack: the prebuilt programs link the libraries above, which a bare GPU machine may lack" >&2; exit 1
+    fi
     mv .gpu/configure.log .gpu/prebuilt/configure.log
     source_stamp >.gpu/prebuilt/STAMP
-    echo "gpu.sh pack: prebuilt test_fast_vs_ref and bench_fast, source $(cat .gpu/prebuilt/STAMP), $(du -sh .gpu/prebuilt | cut -f1)"
+    echo "gpu.sh pack: prebuilt test_fast_vs_ref and bench_fast, source $(cat .gpu/prebuilt/STAMP), $(du -sh .gpu/prebuilt | cut -f1); of CUDA they need $(grep -o 'libcu[a-zA-Z]*\.so[.0-9]*' .gpu/prebuilt/NEEDED | sort -u | paste -sd ' ')"
   fi
   echo "gpu.sh pack: ${#DEBS[@]} packages and cudnn-frontend $(cat .gpu/cudnn-frontend/VERSION), $(du -sh .gpu | cut -f1) in .gpu/ (carry it: the device tool's carry [\".gpu\"])"
   exit 0
 fi
 
+# estimates SLOT [prebuilt]: the slot's planned seconds, its check group counted once at its
+# longest member's estimate; with "prebuilt", configure and build take none
+estimates() {
+  local -n spec=SLOT$1
+  local s name cap est kind what total=0 group=0
+  for s in "${spec[@]}"; do
+    read -r name cap est kind what <<<"$s"
+    [ "${2:-}" = prebuilt ] && [ "$1" = 1 ] && { [ "$name" = configure ] || [ "$name" = build ]; } && est=0
+    if [[ $kind == *+ ]]; then [ "$est" -gt "$group" ] && group=$est
+    else total=$((total + group + est)); group=0; fi
+  done
+  echo $((total + group))
+}
+
 if [ "${1:-}" = plan ]; then
   for slot in 1 2; do
     if [ $slot = 1 ]; then steps=("${SLOT1[@]}"); budget=$SLOT1_BUDGET; else steps=("${SLOT2[@]}"); budget=$SLOT2_BUDGET; fi
-    total=0
     echo "slot$slot: budget $budget s"
-    printf '| %-20s | %5s | %8s | %s |\n' step 'cap s' 'est. s' what
-    echo '|---|---|---|---|'
+    printf '| %-20s | %5s | %6s | %-8s | %s |\n' step 'cap s' 'est. s' runs what
+    echo '|---|---|---|---|---|'
     for s in "${steps[@]}"; do
-      read -r name cap est gpu what <<<"$s"
-      printf '| %-20s | %5s | %8s | %s%s |\n' "$name" "$cap" "$est" "$what" "$([ "$gpu" = 1 ] && echo ' (GPU)')"
-      total=$((total + est))
+      read -r name cap est kind what <<<"$s"
+      printf '| %-20s | %5s | %6s | %-8s | %s%s |\n' "$name" "$cap" "$est" "$([[ $kind == *+ ]] && echo together || echo alone)" \
+        "$what" "$([[ $kind == gpu* ]] && echo ' (GPU)')"
     done
-    echo "slot$slot: estimates add up to $total s of $budget s (closing reserve $RESERVE s)"
+    if [ $slot = 1 ]; then
+      echo "slot1: estimates add up to $(estimates 1 prebuilt) s with the prebuilt binaries, $(estimates 1) s building, of $budget s (closing reserve $RESERVE s)"
+    else echo "slot2: estimates add up to $(estimates 2) s of $budget s (closing reserve $RESERVE s)"; fi
   done
+  first=$((MACHINE_START + TRANSFER + SLOT1_BUDGET + TRANSFER + SLOT2_BUDGET + IDLE))
+  rerun=$((MACHINE_START + TRANSFER + RERUN_BUDGET + IDLE))
+  echo "device budget: $DEVICE_TOTAL s in all, $COMMAND_LIMIT s a command; each slot at its whole budget"
+  echo '| item | s |'
+  echo '|---|---|'
+  echo "| machine start | $MACHINE_START |"
+  echo "| slot1 call: transfers | $TRANSFER |"
+  echo "| slot1 call: budget (timeout_s $((SLOT1_BUDGET + 20))) | $SLOT1_BUDGET |"
+  echo "| slot2 call, at once on the warm machine: transfers | $TRANSFER |"
+  echo "| slot2 call: budget (timeout_s $((SLOT2_BUDGET + 20))) | $SLOT2_BUDGET |"
+  echo "| idle before the machine goes back | $IDLE |"
+  echo "| first pass | $first |"
+  echo "| left for a rerun ($DEVICE_TOTAL - $first) | $((DEVICE_TOTAL - first)) |"
+  echo "| rerun of slot1 on a fresh machine, prebuilt, VRL_GPU_BUDGET=$RERUN_BUDGET (timeout_s $((RERUN_BUDGET + 20))): start, transfers, budget, idle | $rerun |"
+  echo "| left after the rerun | $((DEVICE_TOTAL - first - rerun)) |"
+  echo "totals: first_pass $first of $FIRST_PASS_LIMIT; rerun $rerun of $((DEVICE_TOTAL - first)) left; slot1 prebuilt $(estimates 1 prebuilt) + reserve $RESERVE of rerun budget $RERUN_BUDGET"
   exit 0
 fi
 
@@ -186,11 +259,11 @@ left() { echo $((budget - (SECONDS - start))); }
 # step NAME CMD...: run under the deadline; sets $rc and $status. The log is $logs/NAME.log.
 step() {
   local name=$1; shift
-  local cap est gpu
-  read -r cap est gpu <<<"$(info "$name")"
+  local cap est kind
+  read -r cap est kind <<<"$(info "$name")"
   local l; l=$(left)
   rc=-1 status=""
-  if [ "$gpu" = 1 ] && [ -z "$gpu_name" ]; then
+  if [[ $kind == gpu* ]] && [ -z "$gpu_name" ]; then
     status="skipped: no CUDA device ($no_gpu_reason)"
   elif [ "$l" -lt $((est + RESERVE)) ]; then
     status="skipped: budget ($l s left, needs ~$est s + $RESERVE s reserve)"
@@ -200,37 +273,47 @@ step() {
     : >"$logs/$name.log"
     return 1
   fi
-  local limit=$((cap * ${VRL_GPU_CAP_SCALE:-1}))
-  [ $((l - RESERVE)) -lt "$limit" ] && limit=$((l - RESERVE))
+  local limit; limit=$(limit_of "$cap" "$l")
   local t0=$SECONDS
   timeout -k 5 "$limit" "$@" >"$logs/$name.log" 2>&1
   rc=$?
   took=$((SECONDS - t0))
-  if [ $rc = 0 ]; then status=ok
-  elif [ $rc = 124 ] || [ $rc = 137 ]; then status="**timed out** (limit $limit s)"; failed=$((failed + 1))
-  else status="**failed** (exit $rc)"; failed=$((failed + 1)); fi
+  status_of "$rc" "$limit"
   return $rc
+}
+# limit_of CAP LEFT: a step's hard limit: its cap (times VRL_GPU_CAP_SCALE) or the time left
+# less the reserve, whichever is smaller
+limit_of() {
+  local limit=$(($1 * ${VRL_GPU_CAP_SCALE:-1}))
+  [ $(($2 - RESERVE)) -lt "$limit" ] && limit=$(($2 - RESERVE))
+  echo "$limit"
+}
+# status_of RC LIMIT: $status of a step that ran, counting failures
+status_of() {
+  if [ "$1" = 0 ]; then status=ok
+  elif [ "$1" = 124 ] || [ "$1" = 137 ]; then status="**timed out** (limit $2 s)"; failed=$((failed + 1))
+  else status="**failed** (exit $1)"; failed=$((failed + 1)); fi
 }
 # finish NAME FIGURES: the row of a step that ran
 finish() {
-  local cap est gpu
-  read -r cap est gpu <<<"$(info "$1")"
+  local cap est kind
+  read -r cap est kind <<<"$(info "$1")"
   record "$1" "$status" "$took" "$cap" "$est" "$2"
 }
-# info NAME: "cap estimate gpu" from this slot's table
+# info NAME: "cap estimate kind" from this slot's table
 info() {
   local s
   for s in "${steps[@]}"; do
-    read -r n c e g _ <<<"$s"
-    [ "$n" = "$1" ] && { echo "$c $e $g"; return; }
+    read -r n c e k _ <<<"$s"
+    [ "$n" = "$1" ] && { echo "$c $e $k"; return; }
   done
-  echo "0 0 0"
+  echo "0 0 cpu"
 }
 # skip NAME REASON: a step that cannot run for a reason of its own (no cuDNN path, no tool)
 skip() {
-  local cap est gpu reason=$2
-  read -r cap est gpu <<<"$(info "$1")"
-  [ "$gpu" = 1 ] && [ -z "$gpu_name" ] && reason="no CUDA device ($no_gpu_reason)" # the first reason
+  local cap est kind reason=$2
+  read -r cap est kind <<<"$(info "$1")"
+  [[ $kind == gpu* ]] && [ -z "$gpu_name" ] && reason="no CUDA device ($no_gpu_reason)" # the first reason
   record "$1" "skipped: $reason" 0 "$cap" "$est" ""
   : >"$logs/$1.log"
 }
@@ -285,6 +368,14 @@ system_libomp() {
 }
 cuda_root=$(dirname "$(dirname "$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)")")
 
+# wheel_lib NAME: the folder of PyTorch's nvidia-* wheels that holds the library NAME
+wheel_lib() {
+  local root
+  for root in $(timeout 20 python3 -c 'import nvidia; print(" ".join(nvidia.__path__))' 2>/dev/null); do
+    find "$root" -maxdepth 4 -name "$1" 2>/dev/null
+  done | head -n 1 | xargs -r dirname
+}
+
 # ---------------------------------------------------------------- deps: what the system lacks, from .gpu/
 # Sets PKG (the pkg-config program), LIBOMP and the environment for the packed root.
 PKG="" LIBOMP="" sysroot=$build/sysroot
@@ -292,9 +383,11 @@ unpack() {
   [ -d "$sysroot/usr" ] && return 0
   ls .gpu/debs/*.deb >/dev/null 2>&1 || { echo "the system lacks $1 and .gpu/debs is empty: run 'bash scripts/gpu.sh pack' where apt works and carry .gpu"; return 1; }
   mkdir -p "$sysroot"
-  # under the deps step's cap; a .deb is an ar archive holding data.tar.*, which dpkg-deb
-  # unpacks, or ar and tar where there is no dpkg (a machine that is not Debian's)
-  timeout 50 bash -c '
+  # under the deps step's cap (times VRL_GPU_CAP_SCALE: a busy machine); a .deb is an ar archive
+  # holding data.tar.*, which dpkg-deb unpacks, or ar and tar where there is no dpkg (a machine
+  # that is not Debian's)
+  local limit=$((50 * ${VRL_GPU_CAP_SCALE:-1}))
+  timeout "$limit" bash -c '
     for f in .gpu/debs/*.deb; do
       if command -v dpkg-deb >/dev/null; then dpkg-deb -x "$f" "$1" || { echo "cannot unpack $f"; exit 1; }
       else
@@ -302,7 +395,7 @@ unpack() {
         case $data in *.xz) z=-J ;; *.zst) z=--zstd ;; *.gz) z=-z ;; *) z= ;; esac
         ar p "$f" "$data" | tar -x $z -C "$1" || { echo "cannot unpack $f"; exit 1; }
       fi
-    done' unpack "$sysroot" || { echo "unpacking .gpu/debs failed or took over 50 s"; rm -rf "$sysroot"; return 1; }
+    done' unpack "$sysroot" || { echo "unpacking .gpu/debs failed or took over $limit s"; rm -rf "$sysroot"; return 1; }
   echo "unpacked $(ls .gpu/debs/*.deb | wc -l) packages into $sysroot"
 }
 deps() {
@@ -340,6 +433,13 @@ deps() {
   for d in "$cuda_root"/lib64 "$cuda_root"/lib "$cuda_root"/targets/x86_64-linux/lib; do
     [ -d "$d" ] && export LD_LIBRARY_PATH=$d${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
   done
+  # cuBLASLt, the one CUDA library the programs link: the toolkit's, else PyTorch's nvidia wheel
+  if ls "$cuda_root"/lib*/libcublasLt.so.13 "$cuda_root"/targets/*/lib/libcublasLt.so.13 >/dev/null 2>&1 ||
+     ldconfig -p 2>/dev/null | grep -q 'libcublasLt\.so\.13 '; then echo "cuBLASLt: the system's"
+  elif d=$(wheel_lib libcublasLt.so.13) && [ -n "$d" ]; then
+    export LD_LIBRARY_PATH=$d${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+    echo "cuBLASLt: PyTorch's wheel, $d"
+  else echo "cuBLASLt: libcublasLt.so.13 not found (neither the toolkit nor PyTorch's wheels hold it)"; fi
   # cuDNN attention: the frontend headers (.deps here, .gpu carried); cuDNN from the toolkit
   # (CMake looks there), else PyTorch's nvidia-cudnn wheel
   cudnn_flags=()
@@ -368,16 +468,17 @@ cudnn_flags=()
 # in this shell, not a child: it sets the environment the later steps build and run with
 if deps >"$logs/deps.log" 2>&1; then status=ok; else status="**failed**"; failed=$((failed + 1)); fi
 took=$((SECONDS - t0))
-finish deps "$(grep -c 'the system' "$logs/deps.log") of 3 from the system"
+finish deps "$(grep -c 'the system' "$logs/deps.log") of 4 from the system"
 deps_ok=$([ "$status" = ok ] && echo 1 || echo 0)
 
 built=0
-if [ "$deps_ok" = 1 ] && [ "$slot" = 1 ] && prebuilt_ok >"$logs/prebuilt.log" 2>&1; then
+# slot 2 takes them too on a machine that slot 1 did not warm (no build folder there)
+if [ "$deps_ok" = 1 ] && { [ "$slot" = 1 ] || [ ! -f "$build/CMakeCache.txt" ]; } && prebuilt_ok >"$logs/prebuilt.log" 2>&1; then
   # the binaries `pack --prebuilt` made here from this very source: no compiler time spent
   mkdir -p "$bin" && cp .gpu/prebuilt/test_fast_vs_ref .gpu/prebuilt/bench_fast "$bin/" && cp .gpu/prebuilt/configure.log "$logs/configure.log"
   touch "$build/PREBUILT"
   status="ok: prebuilt" took=0
-  finish configure "$(grep -o 'cuDNN attention [A-Za-z ]*' "$logs/configure.log" | head -n 1) (as packed)"
+  [ "$slot" = 1 ] && finish configure "$(grep -o 'cuDNN attention [A-Za-z ]*' "$logs/configure.log" | head -n 1) (as packed)"
   finish build "$(cat "$logs/prebuilt.log")"
   built=1
 elif [ "$deps_ok" = 1 ]; then
@@ -402,79 +503,142 @@ else
   [ "$slot" = 1 ] && skip configure "deps failed"
   skip build "deps failed"
 fi
-have_cudnn=0
-grep -q 'cuDNN attention ON' "$build/slot-logs/slot1/configure.log" 2>/dev/null && have_cudnn=1
-no_build() { skip "$1" "the build failed or did not run"; }
+have_cudnn=0 configured=$build/slot-logs/slot1/configure.log
+[ -f "$build/PREBUILT" ] && configured=.gpu/prebuilt/configure.log
+grep -q 'cuDNN attention ON' "$configured" 2>/dev/null && have_cudnn=1
+all_cases=()
+[ $built = 1 ] && mapfile -t all_cases < <("$bin/test_fast_vs_ref" --list)
 
-if [ "$slot" = 1 ]; then
-  if [ $built = 1 ]; then
-    mapfile -t all_cases < <("$bin/test_fast_vs_ref" --list)
-    step fast_vs_ref_flash "$bin/test_fast_vs_ref" "${all_cases[@]}" trainer
-    [ "$rc" = -1 ] || finish fast_vs_ref_flash "$(vs_ref_figures fast_vs_ref_flash)"
-    if [ $have_cudnn = 1 ]; then
-      step fast_vs_ref_cudnn "$bin/test_fast_vs_ref" cudnn
-      if [ "$rc" != -1 ]; then
-        if grep -q '^SKIP cudnn part' "$logs/fast_vs_ref_cudnn.log"; then
-          status="refused by cuDNN: $(grep -m 1 '^SKIP cudnn part' "$logs/fast_vs_ref_cudnn.log" | cut -c 17-)"
-        fi
-        finish fast_vs_ref_cudnn "$(vs_ref_figures fast_vs_ref_cudnn); $(grep -c 'cudnn vs flash: worst gradient' "$logs/fast_vs_ref_cudnn.log") compared with flash"
-      fi
-    else skip fast_vs_ref_cudnn "the build has no cuDNN path ($(grep -o 'cuDNN attention not built.*' "$logs/configure.log" | cut -c 1-120))"; fi
-    if command -v compute-sanitizer >/dev/null || [ -z "$gpu_name" ]; then
-      step memcheck compute-sanitizer --tool memcheck --error-exitcode 99 --print-limit 20 "$bin/test_fast_vs_ref" "${MEMCHECK_CASES[@]}"
-      [ "$rc" = -1 ] || finish memcheck "$(sanitizer_figures memcheck), ${#MEMCHECK_CASES[@]} cases"
-      for tool in racecheck synccheck initcheck; do
-        step $tool compute-sanitizer --tool $tool --error-exitcode 99 --print-limit 20 "$bin/test_fast_vs_ref" $RACE_CASE
-        [ "$rc" = -1 ] || finish $tool "$(sanitizer_figures $tool), $RACE_CASE"
-      done
-    else for tool in memcheck racecheck synccheck initcheck; do skip $tool "compute-sanitizer not found"; done; fi
-    step bench_468M_flash "$bin/bench_fast" --presets 468M --variants baseline --steps 10
-    [ "$rc" = -1 ] || finish bench_468M_flash "$(bench_figures bench_468M_flash)"
-    if [ $have_cudnn = 1 ]; then
-      step bench_468M_cudnn "$bin/bench_fast" --presets 468M --variants baseline --steps 10 --attention cudnn
-      if [ "$rc" != -1 ]; then
-        grep -qi 'cudnn' "$logs/bench_468M_cudnn.log" && [ "$rc" != 0 ] && [ "$rc" != 124 ] && [ "$rc" != 137 ] &&
-          status="refused by cuDNN: $(grep -m 1 -i 'cudnn' "$logs/bench_468M_cudnn.log" | cut -c 1-160)"
-        finish bench_468M_cudnn "$(bench_figures bench_468M_cudnn)"
-      fi
-    else skip bench_468M_cudnn "the build has no cuDNN path"; fi
-  else
-    for s in fast_vs_ref_flash fast_vs_ref_cudnn memcheck racecheck synccheck initcheck bench_468M_flash bench_468M_cudnn; do no_build $s; done
-  fi
-else
-  if [ $built = 1 ]; then
-    mapfile -t all_cases < <("$bin/test_fast_vs_ref" --list)
-    step repeat_fast_vs_ref "$bin/test_fast_vs_ref" "${all_cases[@]}" trainer
-    if [ "$rc" != -1 ]; then
+# ---------------------------------------------------------------- the checks: every step after build
+# The check group's programs run at once (up to 8 on the GPU machine's 16 cores), each with 2
+# OpenMP and OpenBLAS threads: ref's sums then split the same way in every run, and slot 2's
+# repeat can compare its figure lines with slot 1's.
+REF_ENV=(env OMP_NUM_THREADS=2 OPENBLAS_NUM_THREADS=2)
+# sanitize TOOL [SANITIZER OPTION...] -- [CASE...]: test_fast_vs_ref under compute-sanitizer
+sanitize() {
+  command -v compute-sanitizer >/dev/null || { WHY="compute-sanitizer not found"; return 1; }
+  local tool=$1 opts=(); shift
+  while [ "$1" != -- ]; do opts+=("$1"); shift; done
+  shift
+  CMD=("${REF_ENV[@]}" compute-sanitizer --tool "$tool" --error-exitcode 99 --print-limit 20 "${opts[@]}"
+       "$bin/test_fast_vs_ref" "$@")
+}
+cudnn_built() {
+  [ $have_cudnn = 1 ] && return 0
+  WHY="the build has no cuDNN path ($(grep -o 'cuDNN attention not built.*' "$configured" 2>/dev/null | cut -c 1-120))"
+  return 1
+}
+# prepare NAME: sets CMD to the step's command, or WHY to the reason it cannot run, and fails
+prepare() {
+  CMD=() WHY=""
+  case $1 in
+    roofline) CMD=(bash -c 'for v in baseline resformer svformer; do python3 bench/roofline.py --preset 468M --variant $v || exit; done'); return 0 ;;
+    torch_eager) CMD=(python3 bench/bench_torch.py --presets 468M); return 0 ;;
+  esac
+  [ $built = 1 ] || { WHY="the build failed or did not run"; return 1; }
+  local bench=("$bin/bench_fast" --presets 468M --steps 10)
+  case $1 in
+    fast_vs_ref_flash | repeat_fast_vs_ref) CMD=("${REF_ENV[@]}" "$bin/test_fast_vs_ref" "${all_cases[@]}" trainer) ;;
+    fast_vs_ref_mma) CMD=("${REF_ENV[@]}" "$bin/test_fast_vs_ref" mma trainer) ;;
+    fast_vs_ref_cudnn) cudnn_built || return 1; CMD=("${REF_ENV[@]}" "$bin/test_fast_vs_ref" cudnn) ;;
+    memcheck) sanitize memcheck -- "${MEMCHECK_CASES[@]}" ;;
+    racecheck | synccheck | initcheck) sanitize "$1" -- "$RACE_CASE" ;;
+    memcheck_mma | racecheck_mma | synccheck_mma)
+      # a filter that matches no kernel would pass with nothing checked
+      grep -aq attention_mma "$bin/test_fast_vs_ref" || { WHY="no attention_mma kernel in $bin/test_fast_vs_ref"; return 1; }
+      sanitize "${1%_mma}" --kernel-name "kns=$MMA_KERNELS" -- mma "${MMA_SANITIZE_CASES[@]}" ;;
+    bench_468M_mma) CMD=("${bench[@]}" --variants baseline --attention mma --kernels) ;;
+    bench_468M_flash) CMD=("${bench[@]}" --variants baseline --kernels) ;;
+    bench_468M_cudnn) cudnn_built || return 1; CMD=("${bench[@]}" --variants baseline --attention cudnn) ;;
+    bench_468M_variants) CMD=("${bench[@]}" --variants resformer,svformer) ;;
+    *) WHY="gpu.sh has no command for the step $1"; return 1 ;;
+  esac
+  [ -n "$WHY" ] && return 1
+  return 0
+}
+# conclude NAME: the row of a step that ran, with its figures (and its status where the log
+# says more than the exit code)
+conclude() {
+  local name=$1 figs="" log=$logs/$1.log
+  case $name in
+    fast_vs_ref_flash | fast_vs_ref_mma) figs=$(vs_ref_figures "$name") ;;
+    fast_vs_ref_cudnn)
+      grep -q '^SKIP cudnn part' "$log" && status="refused by cuDNN: $(grep -m 1 '^SKIP cudnn part' "$log" | cut -c 17-)"
+      figs="$(vs_ref_figures "$name"); $(grep -c 'cudnn vs flash: worst gradient' "$log") compared with flash" ;;
+    repeat_fast_vs_ref)
       # the figure lines only (losses, errors, the trainer's steps): nothing else may differ
       figures() { grep -E '^[A-Za-z0-9_@]+: (loss|logits|gradient|worst|step|scoring|cudnn)|^trainer step' "$1"; }
-      first=$build/slot-logs/slot1/fast_vs_ref_flash.log
+      local first=$build/slot-logs/slot1/fast_vs_ref_flash.log
       if [ -s "$first" ]; then
-        if cmp -s <(figures "$first") <(figures "$logs/repeat_fast_vs_ref.log"); then
-          note="$(figures "$first" | wc -l) figure lines identical to slot 1's"
+        if cmp -s <(figures "$first") <(figures "$log"); then
+          figs="$(figures "$first" | wc -l) figure lines identical to slot 1's"
         else
-          note="figure lines differ from slot 1's: $(diff <(figures "$first") <(figures "$logs/repeat_fast_vs_ref.log") | grep -c '^<') of $(figures "$first" | wc -l)"
-          status="**not repeatable**"; failed=$((failed + 1))
+          figs="figure lines differ from slot 1's: $(diff <(figures "$first") <(figures "$log") | grep -c '^<') of $(figures "$first" | wc -l)"
+          [ "$status" = ok ] && failed=$((failed + 1))
+          status="**not repeatable**"
         fi
-      else note="no slot 1 log on this machine to compare with"; fi
-      finish repeat_fast_vs_ref "$note"
-    fi
-    # the tensor-core attention (fast/attention_mma_*.cu): it becomes the default only after
-    # this step has passed on a GPU (docs/fast.md, "Attention on tensor cores")
-    step fast_vs_ref_mma "$bin/test_fast_vs_ref" mma trainer
-    [ "$rc" = -1 ] || finish fast_vs_ref_mma "$(vs_ref_figures fast_vs_ref_mma)"
-    step bench_468M_variants "$bin/bench_fast" --presets 468M --variants resformer,svformer --steps 10
-    [ "$rc" = -1 ] || finish bench_468M_variants "$(bench_figures bench_468M_variants)"
-    step bench_468M_mma "$bin/bench_fast" --presets 468M --variants baseline --steps 10 --attention mma --kernels
-    [ "$rc" = -1 ] || finish bench_468M_mma "$(bench_figures bench_468M_mma)"
-  else
-    for s in repeat_fast_vs_ref fast_vs_ref_mma bench_468M_variants bench_468M_mma; do no_build $s; done
+      else figs="no slot 1 log on this machine to compare with"; fi ;;
+    memcheck) figs="$(sanitizer_figures "$name"), ${#MEMCHECK_CASES[@]} cases" ;;
+    racecheck | synccheck | initcheck) figs="$(sanitizer_figures "$name"), $RACE_CASE" ;;
+    memcheck_mma | racecheck_mma | synccheck_mma) figs="$(sanitizer_figures "$name"), kernels *$MMA_KERNELS*, ${MMA_SANITIZE_CASES[*]}" ;;
+    bench_*)
+      figs=$(bench_figures "$name")
+      [ "$name" = bench_468M_cudnn ] && grep -qi 'cudnn' "$log" && [ "$rc" != 0 ] && [ "$rc" != 124 ] && [ "$rc" != 137 ] &&
+        status="refused by cuDNN: $(grep -m 1 -i 'cudnn' "$log" | cut -c 1-160)" ;;
+    roofline) figs="planned for baseline, ResFormer, SVFormer: $(grep -oE '[0-9,]+ tokens/s planned' "$log" | cut -d ' ' -f 1 | paste -sd '/') tokens/s" ;;
+    torch_eager) figs=$(grep -E 'tok/s' "$log" | tr -s ' ' | tr '\n' ';' | cut -c 1-200) ;;
+  esac
+  finish "$name" "$figs"
+}
+# run_alone NAME: one step, alone on the machine (the timings)
+run_alone() {
+  if ! prepare "$1"; then skip "$1" "$WHY"; return; fi
+  step "$1" "${CMD[@]}"
+  [ "$rc" = -1 ] || conclude "$1"
+}
+# run_group NAME...: the steps at the same time, each under its own limit. The group starts only
+# if the time left holds its longest estimate plus the reserve; the rows keep the plan's order.
+run_group() {
+  local name cap est kind l need=0 go=() limit
+  declare -A why=()
+  for name; do
+    read -r cap est kind <<<"$(info "$name")"
+    if [[ $kind == gpu* ]] && [ -z "$gpu_name" ]; then why[$name]="no CUDA device ($no_gpu_reason)"
+    elif ! prepare "$name"; then why[$name]=$WHY
+    else go+=("$name"); [ "$est" -gt "$need" ] && need=$est; fi
+  done
+  l=$(left)
+  if [ ${#go[@]} -gt 0 ] && [ "$l" -lt $((need + RESERVE)) ]; then
+    for name in "${go[@]}"; do why[$name]="budget ($l s left, the group needs ~$need s + $RESERVE s reserve)"; done
+    go=()
   fi
-  step roofline bash -c 'for v in baseline resformer svformer; do python3 bench/roofline.py --preset 468M --variant $v || exit; done'
-  [ "$rc" = -1 ] || finish roofline "planned for baseline, ResFormer, SVFormer: $(grep -oE '[0-9,]+ tokens/s planned' "$logs/roofline.log" | cut -d ' ' -f 1 | paste -sd '/') tokens/s"
-  step torch_eager python3 bench/bench_torch.py --presets 468M
-  [ "$rc" = -1 ] || finish torch_eager "$(grep -E 'tok/s' "$logs/torch_eager.log" | tr -s ' ' | tr '\n' ';' | cut -c 1-200)"
-fi
+  for name in "${go[@]}"; do
+    read -r cap est kind <<<"$(info "$name")"
+    limit=$(limit_of "$cap" "$l")
+    prepare "$name"
+    ( t0=$SECONDS
+      timeout -k 5 "$limit" "${CMD[@]}" >"$logs/$name.log" 2>&1
+      echo "$? $((SECONDS - t0)) $limit" >"$logs/$name.rc" ) &
+  done
+  wait
+  for name; do
+    if [ -n "${why[$name]+set}" ]; then skip "$name" "${why[$name]}"; continue; fi
+    read -r rc took limit <"$logs/$name.rc"
+    rm -f "$logs/$name.rc"
+    status_of "$rc" "$limit"
+    conclude "$name"
+  done
+}
+# every step after build, in the plan's order; neighbours of kind gpu+ or cpu+ as one group
+after_build=0 group=()
+for s in "${steps[@]}"; do
+  read -r name _ _ kind _ <<<"$s"
+  if [ $after_build = 0 ]; then [ "$name" = build ] && after_build=1; continue; fi
+  if [[ $kind == *+ ]]; then group+=("$name"); continue; fi
+  [ ${#group[@]} -gt 0 ] && { run_group "${group[@]}"; group=(); }
+  run_alone "$name"
+done
+[ ${#group[@]} -gt 0 ] && run_group "${group[@]}"
 
 # ---------------------------------------------------------------- the report and the archive
 for s in "${steps[@]}"; do
