@@ -223,34 +223,32 @@ int run(CudnnAttention *ca, const Shape &s, void *stream, std::unordered_map<int
 void *cudnn_frontend::cudnn_dlhandle = nullptr;
 
 extern "C" int cudnn_attention_load(void) {
+    // a library that was loaded but refused stays loaded (the frontend caches its symbols):
+    // its refusal is repeated
+    static std::string refused;
+    if (!refused.empty()) return vrl_error("%s", refused.c_str());
     if (fe::cudnn_dlhandle) return 0;
     // the library CMake found, then the loader's search (LD_LIBRARY_PATH, ld.so.cache)
     const std::string names[] = {VRL_CUDNN_LIBRARY, "libcudnn.so." + std::to_string(CUDNN_MAJOR)};
     std::string why;
+    void *handle = nullptr;
     for (const std::string &name : names) {
         if (name.empty()) continue;
-        if (void *h = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL)) {
-            fe::cudnn_dlhandle = h;
-            break;
-        }
+        if ((handle = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL))) break;
         const char *e = dlerror();
         why += (why.empty() ? "" : "; ") + (e ? std::string(e) : name);
     }
-    if (!fe::cudnn_dlhandle) return vrl_error("--attention cudnn: cuDNN cannot be loaded: %s", one_line(why).c_str());
+    if (!handle) return vrl_error("--attention cudnn: cuDNN cannot be loaded: %s", one_line(why).c_str());
+    fe::cudnn_dlhandle = handle;
     try { // built against cuDNN CUDNN_MAJOR's headers: another major's ABI differs
         const size_t version = fe::detail::get_backend_version();
-        if (version / 10000 != CUDNN_MAJOR) {
-            vrl_error("--attention cudnn: the cuDNN loaded is version %zu; this vrl was built for cuDNN %d", version,
-                      CUDNN_MAJOR);
-            dlclose(fe::cudnn_dlhandle), fe::cudnn_dlhandle = nullptr;
-            return -1;
-        }
+        if (version / 10000 != CUDNN_MAJOR)
+            refused = "--attention cudnn: the cuDNN loaded is version " + std::to_string(version) +
+                      "; this vrl was built for cuDNN " + std::to_string(CUDNN_MAJOR);
     } catch (const std::exception &ex) {
-        vrl_error("--attention cudnn: cudnnGetVersion: %s", one_line(ex.what()).c_str());
-        dlclose(fe::cudnn_dlhandle), fe::cudnn_dlhandle = nullptr;
-        return -1;
+        refused = "--attention cudnn: cudnnGetVersion: " + one_line(ex.what());
     }
-    return 0;
+    return refused.empty() ? 0 : vrl_error("%s", refused.c_str());
 }
 
 extern "C" CudnnAttention *cudnn_attention_create(void) {
