@@ -150,9 +150,13 @@ def kernels(preset, B, T, variant, shapes=None):
     # ---- backward
     gemm("lm_head GEMM bwd dX", 1, N, d, Vp, Vp * d * BF16, N * Vp * BF16, 0, N * d * FP32)
     gemm("lm_head GEMM bwd dW", 1, Vp, d, N, N * Vp * BF16, N * d * BF16, Vp * d * FP32, Vp * d * FP32)
-    # dx = f(dy, x, g, rstd); writes the fp32 residual gradient and its bf16 copy; gain partials
-    rms_bwd_bytes = N * d * FP32 + N * d * BF16 + N * d * FP32 * 2 + N * d * BF16 + N * FP32
-    add("rmsnorm bwd (final, ln2, ln1)", "mem", 2 * L + 1, 8 * N * d, rms_bwd_bytes)
+    # dx = f(dy, x, g, rstd) added into the fp32 residual gradient (read, written) and its bf16
+    # copy; the gain's partial sums per 32-row chunk from the same reads of dy and x
+    # (fast/ops.cu rmsnorm_backward_gain_kernel; until it, a pass of its own read dy and x again:
+    # 4.9 GB a 468M step this count left out)
+    gain_chunks = -(-N // 32)
+    rms_bwd_bytes = N * d * FP32 + N * d * BF16 + N * d * FP32 * 2 + N * d * BF16 + N * FP32 + gain_chunks * d * FP32
+    add("rmsnorm bwd + gain partials (final, ln2, ln1)", "mem", 2 * L + 1, 10 * N * d, rms_bwd_bytes)
     gemm("down GEMM bwd dX", L, N, F, d, d * F * BF16, N * d * BF16, 0, N * F * BF16)
     gemm("down GEMM bwd dW", L, d, F, N, N * d * BF16, N * F * BF16, d * F * FP32, d * F * FP32)
     add("swiglu bwd", "mem", L, 10 * N * F, 5 * N * F * BF16)
@@ -186,7 +190,7 @@ def kernels(preset, B, T, variant, shapes=None):
              N * d * FP32, N * d * FP32)
         gemm("qkv GEMM bwd dW", L, qC + 2 * kvC, d, N, N * (qC + 2 * kvC) * BF16, N * d * BF16,
              (qC + 2 * kvC) * d * FP32, (qC + 2 * kvC) * d * FP32)
-    add("rmsnorm gain-gradient reduce", "mem", 2 * L + 1, 0, (N // 256 + 1) * d * FP32 + d * FP32)
+    add("rmsnorm gain-gradient reduce (partials in order)", "mem", 2 * L + 1, 0, gain_chunks * d * FP32 + 2 * d * FP32)
     add("embedding bwd (sorted, no atomics)", "mem", 1, N * d, N * d * FP32 + 2 * N * 4 + N * d * FP32)
 
     # ---- optimizer: the parameter count of the variant's table (SVFormer drops W_v of layers > 1)

@@ -956,8 +956,7 @@ static int layer_backward(FastModel *m, int l) {
     TRY(swiglu_backward(m->dgu, m->dswi, a->gu, N, F));
     /* one dX GEMM over 2F and one dW GEMM into the adjacent gradient blocks of W_gate and W_up */
     TRY(matmul_backward(bl, m->dln32, 0, NULL, G32(o->wgate), m->dgu, a->ln2, W16(o->wgate), N, d, 2 * F));
-    TRY(stream_norm_backward(m, 2 * l + 1, W16(o->ln2), a->ln2_rstd));
-    TRY(rmsnorm_backward_weight(G32(o->ln2), m->norm_scratch, m->dln32, a->h_in, a->ln2_rstd, N, d));
+    TRY(stream_norm_backward(m, 2 * l + 1, W16(o->ln2), a->ln2_rstd, G32(o->ln2))); /* ln2's gain too */
     TRY(stream_backward(m, 2 * l + 1));
     /* dres is now dLoss/dh. h = x + W_o·U. */
     TRY(matmul_backward(bl, NULL, 0, m->datty, G32(o->wo), m->dres16, a->u, W16(o->wo), N, qC, d));
@@ -978,8 +977,7 @@ static int layer_backward(FastModel *m, int l) {
     }
     TRY(value_backward_weights(m, l, &dln_written));
     if (!dln_written) CUDA_CHECK(cudaMemsetAsync(m->dln32, 0, (size_t)N * d * sizeof(float), m->stream)); /* no projection at all */
-    TRY(stream_norm_backward(m, 2 * l, W16(o->ln1), a->ln1_rstd));
-    TRY(rmsnorm_backward_weight(G32(o->ln1), m->norm_scratch, m->dln32, a->x_in, a->ln1_rstd, N, d));
+    TRY(stream_norm_backward(m, 2 * l, W16(o->ln1), a->ln1_rstd, G32(o->ln1))); /* ln1's gain too */
     return 0; /* dres is now dLoss/d(the layer's stream input); stream_backward(m, 2l) goes on */
 }
 
@@ -991,8 +989,8 @@ static int backward_pass(FastModel *m, const bf16 *x) {
     CUDA_CHECK(cudaMemsetAsync(m->dres32, 0, (size_t)N * d * sizeof(float), m->stream));
     TRY(stream_backward_begin(m));
     TRY(amix_backward_begin(m));
-    TRY(rmsnorm_backward(m->dres32, m->dres16, m->dln32, x, W16(m->o_lnf), m->lnf_rstd, N, d));
-    TRY(rmsnorm_backward_weight(G32(m->o_lnf), m->norm_scratch, m->dln32, x, m->lnf_rstd, N, d));
+    TRY(rmsnorm_backward(m->dres32, m->dres16, G32(m->o_lnf), m->norm_scratch, m->dln32, x, W16(m->o_lnf),
+                         m->lnf_rstd, N, d)); /* and the final norm's gain */
     TRY(stream_backward(m, 2 * m->L)); /* the head's input: the last layer's output's gradient */
     TRY(zero_grads_ready(m, ZERO_HEAD)); /* data parallel, last micro-batch: reduce-scatter as layers finish */
     for (int l = 0; l < m->L; l++) {

@@ -300,41 +300,96 @@ int rmsnorm_forward(bf16 *out, float *rstd, const bf16 *inp, const bf16 *weight,
     return 0;
 }
 
-/* dx_j = r g_j dy_j − (r³/C) x_j Σ_i dy_i g_i x_i  (ref/ops.c); one warp per row */
-template <int W>
-__global__ void rmsnorm_backward_kernel(float *dinp32, bf16 *dinp16, const float *dout, const bf16 *inp,
-                                        const bf16 *weight, const float *rstd, int N, int C) {
-    const int row = blockIdx.x * 8 + threadIdx.x / 32, lane = threadIdx.x % 32;
-    if (row >= N) return;
-    const size_t o = (size_t)row * C;
-    const float r = rstd[row];
-    float dot = 0;
-    for (int i = lane; i < C; i += 32) dot += dout[o + i] * bf(weight[i]) * bf(inp[o + i]);
-    dot = warp_sum(dot);
-    const float c = r * r * r * dot / C;
-    /* the elementwise pass, W consecutive columns per lane */
-    for (int i = lane * W; i < C; i += 32 * W) {
-        const Vec<W, float> dy = load_vec<W>(dout + o + i);
-        const Vec<W, bf16> wv = load_vec<W>(weight + i), xv = load_vec<W>(inp + o + i);
-        Vec<W, float> d = load_vec<W>(dinp32 + o + i);
-        Vec<W, bf16> d16;
+/* dx_j = r g_j dy_j − (r³/C) x_j Σ_i dy_i g_i x_i  (ref/ops.c); one warp per row, warp w of
+ * the 8 of a block taking rows r0 + w, r0 + w + 8, ... below r1. With gain (a block's
+ * [8][RMSNORM_GAIN_MAX_C] in shared memory), warp w also sums dy_j·(x_j·r) over its rows into
+ * gain[w]: the sums of rmsnorm_weight_partial_kernel, term for term. */
+template <int W, int GAIN>
+__device__ __forceinline__ void rmsnorm_backward_rows(float (*gain)[RMSNORM_GAIN_MAX_C], float *dinp32, bf16 *dinp16,
+                                                      const float *dout, const bf16 *inp, const bf16 *weight,
+                                                      const float *rstd, int r0, int r1, int C) {
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    if (GAIN) { /* each lane owns the columns its elementwise pass touches */
+        for (int i = lane * W; i < C; i += 32 * W) {
 #pragma unroll
-        for (int k = 0; k < W; k++) {
-            d.e[k] = d.e[k] + (r * bf(wv.e[k]) * dy.e[k] - c * bf(xv.e[k]));
-            d16.e[k] = __float2bfloat16(d.e[k]);
+            for (int k = 0; k < W; k++) gain[warp][i + k] = 0;
         }
-        store_vec<W>(dinp32 + o + i, d);
-        if (dinp16) store_vec<W>(dinp16 + o + i, d16);
+    }
+    for (int row = r0 + warp; row < r1; row += 8) {
+        const size_t o = (size_t)row * C;
+        const float r = rstd[row];
+        float dot = 0;
+        for (int i = lane; i < C; i += 32) dot += dout[o + i] * bf(weight[i]) * bf(inp[o + i]);
+        dot = warp_sum(dot);
+        const float c = r * r * r * dot / C;
+        /* the elementwise pass, W consecutive columns per lane */
+        for (int i = lane * W; i < C; i += 32 * W) {
+            const Vec<W, float> dy = load_vec<W>(dout + o + i);
+            const Vec<W, bf16> wv = load_vec<W>(weight + i), xv = load_vec<W>(inp + o + i);
+            Vec<W, float> d = load_vec<W>(dinp32 + o + i);
+            Vec<W, bf16> d16;
+#pragma unroll
+            for (int k = 0; k < W; k++) {
+                d.e[k] = d.e[k] + (r * bf(wv.e[k]) * dy.e[k] - c * bf(xv.e[k]));
+                d16.e[k] = __float2bfloat16(d.e[k]);
+                if (GAIN) gain[warp][i + k] += dy.e[k] * (bf(xv.e[k]) * r);
+            }
+            store_vec<W>(dinp32 + o + i, d);
+            if (dinp16) store_vec<W>(dinp16 + o + i, d16);
+        }
     }
 }
 
-int rmsnorm_backward(float *dinp32, bf16 *dinp16, const float *dout, const bf16 *inp, const bf16 *weight,
-                     const float *rstd, int N, int C) {
-    if (vec_path(vec_fits(C, {dinp32, dinp16, dout, inp, weight})))
-        LAUNCH(rmsnorm_backward_kernel<VEC_W>, cdiv(N, 8), 256, 0, ops_stream)(dinp32, dinp16, dout, inp, weight, rstd, N, C);
+/* 8 rows a block, no gain */
+template <int W>
+__global__ void rmsnorm_backward_kernel(float *dinp32, bf16 *dinp16, const float *dout, const bf16 *inp,
+                                        const bf16 *weight, const float *rstd, int N, int C) {
+    const int r0 = blockIdx.x * 8;
+    rmsnorm_backward_rows<W, 0>(NULL, dinp32, dinp16, dout, inp, weight, rstd, r0, min(r0 + 8, N), C);
+}
+
+/* Block b: gain chunk b (RMSNORM_WEIGHT_ROWS rows), then its partial, the warps' sums added in
+ * warp order: the bits of rmsnorm_weight_partial_kernel without its second read of dout and
+ * inp.  partial [gridDim.x, C], C <= RMSNORM_GAIN_MAX_C */
+template <int W>
+__global__ void rmsnorm_backward_gain_kernel(float *dinp32, bf16 *dinp16, float *partial, const float *dout,
+                                             const bf16 *inp, const bf16 *weight, const float *rstd, int N, int C) {
+    __shared__ float gain[8][RMSNORM_GAIN_MAX_C]; /* [warp][column] */
+    const int r0 = blockIdx.x * RMSNORM_WEIGHT_ROWS;
+    rmsnorm_backward_rows<W, 1>(gain, dinp32, dinp16, dout, inp, weight, rstd, r0, min(r0 + RMSNORM_WEIGHT_ROWS, N), C);
+    __syncthreads();
+    for (int c = threadIdx.x; c < C; c += blockDim.x) {
+        float t = 0;
+        for (int y = 0; y < 8; y++) t += gain[y][c];
+        partial[(size_t)blockIdx.x * C + c] = t;
+    }
+}
+
+/* pass 2 of either form: dweight[c] += Σ_chunk partial[chunk, c], chunks in order */
+__global__ void rmsnorm_weight_reduce_kernel(float *dweight, const float *partial, int chunks, int C);
+
+int rmsnorm_backward(float *dinp32, bf16 *dinp16, float *dweight, float *partial, const float *dout, const bf16 *inp,
+                     const bf16 *weight, const float *rstd, int N, int C) {
+    const int vec = vec_path(vec_fits(C, {dinp32, dinp16, dout, inp, weight}));
+    if (dweight && C <= RMSNORM_GAIN_MAX_C) { /* the gain from the same reads */
+        const int chunks = (int)cdiv(N, RMSNORM_WEIGHT_ROWS);
+        if (vec)
+            LAUNCH(rmsnorm_backward_gain_kernel<VEC_W>, chunks, 256, 0, ops_stream)(dinp32, dinp16, partial, dout, inp,
+                                                                                  weight, rstd, N, C);
+        else
+            LAUNCH(rmsnorm_backward_gain_kernel<1>, chunks, 256, 0, ops_stream)(dinp32, dinp16, partial, dout, inp,
+                                                                              weight, rstd, N, C);
+        LAUNCH_CHECK();
+        LAUNCH(rmsnorm_weight_reduce_kernel, cdiv(C, 256), 256, 0, ops_stream)(dweight, partial, chunks, C);
+        LAUNCH_CHECK();
+        return 0;
+    }
+    if (vec)
+        LAUNCH(rmsnorm_backward_kernel<VEC_W>, cdiv(N, 8), 256, 0, ops_stream)(dinp32, dinp16, dout, inp, weight, rstd,
+                                                                             N, C);
     else LAUNCH(rmsnorm_backward_kernel<1>, cdiv(N, 8), 256, 0, ops_stream)(dinp32, dinp16, dout, inp, weight, rstd, N, C);
     LAUNCH_CHECK();
-    return 0;
+    return dweight ? rmsnorm_backward_weight(dweight, partial, dout, inp, rstd, N, C) : 0; /* rows too wide */
 }
 
 /* pass 1: block (32 columns x 8 row lanes) sums a chunk of RMSNORM_WEIGHT_ROWS rows;
@@ -356,7 +411,6 @@ __global__ void rmsnorm_weight_partial_kernel(float *partial, const float *dout,
     }
 }
 
-/* pass 2: dweight[c] += Σ_chunk partial[chunk, c], chunks in order */
 __global__ void rmsnorm_weight_reduce_kernel(float *dweight, const float *partial, int chunks, int C) {
     const int c = blockIdx.x * blockDim.x + threadIdx.x;
     if (c >= C) return;

@@ -105,15 +105,26 @@ int embedding_backward(float *dwte, const float *dout, const int32_t *uniq, cons
  * out [N,C], rstd [N] fp32, inp [N,C], weight [C] */
 int rmsnorm_forward(bf16 *out, float *rstd, const bf16 *inp, const bf16 *weight, int N, int C, float eps);
 /* dinp32 += dx (fp32 residual-stream gradient) and dinp16 = bf16(dinp32) after the add
- * (the copy the next GEMMs read; may be NULL).
- * dinp32 [N,C], dinp16 [N,C], dout [N,C] fp32, inp [N,C], weight [C], rstd [N] */
-int rmsnorm_backward(float *dinp32, bf16 *dinp16, const float *dout, const bf16 *inp, const bf16 *weight,
-                     const float *rstd, int N, int C);
-/* dweight += Σ_n dout[n] ⊙ inp[n]·rstd[n], two deterministic passes (row chunks, then
- * chunks in order).  dweight [C], partial [ceil(N/256), C] scratch, dout [N,C] fp32 */
+ * (the copy the next GEMMs read; may be NULL); with dweight (else NULL), also the gain's
+ * gradient dweight += Σ_n dout[n] ⊙ inp[n]·rstd[n] from the same reads of dout and inp (one
+ * pass over the rows where C <= RMSNORM_GAIN_MAX_C, then the chunks' partials in order: the
+ * bits of rmsnorm_backward_weight's two passes).
+ * dinp32 [N,C], dinp16 [N,C], dweight [C], partial [ceil(N/RMSNORM_WEIGHT_ROWS), C] scratch,
+ * dout [N,C] fp32, inp [N,C], weight [C], rstd [N] */
+int rmsnorm_backward(float *dinp32, bf16 *dinp16, float *dweight, float *partial, const float *dout, const bf16 *inp,
+                     const bf16 *weight, const float *rstd, int N, int C);
+/* dweight += Σ_n dout[n] ⊙ inp[n]·rstd[n] in passes of its own, deterministic (row chunks,
+ * then chunks in order): the gain's gradient where C > RMSNORM_GAIN_MAX_C, and the tests'
+ * reference for the fused pass.  dweight [C], partial [ceil(N/RMSNORM_WEIGHT_ROWS), C]
+ * scratch, dout [N,C] fp32, inp [N,C], rstd [N] */
 int rmsnorm_backward_weight(float *dweight, float *partial, const float *dout, const bf16 *inp, const float *rstd,
                             int N, int C);
-#define RMSNORM_WEIGHT_ROWS 256
+/* rows of one gain chunk: 4 per warp of the fused backward's 8-warp block, so a 468M step's
+ * 16384 rows make 512 blocks (enough to fill the GPU's SMs) */
+#define RMSNORM_WEIGHT_ROWS 32
+/* the widest row whose gain partials the fused block holds in shared memory: [8][C] fp32,
+ * 32 KB (the 468M preset's d_model) */
+#define RMSNORM_GAIN_MAX_C 1024
 
 /* ------------------------------------------------------------------ rope */
 /* In place NeoX half-split rotation of every head, rows ld >= NHX*hd elements apart (a view
