@@ -151,6 +151,27 @@ Test(fast_cpu_ops, rmsnorm_edge_shapes) {
     rmsnorm_case(37, 1040); /* wider than RMSNORM_GAIN_MAX_C: the separate passes */
 }
 
+/* zero_grad's kernel: exactly the listed ranges become 0, in every thread and block order */
+Test(fast_cpu_ops, zero_ranges) {
+    const size_t n = 5000;
+    const vector<size_t> ranges = {0, 3, 10, 1, 1000, 2600, 4990, 10}; /* (offset, floats); the longest 2600 */
+    for (const char *o : test_orders()) {
+        cr_assert_eq(cuda_cpu::set_thread_order(o), 0);
+        vector<float> g(n, 1.5f);
+        cr_assert_eq(fast_cpu::zero_ranges(g.data(), ranges.data(), 4, 2600), 0, "%s", vrl_last_error());
+        size_t zeros = 0, wrong = 0;
+        for (size_t i = 0; i < n; i++) {
+            int in = 0;
+            for (size_t r = 0; r < ranges.size(); r += 2) in |= i >= ranges[r] && i < ranges[r] + ranges[r + 1];
+            zeros += g[i] == 0.0f;
+            wrong += in ? g[i] != 0.0f : g[i] != 1.5f;
+        }
+        cr_expect(wrong == 0 && zeros == 3 + 1 + 2600 + 10, "zero_ranges, order %s: %zu wrong, %zu zeros", o, wrong,
+                  zeros);
+    }
+    cuda_cpu::set_thread_order("forward");
+}
+
 /* ------------------------------------------------------------------ cross-entropy */
 
 /* The single-read cross-entropy on bf16 rows of LD columns (the padded vocabulary) against

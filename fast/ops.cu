@@ -155,8 +155,8 @@ int matmul_forward_scaled(Blas *b, bf16 *out, const bf16 *inp, const bf16 *weigh
     return lt_matmul_ab(b, out, CUDA_R_16BF, c, weight, 1, C, inp, 0, C, OC, N, C, alpha, c ? beta : 0.0f, OC);
 }
 
-int matmul_backward_ld(Blas *b, float *dinp32, int accumulate, bf16 *dinp16, float *dweight, const bf16 *dout,
-                       int ld_dout, const bf16 *inp, const bf16 *weight, int N, int C, int OC) {
+int matmul_backward_ld(Blas *b, float *dinp32, int accumulate, bf16 *dinp16, float *dweight, float dw_beta,
+                       const bf16 *dout, int ld_dout, const bf16 *inp, const bf16 *weight, int N, int C, int OC) {
     /* dinp [N,C] = dout [N,OC] · weight [OC,C]: column-major C x N = (C x OC) · (OC x N) */
     if (dinp32 && lt_matmul(b, dinp32, CUDA_R_32F, NULL, weight, 0, C, dout, 0, ld_dout, C, N, OC,
                             accumulate ? 1.0f : 0.0f, C))
@@ -164,23 +164,24 @@ int matmul_backward_ld(Blas *b, float *dinp32, int accumulate, bf16 *dinp16, flo
     if (!dinp32 && dinp16 &&
         lt_matmul(b, dinp16, CUDA_R_16BF, NULL, weight, 0, C, dout, 0, ld_dout, C, N, OC, 0.0f, C))
         return -1;
-    /* dweight [OC,C] += doutᵀ · inp: column-major C x OC = (C x N) · (N x OC) */
-    if (dweight && lt_matmul(b, dweight, CUDA_R_32F, NULL, inp, 0, C, dout, 1, ld_dout, C, OC, N, 1.0f, C)) return -1;
+    /* dweight [OC,C] = doutᵀ · inp (+ dweight): column-major C x OC = (C x N) · (N x OC) */
+    if (dweight && lt_matmul(b, dweight, CUDA_R_32F, NULL, inp, 0, C, dout, 1, ld_dout, C, OC, N, dw_beta, C))
+        return -1;
     return 0;
 }
 
-int matmul_backward(Blas *b, float *dinp32, int accumulate, bf16 *dinp16, float *dweight, const bf16 *dout,
-                    const bf16 *inp, const bf16 *weight, int N, int C, int OC) {
-    return matmul_backward_ld(b, dinp32, accumulate, dinp16, dweight, dout, OC, inp, weight, N, C, OC);
+int matmul_backward(Blas *b, float *dinp32, int accumulate, bf16 *dinp16, float *dweight, float dw_beta,
+                    const bf16 *dout, const bf16 *inp, const bf16 *weight, int N, int C, int OC) {
+    return matmul_backward_ld(b, dinp32, accumulate, dinp16, dweight, dw_beta, dout, OC, inp, weight, N, C, OC);
 }
 
-int matmul_backward_scaled(Blas *b, float *dinp32, int accumulate, float *dweight, const bf16 *dout,
+int matmul_backward_scaled(Blas *b, float *dinp32, int accumulate, float *dweight, float dw_beta, const bf16 *dout,
                            const bf16 *inp, const bf16 *weight, float alpha, int N, int C, int OC) {
     /* the same two products as matmul_backward_ld, each scaled by alpha on the GEMM */
     if (dinp32 && lt_matmul_ab(b, dinp32, CUDA_R_32F, NULL, weight, 0, C, dout, 0, OC, C, N, OC, alpha,
                                accumulate ? 1.0f : 0.0f, C))
         return -1;
-    if (dweight && lt_matmul_ab(b, dweight, CUDA_R_32F, NULL, inp, 0, C, dout, 1, OC, C, OC, N, alpha, 1.0f, C))
+    if (dweight && lt_matmul_ab(b, dweight, CUDA_R_32F, NULL, inp, 0, C, dout, 1, OC, C, OC, N, alpha, dw_beta, C))
         return -1;
     return 0;
 }
@@ -425,6 +426,24 @@ int rmsnorm_backward_weight(float *dweight, float *partial, const float *dout, c
     LAUNCH(rmsnorm_weight_partial_kernel, dim3(cdiv(C, 32), chunks), dim3(32, 8), 0, ops_stream)(partial, dout, inp, rstd, N, C);
     LAUNCH_CHECK();
     LAUNCH(rmsnorm_weight_reduce_kernel, cdiv(C, 256), 256, 0, ops_stream)(dweight, partial, chunks, C);
+    LAUNCH_CHECK();
+    return 0;
+}
+
+/* ================================================================== gradient ranges */
+
+/* block (x, r) zeroes a grid-strided share of range r; ranges [n][2] (offset, floats) */
+__global__ void zero_ranges_kernel(float *base, const size_t *ranges, size_t step) {
+    const size_t off = ranges[2 * blockIdx.y], len = ranges[2 * blockIdx.y + 1];
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < len; i += step) base[off + i] = 0.0f;
+}
+
+int zero_ranges(float *base, const size_t *ranges, int n, size_t max_len) {
+    if (n == 0 || max_len == 0) return 0;
+    /* enough blocks for the longest range (the embedding's gradient at most), no more: the
+     * others' surplus blocks find nothing to do */
+    const size_t per = (size_t)256 * 8, bx = cdiv(max_len, per) < 512 ? cdiv(max_len, per) : 512;
+    LAUNCH(zero_ranges_kernel, dim3((unsigned)bx, (unsigned)n), 256, 0, ops_stream)(base, ranges, bx * 256);
     LAUNCH_CHECK();
     return 0;
 }
