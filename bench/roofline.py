@@ -149,17 +149,24 @@ def kernels(preset, B, T, variant, shapes=None):
 
     # ---- backward
     gemm("lm_head GEMM bwd dX", 1, N, d, Vp, Vp * d * BF16, N * Vp * BF16, 0, N * d * FP32)
-    gemm("lm_head GEMM bwd dW", 1, Vp, d, N, N * Vp * BF16, N * d * BF16, Vp * d * FP32, Vp * d * FP32)
-    # dx = f(dy, x, g, rstd); writes the fp32 residual gradient and its bf16 copy; gain partials
-    rms_bwd_bytes = N * d * FP32 + N * d * BF16 + N * d * FP32 * 2 + N * d * BF16 + N * FP32
-    add("rmsnorm bwd (final, ln2, ln1)", "mem", 2 * L + 1, 8 * N * d, rms_bwd_bytes)
+    # the weight-gradient GEMMs: one micro-batch a step, so each is its tensor's first writer after
+    # zero_grad and overwrites it (beta = 0, C not read: fast/model.cu grad_dw_beta); a later
+    # micro-batch of an accumulation would read it too
+    gemm("lm_head GEMM bwd dW", 1, Vp, d, N, N * Vp * BF16, N * d * BF16, 0, Vp * d * FP32)
+    # dx = f(dy, x, g, rstd) added into the fp32 residual gradient (read, written) and its bf16
+    # copy; the gain's partial sums per 32-row chunk from the same reads of dy and x
+    # (fast/ops.cu rmsnorm_backward_gain_kernel; until it, a pass of its own read dy and x again:
+    # 4.9 GB a 468M step this count left out)
+    gain_chunks = -(-N // 32)
+    rms_bwd_bytes = N * d * FP32 + N * d * BF16 + N * d * FP32 * 2 + N * d * BF16 + N * FP32 + gain_chunks * d * FP32
+    add("rmsnorm bwd + gain partials (final, ln2, ln1)", "mem", 2 * L + 1, 10 * N * d, rms_bwd_bytes)
     gemm("down GEMM bwd dX", L, N, F, d, d * F * BF16, N * d * BF16, 0, N * F * BF16)
-    gemm("down GEMM bwd dW", L, d, F, N, N * d * BF16, N * F * BF16, d * F * FP32, d * F * FP32)
+    gemm("down GEMM bwd dW", L, d, F, N, N * d * BF16, N * F * BF16, 0, d * F * FP32)
     add("swiglu bwd", "mem", L, 10 * N * F, 5 * N * F * BF16)
     gemm("gate|up GEMM bwd dX", L, N, d, 2 * F, 2 * F * d * BF16, N * 2 * F * BF16, 0, N * d * FP32)
-    gemm("gate|up GEMM bwd dW", L, 2 * F, d, N, N * 2 * F * BF16, N * d * BF16, 2 * F * d * FP32, 2 * F * d * FP32)
+    gemm("gate|up GEMM bwd dW", L, 2 * F, d, N, N * 2 * F * BF16, N * d * BF16, 0, 2 * F * d * FP32)
     gemm("o GEMM bwd dX", L, N, qC, d, d * qC * BF16, N * d * BF16, 0, N * qC * BF16)
-    gemm("o GEMM bwd dW", L, d, qC, N, N * d * BF16, N * qC * BF16, d * qC * FP32, d * qC * FP32)
+    gemm("o GEMM bwd dW", L, d, qC, N, N * d * BF16, N * qC * BF16, 0, d * qC * FP32)
     # 5 products: S again, dP = dO·Vᵀ, dV = Pᵀ·dO, dQ = dS·K, dK = dSᵀ·Q (2.5x the forward)
     add("attention bwd (tensor cores)", "attn_bwd", L, 2.5 * att,
         N * (4 * qC + 2 * kvC) * BF16 + N * (qC + 2 * kvC) * BF16 + 2 * B * NH * T * FP32)
@@ -175,23 +182,27 @@ def kernels(preset, B, T, variant, shapes=None):
         add("dV_1 to bf16 for its W_v GEMMs", "mem", 1, 0, N * kvC * (FP32 + BF16))
         gemm("qk GEMM bwd dX", L, N, d, qC + kvC, (qC + kvC) * d * BF16, N * (qC + kvC) * BF16, N * d * FP32,
              N * d * FP32)
-        gemm("qk GEMM bwd dW", L, qC + kvC, d, N, N * (qC + kvC) * BF16, N * d * BF16, (qC + kvC) * d * FP32,
+        gemm("qk GEMM bwd dW", L, qC + kvC, d, N, N * (qC + kvC) * BF16, N * d * BF16, 0,
              (qC + kvC) * d * FP32)
         gemm("v GEMM bwd dX (+= d(ln1); ResFormer n > 1: alpha λ2)", Lv, N, d, kvC, kvC * d * BF16, N * kvC * BF16,
              N * d * FP32, N * d * FP32)
-        gemm("v GEMM bwd dW (ResFormer n > 1: alpha λ2)", Lv, kvC, d, N, N * kvC * BF16, N * d * BF16,
-             kvC * d * FP32, kvC * d * FP32)
+        gemm("v GEMM bwd dW (ResFormer n > 1: alpha λ2)", Lv, kvC, d, N, N * kvC * BF16, N * d * BF16, 0,
+             kvC * d * FP32)
     else:
         gemm("qkv GEMM bwd dX", L, N, d, qC + 2 * kvC, (qC + 2 * kvC) * d * BF16, N * (qC + 2 * kvC) * BF16,
              N * d * FP32, N * d * FP32)
-        gemm("qkv GEMM bwd dW", L, qC + 2 * kvC, d, N, N * (qC + 2 * kvC) * BF16, N * d * BF16,
-             (qC + 2 * kvC) * d * FP32, (qC + 2 * kvC) * d * FP32)
-    add("rmsnorm gain-gradient reduce", "mem", 2 * L + 1, 0, (N // 256 + 1) * d * FP32 + d * FP32)
+        gemm("qkv GEMM bwd dW", L, qC + 2 * kvC, d, N, N * (qC + 2 * kvC) * BF16, N * d * BF16, 0,
+             (qC + 2 * kvC) * d * FP32)
+    add("rmsnorm gain-gradient reduce (partials in order)", "mem", 2 * L + 1, 0, gain_chunks * d * FP32 + 2 * d * FP32)
     add("embedding bwd (sorted, no atomics)", "mem", 1, N * d, N * d * FP32 + 2 * N * 4 + N * d * FP32)
 
     # ---- optimizer: the parameter count of the variant's table (SVFormer drops W_v of layers > 1)
     P = V * d * 2 + d + L * (2 * d + (qC + kvC) * d + qC * d + 3 * F * d) + Lv * kvC * d
-    add("zero grads", "mem", 1, 0, P * FP32)
+    # zero_grad writes only the gradients no GEMM overwrites: the first weight-gradient GEMM of a
+    # tensor after it runs with beta = 0 (fast/model.cu grad_dw_beta); the embedding's rows and
+    # the norms' gains are added into, so they are zeroed (the variants' few coefficients too,
+    # not counted)
+    add("zero grads (embedding, norm gains; GEMMs overwrite the rest)", "mem", 1, 0, (V * d + (2 * L + 1) * d) * FP32)
     add("AdamW norm pass", "mem", 1, 2 * P, P * FP32)
     add("AdamW update (+bf16 refresh)", "mem", 1, 12 * P, P * (4 * FP32 + 3 * FP32 + BF16))
     model_flops = 6.0 * (P - V * d) * N + 6.0 * L * T * qC * N

@@ -99,39 +99,75 @@ static vector<const char *> test_orders(void) {
 
 /* ------------------------------------------------------------------ rmsnorm */
 
-Test(fast_cpu_ops, rmsnorm_edge_shapes) {
-    const int N = 300, C = 40; /* 300 rows: 37.5 blocks of 8 rows, 2 chunks of 256 for the gain */
+/* The backward with the gain's gradient fused (the step's form) against ref, and bit for bit
+ * against the separate passes (rmsnorm_backward_weight); a row wider than the fused block's
+ * shared sums (RMSNORM_GAIN_MAX_C) takes the separate passes. */
+static void rmsnorm_case(int N, int C) {
     vector<bf16> x16, w16;
-    vector<double> x, w, dout(N * C);
+    vector<double> x, w, dout((size_t)N * C);
     random_bf16(x16, x, (size_t)N * C, 2.0);
     random_bf16(w16, w, C, 1.0);
-    vector<float> dout32(N * C);
-    for (int i = 0; i < N * C; i++) dout32[i] = (float)uniform(), dout[i] = dout32[i];
-    vector<double> ry(N * C), rr(N), rdx(N * C, 0.0), rdw(C, 0.0);
+    vector<float> dout32((size_t)N * C);
+    for (size_t i = 0; i < (size_t)N * C; i++) dout32[i] = (float)uniform(), dout[i] = dout32[i];
+    vector<double> ry((size_t)N * C), rr(N), rdx((size_t)N * C, 0.0), rdw(C, 0.0);
     REF64(rmsnorm_forward)(ry.data(), rr.data(), x.data(), w.data(), N, C, 1e-5);
     REF64(rmsnorm_backward)(rdx.data(), rdw.data(), dout.data(), x.data(), w.data(), rr.data(), N, C, GRAD_ADD);
     vector<bf16> first_y, first_dx16;
     vector<float> first_dw;
+    const size_t chunks = (N + RMSNORM_WEIGHT_ROWS - 1) / RMSNORM_WEIGHT_ROWS;
     for (const char *o : test_orders()) {
         cr_assert_eq(cuda_cpu::set_thread_order(o), 0);
-        vector<bf16> y(N * C), dx16(N * C);
-        vector<float> r(N), dx(N * C, 0.0f), dw(C, 0.0f), partial(2 * C);
+        vector<bf16> y((size_t)N * C), dx16((size_t)N * C);
+        vector<float> r(N), dx((size_t)N * C, 0.0f), dw(C, 0.0f), partial(chunks * C);
+        vector<float> dx_sep((size_t)N * C, 0.0f), dw_sep(C, 0.0f), partial_sep(chunks * C);
         cr_assert_eq(fast_cpu::rmsnorm_forward(y.data(), r.data(), x16.data(), w16.data(), N, C, 1e-5f), 0, "%s",
                      vrl_last_error());
-        cr_assert_eq(fast_cpu::rmsnorm_backward(dx.data(), dx16.data(), dout32.data(), x16.data(), w16.data(), r.data(),
-                                                N, C),
+        cr_assert_eq(fast_cpu::rmsnorm_backward(dx.data(), dx16.data(), dw.data(), partial.data(), dout32.data(),
+                                                x16.data(), w16.data(), r.data(), N, C),
                      0, "%s", vrl_last_error());
-        cr_assert_eq(fast_cpu::rmsnorm_backward_weight(dw.data(), partial.data(), dout32.data(), x16.data(), r.data(),
-                                                       N, C),
+        cr_assert_eq(fast_cpu::rmsnorm_backward(dx_sep.data(), NULL, NULL, NULL, dout32.data(), x16.data(), w16.data(),
+                                                r.data(), N, C),
                      0, "%s", vrl_last_error());
-        cr_expect_leq(rel(y, ry), 1e-2, "rmsnorm out, order %s: %.3e", o, rel(y, ry));
-        cr_expect_leq(rel(r, rr), 1e-6, "rmsnorm rstd, order %s: %.3e", o, rel(r, rr));
-        cr_expect_leq(rel(dx, rdx), 1e-5, "rmsnorm dinp, order %s: %.3e", o, rel(dx, rdx));
-        cr_expect_leq(rel(dw, rdw), 1e-5, "rmsnorm dweight, order %s: %.3e", o, rel(dw, rdw));
+        cr_assert_eq(fast_cpu::rmsnorm_backward_weight(dw_sep.data(), partial_sep.data(), dout32.data(), x16.data(),
+                                                       r.data(), N, C),
+                     0, "%s", vrl_last_error());
+        cr_expect_leq(rel(y, ry), 1e-2, "rmsnorm out, C %d, order %s: %.3e", C, o, rel(y, ry));
+        cr_expect_leq(rel(r, rr), 1e-6, "rmsnorm rstd, C %d, order %s: %.3e", C, o, rel(r, rr));
+        cr_expect_leq(rel(dx, rdx), 1e-5, "rmsnorm dinp, C %d, order %s: %.3e", C, o, rel(dx, rdx));
+        cr_expect_leq(rel(dw, rdw), 1e-5, "rmsnorm dweight, C %d, order %s: %.3e", C, o, rel(dw, rdw));
+        cr_expect(same_bits(dx, dx_sep) && same_bits(dw, dw_sep),
+                  "rmsnorm, C %d, order %s: the fused gain pass and the separate passes differ", C, o);
         if (o == orders[0]) first_y = y, first_dx16 = dx16, first_dw = dw;
         else
             cr_expect(same_bits(y, first_y) && same_bits(dx16, first_dx16) && same_bits(dw, first_dw),
-                      "rmsnorm: order %s changes the bits", o);
+                      "rmsnorm, C %d: order %s changes the bits", C, o);
+    }
+    cuda_cpu::set_thread_order("forward");
+}
+
+Test(fast_cpu_ops, rmsnorm_edge_shapes) {
+    rmsnorm_case(300, 40); /* 37.5 blocks of 8 rows; 9.4 gain chunks of 32 (the last one short) */
+    static_assert(RMSNORM_GAIN_MAX_C < 1040, "the wide case must be wider than the fused block's sums");
+    rmsnorm_case(37, 1040); /* wider than RMSNORM_GAIN_MAX_C: the separate passes */
+}
+
+/* zero_grad's kernel: exactly the listed ranges become 0, in every thread and block order */
+Test(fast_cpu_ops, zero_ranges) {
+    const size_t n = 5000;
+    const vector<size_t> ranges = {0, 3, 10, 1, 1000, 2600, 4990, 10}; /* (offset, floats); the longest 2600 */
+    for (const char *o : test_orders()) {
+        cr_assert_eq(cuda_cpu::set_thread_order(o), 0);
+        vector<float> g(n, 1.5f);
+        cr_assert_eq(fast_cpu::zero_ranges(g.data(), ranges.data(), 4, 2600), 0, "%s", vrl_last_error());
+        size_t zeros = 0, wrong = 0;
+        for (size_t i = 0; i < n; i++) {
+            int in = 0;
+            for (size_t r = 0; r < ranges.size(); r += 2) in |= i >= ranges[r] && i < ranges[r] + ranges[r + 1];
+            zeros += g[i] == 0.0f;
+            wrong += in ? g[i] != 0.0f : g[i] != 1.5f;
+        }
+        cr_expect(wrong == 0 && zeros == 3 + 1 + 2600 + 10, "zero_ranges, order %s: %zu wrong, %zu zeros", o, wrong,
+                  zeros);
     }
     cuda_cpu::set_thread_order("forward");
 }
@@ -1089,11 +1125,12 @@ Test(fast_cpu_ops, vector_and_scalar_paths_give_the_same_bits) {
         both_paths("rmsnorm forward and backward", 2, [&](int off) {
             Placed<bf16> xp(x, off), wp(w, off), y(vector<bf16>(N * C), off), d16(vector<bf16>(N * C), off);
             Placed<float> dyp(dy, off), dp(d0, off);
-            vector<float> rstd(N);
+            vector<float> rstd(N), dw(C, 0.0f), partial((N + RMSNORM_WEIGHT_ROWS - 1) / RMSNORM_WEIGHT_ROWS * C);
             cr_assert_eq(fast_cpu::rmsnorm_forward(y.p, rstd.data(), xp.p, wp.p, N, C, 1e-5f), 0, "%s", vrl_last_error());
-            cr_assert_eq(fast_cpu::rmsnorm_backward(dp.p, d16.p, dyp.p, xp.p, wp.p, rstd.data(), N, C), 0, "%s",
-                         vrl_last_error());
-            return bytes_of(y.get(N * C), rstd, dp.get(N * C), d16.get(N * C));
+            cr_assert_eq(fast_cpu::rmsnorm_backward(dp.p, d16.p, dw.data(), partial.data(), dyp.p, xp.p, wp.p,
+                                                    rstd.data(), N, C),
+                         0, "%s", vrl_last_error());
+            return bytes_of(y.get(N * C), rstd, dp.get(N * C), d16.get(N * C), dw);
         });
     }
     { /* RoPE and its transpose: B·T rows of NHX heads of hd, on a view with a wider row */

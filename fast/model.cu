@@ -123,6 +123,7 @@ size_t layout_optimizer(FastModel *m, char *base) {
     CARVE(m->micro_loss, FAST_MAX_MICRO);
     CARVE(m->micro_count, 1);
     CARVE(m->adamw_scalars, 1);
+    CARVE(m->gaps, 2 * ((size_t)m->t->n + 2));
     m->bytes_opt = off - mark;
     return off;
 }
@@ -402,6 +403,7 @@ extern "C" void fast_model_destroy(void *vm) {
     cudnn_attention_destroy((CudnnAttention *)m->cudnn);
 #endif
     if (m->micro_graph.exec) cudaGraphExecDestroy(m->micro_graph.exec);
+    if (m->micro_graph_first.exec) cudaGraphExecDestroy(m->micro_graph_first.exec);
     if (m->update_graph.exec) cudaGraphExecDestroy(m->update_graph.exec);
     if (m->uploaded) cudaEventDestroy(m->uploaded);
     if (m->stream) cudaStreamDestroy(m->stream);
@@ -412,6 +414,9 @@ extern "C" void fast_model_destroy(void *vm) {
     free(m->lo);
     free(m->acts);
     free(m->dv_keep);
+    free(m->dw_off);
+    free(m->dw_len);
+    free(m->dw_known);
     free(m->gpt2);
     cudaFreeHost(m->h_tokens); /* pinned: one block for every host mirror the copies read */
     cudaFreeHost(m->h_read);
@@ -497,8 +502,12 @@ static FastModel *create_model(const ModelSpec *spec, int batch, int seq, int de
     m->h_count = (int32_t *)malloc((size_t)m->V * sizeof(int32_t));
     m->h_score_lp = (float *)malloc((size_t)N * sizeof(float));
     m->h_score_greedy = (uint8_t *)malloc((size_t)N);
+    m->dw_off = (size_t *)malloc(((size_t)t->n + 1) * sizeof(size_t));
+    m->dw_len = (size_t *)malloc(((size_t)t->n + 1) * sizeof(size_t));
+    m->dw_known = (size_t *)malloc(2 * ((size_t)t->n + 1) * sizeof(size_t));
+    m->n_dw_known = -1, m->n_gaps = -1;
     if (!m->lo || !m->acts || !m->dv_keep || !m->h_tokens || !m->h_targets || !m->h_uniq || !m->h_offsets ||
-        !m->h_pos || !m->h_count || !m->h_score_lp || !m->h_score_greedy) {
+        !m->h_pos || !m->h_count || !m->h_score_lp || !m->h_score_greedy || !m->dw_off || !m->dw_len || !m->dw_known) {
         vrl_error("fast model: out of host memory");
         goto fail;
     }
@@ -682,6 +691,20 @@ static void mix_args(const FastModel *m, int l, MixKind kind, MixArgs *a) {
     }
 }
 
+/* β for the GEMM about to write weight gradient g [len floats]: 0 (overwrite) for the first
+ * writer of g in the first micro-batch after zero_grad, which records the range; 1 (add)
+ * otherwise, and for a range overlapping one already written in this micro-batch (that
+ * writer overwrote the overlap; zero_grad zeroes what no recorded range covers). */
+static float grad_dw_beta(FastModel *m, const float *g, size_t len) {
+    if (!m->grads_first) return 1.0f;
+    const size_t off = (size_t)(g - m->grads);
+    for (int i = 0; i < m->n_dw; i++)
+        if (off < m->dw_off[i] + m->dw_len[i] && m->dw_off[i] < off + len) return 1.0f;
+    if (m->n_dw > m->t->n) return 1.0f; /* cannot happen: at most one range per tensor */
+    m->dw_off[m->n_dw] = off, m->dw_len[m->n_dw++] = len;
+    return 0.0f;
+}
+
 /* Queries (kind MIX_Q) or keys (MIX_K) of layer l: the raw projection (where the layer has
  * one), the row's mix, then RoPE.  out [N,C] */
 static int qk_forward(FastModel *m, int l, MixKind kind) {
@@ -721,7 +744,8 @@ static int qk_backward(FastModel *m, int l, MixKind kind, bf16 *grad, int *dln_w
         if (f->needed[l]) TRY(cast_to_bf16(grad, f->later[l] ? keep : own, (size_t)N * C));
     }
     if (!f->needed[l]) return 0; /* no projection of its own (CLA's odd layers) */
-    TRY(matmul_backward(&m->blas, m->dln32, *dln_written, NULL, m->grads + w, grad, a->ln1, m->params16 + w, N, m->d, C));
+    TRY(matmul_backward(&m->blas, m->dln32, *dln_written, NULL, m->grads + w, grad_dw_beta(m, m->grads + w, (size_t)C * m->d),
+                        grad, a->ln1, m->params16 + w, N, m->d, C));
     *dln_written = 1;
     return 0;
 }
@@ -840,7 +864,8 @@ static int head_forward(FastModel *m, const bf16 *x_last, double grad_scale, int
         if (backward)
             /* at the padded extent too: the pad columns' gradients are 0, so the weight
              * gradient's pad rows stay 0 and dln gets nothing from them */
-            TRY(matmul_backward_ld(&m->blas, m->dln32 + (size_t)r0 * d, 0, NULL, G32(m->o_lm_head), m->logits, m->Vp,
+            TRY(matmul_backward_ld(&m->blas, m->dln32 + (size_t)r0 * d, 0, NULL, G32(m->o_lm_head),
+                                   grad_dw_beta(m, G32(m->o_lm_head), (size_t)m->Vp * d), m->logits, m->Vp,
                                    m->lnf + (size_t)r0 * d, W16(m->o_lm_head), R, d, m->Vp));
     }
     return 0;
@@ -893,8 +918,9 @@ static int fused_projection_backward(FastModel *m, int l, int *dln_written) {
     const size_t wq = m->lo[l].wq;
     TRY(rope_backward(m->dqkv, S, m->cos_t, m->sin_t, m->B, m->T, m->NH, m->hd));
     TRY(rope_backward(m->dqkv + m->qC, S, m->cos_t, m->sin_t, m->B, m->T, m->NKV, m->hd));
-    TRY(matmul_backward(&m->blas, m->dln32, *dln_written, NULL, m->grads + wq, m->dqkv, m->acts[l].ln1,
-                        m->params16 + wq, N, m->d, S));
+    TRY(matmul_backward(&m->blas, m->dln32, *dln_written, NULL, m->grads + wq,
+                        grad_dw_beta(m, m->grads + wq, (size_t)S * m->d), m->dqkv, m->acts[l].ln1, m->params16 + wq, N,
+                        m->d, S));
     *dln_written = 1;
     return 0;
 }
@@ -930,12 +956,14 @@ static int value_backward_weights(FastModel *m, int l, int *dln_written) {
     if (!m->vf.needed[l] || v_fused(m, l)) return 0; /* fused: its GEMMs were the projection's */
     if (m->vin_kind[l] == VIN_FOLD) {
         const float own = (float)m->plan->cv[(size_t)l * m->L + l];
-        TRY(matmul_backward_scaled(&m->blas, m->dln32, *dln_written, m->grads + wv, m->dv16, m->acts[l].ln1,
+        TRY(matmul_backward_scaled(&m->blas, m->dln32, *dln_written, m->grads + wv,
+                                   grad_dw_beta(m, m->grads + wv, (size_t)kvC * d), m->dv16, m->acts[l].ln1,
                                    m->params16 + wv, own, N, d, kvC));
     } else {
         if (!m->dv_direct[l]) TRY(cast_to_bf16(m->dv16, m->vf.later[l] ? m->dv_keep[l] : m->dv_own, (size_t)N * kvC));
-        TRY(matmul_backward(&m->blas, m->dln32, *dln_written, NULL, m->grads + wv, m->dv16, m->acts[l].ln1,
-                            m->params16 + wv, N, d, kvC));
+        TRY(matmul_backward(&m->blas, m->dln32, *dln_written, NULL, m->grads + wv,
+                            grad_dw_beta(m, m->grads + wv, (size_t)kvC * d), m->dv16, m->acts[l].ln1, m->params16 + wv,
+                            N, d, kvC));
     }
     *dln_written = 1;
     return 0;
@@ -952,15 +980,17 @@ static int layer_backward(FastModel *m, int l) {
         TRY(swiglu_forward(a->swi, a->gu, N, F));
     }
     /* dres32/dres16 hold dLoss/dx'. x' = h + W_down·swi. */
-    TRY(matmul_backward(bl, NULL, 0, m->dswi, G32(o->wdown), m->dres16, a->swi, W16(o->wdown), N, F, d));
+    TRY(matmul_backward(bl, NULL, 0, m->dswi, G32(o->wdown), grad_dw_beta(m, G32(o->wdown), (size_t)d * F), m->dres16,
+                        a->swi, W16(o->wdown), N, F, d));
     TRY(swiglu_backward(m->dgu, m->dswi, a->gu, N, F));
     /* one dX GEMM over 2F and one dW GEMM into the adjacent gradient blocks of W_gate and W_up */
-    TRY(matmul_backward(bl, m->dln32, 0, NULL, G32(o->wgate), m->dgu, a->ln2, W16(o->wgate), N, d, 2 * F));
-    TRY(stream_norm_backward(m, 2 * l + 1, W16(o->ln2), a->ln2_rstd));
-    TRY(rmsnorm_backward_weight(G32(o->ln2), m->norm_scratch, m->dln32, a->h_in, a->ln2_rstd, N, d));
+    TRY(matmul_backward(bl, m->dln32, 0, NULL, G32(o->wgate), grad_dw_beta(m, G32(o->wgate), (size_t)2 * F * d),
+                        m->dgu, a->ln2, W16(o->wgate), N, d, 2 * F));
+    TRY(stream_norm_backward(m, 2 * l + 1, W16(o->ln2), a->ln2_rstd, G32(o->ln2))); /* ln2's gain too */
     TRY(stream_backward(m, 2 * l + 1));
     /* dres is now dLoss/dh. h = x + W_o·U. */
-    TRY(matmul_backward(bl, NULL, 0, m->datty, G32(o->wo), m->dres16, a->u, W16(o->wo), N, qC, d));
+    TRY(matmul_backward(bl, NULL, 0, m->datty, G32(o->wo), grad_dw_beta(m, G32(o->wo), (size_t)d * qC), m->dres16,
+                        a->u, W16(o->wo), N, qC, d));
     TRY(value_backward_corrections(m, l)); /* before attention: its dV then adds after them, as the mix did */
     bf16 *dq, *dk, *dv16;
     grad_views(m, l, &dq, &dk, &dv16);
@@ -978,8 +1008,7 @@ static int layer_backward(FastModel *m, int l) {
     }
     TRY(value_backward_weights(m, l, &dln_written));
     if (!dln_written) CUDA_CHECK(cudaMemsetAsync(m->dln32, 0, (size_t)N * d * sizeof(float), m->stream)); /* no projection at all */
-    TRY(stream_norm_backward(m, 2 * l, W16(o->ln1), a->ln1_rstd));
-    TRY(rmsnorm_backward_weight(G32(o->ln1), m->norm_scratch, m->dln32, a->x_in, a->ln1_rstd, N, d));
+    TRY(stream_norm_backward(m, 2 * l, W16(o->ln1), a->ln1_rstd, G32(o->ln1))); /* ln1's gain too */
     return 0; /* dres is now dLoss/d(the layer's stream input); stream_backward(m, 2l) goes on */
 }
 
@@ -991,8 +1020,8 @@ static int backward_pass(FastModel *m, const bf16 *x) {
     CUDA_CHECK(cudaMemsetAsync(m->dres32, 0, (size_t)N * d * sizeof(float), m->stream));
     TRY(stream_backward_begin(m));
     TRY(amix_backward_begin(m));
-    TRY(rmsnorm_backward(m->dres32, m->dres16, m->dln32, x, W16(m->o_lnf), m->lnf_rstd, N, d));
-    TRY(rmsnorm_backward_weight(G32(m->o_lnf), m->norm_scratch, m->dln32, x, m->lnf_rstd, N, d));
+    TRY(rmsnorm_backward(m->dres32, m->dres16, G32(m->o_lnf), m->norm_scratch, m->dln32, x, W16(m->o_lnf),
+                         m->lnf_rstd, N, d)); /* and the final norm's gain */
     TRY(stream_backward(m, 2 * m->L)); /* the head's input: the last layer's output's gradient */
     TRY(zero_grads_ready(m, ZERO_HEAD)); /* data parallel, last micro-batch: reduce-scatter as layers finish */
     for (int l = 0; l < m->L; l++) {
@@ -1026,16 +1055,65 @@ static int trunk_forward(FastModel *m, const bf16 **x_last) {
     return stream_forward(m, 2 * m->L, x_last); /* the head's input */
 }
 
+/* After queueing a first micro-batch: the ranges its GEMMs overwrote become zero_grad's set
+ * the first time; later they must be the same ranges (the step's structure is fixed), else
+ * zero_grad would leave one unzeroed that nothing overwrites. */
+static int learn_dw_ranges(FastModel *m) {
+    if (m->n_dw_known < 0) {
+        for (int i = 0; i < m->n_dw; i++) m->dw_known[2 * i] = m->dw_off[i], m->dw_known[2 * i + 1] = m->dw_len[i];
+        m->n_dw_known = m->n_dw;
+        return 0;
+    }
+    int same = m->n_dw == m->n_dw_known;
+    for (int i = 0; same && i < m->n_dw; i++)
+        same = m->dw_known[2 * i] == m->dw_off[i] && m->dw_known[2 * i + 1] == m->dw_len[i];
+    return same ? 0 : vrl_error("fast model: the weight gradients a micro-batch's GEMMs overwrite changed (%d ranges, "
+                                "were %d)", m->n_dw, m->n_dw_known);
+}
+
+/* zero_grad's ranges: [0, P) less the learned GEMM ranges, sorted, uploaded once (never inside
+ * a capture: zero_grad is not captured). */
+static int upload_gaps(FastModel *m) {
+    const int n = m->n_dw_known;
+    size_t *r = m->dw_off, *len = m->dw_len; /* scratch: the learned set, sorted by offset */
+    for (int i = 0; i < n; i++) {
+        size_t o = m->dw_known[2 * i], l = m->dw_known[2 * i + 1];
+        int j = i;
+        for (; j > 0 && r[j - 1] > o; j--) r[j] = r[j - 1], len[j] = len[j - 1];
+        r[j] = o, len[j] = l;
+    }
+    size_t *gaps = (size_t *)malloc(2 * ((size_t)n + 1) * sizeof(size_t)); /* host [n + 1][2] */
+    if (!gaps) return vrl_error("fast model: out of host memory");
+    size_t at = 0;
+    int g = 0;
+    m->gap_max = 0;
+    for (int i = 0; i <= n; i++) {
+        const size_t end = i < n ? r[i] : m->t->total;
+        if (end > at) {
+            gaps[2 * g] = at, gaps[2 * g + 1] = end - at, g++;
+            if (end - at > m->gap_max) m->gap_max = end - at;
+        }
+        if (i < n && r[i] + len[i] > at) at = r[i] + len[i];
+    }
+    const cudaError_t e = cudaMemcpy(m->gaps, gaps, 2 * (size_t)g * sizeof(size_t), cudaMemcpyHostToDevice);
+    free(gaps);
+    if (e != cudaSuccess) return vrl_error("fast: uploading zero_grad's ranges: %s", cudaGetErrorString(e));
+    m->n_gaps = g;
+    return 0;
+}
+
 /* Everything one micro-batch does on the device, queued on m->stream from the uploaded
  * inputs: forward, loss, its mean into the update's next loss slot, backward. No host work
  * depends on a result, so this is what the micro-batch graph captures. */
 static int queue_micro_batch(FastModel *m, double grad_scale) {
     const bf16 *x;
+    m->n_dw = 0;
     TRY(trunk_forward(m, &x));
     TRY(head_forward(m, x, grad_scale, 1));
     TRY(loss_sum(m->loss_sum, m->losses, m->N)); /* fixed order: deterministic */
     TRY(loss_record(m->micro_loss, m->micro_count, FAST_MAX_MICRO, m->loss_sum, (double)m->B * (m->T - 1)));
-    return backward_pass(m, x);
+    TRY(backward_pass(m, x));
+    return m->grads_first ? learn_dw_ranges(m) : 0;
 }
 
 /* Capture: what is queued on m->stream between the two calls becomes a graph, instantiated
@@ -1100,7 +1178,10 @@ static int forward_backward(FastModel *m, const int32_t *tokens, double grad_sca
     m->have_forward = 0;
     poison_scratch(m);
     TRY(upload_tokens(m, tokens, 1));
-    TRY(run_step_graph(m, &m->micro_graph, grad_scale, queue_micro_batch_at, &grad_scale));
+    /* the first micro-batch after zero_grad overwrites the GEMMs' weight gradients: its own graph */
+    TRY(run_step_graph(m, m->grads_first ? &m->micro_graph_first : &m->micro_graph, grad_scale, queue_micro_batch_at,
+                       &grad_scale));
+    m->grads_first = m->grads_stale = 0;
     m->n_micro++;
     m->read_valid = 0;
     m->have_forward = 1;
@@ -1188,9 +1269,25 @@ extern "C" int fast_model_token_logprobs(void *vm, const int32_t *tokens, const 
 
 /* ------------------------------------------------------------------ state */
 
+/* zero_grad left the GEMM ranges as they were and nothing wrote them since: zero them now,
+ * before anything reads the gradient (the update, get_state). */
+static int settle_grads(FastModel *m) {
+    if (m->grads_stale) CUDA_CHECK(cudaMemsetAsync(m->grads, 0, m->t->total * sizeof(float), m->stream));
+    m->grads_stale = 0;
+    return 0;
+}
+
 extern "C" int fast_model_zero_grad(void *vm) {
     FastModel *m = (FastModel *)vm;
-    CUDA_CHECK(cudaMemsetAsync(m->grads, 0, m->t->total * sizeof(float), m->stream));
+    ops_use_stream(m->stream);
+    if (m->n_dw_known < 0) { /* not learned yet: all of it */
+        CUDA_CHECK(cudaMemsetAsync(m->grads, 0, m->t->total * sizeof(float), m->stream));
+    } else {
+        if (m->n_gaps < 0) TRY(upload_gaps(m));
+        TRY(zero_ranges(m->grads, m->gaps, m->n_gaps, m->gap_max));
+        m->grads_stale = 1;
+    }
+    m->grads_first = 1;
     CUDA_CHECK(cudaMemsetAsync(m->micro_count, 0, sizeof(int32_t), m->stream));
     m->n_micro = 0;
     m->read_valid = 0;
@@ -1213,6 +1310,7 @@ static int queue_update(FastModel *m, const void *opt) { return fast_adamw_queue
  * kernels one by one: VRL_FAST_GRAPH=0, several ranks), then the step's one wait, which
  * brings back the squared norm and the update's micro-batch losses together. */
 static int update(FastModel *m, const AdamWConfig *opt, double lr, long t, double *norm) {
+    TRY(settle_grads(m)); /* a step with no micro-batch since zero_grad */
     fast_adamw_scalars(m, opt, lr, t); /* h_adamw is free: the previous step waited for its copy */
     CUDA_CHECK(cudaMemcpyAsync(m->adamw_scalars, m->h_adamw, sizeof *m->h_adamw, cudaMemcpyHostToDevice, m->stream));
     const double decays = opt->weight_decay != 0; /* which runs of tensors the update launches */
@@ -1250,6 +1348,7 @@ extern "C" int fast_model_get_state(void *vm, float *params, float *grads, float
 #endif
     /* pageable destinations: each copy is done when it returns; the stream wait covers all */
     if (params) CUDA_CHECK(cudaMemcpyAsync(params, m->params32, bytes, cudaMemcpyDeviceToHost, m->stream));
+    if (grads) TRY(settle_grads(m));
     if (grads) CUDA_CHECK(cudaMemcpyAsync(grads, m->grads, bytes, cudaMemcpyDeviceToHost, m->stream));
     if (exp_avg) CUDA_CHECK(cudaMemcpyAsync(exp_avg, m->exp_avg, bytes, cudaMemcpyDeviceToHost, m->stream));
     if (exp_avg_sq) CUDA_CHECK(cudaMemcpyAsync(exp_avg_sq, m->exp_avg_sq, bytes, cudaMemcpyDeviceToHost, m->stream));

@@ -127,12 +127,26 @@ typedef struct FastModel {
     cudaStream_t stream;
     int graph_on;                /* VRL_FAST_GRAPH, default 1; 0 queues every kernel each time */
     StepGraph micro_graph;       /* forward+backward of a micro-batch; key: the gradient scale */
+    StepGraph micro_graph_first; /* the same for the first micro-batch after zero_grad (grads_first) */
     StepGraph update_graph;      /* norm, clip coefficient and AdamW; key: weight decay on or off */
     cudaEvent_t uploaded;        /* the last host→device input copies are done: pinned inputs may change */
     FastReadback *h_read;        /* pinned host: what the update's wait copies back */
     AdamWScalars *h_adamw;       /* pinned host: the scalars' source */
     int n_micro;                 /* host: forward_backward calls since zero_grad */
     int read_valid;              /* h_read holds this update's losses (set by step's wait) */
+    /* zero_grad without a pass over every gradient (issue 51): in the first micro-batch after
+     * it, each weight gradient a GEMM writes is overwritten by its first writer (β = 0,
+     * grad_dw_beta), so zero_grad zeroes only the gaps between those ranges (the embedding's
+     * gradient, the norms' gains, the mixing parameters, padding), learned in the first such
+     * micro-batch (until then it zeroes everything) */
+    int grads_first;             /* host: the next micro-batch is the first since zero_grad */
+    int grads_stale;             /* host: zero_grad left the GEMM ranges as they were and no micro-batch has written them */
+    int n_dw, n_dw_known;        /* host: GEMM-written ranges of this first micro-batch; of the learned set (-1: none yet) */
+    size_t *dw_off, *dw_len;     /* host [t->n + 1] each: this first micro-batch's ranges (offset, floats), in writing order */
+    size_t *dw_known;            /* host [2 (t->n + 1)]: the learned set, (offset, floats) in writing order */
+    int n_gaps;                  /* ranges zero_grad zeroes (-1: not uploaded yet) */
+    size_t gap_max;              /* the longest of them, floats */
+    size_t *gaps;                /* device [t->n + 2][2]: (offset, floats) of each */
     LayerOffsets *lo;    /* host [L] */
     size_t o_wte, o_lnf, o_lm_head;
 

@@ -155,8 +155,8 @@ int matmul_forward_scaled(Blas *b, bf16 *out, const bf16 *inp, const bf16 *weigh
     return lt_matmul_ab(b, out, CUDA_R_16BF, c, weight, 1, C, inp, 0, C, OC, N, C, alpha, c ? beta : 0.0f, OC);
 }
 
-int matmul_backward_ld(Blas *b, float *dinp32, int accumulate, bf16 *dinp16, float *dweight, const bf16 *dout,
-                       int ld_dout, const bf16 *inp, const bf16 *weight, int N, int C, int OC) {
+int matmul_backward_ld(Blas *b, float *dinp32, int accumulate, bf16 *dinp16, float *dweight, float dw_beta,
+                       const bf16 *dout, int ld_dout, const bf16 *inp, const bf16 *weight, int N, int C, int OC) {
     /* dinp [N,C] = dout [N,OC] · weight [OC,C]: column-major C x N = (C x OC) · (OC x N) */
     if (dinp32 && lt_matmul(b, dinp32, CUDA_R_32F, NULL, weight, 0, C, dout, 0, ld_dout, C, N, OC,
                             accumulate ? 1.0f : 0.0f, C))
@@ -164,23 +164,24 @@ int matmul_backward_ld(Blas *b, float *dinp32, int accumulate, bf16 *dinp16, flo
     if (!dinp32 && dinp16 &&
         lt_matmul(b, dinp16, CUDA_R_16BF, NULL, weight, 0, C, dout, 0, ld_dout, C, N, OC, 0.0f, C))
         return -1;
-    /* dweight [OC,C] += doutᵀ · inp: column-major C x OC = (C x N) · (N x OC) */
-    if (dweight && lt_matmul(b, dweight, CUDA_R_32F, NULL, inp, 0, C, dout, 1, ld_dout, C, OC, N, 1.0f, C)) return -1;
+    /* dweight [OC,C] = doutᵀ · inp (+ dweight): column-major C x OC = (C x N) · (N x OC) */
+    if (dweight && lt_matmul(b, dweight, CUDA_R_32F, NULL, inp, 0, C, dout, 1, ld_dout, C, OC, N, dw_beta, C))
+        return -1;
     return 0;
 }
 
-int matmul_backward(Blas *b, float *dinp32, int accumulate, bf16 *dinp16, float *dweight, const bf16 *dout,
-                    const bf16 *inp, const bf16 *weight, int N, int C, int OC) {
-    return matmul_backward_ld(b, dinp32, accumulate, dinp16, dweight, dout, OC, inp, weight, N, C, OC);
+int matmul_backward(Blas *b, float *dinp32, int accumulate, bf16 *dinp16, float *dweight, float dw_beta,
+                    const bf16 *dout, const bf16 *inp, const bf16 *weight, int N, int C, int OC) {
+    return matmul_backward_ld(b, dinp32, accumulate, dinp16, dweight, dw_beta, dout, OC, inp, weight, N, C, OC);
 }
 
-int matmul_backward_scaled(Blas *b, float *dinp32, int accumulate, float *dweight, const bf16 *dout,
+int matmul_backward_scaled(Blas *b, float *dinp32, int accumulate, float *dweight, float dw_beta, const bf16 *dout,
                            const bf16 *inp, const bf16 *weight, float alpha, int N, int C, int OC) {
     /* the same two products as matmul_backward_ld, each scaled by alpha on the GEMM */
     if (dinp32 && lt_matmul_ab(b, dinp32, CUDA_R_32F, NULL, weight, 0, C, dout, 0, OC, C, N, OC, alpha,
                                accumulate ? 1.0f : 0.0f, C))
         return -1;
-    if (dweight && lt_matmul_ab(b, dweight, CUDA_R_32F, NULL, inp, 0, C, dout, 1, OC, C, OC, N, alpha, 1.0f, C))
+    if (dweight && lt_matmul_ab(b, dweight, CUDA_R_32F, NULL, inp, 0, C, dout, 1, OC, C, OC, N, alpha, dw_beta, C))
         return -1;
     return 0;
 }
@@ -300,41 +301,96 @@ int rmsnorm_forward(bf16 *out, float *rstd, const bf16 *inp, const bf16 *weight,
     return 0;
 }
 
-/* dx_j = r g_j dy_j − (r³/C) x_j Σ_i dy_i g_i x_i  (ref/ops.c); one warp per row */
-template <int W>
-__global__ void rmsnorm_backward_kernel(float *dinp32, bf16 *dinp16, const float *dout, const bf16 *inp,
-                                        const bf16 *weight, const float *rstd, int N, int C) {
-    const int row = blockIdx.x * 8 + threadIdx.x / 32, lane = threadIdx.x % 32;
-    if (row >= N) return;
-    const size_t o = (size_t)row * C;
-    const float r = rstd[row];
-    float dot = 0;
-    for (int i = lane; i < C; i += 32) dot += dout[o + i] * bf(weight[i]) * bf(inp[o + i]);
-    dot = warp_sum(dot);
-    const float c = r * r * r * dot / C;
-    /* the elementwise pass, W consecutive columns per lane */
-    for (int i = lane * W; i < C; i += 32 * W) {
-        const Vec<W, float> dy = load_vec<W>(dout + o + i);
-        const Vec<W, bf16> wv = load_vec<W>(weight + i), xv = load_vec<W>(inp + o + i);
-        Vec<W, float> d = load_vec<W>(dinp32 + o + i);
-        Vec<W, bf16> d16;
+/* dx_j = r g_j dy_j − (r³/C) x_j Σ_i dy_i g_i x_i  (ref/ops.c); one warp per row, warp w of
+ * the 8 of a block taking rows r0 + w, r0 + w + 8, ... below r1. With gain (a block's
+ * [8][RMSNORM_GAIN_MAX_C] in shared memory), warp w also sums dy_j·(x_j·r) over its rows into
+ * gain[w]: the sums of rmsnorm_weight_partial_kernel, term for term. */
+template <int W, int GAIN>
+__device__ __forceinline__ void rmsnorm_backward_rows(float (*gain)[RMSNORM_GAIN_MAX_C], float *dinp32, bf16 *dinp16,
+                                                      const float *dout, const bf16 *inp, const bf16 *weight,
+                                                      const float *rstd, int r0, int r1, int C) {
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    if (GAIN) { /* each lane owns the columns its elementwise pass touches */
+        for (int i = lane * W; i < C; i += 32 * W) {
 #pragma unroll
-        for (int k = 0; k < W; k++) {
-            d.e[k] = d.e[k] + (r * bf(wv.e[k]) * dy.e[k] - c * bf(xv.e[k]));
-            d16.e[k] = __float2bfloat16(d.e[k]);
+            for (int k = 0; k < W; k++) gain[warp][i + k] = 0;
         }
-        store_vec<W>(dinp32 + o + i, d);
-        if (dinp16) store_vec<W>(dinp16 + o + i, d16);
+    }
+    for (int row = r0 + warp; row < r1; row += 8) {
+        const size_t o = (size_t)row * C;
+        const float r = rstd[row];
+        float dot = 0;
+        for (int i = lane; i < C; i += 32) dot += dout[o + i] * bf(weight[i]) * bf(inp[o + i]);
+        dot = warp_sum(dot);
+        const float c = r * r * r * dot / C;
+        /* the elementwise pass, W consecutive columns per lane */
+        for (int i = lane * W; i < C; i += 32 * W) {
+            const Vec<W, float> dy = load_vec<W>(dout + o + i);
+            const Vec<W, bf16> wv = load_vec<W>(weight + i), xv = load_vec<W>(inp + o + i);
+            Vec<W, float> d = load_vec<W>(dinp32 + o + i);
+            Vec<W, bf16> d16;
+#pragma unroll
+            for (int k = 0; k < W; k++) {
+                d.e[k] = d.e[k] + (r * bf(wv.e[k]) * dy.e[k] - c * bf(xv.e[k]));
+                d16.e[k] = __float2bfloat16(d.e[k]);
+                if (GAIN) gain[warp][i + k] += dy.e[k] * (bf(xv.e[k]) * r);
+            }
+            store_vec<W>(dinp32 + o + i, d);
+            if (dinp16) store_vec<W>(dinp16 + o + i, d16);
+        }
     }
 }
 
-int rmsnorm_backward(float *dinp32, bf16 *dinp16, const float *dout, const bf16 *inp, const bf16 *weight,
-                     const float *rstd, int N, int C) {
-    if (vec_path(vec_fits(C, {dinp32, dinp16, dout, inp, weight})))
-        LAUNCH(rmsnorm_backward_kernel<VEC_W>, cdiv(N, 8), 256, 0, ops_stream)(dinp32, dinp16, dout, inp, weight, rstd, N, C);
+/* 8 rows a block, no gain */
+template <int W>
+__global__ void rmsnorm_backward_kernel(float *dinp32, bf16 *dinp16, const float *dout, const bf16 *inp,
+                                        const bf16 *weight, const float *rstd, int N, int C) {
+    const int r0 = blockIdx.x * 8;
+    rmsnorm_backward_rows<W, 0>(NULL, dinp32, dinp16, dout, inp, weight, rstd, r0, min(r0 + 8, N), C);
+}
+
+/* Block b: gain chunk b (RMSNORM_WEIGHT_ROWS rows), then its partial, the warps' sums added in
+ * warp order: the bits of rmsnorm_weight_partial_kernel without its second read of dout and
+ * inp.  partial [gridDim.x, C], C <= RMSNORM_GAIN_MAX_C */
+template <int W>
+__global__ void rmsnorm_backward_gain_kernel(float *dinp32, bf16 *dinp16, float *partial, const float *dout,
+                                             const bf16 *inp, const bf16 *weight, const float *rstd, int N, int C) {
+    __shared__ float gain[8][RMSNORM_GAIN_MAX_C]; /* [warp][column] */
+    const int r0 = blockIdx.x * RMSNORM_WEIGHT_ROWS;
+    rmsnorm_backward_rows<W, 1>(gain, dinp32, dinp16, dout, inp, weight, rstd, r0, min(r0 + RMSNORM_WEIGHT_ROWS, N), C);
+    __syncthreads();
+    for (int c = threadIdx.x; c < C; c += blockDim.x) {
+        float t = 0;
+        for (int y = 0; y < 8; y++) t += gain[y][c];
+        partial[(size_t)blockIdx.x * C + c] = t;
+    }
+}
+
+/* pass 2 of either form: dweight[c] += Σ_chunk partial[chunk, c], chunks in order */
+__global__ void rmsnorm_weight_reduce_kernel(float *dweight, const float *partial, int chunks, int C);
+
+int rmsnorm_backward(float *dinp32, bf16 *dinp16, float *dweight, float *partial, const float *dout, const bf16 *inp,
+                     const bf16 *weight, const float *rstd, int N, int C) {
+    const int vec = vec_path(vec_fits(C, {dinp32, dinp16, dout, inp, weight}));
+    if (dweight && C <= RMSNORM_GAIN_MAX_C) { /* the gain from the same reads */
+        const int chunks = (int)cdiv(N, RMSNORM_WEIGHT_ROWS);
+        if (vec)
+            LAUNCH(rmsnorm_backward_gain_kernel<VEC_W>, chunks, 256, 0, ops_stream)(dinp32, dinp16, partial, dout, inp,
+                                                                                  weight, rstd, N, C);
+        else
+            LAUNCH(rmsnorm_backward_gain_kernel<1>, chunks, 256, 0, ops_stream)(dinp32, dinp16, partial, dout, inp,
+                                                                              weight, rstd, N, C);
+        LAUNCH_CHECK();
+        LAUNCH(rmsnorm_weight_reduce_kernel, cdiv(C, 256), 256, 0, ops_stream)(dweight, partial, chunks, C);
+        LAUNCH_CHECK();
+        return 0;
+    }
+    if (vec)
+        LAUNCH(rmsnorm_backward_kernel<VEC_W>, cdiv(N, 8), 256, 0, ops_stream)(dinp32, dinp16, dout, inp, weight, rstd,
+                                                                             N, C);
     else LAUNCH(rmsnorm_backward_kernel<1>, cdiv(N, 8), 256, 0, ops_stream)(dinp32, dinp16, dout, inp, weight, rstd, N, C);
     LAUNCH_CHECK();
-    return 0;
+    return dweight ? rmsnorm_backward_weight(dweight, partial, dout, inp, rstd, N, C) : 0; /* rows too wide */
 }
 
 /* pass 1: block (32 columns x 8 row lanes) sums a chunk of RMSNORM_WEIGHT_ROWS rows;
@@ -356,7 +412,6 @@ __global__ void rmsnorm_weight_partial_kernel(float *partial, const float *dout,
     }
 }
 
-/* pass 2: dweight[c] += Σ_chunk partial[chunk, c], chunks in order */
 __global__ void rmsnorm_weight_reduce_kernel(float *dweight, const float *partial, int chunks, int C) {
     const int c = blockIdx.x * blockDim.x + threadIdx.x;
     if (c >= C) return;
@@ -371,6 +426,24 @@ int rmsnorm_backward_weight(float *dweight, float *partial, const float *dout, c
     LAUNCH(rmsnorm_weight_partial_kernel, dim3(cdiv(C, 32), chunks), dim3(32, 8), 0, ops_stream)(partial, dout, inp, rstd, N, C);
     LAUNCH_CHECK();
     LAUNCH(rmsnorm_weight_reduce_kernel, cdiv(C, 256), 256, 0, ops_stream)(dweight, partial, chunks, C);
+    LAUNCH_CHECK();
+    return 0;
+}
+
+/* ================================================================== gradient ranges */
+
+/* block (x, r) zeroes a grid-strided share of range r; ranges [n][2] (offset, floats) */
+__global__ void zero_ranges_kernel(float *base, const size_t *ranges, size_t step) {
+    const size_t off = ranges[2 * blockIdx.y], len = ranges[2 * blockIdx.y + 1];
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < len; i += step) base[off + i] = 0.0f;
+}
+
+int zero_ranges(float *base, const size_t *ranges, int n, size_t max_len) {
+    if (n == 0 || max_len == 0) return 0;
+    /* enough blocks for the longest range (the embedding's gradient at most), no more: the
+     * others' surplus blocks find nothing to do */
+    const size_t per = (size_t)256 * 8, bx = cdiv(max_len, per) < 512 ? cdiv(max_len, per) : 512;
+    LAUNCH(zero_ranges_kernel, dim3((unsigned)bx, (unsigned)n), 256, 0, ops_stream)(base, ranges, bx * 256);
     LAUNCH_CHECK();
     return 0;
 }

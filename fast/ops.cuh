@@ -64,18 +64,19 @@ int matmul_forward_ld(Blas *b, bf16 *out, int ld_out, const bf16 *inp, const bf1
 int matmul_forward_scaled(Blas *b, bf16 *out, const bf16 *inp, const bf16 *weight, float alpha, const bf16 *c,
                           float beta, int N, int C, int OC);
 /* Input gradient, either dinp32 (fp32, = or += by accumulate) or dinp16 (bf16, =), and
- * dweight += doutᵀ · inp (fp32). Any output may be NULL.
+ * dweight = doutᵀ · inp + dw_beta · dweight (fp32; dw_beta 1 adds, 0 overwrites: the first
+ * writer after zero_grad, model.cu's grad_dw_beta). Any output may be NULL.
  * dinp [N,C], dweight [OC,C], dout [N,OC], inp [N,C], weight [OC,C] */
-int matmul_backward(Blas *b, float *dinp32, int accumulate, bf16 *dinp16, float *dweight, const bf16 *dout,
-                    const bf16 *inp, const bf16 *weight, int N, int C, int OC);
+int matmul_backward(Blas *b, float *dinp32, int accumulate, bf16 *dinp16, float *dweight, float dw_beta,
+                    const bf16 *dout, const bf16 *inp, const bf16 *weight, int N, int C, int OC);
 /* The same with dout's rows ld_dout >= OC apart (the padded logits' gradient; columns
  * [OC, ld_dout) are not read).  dout [N,ld_dout] */
-int matmul_backward_ld(Blas *b, float *dinp32, int accumulate, bf16 *dinp16, float *dweight, const bf16 *dout,
-                       int ld_dout, const bf16 *inp, const bf16 *weight, int N, int C, int OC);
+int matmul_backward_ld(Blas *b, float *dinp32, int accumulate, bf16 *dinp16, float *dweight, float dw_beta,
+                       const bf16 *dout, int ld_dout, const bf16 *inp, const bf16 *weight, int N, int C, int OC);
 /* matmul_backward for out = alpha·inp·weightᵀ: dinp32 (= or +=) alpha·dout·weight and
- * dweight += alpha·doutᵀ·inp, the coefficient on the GEMMs instead of a scaled copy of dout.
- * dinp32 [N,C] fp32 or NULL, dweight [OC,C] or NULL, dout [N,OC] */
-int matmul_backward_scaled(Blas *b, float *dinp32, int accumulate, float *dweight, const bf16 *dout,
+ * dweight = alpha·doutᵀ·inp + dw_beta·dweight, the coefficient on the GEMMs instead of a
+ * scaled copy of dout.  dinp32 [N,C] fp32 or NULL, dweight [OC,C] or NULL, dout [N,OC] */
+int matmul_backward_scaled(Blas *b, float *dinp32, int accumulate, float *dweight, float dw_beta, const bf16 *dout,
                            const bf16 *inp, const bf16 *weight, float alpha, int N, int C, int OC);
 /* bf16 x bf16 -> fp32 GEMM in plain column-major terms, for the peak benchmark. */
 int matmul_raw(Blas *b, float *D, const bf16 *A, const bf16 *B_, int m, int n, int k);
@@ -105,15 +106,31 @@ int embedding_backward(float *dwte, const float *dout, const int32_t *uniq, cons
  * out [N,C], rstd [N] fp32, inp [N,C], weight [C] */
 int rmsnorm_forward(bf16 *out, float *rstd, const bf16 *inp, const bf16 *weight, int N, int C, float eps);
 /* dinp32 += dx (fp32 residual-stream gradient) and dinp16 = bf16(dinp32) after the add
- * (the copy the next GEMMs read; may be NULL).
- * dinp32 [N,C], dinp16 [N,C], dout [N,C] fp32, inp [N,C], weight [C], rstd [N] */
-int rmsnorm_backward(float *dinp32, bf16 *dinp16, const float *dout, const bf16 *inp, const bf16 *weight,
-                     const float *rstd, int N, int C);
-/* dweight += Σ_n dout[n] ⊙ inp[n]·rstd[n], two deterministic passes (row chunks, then
- * chunks in order).  dweight [C], partial [ceil(N/256), C] scratch, dout [N,C] fp32 */
+ * (the copy the next GEMMs read; may be NULL); with dweight (else NULL), also the gain's
+ * gradient dweight += Σ_n dout[n] ⊙ inp[n]·rstd[n] from the same reads of dout and inp (one
+ * pass over the rows where C <= RMSNORM_GAIN_MAX_C, then the chunks' partials in order: the
+ * bits of rmsnorm_backward_weight's two passes).
+ * dinp32 [N,C], dinp16 [N,C], dweight [C], partial [ceil(N/RMSNORM_WEIGHT_ROWS), C] scratch,
+ * dout [N,C] fp32, inp [N,C], weight [C], rstd [N] */
+int rmsnorm_backward(float *dinp32, bf16 *dinp16, float *dweight, float *partial, const float *dout, const bf16 *inp,
+                     const bf16 *weight, const float *rstd, int N, int C);
+/* dweight += Σ_n dout[n] ⊙ inp[n]·rstd[n] in passes of its own, deterministic (row chunks,
+ * then chunks in order): the gain's gradient where C > RMSNORM_GAIN_MAX_C, and the tests'
+ * reference for the fused pass.  dweight [C], partial [ceil(N/RMSNORM_WEIGHT_ROWS), C]
+ * scratch, dout [N,C] fp32, inp [N,C], rstd [N] */
 int rmsnorm_backward_weight(float *dweight, float *partial, const float *dout, const bf16 *inp, const float *rstd,
                             int N, int C);
-#define RMSNORM_WEIGHT_ROWS 256
+/* rows of one gain chunk: 4 per warp of the fused backward's 8-warp block, so a 468M step's
+ * 16384 rows make 512 blocks (enough to fill the GPU's SMs) */
+#define RMSNORM_WEIGHT_ROWS 32
+/* the widest row whose gain partials the fused block holds in shared memory: [8][C] fp32,
+ * 32 KB (the 468M preset's d_model) */
+#define RMSNORM_GAIN_MAX_C 1024
+
+/* ------------------------------------------------------------------ gradient ranges */
+/* Zero n ranges of base: ranges [n][2] (device) of (offset, floats), the longest max_len
+ * floats (zero_grad's gaps between the gradients GEMMs overwrite, model.cu). */
+int zero_ranges(float *base, const size_t *ranges, int n, size_t max_len);
 
 /* ------------------------------------------------------------------ rope */
 /* In place NeoX half-split rotation of every head, rows ld >= NHX*hd elements apart (a view
