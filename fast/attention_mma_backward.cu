@@ -276,22 +276,28 @@ __global__ void __launch_bounds__(MMA_BWD_THREADS, MmaBwdTile<HD>::MIN_BLOCKS_DK
     /* the next tile to copy: query head nh, queries ni..ni+R-1 */
     const int hend = (kh + 1) * group;
     int nh = kh * group, ni = j0;
+    float nl = INFINITY, nd = 0.0f; /* threads < R: the next tile's lse·log2(e) and D, in flight */
     auto issue = [&](int stage) {
         if (nh >= hend) return;
         bf16 *st = stages + stage * 2 * R * RS;
         mma_bwd_rows_async<HD, R>(st, q + (size_t)b * T * ld.q + nh * HD, ld.q, ni, T);
         mma_bwd_rows_async<HD, R>(st + R * RS, dout + (size_t)b * T * qC + nh * HD, qC, ni, T);
         cp_async_commit();
-        if ((int)threadIdx.x < R) { /* plain loads: read after the barrier that ends this stage's wait */
+        if ((int)threadIdx.x < R) { /* plain loads, stored by land() after this tile's math */
             const int i = ni + threadIdx.x;
             const size_t o = ((size_t)b * NH + nh) * T + i;
-            lses[stage][threadIdx.x] = i < T ? lse[o] * 1.4426950408889634f : INFINITY;
-            Ds[stage][threadIdx.x] = i < T ? D[o] : 0.0f;
+            nl = i < T ? lse[o] * 1.4426950408889634f : INFINITY;
+            nd = i < T ? D[o] : 0.0f;
         }
         ni += R;
         if (ni >= T) ni = j0, nh++;
     };
+    /* the stage's lse and D, read after the next barrier; the stage was last read before this one */
+    auto land = [&](int stage) {
+        if ((int)threadIdx.x < R) lses[stage][threadIdx.x] = nl, Ds[stage][threadIdx.x] = nd;
+    };
     issue(0);
+    land(0);
     int n = 0; /* tiles begun */
     for (int h = kh * group; h < hend; h++) {
         /* The top of tile n: its copies have landed and are visible, every warp is done with tile
@@ -307,6 +313,7 @@ __global__ void __launch_bounds__(MMA_BWD_THREADS, MmaBwdTile<HD>::MIN_BLOCKS_DK
             if (i0 + R > jw) /* warp-uniform: some query of the tile sees some key of the warp */
                 dkdv_tile<HD, true>(dka, dva, ka, va, vw, qs, qs + R * RS, lses[n & 1], Ds[n & 1], i0, jw,
                                     scale_log2, lane);
+            land((n + 1) & 1);
             n++;
         }
         for (int i0 = j0 + Tl::DIAG * R; i0 < T; i0 += R) {
@@ -316,6 +323,7 @@ __global__ void __launch_bounds__(MMA_BWD_THREADS, MmaBwdTile<HD>::MIN_BLOCKS_DK
             const bf16 *qs = stages + (n & 1) * 2 * R * RS;
             dkdv_tile<HD, false>(dka, dva, ka, va, vw, qs, qs + R * RS, lses[n & 1], Ds[n & 1], i0, jw, scale_log2,
                                  lane);
+            land((n + 1) & 1);
             n++;
         }
     }
