@@ -7,11 +7,21 @@
  * repeats bit for bit:
  *   D    = Σ_d dO⊙O per (row, head): attention_backward_D_kernel, shared with the CUDA cores;
  *   dK/dV: a block owns 64 keys of one kv head, 16 per warp, and walks every query head of
- *        the group in order, then every query tile at or after its keys: P^T = exp(K·Q^T·scale
- *        − lse) recomputed, dP^T = V·dO^T, dS^T = P^T∘(dP^T − D)·scale, dV += P^T·dO,
- *        dK += dS^T·Q, the accumulators in registers (C fragments);
+ *        the group in order, then every query tile at or after its keys: Pᵀ = exp(K·Qᵀ·scale
+ *        − lse) recomputed, dPᵀ = V·dOᵀ, dSᵀ = Pᵀ∘(dPᵀ − D)·scale, dV += Pᵀ·dO,
+ *        dK += dSᵀ·Q, the accumulators in registers (C fragments);
  *   dQ:  a block owns 64 queries of one head, 16 per warp, walking the key tiles up to its
  *        last query: P and dS again, dQ += dS·K.
+ * As the forward (issue 51): the scale folded into ex2.approx (P = 2^(s·scale·log2 e − lse·log2 e),
+ * one FFMA and one MUFU a score; lse stays the forward's natural log), dS's scale applied once to
+ * dK and dQ at the end, the causal mask only on the streamed tiles that meet the block's own
+ * rows, and the streamed tiles (Q and dO, or K and V) double-buffered by cp.async with one
+ * barrier a tile. A warp's own rows never change, so their A fragments are loaded once into
+ * registers (K and V, or Q and dO; at hd 128 only K, or Q: the second stays in shared memory,
+ * the accumulators leave no room): an ldmatrix.x4 moves 512 bytes, and the backward's binding
+ * resource is the shared-memory bandwidth (docs/design/roofline.md), so the streamed tiles'
+ * fragments are all that is read per tile (hd 64: 256 bytes a HMMA in both kernels, from 320
+ * and 341).
  * Scores and probabilities stay in registers: an mma's C fragment (rows g and g+8, columns
  * 2t, 2t+1 of each 8-wide n-tile) of two adjacent n-tiles is, packed to bf16 pairs, the
  * A fragment of the next product's 16-wide k-step. Operands come from shared memory by
@@ -19,6 +29,22 @@
  * (Q or dO rows against K or V rows) by .x4, from one stored [k][n] (dO, Q, K rows as
  * the right-hand factor) by .x4.trans. Rows are padded to HDP+8 bf16 (HDP: hd, 16 for hd 8)
  * so that the eight 16-byte rows of one ldmatrix phase fall in distinct banks.
+ *
+ * Seven products per (query, key) pair, where FlashAttention-2 does five: S and dP are computed
+ * in both kernels. Five need dQ += dS·K inside the dK/dV kernel, summed across its key blocks.
+ * FA2 does it with fp32 atomicAdd, whose order (and so the bits) changes run to run; the layer's
+ * tests compare thread and block orders byte for byte. Deterministic alternatives, at 468M
+ * (B 8, T 2048, 16 heads of 64, 24 layers): per-key-block fp32 dQ partials summed in a fixed
+ * order by another kernel are 33,792 partial rows per (sequence, head) (16.5 T at 64-key
+ * blocks), 1.11 GB written and read per layer, 53 GB a step (~20 ms of an H100's HBM, over
+ * issue 51's 35 GB budget alone) to save two of seven products (at most ~2/7 of the backward's
+ * tensor time, ~5 ms a step at the roofline's earlier figures); FA3's ordered accumulation (key
+ * block n adds after n − 1, a semaphore in global memory) needs the blocks co-resident and
+ * spinning, which the CPU layer, running one block at a time in forward, reverse or random
+ * order, cannot execute (reverse order deadlocks); int64 fixed-point atomics are
+ * order-independent and exact, but change dQ's rounding (each partial to a fixed grid), add a
+ * 134 MB accumulator a layer and 277 M 8-byte reductions in L2 a layer, whose cost only a GPU
+ * can say. So seven products stay (docs/fast.md, "The backward's products").
  *
  * Not in the fp32-storage CPU build (VRL_CUDA_CPU_FP32): bf16 there is a float, there are no
  * bf16 pairs to feed mma, so the launcher refuses. */
@@ -35,32 +61,48 @@ FAST_NS_BEGIN
 __global__ void attention_backward_D_kernel(float *D, const bf16 *dout, const bf16 *out, int B, int T, int NH, int hd);
 
 #define MMA_BWD_WARPS 4
+#define MMA_BWD_THREADS (32 * MMA_BWD_WARPS)
 #define MMA_BWD_OWN (16 * MMA_BWD_WARPS) /* rows a block owns: keys (dK/dV) or queries (dQ) */
 #define MMA_BWD_PAD 8                    /* bf16 of padding per shared row: 16 bytes */
 
 /* Head dims under 16 (the tiny model's 8) are zero-padded to the mma's k = 16 in shared memory.
- * The streamed side's tile: 32 rows, 16 at head_dim 128 (the static 48 KiB of shared memory
- * holds 2·64 own rows + 2·16 streamed ones of 136 bf16). */
+ * R rows a streamed tile: 32, 16 at head_dim 128. Static shared memory (48 KiB at most): two
+ * stages of two streamed tiles [R][RS], which first stage the block's own rows of the first
+ * own tensor (K, or Q) and, where it is kept in registers (OWN2_REGS), the second (V, or dO);
+ * at hd 128 the second stays in shared memory [64][RS] beside them (34 KiB at hd 128, 18 at 64). */
 template <int HD> struct MmaBwdTile {
-    static const int HDP = HD < 16 ? 16 : HD;  /* dims per shared row, and computed */
-    static const int R = HDP >= 128 ? 16 : 32; /* rows per streamed tile */
-    static const int RS = HDP + MMA_BWD_PAD;   /* shared row stride (elements) */
-    /* __launch_bounds__' blocks per SM, i.e. a register cap of 65536 / (128·that): 128 where
-     * the kernel fits (without it ptxas picked 96 for dQ at hd 64 and spilled), 255 for dK/dV
-     * at hd 128 (its two 16x128 fp32 accumulators alone are 128 registers a lane) */
-    static const int MIN_BLOCKS_DKDV = HD >= 128 ? 2 : 4;
+    static constexpr int HDP = HD < 16 ? 16 : HD;  /* dims per shared row, and computed */
+    static constexpr int R = HDP >= 128 ? 16 : 32; /* rows per streamed tile */
+    static constexpr int RS = HDP + MMA_BWD_PAD;   /* shared row stride (elements) */
+    static constexpr int KS = HDP / 16;            /* k-steps over the head dim */
+    static constexpr int DIAG = MMA_BWD_OWN / R;   /* streamed tiles that meet the block's own rows */
+    /* the second own tensor's A fragments in registers (KS·4 a lane) where the accumulators leave
+     * room: at hd 128 the two 16x128 fp32 accumulators of dK/dV alone are 128 registers a lane */
+    static constexpr bool OWN2_REGS = HDP <= 64;
+    /* __launch_bounds__' blocks per SM, a register cap of 65536 / (128·that): 168 at 3 for the
+     * fragments in registers, 255 at 2 for dK/dV at hd 128 */
+    static constexpr int MIN_BLOCKS_DKDV = HD >= 128 ? 2 : 3;
+    static constexpr int MIN_BLOCKS_DQ = 3;
+    static_assert(2 * R >= MMA_BWD_OWN || !OWN2_REGS, "both own tensors are staged in the two stages");
+    static_assert(4 * R >= MMA_BWD_OWN, "the first own tensor is staged in the two stages");
 };
 
-/* Rows [r0, r0+R) of one head (R x HD bf16; src row r at base + r*stride) into shared memory
- * with row stride HDP+8, zeros past T and in the pad dims [HD, HDP), 16 bytes per load and store. */
+/* Rows [r0, r0+R) of one head (R x HD bf16; src row r at base + r*stride) into shared memory with
+ * row stride RS by cp.async (16-byte words, the block's threads in turn), zeros (nothing read)
+ * past T and in the pad dims [HD, HDP) of hd 8: a zero query row has P = 0 through its lse
+ * (+inf, mma_bwd_next_tile), a zero key row is never stored. */
 template <int HD, int R>
-__device__ __forceinline__ void mma_bwd_load_rows(bf16 *dst, const bf16 *base, size_t stride, int r0, int T) {
-    const int W = MmaBwdTile<HD>::HDP / 8; /* 16-byte words per shared row */
-    for (int w = threadIdx.x; w < R * W; w += blockDim.x) {
-        const int r = w / W, c = w % W;
-        int4 val = make_int4(0, 0, 0, 0);
-        if (r0 + r < T && c < HD / 8) val = *(const int4 *)(base + (size_t)(r0 + r) * stride + c * 8);
-        *(int4 *)(dst + r * MmaBwdTile<HD>::RS + c * 8) = val;
+__device__ __forceinline__ void mma_bwd_rows_async(bf16 *dst, const bf16 *base, size_t stride, int r0, int T) {
+    constexpr int W = MmaBwdTile<HD>::HDP / 8; /* 16-byte words per shared row */
+#pragma unroll
+    for (int i = 0; i < (R * W + MMA_BWD_THREADS - 1) / MMA_BWD_THREADS; i++) {
+        const int w = threadIdx.x + i * MMA_BWD_THREADS;
+        if (R * W % MMA_BWD_THREADS == 0 || w < R * W) {
+            const int r = w / W, c = w % W;
+            const bool real = r0 + r < T && c < HD / 8;
+            cp_async_16(dst + r * MmaBwdTile<HD>::RS + c * 8, real ? base + (size_t)(r0 + r) * stride + c * 8 : base,
+                        real ? 16 : 0);
+        }
     }
 }
 
@@ -100,36 +142,6 @@ __device__ __forceinline__ void c_to_a(uint32_t a[4], const float lo[4], const f
     a[3] = bf16_pair(hi[2], hi[3]);
 }
 
-/* The two score-like products of a warp's 16 own rows against R streamed rows, over HDP:
- * x = A1·B1ᵀ and y = A2·B2ᵀ, [16][R] as C fragments (n-tile n: streamed rows 8n..8n+7), with
- * a1, a2 the warp's own rows and b1, b2 the streamed tiles, all row stride HDP+8:
- * dK/dV: Sᵀ = K·Qᵀ, dPᵀ = V·dOᵀ; dQ: S = Q·Kᵀ, dP = dO·Vᵀ. */
-template <int HD, int R>
-__device__ __forceinline__ void two_row_products(float x[R / 8][4], float y[R / 8][4], const bf16 *a1,
-                                                 const bf16 *b1, const bf16 *a2, const bf16 *b2, int lane) {
-    const int RS = MmaBwdTile<HD>::RS;
-#pragma unroll
-    for (int n = 0; n < R / 8; n++)
-#pragma unroll
-        for (int e = 0; e < 4; e++) x[n][e] = y[n][e] = 0.0f;
-#pragma unroll
-    for (int c0 = 0; c0 < MmaBwdTile<HD>::HDP; c0 += 16) {
-        uint32_t fa1[4], fa2[4];
-        frag_a_rows(fa1, a1, RS, c0, lane);
-        frag_a_rows(fa2, a2, RS, c0, lane);
-#pragma unroll
-        for (int n = 0; n < R / 8; n += 2) {
-            uint32_t fb1[4], fb2[4];
-            frag_b_nk(fb1, b1 + n * 8 * RS, RS, c0, lane);
-            frag_b_nk(fb2, b2 + n * 8 * RS, RS, c0, lane);
-            mma_m16n8k16_bf16(x[n], fa1, fb1, x[n]);
-            mma_m16n8k16_bf16(x[n + 1], fa1, fb1 + 2, x[n + 1]);
-            mma_m16n8k16_bf16(y[n], fa2, fb2, y[n]);
-            mma_m16n8k16_bf16(y[n + 1], fa2, fb2 + 2, y[n + 1]);
-        }
-    }
-}
-
 /* acc [16][HDP] (C fragments) += a [16][16] (an A fragment: 16 rows, one k-step of the
  * streamed side) · tile [16][HDP], the streamed rows stored [k][n] (row stride HDP+8):
  * dV += Pᵀ·dO, dK += dSᵀ·Q, dQ += dS·K. */
@@ -144,69 +156,175 @@ __device__ __forceinline__ void add_product_kn(float acc[][4], const uint32_t a[
     }
 }
 
-/* grid (cdiv(T, 64), B*NKV), block 128: warp w owns keys jw = j0 + 16w .. jw+15 of kv head kh,
- * its K and V rows in shared memory ks, vs [64][HD+8]; query tiles qs, dos [R][HD+8] stream
- * through, for each query head of the group in order. Per tile and warp:
- *   st, dpt [16 keys][R queries] (C fragments)  = K·Q^T, V·dO^T
- *   dva, dka [16 keys][HD] (C fragments)       += P^T·dO, dS^T·Q */
+/* The warp's 16 own rows of a [64][RS] shared tile (row 16·warp on) as KS A fragments, one a k-step. */
 template <int HD>
-__global__ void __launch_bounds__(32 * MMA_BWD_WARPS, MmaBwdTile<HD>::MIN_BLOCKS_DKDV)
+__device__ __forceinline__ void own_fragments(uint32_t a[][4], const bf16 *tile, int warp, int lane) {
+#pragma unroll
+    for (int s = 0; s < MmaBwdTile<HD>::KS; s++)
+        frag_a_rows(a[s], tile + warp * 16 * MmaBwdTile<HD>::RS, MmaBwdTile<HD>::RS, 16 * s, lane);
+}
+
+/* The two score-like products of a warp's 16 own rows against a streamed tile's R rows, over HDP:
+ * x = A1·B1ᵀ, y = A2·B2ᵀ, [16][R] as C fragments (n-tile n: streamed rows 8n..8n+7). a1 is in
+ * registers; a2 too where a2s is null, else the warp's 16 rows of a shared tile (row stride RS);
+ * b1, b2 the streamed tiles. dK/dV: Sᵀ = K·Qᵀ, dPᵀ = V·dOᵀ; dQ: S = Q·Kᵀ, dP = dO·Vᵀ. */
+template <int HD>
+__device__ __forceinline__ void two_row_products(float x[][4], float y[][4], const uint32_t a1[][4],
+                                                 const uint32_t a2[][4], const bf16 *a2s, const bf16 *b1,
+                                                 const bf16 *b2, int lane) {
+    constexpr int R = MmaBwdTile<HD>::R, RS = MmaBwdTile<HD>::RS;
+#pragma unroll
+    for (int n = 0; n < R / 8; n++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) x[n][e] = y[n][e] = 0.0f;
+#pragma unroll
+    for (int s = 0; s < MmaBwdTile<HD>::KS; s++) {
+        uint32_t f2[4];
+        if constexpr (MmaBwdTile<HD>::OWN2_REGS) {
+            (void)a2s;
+#pragma unroll
+            for (int e = 0; e < 4; e++) f2[e] = a2[s][e];
+        } else {
+            (void)a2;
+            frag_a_rows(f2, a2s, RS, 16 * s, lane);
+        }
+#pragma unroll
+        for (int n = 0; n < R / 8; n += 2) {
+            uint32_t fb1[4], fb2[4];
+            frag_b_nk(fb1, b1 + n * 8 * RS, RS, 16 * s, lane);
+            frag_b_nk(fb2, b2 + n * 8 * RS, RS, 16 * s, lane);
+            mma_m16n8k16_bf16(x[n], a1[s], fb1, x[n]);
+            mma_m16n8k16_bf16(x[n + 1], a1[s], fb1 + 2, x[n + 1]);
+            mma_m16n8k16_bf16(y[n], f2, fb2, y[n]);
+            mma_m16n8k16_bf16(y[n + 1], f2, fb2 + 2, y[n + 1]);
+        }
+    }
+}
+
+/* One query tile of the dK/dV kernel for one warp: queries i0..i0+R-1 in qs, dos ([R][RS]), their
+ * lse·log2(e) (+inf past T) and D in ls, ds; the warp's keys jw..jw+15. MASK: the causal mask,
+ * only on the tiles that meet the block's own keys (below them every query follows every key).
+ *   st, dpt [16 keys][R queries] (C fragments) = K·Qᵀ, V·dOᵀ
+ *   dva, dka [16 keys][HDP] (C fragments)     += Pᵀ·dO, dSᵀ·Q / scale */
+template <int HD, bool MASK>
+__device__ __forceinline__ void dkdv_tile(float dka[][4], float dva[][4], const uint32_t ka[][4], const uint32_t va[][4],
+                                          const bf16 *vw, const bf16 *qs, const bf16 *dos, const float *ls,
+                                          const float *ds, int i0, int jw, float sl2, int lane) {
+    constexpr int R = MmaBwdTile<HD>::R, RS = MmaBwdTile<HD>::RS;
+    const int g = lane >> 2, t = lane & 3;
+    float st[R / 8][4], dpt[R / 8][4];
+    two_row_products<HD>(st, dpt, ka, va, vw, qs, dos, lane);
+    /* Pᵀ and dSᵀ in place: element e of n-tile n is key jw + g + 8(e>>1), query i0 + 8n + 2t + (e&1);
+     * P = exp(s·scale − lse) = 2^(s·sl2 − lse·log2(e)), one FFMA and one MUFU.EX2 a score */
+#pragma unroll
+    for (int n = 0; n < R / 8; n++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            const int ii = n * 8 + 2 * t + (e & 1);
+            float p = ex2_approx_ftz(fmaf(st[n][e], sl2, -ls[ii]));
+            if (MASK && i0 + ii < jw + g + (e >> 1) * 8) p = 0.0f;
+            st[n][e] = p;
+            dpt[n][e] = p * (dpt[n][e] - ds[ii]); /* dSᵀ / scale: dK's scale is applied once, at the end */
+        }
+#pragma unroll
+    for (int kk = 0; kk < R / 16; kk++) {
+        uint32_t pa[4], dsa[4];
+        c_to_a(pa, st[2 * kk], st[2 * kk + 1]);
+        c_to_a(dsa, dpt[2 * kk], dpt[2 * kk + 1]);
+        add_product_kn<HD>(dva, pa, dos + kk * 16 * RS, lane);
+        add_product_kn<HD>(dka, dsa, qs + kk * 16 * RS, lane);
+    }
+}
+
+/* grid (cdiv(T, 64), B*NKV), block 128: warp w owns keys jw = j0 + 16w .. jw+15 of kv head kh, their
+ * K (and, OWN2_REGS, V) A fragments in registers; the block walks the query heads of the group in
+ * order, each over the query tiles from j0 on (those before see none of its keys): the DIAG tiles
+ * that meet its keys, masked, then the rest. The Q and dO tiles are double-buffered: tile n + 1's
+ * cp.async copies (stage (n+1) & 1) fly while tile n is computed, one barrier a tile. */
+template <int HD>
+__global__ void __launch_bounds__(MMA_BWD_THREADS, MmaBwdTile<HD>::MIN_BLOCKS_DKDV)
     attention_mma_backward_dkdv_kernel(bf16 *dk, AttnDv dv, const bf16 *dout, const bf16 *q, const bf16 *k,
                                        const bf16 *v, AttnLd ld, const float *lse, const float *D, int T, int NH,
-                                       int NKV, float scale) {
-    const int R = MmaBwdTile<HD>::R, RS = MmaBwdTile<HD>::RS, HN = MmaBwdTile<HD>::HDP / 8; /* n-tiles of a row */
-    __shared__ __align__(16) bf16 ks[MMA_BWD_OWN * RS];
-    __shared__ __align__(16) bf16 vs[MMA_BWD_OWN * RS];
-    __shared__ __align__(16) bf16 qs[R * RS];
-    __shared__ __align__(16) bf16 dos[R * RS];
-    __shared__ float lses[R], Ds[R];
+                                       int NKV, float scale, float scale_log2) {
+    using Tl = MmaBwdTile<HD>;
+    constexpr int R = Tl::R, RS = Tl::RS, KS = Tl::KS, HN = Tl::HDP / 8; /* n-tiles of a row */
+    /* [stage][Q, dO][R][RS]; first the staging of the block's K [64][RS] (and V [64][RS] after it) */
+    __shared__ __align__(16) bf16 stages[4 * R * RS];
+    __shared__ __align__(16) bf16 vs[Tl::OWN2_REGS ? 8 : MMA_BWD_OWN * RS]; /* V [64][RS] at hd 128 */
+    __shared__ float lses[2][R], Ds[2][R]; /* per stage: lse·log2(e) (+inf past T), D */
     const int b = blockIdx.y / NKV, kh = blockIdx.y % NKV, group = NH / NKV;
     const int qC = NH * HD, kvC = NKV * HD;
-    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
     const int j0 = blockIdx.x * MMA_BWD_OWN, jw = j0 + warp * 16; /* the block's first key, the warp's */
-    mma_bwd_load_rows<HD, MMA_BWD_OWN>(ks, k + (size_t)b * T * ld.k + kh * HD, ld.k, j0, T);
-    mma_bwd_load_rows<HD, MMA_BWD_OWN>(vs, v + (size_t)b * T * ld.v + kh * HD, ld.v, j0, T);
-    const bf16 *kw = ks + warp * 16 * RS, *vw = vs + warp * 16 * RS;
+    bf16 *vst = Tl::OWN2_REGS ? stages + MMA_BWD_OWN * RS : vs;
+    mma_bwd_rows_async<HD, MMA_BWD_OWN>(stages, k + (size_t)b * T * ld.k + kh * HD, ld.k, j0, T);
+    mma_bwd_rows_async<HD, MMA_BWD_OWN>(vst, v + (size_t)b * T * ld.v + kh * HD, ld.v, j0, T);
+    cp_async_commit();
+    cp_async_wait<0>();
+    __syncthreads();
+    uint32_t ka[KS][4], va[KS][4];
+    own_fragments<HD>(ka, stages, warp, lane);
+    if constexpr (Tl::OWN2_REGS) own_fragments<HD>(va, vst, warp, lane);
+    const bf16 *vw = vs + warp * 16 * RS; /* read only at hd 128 */
     float dka[HN][4], dva[HN][4];
 #pragma unroll
     for (int n = 0; n < HN; n++)
 #pragma unroll
         for (int e = 0; e < 4; e++) dka[n][e] = dva[n][e] = 0.0f;
-    for (int h = kh * group; h < (kh + 1) * group; h++) {
-        const bf16 *qb = q + (size_t)b * T * ld.q + h * HD, *db = dout + (size_t)b * T * qC + h * HD;
-        const float *lb = lse + ((size_t)b * NH + h) * T, *Db = D + ((size_t)b * NH + h) * T;
-        for (int i0 = j0; i0 < T; i0 += R) { /* queries before j0 see none of the block's keys */
-            __syncthreads(); /* the previous tile is no longer read (and ks, vs are written) */
-            mma_bwd_load_rows<HD, R>(qs, qb, ld.q, i0, T);
-            mma_bwd_load_rows<HD, R>(dos, db, qC, i0, T);
-            if (tid < R) {
-                lses[tid] = i0 + tid < T ? lb[i0 + tid] : 0.0f;
-                Ds[tid] = i0 + tid < T ? Db[i0 + tid] : 0.0f;
-            }
+    __syncthreads(); /* the staging is read: tile 0's copies may overwrite it */
+
+    /* the next tile to copy: query head nh, queries ni..ni+R-1 */
+    const int hend = (kh + 1) * group;
+    int nh = kh * group, ni = j0;
+    float nl = INFINITY, nd = 0.0f; /* threads < R: the next tile's lse·log2(e) and D, in flight */
+    auto issue = [&](int stage) {
+        if (nh >= hend) return;
+        bf16 *st = stages + stage * 2 * R * RS;
+        mma_bwd_rows_async<HD, R>(st, q + (size_t)b * T * ld.q + nh * HD, ld.q, ni, T);
+        mma_bwd_rows_async<HD, R>(st + R * RS, dout + (size_t)b * T * qC + nh * HD, qC, ni, T);
+        cp_async_commit();
+        if ((int)threadIdx.x < R) { /* plain loads, stored by land() after this tile's math */
+            const int i = ni + threadIdx.x;
+            const size_t o = ((size_t)b * NH + nh) * T + i;
+            nl = i < T ? lse[o] * 1.4426950408889634f : INFINITY;
+            nd = i < T ? D[o] : 0.0f;
+        }
+        ni += R;
+        if (ni >= T) ni = j0, nh++;
+    };
+    /* the stage's lse and D, read after the next barrier; the stage was last read before this one */
+    auto land = [&](int stage) {
+        if ((int)threadIdx.x < R) lses[stage][threadIdx.x] = nl, Ds[stage][threadIdx.x] = nd;
+    };
+    issue(0);
+    land(0);
+    int n = 0; /* tiles begun */
+    for (int h = kh * group; h < hend; h++) {
+        /* The top of tile n: its copies have landed and are visible, every warp is done with tile
+         * n − 1, so tile n + 1 goes to that stage. Block-uniform: every thread runs every tile. */
+#pragma unroll
+        for (int d = 0; d < Tl::DIAG; d++) {
+            const int i0 = j0 + d * R;
+            if (i0 >= T) break;
+            cp_async_wait<0>();
             __syncthreads();
-            /* warp-uniform: every query of the tile precedes the warp's keys, or all its keys are past T */
-            if (i0 + R <= jw || jw >= T) continue;
-            float st[R / 8][4], dpt[R / 8][4];
-            two_row_products<HD, R>(st, dpt, kw, qs, vw, dos, lane);
-            /* P^T and dS^T in place: element e of n-tile n is key jw + g + 8(e>>1), query
-             * i0 + 8n + 2t + (e&1); causal and past-T entries are 0 */
-#pragma unroll
-            for (int n = 0; n < R / 8; n++)
-#pragma unroll
-                for (int e = 0; e < 4; e++) {
-                    const int j = jw + g + (e >> 1) * 8, ii = n * 8 + 2 * t + (e & 1), i = i0 + ii;
-                    const float p = (i < j || i >= T) ? 0.0f : expf(st[n][e] * scale - lses[ii]);
-                    st[n][e] = p;
-                    dpt[n][e] = p * (dpt[n][e] - Ds[ii]) * scale;
-                }
-#pragma unroll
-            for (int kk = 0; kk < R / 16; kk++) {
-                uint32_t pa[4], dsa[4];
-                c_to_a(pa, st[2 * kk], st[2 * kk + 1]);
-                c_to_a(dsa, dpt[2 * kk], dpt[2 * kk + 1]);
-                add_product_kn<HD>(dva, pa, dos + kk * 16 * RS, lane);
-                add_product_kn<HD>(dka, dsa, qs + kk * 16 * RS, lane);
-            }
+            issue((n + 1) & 1);
+            const bf16 *qs = stages + (n & 1) * 2 * R * RS;
+            if (i0 + R > jw) /* warp-uniform: some query of the tile sees some key of the warp */
+                dkdv_tile<HD, true>(dka, dva, ka, va, vw, qs, qs + R * RS, lses[n & 1], Ds[n & 1], i0, jw,
+                                    scale_log2, lane);
+            land((n + 1) & 1);
+            n++;
+        }
+        for (int i0 = j0 + Tl::DIAG * R; i0 < T; i0 += R) {
+            cp_async_wait<0>();
+            __syncthreads();
+            issue((n + 1) & 1);
+            const bf16 *qs = stages + (n & 1) * 2 * R * RS;
+            dkdv_tile<HD, false>(dka, dva, ka, va, vw, qs, qs + R * RS, lses[n & 1], Ds[n & 1], i0, jw, scale_log2,
+                                 lane);
+            land((n + 1) & 1);
+            n++;
         }
     }
     /* element e of n-tile n: key jw + g + 8(e>>1), column 8n + 2t + (e&1) */
@@ -217,78 +335,117 @@ __global__ void __launch_bounds__(32 * MMA_BWD_WARPS, MmaBwdTile<HD>::MIN_BLOCKS
             const int j = jw + g + (e >> 1) * 8, d = n * 8 + 2 * t + (e & 1);
             if (j >= T || d >= HD) continue; /* past T, or a pad dim */
             const size_t row = (size_t)b * T + j, o = row * kvC + kh * HD + d; /* fp32 dv: [N, kvC] */
-            dk[row * ld.k + kh * HD + d] = __float2bfloat16(dka[n][e]);
+            dk[row * ld.k + kh * HD + d] = __float2bfloat16(dka[n][e] * scale);
             if (dv.f32) dv.f32[o] = dv.add ? dv.f32[o] + dv.scale * dva[n][e] : dv.scale * dva[n][e];
             if (dv.b16) dv.b16[row * ld.v + kh * HD + d] = __float2bfloat16(dva[n][e]);
         }
 }
 
-/* grid (cdiv(T, 64), B*NH), block 128: warp w owns queries iw = i0 + 16w .. iw+15 of head h,
- * their Q and dO rows in shared memory qs, dos [64][HD+8]; key tiles ks, vs [R][HD+8] stream
- * through up to the block's last query. Per tile and warp:
- *   s, dp [16 queries][R keys] (C fragments) = Q·K^T, dO·V^T
- *   dqa [16 queries][HD] (C fragments)      += dS·K */
+/* One key tile of the dQ kernel for one warp: keys j0..j0+R-1 in ks, vs ([R][RS]); the warp's
+ * queries iw..iw+15, the lane's rows iw + g (lse·log2(e) l2a, D da_) and iw + g + 8 (l2b, db_).
+ * MASK: the causal mask, only on the tiles that meet the block's own queries.
+ *   s, dp [16 queries][R keys] (C fragments) = Q·Kᵀ, dO·Vᵀ
+ *   dqa [16 queries][HDP] (C fragments)     += dS·K / scale */
+template <int HD, bool MASK>
+__device__ __forceinline__ void dq_tile(float dqa[][4], const uint32_t qa[][4], const uint32_t oa[][4],
+                                        const bf16 *dw, const bf16 *ks, const bf16 *vs, int j0, int iw, float l2a,
+                                        float l2b, float da_, float db_, float sl2, int lane) {
+    constexpr int R = MmaBwdTile<HD>::R, RS = MmaBwdTile<HD>::RS;
+    const int g = lane >> 2, t = lane & 3;
+    float s[R / 8][4], dp[R / 8][4];
+    two_row_products<HD>(s, dp, qa, oa, dw, ks, vs, lane);
+    /* dS in place: element e of n-tile n is query iw + g + 8(e>>1), key j0 + 8n + 2t + (e&1) */
+#pragma unroll
+    for (int n = 0; n < R / 8; n++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            float p = ex2_approx_ftz(fmaf(s[n][e], sl2, -(e < 2 ? l2a : l2b)));
+            if (MASK && j0 + n * 8 + 2 * t + (e & 1) > iw + g + (e >> 1) * 8) p = 0.0f;
+            dp[n][e] = p * (dp[n][e] - (e < 2 ? da_ : db_)); /* dS / scale: dQ's scale at the end */
+        }
+#pragma unroll
+    for (int kk = 0; kk < R / 16; kk++) {
+        uint32_t dsa[4];
+        c_to_a(dsa, dp[2 * kk], dp[2 * kk + 1]);
+        add_product_kn<HD>(dqa, dsa, ks + kk * 16 * RS, lane);
+    }
+}
+
+/* grid (cdiv(T, 64), B*NH), block 128: warp w owns queries iw = i0 + 16w .. iw+15 of head h, their Q
+ * (and, OWN2_REGS, dO) A fragments in registers; key tiles stream through up to the block's last
+ * query, double-buffered as in the dK/dV kernel: those below the block's queries unmasked, then
+ * the DIAG that meet them, masked. */
 template <int HD>
-__global__ void __launch_bounds__(32 * MMA_BWD_WARPS, 4)
+__global__ void __launch_bounds__(MMA_BWD_THREADS, MmaBwdTile<HD>::MIN_BLOCKS_DQ)
     attention_mma_backward_dq_kernel(bf16 *dq, const bf16 *dout, const bf16 *q, const bf16 *k, const bf16 *v,
                                      AttnLd ld, const float *lse, const float *D, int T, int NH, int NKV,
-                                     float scale) {
-    const int R = MmaBwdTile<HD>::R, RS = MmaBwdTile<HD>::RS, HN = MmaBwdTile<HD>::HDP / 8; /* n-tiles of a row */
-    __shared__ __align__(16) bf16 qs[MMA_BWD_OWN * RS];
-    __shared__ __align__(16) bf16 dos[MMA_BWD_OWN * RS];
-    __shared__ __align__(16) bf16 ks[R * RS];
-    __shared__ __align__(16) bf16 vs[R * RS];
+                                     float scale, float scale_log2) {
+    using Tl = MmaBwdTile<HD>;
+    constexpr int R = Tl::R, RS = Tl::RS, KS = Tl::KS, HN = Tl::HDP / 8; /* n-tiles of a row */
+    /* [stage][K, V][R][RS]; first the staging of the block's Q [64][RS] (and dO [64][RS] after it) */
+    __shared__ __align__(16) bf16 stages[4 * R * RS];
+    __shared__ __align__(16) bf16 dos[Tl::OWN2_REGS ? 8 : MMA_BWD_OWN * RS]; /* dO [64][RS] at hd 128 */
     const int b = blockIdx.y / NH, h = blockIdx.y % NH, kh = h / (NH / NKV);
     const int qC = NH * HD;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
     const int i0 = blockIdx.x * MMA_BWD_OWN, iw = i0 + warp * 16; /* the block's first query, the warp's */
-    const int i_last = min(i0 + MMA_BWD_OWN, T) - 1;                /* keys needed: 0..i_last */
-    mma_bwd_load_rows<HD, MMA_BWD_OWN>(qs, q + (size_t)b * T * ld.q + h * HD, ld.q, i0, T);
-    mma_bwd_load_rows<HD, MMA_BWD_OWN>(dos, dout + (size_t)b * T * qC + h * HD, qC, i0, T);
-    const bf16 *qw = qs + warp * 16 * RS, *dw = dos + warp * 16 * RS;
-    /* lse and D of the lane's two rows, iw + g and iw + g + 8 (0 past T: those rows are not written) */
+    const int ntiles = (min(i0 + MMA_BWD_OWN, T) - 1) / R + 1, nfull = i0 / R; /* key tiles; those below i0 */
+    bf16 *dst = Tl::OWN2_REGS ? stages + MMA_BWD_OWN * RS : dos;
+    mma_bwd_rows_async<HD, MMA_BWD_OWN>(stages, q + (size_t)b * T * ld.q + h * HD, ld.q, i0, T);
+    mma_bwd_rows_async<HD, MMA_BWD_OWN>(dst, dout + (size_t)b * T * qC + h * HD, qC, i0, T);
+    cp_async_commit();
+    /* lse·log2(e) and D of the lane's two rows, iw + g and iw + g + 8 (0 past T: those rows are not written) */
     const float *lh = lse + ((size_t)b * NH + h) * T, *Dh = D + ((size_t)b * NH + h) * T;
     const int ia = iw + g, ib = iw + g + 8;
-    const float la = ia < T ? lh[ia] : 0.0f, lb = ib < T ? lh[ib] : 0.0f;
-    const float Da = ia < T ? Dh[ia] : 0.0f, Db = ib < T ? Dh[ib] : 0.0f;
-    const bf16 *kb = k + (size_t)b * T * ld.k + kh * HD, *vb = v + (size_t)b * T * ld.v + kh * HD;
+    const float l2a = ia < T ? lh[ia] * 1.4426950408889634f : 0.0f, l2b = ib < T ? lh[ib] * 1.4426950408889634f : 0.0f;
+    const float da_ = ia < T ? Dh[ia] : 0.0f, db_ = ib < T ? Dh[ib] : 0.0f;
+    cp_async_wait<0>();
+    __syncthreads();
+    uint32_t qa[KS][4], oa[KS][4];
+    own_fragments<HD>(qa, stages, warp, lane);
+    if constexpr (Tl::OWN2_REGS) own_fragments<HD>(oa, dst, warp, lane);
+    const bf16 *dw = dos + warp * 16 * RS; /* read only at hd 128 */
     float dqa[HN][4];
 #pragma unroll
     for (int n = 0; n < HN; n++)
 #pragma unroll
         for (int e = 0; e < 4; e++) dqa[n][e] = 0.0f;
-    for (int j0 = 0; j0 <= i_last; j0 += R) {
-        __syncthreads(); /* the previous tile is no longer read (and qs, dos are written) */
-        mma_bwd_load_rows<HD, R>(ks, kb, ld.k, j0, T);
-        mma_bwd_load_rows<HD, R>(vs, vb, ld.v, j0, T);
+    __syncthreads(); /* the staging is read: tile 0's copies may overwrite it */
+
+    const bf16 *kb = k + (size_t)b * T * ld.k + kh * HD, *vb = v + (size_t)b * T * ld.v + kh * HD;
+    auto issue = [&](int j) { /* key tile j into stage j & 1 */
+        if (j >= ntiles) return;
+        bf16 *st = stages + (j & 1) * 2 * R * RS;
+        mma_bwd_rows_async<HD, R>(st, kb, ld.k, j * R, T);
+        mma_bwd_rows_async<HD, R>(st + R * RS, vb, ld.v, j * R, T);
+        cp_async_commit();
+    };
+    issue(0);
+    /* the top of tile j as in the dK/dV kernel: wait, barrier, tile j + 1's copies */
+    for (int j = 0; j < nfull; j++) {
+        cp_async_wait<0>();
         __syncthreads();
-        /* warp-uniform: every key of the tile follows the warp's queries, or all its queries are past T */
-        if (j0 > iw + 15 || iw >= T) continue;
-        float s[R / 8][4], dp[R / 8][4];
-        two_row_products<HD, R>(s, dp, qw, ks, dw, vs, lane);
-        /* dS in place: element e of n-tile n is query iw + g + 8(e>>1), key j0 + 8n + 2t + (e&1);
-         * keys after the query are 0 */
+        issue(j + 1);
+        const bf16 *ks = stages + (j & 1) * 2 * R * RS;
+        dq_tile<HD, false>(dqa, qa, oa, dw, ks, ks + R * RS, j * R, iw, l2a, l2b, da_, db_, scale_log2, lane);
+    }
 #pragma unroll
-        for (int n = 0; n < R / 8; n++)
-#pragma unroll
-            for (int e = 0; e < 4; e++) {
-                const int i = iw + g + (e >> 1) * 8, j = j0 + n * 8 + 2 * t + (e & 1);
-                const float p = j > i ? 0.0f : expf(s[n][e] * scale - (e < 2 ? la : lb));
-                dp[n][e] = p * (dp[n][e] - (e < 2 ? Da : Db)) * scale;
-            }
-#pragma unroll
-        for (int kk = 0; kk < R / 16; kk++) {
-            uint32_t dsa[4];
-            c_to_a(dsa, dp[2 * kk], dp[2 * kk + 1]);
-            add_product_kn<HD>(dqa, dsa, ks + kk * 16 * RS, lane);
-        }
+    for (int d = 0; d < Tl::DIAG; d++) {
+        const int j = nfull + d;
+        if (j >= ntiles) break;
+        cp_async_wait<0>();
+        __syncthreads();
+        issue(j + 1);
+        const bf16 *ks = stages + (j & 1) * 2 * R * RS;
+        if (j * R <= iw + 15) /* warp-uniform: some key of the tile precedes some query of the warp */
+            dq_tile<HD, true>(dqa, qa, oa, dw, ks, ks + R * RS, j * R, iw, l2a, l2b, da_, db_, scale_log2, lane);
     }
 #pragma unroll
     for (int n = 0; n < HN; n++)
 #pragma unroll
         for (int e = 0; e < 4; e++) {
             const int i = iw + g + (e >> 1) * 8, d = n * 8 + 2 * t + (e & 1);
-            if (i < T && d < HD) dq[((size_t)b * T + i) * ld.q + h * HD + d] = __float2bfloat16(dqa[n][e]);
+            if (i < T && d < HD) dq[((size_t)b * T + i) * ld.q + h * HD + d] = __float2bfloat16(dqa[n][e] * scale);
         }
 }
 
@@ -306,15 +463,17 @@ int attention_mma_backward(bf16 *dq, bf16 *dk, AttnDv dv, float *Dscratch, const
     if (hd != 8 && hd != 16 && hd != 32 && hd != 64 && hd != 128)
         return vrl_error("fast: --attention mma supports head_dim 8, 16, 32, 64 or 128 (got %d)", hd);
     const float scale = 1.0f / sqrtf((float)hd);
+    const float scale_log2 = scale * 1.4426950408889634f; /* log2(e): exp(x) = 2^(x·log2(e)) */
     const size_t rows = (size_t)B * T * NH;
     LAUNCH(attention_backward_D_kernel, cdiv(rows, 256), 256, 0, ops_stream)(Dscratch, dout, out, B, T, NH, hd);
     LAUNCH_CHECK();
-    const dim3 gkv(cdiv(T, MMA_BWD_OWN), B * NKV), gq(cdiv(T, MMA_BWD_OWN), B * NH), block(32 * MMA_BWD_WARPS);
+    const dim3 gkv(cdiv(T, MMA_BWD_OWN), B * NKV), gq(cdiv(T, MMA_BWD_OWN), B * NH), block(MMA_BWD_THREADS);
 #define MMA_BWD(HDc)                                                                                                \
     LAUNCH(attention_mma_backward_dkdv_kernel<HDc>, gkv, block, 0, ops_stream)(dk, dv, dout, q, k, v, ld, lse,     \
-                                                                               Dscratch, T, NH, NKV, scale);      \
+                                                                               Dscratch, T, NH, NKV, scale,       \
+                                                                               scale_log2);                        \
     LAUNCH(attention_mma_backward_dq_kernel<HDc>, gq, block, 0, ops_stream)(dq, dout, q, k, v, ld, lse, Dscratch, \
-                                                                            T, NH, NKV, scale)
+                                                                            T, NH, NKV, scale, scale_log2)
     if (hd == 8) {
         MMA_BWD(8);
     } else if (hd == 16) {
