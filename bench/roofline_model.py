@@ -159,10 +159,27 @@ def fwd51_tilings(hd):
     return {"attention_mma_forward_kernel": forward_tiling(hd, 16, 4, 64 if hd <= 64 else 32, False)}
 
 
+def bwd51_tilings(hd):
+    """the backward after issue 51's rework (fast/attention_mma_backward.cu at f8d6252): the
+    streamed tiles (Q, dO in dK/dV; K, V in dQ; dK/dV's lse and D with them) by cp.async one tile
+    ahead; a warp's own rows' A fragments held in registers (K and V, Q and dO; at head_dim 128
+    only K, Q: the other still read by ldmatrix, as the SASS's LDSM count says: 32 and 40 x4 for
+    dK/dV, 24 and 32 for dQ); the causal mask only on the tiles meeting the block's rows"""
+    r = 16 if hd >= 128 else 32
+    own_smem = 0 if hd <= 64 else 16 * hd * 2  # the own-row tensor that stays in shared memory
+    dkdv, dq = dkdv_tiling(hd, 16, 4, r), dq_tiling(hd, 16, 4, r)
+    for t in (dkdv, dq):
+        t.update({"trips": 1, "prefetch": 1, "own_trips": 2,
+                  "mask_warp": MASK_INSTR_PER_SCORE * 16 * r / 32})
+    dkdv["smem_read_warp"] = 4 * r * hd * 2 + own_smem
+    dq["smem_read_warp"] = 3 * r * hd * 2 + own_smem
+    return {"attention_mma_backward_dkdv_kernel": dkdv, "attention_mma_backward_dq_kernel": dq}
+
+
 # ---- which rows of bench/attention_sass_mix.txt price which kernel. A state (the mix file's first
 # column) names one version of the kernels: TILINGS[state](hd) gives their tilings as executed,
 # BLOCKS_PER_SM[state] their occupancy (ptxas' registers and shared memory, 4 warps a block).
-TILINGS = {"mma": our_tilings, "fwd51": fwd51_tilings}
+TILINGS = {"mma": our_tilings, "fwd51": fwd51_tilings, "bwd51": bwd51_tilings}
 # 'mma': docs/fast.md, "The static GPU check" (commit 6f7a923); 'fwd51': ptxas at bae2b3b, 137 and
 # 166 registers (36,864 and 34,816 B of shared memory): 3 blocks at both (docs/fast.md, "Attention
 # on tensor cores")
@@ -171,6 +188,9 @@ BLOCKS_PER_SM = {
             ("attention_mma_backward_dkdv_kernel", 64): 4, ("attention_mma_backward_dkdv_kernel", 128): 2,
             ("attention_mma_backward_dq_kernel", 64): 4, ("attention_mma_backward_dq_kernel", 128): 4},
     "fwd51": {("attention_mma_forward_kernel", 64): 3, ("attention_mma_forward_kernel", 128): 3},
+    # 'bwd51': ptxas at f8d6252 (docs/fast.md): 167/250 and 164/168 registers at head_dim 64/128
+    "bwd51": {("attention_mma_backward_dkdv_kernel", 64): 3, ("attention_mma_backward_dkdv_kernel", 128): 2,
+              ("attention_mma_backward_dq_kernel", 64): 3, ("attention_mma_backward_dq_kernel", 128): 3},
 }
 # BEFORE: faab088's kernels, the figures of the first prediction. AFTER: the kernels on main now.
 # When the backward's new rows land (helper bwd51's 'bwd51' lines), the switch is the one line
@@ -179,7 +199,7 @@ BLOCKS_PER_SM = {
 # rename, split or merge the backward's kernels; the step's backward bytes are split among them.
 BEFORE_FORWARD, BEFORE_BACKWARD = "mma", "mma"
 AFTER_FORWARD = "fwd51"
-AFTER_BACKWARD = "mma"
+AFTER_BACKWARD = "bwd51"
 
 
 def is_forward(kernel):
