@@ -119,13 +119,17 @@ for size in $EFF_SIZES; do
 done
 repro_parallel repro_train "$@"
 
-# the best lr per model and size (placeholders until the pilot has run), found once: " MODEL:SIZE=LR ..."
-eff_pilot_scores
-BESTS=" "
-for size in $EFF_SIZES; do for model in transformer resformer; do
-    b=$(eff_best $model "$size")
-    [ -z "$b" ] || BESTS="$BESTS$model:$size=$b "
-done; done
+# eff_find_bests: BESTS, the best lr per model and size (placeholders until the pilot has run),
+# found once: " MODEL:SIZE=LR ..."
+eff_find_bests() {
+    eff_pilot_scores
+    BESTS=" "
+    for size in $EFF_SIZES; do for model in transformer resformer; do
+        b=$(eff_best $model "$size")
+        [ -z "$b" ] || BESTS="$BESTS$model:$size=$b "
+    done; done
+}
+eff_find_bests
 best() {
     b=${BESTS#* "$1:$2="}
     [ "$b" != "$BESTS" ] && echo "${b%% *}" || echo "BEST_$1_$2"
@@ -158,12 +162,7 @@ if [ $# -gt 0 ]; then
     echo "== the rule's edge points: $(for r in "$@"; do echo "$r"; done | awk '{ printf "%s%s", (NR > 1 ? " " : ""), $1 }')"
     [ "$DRY" = 1 ] || mkdir -p $(for r in "$@"; do echo "$RUNS/${r%% *}"; done)  # started: eff_pilot_scores reads them
     repro_parallel repro_train "$@"
-    eff_pilot_scores
-    BESTS=" "
-    for size in $EFF_SIZES; do for model in transformer resformer; do
-        b=$(eff_best $model "$size")
-        [ -z "$b" ] || BESTS="$BESTS$model:$size=$b "
-    done; done
+    eff_find_bests
 fi
 echo "== best lr per model and size (the rule of docs/reproduce.md; BEST_...: the pilot has not run):"
 for size in $EFF_SIZES; do
