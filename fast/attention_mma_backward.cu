@@ -265,7 +265,8 @@ __global__ void __launch_bounds__(MMA_BWD_THREADS, MmaBwdTile<HD>::MIN_BLOCKS_DK
     uint32_t ka[KS][4], va[KS][4];
     own_fragments<HD>(ka, stages, warp, lane);
     if constexpr (Tl::OWN2_REGS) own_fragments<HD>(va, vst, warp, lane);
-    const bf16 *vw = vs + warp * 16 * RS; /* read only at hd 128 */
+    /* read only at hd 128; elsewhere vs is a stub whose rows must not even be addressed */
+    const bf16 *vw = Tl::OWN2_REGS ? vs : vs + warp * 16 * RS;
     float dka[HN][4], dva[HN][4];
 #pragma unroll
     for (int n = 0; n < HN; n++)
@@ -404,7 +405,8 @@ __global__ void __launch_bounds__(MMA_BWD_THREADS, MmaBwdTile<HD>::MIN_BLOCKS_DQ
     uint32_t qa[KS][4], oa[KS][4];
     own_fragments<HD>(qa, stages, warp, lane);
     if constexpr (Tl::OWN2_REGS) own_fragments<HD>(oa, dst, warp, lane);
-    const bf16 *dw = dos + warp * 16 * RS; /* read only at hd 128 */
+    /* read only at hd 128; elsewhere dos is a stub whose rows must not even be addressed */
+    const bf16 *dw = Tl::OWN2_REGS ? dos : dos + warp * 16 * RS;
     float dqa[HN][4];
 #pragma unroll
     for (int n = 0; n < HN; n++)

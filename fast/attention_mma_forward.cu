@@ -218,7 +218,10 @@ __global__ void __launch_bounds__(MMA_THREADS) attention_mma_forward_kernel(bf16
     const int mi = lane >> 3, mr = lane & 7;
 
     /* Q (staged in stage 1), K and V of tile 0 (stage 0): one group, one wait */
-    mma_load_rows_async<HD, MMA_BQ>(tiles[1][0], q + (size_t)b * T * ld.q + h * HD, ld.q, q0, T);
+    /* Q's staging runs over stage 1's K and V (at hd 128 it is two tiles long): addressed from a
+     * pointer to stage 1, not by indexing tiles[1][0] past its own bound */
+    bf16 *const qstage = &tiles[1][0][0];
+    mma_load_rows_async<HD, MMA_BQ>(qstage, q + (size_t)b * T * ld.q + h * HD, ld.q, q0, T);
     mma_load_rows_async<HD, BK>(tiles[0][0], kb, ld.k, 0, T);
     mma_load_rows_async<HD, BK>(tiles[0][1], vb, ld.v, 0, T);
     cp_async_commit();
@@ -230,7 +233,7 @@ __global__ void __launch_bounds__(MMA_THREADS) attention_mma_forward_kernel(bf16
     uint32_t qa[KSTEPS][4];
 #pragma unroll
     for (int s = 0; s < KSTEPS; s++)
-        ldmatrix_x4(qa[s], tiles[1][0] + (16 * warp + mr + (mi & 1) * 8) * RS + 16 * s + (mi >> 1) * 8);
+        ldmatrix_x4(qa[s], qstage + (16 * warp + mr + (mi & 1) * 8) * RS + 16 * s + (mi >> 1) * 8);
 
     MmaRows<HD> rows;
 #pragma unroll
