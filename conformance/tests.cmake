@@ -360,6 +360,17 @@ if(VRL_HAVE_CUDA_CPU)
       tiny_cross_layer gqa4_attn_residual tiny_mhc_iters2 gqa4_mhc_offinit hc4_chunks)
     set_tests_properties(test_fast_cpu_vs_ref_check_random PROPERTIES TIMEOUT 900
       ENVIRONMENT "TMPDIR=${VRL_TEST_TMP};VRL_CUDA_CPU_ORDER=random:7;VRL_CUDA_CPU_BLOCKS=random:11")
+    # the tensor-core attention (--attention mma: cp.async tiles, ex2, diagonal masks) against ref
+    # under every checker in the two orders test_fast_cpu_vs_ref_mma (forward) does not run: both
+    # head sizes' tilings, GQA, the value-path mixes, HC; ~14 and ~5 CPU-s
+    add_test(NAME test_fast_cpu_vs_ref_mma_check_reverse COMMAND test_fast_cpu_vs_ref_check mma
+      hd64_svformer gqa_hd16_resformer hd128_gqa_resformer)
+    set_tests_properties(test_fast_cpu_vs_ref_mma_check_reverse PROPERTIES
+      ENVIRONMENT "TMPDIR=${VRL_TEST_TMP};VRL_CUDA_CPU_ORDER=reverse;VRL_CUDA_CPU_BLOCKS=reverse")
+    add_test(NAME test_fast_cpu_vs_ref_mma_check_random COMMAND test_fast_cpu_vs_ref_check mma
+      tiny_baseline gqa4_neutreno gqa4_svformer_anchors13 tiny_hc4)
+    set_tests_properties(test_fast_cpu_vs_ref_mma_check_random PROPERTIES
+      ENVIRONMENT "TMPDIR=${VRL_TEST_TMP};VRL_CUDA_CPU_ORDER=random:7;VRL_CUDA_CPU_BLOCKS=random:11")
     # fast/decode.cu (vrl generate --device cuda-cpu) under every checker in the two orders the
     # plain test_fast_cpu_decode (forward) does not run; ~7 CPU-s each
     add_test(NAME test_fast_cpu_decode_check_reverse COMMAND test_fast_cpu_decode_check)
