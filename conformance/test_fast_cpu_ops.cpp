@@ -637,7 +637,12 @@ Test(fast_cpu_ops, attention_dv_scatter_matches_the_flash_epilogue) {
  * random in sign; measured at these shapes 1.4e-3 (dV) to 2.6e-3 (dQ, dK), about half the bound. In every thread
  * order the same bits; then, in the same call, dV added onto an fp32 accumulator (exactly
  * acc + dv) and rounded to bf16 (exactly bf16(dv)), on q/k/v and dq/dk/dv16 as views into fused
- * [N, qC+2kvC] buffers (the same bits as on tensors of their own). */
+ * [N, qC+2kvC] buffers (the same bits as on tensors of their own).
+ * With RoPE's transpose fused into the epilogues (AttnRope, the model's tables at theta 10000):
+ * dq and dk against ref's rotated by Rᵀ in float64, within the same bound (the rotation is
+ * exact in real arithmetic; only where bf16 rounding happens moves), in every order the same
+ * bits. A wrong partner column, a flipped sin or a wrong position makes the error O(1): the
+ * angles at T 33-70 reach tens of radians. dv untouched. */
 static void attention_mma_backward_case(int B, int T, int NH, int NKV, int hd) {
     const int qC = NH * hd, kvC = NKV * hd, N = B * T, S = qC + 2 * kvC;
     vector<bf16> q16, k16, v16, do16;
@@ -655,24 +660,63 @@ static void attention_mma_backward_case(int B, int T, int NH, int NKV, int hd) {
         memcpy(&qkv[(size_t)n * S + qC], &k16[(size_t)n * kvC], kvC * sizeof(bf16));
         memcpy(&qkv[(size_t)n * S + qC + kvC], &v16[(size_t)n * kvC], kvC * sizeof(bf16));
     }
-    vector<bf16> first_dq, first_dk;
+    /* RoPE's tables as fast/model.cu makes them ([T][hd/2], double rounded once), ref's d(q), d(k)
+     * through Rᵀ: (x_i, x_{i+hd/2}) -> (x_i c + x_{i+hd/2} s, x_{i+hd/2} c − x_i s) */
+    const int h2 = hd / 2;
+    vector<float> cos_t((size_t)T * h2), sin_t((size_t)T * h2);
+    for (int t = 0; t < T; t++)
+        for (int i = 0; i < h2; i++) {
+            const double a = t * pow(10000.0, -2.0 * i / hd);
+            cos_t[(size_t)t * h2 + i] = (float)cos(a), sin_t[(size_t)t * h2 + i] = (float)sin(a);
+        }
+    auto rotate_t = [&](const vector<double> &g, int C) {
+        vector<double> r(g.size());
+        for (int n = 0; n < N; n++)
+            for (int h = 0; h < C / hd; h++)
+                for (int i = 0; i < h2; i++) {
+                    const size_t at = (size_t)n * C + h * hd + i, ts = (size_t)(n % T) * h2 + i;
+                    const double c = cos_t[ts], s = sin_t[ts], x1 = g[at], x2 = g[at + h2];
+                    r[at] = x1 * c + x2 * s, r[at + h2] = x2 * c - x1 * s;
+                }
+        return r;
+    };
+    const vector<double> rdq_rope = rotate_t(rdq, qC), rdk_rope = rotate_t(rdk, kvC);
+    const fast_cpu::AttnRope rope = {cos_t.data(), sin_t.data(), 1, 1};
+    vector<bf16> first_dq, first_dk, first_dq_rope, first_dk_rope;
     vector<float> first_dv;
     for (const char *o : test_orders()) {
         cr_assert_eq(cuda_cpu::set_thread_order(o), 0);
-        vector<bf16> dq((size_t)N * qC), dk((size_t)N * kvC);
-        vector<float> dv((size_t)N * kvC);
+        vector<bf16> dq((size_t)N * qC), dk((size_t)N * kvC), dq_rope((size_t)N * qC), dk_rope((size_t)N * kvC);
+        vector<float> dv((size_t)N * kvC), dv_rope((size_t)N * kvC);
         cr_assert_eq(fast_cpu::attention_mma_backward(dq.data(), dk.data(), {dv.data(), 1.0f, 0, NULL}, D.data(),
                                                       do16.data(), fo.data(), q16.data(), k16.data(), v16.data(), own,
-                                                      lse.data(), B, T, NH, NKV, hd),
+                                                      lse.data(), B, T, NH, NKV, hd, NULL),
                      0, "%s", vrl_last_error());
         cr_expect_leq(rel(dv, rdv), 5e-3, "mma T=%d hd=%d dv, order %s: %.3e", T, hd, o, rel(dv, rdv));
         cr_expect_leq(rel(dq, rdq), 5e-3, "mma T=%d hd=%d dq, order %s: %.3e", T, hd, o, rel(dq, rdq));
         cr_expect_leq(rel(dk, rdk), 5e-3, "mma T=%d hd=%d dk, order %s: %.3e", T, hd, o, rel(dk, rdk));
-        if (o == orders[0]) first_dq = dq, first_dk = dk, first_dv = dv;
+        cr_assert_eq(fast_cpu::attention_mma_backward(dq_rope.data(), dk_rope.data(), {dv_rope.data(), 1.0f, 0, NULL},
+                                                      D.data(), do16.data(), fo.data(), q16.data(), k16.data(),
+                                                      v16.data(), own, lse.data(), B, T, NH, NKV, hd, &rope),
+                     0, "%s", vrl_last_error());
+        cr_log_info("mma T=%d hd=%d with RoPE's transpose, order %s: dq %.2e, dk %.2e", T, hd, o,
+                    rel(dq_rope, rdq_rope), rel(dk_rope, rdk_rope));
+        cr_expect_leq(rel(dq_rope, rdq_rope), 5e-3, "mma T=%d hd=%d Rᵀ·dq, order %s: %.3e", T, hd, o,
+                      rel(dq_rope, rdq_rope));
+        cr_expect_leq(rel(dk_rope, rdk_rope), 5e-3, "mma T=%d hd=%d Rᵀ·dk, order %s: %.3e", T, hd, o,
+                      rel(dk_rope, rdk_rope));
+        cr_expect(same_bits(dv_rope, dv), "mma T=%d hd=%d: the RoPE epilogue changed dv", T, hd);
+        if (o == orders[0]) first_dq = dq, first_dk = dk, first_dv = dv, first_dq_rope = dq_rope, first_dk_rope = dk_rope;
         else
-            cr_expect(same_bits(dq, first_dq) && same_bits(dk, first_dk) && same_bits(dv, first_dv),
+            cr_expect(same_bits(dq, first_dq) && same_bits(dk, first_dk) && same_bits(dv, first_dv) &&
+                          same_bits(dq_rope, first_dq_rope) && same_bits(dk_rope, first_dk_rope),
                       "mma attention backward T=%d hd=%d: order %s changes the bits", T, hd, o);
     }
+    const fast_cpu::AttnRope misaligned = {cos_t.data() + 1, sin_t.data(), 1, 0};
+    cr_expect_neq(fast_cpu::attention_mma_backward(first_dq.data(), first_dk.data(), {first_dv.data(), 1.0f, 0, NULL},
+                                                   D.data(), do16.data(), fo.data(), q16.data(), k16.data(), v16.data(),
+                                                   own, lse.data(), B, T, NH, NKV, hd, &misaligned),
+                  0, "RoPE tables off 8-byte alignment are refused");
     cuda_cpu::set_thread_order("forward");
     /* the fused views, dv added onto an accumulator and rounded to bf16 in the same call */
     vector<bf16> dqkv((size_t)N * S);
@@ -682,7 +726,7 @@ static void attention_mma_backward_case(int B, int T, int NH, int NKV, int hd) {
     cr_assert_eq(fast_cpu::attention_mma_backward(dqkv.data(), dqkv.data() + qC,
                                                   {acc.data(), 1.0f, 1, dqkv.data() + qC + kvC}, D.data(),
                                                   do16.data(), fo.data(), qkv.data(), qkv.data() + qC,
-                                                  qkv.data() + qC + kvC, fused, lse.data(), B, T, NH, NKV, hd),
+                                                  qkv.data() + qC + kvC, fused, lse.data(), B, T, NH, NKV, hd, NULL),
                  0, "%s", vrl_last_error());
     int acc_ok = 1, views_ok = 1;
     for (size_t i = 0; i < acc.size(); i++) acc_ok &= acc[i] == acc0[i] + first_dv[i];
@@ -698,7 +742,7 @@ static void attention_mma_backward_case(int B, int T, int NH, int NKV, int hd) {
     cr_expect(views_ok, "mma T=%d hd=%d: the fused views (dq, dk, bf16 dv) differ from tensors of their own", T, hd);
     cr_expect_neq(fast_cpu::attention_mma_backward(dqkv.data(), dqkv.data() + qC, {NULL, 1.0f, 0, NULL}, D.data(),
                                                    do16.data(), fo.data(), q16.data(), k16.data(), v16.data(), own,
-                                                   lse.data(), B, T, NH, NKV, hd),
+                                                   lse.data(), B, T, NH, NKV, hd, NULL),
                   0, "no dv destination at all is refused");
 }
 
@@ -712,7 +756,7 @@ Test(fast_cpu_ops, attention_mma_backward_refuses_head_dims) {
     vector<float> f(64);
     const fast_cpu::AttnLd ld = {8, 8, 8};
     cr_expect_neq(fast_cpu::attention_mma_backward(x.data(), x.data(), {f.data(), 1.0f, 0, NULL}, f.data(), x.data(),
-                                                   x.data(), x.data(), x.data(), x.data(), ld, f.data(), 1, 4, 1, 1, 24),
+                                                   x.data(), x.data(), x.data(), x.data(), ld, f.data(), 1, 4, 1, 1, 24, NULL),
                   0, "head_dim 24 (no kernel for it) is refused");
     cr_expect(strstr(vrl_last_error(), "head_dim") != NULL, "the refusal names head_dim: %s", vrl_last_error());
 }

@@ -57,9 +57,16 @@ int attention_dv_scatter(AttnDv dv, const bf16 *src, int ld_v, int N, int kvC);
  * cores, P and dS rounded to bf16 as factors of the second products. hd 8 (zero-padded to
  * 16), 16, 32, 64 or 128; refused in the fp32-storage CPU build (VRL_CUDA_CPU_FP32), which
  * has no bf16 pairs to feed mma. */
+/* RoPE's transpose applied to dq and/or dk in attention_mma_backward's epilogues, in fp32 before
+ * the bf16 store, in place of rope_backward's pass over them: cos_t, sin_t [T][hd/2] fp32 (the
+ * tables rope_backward reads, 8-byte aligned), dq, dk which outputs take it. */
+typedef struct {
+    const float *cos_t, *sin_t;
+    int dq, dk;
+} AttnRope;
 int attention_mma_backward(bf16 *dq, bf16 *dk, AttnDv dv, float *Dscratch, const bf16 *dout, const bf16 *out,
                            const bf16 *q, const bf16 *k, const bf16 *v, AttnLd ld, const float *lse, int B, int T,
-                           int NH, int NKV, int hd);
+                           int NH, int NKV, int hd, const AttnRope *rope /* NULL: none */);
 
 FAST_NS_END
 

@@ -142,6 +142,54 @@ __device__ __forceinline__ void c_to_a(uint32_t a[4], const float lo[4], const f
     a[3] = bf16_pair(hi[2], hi[3]);
 }
 
+/* RoPE's two table entries for columns i, i+1 of one position (i even: 8-byte aligned) */
+struct alignas(8) RopePair {
+    float e[2];
+};
+
+/* RoPE's transpose (rope_backward, formulas.md §RoPE) on the lane's C fragments of a [16][HDP]
+ * accumulator whose rows are the positions r0 .. r0+15 of one head, in fp32 before the store:
+ * each pair (x_i, x_{i+hd/2}), i < hd/2, becomes (x_i c + x_{i+hd/2} s, x_{i+hd/2} c − x_i s),
+ * c, s = cos_t, sin_t [position][i] (the tables rope_kernel reads, [T][hd/2]). Element e of
+ * n-tile n is row r0 + g + 8(e>>1), column 8n + 2t + (e&1), so at hd >= 16 (hd/2 a multiple
+ * of 8) the partner of n-tile n is n-tile n + hd/16 in the same lane; at hd 8 (one n-tile of
+ * real dims, 2t + (e&1) < 8) column c's partner c ± 4 is lane t ± 2's same element: one
+ * shuffle (xor 2) a value, all 32 lanes (the pad n-tile stays 0). Rows past T keep their
+ * values (never stored): their tables are read at T − 1. */
+template <int HD>
+__device__ __forceinline__ void rope_transpose_fragments(float acc[][4], const float *cos_t, const float *sin_t,
+                                                         int r0, int T, int lane) {
+    constexpr int H2 = HD / 2;
+    const int g = lane >> 2, t = lane & 3;
+    const int pos[2] = {min(r0 + g, T - 1), min(r0 + g + 8, T - 1)}; /* elements 0, 1 and 2, 3 */
+    if constexpr (HD >= 16) {
+#pragma unroll
+        for (int n = 0; n < HD / 16; n++)
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                const size_t o = (size_t)pos[h] * H2 + 8 * n + 2 * t; /* i of element 2h */
+                const RopePair c = *(const RopePair *)(cos_t + o), s = *(const RopePair *)(sin_t + o);
+#pragma unroll
+                for (int k = 0; k < 2; k++) {
+                    const float x1 = acc[n][2 * h + k], x2 = acc[n + HD / 16][2 * h + k];
+                    acc[n][2 * h + k] = x1 * c.e[k] + x2 * s.e[k];
+                    acc[n + HD / 16][2 * h + k] = x2 * c.e[k] - x1 * s.e[k];
+                }
+            }
+    } else {
+        static_assert(HD == 8, "head dims under 16 are 8");
+        const bool first = t < 2;             /* columns 2t, 2t+1 < 4: x1 of its pair */
+        const int i = (2 * t) & (H2 - 1);     /* the pair's index: 2t, or 2t − 4 */
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            const float x = acc[0][e], p = __shfl_xor_sync(0xffffffffu, x, 2); /* the partner column */
+            const size_t o = (size_t)pos[e >> 1] * H2 + i + (e & 1);
+            const float c = cos_t[o], s = sin_t[o];
+            acc[0][e] = first ? x * c + p * s : x * c - p * s;
+        }
+    }
+}
+
 /* acc [16][HDP] (C fragments) += a [16][16] (an A fragment: 16 rows, one k-step of the
  * streamed side) · tile [16][HDP], the streamed rows stored [k][n] (row stride HDP+8):
  * dV += Pᵀ·dO, dK += dSᵀ·Q, dQ += dS·K. */
@@ -245,7 +293,8 @@ template <int HD>
 __global__ void __launch_bounds__(MMA_BWD_THREADS, MmaBwdTile<HD>::MIN_BLOCKS_DKDV)
     attention_mma_backward_dkdv_kernel(bf16 *dk, AttnDv dv, const bf16 *dout, const bf16 *q, const bf16 *k,
                                        const bf16 *v, AttnLd ld, const float *lse, const float *D, int T, int NH,
-                                       int NKV, float scale, float scale_log2) {
+                                       int NKV, float scale, float scale_log2, const float *rope_cos,
+                                       const float *rope_sin) {
     using Tl = MmaBwdTile<HD>;
     constexpr int R = Tl::R, RS = Tl::RS, KS = Tl::KS, HN = Tl::HDP / 8; /* n-tiles of a row */
     /* [stage][Q, dO][R][RS]; first the staging of the block's K [64][RS] (and V [64][RS] after it) */
@@ -328,6 +377,8 @@ __global__ void __launch_bounds__(MMA_BWD_THREADS, MmaBwdTile<HD>::MIN_BLOCKS_DK
             n++;
         }
     }
+    /* dK leaves as RoPE's transpose applied (rope_cos non-null: the model skips rope_backward) */
+    if (rope_cos) rope_transpose_fragments<HD>(dka, rope_cos, rope_sin, jw, T, lane);
     /* element e of n-tile n: key jw + g + 8(e>>1), column 8n + 2t + (e&1) */
 #pragma unroll
     for (int n = 0; n < HN; n++)
@@ -380,7 +431,7 @@ template <int HD>
 __global__ void __launch_bounds__(MMA_BWD_THREADS, MmaBwdTile<HD>::MIN_BLOCKS_DQ)
     attention_mma_backward_dq_kernel(bf16 *dq, const bf16 *dout, const bf16 *q, const bf16 *k, const bf16 *v,
                                      AttnLd ld, const float *lse, const float *D, int T, int NH, int NKV,
-                                     float scale, float scale_log2) {
+                                     float scale, float scale_log2, const float *rope_cos, const float *rope_sin) {
     using Tl = MmaBwdTile<HD>;
     constexpr int R = Tl::R, RS = Tl::RS, KS = Tl::KS, HN = Tl::HDP / 8; /* n-tiles of a row */
     /* [stage][K, V][R][RS]; first the staging of the block's Q [64][RS] (and dO [64][RS] after it) */
@@ -442,6 +493,7 @@ __global__ void __launch_bounds__(MMA_BWD_THREADS, MmaBwdTile<HD>::MIN_BLOCKS_DQ
         if (j * R <= iw + 15) /* warp-uniform: some key of the tile precedes some query of the warp */
             dq_tile<HD, true>(dqa, qa, oa, dw, ks, ks + R * RS, j * R, iw, l2a, l2b, da_, db_, scale_log2, lane);
     }
+    if (rope_cos) rope_transpose_fragments<HD>(dqa, rope_cos, rope_sin, iw, T, lane); /* as dK's */
 #pragma unroll
     for (int n = 0; n < HN; n++)
 #pragma unroll
@@ -455,15 +507,20 @@ __global__ void __launch_bounds__(MMA_BWD_THREADS, MmaBwdTile<HD>::MIN_BLOCKS_DQ
 
 int attention_mma_backward(bf16 *dq, bf16 *dk, AttnDv dv, float *Dscratch, const bf16 *dout, const bf16 *out,
                            const bf16 *q, const bf16 *k, const bf16 *v, AttnLd ld, const float *lse, int B, int T,
-                           int NH, int NKV, int hd) {
+                           int NH, int NKV, int hd, const AttnRope *rope) {
 #if VRL_CUDA_CPU_FP32
     (void)dq, (void)dk, (void)dv, (void)Dscratch, (void)dout, (void)out, (void)q, (void)k, (void)v, (void)ld;
-    (void)lse, (void)B, (void)T, (void)NH, (void)NKV, (void)hd;
+    (void)lse, (void)B, (void)T, (void)NH, (void)NKV, (void)hd, (void)rope;
     return vrl_error("fast: the tensor-core attention needs bf16 storage (not the fp32-storage CPU build)");
 #else
     if (!dv.f32 && !dv.b16) return vrl_error("fast: attention_mma_backward needs a dv output (fp32 or bf16)");
     if (hd != 8 && hd != 16 && hd != 32 && hd != 64 && hd != 128)
         return vrl_error("fast: --attention mma supports head_dim 8, 16, 32, 64 or 128 (got %d)", hd);
+    const bool rq = rope && rope->dq, rk = rope && rope->dk;
+    if ((rq || rk) && (!rope->cos_t || !rope->sin_t || ((uintptr_t)rope->cos_t | (uintptr_t)rope->sin_t) % 8))
+        return vrl_error("fast: attention_mma_backward's RoPE tables are missing or not 8-byte aligned");
+    const float *cq = rq ? rope->cos_t : NULL, *sq = rq ? rope->sin_t : NULL; /* NULL: no rotation */
+    const float *ck = rk ? rope->cos_t : NULL, *sk = rk ? rope->sin_t : NULL;
     const float scale = 1.0f / sqrtf((float)hd);
     const float scale_log2 = scale * 1.4426950408889634f; /* log2(e): exp(x) = 2^(x·log2(e)) */
     const size_t rows = (size_t)B * T * NH;
@@ -473,9 +530,9 @@ int attention_mma_backward(bf16 *dq, bf16 *dk, AttnDv dv, float *Dscratch, const
 #define MMA_BWD(HDc)                                                                                                \
     LAUNCH(attention_mma_backward_dkdv_kernel<HDc>, gkv, block, 0, ops_stream)(dk, dv, dout, q, k, v, ld, lse,     \
                                                                                Dscratch, T, NH, NKV, scale,       \
-                                                                               scale_log2);                        \
+                                                                               scale_log2, ck, sk);                \
     LAUNCH(attention_mma_backward_dq_kernel<HDc>, gq, block, 0, ops_stream)(dq, dout, q, k, v, ld, lse, Dscratch, \
-                                                                            T, NH, NKV, scale, scale_log2)
+                                                                            T, NH, NKV, scale, scale_log2, cq, sq)
     if (hd == 8) {
         MMA_BWD(8);
     } else if (hd == 16) {

@@ -705,6 +705,16 @@ static float grad_dw_beta(FastModel *m, const float *g, size_t len) {
     return 0.0f;
 }
 
+/* 1 if layer l's d(queries) (kind MIX_Q) or d(keys) (MIX_K) leave attention with RoPE's transpose
+ * applied (attention_mma_backward's epilogues, in fp32 before the bf16 store), so that qk_backward
+ * and fused_projection_backward skip rope_backward: the tensor-core backward, and nothing added to
+ * that gradient between attention and RoPE's backward (no softmax mixing or Eq. 2 at layer l, whose
+ * backward is flash's; no later layer's kept share of it, which amix_add_kept adds after RoPE). */
+static int rope_fused(const FastModel *m, int l, MixKind kind) {
+    if (m->attention != FAST_ATTENTION_MMA || amix_layer(m, l)) return 0;
+    return !(m->amix && (kind == MIX_Q ? m->amix->dq_keep[l] : m->amix->dk_keep[l]));
+}
+
 /* Queries (kind MIX_Q) or keys (MIX_K) of layer l: the raw projection (where the layer has
  * one), the row's mix, then RoPE.  out [N,C] */
 static int qk_forward(FastModel *m, int l, MixKind kind) {
@@ -726,14 +736,14 @@ static int qk_forward(FastModel *m, int l, MixKind kind) {
 }
 
 /* The backward of qk_forward for an unfused layer: grad [N,C] bf16 holds d(queries or keys
- * after RoPE) from the attention; afterwards the layer's own projection's gradient is done (every reader of it
+ * after RoPE) from the attention (before it, rope_fused); afterwards the layer's own projection's gradient is done (every reader of it
  * has run: later layers first) and W's gradient and d(ln1) are accumulated. */
 static int qk_backward(FastModel *m, int l, MixKind kind, bf16 *grad, int *dln_written) {
     const SourceFlags *f = kind == MIX_Q ? &m->qf : &m->kf;
     const FastActs *a = &m->acts[l];
     const int N = m->N, C = kind == MIX_Q ? m->qC : m->kvC, heads = kind == MIX_Q ? m->NH : m->NKV;
     const size_t w = kind == MIX_Q ? m->lo[l].wq : m->lo[l].wk;
-    TRY(rope_backward(grad, C, m->cos_t, m->sin_t, m->B, m->T, heads, m->hd));
+    if (!rope_fused(m, l, kind)) TRY(rope_backward(grad, C, m->cos_t, m->sin_t, m->B, m->T, heads, m->hd));
     if (!in_place(f, l)) {
         float *own = kind == MIX_Q ? m->dq_own : m->dk_own;
         float *keep = kind == MIX_Q ? m->dq_keep[l] : m->dk_keep[l];
@@ -805,9 +815,11 @@ static int attention_backward_any(FastModel *m, int l, const FastActs *a, bf16 *
         return attention_dv_scatter(dv, dv_scratch, ld.v, m->N, m->kvC);
     }
 #endif
-    if (m->attention == FAST_ATTENTION_MMA) /* the tensor-core backward (attention_mma_backward.cu) */
+    if (m->attention == FAST_ATTENTION_MMA) { /* the tensor-core backward (attention_mma_backward.cu) */
+        const AttnRope rope = {m->cos_t, m->sin_t, rope_fused(m, l, MIX_Q), rope_fused(m, l, MIX_K)};
         return attention_mma_backward(dq, dk, dv, m->attD, m->datty, a->atty, a->q, a->k, a->vin, ld, a->lse, m->B,
-                                      m->T, m->NH, m->NKV, m->hd);
+                                      m->T, m->NH, m->NKV, m->hd, &rope);
+    }
     return attention_backward(dq, dk, dv, m->attD, m->datty, a->atty, a->q, a->k, a->vin, ld, a->lse, m->B, m->T,
                               m->NH, m->NKV, m->hd);
 }
@@ -911,13 +923,15 @@ static AttnDv value_dv_targets(const FastModel *m, int l, bf16 *dv16) {
     return dv;
 }
 
-/* The fused projection's backward: RoPE's transpose on the d(q), d(k) views, then one weight-
+/* The fused projection's backward: RoPE's transpose on the d(q), d(k) views (unless attention
+ * applied it, rope_fused), then one weight-
  * gradient GEMM over the adjacent [W_q; W_k (; W_v)] and one GEMM writing d(ln1). */
 static int fused_projection_backward(FastModel *m, int l, int *dln_written) {
     const int S = m->fuse_cols[l], N = m->N;
     const size_t wq = m->lo[l].wq;
-    TRY(rope_backward(m->dqkv, S, m->cos_t, m->sin_t, m->B, m->T, m->NH, m->hd));
-    TRY(rope_backward(m->dqkv + m->qC, S, m->cos_t, m->sin_t, m->B, m->T, m->NKV, m->hd));
+    if (!rope_fused(m, l, MIX_Q)) TRY(rope_backward(m->dqkv, S, m->cos_t, m->sin_t, m->B, m->T, m->NH, m->hd));
+    if (!rope_fused(m, l, MIX_K))
+        TRY(rope_backward(m->dqkv + m->qC, S, m->cos_t, m->sin_t, m->B, m->T, m->NKV, m->hd));
     TRY(matmul_backward(&m->blas, m->dln32, *dln_written, NULL, m->grads + wq,
                         grad_dw_beta(m, m->grads + wq, (size_t)S * m->d), m->dqkv, m->acts[l].ln1, m->params16 + wq, N,
                         m->d, S));
