@@ -98,9 +98,11 @@ def pad(n, m=128):
     return (n + m - 1) // m * m
 
 
-def kernels(preset, B, T, variant, shapes=None):
+def kernels(preset, B, T, variant, shapes=None, rope_fused=True):
     """[(name, kind, count per step, FLOPs per call, bytes per call)] of one step; shapes, when
-    given, receives each GEMM's (m, n, k) by name."""
+    given, receives each GEMM's (m, n, k) by name. rope_fused: RoPE's backward inside the
+    tensor-core attention backward's epilogues (--attention mma, fast/model.cu rope_fused), not a
+    pass of its own (flash and cuDNN keep the pass)."""
     L, NH, NKV, d, F, V = PRESETS[preset]
     hd = d // NH
     qC, kvC, N, Vp = NH * hd, NKV * hd, B * T, pad(V)
@@ -168,9 +170,14 @@ def kernels(preset, B, T, variant, shapes=None):
     gemm("o GEMM bwd dX", L, N, qC, d, d * qC * BF16, N * d * BF16, 0, N * qC * BF16)
     gemm("o GEMM bwd dW", L, d, qC, N, N * d * BF16, N * qC * BF16, 0, d * qC * FP32)
     # 5 products: S again, dP = dO·Vᵀ, dV = Pᵀ·dO, dQ = dS·K, dK = dSᵀ·Q (2.5x the forward)
-    add("attention bwd (tensor cores)", "attn_bwd", L, 2.5 * att,
-        N * (4 * qC + 2 * kvC) * BF16 + N * (qC + 2 * kvC) * BF16 + 2 * B * NH * T * FP32)
-    add("rope bwd (dq, dk)", "mem", L, 6 * N * (qC + kvC) / 2, 2 * N * (qC + kvC) * BF16)
+    # with RoPE's backward fused, dq and dk leave rotated and the epilogues read the cos/sin tables
+    # [T, hd/2] fp32: once from HBM, every block's re-read from L2 (the rotation's 6 FLOP a pair,
+    # 0.01% of the row, not counted: the FLOPs stay 2.5 x the forward's, which the pricing reads)
+    add("attention bwd (tensor cores)" + (" + RoPE bwd" if rope_fused else ""), "attn_bwd", L, 2.5 * att,
+        N * (4 * qC + 2 * kvC) * BF16 + N * (qC + 2 * kvC) * BF16 + 2 * B * NH * T * FP32
+        + (T * hd * FP32 if rope_fused else 0))
+    if not rope_fused:
+        add("rope bwd (dq, dk)", "mem", L, 6 * N * (qC + kvC) / 2, 2 * N * (qC + kvC) * BF16)
     if sv or res:
         # attention adds every layer's share of V_1's gradient onto its fp32 accumulator in its
         # epilogue (SVFormer: dV_n, v_in is V_1 itself; ResFormer: λ1·dV'_n, and layers > 1 also
@@ -323,7 +330,8 @@ def main():
     if not 0.0 < a.mma_sync_fraction <= 1.0:
         sys.exit("roofline.py: --mma-sync-fraction must be in (0, 1]")
     shapes = {}
-    ks, model_flops, P = kernels(a.preset, a.batch, a.seq, a.variant, shapes)
+    # the CUDA-core (flash) attention keeps RoPE's backward as a pass of its own
+    ks, model_flops, P = kernels(a.preset, a.batch, a.seq, a.variant, shapes, rope_fused=not a.cuda_core_attention)
     if a.predict or a.calibrate or a.bytes:
         model_modes(a, ks, shapes, model_flops, P)
         return

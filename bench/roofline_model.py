@@ -176,10 +176,27 @@ def bwd51_tilings(hd):
     return {"attention_mma_backward_dkdv_kernel": dkdv, "attention_mma_backward_dq_kernel": dq}
 
 
+def rope51_tilings(hd):
+    """bwd51's kernels with RoPE's backward in their epilogues (fast/attention_mma_backward.cu,
+    rope_transpose_fragments): the hot loops as bwd51's (the 'rope51' rows); each warp, once, reads
+    its 16 rows' cos/sin [hd/2] fp32 (LDG.64) and rotates its dK or dQ accumulator before the
+    store. Priced as the streamed tiles' L2 re-reads are: one more round trip at the L2 latency
+    (the tables, 2·T·hd/2·4 B = 0.5 MB at hd 64, T 2048, stay in L2 after a call's first blocks;
+    their one HBM read is in the step's bytes), their bytes (16 KB a block at hd 64) not
+    bandwidth-bound; plus the epilogue's added instructions a warp, issued after the loop, from
+    the SASS (whole kernel, rope51 - bwd51, nvcc 13.0.88 -O3 -arch=sm_90): dK/dV 72 (hd 64) and
+    128 (hd 128), dQ 120 and 192"""
+    t = bwd51_tilings(hd)
+    for name, added in (("attention_mma_backward_dkdv_kernel", {64: 72, 128: 128}),
+                        ("attention_mma_backward_dq_kernel", {64: 120, 128: 192})):
+        t[name].update({"own_l2_trips": 1, "own_issue": added[hd]})
+    return t
+
+
 # ---- which rows of bench/attention_sass_mix.txt price which kernel. A state (the mix file's first
 # column) names one version of the kernels: TILINGS[state](hd) gives their tilings as executed,
 # BLOCKS_PER_SM[state] their occupancy (ptxas' registers and shared memory, 4 warps a block).
-TILINGS = {"mma": our_tilings, "fwd51": fwd51_tilings, "bwd51": bwd51_tilings}
+TILINGS = {"mma": our_tilings, "fwd51": fwd51_tilings, "bwd51": bwd51_tilings, "rope51": rope51_tilings}
 # 'mma': docs/fast.md, "The static GPU check" (commit 6f7a923); 'fwd51': ptxas at bae2b3b, 137 and
 # 166 registers (36,864 and 34,816 B of shared memory): 3 blocks at both (docs/fast.md, "Attention
 # on tensor cores")
@@ -191,15 +208,19 @@ BLOCKS_PER_SM = {
     # 'bwd51': ptxas at f8d6252 (docs/fast.md): 167/250 and 164/168 registers at head_dim 64/128
     "bwd51": {("attention_mma_backward_dkdv_kernel", 64): 3, ("attention_mma_backward_dkdv_kernel", 128): 2,
               ("attention_mma_backward_dq_kernel", 64): 3, ("attention_mma_backward_dq_kernel", 128): 3},
+    # 'rope51': ptxas at the ropefuse branch: dK/dV 167 and 250 registers, dQ 160 and 168 (hd 64/128),
+    # shared memory as bwd51's: the same blocks
+    "rope51": {("attention_mma_backward_dkdv_kernel", 64): 3, ("attention_mma_backward_dkdv_kernel", 128): 2,
+               ("attention_mma_backward_dq_kernel", 64): 3, ("attention_mma_backward_dq_kernel", 128): 3},
 }
 # BEFORE: faab088's kernels, the figures of the first prediction. AFTER: the kernels on main now.
 # When the backward's new rows land (helper bwd51's 'bwd51' lines), the switch is the one line
-# AFTER_BACKWARD = "bwd51", with their tiling and occupancy registered above under that name. A
+# AFTER_BACKWARD = "rope51", with their tiling and occupancy registered above under that name. A
 # state's kernels are its tilings' names ('forward' in the name: the forward's), so a state may
 # rename, split or merge the backward's kernels; the step's backward bytes are split among them.
 BEFORE_FORWARD, BEFORE_BACKWARD = "mma", "mma"
 AFTER_FORWARD = "fwd51"
-AFTER_BACKWARD = "bwd51"
+AFTER_BACKWARD = "rope51"
 
 
 def is_forward(kernel):
@@ -309,8 +330,10 @@ def attention_time(t, iph, blocks, gpu, rate, B, NH, T, causal, hbm_bytes):
     per_d, _ = block_tile(t, iph, blocks, gpu, rate, diagonal=True)
     sms, clock = gpu["sms"], gpu["clock"]
     # a block's prologue and epilogue, not overlapped with its tiles: its own rows' round trips and
-    # their bytes (with the first streamed tile) at the SM's share of the HBM bandwidth
-    own = t["own_trips"] * HBM_LATENCY + t["own_bytes"] / (gpu["hbm"] / sms / clock)
+    # their bytes (with the first streamed tile) at the SM's share of the HBM bandwidth; then an
+    # epilogue's L2 round trips (own_l2_trips: rope51's tables) and added instructions (own_issue)
+    own = (t["own_trips"] * HBM_LATENCY + t["own_bytes"] / (gpu["hbm"] / sms / clock)
+           + t.get("own_l2_trips", 0) * L2_LATENCY + t.get("own_issue", 0))
     n = -(-T // t["rows_block"])
     n_stream = -(-T // t["stream"])
     lengths = []

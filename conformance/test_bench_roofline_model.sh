@@ -86,8 +86,13 @@ assert abs(m.mem_time(1e9, g) - 1e9 / (64e9 * 0.8 * 16384 / 38400)) < 1e-9"
 python3 "$ROOFLINE" --bytes >"$tmp/bytes.txt" 2>&1
 check "--bytes: swiglu fwd 352.3 MB a call, 8.46 GB a step" \
   grep -qE '^swiglu fwd +mem +24 +352\.3 +8\.46$' "$tmp/bytes.txt"
-check "--bytes: 133.8 GB in all, 65.3 GB in the memory-bound kernels" \
-  grep -q '133.8 GB in all; 65.3 GB in the memory-bound kernels' "$tmp/bytes.txt"
+check "--bytes: 130.5 GB in all, 62.1 GB in the memory-bound kernels" \
+  grep -q '130.5 GB in all; 62.1 GB in the memory-bound kernels' "$tmp/bytes.txt"
+# RoPE's backward in the attention backward's epilogues: no pass of its own (3.22 GB), the
+# attention row reads the tables once, 2048 x 64 x 4 B = 0.52 MB a call: 304.1 -> 304.6 MB
+check "--bytes: no rope bwd pass; attention bwd 304.6 MB a call with the RoPE tables" \
+  bash -c "! grep -q '^rope bwd' '$tmp/bytes.txt' &&
+           grep -qE '^attention bwd \(tensor cores\) \+ RoPE bwd +attn_bwd +24 +304\.6 +7\.31$' '$tmp/bytes.txt'"
 
 # the calibration and the prediction docs/design/roofline.md prints
 python3 "$ROOFLINE" --calibrate >"$tmp/cal.txt" 2>&1
@@ -98,19 +103,26 @@ check "--calibrate: every published point within 15%, FA2 causal 512 at 1.120, 6
            grep -q '6144^3 .* 1.083 ' '$tmp/cal.txt'"
 python3 "$ROOFLINE" --predict >"$tmp/pred.txt" 2>&1
 # the step with faab088's kernels (all 'mma' rows) and with today's (the forward's 'fwd51' rows)
-check "--predict: H100 105.8 ms (faab088's attention) and 100.3 ms (now), H200 98.2 and 92.6" \
-  bash -c "grep -q 'H100 SXM5 faab088: step 105.8 ms, MFU 43.8%' '$tmp/pred.txt' &&
-           grep -q 'H100 SXM5 now: step 100.3 ms, MFU 46.2%' '$tmp/pred.txt' &&
-           grep -q 'H200 SXM faab088: step 98.2 ms, MFU 47.2%' '$tmp/pred.txt' &&
-           grep -q 'H200 SXM now: step 92.6 ms, MFU 50.1%' '$tmp/pred.txt'"
-check "--predict: the what-if at 35 GB of memory-bound bytes, H100 89.0 ms" \
-  grep -q "WHAT-IF, not today's bytes: H100 SXM5 now .* 35 GB .* step 89.0 ms, MFU 52.1%" "$tmp/pred.txt"
+check "--predict: H100 104.6 ms (faab088's attention) and 99.2 ms (now), H200 97.4 and 91.9" \
+  bash -c "grep -q 'H100 SXM5 faab088: step 104.6 ms, MFU 44.3%' '$tmp/pred.txt' &&
+           grep -q 'H100 SXM5 now: step 99.2 ms, MFU 46.7%' '$tmp/pred.txt' &&
+           grep -q 'H200 SXM faab088: step 97.4 ms, MFU 47.6%' '$tmp/pred.txt' &&
+           grep -q 'H200 SXM now: step 91.9 ms, MFU 50.5%' '$tmp/pred.txt'"
+check "--predict: the what-if at 35 GB of memory-bound bytes, H100 89.1 ms" \
+  grep -q "WHAT-IF, not today's bytes: H100 SXM5 now .* 35 GB .* step 89.1 ms, MFU 52.0%" "$tmp/pred.txt"
 # columns: H100 faab088 ms, bound, H100 now ms, bound, H200 faab088, bound, H200 now, bound
 check "--predict: the forward 7.68 ms latency-bound before, 5.37 ms tensor-bound now ('fwd51' rows)" \
   bash -c "grep -qE '^attention fwd \(mma.sync\) +24 +7\.68 latency +5\.37 tensor +[0-9.]+ latency +[0-9.]+ tensor +\[.fwd51. rows\]' '$tmp/pred.txt'"
-check "--predict: dK/dV 11.83 -> 10.51 ms and dQ 9.86 -> 7.98 ms, shared-memory-bound before, tensor-bound now ('bwd51' rows)" \
-  bash -c "grep -qE '^attention bwd dK/dV \(mma.sync\) +24 +11\.83 shared +10\.51 tensor .*\[.bwd51. rows\]' '$tmp/pred.txt' &&
-           grep -qE '^attention bwd dQ \(mma.sync\) +24 +9\.86 shared +7\.98 tensor .*\[.bwd51. rows\]' '$tmp/pred.txt'"
+check "--predict: dK/dV 11.83 -> 10.55 ms and dQ 9.86 -> 8.03 ms, shared-memory-bound before, tensor-bound now ('rope51' rows)" \
+  bash -c "grep -qE '^attention bwd dK/dV \(mma.sync\) +24 +11\.83 shared +10\.55 tensor .*\[.rope51. rows\]' '$tmp/pred.txt' &&
+           grep -qE '^attention bwd dQ \(mma.sync\) +24 +9\.86 shared +8\.03 tensor .*\[.rope51. rows\]' '$tmp/pred.txt'"
+# rope51's epilogue at hd 64: one L2 round trip (260 clocks) and its SASS's added instructions
+# (dK/dV 72, dQ 120) on each block's prologue and epilogue; the hot loop's tiling is bwd51's
+check "rope51 tilings hd 64: bwd51's plus one L2 trip and 72 / 120 epilogue instructions" py "
+a, b = m.rope51_tilings(64), m.bwd51_tilings(64)
+for k, n in (('attention_mma_backward_dkdv_kernel', 72), ('attention_mma_backward_dq_kernel', 120)):
+    assert (a[k]['own_l2_trips'], a[k]['own_issue']) == (1, n), a[k]
+    assert {x: y for x, y in a[k].items() if x not in ('own_l2_trips', 'own_issue')} == b[k], k"
 # twice the forward's instructions per HMMA in both row sets: faab088's latency term grows with its
 # issue; the new forward turns issue-bound (694 clocks over the tensor's 660)
 awk '($1 == "mma" || $1 == "fwd51") && $2 ~ /forward/ { $3 = 2 * $3 } { print }' "$MIX" >"$tmp/mix2.txt"
