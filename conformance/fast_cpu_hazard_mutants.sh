@@ -33,12 +33,12 @@ have_nccl=0
 [ -x "$build/bin/test_fast_cpu_nccl$sfx" ] && have_nccl=1
 
 # run TEST [BIN_DIR]: run one program of BIN_DIR (default the build's bin/; nccl:
-# test_fast_cpu_nccl; else the test_fast_cpu_vs_ref case TEST), with the variables in RUN_ENV;
-# its output on stdout, its status returned
+# test_fast_cpu_nccl; else the test_fast_cpu_vs_ref case TEST, or its arguments "mma CASE": the
+# case with --attention mma), with the variables in RUN_ENV; its output on stdout, its status returned
 run() {
   local bin=${2:-$build/bin}
   if [ "$1" = nccl ]; then (cd "$tmp" && env TMPDIR="$tmp" ${RUN_ENV:-} "$bin/test_fast_cpu_nccl$sfx" 2>&1)
-  else (cd "$tmp" && env TMPDIR="$tmp" ${RUN_ENV:-} "$bin/test_fast_cpu_vs_ref$sfx" "$1" 2>&1); fi
+  else (cd "$tmp" && read -ra args <<<"$1" && env TMPDIR="$tmp" ${RUN_ENV:-} "$bin/test_fast_cpu_vs_ref$sfx" "${args[@]}" 2>&1); fi
 }
 
 for t in tiny_baseline trainer $([ $have_nccl = 1 ] && echo nccl); do
@@ -142,6 +142,18 @@ mutant column_sums_by_atomic_add fast/stream.cu \
   hc4_chunks "FAIL: hc4_chunks" "differs in its bits"
 mutant gpt2_position_gradient_overwritten fast/gpt2_ops.cu '    dwpe[i] += s;' '    dwpe[i] = s;' \
   gpt2_tiny_accum2 "FAIL: gpt2_tiny_accum2" "wpe"
+# issue 51's RoPE backward inside the tensor-core attention backward (--attention mma): the sign of
+# sin in the same-lane rotation (hd >= 16), the hd-8 partner one lane off, and the fusion where a
+# later layer's kept share of d(k) is added after attention (Eq. 2's k_m): each a wrong gradient
+mutant rope_bwd_sin_sign_flipped fast/attention_mma_backward.cu \
+  'acc[n][2 * h + k] = x1 * c.e[k] + x2 * s.e[k];' 'acc[n][2 * h + k] = x1 * c.e[k] - x2 * s.e[k];' \
+  "mma gqa_hd16_resformer" "FAIL: gqa_hd16_resformer@mma" "q_proj"
+mutant rope_bwd_partner_lane_off_by_one fast/attention_mma_backward.cu \
+  '__shfl_xor_sync(0xffffffffu, x, 2)' '__shfl_xor_sync(0xffffffffu, x, 1)' \
+  "mma tiny_baseline" "FAIL: tiny_baseline@mma" "q_proj"
+mutant rope_bwd_fused_before_kept_shares fast/model.cu \
+  'return !(m->amix && (kind == MIX_Q ? m->amix->dq_keep[l] : m->amix->dk_keep[l]));' 'return 1;' \
+  "mma tiny_cross_layer" "FAIL: tiny_cross_layer@mma" "k_proj"
 # Not here, each caught by its own test (this script's runs are test_fast_cpu_vs_ref's cases
 # and test_fast_cpu_nccl at one rank): fast/mma.cuh's asm without .trans (test_mma_ptx builds
 # that mutant itself), ZeRO's uneven-bucket reduce from a wrong offset (needs 3 ranks:
