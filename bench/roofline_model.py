@@ -177,17 +177,21 @@ def bwd51_tilings(hd):
 
 
 def rope51_tilings(hd):
-    """bwd51's kernels with RoPE's backward in their epilogues (fast/attention_mma_backward.cu,
-    rope_transpose_fragments): the hot loops as bwd51's (the 'rope51' rows); each warp, once, reads
-    its 16 rows' cos/sin [hd/2] fp32 (LDG.64) and rotates its dK or dQ accumulator before the
-    store. Priced as the streamed tiles' L2 re-reads are: one more round trip at the L2 latency
-    (the tables, 2·T·hd/2·4 B = 0.5 MB at hd 64, T 2048, stay in L2 after a call's first blocks;
-    their one HBM read is in the step's bytes), their bytes (16 KB a block at hd 64) not
-    bandwidth-bound; plus the epilogue's added instructions a warp, issued after the loop, from
-    the SASS (whole kernel, rope51 - bwd51, nvcc 13.0.88 -O3 -arch=sm_90): dK/dV 72 (hd 64) and
-    128 (hd 128), dQ 120 and 192"""
-    t = bwd51_tilings(hd)
-    for name, added in (("attention_mma_backward_dkdv_kernel", {64: 72, 128: 128}),
+    """fwd51's and bwd51's kernels with RoPE inside them (fast/attention_mma_forward.cu
+    mma_rope_staged_rows, attention_mma_backward.cu rope_transpose_fragments): the hot loops as
+    fwd51's and bwd51's (the 'rope51' rows). The forward's block, once, rotates its 64 staged
+    queries in shared memory (one more barrier) and writes them back; each backward warp, once,
+    rotates its dK or dQ accumulator before the store. The tables' reads (LDG.64) are priced as
+    the streamed tiles' L2 re-reads are: one more round trip at the L2 latency (the tables,
+    2·T·hd/2·4 B = 0.5 MB at hd 64, T 2048, stay in L2 after a call's first blocks; their one HBM
+    read is in the step's bytes), their bytes (16 KB a block at hd 64) not bandwidth-bound; the
+    added instructions a warp, from the SASS (whole kernel, rope51 - fwd51 / bwd51, nvcc 13.0.88
+    -O3 -arch=sm_90), are issued serially in the prologue or epilogue: forward 416 (hd 64) and
+    832 (hd 128, the write-back included), dK/dV 72 and 128, dQ 120 and 192. The forward's
+    write-back of the rotated queries is in the step's HBM bytes (roofline.py)."""
+    t = {**fwd51_tilings(hd), **bwd51_tilings(hd)}
+    for name, added in (("attention_mma_forward_kernel", {64: 416, 128: 832}),
+                        ("attention_mma_backward_dkdv_kernel", {64: 72, 128: 128}),
                         ("attention_mma_backward_dq_kernel", {64: 120, 128: 192})):
         t[name].update({"own_l2_trips": 1, "own_issue": added[hd]})
     return t
@@ -208,9 +212,10 @@ BLOCKS_PER_SM = {
     # 'bwd51': ptxas at f8d6252 (docs/fast.md): 167/250 and 164/168 registers at head_dim 64/128
     "bwd51": {("attention_mma_backward_dkdv_kernel", 64): 3, ("attention_mma_backward_dkdv_kernel", 128): 2,
               ("attention_mma_backward_dq_kernel", 64): 3, ("attention_mma_backward_dq_kernel", 128): 3},
-    # 'rope51': ptxas at the ropefuse branch: dK/dV 167 and 250 registers, dQ 160 and 168 (hd 64/128),
-    # shared memory as bwd51's: the same blocks
-    "rope51": {("attention_mma_backward_dkdv_kernel", 64): 3, ("attention_mma_backward_dkdv_kernel", 128): 2,
+    # 'rope51': ptxas at the ropefuse branch: forward 133 and 167 registers, dK/dV 167 and 250, dQ 160
+    # and 168 (hd 64/128), shared memory as fwd51's and bwd51's: the same blocks
+    "rope51": {("attention_mma_forward_kernel", 64): 3, ("attention_mma_forward_kernel", 128): 3,
+               ("attention_mma_backward_dkdv_kernel", 64): 3, ("attention_mma_backward_dkdv_kernel", 128): 2,
                ("attention_mma_backward_dq_kernel", 64): 3, ("attention_mma_backward_dq_kernel", 128): 3},
 }
 # BEFORE: faab088's kernels, the figures of the first prediction. AFTER: the kernels on main now.
@@ -219,7 +224,7 @@ BLOCKS_PER_SM = {
 # state's kernels are its tilings' names ('forward' in the name: the forward's), so a state may
 # rename, split or merge the backward's kernels; the step's backward bytes are split among them.
 BEFORE_FORWARD, BEFORE_BACKWARD = "mma", "mma"
-AFTER_FORWARD = "fwd51"
+AFTER_FORWARD = "rope51"
 AFTER_BACKWARD = "rope51"
 
 

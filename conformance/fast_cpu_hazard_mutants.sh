@@ -142,9 +142,21 @@ mutant column_sums_by_atomic_add fast/stream.cu \
   hc4_chunks "FAIL: hc4_chunks" "differs in its bits"
 mutant gpt2_position_gradient_overwritten fast/gpt2_ops.cu '    dwpe[i] += s;' '    dwpe[i] = s;' \
   gpt2_tiny_accum2 "FAIL: gpt2_tiny_accum2" "wpe"
-# issue 51's RoPE backward inside the tensor-core attention backward (--attention mma): the sign of
-# sin in the same-lane rotation (hd >= 16), the hd-8 partner one lane off, and the fusion where a
-# later layer's kept share of d(k) is added after attention (Eq. 2's k_m): each a wrong gradient
+# issue 51's RoPE inside the tensor-core attention (--attention mma). Forward: the sign of sin in
+# the staged queries' rotation, the rotated queries not written back (the backward then reads
+# them unrotated), the fusion in a layer whose attention runs flash (softmax mixing: its queries
+# never rotated). Backward: the sign of sin in the same-lane rotation (hd >= 16), the hd-8
+# partner one lane off, and the fusion where a later layer's kept share of d(k) is added after
+# attention (Eq. 2's k_m). Each a wrong loss or gradient.
+mutant rope_fwd_sin_sign_flipped fast/attention_mma_forward.cu \
+  'y1[e] = x1 * c.e[e] - x2 * s.e[e];' 'y1[e] = x1 * c.e[e] + x2 * s.e[e];' \
+  "mma gqa_hd16_resformer" "FAIL: gqa_hd16_resformer@mma"
+mutant rope_fwd_queries_not_written_back fast/attention_mma_forward.cu \
+  'mma_store_staged_rows<HD>(q + (size_t)b * T * ld.q + h * HD, qstage, ld.q, q0, T);' '' \
+  "mma tiny_baseline" "FAIL: tiny_baseline@mma"
+mutant rope_fwd_fused_where_flash_attends fast/model.cu \
+  'return m->attention == FAST_ATTENTION_MMA && !amix_layer(m, l);' 'return m->attention == FAST_ATTENTION_MMA;' \
+  "mma tiny_attn_residual" "FAIL: tiny_attn_residual@mma"
 mutant rope_bwd_sin_sign_flipped fast/attention_mma_backward.cu \
   'acc[n][2 * h + k] = x1 * c.e[k] + x2 * s.e[k];' 'acc[n][2 * h + k] = x1 * c.e[k] - x2 * s.e[k];' \
   "mma gqa_hd16_resformer" "FAIL: gqa_hd16_resformer@mma" "q_proj"

@@ -86,12 +86,15 @@ assert abs(m.mem_time(1e9, g) - 1e9 / (64e9 * 0.8 * 16384 / 38400)) < 1e-9"
 python3 "$ROOFLINE" --bytes >"$tmp/bytes.txt" 2>&1
 check "--bytes: swiglu fwd 352.3 MB a call, 8.46 GB a step" \
   grep -qE '^swiglu fwd +mem +24 +352\.3 +8\.46$' "$tmp/bytes.txt"
-check "--bytes: 130.5 GB in all, 62.1 GB in the memory-bound kernels" \
-  grep -q '130.5 GB in all; 62.1 GB in the memory-bound kernels' "$tmp/bytes.txt"
-# RoPE's backward in the attention backward's epilogues: no pass of its own (3.22 GB), the
-# attention row reads the tables once, 2048 x 64 x 4 B = 0.52 MB a call: 304.1 -> 304.6 MB
-check "--bytes: no rope bwd pass; attention bwd 304.6 MB a call with the RoPE tables" \
-  bash -c "! grep -q '^rope bwd' '$tmp/bytes.txt' &&
+check "--bytes: 129.8 GB in all, 60.4 GB in the memory-bound kernels" \
+  grep -q '129.8 GB in all; 60.4 GB in the memory-bound kernels' "$tmp/bytes.txt"
+# RoPE inside the tensor-core attention: no rope bwd pass (3.22 GB), the rope fwd pass on the keys
+# only (2 x 16384 x 1024 x 2 B + the tables 0.52 MB = 67.6 MB a call); the forward writes the
+# rotated queries back (+33.55 MB) and reads the tables once (+0.52 MB): 135.3 -> 169.3 MB; the
+# backward reads the tables once: 304.1 -> 304.6 MB
+check "--bytes: rope fwd on k only 67.6 MB, no rope bwd; attention fwd 169.3 MB, bwd 304.6 MB a call" \
+  bash -c "grep -qE '^rope fwd \(k\) +mem +24 +67\.6 +1\.62$' '$tmp/bytes.txt' && ! grep -q '^rope bwd' '$tmp/bytes.txt' &&
+           grep -qE '^attention fwd \(tensor cores\) \+ RoPE on q +attn_fwd +24 +169\.3 +4\.06$' '$tmp/bytes.txt' &&
            grep -qE '^attention bwd \(tensor cores\) \+ RoPE bwd +attn_bwd +24 +304\.6 +7\.31$' '$tmp/bytes.txt'"
 
 # the calibration and the prediction docs/design/roofline.md prints
@@ -103,36 +106,38 @@ check "--calibrate: every published point within 15%, FA2 causal 512 at 1.120, 6
            grep -q '6144^3 .* 1.083 ' '$tmp/cal.txt'"
 python3 "$ROOFLINE" --predict >"$tmp/pred.txt" 2>&1
 # the step with faab088's kernels (all 'mma' rows) and with today's (the forward's 'fwd51' rows)
-check "--predict: H100 104.6 ms (faab088's attention) and 99.2 ms (now), H200 97.4 and 91.9" \
-  bash -c "grep -q 'H100 SXM5 faab088: step 104.6 ms, MFU 44.3%' '$tmp/pred.txt' &&
-           grep -q 'H100 SXM5 now: step 99.2 ms, MFU 46.7%' '$tmp/pred.txt' &&
-           grep -q 'H200 SXM faab088: step 97.4 ms, MFU 47.6%' '$tmp/pred.txt' &&
-           grep -q 'H200 SXM now: step 91.9 ms, MFU 50.5%' '$tmp/pred.txt'"
-check "--predict: the what-if at 35 GB of memory-bound bytes, H100 89.1 ms" \
-  grep -q "WHAT-IF, not today's bytes: H100 SXM5 now .* 35 GB .* step 89.1 ms, MFU 52.0%" "$tmp/pred.txt"
+check "--predict: H100 104.0 ms (faab088's attention) and 98.7 ms (now), H200 96.9 and 91.6" \
+  bash -c "grep -q 'H100 SXM5 faab088: step 104.0 ms, MFU 44.6%' '$tmp/pred.txt' &&
+           grep -q 'H100 SXM5 now: step 98.7 ms, MFU 47.0%' '$tmp/pred.txt' &&
+           grep -q 'H200 SXM faab088: step 96.9 ms, MFU 47.8%' '$tmp/pred.txt' &&
+           grep -q 'H200 SXM now: step 91.6 ms, MFU 50.6%' '$tmp/pred.txt'"
+check "--predict: the what-if at 35 GB of memory-bound bytes, H100 89.2 ms" \
+  grep -q "WHAT-IF, not today's bytes: H100 SXM5 now .* 35 GB .* step 89.2 ms, MFU 52.0%" "$tmp/pred.txt"
 # columns: H100 faab088 ms, bound, H100 now ms, bound, H200 faab088, bound, H200 now, bound
-check "--predict: the forward 7.68 ms latency-bound before, 5.37 ms tensor-bound now ('fwd51' rows)" \
-  bash -c "grep -qE '^attention fwd \(mma.sync\) +24 +7\.68 latency +5\.37 tensor +[0-9.]+ latency +[0-9.]+ tensor +\[.fwd51. rows\]' '$tmp/pred.txt'"
+check "--predict: the forward 7.68 ms latency-bound before, 5.47 ms tensor-bound now ('rope51' rows: fwd51's loop, RoPE on q)" \
+  bash -c "grep -qE '^attention fwd \(mma.sync\) +24 +7\.68 latency +5\.47 tensor +[0-9.]+ latency +[0-9.]+ tensor +\[.rope51. rows\]' '$tmp/pred.txt'"
 check "--predict: dK/dV 11.83 -> 10.55 ms and dQ 9.86 -> 8.03 ms, shared-memory-bound before, tensor-bound now ('rope51' rows)" \
   bash -c "grep -qE '^attention bwd dK/dV \(mma.sync\) +24 +11\.83 shared +10\.55 tensor .*\[.rope51. rows\]' '$tmp/pred.txt' &&
            grep -qE '^attention bwd dQ \(mma.sync\) +24 +9\.86 shared +8\.03 tensor .*\[.rope51. rows\]' '$tmp/pred.txt'"
-# rope51's epilogue at hd 64: one L2 round trip (260 clocks) and its SASS's added instructions
-# (dK/dV 72, dQ 120) on each block's prologue and epilogue; the hot loop's tiling is bwd51's
-check "rope51 tilings hd 64: bwd51's plus one L2 trip and 72 / 120 epilogue instructions" py "
-a, b = m.rope51_tilings(64), m.bwd51_tilings(64)
-for k, n in (('attention_mma_backward_dkdv_kernel', 72), ('attention_mma_backward_dq_kernel', 120)):
+# rope51 at hd 64: one L2 round trip (260 clocks) and its SASS's added instructions (forward 416,
+# dK/dV 72, dQ 120) on each block's prologue or epilogue; the hot loops' tilings are fwd51's and bwd51's
+check "rope51 tilings hd 64: fwd51's and bwd51's plus one L2 trip and 416 / 72 / 120 instructions" py "
+a, b = m.rope51_tilings(64), {**m.fwd51_tilings(64), **m.bwd51_tilings(64)}
+assert len(a) == 3, a
+for k, n in (('attention_mma_forward_kernel', 416), ('attention_mma_backward_dkdv_kernel', 72),
+             ('attention_mma_backward_dq_kernel', 120)):
     assert (a[k]['own_l2_trips'], a[k]['own_issue']) == (1, n), a[k]
     assert {x: y for x, y in a[k].items() if x not in ('own_l2_trips', 'own_issue')} == b[k], k"
 # twice the forward's instructions per HMMA in both row sets: faab088's latency term grows with its
 # issue; the new forward turns issue-bound (694 clocks over the tensor's 660)
-awk '($1 == "mma" || $1 == "fwd51") && $2 ~ /forward/ { $3 = 2 * $3 } { print }' "$MIX" >"$tmp/mix2.txt"
+awk '($1 == "mma" || $1 == "rope51") && $2 ~ /forward/ { $3 = 2 * $3 } { print }' "$MIX" >"$tmp/mix2.txt"
 python3 "$ROOFLINE" --predict --mix-file "$tmp/mix2.txt" >"$tmp/pred2.txt" 2>&1
 fwd_ms() { awk -v c="$2" '/^attention fwd/ { print $c }' "$1"; }
 a=$(fwd_ms "$tmp/pred.txt" 5) b=$(fwd_ms "$tmp/pred2.txt" 5) c=$(fwd_ms "$tmp/pred.txt" 7) d=$(fwd_ms "$tmp/pred2.txt" 7)
 check "--predict: the forward $a -> $b ms (faab088), $c -> $d ms (now) at twice the iph" \
   awk -v a="$a" -v b="$b" -v c="$c" -v d="$d" 'BEGIN { exit !(a > 0 && b / a > 1.3 && d > c) }'
 check "--predict: the new forward issue-bound at twice its iph" \
-  grep -qE '^attention fwd .* [0-9.]+ issue +\[.fwd51' "$tmp/pred2.txt"
+  grep -qE '^attention fwd .* [0-9.]+ issue +\[.rope51' "$tmp/pred2.txt"
 
 # the switch a new backward takes: rows of another state (here synthetic 'syn' lines: the 'mma'
 # backward rows at twice their iph, the same HMMA and LDSM) named in AFTER_BACKWARD with their
@@ -150,7 +155,7 @@ check "--predict with synthetic backward rows: faab088's dK/dV column kept, toda
   bash -c "old=\$(awk '/^attention bwd dK\/dV/ { print \$6 }' '$tmp/pred.txt')
            set -- \$(awk '/^attention bwd dK\/dV/ { print \$6, \$8, \$9 }' '$tmp/syn_pred.txt')
            [ \"\$1\" = \"\$old\" ] && [ \"\$3\" = issue ] && awk -v a=\"\$1\" -v b=\"\$2\" 'BEGIN { exit !(b > a) }' &&
-           grep -q \"now = fwd 'fwd51', bwd dK/dV 'syn', bwd dQ 'syn'\" '$tmp/syn_pred.txt'"
+           grep -q \"now = fwd 'rope51', bwd dK/dV 'syn', bwd dQ 'syn'\" '$tmp/syn_pred.txt'"
 # a state whose backward is one kernel under a new name (synthetic 'one' rows: dK/dV's figures):
 # it takes the whole backward's bytes, pairs with faab088's first backward kernel, and faab088's
 # dQ prints '-' for now
@@ -166,7 +171,7 @@ roofline.main()" >"$tmp/one_pred.txt" 2>&1
 check "--predict with a renamed, merged backward: paired with faab088's dK/dV, dQ's now '-'" \
   bash -c "grep -qE '^attention bwd dK/dV \(mma.sync\) -> attention_mma_backward_one_kernel +24 +[0-9.]+ shared +[0-9.]+ shared' '$tmp/one_pred.txt' &&
            grep -qE '^attention bwd dQ \(mma.sync\) +24 +[0-9.]+ shared +- +[0-9.]+ shared +- *$' '$tmp/one_pred.txt' &&
-           grep -q \"now = fwd 'fwd51', attention_mma_backward_one_kernel 'one'\" '$tmp/one_pred.txt'"
+           grep -q \"now = fwd 'rope51', attention_mma_backward_one_kernel 'one'\" '$tmp/one_pred.txt'"
 # a state with rows but nothing registered, and rows that disagree with their tiling
 expect_error "--predict: a backward state with no tiling registered" "state 'syn' of attention_mma_backward_dkdv_kernel<64>: no tiling" \
   env PYTHONPATH="$ROOT/bench" python3 -c "
@@ -174,9 +179,9 @@ import sys, roofline, roofline_model as m
 m.AFTER_BACKWARD = 'syn'
 sys.argv = ['roofline.py', '--predict', '--mix-file', '$tmp/syn.txt']
 roofline.main()"
-awk '$1 == "fwd51" { $5 = 2 * $5 } { print }' "$MIX" >"$tmp/bad.txt"
-expect_error "--predict: a fwd51 row whose HMMA count is not its tiling's" \
-  "'fwd51' attention_mma_forward_kernel<64>: the SASS's 128 HMMA and 32 LDSM a tile differ from its tiling's 64 and 32" \
+awk '$1 == "rope51" { $5 = 2 * $5 } { print }' "$MIX" >"$tmp/bad.txt"
+expect_error "--predict: a rope51 row whose HMMA count is not its tiling's" \
+  "'rope51' attention_mma_forward_kernel<64>: the SASS's 128 HMMA and 32 LDSM a tile differ from its tiling's 64 and 32" \
   python3 "$ROOFLINE" --predict --mix-file "$tmp/bad.txt"
 
 expect_error "roofline: two modes" "modes of their own" python3 "$ROOFLINE" --predict --bytes

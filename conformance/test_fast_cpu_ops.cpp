@@ -466,6 +466,17 @@ Test(fast_cpu_ops, attention_one_position) { attention_case(2, 1, 2, 1, 16); }
 Test(fast_cpu_ops, attention_one_past_the_tile_gqa) { attention_case(1, 65, 4, 2, 16); }
 Test(fast_cpu_ops, attention_hd128) { attention_case(1, 65, 2, 1, 128); }
 
+/* RoPE's tables as fast/model.cu makes them: [T][hd/2] fp32, theta 10000, double rounded once */
+static void rope_tables_as_model(int T, int hd, vector<float> &cos_t, vector<float> &sin_t) {
+    const int h2 = hd / 2;
+    cos_t.assign((size_t)T * h2, 0.0f), sin_t.assign((size_t)T * h2, 0.0f);
+    for (int t = 0; t < T; t++)
+        for (int i = 0; i < h2; i++) {
+            const double a = t * pow(10000.0, -2.0 * i / hd);
+            cos_t[(size_t)t * h2 + i] = (float)cos(a), sin_t[(size_t)t * h2 + i] = (float)sin(a);
+        }
+}
+
 /* The tensor-core forward (attention_mma_forward, `--attention mma`) against ref in float64:
  * out within 1e-2 relative (flash's bound: bf16 inputs and output; P rounded to bf16 before P·V
  * adds one more rounding of relative size 2^-9 per term, ~4e-3 on a row's weighted mean at
@@ -473,7 +484,10 @@ Test(fast_cpu_ops, attention_hd128) { attention_case(1, 65, 2, 1, 128); }
  * here); the CUDA-core backward fed its out and lse lands within flash's gradient bounds (the
  * same lse layout and meaning); q/k/v read as views into one fused projection give the same
  * bits; all three thread orders give the same bits. A fragment register or row out of place
- * moves whole 8x8 blocks of S or O: errors of order 1. */
+ * moves whole 8x8 blocks of S or O: errors of order 1. With RoPE on the queries inside it
+ * (AttnRope.q), from queries before RoPE in the fused view: afterwards the view holds
+ * rope_forward's bits (k and v untouched), and out and lse are the bits of the forward fed
+ * rope_forward's queries. */
 static void attention_mma_case(int B, int T, int NH, int NKV, int hd) {
     const int qC = NH * hd, kvC = NKV * hd, N = B * T, S = qC + 2 * kvC;
     vector<bf16> q16, k16, v16, do16;
@@ -507,18 +521,45 @@ static void attention_mma_case(int B, int T, int NH, int NKV, int hd) {
         memcpy(&qkv[(size_t)n * S + qC + kvC], &v16[(size_t)n * kvC], kvC * sizeof(bf16));
     }
     const fast_cpu::AttnLd own = {qC, kvC, kvC}, fused = {S, S, S};
+    /* RoPE in the forward: q16 as the queries before RoPE, rope_forward's result beside them */
+    vector<float> cos_t, sin_t;
+    rope_tables_as_model(T, hd, cos_t, sin_t);
+    vector<bf16> q_rot = q16;
+    cr_assert_eq(fast_cpu::rope_forward(q_rot.data(), qC, cos_t.data(), sin_t.data(), B, T, NH, hd), 0, "%s",
+                 vrl_last_error());
+    const fast_cpu::AttnRope rope = {cos_t.data(), sin_t.data(), 1, 0, 0};
     for (const char *o : test_orders()) {
         cr_assert_eq(cuda_cpu::set_thread_order(o), 0);
         vector<bf16> fo((size_t)N * qC), fo2((size_t)N * qC), dq((size_t)N * qC), dk((size_t)N * kvC);
         vector<float> lse((size_t)B * NH * T), lse2(lse.size()), D(lse.size()), dv((size_t)N * kvC);
         cr_assert_eq(fast_cpu::attention_mma_forward(fo.data(), lse.data(), q16.data(), k16.data(), v16.data(), own, B,
-                                                     T, NH, NKV, hd),
+                                                     T, NH, NKV, hd, NULL),
                      0, "%s", vrl_last_error());
         cr_assert_eq(fast_cpu::attention_mma_forward(fo2.data(), lse2.data(), qkv.data(), qkv.data() + qC,
-                                                     qkv.data() + qC + kvC, fused, B, T, NH, NKV, hd),
+                                                     qkv.data() + qC + kvC, fused, B, T, NH, NKV, hd, NULL),
                      0, "%s", vrl_last_error());
         cr_expect(same_bits(fo2, fo) && same_bits(lse2, lse), "mma T=%d hd=%d: strided views differ from tensors", T,
                   hd);
+        {
+            vector<bf16> qkv_rope = qkv, ro((size_t)N * qC), ro_ref((size_t)N * qC);
+            vector<float> rl(lse.size()), rl_ref(lse.size());
+            cr_assert_eq(fast_cpu::attention_mma_forward(ro.data(), rl.data(), qkv_rope.data(), qkv_rope.data() + qC,
+                                                         qkv_rope.data() + qC + kvC, fused, B, T, NH, NKV, hd, &rope),
+                         0, "%s", vrl_last_error());
+            cr_assert_eq(fast_cpu::attention_mma_forward(ro_ref.data(), rl_ref.data(), q_rot.data(), k16.data(),
+                                                         v16.data(), own, B, T, NH, NKV, hd, NULL),
+                         0, "%s", vrl_last_error());
+            int view_ok = 1;
+            for (int n = 0; n < N; n++) {
+                view_ok &= !memcmp(&qkv_rope[(size_t)n * S], &q_rot[(size_t)n * qC], qC * sizeof(bf16));
+                view_ok &= !memcmp(&qkv_rope[(size_t)n * S + qC], &qkv[(size_t)n * S + qC], 2 * kvC * sizeof(bf16));
+            }
+            cr_expect(view_ok, "mma T=%d hd=%d, order %s: the queries left by RoPE in the forward are not "
+                               "rope_forward's bits (or k, v were touched)", T, hd, o);
+            cr_expect(same_bits(ro, ro_ref) && same_bits(rl, rl_ref),
+                      "mma T=%d hd=%d, order %s: out or lse with RoPE in the forward differ from the forward fed "
+                      "rope_forward's queries", T, hd, o);
+        }
         double lse_err = 0;
         for (size_t i = 0; i < lse.size(); i++) lse_err = fmax(lse_err, fabs(lse[i] - rlse[i]));
         cr_expect_leq(rel(fo, out), 1e-2, "mma T=%d hd=%d out, order %s: %.3e", T, hd, o, rel(fo, out));
@@ -549,7 +590,7 @@ Test(fast_cpu_ops, attention_mma_refuses_other_head_dims) {
     vector<bf16> x(64 * 48);
     vector<float> l(64);
     cr_expect_neq(fast_cpu::attention_mma_forward(x.data(), l.data(), x.data(), x.data(), x.data(), {48, 48, 48}, 1,
-                                                  64, 1, 1, 48),
+                                                  64, 1, 1, 48, NULL),
                   0, "hd 48 is not a compiled head dim");
     cr_expect(strstr(vrl_last_error(), "head_dim 8, 16, 32, 64 or 128"), "%s", vrl_last_error());
 }
@@ -660,15 +701,11 @@ static void attention_mma_backward_case(int B, int T, int NH, int NKV, int hd) {
         memcpy(&qkv[(size_t)n * S + qC], &k16[(size_t)n * kvC], kvC * sizeof(bf16));
         memcpy(&qkv[(size_t)n * S + qC + kvC], &v16[(size_t)n * kvC], kvC * sizeof(bf16));
     }
-    /* RoPE's tables as fast/model.cu makes them ([T][hd/2], double rounded once), ref's d(q), d(k)
-     * through Rᵀ: (x_i, x_{i+hd/2}) -> (x_i c + x_{i+hd/2} s, x_{i+hd/2} c − x_i s) */
+    /* RoPE's tables as fast/model.cu makes them, ref's d(q), d(k) through Rᵀ:
+     * (x_i, x_{i+hd/2}) -> (x_i c + x_{i+hd/2} s, x_{i+hd/2} c − x_i s) */
     const int h2 = hd / 2;
-    vector<float> cos_t((size_t)T * h2), sin_t((size_t)T * h2);
-    for (int t = 0; t < T; t++)
-        for (int i = 0; i < h2; i++) {
-            const double a = t * pow(10000.0, -2.0 * i / hd);
-            cos_t[(size_t)t * h2 + i] = (float)cos(a), sin_t[(size_t)t * h2 + i] = (float)sin(a);
-        }
+    vector<float> cos_t, sin_t;
+    rope_tables_as_model(T, hd, cos_t, sin_t);
     auto rotate_t = [&](const vector<double> &g, int C) {
         vector<double> r(g.size());
         for (int n = 0; n < N; n++)
@@ -681,7 +718,7 @@ static void attention_mma_backward_case(int B, int T, int NH, int NKV, int hd) {
         return r;
     };
     const vector<double> rdq_rope = rotate_t(rdq, qC), rdk_rope = rotate_t(rdk, kvC);
-    const fast_cpu::AttnRope rope = {cos_t.data(), sin_t.data(), 1, 1};
+    const fast_cpu::AttnRope rope = {cos_t.data(), sin_t.data(), 0, 1, 1};
     vector<bf16> first_dq, first_dk, first_dq_rope, first_dk_rope;
     vector<float> first_dv;
     for (const char *o : test_orders()) {
@@ -712,7 +749,7 @@ static void attention_mma_backward_case(int B, int T, int NH, int NKV, int hd) {
                           same_bits(dq_rope, first_dq_rope) && same_bits(dk_rope, first_dk_rope),
                       "mma attention backward T=%d hd=%d: order %s changes the bits", T, hd, o);
     }
-    const fast_cpu::AttnRope misaligned = {cos_t.data() + 1, sin_t.data(), 1, 0};
+    const fast_cpu::AttnRope misaligned = {cos_t.data() + 1, sin_t.data(), 0, 1, 0};
     cr_expect_neq(fast_cpu::attention_mma_backward(first_dq.data(), first_dk.data(), {first_dv.data(), 1.0f, 0, NULL},
                                                    D.data(), do16.data(), fo.data(), q16.data(), k16.data(), v16.data(),
                                                    own, lse.data(), B, T, NH, NKV, hd, &misaligned),

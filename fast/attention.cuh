@@ -14,6 +14,22 @@ FAST_NS_BEGIN
 typedef struct {
     int q, k, v;
 } AttnLd;
+/* RoPE fused into the tensor-core kernels in place of rope_forward's and rope_backward's passes:
+ * cos_t, sin_t [T][hd/2] fp32 (the tables those read, 8-byte aligned);
+ *   q       attention_mma_forward: q holds the queries before RoPE; each block rotates its rows
+ *           once in shared memory, attends with them and writes them back rotated, in place (the
+ *           bits rope_forward writes), so q afterwards is what rope_forward would have left;
+ *   dq, dk  attention_mma_backward: those outputs leave with RoPE's transpose applied, in fp32
+ *           before the bf16 store. */
+typedef struct {
+    const float *cos_t, *sin_t;
+    int q, dq, dk;
+} AttnRope;
+/* Two entries of a RoPE table, columns i, i+1 of one position (i even: 8-byte aligned): one
+ * 64-bit load in the kernels' rotations */
+struct alignas(8) RopePair {
+    float e[2];
+};
 /* Causal flash attention: online softmax in fp32 over key tiles, no [T,T] matrix; query
  * head h reads kv head h / (NH/NKV). hd must be 8, 16, 32, 64 or 128.
  * out [B,T,NH*hd], lse [B,NH,T] fp32 (log-sum-exp of each scaled score row, kept for
@@ -25,8 +41,8 @@ int attention_forward(bf16 *out, float *lse, const bf16 *q, const bf16 *k, const
  * keeps it fp32). Same arguments, outputs and lse; hd 8, 16, 32, 64 or 128 (8 zero-padded to
  * 16). Refused (-1) in the fp32-storage CPU build (VRL_CUDA_CPU_FP32), which has no packed bf16
  * fragments. */
-int attention_mma_forward(bf16 *out, float *lse, const bf16 *q, const bf16 *k, const bf16 *v, AttnLd ld, int B,
-                          int T, int NH, int NKV, int hd);
+int attention_mma_forward(bf16 *out, float *lse, bf16 *q, const bf16 *k, const bf16 *v, AttnLd ld, int B, int T,
+                          int NH, int NKV, int hd, const AttnRope *rope /* NULL: none; q written only with rope->q */);
 /* Where attention_backward puts dV [B,T,NKV*hd] (either or both):
  *  f32  [N, NKV*hd] fp32: = scale·dV, or += scale·dV with add (a value shared across layers takes
  *       this layer's share in the epilogue, no mix pass: SVFormer's V_1 with scale 1, ResFormer's
@@ -57,16 +73,9 @@ int attention_dv_scatter(AttnDv dv, const bf16 *src, int ld_v, int N, int kvC);
  * cores, P and dS rounded to bf16 as factors of the second products. hd 8 (zero-padded to
  * 16), 16, 32, 64 or 128; refused in the fp32-storage CPU build (VRL_CUDA_CPU_FP32), which
  * has no bf16 pairs to feed mma. */
-/* RoPE's transpose applied to dq and/or dk in attention_mma_backward's epilogues, in fp32 before
- * the bf16 store, in place of rope_backward's pass over them: cos_t, sin_t [T][hd/2] fp32 (the
- * tables rope_backward reads, 8-byte aligned), dq, dk which outputs take it. */
-typedef struct {
-    const float *cos_t, *sin_t;
-    int dq, dk;
-} AttnRope;
 int attention_mma_backward(bf16 *dq, bf16 *dk, AttnDv dv, float *Dscratch, const bf16 *dout, const bf16 *out,
                            const bf16 *q, const bf16 *k, const bf16 *v, AttnLd ld, const float *lse, int B, int T,
-                           int NH, int NKV, int hd, const AttnRope *rope /* NULL: none */);
+                           int NH, int NKV, int hd, const AttnRope *rope /* NULL: none; rope->dq, dk */);
 
 FAST_NS_END
 

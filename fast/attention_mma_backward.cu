@@ -142,11 +142,6 @@ __device__ __forceinline__ void c_to_a(uint32_t a[4], const float lo[4], const f
     a[3] = bf16_pair(hi[2], hi[3]);
 }
 
-/* RoPE's two table entries for columns i, i+1 of one position (i even: 8-byte aligned) */
-struct alignas(8) RopePair {
-    float e[2];
-};
-
 /* RoPE's transpose (rope_backward, formulas.md §RoPE) on the lane's C fragments of a [16][HDP]
  * accumulator whose rows are the positions r0 .. r0+15 of one head, in fp32 before the store:
  * each pair (x_i, x_{i+hd/2}), i < hd/2, becomes (x_i c + x_{i+hd/2} s, x_{i+hd/2} c − x_i s),

@@ -25,6 +25,7 @@
 
 #include "fast/mma.cuh"
 #include "fast/ops.cuh" /* ops_stream; attention.cuh */
+#include "fast/vec.cuh" /* load_pack, store_pack: the rotated queries' write-back */
 
 FAST_NS_BEGIN
 
@@ -74,6 +75,52 @@ __device__ __forceinline__ void mma_load_rows_async(bf16 *dst, const bf16 *base,
 __device__ __forceinline__ uint32_t pack_bf16x2(float lo, float hi) {
     return (uint32_t)__bfloat16_as_ushort(__float2bfloat16(lo)) |
            (uint32_t)__bfloat16_as_ushort(__float2bfloat16(hi)) << 16;
+}
+
+/* RoPE on the block's staged queries [MMA_BQ][RS] in shared memory (AttnRope.q), rope_forward's
+ * arithmetic and rounding: each pair (x_i, x_{i+HD/2}), i < HD/2, becomes bf16(x_i c − x_{i+HD/2} s),
+ * bf16(x_{i+HD/2} c + x_i s), c, s = cos_t, sin_t [position][i] (8-byte aligned); row r is position
+ * min(q0 + r, T − 1), as the staging repeats row T − 1 past T. Two consecutive i a thread a step
+ * (one 64-bit load per table, one 32-bit word per half), the block's threads in turn; the
+ * caller's barrier orders the rows before anyone reads them. */
+template <int HD>
+__device__ __forceinline__ void mma_rope_staged_rows(bf16 *qs, const float *cos_t, const float *sin_t, int q0, int T) {
+    constexpr int H2 = HD / 2, WPR = H2 / 2; /* two-pair steps a row */
+    static_assert(MMA_BQ * WPR % MMA_THREADS == 0, "every thread rotates the same number of pairs");
+#pragma unroll
+    for (int k = 0; k < MMA_BQ * WPR / MMA_THREADS; k++) {
+        const int w = threadIdx.x + k * MMA_THREADS, r = w / WPR, i0 = w % WPR * 2;
+        const size_t o = (size_t)min(q0 + r, T - 1) * H2 + i0;
+        const RopePair c = *(const RopePair *)(cos_t + o), s = *(const RopePair *)(sin_t + o);
+        /* the bf16 pairs (i0, i0+1) and (i0+H2, i0+H2+1): 4-byte words of the shared row (i0 and
+         * H2 even, rows 16-byte aligned) */
+        bf16 *row = qs + r * MmaDims<HD>::RS;
+        uint32_t *lo = (uint32_t *)(row + i0), *hi = (uint32_t *)(row + i0 + H2);
+        const uint32_t a = *lo, b = *hi;
+        float y1[2], y2[2];
+#pragma unroll
+        for (int e = 0; e < 2; e++) {
+            const float x1 = __bfloat162float(__ushort_as_bfloat16((unsigned short)(a >> 16 * e)));
+            const float x2 = __bfloat162float(__ushort_as_bfloat16((unsigned short)(b >> 16 * e)));
+            y1[e] = x1 * c.e[e] - x2 * s.e[e];
+            y2[e] = x2 * c.e[e] + x1 * s.e[e];
+        }
+        *lo = pack_bf16x2(y1[0], y1[1]);
+        *hi = pack_bf16x2(y2[0], y2[1]);
+    }
+}
+
+/* The block's rotated queries back to q, in place (rows below T, the real dims: 16-byte words).
+ * Each row is this block's alone (no other block reads or writes it). */
+template <int HD>
+__device__ __forceinline__ void mma_store_staged_rows(bf16 *dst, const bf16 *qs, int stride, int q0, int T) {
+    constexpr int W = MmaDims<HD>::HDP / 8; /* 16-byte words a shared row */
+#pragma unroll
+    for (int k = 0; k < MMA_BQ * W / MMA_THREADS; k++) {
+        const int w = threadIdx.x + k * MMA_THREADS, r = w / W, c = w % W;
+        if (c < HD / 8 && q0 + r < T)
+            store_pack(dst + (size_t)(q0 + r) * stride + c * 8, load_pack(qs + r * MmaDims<HD>::RS + c * 8));
+    }
 }
 
 /* One warp's 16 query rows between key tiles: the O accumulator and the online softmax's
@@ -199,10 +246,11 @@ __device__ __forceinline__ void mma_next_tile(bf16 (*tiles)[2][MmaDims<HD>::BK *
 
 /* grid (cdiv(T, MMA_BQ), B·NH), block MMA_THREADS. */
 template <int HD>
-__global__ void __launch_bounds__(MMA_THREADS) attention_mma_forward_kernel(bf16 *out, float *lse, const bf16 *q,
+__global__ void __launch_bounds__(MMA_THREADS) attention_mma_forward_kernel(bf16 *out, float *lse, bf16 *q,
                                                                           const bf16 *k, const bf16 *v, AttnLd ld,
                                                                           int T, int NH, int NKV, float scale,
-                                                                          float scale_log2) {
+                                                                          float scale_log2, const float *rope_cos,
+                                                                          const float *rope_sin) {
     constexpr int RS = MmaDims<HD>::RS, BK = MmaDims<HD>::BK;
     constexpr int KSTEPS = MmaRows<HD>::KSTEPS, ON = MmaRows<HD>::ON;
     /* [stage][K, V][BK][RS]: tile j in stage j & 1; first Q's [MMA_BQ][RS] from tiles[1][0] on */
@@ -227,6 +275,11 @@ __global__ void __launch_bounds__(MMA_THREADS) attention_mma_forward_kernel(bf16
     cp_async_commit();
     cp_async_wait<0>();
     __syncthreads();
+    if (rope_cos) { /* block-uniform: q holds the queries before RoPE (AttnRope.q) */
+        mma_rope_staged_rows<HD>(qstage, rope_cos, rope_sin, q0, T);
+        __syncthreads();
+        mma_store_staged_rows<HD>(q + (size_t)b * T * ld.q + h * HD, qstage, ld.q, q0, T);
+    }
     /* Q's A fragments, once: x4 = the 16x16 tile's four quarters (top-left, bottom-left,
      * top-right, bottom-right); tile 0's barrier (mma_next_tile) orders them before tile 1's
      * copies overwrite the staging */
@@ -283,15 +336,20 @@ __global__ void __launch_bounds__(MMA_THREADS) attention_mma_forward_kernel(bf16
     if (t == 0 && row_hi < T) lrow[row_hi] = rows.m_hi * scale + logf(l_hi);
 }
 
-int attention_mma_forward(bf16 *out, float *lse, const bf16 *q, const bf16 *k, const bf16 *v, AttnLd ld, int B, int T,
-                          int NH, int NKV, int hd) {
+int attention_mma_forward(bf16 *out, float *lse, bf16 *q, const bf16 *k, const bf16 *v, AttnLd ld, int B, int T,
+                          int NH, int NKV, int hd, const AttnRope *rope) {
+    const bool rq = rope && rope->q;
+    if (rq && (!rope->cos_t || !rope->sin_t || ((uintptr_t)rope->cos_t | (uintptr_t)rope->sin_t) % 8))
+        return vrl_error("fast: attention_mma_forward's RoPE tables are missing or not 8-byte aligned");
+    const float *cq = rq ? rope->cos_t : NULL, *sq = rq ? rope->sin_t : NULL; /* NULL: q as given */
     const float scale = 1.0f / sqrtf((float)hd);
     const float scale_log2 = scale * 1.4426950408889634f; /* log2(e): exp(x) = 2^(x·log2(e)) */
     const dim3 grid(cdiv(T, MMA_BQ), B * NH);
 #define MMA_FWD(HD_VALUE)                                                                                         \
     case HD_VALUE:                                                                                                \
         LAUNCH(attention_mma_forward_kernel<HD_VALUE>, grid, MMA_THREADS, 0, ops_stream)(out, lse, q, k, v, ld, T, \
-                                                                                        NH, NKV, scale, scale_log2); \
+                                                                                        NH, NKV, scale, scale_log2, \
+                                                                                        cq, sq);                   \
         break;
     switch (hd) {
         MMA_FWD(8)
@@ -308,7 +366,8 @@ int attention_mma_forward(bf16 *out, float *lse, const bf16 *q, const bf16 *k, c
 
 #else /* VRL_CUDA_CPU_FP32: bf16 is an fp32 wrapper here, two of them do not pack into a register */
 
-int attention_mma_forward(bf16 *, float *, const bf16 *, const bf16 *, const bf16 *, AttnLd, int, int, int, int, int) {
+int attention_mma_forward(bf16 *, float *, bf16 *, const bf16 *, const bf16 *, AttnLd, int, int, int, int, int,
+                          const AttnRope *) {
     return vrl_error("fast: --attention mma needs packed bf16 fragments, which the fp32-storage build "
                      "(VRL_CUDA_CPU_FP32) does not have");
 }

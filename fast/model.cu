@@ -715,8 +715,16 @@ static int rope_fused(const FastModel *m, int l, MixKind kind) {
     return !(m->amix && (kind == MIX_Q ? m->amix->dq_keep[l] : m->amix->dk_keep[l]));
 }
 
+/* 1 if layer l's queries take RoPE inside the tensor-core attention forward (AttnRope.q: each block
+ * rotates its rows where it loads them and writes them back rotated), not in rope_forward's pass:
+ * the mma path where layer l's own attention is that kernel (softmax mixing and Eq. 2 run flash).
+ * Nothing reads the queries between qk_forward and the attention; after it they are rotated. */
+static int rope_q_in_forward(const FastModel *m, int l) {
+    return m->attention == FAST_ATTENTION_MMA && !amix_layer(m, l);
+}
+
 /* Queries (kind MIX_Q) or keys (MIX_K) of layer l: the raw projection (where the layer has
- * one), the row's mix, then RoPE.  out [N,C] */
+ * one), the row's mix, then RoPE (the queries' in the attention forward, rope_q_in_forward).  out [N,C] */
 static int qk_forward(FastModel *m, int l, MixKind kind) {
     const SourceFlags *f = kind == MIX_Q ? &m->qf : &m->kf;
     FastActs *a = &m->acts[l];
@@ -732,6 +740,7 @@ static int qk_forward(FastModel *m, int l, MixKind kind) {
         mix_args(m, l, kind, &mix);
         TRY(mix_forward(out, &mix, (size_t)m->N * C));
     }
+    if (kind == MIX_Q && rope_q_in_forward(m, l)) return 0;
     return rope_forward(out, ld, m->cos_t, m->sin_t, m->B, m->T, heads, m->hd);
 }
 
@@ -795,8 +804,10 @@ static int attention_forward_any(FastModel *m, int l, FastActs *a) {
         return cudnn_attention_forward((CudnnAttention *)m->cudnn, m->stream, a->atty, a->lse, a->q, ld.q, a->k, ld.k,
                                        a->vin, ld.v, m->B, m->T, m->NH, m->NKV, m->hd);
 #endif
-    if (m->attention == FAST_ATTENTION_MMA)
-        return attention_mma_forward(a->atty, a->lse, a->q, a->k, a->vin, ld, m->B, m->T, m->NH, m->NKV, m->hd);
+    if (m->attention == FAST_ATTENTION_MMA) {
+        const AttnRope rope = {m->cos_t, m->sin_t, rope_q_in_forward(m, l), 0, 0};
+        return attention_mma_forward(a->atty, a->lse, a->q, a->k, a->vin, ld, m->B, m->T, m->NH, m->NKV, m->hd, &rope);
+    }
     return attention_forward(a->atty, a->lse, a->q, a->k, a->vin, ld, m->B, m->T, m->NH, m->NKV, m->hd);
 }
 
@@ -816,7 +827,7 @@ static int attention_backward_any(FastModel *m, int l, const FastActs *a, bf16 *
     }
 #endif
     if (m->attention == FAST_ATTENTION_MMA) { /* the tensor-core backward (attention_mma_backward.cu) */
-        const AttnRope rope = {m->cos_t, m->sin_t, rope_fused(m, l, MIX_Q), rope_fused(m, l, MIX_K)};
+        const AttnRope rope = {m->cos_t, m->sin_t, 0, rope_fused(m, l, MIX_Q), rope_fused(m, l, MIX_K)};
         return attention_mma_backward(dq, dk, dv, m->attD, m->datty, a->atty, a->q, a->k, a->vin, ld, a->lse, m->B,
                                       m->T, m->NH, m->NKV, m->hd, &rope);
     }
