@@ -459,6 +459,9 @@ add_test(NAME test_lmeval_golden COMMAND ${CMAKE_SOURCE_DIR}/conformance/test_lm
   $<TARGET_FILE:lmeval_golden_check>)
 # every `vrl` command in a ```sh block of README.md and docs/*.md, run as printed
 add_test(NAME test_doc_commands COMMAND ${CMAKE_SOURCE_DIR}/conformance/test_doc_commands.sh $<TARGET_FILE:vrl> ${CMAKE_SOURCE_DIR})
+# every relative link and anchor of README.md and docs/, and every docs/ file and section the code
+# cites, resolves (python3 only; well under a second)
+add_test(NAME test_doc_links COMMAND ${CMAKE_SOURCE_DIR}/conformance/test_doc_links.sh ${CMAKE_SOURCE_DIR})
 
 # ---------------------------------------------------------------- data parallelism (mpirun; docs/distributed.md)
 # run_compare: two run folders' losses and weights side by side. The test skips (77) without
@@ -542,7 +545,7 @@ set_tests_properties(test_lmeval_hf PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 1800 
 # checkers' runs, the sanitizer pass, the mutation checks, the nvcc checks, the reproduce
 # scripts and everything that needs the Python venv; CI runs them all.
 foreach(t test_fast_cpu_vs_ref test_fast_cpu_nccl test_cli_errors test_run_folder test_eval_cli test_generate_cli
-          test_attention_option test_data_inspect test_resume_schedule)
+          test_attention_option test_data_inspect test_resume_schedule test_doc_links)
   if(TEST ${t})
     set_property(TEST ${t} APPEND PROPERTY LABELS quick)
   endif()
