@@ -46,6 +46,13 @@ bound on speed.
 
     python3 bench/roofline.py --preset 468M --batch 8 --seq 2048 --mma-attention
 
+--what-if hopper is a WHAT-IF, never mixed with --predict: kernels fast/ does not have (attention on
+wgmma fitted on FlashAttention-3's published figures, GEMMs with fused epilogues, ZeRO-2's sharded
+AdamW on 8 GPUs), each item's milliseconds and bytes and the step after them on an H100 and an H200
+(bench/roofline_hopper.py).
+
+    python3 bench/roofline.py --what-if hopper
+
 Shapes are the presets of common/model/config.c, copied below (a second copy, as in
 bench/bench_torch.py; the parameter count printed must equal `vrl info --model PRESET`'s,
 which it does for 82M, 180M and 468M at this commit).

@@ -268,8 +268,38 @@ ITEMS = [
 ]
 
 
-def price(ks, shapes, after, B, T, NH, hd, gpu, eff):
-    """[(name, kind, seconds)] of a step whose rows may carry the what-if kinds"""
+# the GEMMs a fusion gives an epilogue or a prologue (cuBLASLt has neither for these): built on
+# mma.sync instead of wgmma they run at --calibrate's mma.sync rate (the 'gemm_mma' kind)
+FUSED_GEMMS = {"B1": ["gate|up GEMM fwd"], "B2": ["down GEMM bwd dX"],
+               "B3": ["qkv GEMM fwd", "gate|up GEMM fwd", "lm_head GEMM fwd (bf16 logits, V padded)",
+                      "qkv GEMM bwd dW", "gate|up GEMM bwd dW", "lm_head GEMM bwd dW"],
+               "B4": ["qkv GEMM bwd dX", "gate|up GEMM bwd dX", "lm_head GEMM bwd dX"]}
+
+# named combinations the lead can choose among (each priced from today's step)
+COMBOS = [("exact fusions, no Hopper attention", ["R1", "R2", "B1", "B2", "B3"]),
+          ("the same, fused GEMMs on mma.sync (no wgmma at all)", ["R1", "R2", "B1", "B2", "B3", "mma"]),
+          ("exact fusions + wgmma attention", ["R1", "R2", "A1", "A2", "B1", "B2", "B3"]),
+          ("+ the norm backward in the dX epilogue (rounding)", ["R1", "R2", "A1", "A2", "B1", "B2", "B3", "B4"]),
+          ("wgmma attention alone", ["A1", "A2"])]
+
+
+def apply(ks, shapes, tags, c):
+    """today's rows with the items of `tags` applied in ITEMS' order ('mma': the fused GEMMs on
+    mma.sync)"""
+    ks, shapes = list(ks), dict(shapes)
+    for tag, _, _, fn in ITEMS:
+        if tag in tags:
+            fn(ks, shapes, c)
+    if "mma" in tags:
+        for tag in tags:
+            for name in FUSED_GEMMS.get(tag, []):
+                _set(ks, name, kind="gemm_mma")
+    return ks, shapes
+
+
+def price(ks, shapes, after, B, T, NH, hd, gpu, eff, fused_rate=None):
+    """[(name, kind, seconds)] of a step whose rows may carry the what-if kinds; fused_rate: the
+    'gemm_mma' GEMMs' share of the dense peak (default: --calibrate's mma.sync rate)"""
     out = []
     ef, eb = eff
     for i, row in enumerate(ks):
@@ -280,6 +310,9 @@ def price(ks, shapes, after, B, T, NH, hd, gpu, eff):
         elif kind in ("wgmma_bwd7", "wgmma_bwd5"):
             sec, _ = fa3_time("bwd", hd, B, NH, T, True, gpu, eb, nb, 7 if kind == "wgmma_bwd7" else 5)
             out.append(("attention bwd (wgmma, FA3-fitted)", "attn_bwd", sec * count))
+        elif kind == "gemm_mma":
+            m, n, k = shapes[name]
+            out.append((name, "gemm", rm.gemm_time(m, n, k, nb, gpu, fused_rate or rm.fitted()[0])[0] * count))
         else:
             for r in rm.predict_step([row], shapes, after, B, T, NH, hd, gpu):
                 out.append((r[0], r[5], r[2]))
@@ -308,8 +341,10 @@ def zero2(ks, P, gpu):
 
 
 def print_what_if(ks, shapes, after, B, T, NH, hd, d, F, V, P, model_flops, head):
-    """the Hopper what-if: calibration, each item's ms and bytes, the cumulative step on both GPUs"""
+    """the Hopper what-if: calibration, each item's ms and bytes, the cumulative step on both GPUs,
+    named combinations, the attention alone, ZeRO-2"""
     ef, eb = fitted()
+    mma, _ = rm.fitted()
     print("WHAT-IF, not today's kernels and not a prediction of fast/ as it is: a Hopper path priced on "
           "bench/roofline_model.py")
     print(head)
@@ -320,71 +355,96 @@ def print_what_if(ks, shapes, after, B, T, NH, hd, d, F, V, P, model_flops, head
     for cfg, pub, pred, ratio, note in calibration():
         flag = "" if abs(ratio - 1) <= 0.15 else "  OUTSIDE 15%"
         print(f"{cfg:44s} {pub:9.1f} {pred:9.1f} {ratio:6.3f}  {note}{flag}")
-    mma, _ = rm.fitted()
     print(f"\nthe same check of --calibrate's mma.sync model (rate {mma:.3f}, no exponential term) on FlashAttention-2 at "
           f"head_dim 64 (the FA2 bars of the same figures; not fitted):")
+    fa2_err = {}
     for causal, pts in FA2_FWD_HD64.items():
         for T2, pub in pts.items():
             pred = rm.fa2_forward(rm.GPUS["h100"], T2, causal, mma, hd=64, heads=32)[0] / 1e12
+            fa2_err[(causal, T2)] = pred / pub
             flag = "" if abs(pred / pub - 1) <= 0.15 else "  OUTSIDE 15%"
             print(f"{'FA2 fwd hd64 ' + ('causal' if causal else 'non-causal') + f' seqlen {T2}':44s} {pub:9.1f} "
                   f"{pred:9.1f} {pred / pub:6.3f}  mma.sync model{flag}")
     c = {"N": B * T, "T": T, "hd": hd, "d": d, "F": F, "Vp": rm_pad(V)}
     gpus = ("h100", "h200")
     peak = {g: rm.SM_FLOP_PER_CLOCK * rm.GPUS[g]["sms"] * rm.GPUS[g]["clock"] for g in gpus}
-    cur, sh = list(ks), dict(shapes)
-    base = {g: price(cur, sh, after, B, T, NH, hd, rm.GPUS[g], (ef, eb)) for g in gpus}
+    step_of = lambda k, sh: {g: sum(r[2] for r in price(k, sh, after, B, T, NH, hd, rm.GPUS[g], (ef, eb)))
+                             for g in gpus}
+    mfu = lambda t, g: f"{100 * model_flops / t / peak[g]:5.1f}%"
+    base = {g: price(ks, shapes, after, B, T, NH, hd, rm.GPUS[g], (ef, eb)) for g in gpus}
     step = {g: sum(r[2] for r in base[g]) for g in gpus}
-    mem0, all0 = mem_bytes(cur), all_bytes(cur)
     print(f"\nitems, cumulative in this order (ms and GB per step; 'mem GB': the memory-bound kernels' bytes, issue "
           f"51's <= 35 GB; 'all GB': every kernel's HBM bytes)")
     print(f"{'':3s} {'item':50s} {'d H100':>7s} {'d H200':>7s} {'d mem':>6s} {'d all':>6s} {'H100 ms':>8s} "
           f"{'MFU':>6s} {'H200 ms':>8s} {'MFU':>6s} {'mem GB':>6s}  exact?")
     print(f"{'0':3s} {'today (--predict now)':50s} {'':7s} {'':7s} {'':6s} {'':6s} {step['h100'] * 1e3:8.1f} "
-          f"{100 * model_flops / step['h100'] / peak['h100']:5.1f}% {step['h200'] * 1e3:8.1f} "
-          f"{100 * model_flops / step['h200'] / peak['h200']:5.1f}% {mem0 / 1e9:6.1f}")
-    attn_rows = {}
-    for tag, label, exact, fn in ITEMS:
-        nxt, nsh = list(cur), dict(sh)
-        fn(nxt, nsh, c)
-        new = {g: price(nxt, nsh, after, B, T, NH, hd, rm.GPUS[g], (ef, eb)) for g in gpus}
-        t = {g: sum(r[2] for r in new[g]) for g in gpus}
-        dm, da = mem_bytes(nxt) - mem_bytes(cur), all_bytes(nxt) - all_bytes(cur)
+          f"{mfu(step['h100'], 'h100')} {step['h200'] * 1e3:8.1f} {mfu(step['h200'], 'h200')} "
+          f"{mem_bytes(ks) / 1e9:6.1f}")
+    done = []
+    for tag, label, exact, _ in ITEMS:
+        prev, _ = apply(ks, shapes, done, c)
+        done.append(tag)
+        nxt, nsh = apply(ks, shapes, done, c)
+        t = step_of(nxt, nsh)
+        dm, da = mem_bytes(nxt) - mem_bytes(prev), all_bytes(nxt) - all_bytes(prev)
         print(f"{tag:3s} {label:50s} {(t['h100'] - step['h100']) * 1e3:+7.2f} {(t['h200'] - step['h200']) * 1e3:+7.2f} "
-              f"{dm / 1e9:+6.2f} {da / 1e9:+6.2f} {t['h100'] * 1e3:8.1f} "
-              f"{100 * model_flops / t['h100'] / peak['h100']:5.1f}% {t['h200'] * 1e3:8.1f} "
-              f"{100 * model_flops / t['h200'] / peak['h200']:5.1f}% {mem_bytes(nxt) / 1e9:6.1f}  {exact}")
-        cur, sh, step = nxt, nsh, t
-        if tag.startswith("A"):
-            attn_rows[tag] = {g: [r for r in new[g] if r[1].startswith("attn")] for g in gpus}
+              f"{dm / 1e9:+6.2f} {da / 1e9:+6.2f} {t['h100'] * 1e3:8.1f} {mfu(t['h100'], 'h100')} "
+              f"{t['h200'] * 1e3:8.1f} {mfu(t['h200'], 'h200')} {mem_bytes(nxt) / 1e9:6.1f}  {exact}")
+        step = t
+    print("\ncombinations, each from today's step (H100 ms, MFU; H200 ms, MFU; memory-bound GB):")
+    for label, tags in COMBOS:
+        k2, s2 = apply(ks, shapes, tags, c)
+        t = step_of(k2, s2)
+        ok = "meets both goals on the H100" if model_flops / t["h100"] / peak["h100"] >= 0.5 and \
+            mem_bytes(k2) <= 35e9 else ""
+        print(f"  {label:52s} {' '.join(tags):30s} {t['h100'] * 1e3:6.1f} {mfu(t['h100'], 'h100')} "
+              f"{t['h200'] * 1e3:6.1f} {mfu(t['h200'], 'h200')} {mem_bytes(k2) / 1e9:5.1f}  {ok}")
+    # what our own fused GEMMs must reach: the exact fusions' GEMMs at a rate r, the rest as cuBLASLt
+    k2, s2 = apply(ks, shapes, COMBOS[1][1], c)
+    h100 = rm.GPUS["h100"]
+    at = lambda r: sum(x[2] for x in price(k2, s2, after, B, T, NH, hd, h100, (ef, eb), r))
+    need = rm.bisect(lambda r: -at(r), -model_flops / (0.5 * peak["h100"]), 0.2, 1.0)
+    even = rm.bisect(lambda r: -at(r), -sum(r[2] for r in base["h100"]), 0.2, 1.0)
+    print(f"  the fused GEMMs ({', '.join(sorted(set(n for t in ('B1', 'B2', 'B3') for n in FUSED_GEMMS[t]))).replace(' GEMM', '')}) "
+          f"built by us must reach {need:.3f} of the dense peak for 50 % on the H100 (cuBLAS: {rm.fitted()[1]:.3f}); "
+          f"below {even:.3f} the exact fusions lose to today's step")
     # the attention kernels on their own, and FA3's 5-product backward as the alternative to A2
-    print("\nattention alone (24 layers, H100 / H200 ms): today's mma.sync forward "
-          f"{sum(r[2] for r in base['h100'] if r[1] == 'attn_fwd') * 1e3:.2f} / "
-          f"{sum(r[2] for r in base['h200'] if r[1] == 'attn_fwd') * 1e3:.2f}, backward "
-          f"{sum(r[2] for r in base['h100'] if r[1] == 'attn_bwd') * 1e3:.2f} / "
-          f"{sum(r[2] for r in base['h200'] if r[1] == 'attn_bwd') * 1e3:.2f}")
+    k2, s2 = apply(ks, shapes, ["A1", "A2"], c)
+    err = fa2_err.get((True, T))
+    print("\nattention alone (every layer's kernels, ms):")
     for g in gpus:
-        fw = sum(r[2] for r in attn_rows["A2"][g] if r[1] == "attn_fwd")
-        bw = sum(r[2] for r in attn_rows["A2"][g] if r[1] == "attn_bwd")
+        new = price(k2, s2, after, B, T, NH, hd, rm.GPUS[g], (ef, eb))
+        now_f = sum(r[2] for r in base[g] if r[1] == "attn_fwd")
+        now_b = sum(r[2] for r in base[g] if r[1] == "attn_bwd")
+        fw = sum(r[2] for r in new if r[1] == "attn_fwd")
+        bw = sum(r[2] for r in new if r[1] == "attn_bwd")
         b5 = [k for k in ks if k[1] == "attn_bwd"][0]
+        f5 = [k for k in ks if k[1] == "attn_fwd"][0]
         alt = fa3_time("bwd", hd, B, NH, T, True, rm.GPUS[g], eb, b5[4], 5)[0] * b5[2]
-        fl_f = [k for k in ks if k[1] == "attn_fwd"][0]
-        print(f"  {rm.GPUS[g]['name']}: wgmma forward {fw * 1e3:.2f} ms ({fl_f[2] * fl_f[3] / fw / 1e12:.0f} TFLOP/s "
-              f"causal), backward 7 products {bw * 1e3:.2f} ms ({b5[2] * b5[3] / bw / 1e12:.0f} TFLOP/s at 5 "
-              f"products' FLOPs); FA3's 5 products with dQ by fp32 atomics instead {alt * 1e3:.2f} ms "
-              f"(not deterministic)")
+        print(f"  {rm.GPUS[g]['name']}: today's mma.sync forward {now_f * 1e3:.2f}, backward {now_b * 1e3:.2f}; wgmma "
+              f"forward {fw * 1e3:.2f} ({f5[2] * f5[3] / fw / 1e12:.0f} TFLOP/s causal), backward 7 products "
+              f"{bw * 1e3:.2f} ({b5[2] * b5[3] / bw / 1e12:.0f} TFLOP/s at 5 products' FLOPs): "
+              f"{(now_f + now_b - fw - bw) * 1e3:.2f} ms saved; FA3's 5 products with dQ by fp32 atomics "
+              f"{alt * 1e3:.2f} (not deterministic)")
+        if err:
+            print(f"    if today's kernels miss the model as FA2 at head_dim 64 causal {T} does (x{err:.3f}): today's "
+                  f"attention {(now_f + now_b) * err * 1e3:.2f} ms, the wgmma path saves "
+                  f"{((now_f + now_b) * err - fw - bw) * 1e3:.2f}")
     # ZeRO-2: a different configuration, per GPU of 8
-    print(f"\nC: ZeRO-2 on {ZERO_GPUS} GPUs (reproduce/table5.sh's configuration, NOT the single-GPU step): per GPU")
-    for g in gpus:
-        t1, t8, rs, ag, saved = zero2(cur, P, rm.GPUS[g])
-        s_over = step[g] - t1 + t8
-        s_ser = s_over + rs + ag
-        print(f"  {rm.GPUS[g]['name']}: AdamW {t1 * 1e3:.2f} -> {t8 * 1e3:.2f} ms, -{saved / 1e9:.1f} GB; NCCL "
-              f"reduce-scatter of fp32 gradients {rs * 1e3:.2f} ms + all-gather of bf16 weights {ag * 1e3:.2f} ms at "
-              f"{NCCL_BUSBW / 1e9:.0f} GB/s busbw; after every item above: step {s_over * 1e3:.1f} ms "
-              f"({100 * model_flops / s_over / peak[g]:.1f}% MFU) with the collectives hidden under the backward and "
-              f"forward, {s_ser * 1e3:.1f} ms ({100 * model_flops / s_ser / peak[g]:.1f}%) with them serial; memory-"
-              f"bound bytes {(mem_bytes(cur) - saved) / 1e9:.1f} GB")
+    print(f"\nC: ZeRO-2 on {ZERO_GPUS} GPUs (reproduce/table5.sh's configuration, NOT the single-GPU step), per GPU:")
+    for label, tags in (("today's kernels", []), ("after", COMBOS[3][1])):
+        k2, s2 = apply(ks, shapes, tags, c)
+        t = step_of(k2, s2)
+        for g in gpus:
+            t1, t8, rs, ag, saved = zero2(k2, P, rm.GPUS[g])
+            s_over = t[g] - t1 + t8
+            s_ser = s_over + rs + ag
+            print(f"  {label} ({' '.join(tags) or 'no item'}), {rm.GPUS[g]['name']}: AdamW {t1 * 1e3:.2f} -> {t8 * 1e3:.2f} ms, "
+                  f"-{saved / 1e9:.1f} GB; NCCL reduce-scatter of fp32 gradients {rs * 1e3:.2f} ms + all-gather of "
+                  f"bf16 weights {ag * 1e3:.2f} ms at {NCCL_BUSBW / 1e9:.0f} GB/s busbw; step {s_over * 1e3:.1f} ms "
+                  f"({mfu(s_over, g).strip()}) with the collectives hidden under the backward and forward, "
+                  f"{s_ser * 1e3:.1f} ms ({mfu(s_ser, g).strip()}) with them serial; memory-bound "
+                  f"{(mem_bytes(k2) - saved) / 1e9:.1f} GB")
 
 
 def rm_pad(n, m=128):

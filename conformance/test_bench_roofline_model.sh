@@ -208,6 +208,10 @@ check "what-if: ZeRO-2 reduce-scatter 4.43 ms, all-gather 2.21 ms, AdamW -13.9 G
 check "what-if: after B3 (exact fusions and wgmma attention) H100 87.3 ms 53.1%, 34.6 GB; after B4 82.6 ms" \
   bash -c "[ \"\$(echo $(nums B3) | cut -d' ' -f5-9)\" = '87.3 53.1% 82.5 56.2% 34.6' ] &&
            [ \"\$(echo $(nums B4) | cut -d' ' -f5,6)\" = '82.6 56.1%' ]"
+check "what-if: the exact fusions without wgmma attention meet both goals (89.7 ms, 51.7 %, 34.6 GB), not on mma.sync GEMMs" \
+  bash -c "grep -qE '^  exact fusions, no Hopper attention +R1 R2 B1 B2 B3 +89\.7 +51\.7% +84\.7 +54\.8% +34\.6  meets both' '$tmp/wi.txt' &&
+           grep -qE '^  the same, fused GEMMs on mma.sync .* R1 R2 B1 B2 B3 mma +121\.3 +38\.2% .*34\.6 *$' '$tmp/wi.txt' &&
+           grep -q 'must reach 0.740 of the dense peak for 50 % on the H100 (cuBLAS: 0.830); below 0.592' '$tmp/wi.txt'"
 expect_error "what-if: with --predict" "modes of their own" python3 "$ROOFLINE" --what-if hopper --predict
 expect_error "what-if: a variant it does not price" "prices the baseline at head_dim 64 or 128" \
   python3 "$ROOFLINE" --what-if hopper --variant resformer
