@@ -62,14 +62,14 @@ ZERO_GPUS = 8
 # FA3's own smaller kernels around the backward (D = rowsum(dO o O), dQ fp32 -> bf16) are not priced.
 
 
-def fa3_tile(kind, hd, rows, stream, eff, diagonal=False):
+def fa3_tile(products, hd, rows, stream, eff, diagonal=False):
     """(SM clocks a block-tile, {resource: clocks}) of a wgmma attention block (one per SM) on one
     streamed tile: the tensor core at the dense peak plus the exponentials at the MUFU rate (the
     published figures match these two summed, not overlapped: see calibration()), and on a diagonal
     tile its mask (roofline_model's 2 instructions a score over 128 lanes a clock), over the fitted
-    efficiency. Forward 2 products a score, backward `products` (5: FA3's; 7: ours)"""
+    efficiency. products a score: forward 2, backward 5 (FA3's) or 7 (ours: P recomputed in both
+    kernels, so two exponentials a score)"""
     scores = rows * stream
-    products = 2 if kind == "fwd" else kind
     tensor = scores * 2 * products * hd / rm.SM_FLOP_PER_CLOCK
     exps = scores * (1 if products <= 5 else 2) / MUFU_PER_CLOCK  # 7 products: P in both kernels
     mask = rm.MASK_INSTR_PER_SCORE * scores / (rm.SCHEDULERS * 32) if diagonal else 0.0
@@ -87,7 +87,7 @@ def fa3_time(kind, hd, B, H, T, causal, gpu, eff, hbm_bytes, products=5, side_by
     HBM is the other bound"""
     fwd = kind == "fwd"
     rows, stream = FA3_TILES[("fwd", hd, causal)] if fwd else FA3_TILES[("bwd", hd)]
-    k = "fwd" if fwd else products
+    k = 2 if fwd else products
     per, parts = fa3_tile(k, hd, rows, stream, eff)
     per_d, _ = fa3_tile(k, hd, rows, stream, eff, diagonal=True)
     own_bytes = (2 * rows * hd * 2 + 2 * stream * hd * 2) * (1 if fwd else 2)  # own rows in and out, tile 0

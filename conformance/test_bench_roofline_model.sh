@@ -177,9 +177,9 @@ expect_error "roofline: --predict with --mma-attention" "modes of their own" pyt
 # (both kernels recompute P): 2048. 132 SMs x 16 x 1.83 GHz = 3.865e12: the FA3 paper's 3.9 TFLOP/s.
 check "what-if: wgmma tiles 3072 / 6144 clocks (hd 64 forward), 3584 + 2048 (7-product backward)" py "
 import roofline_hopper as h
-t, p = h.fa3_tile('fwd', 64, 192, 128, 1.0)
+t, p = h.fa3_tile(2, 64, 192, 128, 1.0)
 assert (p['tensor'], p['mufu'], t) == (1536, 1536, 3072), p
-assert h.fa3_tile('fwd', 64, 192, 128, 0.5)[0] == 6144
+assert h.fa3_tile(2, 64, 192, 128, 0.5)[0] == 6144
 t, p = h.fa3_tile(7, 64, 128, 128, 1.0)
 assert (p['tensor'], p['mufu']) == (3584, 2048), p
 assert abs(132 * h.MUFU_PER_CLOCK * 1.83e9 - 3.865e12) < 1e9"
