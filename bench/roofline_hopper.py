@@ -186,8 +186,9 @@ def item_rope_bwd(ks, shapes, c):
 
 
 def item_rope_fwd(ks, shapes, c):
-    # the qkv GEMM's epilogue rotates Q and K (bf16-rounded, then the rope kernel's fp32 ops): the cos
-    # and sin table is read there instead
+    # Q and K rotated where attention loads them (forward, and again in the backward) or in the qkv
+    # GEMM's epilogue (bf16-rounded, then the rope kernel's fp32 ops): the cos and sin table is read
+    # there instead (priced on the qkv GEMM; the same bytes either way)
     _drop(ks, "rope fwd (q, k)")
     name = "qkv GEMM fwd"
     _set(ks, name, nbytes=ks[_rows(ks)[name]][4] + c["T"] * c["hd"] * 4)
@@ -256,7 +257,8 @@ def item_ce(ks, shapes, c):
 
 ITEMS = [
     ("R1", "RoPE bwd inside attention bwd (another helper, in flight)", "exact (that helper's claim)", item_rope_bwd),
-    ("R2", "RoPE fwd in the qkv GEMM's epilogue", "exact: same fp32 ops on the bf16-rounded q, k", item_rope_fwd),
+    ("R2", "RoPE fwd at attention's Q, K loads (or qkv epilogue)", "exact: same fp32 ops on the bf16 q, k",
+     item_rope_fwd),
     ("A1", "attention fwd on wgmma (FA3-fitted)", "rounding: 128-key softmax tiles, wgmma's k-order", item_attn_fwd),
     ("A2", "attention bwd on wgmma, 7 products, deterministic", "rounding: tile sizes; deterministic",
      item_attn_bwd),
