@@ -46,6 +46,13 @@ bound on speed.
 
     python3 bench/roofline.py --preset 468M --batch 8 --seq 2048 --mma-attention
 
+--what-if hopper is a WHAT-IF, never mixed with --predict: kernels fast/ does not have (attention on
+wgmma fitted on FlashAttention-3's published figures, GEMMs with fused epilogues, ZeRO-2's sharded
+AdamW on 8 GPUs), each item's milliseconds and bytes and the step after them on an H100 and an H200
+(bench/roofline_hopper.py).
+
+    python3 bench/roofline.py --what-if hopper
+
 Shapes are the presets of common/model/config.c, copied below (a second copy, as in
 bench/bench_torch.py; the parameter count printed must equal `vrl info --model PRESET`'s,
 which it does for 82M, 180M and 468M at this commit).
@@ -314,6 +321,9 @@ def main():
     ap.add_argument("--calibrate", action="store_true",
                     help="the model against published H100 figures (FlashAttention-2, cuBLAS)")
     ap.add_argument("--bytes", action="store_true", help="the static HBM byte count per kernel per step")
+    ap.add_argument("--what-if", choices=["hopper"],
+                    help="hopper: a WHAT-IF, not today's prediction: wgmma attention fitted on FlashAttention-3's "
+                         "published figures, fused GEMM epilogues, ZeRO-2's sharded AdamW (bench/roofline_hopper.py)")
     ap.add_argument("--mix-file", default=MIX_FILE, help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.batch < 1 or a.seq < 2:
@@ -324,7 +334,7 @@ def main():
         sys.exit("roofline.py: --mma-sync-fraction must be in (0, 1]")
     shapes = {}
     ks, model_flops, P = kernels(a.preset, a.batch, a.seq, a.variant, shapes)
-    if a.predict or a.calibrate or a.bytes:
+    if a.predict or a.calibrate or a.bytes or a.what_if:
         model_modes(a, ks, shapes, model_flops, P)
         return
     peak, bw = a.peak_tflops * 1e12, a.hbm_tbs * 1e12
@@ -385,12 +395,21 @@ def model_modes(a, ks, shapes, model_flops, P):
     """--predict, --calibrate, --bytes: bench/roofline_model.py's resource model"""
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import roofline_model as rm
-    if sum((a.predict, a.calibrate, a.bytes)) > 1 or a.cuda_core_attention or a.mma_attention or a.markdown:
-        sys.exit("roofline.py: --predict, --calibrate and --bytes are modes of their own: give one, alone")
+    if (sum((a.predict, a.calibrate, a.bytes, a.what_if is not None)) > 1 or a.cuda_core_attention or a.mma_attention
+            or a.markdown):
+        sys.exit("roofline.py: --predict, --calibrate, --bytes and --what-if are modes of their own: give one, alone")
     L, NH, _, d, _, _ = PRESETS[a.preset]
     hd = d // NH
     head = f"{a.preset} {a.variant}, B={a.batch} T={a.seq} ({a.batch * a.seq} tokens/step), {P:,} parameters"
-    if a.bytes:
+    if a.what_if:
+        if a.variant != "baseline" or hd not in (64, 128):
+            sys.exit(f"roofline.py: --what-if hopper prices the baseline at head_dim 64 or 128 (FlashAttention-3's "
+                     f"figures), not {a.variant} at head_dim {hd}")
+        import roofline_hopper as rh
+        after = rm.read_rows(a.mix_file, hd, rm.row_states("after", hd))
+        _, _, _, _, F, V = PRESETS[a.preset]
+        rh.print_what_if(ks, shapes, after, a.batch, a.seq, NH, hd, d, F, V, P, model_flops, head)
+    elif a.bytes:
         rm.print_bytes(ks, head)
     elif a.calibrate:
         rm.print_calibration(ks, shapes)

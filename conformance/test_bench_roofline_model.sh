@@ -169,4 +169,50 @@ expect_error "--predict: a fwd51 row whose HMMA count is not its tiling's" \
 
 expect_error "roofline: two modes" "modes of their own" python3 "$ROOFLINE" --predict --bytes
 expect_error "roofline: --predict with --mma-attention" "modes of their own" python3 "$ROOFLINE" --predict --mma-attention
+# --what-if hopper (bench/roofline_hopper.py): a wgmma attention block-tile is its tensor work at the
+# dense peak plus its exponentials at MUFU's 16 a clock an SM, over the fitted efficiency. FA3's hd 64
+# forward tile, 192 queries x 128 keys = 24576 scores: 24576 x 2 products x 2 x 64 / 4096 = 1536
+# clocks of tensor, 24576 / 16 = 1536 of MUFU: 3072 at efficiency 1, 6144 at 0.5. Our 7-product
+# backward on a 128 x 128 tile: 16384 x 14 x 64 / 4096 = 3584 tensor, 2 exponentials a score
+# (both kernels recompute P): 2048. 132 SMs x 16 x 1.83 GHz = 3.865e12: the FA3 paper's 3.9 TFLOP/s.
+check "what-if: wgmma tiles 3072 / 6144 clocks (hd 64 forward), 3584 + 2048 (7-product backward)" py "
+import roofline_hopper as h
+t, p = h.fa3_tile(2, 64, 192, 128, 1.0)
+assert (p['tensor'], p['mufu'], t) == (1536, 1536, 3072), p
+assert h.fa3_tile(2, 64, 192, 128, 0.5)[0] == 6144
+t, p = h.fa3_tile(7, 64, 128, 128, 1.0)
+assert (p['tensor'], p['mufu']) == (3584, 2048), p
+assert abs(132 * h.MUFU_PER_CLOCK * 1.83e9 - 3.865e12) < 1e9"
+python3 "$ROOFLINE" --what-if hopper >"$tmp/wi.txt" 2>&1
+check "what-if: every FlashAttention-3 point within 15%, the two fitted ones at 1.000 (35 points)" \
+  bash -c "[ \$(grep -c '^FA3 ' '$tmp/wi.txt') = 35 ] && ! grep '^FA3 ' '$tmp/wi.txt' | grep -q OUTSIDE &&
+           [ \$(grep '^FA3 .* fitted' '$tmp/wi.txt' | grep -c ' 1.000 ') = 2 ] &&
+           grep -q 'forward efficiency 1.037, backward 0.718' '$tmp/wi.txt'"
+check "what-if: --calibrate's mma.sync model +17.3% on FA2 at hd 64 causal 2048 (262 published)" \
+  grep -qE '^FA2 fwd hd64 causal seqlen 2048 +262.0 +307.3 +1.173 ' "$tmp/wi.txt"
+# the bytes each fusion removes, by hand (N = 16384 tokens, F = 3584, d = 1024, 24 layers, 49 norms):
+# SwiGLU fwd: its kernel's 3NF x 2 B x 24 = 8.46 GB go, the GEMM writes h (NF): all -5.64;
+# SwiGLU bwd: 5NF x 2 x 24 = 14.09 GB go, the GEMM stops writing dh, reads and writes gate|up: -5.64;
+# RMSNorm fwd: the normed rows' write, N·d·2 x 49 = 1.64; its backward: the fp32 d(norm output)
+# written and read back, 2·N·d·4 x 49 = 6.58 of the kernel's 13.26
+for t in B1 B2 B3 B4; do awk -v t="$t" '$1 == t' "$tmp/wi.txt" >"$tmp/row_$t.txt"; done
+# a row's numbers after its label: d H100, d H200, d mem, d all, H100 ms, MFU, H200 ms, MFU, mem GB
+nums() { grep -oE ' [-+]?[0-9]+\.[0-9]+%?' "$tmp/row_$1.txt" | tr -d ' ' | tr '\n' ' '; }
+check "what-if: B1 -8.46 / -5.64 GB, B2 -14.09 / -5.64, B3 -1.64 / -1.64, B4 -13.26 / -6.58" \
+  bash -c "[ \"\$(echo $(nums B1) | cut -d' ' -f3,4)\" = '-8.46 -5.64' ] && [ \"\$(echo $(nums B2) | cut -d' ' -f3,4)\" = '-14.09 -5.64' ] &&
+           [ \"\$(echo $(nums B3) | cut -d' ' -f3,4)\" = '-1.64 -1.64' ] && [ \"\$(echo $(nums B4) | cut -d' ' -f3,4)\" = '-13.26 -6.58' ]"
+# ZeRO-2: 467,921,920 fp32 gradients reduce-scattered, x 7/8 / 370 GB/s = 4.43 ms; bf16 weights
+# all-gathered: 2.21 ms; AdamW's 15.9 GB a step, 1/8 of it a GPU: -13.9 GB
+check "what-if: ZeRO-2 reduce-scatter 4.43 ms, all-gather 2.21 ms, AdamW -13.9 GB" \
+  grep -q 'AdamW 5.94 -> 0.74 ms, -13.9 GB; NCCL reduce-scatter of fp32 gradients 4.43 ms + all-gather of bf16 weights 2.21 ms' "$tmp/wi.txt"
+check "what-if: after B3 (exact fusions and wgmma attention) H100 87.3 ms 53.1%, 34.6 GB; after B4 82.6 ms" \
+  bash -c "[ \"\$(echo $(nums B3) | cut -d' ' -f5-9)\" = '87.3 53.1% 82.5 56.2% 34.6' ] &&
+           [ \"\$(echo $(nums B4) | cut -d' ' -f5,6)\" = '82.6 56.1%' ]"
+check "what-if: the exact fusions without wgmma attention meet both goals (89.7 ms, 51.7 %, 34.6 GB), not on mma.sync GEMMs" \
+  bash -c "grep -qE '^  exact fusions, no Hopper attention +R1 R2 B1 B2 B3 +89\.7 +51\.7% +84\.7 +54\.8% +34\.6  meets both' '$tmp/wi.txt' &&
+           grep -qE '^  the same, fused GEMMs on mma.sync .* R1 R2 B1 B2 B3 mma +121\.3 +38\.2% .*34\.6 *$' '$tmp/wi.txt' &&
+           grep -q 'must reach 0.740 of the dense peak for 50 % on the H100 (cuBLAS: 0.830); below 0.592' '$tmp/wi.txt'"
+expect_error "what-if: with --predict" "modes of their own" python3 "$ROOFLINE" --what-if hopper --predict
+expect_error "what-if: a variant it does not price" "prices the baseline at head_dim 64 or 128" \
+  python3 "$ROOFLINE" --what-if hopper --variant resformer
 finish
