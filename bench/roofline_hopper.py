@@ -31,17 +31,13 @@ FA3_FWD = {(64, False): {512: 333, 1024: 392, 2048: 460, 4096: 476, 8192: 496, 1
            (128, True): {512: 292, 1024: 423, 2048: 521, 4096: 579, 8192: 602, 16384: 616}}
 FA3_BWD = {64: {512: 272, 1024: 363, 2048: 422, 4096: 453, 8192: 472, 16384: 474},
            128: {512: 316, 1024: 424, 2048: 501, 4096: 542, 8192: 559, 16384: 561}}
-# FlashAttention-2's bars of the same head_dim 64 figures: not used by the fit; they check whether
-# --calibrate's mma.sync model (fitted at head_dim 128, no exponential term) holds at head_dim 64
-FA2_FWD_HD64 = {False: {512: 282, 1024: 306, 2048: 318, 4096: 321, 8192: 322, 16384: 324},
-                True: {512: 180, 1024: 229, 2048: 262, 4096: 284, 8192: 295, 16384: 299}}
+# FlashAttention-2's bars of the same figures calibrate --calibrate's mma.sync model
+# (roofline_model.FA2_FWD, FA2_BWD)
 FA3_FIT_FWD = (128, False, 16384)  # fitted as FA2's rate is: the steady state at head_dim 128
 FA3_FIT_BWD = (128, 16384)
 
-# MUFU.EX2: 16 a clock per SM on compute capability 9.0 (CUDA C++ Programming Guide, "Arithmetic
-# Instructions", throughput of exp2f / __expf); 132 SMs x 16 x 1.83 GHz = 3.9 TFLOP/s, the figure
-# the FA3 paper gives for the H100 SXM5's special functions.
-MUFU_PER_CLOCK = 16.0
+# MUFU.EX2: 16 a clock per SM on compute capability 9.0 (roofline_model.MUFU_PER_CLOCK, its source)
+MUFU_PER_CLOCK = rm.MUFU_PER_CLOCK
 
 # FA3's tiles (hopper/flash_fwd_launch_template.h and flash_bwd_launch_template.h at the paper's
 # release, July 2024): forward hd 64 192 queries x 128 keys, 3 consumer warpgroups; hd 128 128 x 128
@@ -113,10 +109,8 @@ def fa3_time(kind, hd, B, H, T, causal, gpu, eff, hbm_bytes, products=5, side_by
 
 
 def fa3_side_bytes(B, H, T, hd):
-    """FA3's backward's memory-bound passes: D from O and dO (bf16 in, fp32 out), dQ's fp32
-    accumulator zeroed, then read and written as bf16"""
-    n = B * H * T
-    return n * hd * 2 * 2 + n * 4 + n * hd * 4 + n * hd * (4 + 2)
+    """FA3's backward's memory-bound passes: FA2's (roofline_model.flash_bwd_side_bytes)"""
+    return rm.flash_bwd_side_bytes(B, H, T, hd)
 
 
 def fa3_flops(kind, B, H, T, hd, causal):
@@ -357,16 +351,17 @@ def print_what_if(ks, shapes, after, B, T, NH, hd, d, F, V, P, model_flops, head
     for cfg, pub, pred, ratio, note in calibration():
         flag = "" if abs(ratio - 1) <= 0.15 else "  OUTSIDE 15%"
         print(f"{cfg:44s} {pub:9.1f} {pred:9.1f} {ratio:6.3f}  {note}{flag}")
-    print(f"\nthe same check of --calibrate's mma.sync model (rate {mma:.3f}, no exponential term) on FlashAttention-2 at "
-          f"head_dim 64 (the FA2 bars of the same figures; not fitted):")
+    # --calibrate's mma.sync model on FlashAttention-2's bars of the same figures (its table has each)
     fa2_err = {}
-    for causal, pts in FA2_FWD_HD64.items():
-        for T2, pub in pts.items():
-            pred = rm.fa2_forward(rm.GPUS["h100"], T2, causal, mma, hd=64, heads=32)[0] / 1e12
-            fa2_err[(causal, T2)] = pred / pub
-            flag = "" if abs(pred / pub - 1) <= 0.15 else "  OUTSIDE 15%"
-            print(f"{'FA2 fwd hd64 ' + ('causal' if causal else 'non-causal') + f' seqlen {T2}':44s} {pub:9.1f} "
-                  f"{pred:9.1f} {pred / pub:6.3f}  mma.sync model{flag}")
+    for kind, hd2, causal, T2, pub, _ in rm.fa2_points():
+        rate = mma if kind == "fwd" else rm.fitted_bwd()
+        fa2_err[(kind, hd2, causal, T2)] = rm.fa2_speed(kind, hd2, T2, causal, rate)[0] / 1e12 / pub
+    at = lambda kind, hd2: [v for k, v in fa2_err.items() if k[:2] == (kind, hd2)]
+    print(f"\n--calibrate's mma.sync model (products at {mma:.3f} forward, {rm.fitted_bwd():.3f} backward, exponentials "
+          f"at MUFU's rate) on FlashAttention-2's bars of the same figures, predicted / published: forward hd64 "
+          f"{min(at('fwd', 64)):.3f}-{max(at('fwd', 64)):.3f}, hd128 {min(at('fwd', 128)):.3f}-"
+          f"{max(at('fwd', 128)):.3f}; backward hd64 {min(at('bwd', 64)):.3f}-{max(at('bwd', 64)):.3f}, hd128 "
+          f"{min(at('bwd', 128)):.3f}-{max(at('bwd', 128)):.3f}")
     c = {"N": B * T, "T": T, "hd": hd, "d": d, "F": F, "Vp": rm_pad(V)}
     gpus = ("h100", "h200")
     peak = {g: rm.SM_FLOP_PER_CLOCK * rm.GPUS[g]["sms"] * rm.GPUS[g]["clock"] for g in gpus}
@@ -412,7 +407,7 @@ def print_what_if(ks, shapes, after, B, T, NH, hd, d, F, V, P, model_flops, head
           f"below {even:.3f} the exact fusions lose to today's step")
     # the attention kernels on their own, and FA3's 5-product backward as the alternative to A2
     k2, s2 = apply(ks, shapes, ["A1", "A2"], c)
-    err = fa2_err.get((True, T))
+    err = fa2_err.get(("fwd", hd, True, T))
     print("\nattention alone (every layer's kernels, ms):")
     for g in gpus:
         new = price(k2, s2, after, B, T, NH, hd, rm.GPUS[g], (ef, eb))
