@@ -16,7 +16,7 @@
  * deterministic algorithm: the same bits). On the CPU layer, and in a build without cuDNN,
  * that part is skipped with the reason.
  *
- * Tolerances are bf16's (docs/conformance.md, "fast vs ref"). Compiled with VRL_CUDA_CPU_FP32
+ * Tolerances are bf16's (docs/design/conformance.md, "fast vs ref"). Compiled with VRL_CUDA_CPU_FP32
  * against the fp32-storage CPU build (test_fast_cpu32_vs_ref) they are float32's, written
  * below, and each case also checks its weights after the steps and its first batch against
  * ref fp32. Plain C: exits 77 (ctest's skip) with the reason when there is no CUDA device.
@@ -84,7 +84,7 @@
 #define TOL_REF32 2 /* the factor against ref fp32 */
 #define UNIT_ROUNDOFF 0x1p-24 /* float32 storage: 24 significand bits */
 #else
-/* bf16 tolerances (docs/conformance.md) */
+/* bf16 tolerances (docs/design/conformance.md) */
 #define TOL_LOSS(ref) 5e-3  /* |loss_fast − loss_ref| on the first batch */
 #define TOL_LOGITS 2e-2     /* ‖Δlogits‖ / ‖logits_ref‖ */
 #define TOL_GRAD 5e-2       /* ‖Δg‖ / ‖g_ref‖ per tensor */

@@ -118,7 +118,7 @@ endif()
 
 # ---------------------------------------------------------------- golden fixtures (PyTorch oracle)
 # test_golden: every case of conformance/golden/fixtures in fp32 and fp64 (variants ref does
-# not build yet skip); golden_report prints docs/conformance.md's table (golden/report.sh).
+# not build yet skip); golden_report prints docs/results/conformance.md's table (golden/report.sh).
 vrl_test(test_golden SOURCES conformance/test_golden.c conformance/golden_check.c
   LIBS vrl_ref32 vrl_ref64 vrl_common)
 add_executable(golden_report conformance/golden_report.c conformance/golden_check.c)
