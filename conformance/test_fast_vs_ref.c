@@ -49,7 +49,7 @@
 #endif
 
 #if VRL_CUDA_CPU_FP32
-/* The fp32-storage build (vrl_fast_cpu32, test_fast_cpu32_vs_ref: docs/fast.md, "Checks in
+/* The fp32-storage build (vrl_fast_cpu32, test_fast_cpu32_vs_ref: docs/design/precision.md, "Checks in
  * bits"): every bf16 tensor is fp32 and the cuBLASLt stand-in sums in double, so fast/ and
  * ref fp32 make the same kind of error: float32 rounding, u = 2⁻²⁴ ≈ 6.0e-8 per operation.
  * Each bound is a count of such roundings along the longest chain of the quantity, with a
@@ -74,7 +74,7 @@
  *   changes sign between steps m is a cancelling sum and its relative error grows by the
  *   cancellation (the embedding rows of rare tokens: 5.9e-6 measured at hd 128), so 2e-5.
  * Against ref fp32 the bound is twice: |fast − ref32| ≤ |fast − ref64| + |ref32 − ref64|,
- * and ref fp32 makes the same errors. Measured figures: docs/fast.md. */
+ * and ref fp32 makes the same errors. Measured figures: docs/results/fast-cpu-layer.md. */
 #define TOL_LOSS(ref) (3e-6 * fabs(ref))
 #define TOL_LOGITS 3e-6
 #define TOL_GRAD 2e-5
@@ -111,7 +111,7 @@
  * the rule changes nothing there. COND_FACTOR = 1: the first-order bound of rounding every
  * term once. The maps' inputs (din, H) carry the network's own error too, a few u, but the
  * terms' roundings are not all of one sign, so the sum of magnitudes is already pessimistic:
- * measured |diff|/(u·‖g_abs‖) ≤ 0.18 in both builds (docs/fast.md, "HC and mHC"). g_abs is
+ * measured |diff|/(u·‖g_abs‖) ≤ 0.18 in both builds (docs/design/precision.md, "HC and mHC"). g_abs is
  * computed only when some tensor exceeds the relative bound.
  * Weights after the 10 steps (fp32 build): their error follows their gradients', so a tensor
  * whose gradient the rule above allows F = COND_FACTOR·u·‖g_abs‖ / (TOL_GRAD·‖g_ref‖) times
@@ -702,7 +702,7 @@ static int fast_batch(const ModelSpec *spec, const Case *k, const char *attentio
 /* cuDNN's fused attention against fast/'s flash kernels on the same weights and batch, within
  * the bf16 bounds of fast vs ref: each differs from the fp64 reference by bf16 rounding of
  * the attention output (and cuDNN's dV is bf16 where flash's is fp32), so their difference
- * is within the sum of two such errors; the measured flash-vs-ref errors (docs/fast.md) are
+ * is within the sum of two such errors; the measured flash-vs-ref errors (docs/results/fast-cpu-layer.md) are
  * under a third of each bound. cuDNN's backward is run twice: bit-identical gradients. */
 static void cudnn_vs_flash(const Case *k) {
     ModelConfig c;
