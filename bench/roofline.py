@@ -79,7 +79,7 @@ EFFICIENCY = {"gemm": 0.80, "attn_fwd": 0.55, "attn_bwd": 0.45, "mem": 0.80}
 CUDA_CORE_PRODUCTS = {"attention_forward_kernel": 2, "attention_backward_dkdv_kernel": 4,
                       "attention_backward_dq_kernel": 3}
 # the tensor-core kernels (fast/attention_mma_*.cu) execute the same products; blocks per SM from
-# ptxas' report (docs/fast.md, "The static GPU check", commit 6f7a923), 4 warps a block
+# ptxas' report (docs/results/gpu-static.md, "The static GPU check", commit 6f7a923), 4 warps a block
 MMA_PRODUCTS = {"attention_mma_forward_kernel": 2, "attention_mma_backward_dkdv_kernel": 4,
                 "attention_mma_backward_dq_kernel": 3}
 MMA_BLOCKS_PER_SM = {("attention_mma_forward_kernel", 64): 3, ("attention_mma_forward_kernel", 128): 2,

@@ -206,15 +206,15 @@ def bwd51_tilings(hd):
 # column) names one version of the kernels: TILINGS[state](hd) gives their tilings as executed,
 # BLOCKS_PER_SM[state] their occupancy (ptxas' registers and shared memory, 4 warps a block).
 TILINGS = {"mma": our_tilings, "fwd51": fwd51_tilings, "bwd51": bwd51_tilings}
-# 'mma': docs/fast.md, "The static GPU check" (commit 6f7a923); 'fwd51': ptxas at bae2b3b, 137 and
-# 166 registers (36,864 and 34,816 B of shared memory): 3 blocks at both (docs/fast.md, "Attention
+# 'mma': docs/results/gpu-static.md, "The static GPU check" (commit 6f7a923); 'fwd51': ptxas at bae2b3b, 137 and
+# 166 registers (36,864 and 34,816 B of shared memory): 3 blocks at both (docs/results/gpu-static.md, "Attention
 # on tensor cores")
 BLOCKS_PER_SM = {
     "mma": {("attention_mma_forward_kernel", 64): 3, ("attention_mma_forward_kernel", 128): 2,
             ("attention_mma_backward_dkdv_kernel", 64): 4, ("attention_mma_backward_dkdv_kernel", 128): 2,
             ("attention_mma_backward_dq_kernel", 64): 4, ("attention_mma_backward_dq_kernel", 128): 4},
     "fwd51": {("attention_mma_forward_kernel", 64): 3, ("attention_mma_forward_kernel", 128): 3},
-    # 'bwd51': ptxas at f8d6252 (docs/fast.md): 167/250 and 164/168 registers at head_dim 64/128
+    # 'bwd51': ptxas at f8d6252 (docs/results/gpu-static.md): 167/250 and 164/168 registers at head_dim 64/128
     "bwd51": {("attention_mma_backward_dkdv_kernel", 64): 3, ("attention_mma_backward_dkdv_kernel", 128): 2,
               ("attention_mma_backward_dq_kernel", 64): 3, ("attention_mma_backward_dq_kernel", 128): 3},
 }
@@ -538,7 +538,7 @@ def calibration():
         pred = 2.0 * s ** 3 / t / 1e12
         rows.append((f"cuBLAS bf16 {s}^3", pub, pred, pred / pub, ("fitted; " if s == 8192 else "") + f"{bound}, {cfg}; "
                      "fast.cu README"))
-    # streaming: a device-to-device copy ran at 3.0 TB/s on this workplace's H100 (docs/fast.md,
+    # streaming: a device-to-device copy ran at 3.0 TB/s on this workplace's H100 (docs/results/gpu-static.md,
     # "The step on paper"); the model's streaming kernels: 80 % of 3.35 TB/s, Little's law allowing
     g = 1e9 / mem_time(1e9, gpu) / 1e12
     rows.append(("HBM streaming (TB/s, device-to-device copy)", 3.0, g, g / 3.0, "hbm; planned, not fitted"))
@@ -662,7 +662,7 @@ def print_calibration(ks=None, shapes=None):
           f"{MUFU_PER_CLOCK:.0f} a clock an SM beside them; wgmma GEMMs at {wg:.3f})")
     print("sources: FA2 = the FlashAttention-2 bars of Shah et al., FlashAttention-3, arXiv 2407.08608 v2, Figs. 5 "
           "(forward) and 6 (backward), H100 80GB SXM5, 16k tokens, hidden 2048; cuBLAS = pranjalssh/fast.cu README, "
-          "Kernel 0, H100 SXM; HBM = this workplace's H100 (docs/fast.md)")
+          "Kernel 0, H100 SXM; HBM = this workplace's H100 (docs/results/gpu-static.md)")
     print(f"{'config':44s} {'published':>9s} {'predicted':>9s} {'ratio':>6s}  note")
     for cfg, pub, pred, ratio, note in calibration():
         flag = "" if abs(ratio - 1) <= 0.15 else "  OUTSIDE 15%"

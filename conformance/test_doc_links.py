@@ -8,7 +8,7 @@ Checked:
      document's own folder); a #fragment names a heading of the target document, as GitHub makes
      the anchor of a heading (lower case, punctuation dropped, spaces to hyphens, "-1", "-2" for
      repeats). Web links (http, https, mailto) are not followed: the machines have no internet.
-  2. Citations in the code (C, CUDA, Python, shell, CMake): every docs/ file it names exists
+  2. Citations in the code (C, CUDA, Python, shell, CMake) and in the documents' prose: every docs/ file it names exists
      and where a quoted section title follows it (docs/fast.md, "GPU slot" or
      docs/fast.md "GPU slot"), a heading of that file starts with the quoted words. A title cut by
      the end of a comment line is matched on the words before the cut.
@@ -129,13 +129,14 @@ def code_files():
         yield "CMakeLists.txt"
 
 
-def check_citations(src, problems):
-    try:
-        with open(os.path.join(ROOT, src), encoding="utf-8") as fh:
-            lines = fh.read().split("\n")
-    except (OSError, UnicodeDecodeError):
-        return
-    for n, line in enumerate(lines, 1):
+def check_citations(src, problems, lines=None):
+    if lines is None:
+        try:
+            with open(os.path.join(ROOT, src), encoding="utf-8") as fh:
+                lines = list(enumerate(fh.read().split("\n"), 1))
+        except (OSError, UnicodeDecodeError):
+            return
+    for n, line in lines:
         for m in CITE.finditer(line):
             doc, title = m.group(1), m.group(2)
             if "*" in doc or "$" in doc:
@@ -160,6 +161,10 @@ def main():
     docs = markdown_docs()
     for doc in docs:
         check_links(doc, problems)
+        # prose that names a section the way the code does: docs/fast.md, "GPU slot"
+        # (a link's own target is checked above, not again here)
+        check_citations(doc, problems, [(n, re.sub(r"\]\([^)]*\)", "]()", line))
+                                        for n, line in prose_lines(doc, blank_code=False)])
     files = list(code_files())
     for src in files:
         check_citations(src, problems)
