@@ -46,6 +46,13 @@ bound on speed.
 
     python3 bench/roofline.py --preset 468M --batch 8 --seq 2048 --mma-attention
 
+--what-if hopper is a WHAT-IF, never mixed with --predict: kernels fast/ does not have (attention on
+wgmma fitted on FlashAttention-3's published figures, GEMMs with fused epilogues, ZeRO-2's sharded
+AdamW on 8 GPUs), each item's milliseconds and bytes and the step after them on an H100 and an H200
+(bench/roofline_hopper.py).
+
+    python3 bench/roofline.py --what-if hopper
+
 Shapes are the presets of common/model/config.c, copied below (a second copy, as in
 bench/bench_torch.py; the parameter count printed must equal `vrl info --model PRESET`'s,
 which it does for 82M, 180M and 468M at this commit).
@@ -72,7 +79,7 @@ EFFICIENCY = {"gemm": 0.80, "attn_fwd": 0.55, "attn_bwd": 0.45, "mem": 0.80}
 CUDA_CORE_PRODUCTS = {"attention_forward_kernel": 2, "attention_backward_dkdv_kernel": 4,
                       "attention_backward_dq_kernel": 3}
 # the tensor-core kernels (fast/attention_mma_*.cu) execute the same products; blocks per SM from
-# ptxas' report (docs/fast.md, "The static GPU check", commit 6f7a923), 4 warps a block
+# ptxas' report (docs/results/gpu-static.md, "The static GPU check", commit 6f7a923), 4 warps a block
 MMA_PRODUCTS = {"attention_mma_forward_kernel": 2, "attention_mma_backward_dkdv_kernel": 4,
                 "attention_mma_backward_dq_kernel": 3}
 MMA_BLOCKS_PER_SM = {("attention_mma_forward_kernel", 64): 3, ("attention_mma_forward_kernel", 128): 2,
@@ -146,7 +153,7 @@ def kernels(preset, B, T, variant, shapes=None, rope_fused=True):
     att = 2.0 * N * T * qC  # QKᵀ and PV, causal half of 4·B·NH·T²·hd
     # with the queries' RoPE fused: the rotated queries written back (the backward reads them) and
     # the tables read once from HBM (every block's re-read from L2)
-    add("attention fwd (tensor cores)" + (" + RoPE on q" if rope_fused else ""), "attn_fwd", L, att,
+    add("attention fwd (tensor cores)", "attn_fwd", L, att,
         N * (2 * qC + 2 * kvC) * BF16 + B * NH * T * FP32 + ((N * qC * BF16 + T * hd * FP32) if rope_fused else 0))
     gemm("o GEMM fwd (+x as beta=1)", L, N, d, qC, d * qC * BF16, N * qC * BF16, N * d * BF16, N * d * BF16)
     gemm("gate|up GEMM fwd", L, N, 2 * F, d, 2 * F * d * BF16, N * d * BF16, 0, N * 2 * F * BF16)
@@ -181,7 +188,7 @@ def kernels(preset, B, T, variant, shapes=None, rope_fused=True):
     # with RoPE's backward fused, dq and dk leave rotated and the epilogues read the cos/sin tables
     # [T, hd/2] fp32: once from HBM, every block's re-read from L2 (the rotation's 6 FLOP a pair,
     # 0.01% of the row, not counted: the FLOPs stay 2.5 x the forward's, which the pricing reads)
-    add("attention bwd (tensor cores)" + (" + RoPE bwd" if rope_fused else ""), "attn_bwd", L, 2.5 * att,
+    add("attention bwd (tensor cores)", "attn_bwd", L, 2.5 * att,
         N * (4 * qC + 2 * kvC) * BF16 + N * (qC + 2 * kvC) * BF16 + 2 * B * NH * T * FP32
         + (T * hd * FP32 if rope_fused else 0))
     if not rope_fused:
@@ -329,6 +336,9 @@ def main():
     ap.add_argument("--calibrate", action="store_true",
                     help="the model against published H100 figures (FlashAttention-2, cuBLAS)")
     ap.add_argument("--bytes", action="store_true", help="the static HBM byte count per kernel per step")
+    ap.add_argument("--what-if", choices=["hopper"],
+                    help="hopper: a WHAT-IF, not today's prediction: wgmma attention fitted on FlashAttention-3's "
+                         "published figures, fused GEMM epilogues, ZeRO-2's sharded AdamW (bench/roofline_hopper.py)")
     ap.add_argument("--mix-file", default=MIX_FILE, help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.batch < 1 or a.seq < 2:
@@ -338,9 +348,9 @@ def main():
     if not 0.0 < a.mma_sync_fraction <= 1.0:
         sys.exit("roofline.py: --mma-sync-fraction must be in (0, 1]")
     shapes = {}
-    # the CUDA-core (flash) attention keeps RoPE's backward as a pass of its own
+    # the CUDA-core (flash) attention keeps RoPE's passes of its own
     ks, model_flops, P = kernels(a.preset, a.batch, a.seq, a.variant, shapes, rope_fused=not a.cuda_core_attention)
-    if a.predict or a.calibrate or a.bytes:
+    if a.predict or a.calibrate or a.bytes or a.what_if:
         model_modes(a, ks, shapes, model_flops, P)
         return
     peak, bw = a.peak_tflops * 1e12, a.hbm_tbs * 1e12
@@ -401,12 +411,21 @@ def model_modes(a, ks, shapes, model_flops, P):
     """--predict, --calibrate, --bytes: bench/roofline_model.py's resource model"""
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import roofline_model as rm
-    if sum((a.predict, a.calibrate, a.bytes)) > 1 or a.cuda_core_attention or a.mma_attention or a.markdown:
-        sys.exit("roofline.py: --predict, --calibrate and --bytes are modes of their own: give one, alone")
+    if (sum((a.predict, a.calibrate, a.bytes, a.what_if is not None)) > 1 or a.cuda_core_attention or a.mma_attention
+            or a.markdown):
+        sys.exit("roofline.py: --predict, --calibrate, --bytes and --what-if are modes of their own: give one, alone")
     L, NH, _, d, _, _ = PRESETS[a.preset]
     hd = d // NH
     head = f"{a.preset} {a.variant}, B={a.batch} T={a.seq} ({a.batch * a.seq} tokens/step), {P:,} parameters"
-    if a.bytes:
+    if a.what_if:
+        if a.variant != "baseline" or hd not in (64, 128):
+            sys.exit(f"roofline.py: --what-if hopper prices the baseline at head_dim 64 or 128 (FlashAttention-3's "
+                     f"figures), not {a.variant} at head_dim {hd}")
+        import roofline_hopper as rh
+        after = rm.read_rows(a.mix_file, hd, rm.row_states("after", hd))
+        _, _, _, _, F, V = PRESETS[a.preset]
+        rh.print_what_if(ks, shapes, after, a.batch, a.seq, NH, hd, d, F, V, P, model_flops, head)
+    elif a.bytes:
         rm.print_bytes(ks, head)
     elif a.calibrate:
         rm.print_calibration(ks, shapes)

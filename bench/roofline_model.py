@@ -5,7 +5,8 @@ instruction a clock, the tile loads counted once. This module prices a kernel by
 that binds it, from its tiling and its SASS figures:
 
   tensor   HMMAs over the tensor core's rate (one HMMA.16816 a clock per SM at the dense peak,
-           x mma.sync's share of it);
+           x mma.sync's share of it), plus the tile's exponentials through MUFU (16 a clock per
+           SM), summed: a warp's softmax waits for its S = Q·Kᵀ and its P·V for the softmax;
   issue    instructions per HMMA (bench/attention_sass_mix.txt) over one instruction a clock per
            warp scheduler;
   shared   bytes through shared memory (ldmatrix reads, tile stores) over 32 banks x 4 B a clock;
@@ -17,8 +18,8 @@ that binds it, from its tiling and its SASS figures:
            law: to hide a latency the SM needs b >= (work + wait) / work);
   hbm      bytes through HBM over its bandwidth.
 
-One block-tile (a block's work on one streamed tile) costs max(issue, tensor, shared,
-(issue + exposed latency) / b) clocks of an SM; a diagonal tile adds its mask's issue where the
+One block-tile (a block's work on one streamed tile) costs max(issue, tensor + exponentials,
+shared, (issue + exposed latency) / b) clocks of an SM; a diagonal tile adds its mask's issue where the
 hot loop does not carry it. A block is its tiles plus a prologue and epilogue (its own rows'
 round trips and bytes); a kernel is its blocks scheduled in launch order on sms x b slots, so the
 uneven causal blocks leave a wave tail. GEMMs are cuBLASLt-like: Hopper wgmma
@@ -31,8 +32,9 @@ BLOCKS_PER_SM, AFTER_FORWARD, AFTER_BACKWARD below): --predict prints faab088's 
 'mma' rows) beside today's.
 
 Nothing here was measured on a GPU. The hardware figures are the datasheets'; the latencies are
-assumptions of the order microbenchmarks report; two constants are fitted on published figures
-(calibrate()) and the rest of the published points check them. docs/design/roofline.md has the
+assumptions of the order microbenchmarks report; three constants are fitted on published figures
+(calibration(): mma.sync's forward and backward rates on FlashAttention-2, wgmma's on cuBLAS) and
+the rest of the published points check them. docs/design/roofline.md has the
 sources, the calibration table and the prediction.
 """
 import heapq
@@ -67,22 +69,42 @@ HBM_LATENCY = 600
 MASK_INSTR_PER_SCORE = 2
 # planned share of the HBM bandwidth a streaming kernel reaches (roofline.py's EFFICIENCY["mem"])
 MEM_EFFICIENCY = 0.80
-# The two fitted constants (calibrate() prints the fit and the checks):
-# MMA_SYNC_RATE: the share of the dense peak mma.sync-based attention sustains on an H100,
-# fitted on FlashAttention-2's forward at head_dim 128, 16k, not causal (370 TFLOP/s, FA3 paper).
-# It folds mma.sync's own ceiling on Hopper (only wgmma reaches the dense peak) with what
-# FA2's schedule loses to it; roofline.py's default assumes 0.63 for the first alone.
+# MUFU: 16 results a clock per SM on compute capability 9.0 for exp2 (ex2.approx) and the other
+# special functions (CUDA C++ Programming Guide, "Arithmetic Instructions", throughput table);
+# 132 SMs x 16 x 1.83 GHz = 3.9 T/s, the figure the FlashAttention-3 paper gives the H100 SXM5. A
+# warp's MUFU instruction (32 lanes) holds the SM's MUFU for 2 clocks.
+MUFU_PER_CLOCK = 16.0
+# The three fitted constants (print_calibration() prints the fits and the checks):
+# MMA_SYNC_RATE: the share of the dense peak mma.sync attention's products sustain on an H100,
+# the exponentials apart (they are priced at MUFU's rate beside it), fitted on FlashAttention-2's
+# forward at head_dim 128, 16k, not causal (370 TFLOP/s, FA3 paper). It folds mma.sync's own
+# ceiling on Hopper (only wgmma reaches the dense peak) with what FA2's forward loses to it
+# besides its exponentials; roofline.py's default assumes 0.63 for the first alone.
+# MMA_SYNC_RATE_BWD: the same for a backward, fitted on FlashAttention-2's backward at head_dim
+# 128, 16k (322 TFLOP/s, FA3 paper). It folds what FA2's backward loses besides that: dQ added by
+# fp32 atomics, P and dS through shared memory, barriers between its five products. Our backward
+# kernels (dK/dV and dQ apart, no atomics) are priced at it: on that count a conservative rate.
 # WGMMA_RATE: the share of the dense peak a cuBLAS wgmma main loop sustains (clock under power
 # included), fitted on cuBLAS bf16 8192^3 (797.8 TFLOP/s, pranjalssh/fast.cu README, H100 SXM).
-MMA_SYNC_RATE = None  # computed by fit_mma_sync_rate() at first use
-WGMMA_RATE = None     # computed by fit_wgmma_rate() at first use
+MMA_SYNC_RATE = None      # computed by fit_mma_sync_rate() at first use
+MMA_SYNC_RATE_BWD = None  # computed by fit_mma_sync_rate_bwd() at first use
+WGMMA_RATE = None         # computed by fit_wgmma_rate() at first use
 
 # ---- published H100 SXM5 figures (TFLOP/s) the model is calibrated against
-# FlashAttention-3 paper (Shah et al. 2024, arXiv 2407.08608), figure "Attention forward speed,
-# head dim 128 (H100 80GB SXM5)", FlashAttention-2 bars; batch x seqlen = 16k, 16 heads of 128;
-# causal FLOPs are half the non-causal ones.
-FA2_FWD_HD128 = {False: {512: 309, 1024: 350, 2048: 362, 4096: 368, 8192: 370, 16384: 370},
-                 True: {512: 191, 1024: 260, 2048: 298, 4096: 319, 8192: 333, 16384: 335}}
+# FlashAttention-3 paper (Shah et al., arXiv 2407.08608 v2), the FlashAttention-2 bars of Figure 5
+# ("Attention forward speed, head dim 64 / 128 (H100 80GB SXM5)", without and with causal mask)
+# and Figure 6 ("Attention backward speed, head dim 64 / 128", no mask): batch x seqlen = 16k
+# tokens, hidden 2048 (32 heads of 64, 16 of 128); causal FLOPs half the non-causal ones, the
+# backward's 2.5x the forward's. Read from the bar labels as transcribed at subtext.edge.nugit.net
+# (two transcriptions of each figure agree on every value, except Figure 6's head dim 64 at 4k-16k,
+# which only one of them reaches).
+FA2_FWD = {(128, False): {512: 309, 1024: 350, 2048: 362, 4096: 368, 8192: 370, 16384: 370},
+           (128, True): {512: 191, 1024: 260, 2048: 298, 4096: 319, 8192: 333, 16384: 335},
+           (64, False): {512: 282, 1024: 306, 2048: 318, 4096: 321, 8192: 322, 16384: 324},
+           (64, True): {512: 180, 1024: 229, 2048: 262, 4096: 284, 8192: 295, 16384: 299}}
+FA2_BWD = {128: {512: 214, 1024: 260, 2048: 291, 4096: 310, 8192: 318, 16384: 322},
+           64: {512: 198, 1024: 238, 2048: 264, 4096: 279, 8192: 287, 16384: 291}}
+FA2_FIT = 16384  # both rates are fitted at head_dim 128, 16k, not causal: the steady state
 # cuBLAS bf16 in, fp32 accumulate, square M = N = K, H100 SXM (pranjalssh/fast.cu README,
 # "Kernel 0: simple cuBLAS call"; an issue there reports 518 at 8192 with CUDA 12.4: cuBLAS
 # versions differ)
@@ -110,6 +132,8 @@ def forward_tiling(hd, rows_per_warp, warps, keys, plain_loads, mask_every_tile=
             "prefetch": 0 if plain_loads else 1,
             "own_trips": trips(warps * rows_per_warp, hd, threads) if plain_loads else 1,
             "mask_warp": 0 if mask_every_tile else MASK_INSTR_PER_SCORE * rows_per_warp * keys / 32,
+            # exponentials a lane: one a score, one a row for the running max's correction
+            "exp_warp": rows_per_warp * keys / 32 + rows_per_warp / 8,
             "own_bytes": 2 * warps * rows_per_warp * hd * 2 + 2 * keys * hd * 2,  # Q in, O out, tile 0
             "rows_block": warps * rows_per_warp, "stream": keys, "warps": warps, "order": "longest"}
 
@@ -124,6 +148,7 @@ def dkdv_tiling(hd, rows_per_warp, warps, rows):
             "smem_write_block": 2 * rows * hd * 2 + 2 * rows * 4,
             "trips": 2 * trips(rows, hd, threads) + 1,  # Q, dO, then lse and D (one trip)
             "own_trips": 2 * trips(warps * rows_per_warp, hd, threads), "prefetch": 0, "mask_warp": 0,
+            "exp_warp": rows_per_warp * rows / 32,  # P recomputed: one exponential a score
             "own_bytes": 4 * warps * rows_per_warp * hd * 2 + 2 * rows * hd * 2,  # K, V in, dK, dV out, tile 0
             "rows_block": warps * rows_per_warp, "stream": rows, "warps": warps, "order": "longest"}
 
@@ -138,6 +163,7 @@ def dq_tiling(hd, rows_per_warp, warps, rows):
             "smem_write_block": 2 * rows * hd * 2,
             "trips": 2 * trips(rows, hd, threads),
             "own_trips": 2 * trips(warps * rows_per_warp, hd, threads) + 1, "prefetch": 0, "mask_warp": 0,
+            "exp_warp": rows_per_warp * rows / 32,  # P recomputed: one exponential a score
             "own_bytes": 3 * warps * rows_per_warp * hd * 2 + 2 * rows * hd * 2,  # Q, dO in, dQ out, tile 0
             "rows_block": warps * rows_per_warp, "stream": rows, "warps": warps, "order": "shortest"}
 
@@ -201,15 +227,15 @@ def rope51_tilings(hd):
 # column) names one version of the kernels: TILINGS[state](hd) gives their tilings as executed,
 # BLOCKS_PER_SM[state] their occupancy (ptxas' registers and shared memory, 4 warps a block).
 TILINGS = {"mma": our_tilings, "fwd51": fwd51_tilings, "bwd51": bwd51_tilings, "rope51": rope51_tilings}
-# 'mma': docs/fast.md, "The static GPU check" (commit 6f7a923); 'fwd51': ptxas at bae2b3b, 137 and
-# 166 registers (36,864 and 34,816 B of shared memory): 3 blocks at both (docs/fast.md, "Attention
+# 'mma': docs/results/gpu-static.md, "The static GPU check" (commit 6f7a923); 'fwd51': ptxas at bae2b3b, 137 and
+# 166 registers (36,864 and 34,816 B of shared memory): 3 blocks at both (docs/results/gpu-static.md, "Attention
 # on tensor cores")
 BLOCKS_PER_SM = {
     "mma": {("attention_mma_forward_kernel", 64): 3, ("attention_mma_forward_kernel", 128): 2,
             ("attention_mma_backward_dkdv_kernel", 64): 4, ("attention_mma_backward_dkdv_kernel", 128): 2,
             ("attention_mma_backward_dq_kernel", 64): 4, ("attention_mma_backward_dq_kernel", 128): 4},
     "fwd51": {("attention_mma_forward_kernel", 64): 3, ("attention_mma_forward_kernel", 128): 3},
-    # 'bwd51': ptxas at f8d6252 (docs/fast.md): 167/250 and 164/168 registers at head_dim 64/128
+    # 'bwd51': ptxas at f8d6252 (docs/results/gpu-static.md): 167/250 and 164/168 registers at head_dim 64/128
     "bwd51": {("attention_mma_backward_dkdv_kernel", 64): 3, ("attention_mma_backward_dkdv_kernel", 128): 2,
               ("attention_mma_backward_dq_kernel", 64): 3, ("attention_mma_backward_dq_kernel", 128): 3},
     # 'rope51': ptxas at the ropefuse branch: forward 133 and 167 registers, dK/dV 167 and 250, dQ 160
@@ -241,9 +267,10 @@ def row_states(when, hd):
 
 
 def read_rows(path, hd, states):
-    """{kernel: {'state', 'iph', 'hmma', 'ldsm'}} from the mix file's lines of the states asked
-    (states: {kernel: state}) at head_dim hd; each checked against its state's tiling: the hot
-    loop's HMMA = the tiling's HMMA a warp a tile, its LDSM (x4, 512 B) = the ldmatrix bytes"""
+    """{kernel: {'state', 'iph', 'hmma', 'ldsm', 'mufu'}} from the mix file's lines of the states
+    asked (states: {kernel: state}) at head_dim hd; each checked against its state's tiling: the
+    hot loop's HMMA = the tiling's HMMA a warp a tile, its LDSM (x4, 512 B) = the ldmatrix bytes,
+    its MUFU = the tiling's exponentials a lane (the MUFU term prices the tiling's count)"""
     found = {}
     try:
         with open(path, encoding="utf-8") as f:
@@ -256,9 +283,10 @@ def read_rows(path, hd, states):
                     continue
                 try:
                     found[name] = {"state": parts[0], "iph": float(parts[2]), "hmma": int(parts[4]),
-                                   "ldsm": int(parts[5])}
+                                   "ldsm": int(parts[5]), "mufu": int(parts[9])}
                 except (IndexError, ValueError):
-                    raise SystemExit(f"roofline.py: {path}:{no}: want 'STATE KERNEL<HD> IPH INSTR HMMA LDSM ...'")
+                    raise SystemExit(f"roofline.py: {path}:{no}: want 'STATE KERNEL<HD> IPH INSTR HMMA LDSM FFMA FMUL "
+                                     f"FADD MUFU ...'")
     except OSError as e:
         raise SystemExit(f"roofline.py: {path}: {e.strerror}")
     for name, state in states.items():
@@ -272,27 +300,62 @@ def read_rows(path, hd, states):
             raise SystemExit(f"roofline.py: {path}: '{state}' {name}<{hd}>: the SASS's {r['hmma']} HMMA and "
                              f"{r['ldsm']} LDSM a tile differ from its tiling's {t['hmma_warp']:g} and "
                              f"{t['smem_read_warp'] / 512:g}")
+        if t["exp_warp"] != r["mufu"]:
+            raise SystemExit(f"roofline.py: {path}: '{state}' {name}<{hd}>: the SASS's {r['mufu']} MUFU a tile differ "
+                             f"from its tiling's {t['exp_warp']:g} exponentials a lane")
     return {name: found[name] for name in states}
 
 
 def fa2_forward_tiling(hd):
-    """FlashAttention-2's forward on an H100 at head_dim 128 (flash_fwd_launch_template.h,
-    run_mha_fwd_hdim128, not sm8x: Flash_fwd_kernel_traits<128, kBlockM 128, kBlockN 64, 4 warps>):
-    32 query rows a warp, cp.async loads issued a tile ahead, the mask on the diagonal tiles only
-    (its n_masking_steps), query blocks launched shortest first (m_block = blockIdx.x)"""
-    t = forward_tiling(hd, 32, 4, 64, False)
+    """FlashAttention-2's forward on an H100 (csrc/flash_attn/src/flash_fwd_launch_template.h,
+    not sm8x, no dropout): Flash_fwd_kernel_traits<64, kBlockM 128, kBlockN 128, 4 warps> at
+    head_dim 64, <128, 128, 64, 4> at 128. 32 query rows a warp, cp.async loads issued a tile
+    ahead, the mask on the diagonal tiles only (its n_masking_steps), query blocks launched
+    shortest first (m_block = blockIdx.x)"""
+    t = forward_tiling(hd, 32, 4, 128 if hd <= 64 else 64, False)
     t["order"] = "shortest"
     return t
 
 
+def fa2_backward_tiling(hd):
+    """FlashAttention-2's backward on an H100 (flash_bwd_launch_template.h, 144 KB of shared memory
+    or more, no dropout): Flash_bwd_kernel_traits<64, kBlockM 128, kBlockN 128, 8 warps, 4, 4, 4>
+    at head_dim 64, <128, 64, 128, 8 warps, 2, 4, 2> at 128; one kernel a block of kBlockN keys
+    streaming kBlockM queries (Q, dO by cp.async a tile ahead), five products a tile (S, dP, dV,
+    dK, dQ), one exponential a score, dQ added to an fp32 accumulator by atomics. ldmatrix bytes a
+    tile: each product reads its A operand once per warp column and its B once per warp row of
+    its warp layout (AtomLayoutMSdP, NdKV, MdQ); P and dS stored to shared memory and read back"""
+    m, n, warps = (128, 128, 8) if hd <= 64 else (64, 128, 8)
+    wm_sdp, wm_dkv, wm_dq = (4, 4, 4) if hd <= 64 else (2, 4, 2)
+    rd = lambda rows, k, cols, wr: 2 * (rows * k * (warps // wr) + k * cols * wr)  # A x warp cols, B x warp rows
+    smem = 2 * rd(m, hd, n, wm_sdp) + 2 * rd(n, m, hd, wm_dkv) + rd(m, n, hd, wm_dq)
+    return {"hmma_warp": 5 * m * n * hd / 2048 / warps, "smem_read_warp": smem / warps,
+            "smem_write_block": 2 * m * n * 2 + 2 * m * hd * 2 + 2 * m * 4,  # P, dS; Q, dO; lse, D
+            "trips": 1, "prefetch": 1, "own_trips": 1, "mask_warp": 0, "exp_warp": m * n / 32 / warps,
+            "own_bytes": 4 * n * hd * 2 + 2 * m * hd * 2,  # K, V in, dK, dV out, tile 0
+            "rows_block": n, "stream": m, "warps": warps, "order": "shortest"}
+
+
 # FA2's forward at hd 128 holds 255 registers a thread (FA2's own launch notes) and 64 KB of
-# shared memory (Q 32 KB, K and V 16 KB each): 2 blocks of 4 warps per SM.
+# shared memory (Q 32 KB, K and V 16 KB each): 2 blocks of 4 warps per SM; at hd 64 (48 KB) the
+# registers allow 2 as well. Its backward's shared memory (the launcher asks for 144 KB or more)
+# allows one block of 8 warps.
 FA2_BLOCKS_PER_SM = 2
-# FA2's instructions per HMMA, ESTIMATED from its structure (no SASS of it here): per warp per key
-# tile 256 HMMA, 64 ldmatrix.x4, ~5 instructions per score per lane (scale-subtract FFMA, EX2,
-# max, sum, half a pack) x 64 scores, ~60 of loop and address: ~2.7. Below the tensor bound
-# either way (4 / 0.63 = 6.3 clocks per HMMA per scheduler): the figure does not move the fit.
+FA2_BWD_BLOCKS_PER_SM = 1
+# FA2's instructions per HMMA, ESTIMATED from its structure (no SASS of it here): forward per warp
+# per key tile at hd 128, 256 HMMA, 64 ldmatrix.x4, ~5 instructions per score per lane (scale-
+# subtract FFMA, EX2, max, sum, half a pack) x 64 scores, ~60 of loop and address: ~2.7; the
+# backward ~3 (dS = P·(dP - D), two packs, the dQ atomics besides). Below the tensor bound either
+# way (the fitted rates leave 8-11 clocks an HMMA a scheduler): the figures do not move the fit.
 FA2_IPH = (256 + 64 + 5 * 64 + 60) / 256
+FA2_BWD_IPH = 3.0
+
+
+def flash_bwd_side_bytes(B, H, T, hd):
+    """the memory-bound passes around a FlashAttention backward (FA2's and FA3's alike): D =
+    rowsum(dO o O) (bf16 in, fp32 out), dQ's fp32 accumulator zeroed, then read and written as bf16"""
+    n = B * H * T
+    return n * hd * 2 * 2 + n * 4 + n * hd * 4 + n * hd * (4 + 2)
 
 
 def block_tile(t, iph, blocks, gpu, rate, latency=L2_LATENCY, diagonal=False):
@@ -300,10 +363,15 @@ def block_tile(t, iph, blocks, gpu, rate, latency=L2_LATENCY, diagonal=False):
     a tile is its issue and its exposed wait: with plain loads (prefetch 0) the whole round trips;
     with loads issued `prefetch` tiles ahead, what the latency exceeds the issue of the tiles in
     between; b blocks per SM share that cycle (Little's law). diagonal: a diagonal tile, its mask
-    priced as issue (tilings whose hot loop masks every tile have it in iph)"""
+    priced as issue (tilings whose hot loop masks every tile have it in iph). 'tensor' is the
+    products at the rate plus the exponentials at MUFU's (their MUFU instructions are also in iph
+    as one issue slot each: a different resource, so not counted twice); 'mufu' is the latter
+    alone, printed, not a bound of its own"""
     warps = t["warps"]
-    issue = iph * t["hmma_warp"] + (t["mask_warp"] if diagonal else 0)
-    tensor = warps * t["hmma_warp"] / rate
+    # a scheduler issues for warps / 4 of the block's warps
+    issue = (iph * t["hmma_warp"] + (t["mask_warp"] if diagonal else 0)) * warps / SCHEDULERS
+    mufu = warps * t["exp_warp"] * 32 / MUFU_PER_CLOCK
+    tensor = warps * t["hmma_warp"] / rate + mufu
     shared = (warps * t["smem_read_warp"] + t["smem_write_block"]) / SHARED_BYTES_PER_CLOCK
     if t["prefetch"] == 0:
         wait = t["trips"] * latency
@@ -311,7 +379,7 @@ def block_tile(t, iph, blocks, gpu, rate, latency=L2_LATENCY, diagonal=False):
         wait = max(0.0, t["trips"] * latency / t["prefetch"] - issue)
     lat = (issue + wait) / blocks
     parts = {"issue": issue, "tensor": tensor, "shared": shared, "latency": lat}
-    return max(parts.values()), parts
+    return max(parts.values()), {**parts, "mufu": mufu}
 
 
 def schedule(lengths, slots):
@@ -353,7 +421,7 @@ def attention_time(t, iph, blocks, gpu, rate, B, NH, T, causal, hbm_bytes):
         lengths.sort(reverse=True)
     t_sm = schedule(lengths * (B * NH), sms * blocks) / clock
     t_hbm = hbm_bytes / (gpu["hbm"] * MEM_EFFICIENCY)
-    bound = max(parts, key=parts.get)
+    bound = max((k for k in parts if k != "mufu"), key=parts.get)
     if t_hbm > t_sm:
         bound = "hbm"
     tiles = B * NH * (causal_tiles(T, t["rows_block"], t["stream"])[1] if causal else n * n_stream)
@@ -415,15 +483,23 @@ def mem_time(nbytes, gpu, warps_per_sm=32):
 
 
 # ---- the fits
-def fa2_forward(gpu, T, causal, rate, hd=128, heads=16):
-    """FLOP/s FlashAttention-2's forward reaches in the model, at the FA3 paper's shapes
-    (batch x seqlen 16k, 16 heads of 128)"""
-    B = 16384 // T
-    t = fa2_forward_tiling(hd)
-    flops = 4.0 * B * heads * T * T * hd / (2 if causal else 1)
-    hbm = B * T * heads * hd * 2 * 4  # Q, K, V read, O written
-    sec, bound, _, _ = attention_time(t, FA2_IPH, FA2_BLOCKS_PER_SM, gpu, rate, B, heads, T, causal, hbm)
-    return flops / sec, bound
+def fa2_speed(kind, hd, T, causal, rate, gpu=None):
+    """(FLOP/s, binding resource) FlashAttention-2's forward ('fwd') or backward ('bwd') reaches in
+    the model at the FA3 paper's shapes (16k tokens, hidden 2048: 2048 / hd heads), FLOPs as the
+    paper counts them (4·B·H·T²·hd forward, half causal, 2.5x backward); the backward with its
+    memory-bound passes (flash_bwd_side_bytes)"""
+    gpu = gpu or GPUS["h100"]
+    B, H = 16384 // T, 2048 // hd
+    flops = 4.0 * B * H * T * T * hd / (2 if causal else 1)
+    if kind == "fwd":
+        hbm = B * T * H * hd * 2 * 4  # Q, K, V read, O written
+        sec, bound, _, _ = attention_time(fa2_forward_tiling(hd), FA2_IPH, FA2_BLOCKS_PER_SM, gpu, rate, B, H, T,
+                                          causal, hbm)
+        return flops / sec, bound
+    hbm = B * T * H * hd * 2 * 8  # Q, K, V, O, dO read, dQ, dK, dV written
+    sec, bound, _, _ = attention_time(fa2_backward_tiling(hd), FA2_BWD_IPH, FA2_BWD_BLOCKS_PER_SM, gpu, rate, B, H, T,
+                                      causal, hbm)
+    return 2.5 * flops / (sec + mem_time(flash_bwd_side_bytes(B, H, T, hd), gpu)), bound
 
 
 def bisect(f, target, lo, hi):
@@ -435,8 +511,11 @@ def bisect(f, target, lo, hi):
 
 
 def fit_mma_sync_rate():
-    gpu = GPUS["h100"]
-    return bisect(lambda r: fa2_forward(gpu, 16384, False, r)[0], FA2_FWD_HD128[False][16384] * 1e12, 0.05, 1.0)
+    return bisect(lambda r: fa2_speed("fwd", 128, FA2_FIT, False, r)[0], FA2_FWD[(128, False)][FA2_FIT] * 1e12, 0.05, 1.0)
+
+
+def fit_mma_sync_rate_bwd():
+    return bisect(lambda r: fa2_speed("bwd", 128, FA2_FIT, False, r)[0], FA2_BWD[128][FA2_FIT] * 1e12, 0.05, 1.0)
 
 
 def fit_wgmma_rate():
@@ -447,11 +526,29 @@ def fit_wgmma_rate():
 
 
 def fitted():
-    global MMA_SYNC_RATE, WGMMA_RATE
+    """(mma.sync forward rate, wgmma GEMM rate); the backward's: fitted_bwd()"""
+    global MMA_SYNC_RATE, MMA_SYNC_RATE_BWD, WGMMA_RATE
     if MMA_SYNC_RATE is None:
         MMA_SYNC_RATE = fit_mma_sync_rate()
+        MMA_SYNC_RATE_BWD = fit_mma_sync_rate_bwd()
         WGMMA_RATE = fit_wgmma_rate()
     return MMA_SYNC_RATE, WGMMA_RATE
+
+
+def fitted_bwd():
+    fitted()
+    return MMA_SYNC_RATE_BWD
+
+
+def fa2_points():
+    """[(kind, hd, causal, seqlen, published TFLOP/s, source)]: every FlashAttention-2 H100 figure held"""
+    pts = []
+    for (hd, causal), d in FA2_FWD.items():
+        pts += [("fwd", hd, causal, T, pub, f"FA3 v2 Fig. 5, hd{hd} {'causal' if causal else 'no mask'}")
+                for T, pub in d.items()]
+    for hd, d in FA2_BWD.items():
+        pts += [("bwd", hd, False, T, pub, f"FA3 v2 Fig. 6, hd{hd}") for T, pub in d.items()]
+    return pts
 
 
 def calibration():
@@ -459,17 +556,17 @@ def calibration():
     mma, wg = fitted()
     gpu = GPUS["h100"]
     rows = []
-    for causal in (False, True):
-        for T, pub in FA2_FWD_HD128[causal].items():
-            pred, bound = fa2_forward(gpu, T, causal, mma)
-            fit = not causal and T == 16384
-            rows.append((f"FA2 fwd hd128 {'causal' if causal else 'non-causal'} seqlen {T}", pub, pred / 1e12,
-                         pred / 1e12 / pub, ("fitted; " if fit else "") + bound))
+    for kind, hd, causal, T, pub, src in fa2_points():
+        pred, bound = fa2_speed(kind, hd, T, causal, mma if kind == "fwd" else fitted_bwd(), gpu)
+        fit = hd == 128 and not causal and T == FA2_FIT
+        rows.append((f"FA2 {kind} hd{hd} {'causal' if causal else 'non-causal'} seqlen {T}", pub, pred / 1e12,
+                     pred / 1e12 / pub, ("fitted; " if fit else "") + f"{bound}; {src}"))
     for s, pub in CUBLAS_SQUARE.items():
         t, bound, cfg = gemm_time(s, s, s, 3 * s * s * 2, gpu)
         pred = 2.0 * s ** 3 / t / 1e12
-        rows.append((f"cuBLAS bf16 {s}^3", pub, pred, pred / pub, ("fitted; " if s == 8192 else "") + f"{bound}, {cfg}"))
-    # streaming: a device-to-device copy ran at 3.0 TB/s on this workplace's H100 (docs/fast.md,
+        rows.append((f"cuBLAS bf16 {s}^3", pub, pred, pred / pub, ("fitted; " if s == 8192 else "") + f"{bound}, {cfg}; "
+                     "fast.cu README"))
+    # streaming: a device-to-device copy ran at 3.0 TB/s on this workplace's H100 (docs/results/gpu-static.md,
     # "The step on paper"); the model's streaming kernels: 80 % of 3.35 TB/s, Little's law allowing
     g = 1e9 / mem_time(1e9, gpu) / 1e12
     rows.append(("HBM streaming (TB/s, device-to-device copy)", 3.0, g, g / 3.0, "hbm; planned, not fitted"))
@@ -483,8 +580,9 @@ LABELS = {"attention_mma_forward_kernel": "attention fwd (mma.sync)",
 def predict_step(ks, shapes, rows, B, T, NH, hd, gpu):
     """[(name, calls, seconds, bound, note, kind, index in ks)] of one step on `gpu`: GEMMs cuBLASLt-like,
     attention from the tilings and SASS of `rows` ({kernel: read_rows' figures}), the rest
-    streaming"""
+    streaming; the forward's attention at mma.sync's forward rate, the backward's at its backward rate"""
     mma, _ = fitted()
+    mma_bwd = fitted_bwd()
     out = []
     for i, (name, kind, count, fl, nb) in enumerate(ks):
         if kind == "gemm":
@@ -500,15 +598,16 @@ def predict_step(ks, shapes, rows, B, T, NH, hd, gpu):
                 r = rows[kernel]
                 t = TILINGS[r["state"]](hd)[kernel]
                 b = BLOCKS_PER_SM[r["state"]][(kernel, hd)]
-                sec, bound, p, tiles = attention_time(t, r["iph"], b, gpu, mma, B, NH, T, True, kb)
+                rate = mma if is_forward(kernel) else mma_bwd
+                sec, bound, p, tiles = attention_time(t, r["iph"], b, gpu, rate, B, NH, T, True, kb)
                 fexec = tiles * t["warps"] * t["hmma_warp"] * HMMA_FLOP
                 l2 = tiles * t["smem_write_block"] / sec  # the streamed tiles, L2 to the SMs
                 loads = (f"{t['trips']} round trips a tile" if t["prefetch"] == 0 else
                          f"cp.async {t['prefetch']} tile ahead, {t['mask_warp']:.0f} mask instr/warp on the diagonal")
                 note = (f"['{r['state']}' rows] {fexec / sec / 1e12:.0f} TFLOP/s executed; per block-tile issue "
-                        f"{p['issue']:.0f}, tensor {p['tensor']:.0f}, shared {p['shared']:.0f}, latency "
-                        f"{p['latency']:.0f} clk ({loads}; hiding the loads takes "
-                        f"{blocks_to_hide(t, r['iph'], mma):.1f} blocks/SM, it has {b}); L2 reads {l2 / 1e12:.1f} TB/s")
+                        f"{p['issue']:.0f}, tensor {p['tensor']:.0f} (of which exp2 {p['mufu']:.0f}), shared "
+                        f"{p['shared']:.0f}, latency {p['latency']:.0f} clk ({loads}; hiding the loads takes "
+                        f"{blocks_to_hide(t, r['iph'], rate):.1f} blocks/SM, it has {b}); L2 reads {l2 / 1e12:.1f} TB/s")
                 out.append((LABELS.get(kernel, kernel), count, sec * count, bound, note, kind, i))
         else:
             raise SystemExit(f"roofline.py: kernel '{name}' of kind '{kind}': bench/roofline_model.py has no model "
@@ -537,8 +636,10 @@ def print_predict(ks, shapes, before, after, B, T, NH, hd, model_flops, head):
     states = lambda rows: ", ".join(f"{LABELS.get(k, k).split(' (')[0].replace('attention ', '')} '{rows[k]['state']}'"
                                     for k in rows)
     print(head)
-    print(f"prediction (no GPU measured it): mma.sync attention at {mma:.3f} of the dense peak, wgmma GEMMs at "
-          f"{wg:.3f} (both fitted, --calibrate); L2 {L2_LATENCY} / HBM {HBM_LATENCY} clocks assumed")
+    print(f"prediction (no GPU measured it): mma.sync attention's products at {mma:.3f} (forward) and "
+          f"{fitted_bwd():.3f} (backward) of the dense peak plus its exponentials at MUFU's {MUFU_PER_CLOCK:.0f} a "
+          f"clock an SM, wgmma GEMMs at {wg:.3f} (all fitted, --calibrate); L2 {L2_LATENCY} / HBM {HBM_LATENCY} "
+          f"clocks assumed")
     print(f"faab088 = the kernels the first prediction priced ({states(before)}); now = {states(after)} "
           f"(bench/attention_sass_mix.txt)")
     print(f"{'kernel':44s} {'calls':>5s} {'H100 faab088':>12s} {'bound':7s} {'H100 now':>8s} {'bound':7s} "
@@ -584,8 +685,12 @@ def print_bytes(ks, head):
 
 def print_calibration(ks=None, shapes=None):
     mma, wg = fitted()
-    print(f"calibration on an H100 SXM5 (published vs this model; fitted: mma.sync attention rate {mma:.3f}, "
-          f"wgmma rate {wg:.3f} of the dense peak)")
+    print(f"calibration on an H100 SXM5 (published vs this model; fitted: mma.sync attention's products at "
+          f"{mma:.3f} (forward) and {fitted_bwd():.3f} (backward) of the dense peak, its exponentials at MUFU's "
+          f"{MUFU_PER_CLOCK:.0f} a clock an SM beside them; wgmma GEMMs at {wg:.3f})")
+    print("sources: FA2 = the FlashAttention-2 bars of Shah et al., FlashAttention-3, arXiv 2407.08608 v2, Figs. 5 "
+          "(forward) and 6 (backward), H100 80GB SXM5, 16k tokens, hidden 2048; cuBLAS = pranjalssh/fast.cu README, "
+          "Kernel 0, H100 SXM; HBM = this workplace's H100 (docs/results/gpu-static.md)")
     print(f"{'config':44s} {'published':>9s} {'predicted':>9s} {'ratio':>6s}  note")
     for cfg, pub, pred, ratio, note in calibration():
         flag = "" if abs(ratio - 1) <= 0.15 else "  OUTSIDE 15%"

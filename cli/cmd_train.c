@@ -22,7 +22,7 @@ static void usage(FILE *f) {
             "\n"
             "Train a model and write a run folder (config.json, model.safetensors,\n"
             "train_state.safetensors, metrics.jsonl; one run per folder at a time; see\n"
-            "docs/architecture.md). With no flags: the `small` preset on\n"
+            "docs/run-folder.md). With no flags: the `small` preset on\n"
             "vrl's own synthetic corpus, on the CPU, in a minute or two.\n"
             "\n"
             "model\n"

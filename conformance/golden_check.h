@@ -2,7 +2,7 @@
  * through a Backend and measure how far it lands from the oracle.
  *
  * The engine measures and never asserts: test_golden.c turns the numbers into pass/fail
- * against the tolerance table, golden_report.c prints them as docs/conformance.md's
+ * against the tolerance table, golden_report.c prints them as docs/results/conformance.md's
  * table. Relative error of a tensor: max_i |a_i − b_i| / max(max_i |b_i|, tiny), b the
  * fixture (float64), a ours. tiny = 1e-300 for logits, loss and the training vectors; for
  * gradients and final weights tiny = GOLDEN_FLOOR × the largest |b| over all of the

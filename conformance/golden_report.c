@@ -1,5 +1,5 @@
 /* golden_report.c: measure every golden case in both ref precisions and print the
- * Markdown table of docs/conformance.md (conformance/golden/report.sh splices it in).
+ * Markdown table of docs/results/conformance.md (conformance/golden/report.sh splices it in).
  *
  *   golden_report [FIXTURE_DIR]      (default: the build's VRL_GOLDEN_DIR)
  *

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# test_attention_option.sh: `--attention flash|mma|cudnn` (docs/fast.md, "Attention through
+# test_attention_option.sh: `--attention flash|mma|cudnn` (docs/design/kernels.md, "Attention through
 # cuDNN", "Attention on tensor cores") where it cannot run: the reference (--device cpu) has
 # one attention and refuses the flag; the CPU layer (--device cuda-cpu) runs flash and mma and
 # refuses cudnn, saying cuDNN needs a GPU; a bad name is refused. Each refusal is one stderr line, a non-zero exit, no run folder.

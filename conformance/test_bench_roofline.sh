@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # test_bench_roofline.sh: bench/sass_mix.py counts a tensor-core loop per HMMA and a CUDA-core
 # loop per FFMA (on a hand-written SASS listing whose counts are known), and bench/roofline.py
-# prices the step from bench/attention_sass_mix.txt: the figures docs/fast.md prints, the mma
+# prices the step from bench/attention_sass_mix.txt: the figures docs/results/gpu-static.md prints, the mma
 # kernels' time following their instructions per HMMA, and its errors. No GPU, no nvcc.
 # usage: test_bench_roofline.sh REPO_ROOT
 set -u
@@ -53,7 +53,7 @@ check "sass_mix --table: k_fma<64> at 1.75 instructions per FFMA, 2 LDS.128" \
   grep -qx 'k_fma<64> 1.750 7 4 2 0 0 0 0 0 0 0' "$tmp/fma.txt"
 check "sass_mix --table: no line for the tensor-core kernel" bash -c "! grep -q '^k_mma' '$tmp/fma.txt'"
 
-# the step figures docs/fast.md prints, from the committed mix (a change to the model or the
+# the step figures docs/results/gpu-static.md prints, from the committed mix (a change to the model or the
 # file shows here and must be carried into the docs)
 planned() { python3 "$ROOFLINE" --preset 468M --batch 8 --seq 2048 "$@" | grep -oE '[0-9.]+ ms planned'; }
 # (RoPE on the queries inside the tensor-core attention forward, its backward inside the attention

@@ -1,4 +1,4 @@
-/* test_cuda_cpu.cpp: the CUDA-on-CPU layer itself (fast/cuda_cpu/, docs/fast.md).
+/* test_cuda_cpu.cpp: the CUDA-on-CPU layer itself (fast/cuda_cpu/, docs/design/cuda-on-cpu.md).
  *
  * Story: each CUDA behaviour fast/ relies on, run through the layer with a small kernel
  * and checked against what CUDA documents: bf16 rounding, warp shuffles and ballots with

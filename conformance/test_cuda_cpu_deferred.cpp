@@ -1,5 +1,5 @@
 /* test_cuda_cpu_deferred.cpp: the deferred stream mode (fast/cuda_cpu/deferred.h,
- * docs/fast.md "Deferred streams"); ctest runs it with VRL_CUDA_CPU_DEFERRED=1.
+ * docs/design/cuda-on-cpu.md "Deferred streams"); ctest runs it with VRL_CUDA_CPU_DEFERRED=1.
  *
  * Story: stream a adds 1 to x, stream b copies x to y. With an event recorded on a and
  * waited for on b, y is 1 whatever the interleaving. Without the wait CUDA promises

@@ -1,5 +1,5 @@
 /* test_cuda_cpu_guard.cpp: guard zones between arena tensors outside the check build
- * (fast/cuda_cpu/guard.h, docs/fast.md "Guard zones").
+ * (fast/cuda_cpu/guard.h, docs/design/cuda-on-cpu.md "Guard zones").
  *
  * Story: two tensors in one cudaMalloc block with a guard zone between them, laid out as
  * fast/'s carve() does (the zone runs from the first tensor's end to 256 bytes past the

@@ -1,5 +1,5 @@
 /* test_cuda_cpu_mma.cpp: the tensor-core instructions of fast/mma.cuh on the CPU layer
- * (fast/cuda_cpu/tensor_core.h, docs/fast.md "Tensor-core instructions on the CPU").
+ * (fast/cuda_cpu/tensor_core.h, docs/design/cuda-on-cpu.md "Tensor-core instructions on the CPU").
  *
  * Story: the layouts are pinned from two independent sides. mma.sync is fed fragments that
  * each lane gathers element by element with the PTX ISA's row/column formulas (written

@@ -46,7 +46,7 @@ Test(exp, float_within_one_ulp_of_rounded_exp) {
     /* every 16th float of [-104, 0], subnormal results included, against glibc's double exp
      * rounded to float (the correctly rounded e^x but for rare double roundings). Every
      * float: 1.12 billion points, 21 s at one thread here, over the 3 s a test may take;
-     * checked once that way (docs/cpu-speed.md) with the same outcome as below. */
+     * checked once that way (docs/design/cpu-reference-speed.md) with the same outcome as below. */
     uint32_t worst = 0;
     long n = 0, same = 0, subnormal = 0;
     const float lo = 104.0f;

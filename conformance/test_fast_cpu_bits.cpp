@@ -1,5 +1,5 @@
 /* test_fast_cpu_bits.cpp: fast/'s AdamW and its bf16 copies checked in bits (issue 37, "Checks
- * in bits"; docs/fast.md), on the CPU layer.
+ * in bits"; docs/design/precision.md), on the CPU layer.
  *
  * Story:
  * - AdamW: a tiny fast/ model and ref/adamw.c in float32 start from the same master weights,

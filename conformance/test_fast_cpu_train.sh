@@ -12,7 +12,7 @@
 #   - the step as CUDA graphs (captured once, replayed; the default) against the same kernels
 #     queued one by one (VRL_FAST_GRAPH=0), for the baseline, ResFormer, SVFormer, a
 #     trainable λ, DenseFormer, AttnRes, mHC and --accum 2: byte-identical model.safetensors and train_state.safetensors,
-#     and the same logged losses and gradient norms (docs/fast.md, "The step");
+#     and the same logged losses and gradient norms (docs/design/kernels.md, "The step");
 #   - GPT-2 (a model_type gpt2 config without dropout): 2 steps, the same bytes in every thread
 #     order and uncaptured, and resumed to step 3 the same bytes as 3 steps; with dropout,
 #     refused in one line;

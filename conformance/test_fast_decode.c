@@ -7,7 +7,7 @@
  * cache twice: a 5-token prompt in one call (the prefill forward) and then one token per call, and
  * every token one call at a time from the start (the step alone). The decoder's logits must be
  * within TOL_LOGITS of ref's, relative in the 2-norm: the bound test_fast_vs_ref holds fast/'s
- * training forward to (bf16 storage, docs/conformance.md), since the decoder runs the same kernels
+ * training forward to (bf16 storage, docs/design/conformance.md), since the decoder runs the same kernels
  * on one-row batches and only its attention is new. Its greedy choice must be ref's at every
  * position where ref's two largest logits are further apart than twice the largest logit
  * difference (no error that small can swap them). fast/'s own full forward is printed beside it.

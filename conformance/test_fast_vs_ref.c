@@ -16,7 +16,7 @@
  * deterministic algorithm: the same bits). On the CPU layer, and in a build without cuDNN,
  * that part is skipped with the reason.
  *
- * Tolerances are bf16's (docs/conformance.md, "fast vs ref"). Compiled with VRL_CUDA_CPU_FP32
+ * Tolerances are bf16's (docs/design/conformance.md, "fast vs ref"). Compiled with VRL_CUDA_CPU_FP32
  * against the fp32-storage CPU build (test_fast_cpu32_vs_ref) they are float32's, written
  * below, and each case also checks its weights after the steps and its first batch against
  * ref fp32. Plain C: exits 77 (ctest's skip) with the reason when there is no CUDA device.
@@ -49,7 +49,7 @@
 #endif
 
 #if VRL_CUDA_CPU_FP32
-/* The fp32-storage build (vrl_fast_cpu32, test_fast_cpu32_vs_ref: docs/fast.md, "Checks in
+/* The fp32-storage build (vrl_fast_cpu32, test_fast_cpu32_vs_ref: docs/design/precision.md, "Checks in
  * bits"): every bf16 tensor is fp32 and the cuBLASLt stand-in sums in double, so fast/ and
  * ref fp32 make the same kind of error: float32 rounding, u = 2⁻²⁴ ≈ 6.0e-8 per operation.
  * Each bound is a count of such roundings along the longest chain of the quantity, with a
@@ -74,7 +74,7 @@
  *   changes sign between steps m is a cancelling sum and its relative error grows by the
  *   cancellation (the embedding rows of rare tokens: 5.9e-6 measured at hd 128), so 2e-5.
  * Against ref fp32 the bound is twice: |fast − ref32| ≤ |fast − ref64| + |ref32 − ref64|,
- * and ref fp32 makes the same errors. Measured figures: docs/fast.md. */
+ * and ref fp32 makes the same errors. Measured figures: docs/results/fast-cpu-layer.md. */
 #define TOL_LOSS(ref) (3e-6 * fabs(ref))
 #define TOL_LOGITS 3e-6
 #define TOL_GRAD 2e-5
@@ -84,7 +84,7 @@
 #define TOL_REF32 2 /* the factor against ref fp32 */
 #define UNIT_ROUNDOFF 0x1p-24 /* float32 storage: 24 significand bits */
 #else
-/* bf16 tolerances (docs/conformance.md) */
+/* bf16 tolerances (docs/design/conformance.md) */
 #define TOL_LOSS(ref) 5e-3  /* |loss_fast − loss_ref| on the first batch */
 #define TOL_LOGITS 2e-2     /* ‖Δlogits‖ / ‖logits_ref‖ */
 #define TOL_GRAD 5e-2       /* ‖Δg‖ / ‖g_ref‖ per tensor */
@@ -111,7 +111,7 @@
  * the rule changes nothing there. COND_FACTOR = 1: the first-order bound of rounding every
  * term once. The maps' inputs (din, H) carry the network's own error too, a few u, but the
  * terms' roundings are not all of one sign, so the sum of magnitudes is already pessimistic:
- * measured |diff|/(u·‖g_abs‖) ≤ 0.18 in both builds (docs/fast.md, "HC and mHC"). g_abs is
+ * measured |diff|/(u·‖g_abs‖) ≤ 0.18 in both builds (docs/design/precision.md, "HC and mHC"). g_abs is
  * computed only when some tensor exceeds the relative bound.
  * Weights after the 10 steps (fp32 build): their error follows their gradients', so a tensor
  * whose gradient the rule above allows F = COND_FACTOR·u·‖g_abs‖ / (TOL_GRAD·‖g_ref‖) times
@@ -702,7 +702,7 @@ static int fast_batch(const ModelSpec *spec, const Case *k, const char *attentio
 /* cuDNN's fused attention against fast/'s flash kernels on the same weights and batch, within
  * the bf16 bounds of fast vs ref: each differs from the fp64 reference by bf16 rounding of
  * the attention output (and cuDNN's dV is bf16 where flash's is fp32), so their difference
- * is within the sum of two such errors; the measured flash-vs-ref errors (docs/fast.md) are
+ * is within the sum of two such errors; the measured flash-vs-ref errors (docs/results/fast-cpu-layer.md) are
  * under a third of each bound. cuDNN's backward is run twice: bit-identical gradients. */
 static void cudnn_vs_flash(const Case *k) {
     ModelConfig c;

@@ -8,7 +8,7 @@
  * A case whose variant or architecture ref does not build yet is SKIPPED with the reason;
  * a tensor-set or decay-flag mismatch FAILS.
  *
- * Tolerances (docs/conformance.md explains each; relative error as in golden_check.h,
+ * Tolerances (docs/design/conformance.md explains each; relative error as in golden_check.h,
  * b the float64 oracle): fp64 must agree to rounding (the mutation check's formula
  * changes show as ≥ 5e-4), fp32 to float32 rounding through the network and AdamW. */
 #include <criterion/criterion.h>
@@ -23,7 +23,7 @@ typedef struct {
 } Tolerance;
 
 /* Order: logits, loss, grads, train losses, grad norms, lrs, final weights. Reasons and
- * measurements: docs/conformance.md ("Tolerances").
+ * measurements: docs/design/conformance.md ("Tolerances").
  * fp64: measured ≤ 1e-14 on every quantity. 1e-10 leaves room for longer chains yet sits
  * far below any formula change (the mutation check's RMSNorm eps 1e-5 → 1e-6 moves logits
  * by 5e-4). Never widen these to make a case pass: a larger gap is a formula difference. */

@@ -6,7 +6,7 @@
 # (exit 77) with the reason.
 #
 # Cheap by construction: device code only (-cubin, no host compile, no PTX embedding), one
-# architecture, each file once. The reports stay in $PTXAS_REPORT_DIR when it is set (docs/fast.md's
+# architecture, each file once. The reports stay in $PTXAS_REPORT_DIR when it is set (docs/results/gpu-static.md's
 # table is made from them).
 # usage: test_ptxas_resources.sh NVCC REPO_ROOT [NVCC_FLAG...]   (the build's defines and includes)
 set -u

@@ -420,7 +420,7 @@ fi
 # The registered analysis of table5_efficiency.sh (reproduce/table5_efficiency_analysis.sh) on run
 # folders made here with known numbers; nothing trains (every run has its .done). Every expected
 # figure below was worked out apart from the script, in python3 (float64 and mpmath 1.3.0 at 30
-# digits) from the formulas of docs/reproduce.md, "Reproduce III", items 2-5; how, beside each.
+# digits) from the formulas of docs/results/reproduction.md, "Reproduce III", items 2-5; how, beside each.
 # Main runs: an eval-domains.json with two domains, C4 at L + 0.03 (1,000 tokens) and Github at
 # L − 0.01 (3,000 tokens), so the token-weighted outcome is L and the unweighted mean L + 0.01.
 #   b8, 16 seeds 1337-1352: T = 2.700 2.720 2.690 2.710 2.730 2.705 2.715 2.695 2.712 2.698 2.725

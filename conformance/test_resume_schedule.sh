@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # test_resume_schedule.sh: what raising --steps on --resume does to the learning-rate
-# schedule (docs/architecture.md, "--steps on resume keeps the schedule").
+# schedule (docs/run-folder.md, "Resume": --resume and --steps).
 #   kept     --steps 6, then --resume --steps 12: the decay still ends at 6, steps 7..12 at
 #            --lr-end; the weights equal a run of --steps 12 --decay-end 6 byte for byte, the
 #            note is printed, metrics.jsonl records "decay_end":{"kept":6}; and they differ

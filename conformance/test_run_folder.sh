@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# test_run_folder.sh: the run folder's contract (docs/architecture.md): checkpoints in
+# test_run_folder.sh: the run folder's contract (docs/run-folder.md): checkpoints in
 # checkpoints/step-N published through `latest`, one `vrl train` per folder at a time,
 # the --resume rules per flag (vrl train --help), and folders without a checkpoint.
 # usage: test_run_folder.sh PATH/TO/vrl

@@ -118,7 +118,7 @@ endif()
 
 # ---------------------------------------------------------------- golden fixtures (PyTorch oracle)
 # test_golden: every case of conformance/golden/fixtures in fp32 and fp64 (variants ref does
-# not build yet skip); golden_report prints docs/conformance.md's table (golden/report.sh).
+# not build yet skip); golden_report prints docs/results/conformance.md's table (golden/report.sh).
 vrl_test(test_golden SOURCES conformance/test_golden.c conformance/golden_check.c
   LIBS vrl_ref32 vrl_ref64 vrl_common)
 add_executable(golden_report conformance/golden_report.c conformance/golden_check.c)
@@ -166,7 +166,7 @@ if(VRL_HAVE_CUDA AND NOT VRL_SANITIZE)
   set_tests_properties(test_gpu_slot PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 900 ENVIRONMENT "TMPDIR=${VRL_TEST_TMP}")
 endif()
 # bench/sass_mix.py on a hand-written SASS listing and bench/roofline.py's step figures (the ones
-# docs/fast.md prints) from bench/attention_sass_mix.txt. Python only: plain pass only; skipped
+# docs/results/gpu-static.md prints) from bench/attention_sass_mix.txt. Python only: plain pass only; skipped
 # (77) without python3.
 if(NOT VRL_SANITIZE)
   add_test(NAME test_bench_roofline COMMAND ${CMAKE_SOURCE_DIR}/conformance/test_bench_roofline.sh ${CMAKE_SOURCE_DIR})
@@ -243,7 +243,7 @@ if(VRL_HAVE_CUDA_CPU)
     else()
       add_test(NAME ${cpu_t} COMMAND ${cpu_t})
     endif()
-    # canaries in guard zones between arena tensors (docs/fast.md "Guard zones"; the
+    # canaries in guard zones between arena tensors (docs/design/cuda-on-cpu.md "Guard zones"; the
     # sanitizer build poisons the zones instead and ignores the variable)
     set_tests_properties(${cpu_t} PROPERTIES ENVIRONMENT "TMPDIR=${VRL_TEST_TMP};VRL_CUDA_CPU_CANARY=1")
   endforeach()
@@ -292,7 +292,7 @@ if(VRL_HAVE_CUDA_CPU)
   target_compile_definitions(test_fast_cpu_ops PRIVATE VRL_CUDA_CPU=1 VRL_FP64=1)
   target_compile_options(test_fast_cpu_ops PRIVATE -include ${CMAKE_SOURCE_DIR}/fast/cuda_cpu/cpu_names.h)
   # AdamW against ref/adamw.c bit for bit, and every float -> bf16 conversion against round to
-  # nearest even (docs/fast.md, "Checks in bits"); float32 ref (no VRL_FP64)
+  # nearest even (docs/design/precision.md, "Checks in bits"); float32 ref (no VRL_FP64)
   vrl_test(test_fast_cpu_bits SOURCES conformance/test_fast_cpu_bits.cpp LIBS vrl_fast_cpu vrl_ref32 vrl_common)
   set_target_properties(test_fast_cpu_bits PROPERTIES CXX_STANDARD 17 CXX_STANDARD_REQUIRED ON)
   target_include_directories(test_fast_cpu_bits BEFORE PRIVATE ${CMAKE_SOURCE_DIR}/fast/cuda_cpu/include)
@@ -345,7 +345,7 @@ if(VRL_HAVE_CUDA_CPU)
     endforeach()
     # fast/ against ref under every checker, in the orders the plain test_fast_cpu_vs_ref (forward)
     # does not run: threads and blocks reversed, and shuffled; every case in one of the two,
-    # so the pair costs ~4 CPU-minutes (docs/fast.md "Checkers"; HC and mHC's five cases add
+    # so the pair costs ~4 CPU-minutes (docs/design/cuda-on-cpu.md "Checkers"; HC and mHC's five cases add
     # 55 of them, HC and mHC each in both orders; issue 48's six cases ~22 more: mHC at iters 1
     # and 2 and off init, HC over 3 column-sum chunks in a random block order, GPT-2 with two
     # micro-batches)
@@ -408,7 +408,7 @@ if(VRL_HAVE_CUDA_CPU)
     add_test(NAME test_fast_cpu_vs_ref_mma COMMAND test_fast_cpu_vs_ref mma)
     set_tests_properties(test_fast_cpu_vs_ref_mma PROPERTIES ENVIRONMENT "TMPDIR=${VRL_TEST_TMP};VRL_CUDA_CPU_CANARY=1")
     # the same test source on fp32 storage (vrl_fast_cpu32): agreement with ref bounded near
-    # float32 rounding (docs/fast.md, "Checks in bits"); plain pass only, like the twin above
+    # float32 rounding (docs/design/precision.md, "Checks in bits"); plain pass only, like the twin above
     add_executable(test_fast_cpu32_vs_ref conformance/test_fast_vs_ref.c)
     target_include_directories(test_fast_cpu32_vs_ref PRIVATE ${CMAKE_SOURCE_DIR})
     target_compile_definitions(test_fast_cpu32_vs_ref PRIVATE VRL_FP64=1 VRL_CUDA_CPU_FP32=1)
@@ -459,6 +459,9 @@ add_test(NAME test_lmeval_golden COMMAND ${CMAKE_SOURCE_DIR}/conformance/test_lm
   $<TARGET_FILE:lmeval_golden_check>)
 # every `vrl` command in a ```sh block of README.md and docs/*.md, run as printed
 add_test(NAME test_doc_commands COMMAND ${CMAKE_SOURCE_DIR}/conformance/test_doc_commands.sh $<TARGET_FILE:vrl> ${CMAKE_SOURCE_DIR})
+# every relative link and anchor of README.md and docs/, and every docs/ file and section the code
+# cites, resolves (python3 only; well under a second)
+add_test(NAME test_doc_links COMMAND ${CMAKE_SOURCE_DIR}/conformance/test_doc_links.sh ${CMAKE_SOURCE_DIR})
 
 # ---------------------------------------------------------------- data parallelism (mpirun; docs/distributed.md)
 # run_compare: two run folders' losses and weights side by side. The test skips (77) without
@@ -542,7 +545,7 @@ set_tests_properties(test_lmeval_hf PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 1800 
 # checkers' runs, the sanitizer pass, the mutation checks, the nvcc checks, the reproduce
 # scripts and everything that needs the Python venv; CI runs them all.
 foreach(t test_fast_cpu_vs_ref test_fast_cpu_nccl test_cli_errors test_run_folder test_eval_cli test_generate_cli
-          test_attention_option test_data_inspect test_resume_schedule)
+          test_attention_option test_data_inspect test_resume_schedule test_doc_links)
   if(TEST ${t})
     set_property(TEST ${t} APPEND PROPERTY LABELS quick)
   endif()

@@ -40,7 +40,7 @@ struct AttShape {
     static const int RS = SPLIT * SS;                       /* a shared row's fp32 stride */
 };
 
-/* 8 elements of a row: one 16-byte access of bf16 (32 bytes under fp32 storage, docs/fast.md
+/* 8 elements of a row: one 16-byte access of bf16 (32 bytes under fp32 storage, docs/design/precision.md
  * "Checks in bits"); rows of q/k/v/dO/out start on 16 bytes and every offset used is a multiple of 8 */
 struct __align__(16) Row8 {
     bf16 e[8];

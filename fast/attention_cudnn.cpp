@@ -2,7 +2,7 @@
 // built with cudnn-frontend's graph API (header-only C++, PyPI nvidia-cudnn-frontend,
 // scripts/cudnn_frontend.sh). The one C++ file of fast/ outside the .cu files: the
 // frontend is C++ and needs no nvcc; the rest of fast/ sees the C interface of
-// attention_cudnn.h. docs/fast.md, "Attention through cuDNN".
+// attention_cudnn.h. docs/design/kernels.md, "Attention through cuDNN".
 //
 // A graph is built once per shape (B, T, NH, NKV, hd, row strides, forward|backward) on its
 // first call in the process and reused by every later call and every model; each model

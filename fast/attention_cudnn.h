@@ -1,5 +1,5 @@
 /* attention_cudnn.h: causal attention on tensor cores through cuDNN's fused SDPA
- * (cudnn-frontend), behind a C interface (fast/attention_cudnn.cpp, docs/fast.md
+ * (cudnn-frontend), behind a C interface (fast/attention_cudnn.cpp, docs/design/kernels.md
  * "Attention through cuDNN"). Built only when CMake found cuDNN and the frontend headers
  * (VRL_HAVE_CUDNN); fast/model.cu calls it for `--attention cudnn`.
  *

@@ -1,7 +1,7 @@
 /* attention_mix.cu: the attention-matrix residual and Eq. 2 cross-layer attention on the flash
  * kernels (formulas and interface in attention_mix.cuh). Always the flash kernels, also under
  * --attention cudnn: the backward of Eq. 2 needs a backward that takes the merged O and lse,
- * which fast's kernels are (docs/fast.md, "Variants").
+ * which fast's kernels are (docs/design/kernels.md, "Variants").
  *
  * Precision: each term's (half's) output is bf16 like any attention output, the sum of the
  * terms (the merge) is taken in fp32 and rounded once; the other layers' d(q), d(k) are kept in
@@ -81,7 +81,7 @@ static int grad_add(bf16 *g, int ld, const float *keep, const bf16 *add, int N, 
 
 /* ------------------------------------------------------------------ create / destroy */
 
-/* model.cu's carving: guard zones between these buffers too (docs/fast.md "Guard zones") */
+/* model.cu's carving: guard zones between these buffers too (docs/design/cuda-on-cpu.md "Guard zones") */
 #define CARVE(ptr, n) ((ptr) = (__typeof__(ptr))fast_carve(base, &off, (size_t)(n), sizeof *(ptr)))
 
 /* The buffers of st for m; with base == NULL only counts. */

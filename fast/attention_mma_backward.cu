@@ -44,7 +44,7 @@
  * order, cannot execute (reverse order deadlocks); int64 fixed-point atomics are
  * order-independent and exact, but change dQ's rounding (each partial to a fixed grid), add a
  * 134 MB accumulator a layer and 277 M 8-byte reductions in L2 a layer, whose cost only a GPU
- * can say. So seven products stay (docs/fast.md, "The backward's products").
+ * can say. So seven products stay (docs/design/kernels.md, "The backward's products").
  *
  * Not in the fp32-storage CPU build (VRL_CUDA_CPU_FP32): bf16 there is a float, there are no
  * bf16 pairs to feed mma, so the launcher refuses. */

@@ -3,7 +3,7 @@
  * Q/K/V views, GQA, out [B,T,NH·hd] bf16, lse [B,NH,T] fp32; attention.cuh), so the CUDA-core
  * backward can consume its lse.
  *
- * Tiling (docs/fast.md, "Attention on tensor cores"): a block of MMA_WARPS = 4 warps owns
+ * Tiling (docs/design/kernels.md, "Attention on tensor cores"): a block of MMA_WARPS = 4 warps owns
  * MMA_BQ = 64 consecutive queries of one head, 16 per warp = one m16 row tile of
  * mma.m16n8k16. Keys and values stream through shared memory BK rows at a time (64; 32 at
  * hd 128), double-buffered: tile j + 1's K and V are copied by cp.async while tile j is

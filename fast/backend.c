@@ -54,7 +54,7 @@ static int be_token_logprobs(void *m, const int32_t *tokens, const int32_t *targ
 
 const Backend fast_backend_cuda = {
 #if VRL_CUDA_CPU_FP32
-    .name = "cuda-cpu-fp32", /* the CPU layer with fp32 storage (tests only: docs/fast.md, "Checks in bits") */
+    .name = "cuda-cpu-fp32", /* the CPU layer with fp32 storage (tests only: docs/design/precision.md, "Checks in bits") */
 #elif VRL_CUDA_CPU
     .name = "cuda-cpu-bf16", /* the same code on the CPU (fast/cuda_cpu/) */
 #else

@@ -12,7 +12,7 @@
  * AttnRes' (full and block), Hyper-Connections' or mHC's (fast/stream.cu). It also runs the
  * GPT-2 baseline (fast/gpt2.cu) without dropout. A spec that needs anything else (GPT-2
  * dropout, a ca row without the layer's own softmax or mixing an Eq. 2 layer's) is refused by
- * name (docs/fast.md, "Variants" says why), so
+ * name (docs/design/kernels.md, "Variants" says why), so
  * the CUDA backend never trains a different model than ref. What it trains it also scores
  * (`vrl eval`: the same forward, then log-probabilities on the device). It declares no
  * analysis views; it decodes (fast/decode.cu) what fast_decode_missing allows.

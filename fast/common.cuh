@@ -37,7 +37,7 @@ typedef __nv_bfloat16 bf16;
  * nvcc it is kernel<<<grid, block, shared_bytes, stream>>>(args...); in the CPU build
  * (fast/cuda_cpu/, VRL_CUDA_CPU) the layer's scheduler runs it there and then. The CPU
  * build also wraps fast/'s C++ symbols in namespace fast_cpu (FAST_NS_BEGIN/END), so one
- * program can link both builds (docs/fast.md, "CUDA on the CPU"). */
+ * program can link both builds (docs/design/cuda-on-cpu.md, "CUDA on the CPU"). */
 #if VRL_CUDA_CPU
 #define LAUNCH CUDA_CPU_LAUNCH
 #define FAST_NS_BEGIN namespace fast_cpu {

@@ -77,7 +77,7 @@ extern "C" int fast_device_check(void) {
 /* Carve n elements of `size` bytes at *off (256-byte aligned, for 16-byte vector loads
  * and cuBLASLt); with base == NULL it only counts. The CPU layer's check build, sanitizer
  * build and canary mode leave a guard zone after each tensor, from its end to 256 bytes past
- * the next 256-byte boundary, where an access is an error (docs/fast.md "Guard zones").
+ * the next 256-byte boundary, where an access is an error (docs/design/cuda-on-cpu.md "Guard zones").
  * The nvcc build's layout has none. */
 void *fast_carve(char *base, size_t *off, size_t n, size_t size) {
     size_t at = (*off + 255) & ~(size_t)255;
@@ -795,7 +795,7 @@ static int value_forward(FastModel *m, int l) {
 }
 
 /* --attention: fast's flash kernels or cuDNN's fused SDPA, on the same tensors (lse in the same
- * layout and meaning, docs/fast.md "Attention through cuDNN"); q, k and v_in are read through
+ * layout and meaning, docs/design/kernels.md "Attention through cuDNN"); q, k and v_in are read through
  * layer l's row strides (fast_attn_ld) either way. */
 static int attention_forward_any(FastModel *m, int l, FastActs *a) {
     const AttnLd ld = fast_attn_ld(m, l);

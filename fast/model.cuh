@@ -37,7 +37,7 @@ typedef struct {
 } SourceFlags;
 
 /* How layer l's value input v_in = Σ_i cv[l][i]·V_i is made (model.cu's value_flags;
- * docs/fast.md, "Variants"). */
+ * docs/design/kernels.md, "Variants"). */
 typedef enum {
     VIN_MIX,   /* mix_forward over the row's sources: trainable λ, or no own term to fold */
     VIN_ALIAS, /* the row is exactly V_j with a constant 1 (baseline, CLA: j = l or the layer whose
@@ -122,7 +122,7 @@ typedef struct FastModel {
     int32_t *micro_count;        /* [1] micro-batches of this update so far (the next loss's slot) */
     AdamWScalars *adamw_scalars; /* [1] this step's AdamW scalars */
 
-    /* the step's structure (docs/fast.md, "The step"): one non-blocking stream; the micro-batch
+    /* the step's structure (docs/design/kernels.md, "The step"): one non-blocking stream; the micro-batch
      * forward+backward and the update each captured once as a CUDA graph and replayed */
     cudaStream_t stream;
     int graph_on;                /* VRL_FAST_GRAPH, default 1; 0 queues every kernel each time */

@@ -730,7 +730,7 @@ int lambda_backward(const LambdaGradArgs *a, const float *dout, size_t n_el, flo
 #define CE_ROW_THREADS 512 /* the single-read kernel: a row of up to 2·512·56 columns in registers */
 
 /* A word of two bf16 columns: column 2j in the low half (little-endian, as the row lies in memory). */
-#if VRL_CUDA_CPU_FP32 /* fp32 storage (docs/fast.md, "Checks in bits"): a word is two fp32 columns */
+#if VRL_CUDA_CPU_FP32 /* fp32 storage (docs/design/precision.md, "Checks in bits"): a word is two fp32 columns */
 typedef uint64_t ce_word;
 __device__ __forceinline__ float word_lo(uint64_t u) {
     float f;

@@ -1,4 +1,4 @@
-/* vec.cuh: 16-byte vector loads and stores for the memory-bound kernels (docs/fast.md,
+/* vec.cuh: 16-byte vector loads and stores for the memory-bound kernels (docs/design/kernels.md,
  * "Vector access, padding and alignment").
  *
  * A Pack<T> is 16 bytes of T (8 bf16 or 4 floats; in the fp32-storage CPU build a bf16 is

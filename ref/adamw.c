@@ -9,7 +9,7 @@
  * among the threads, so the norm is the same bits for any thread count, and the lanes let
  * the sum vectorise. Up to efde7f2 the sum was one chain in element order, on one thread
  * (latency-bound): the norm, and so the clip coefficient, now differ from those commits'
- * in the last bits (docs/cpu-speed.md, "AdamW and the gradient clip").
+ * in the last bits (docs/design/cpu-reference-speed.md, "AdamW and the gradient clip").
  *
  * The update follows torch.optim.AdamW's _single_tensor_adamw, operation for operation,
  * each in `real` with the Python-float scalars rounded to `real` as torch's CPU kernels do:

@@ -4,7 +4,7 @@
  * routines, which take a few floats from each of hundreds of rows, a row stride apart: on
  * 4 KiB pages nearly every row is a new page and a TLB miss. On 2 MiB pages (madvise
  * MADV_HUGEPAGE, honoured where /sys/kernel/mm/transparent_hugepage/enabled is `madvise`,
- * as here, or `always`) the same walk stays within a few pages. Measured (docs/cpu-speed.md,
+ * as here, or `always`) the same walk stays within a few pages. Measured (docs/results/cpu-speed.md,
  * "Huge pages"): `small` +4% at 1 thread, +2 to +5% at 2; 8M and 82M unchanged. Values
  * are the same bits: only the page size changes.
  *

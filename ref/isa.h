@@ -10,7 +10,8 @@
  * multiply-add the source does not write, although v3 and v4 have FMA), no -ffast-math
  * (no reassociated sums: vectorisation is element by element), and the exponential the
  * hot loops use is the reference's own (exp_shifted.h), not a library call that might
- * differ between ISAs. docs/cpu-speed.md says what was compared.
+ * differ between ISAs. docs/design/cpu-reference-speed.md ("The float32 exponential in float
+ * arithmetic", "Vector code") says what was compared.
  *
  * Not cloned: a -DVRL_NATIVE=ON build (already compiled for this CPU), clang (its
  * target_clones takes other names), and the sanitizer build (VRL_NO_CLONES: the resolver

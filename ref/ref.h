@@ -1,4 +1,4 @@
-/* ref.h: the reference backend's public interface (ref/, docs/architecture.md), the twin of
+/* ref.h: the reference backend's public interface (ref/, docs/design/architecture.md), the twin of
  * fast/fast.h: its Backend tables and their registration. Everything else in ref/ is
  * reached through the Backend table (common/model/backend.h). */
 #ifndef VRL_REF_H

@@ -18,7 +18,7 @@ void kmp_set_blocktime(int msec);
  * machine has a core for each of our threads. A step runs hundreds of parallel loops a few
  * microseconds of serial work apart; a worker that sleeps after each is woken by a futex
  * call, in a VM an interrupt through the hypervisor. Measured at `small`, 2 threads
- * (docs/cpu-speed.md, "Waking the second thread"): 1 ms against 0 ms, +6% wall on a quiet
+ * (docs/results/cpu-speed.md, "Waking the second thread"): 1 ms against 0 ms, +6% wall on a quiet
  * machine for 1.5% more CPU time; but -12% with two other busy processes, where the
  * spinning worker takes the core the main thread needs. So the spin is chosen again every
  * ADAPT_SECONDS (ref_threads_adapt): REF_SPIN_MS while no other process wants a core,

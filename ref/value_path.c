@@ -19,7 +19,7 @@
  * exactly 1) and all-zero rows, where the generic mix would copy a tensor, add zeros or
  * zero a buffer the next op fills. Each shortcut below computes the same bits as the
  * generic code (1·x == x and 0 + x == x for the values that occur; see each one's comment);
- * docs/cpu-speed.md ("Fewer passes over memory") says how that was checked.
+ * docs/design/cpu-reference-speed.md ("Fewer passes over memory") says how that was checked.
  *
  * Shapes: B batch, T seq, N = B*T, d width, NH/NKV query/kv heads, hd head dim, qC = NH*hd,
  * kvC = NKV*hd, W = T (2T for Eq. 2 layers), L layers (0-based). */

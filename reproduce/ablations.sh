@@ -33,7 +33,7 @@ svformer-$S|svformer|1|—|SVFormer (Fig. 10)
 neutreno-$S|neutreno:lambda=0.4|1|—|NeuTRENO λ = 0.4 (Fig. 1)
 cla-$S|cla|1|—|CLA (Fig. 10)
 gqa-$S|baseline|2|—|GQA, half the KV heads (Fig. 10)"
-# scale bytes (docs/reproduce.md, "The CPU-scale experiment"): the comparisons the paper draws in
+# scale bytes (docs/results/reproduction.md, "The CPU-scale experiment"): the comparisons the paper draws in
 # numbers, and SVFormer and NeuTRENO; the V-source and KV-saving curves (Fig. 8, 10) are left out to
 # keep the ~2 hours, and the loss is the registered token-weighted mean
 [ "$LONG" = 0 ] || ROWS=$(echo "$ROWS" | grep -v -e '^source_prev-' -e '^source_mean-' -e '^cla-' -e '^gqa-')
@@ -91,7 +91,7 @@ ablation_cells() {
     echo
     if [ "$LONG" -gt 0 ]; then
         echo "Validation loss, token-weighted over the 7 domains' validation chunks (the registered measure,"
-        echo "docs/reproduce.md). The paper's numbers are its 82M models' domain means (formulas.md §8);"
+        echo "docs/results/reproduction.md, \"The CPU-scale experiment\"). The paper's numbers are its 82M models' domain means (formulas.md §8);"
     else
         echo "Validation loss, mean of the 7 domains. The paper's numbers are its 82M models (formulas.md §8);"
     fi

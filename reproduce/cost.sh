@@ -160,5 +160,5 @@ EOF
     fi
     echo "== estimate: $(repro_commas "$train_tokens") training tokens in $n_train runs and" \
         "$(repro_commas "$eval_tokens") evaluated tokens in $n_eval evaluations: $(repro_hours_text "$total_h")$unit$wall" \
-        "(data preparation and analysis not included; docs/reproduce.md has the data preparation's rate)"
+        "(data preparation and analysis not included; docs/results/reproduction.md, \"Data preparation throughput\", has its rate)"
 }

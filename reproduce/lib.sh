@@ -10,7 +10,7 @@
 #          tokens, 8 GPUs x 32 sequences x 4 accumulation, through `mpirun -np 8` or `srun`
 #   small  one GPU, the same shape: 2,000 steps of 128 x 1024 tokens (hours)
 #   bytes  this CPU, about 1.5 hours: the experiment designed from pilots to answer Table 5's
-#          question here (docs/reproduce.md, "The CPU-scale experiment"): slimpajama-mini whole
+#          question here (docs/results/reproduction.md, "The CPU-scale experiment"): slimpajama-mini whole
 #          as bytes (vocabulary 256, the 7 domains kept), 256-token chunks, one 8-layer model at
 #          d 64 whose FLOPs go into its layers, 32 seeds (80% power at half the paper's effect);
 #          SVFormer beside ResFormer and a Transformer trained twice as long (the tokens-to-
@@ -99,7 +99,7 @@ repro_init() {
         GPUS=1 SEQ=128 MICRO=8 ACCUM=1 STEPS=${CPU_STEPS:-400} DEVICE=cpu LAUNCH=""
         SIZES="cpu-s cpu-m cpu-l" DATA_SCALE=1 EVAL_LIMIT=200 TASK_LIMIT=100 EVAL_BATCH=16 EVAL_EVERY=0 SAVE_EVERY=0
         ANALYSIS_BATCHES=8 ANALYSIS_BATCH=4 WINDOW=20 LR=3e-3 LR_END=3e-4 WARMUP=20 SEEDS_ARG=${SEEDS_ARG:-3} ;;
-    bytes)  # this CPU, ~1.5 hours (docs/reproduce.md, "The CPU-scale experiment", chosen from pilots):
+    bytes)  # this CPU, ~1.5 hours (docs/results/reproduction.md, "The CPU-scale experiment", from pilots):
             # 150 steps of 16 x 256 bytes (614,400 tokens, 1.2 per parameter), two runs at a time;
             # in-training validation at the end on 2 batches per domain, and `vrl eval` on the
             # first 200 chunks per domain; for the tokens-to-equal-loss ratio the Transformer of

@@ -8,7 +8,7 @@
 # The data preparation's disk use at paper and small scale, in GB (decimal), estimated:
 # the download is one SlimPajama-627B train chunk (~90 GB of .jsonl.zst, its download
 # script) and the held-out splits (~5 GB); `vrl data reorganize` writes it as plain JSONL,
-# 62.7B tokens x 3.66 bytes per token (measured on slimpajama-mini, docs/reproduce.md
+# 62.7B tokens x 3.66 bytes per token (measured on slimpajama-mini, docs/results/reproduction.md
 # "Data preparation throughput") = ~230 GB; the selection is its share of that, and the
 # shards 2 bytes per token. Checkpoints: fp32 weights + two AdamW moments, the latest and
 # one previous checkpoint per run.

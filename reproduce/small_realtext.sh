@@ -11,7 +11,7 @@
 #
 # The step count is fixed (not the time): 200 steps of 8 x 128 tokens per model, about
 # 10 minutes for the pair on 2 idle cores; much longer when the machine is shared
-# (docs/realtext.md has the figures and the load). A run this short shows the direction of the
+# (docs/results/cpu-runs.md has the figures and the load). A run this short shows the direction of the
 # difference, not the papers' 82M/20B-token numbers (formulas.md §8).
 #
 # Usage: reproduce/small_realtext.sh [BUILD_DIR (build)] [OUT_DIR (runs/small_realtext)]

@@ -50,7 +50,7 @@ paper_row() {
 }
 paper_size() { case $1 in *tiny-s|*cpu-s|*82M|*b8) echo 82M ;; *tiny-m|*cpu-m|*180M) echo 180M ;; *) echo 468M ;; esac; }
 md=$RESULTS/table5-$SCALE.md
-if [ "$LONG" -gt 0 ]; then  # scale bytes: the analysis registered in docs/reproduce.md
+if [ "$LONG" -gt 0 ]; then  # scale bytes: the analysis registered in docs/results/reproduction.md
     . "$REPRO_ROOT/reproduce/table5_registered.sh"
     table5_registered > "$md"
     cat "$md"

@@ -1,6 +1,6 @@
 #!/bin/sh
 # table5_efficiency.sh: the paper's headline claims at scale bytes, each model at its own best
-# learning rate (issue 52; the design is registered in docs/reproduce.md, "Reproduce III:
+# learning rate (issue 52; the design is registered in docs/results/reproduction.md, "Reproduce III:
 # registered before the main run"). Two phases, in one work folder with table5.sh's data:
 #   pilot  the lr grid EFF_LRS (factor 2) for Transformer and ResFormer at each size of the
 #          width family EFF_SIZES, EFF_PILOT_SEEDS seeds, 150 steps, the in-training validation at
@@ -13,8 +13,8 @@
 #          alone at their best lrs (Table 5's difference over 16 seeds)
 # --dry-run prints both phases and their CPU price (before the pilot, the main phase's lrs are
 # the placeholders BEST_MODEL_SIZE); --pilot-only trains the pilot and prints each best lr;
-# --power trains nothing: it prints the pilot's table and the power computed from it (docs/reproduce.md,
-# item 5) and writes them to RESULTS/table5_efficiency-pilot.md. The main phase refuses to start
+# --power trains nothing: it prints the pilot's table and the power computed from it (docs/results/reproduction.md,
+# "Reproduce III", item 5) and writes them to RESULTS/table5_efficiency-pilot.md. The main phase refuses to start
 # before the whole pilot has run; after it the registered analysis (table5_efficiency_analysis.sh)
 # writes RESULTS/table5_efficiency.md.
 # Usage: reproduce/table5_efficiency.sh [--pilot-only|--power] [--dry-run] [--seeds N|S1,...] [--tps N] ... (lib.sh's flags; scale bytes only)
@@ -164,7 +164,7 @@ if [ $# -gt 0 ]; then
     repro_parallel repro_train "$@"
     eff_find_bests
 fi
-echo "== best lr per model and size (the rule of docs/reproduce.md; BEST_...: the pilot has not run):"
+echo "== best lr per model and size (the rule of docs/results/reproduction.md, \"Reproduce III\", item 1; BEST_...: the pilot has not run):"
 for size in $EFF_SIZES; do
     bt=$(best transformer "$size") br=$(best resformer "$size")
     echo "   $size: transformer $bt$(EDGE_MODEL=transformer EDGE_SIZE=$size edge "$bt"), resformer $br$(EDGE_MODEL=resformer EDGE_SIZE=$size edge "$br")"

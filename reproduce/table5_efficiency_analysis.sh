@@ -1,4 +1,4 @@
-# table5_efficiency_analysis.sh: the analysis of Reproduce III, as registered in docs/reproduce.md
+# table5_efficiency_analysis.sh: the analysis of Reproduce III, as registered in docs/results/reproduction.md
 # ("Reproduce III: registered before the main run", items 2-5) before its main run (sourced by
 # table5_efficiency.sh: eff_results after the main phase, eff_pilot_report for --power after the
 # pilot; POSIX sh + jq + awk). It reads the run folders the driver made and trains nothing.
@@ -152,7 +152,7 @@ eff_pilot_report() {
     echo
     echo "Pilot score: the unweighted mean over the domains of a run's last in-training validation loss"
     echo "($EVAL_BATCHES batches of $MICRO chunks per domain); a diverged run (not finite) scores +∞. Best lr: the lowest mean"
-    echo "over the pilot seeds ($(echo $EFF_PILOT_SEEDS)), ties to the smaller lr (the rule of docs/reproduce.md, item 1)."
+    echo "over the pilot seeds ($(echo $EFF_PILOT_SEEDS)), ties to the smaller lr (the rule of docs/results/reproduction.md, \"Reproduce III\", item 1)."
     echo
     hdr="| size | model | lr |" sep="|---|---|---|"
     for seed in $EFF_PILOT_SEEDS; do hdr="$hdr seed $seed |" sep="$sep---|"; done
@@ -206,7 +206,7 @@ eff_results() {
     bt=$(eff_best transformer b8) br=$(eff_best resformer b8)
     repro_header "Reproduce III: the paper's headline claims at scale $SCALE, each model at its own best lr"
     echo
-    echo "Analysis as registered in docs/reproduce.md (\"Reproduce III: registered before the main run\") before the main"
+    echo "Analysis as registered in docs/results/reproduction.md (\"Reproduce III: registered before the main run\") before the main"
     echo "run: reproduce/table5_efficiency_analysis.sh. Outcome of every main run: the token-weighted validation loss of"
     echo "\`vrl eval --limit $EVAL_LIMIT\` (sum of loss x tokens over the 7 domains / their tokens). Main seeds: $(echo $SEEDS);"
     echo "b8's pair also for $(echo $EFF_PAIR_SEEDS). Best lrs at b8: Transformer ${bt:-?}, ResFormer ${br:-?} (the pilot below)."

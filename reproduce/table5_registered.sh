@@ -1,4 +1,4 @@
-# table5_registered.sh: the analysis registered in docs/reproduce.md ("The CPU-scale experiment")
+# table5_registered.sh: the analysis registered in docs/results/reproduction.md ("The CPU-scale experiment")
 # before the scale-bytes runs were made (sourced by table5.sh when LONG > 0, POSIX sh + jq + awk).
 #
 # Primary outcome, per run: the token-weighted mean validation loss, sum_d loss_d tokens_d /
@@ -112,7 +112,7 @@ table5_registered() {
     echo "Model: $(repro_shape "$size" | awk '{ printf "%d layers, %d heads, d %d, FFN %d", $1, $2, $3, $4 }'), vocabulary $VOCAB (bytes), $params parameters."
     echo "Seeds: $SEEDS(each sets the initial weights and the data order; the runs of a seed start from"
     echo "the same weights where shapes agree and see the same batches, which makes the differences paired)."
-    echo "Analysis as registered in docs/reproduce.md before the runs: reproduce/table5_registered.sh."
+    echo "Analysis as registered in docs/results/reproduction.md (\"The CPU-scale experiment\") before the runs: reproduce/table5_registered.sh."
     # per seed: T, R, SV token-weighted and unweighted means; the ratio
     per_seed=""
     for seed in $SEEDS; do

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# code_stats.sh: the two architecture figures of docs/architecture.md, reproducible on any commit:
+# code_stats.sh: the two architecture figures of docs/results/code-stats.md, reproducible on any commit:
 #   1. call sites of the variant parser and the plan builders outside conformance/ and bench/
 #      (their definitions excluded);
 #   2. the ten longest C/CUDA functions of the product code (common/ ref/ fast/ cli/), by

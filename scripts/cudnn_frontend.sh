@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # cudnn_frontend.sh: fetch cudnn-frontend's C++ headers (PyPI nvidia-cudnn-frontend) into
 # .deps/cudnn-frontend/include (git-ignored), where CMake looks for them (-DVRL_CUDNN,
-# docs/fast.md "Attention through cuDNN"). Header-only: nothing is installed, no Python
+# docs/design/kernels.md "Attention through cuDNN"). Header-only: nothing is installed, no Python
 # package is imported; the wheel is only unzipped. Run once, where PyPI is reachable;
 # scripts/gpu.sh pack carries the result to a GPU machine that has no registry.
 # Safe to run again (it replaces the folder). The default build never needs it: without

@@ -20,14 +20,14 @@
 /* Every tensor's offset in the flat buffer, and the buffer's total, are multiples of
  * PARAM_ALIGN elements: 16 bytes of bf16, 32 of fp32, so fast/ reads and writes every tensor
  * of its parameter and gradient tables with 16-byte vector accesses and cuBLASLt gets
- * aligned operands (docs/fast.md, "Vector access, padding and alignment"). The gap after a
+ * aligned operands (docs/design/kernels.md, "Vector access, padding and alignment"). The gap after a
  * tensor whose size is not a multiple (a trainable λ scalar, a DenseFormer weight vector)
  * is zero in every buffer and belongs to no tensor: checkpoints, written tensor by tensor,
  * never see it. */
 #define PARAM_ALIGN 8
 /* lm_head's slot holds its rows rounded up to a multiple of PARAM_VOCAB_PAD (50277 -> 50304),
  * the rows past the vocabulary zero: fast/ runs the three lm_head GEMMs at that extent, whose
- * 16-byte aligned leading dimensions cuBLASLt's tensor-core kernels need (docs/fast.md). */
+ * 16-byte aligned leading dimensions cuBLASLt's tensor-core kernels need (docs/design/kernels.md). */
 #define PARAM_VOCAB_PAD 128
 
 typedef enum {

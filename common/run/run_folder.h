@@ -1,5 +1,5 @@
 /* run_folder.h: the one place that knows a run folder's file names and opens a finished or
- * running run for reading (docs/architecture.md "The run folder").
+ * running run for reading (docs/run-folder.md "The run folder").
  *
  *   RUN/config.json                 the model (config.h)
  *   RUN/checkpoints/step-N/, latest the published checkpoints (ckpt_folder.h)

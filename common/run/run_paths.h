@@ -1,4 +1,4 @@
-/* run_paths.h: the file names of a run folder (docs/architecture.md "The run folder"; what
+/* run_paths.h: the file names of a run folder (docs/run-folder.md "The run folder"; what
  * each holds: run_folder.h) and run_path, the one place that formats a path into one. */
 #ifndef VRL_RUN_PATHS_H
 #define VRL_RUN_PATHS_H

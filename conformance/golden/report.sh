@@ -1,16 +1,16 @@
 #!/usr/bin/env bash
 # report.sh: re-measure every golden case (fp32 and fp64) and rewrite the table between
-# the golden-report markers of docs/conformance.md.
+# the golden-report markers of docs/results/conformance.md.
 #
 #   conformance/golden/report.sh [BUILD_DIR]      (default: build)
 #
 # Builds the golden_report target first; the table lists the worst relative error per
-# quantity (definition in docs/conformance.md) and which cases ref does not build yet.
+# quantity (definition in docs/design/conformance.md) and which cases ref does not build yet.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=${1:-$root/build}
-doc=$root/docs/conformance.md
+doc=$root/docs/results/conformance.md
 
 [[ -f $build/CMakeCache.txt ]] || cmake -S "$root" -B "$build" >/dev/null
 cmake --build "$build" --target golden_report -j"$(nproc)" >/dev/null

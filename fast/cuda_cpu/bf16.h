@@ -1,11 +1,11 @@
-/* bf16.h: CUDA's __nv_bfloat16 on the CPU (docs/fast.md, "CUDA on the CPU").
+/* bf16.h: CUDA's __nv_bfloat16 on the CPU (docs/design/cuda-on-cpu.md, "CUDA on the CPU").
  *
  * 16 bits: the top half of an IEEE fp32. float -> bf16 rounds to nearest, ties to even,
  * as __float2bfloat16 does on the GPU; a NaN stays a (quiet) NaN. bf16 -> float is exact.
  * __bfloat16_as_ushort / __ushort_as_bfloat16 move the raw bits (the cross-entropy keeps a
  * row as 32-bit words of two columns).
  *
- * VRL_CUDA_CPU_FP32 (the fp32-storage build, vrl_fast_cpu32: docs/fast.md, "Checks in bits")
+ * VRL_CUDA_CPU_FP32 (the fp32-storage build, vrl_fast_cpu32: docs/design/precision.md, "Checks in bits")
  * makes the type an fp32 wrapper instead: the same kernels, no rounding at the bf16 storage
  * points, so fast/ against ref/ agrees to float32 rounding and a small bug stands out. */
 #ifndef VRL_CUDA_CPU_BF16_H

@@ -1,4 +1,4 @@
-/* check.h: the CPU layer's hazard checkers (check.cpp, docs/fast.md "Checkers").
+/* check.h: the CPU layer's hazard checkers (check.cpp, docs/design/cuda-on-cpu.md "Checkers").
  *
  * They see memory through compile-time instrumentation: the check build of the layer
  * (vrl_fast_cpu_check) compiles fast/'s kernels with -fsanitize=thread but links no

@@ -78,7 +78,7 @@ cublasStatus_t check_shapes(const CublasCpuDesc *op, const CublasCpuLayout *a, c
  * would otherwise spend most of a training step here. */
 __attribute__((no_sanitize("address", "undefined"))) float dot_in_order(const float *x, const float *y, uint64_t k) {
 #if VRL_CUDA_CPU_FP32
-    /* the fp32-storage build (docs/fast.md, "Checks in bits"): each product is exact in double
+    /* the fp32-storage build (docs/design/precision.md, "Checks in bits"): each product is exact in double
      * and the sum of k of them is within k·2⁻⁵³ relative of exact, so the dot product's one fp32
      * rounding is all that is left: ½ ulp, below ref fp32's own fp32 accumulation */
     double acc = 0.0;

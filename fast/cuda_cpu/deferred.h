@@ -1,4 +1,4 @@
-/* deferred.h: the deferred stream mode (deferred.cpp, docs/fast.md "Deferred streams").
+/* deferred.h: the deferred stream mode (deferred.cpp, docs/design/cuda-on-cpu.md "Deferred streams").
  *
  * Off by default: every operation runs when it is issued. With VRL_CUDA_CPU_DEFERRED=1
  * (not in the check build with its checks on: the checkers reason about issue order) work

@@ -1,4 +1,4 @@
-/* fast_cpu.h: the CUDA backend's code run on the CPU (fast/cuda_cpu/, docs/fast.md), for
+/* fast_cpu.h: the CUDA backend's code run on the CPU (fast/cuda_cpu/, docs/design/cuda-on-cpu.md), for
  * host C code such as the CLI: the same Backend as fast_backend_cuda (fast/fast.h), named
  * "cuda-cpu-bf16", built by default. */
 #ifndef VRL_FAST_CPU_H

@@ -1,5 +1,5 @@
 /* fiber.cpp: kernel launches on the CPU: blocks one at a time, a block's threads as fibers
- * (runtime.h, docs/fast.md "CUDA on the CPU").
+ * (runtime.h, docs/design/cuda-on-cpu.md "CUDA on the CPU").
  *
  * A block runs warp by warp between barriers: the warps in the order VRL_CUDA_CPU_ORDER
  * gives, and each warp to its next __syncthreads() (or its end) before the next warp

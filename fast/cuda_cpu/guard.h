@@ -1,5 +1,5 @@
 /* guard.h: guard zones between fast/'s arena tensors outside the check build (guard.cpp,
- * docs/fast.md "Guard zones").
+ * docs/design/cuda-on-cpu.md "Guard zones").
  *
  * fast/'s carve() leaves a 256-byte zone after every tensor of its one cudaMalloc arena when
  * zones_on() says so, and hands it to cuda_cpu::guard_zone() (check.h). A write one element

@@ -42,7 +42,7 @@ ncclResult_t checked(cudaStream_t stream, const char *what, const void *send, si
 ncclResult_t mpi(int rc, const char *what) { return rc == MPI_SUCCESS ? ncclSuccess : fail(ncclSystemError, what); }
 
 /* A collective on a capturing stream would run now, not at replay: the stand-in refuses it
- * (fast/ keeps its collectives out of graphs, docs/fast.md). */
+ * (fast/ keeps its collectives out of graphs, docs/design/kernels.md). */
 ncclResult_t check(ncclComm_t c, ncclDataType_t t, int reduce, cudaStream_t stream) {
     cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
     if (stream && cudaStreamIsCapturing(stream, &cs) == cudaSuccess && cs != cudaStreamCaptureStatusNone)

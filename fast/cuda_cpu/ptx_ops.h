@@ -1,5 +1,5 @@
 /* ptx_ops.h: the PTX instructions fast/mma.cuh wraps besides the tensor core's, on the CPU layer
- * (docs/fast.md, "Tensor-core instructions on the CPU"):
+ * (docs/design/cuda-on-cpu.md, "Tensor-core instructions on the CPU"):
  *
  *  - ex2.approx.ftz.f32 d, a: d = 2^a. The PTX ISA ("Floating Point Instructions: ex2") gives it
  *    a maximum error of about 2 ulp over the full range (no exact rounding) and, with .ftz, flushes

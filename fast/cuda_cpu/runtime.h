@@ -1,5 +1,5 @@
 /* runtime.h: CUDA on the CPU, the part of the CUDA language and runtime that fast/ uses,
- * for g++/clang++ (C++17). docs/fast.md, "CUDA on the CPU".
+ * for g++/clang++ (C++17). docs/design/cuda-on-cpu.md, "CUDA on the CPU".
  *
  * Everything runs synchronously on the calling host thread, in program order:
  *  - memory: cudaMalloc is malloc (AddressSanitizer sees every buffer), memcpy/memset;

@@ -1,6 +1,6 @@
 /* tensor_core.cpp: mma.sync.m16n8k16 (bf16 -> fp32) and ldmatrix.m8n8 (b16) on the CPU layer,
  * completed once all 32 lanes of a warp have posted their fragments (tensor_core.h,
- * docs/fast.md "Tensor-core instructions on the CPU").
+ * docs/design/cuda-on-cpu.md "Tensor-core instructions on the CPU").
  *
  * Fragment layouts from the PTX ISA (section numbers of its 8.x editions; later editions
  * renumber, the titles stay):

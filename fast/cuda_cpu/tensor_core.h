@@ -1,5 +1,5 @@
 /* tensor_core.h: the warp-level matrix instructions fast/mma.cuh uses, on the CPU layer
- * (docs/fast.md, "Tensor-core instructions on the CPU").
+ * (docs/design/cuda-on-cpu.md, "Tensor-core instructions on the CPU").
  *
  *  - mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 and
  *  - ldmatrix.sync.aligned.m8n8.{x1,x2,x4}{,.trans}.shared.b16
