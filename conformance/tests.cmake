@@ -312,7 +312,8 @@ if(VRL_HAVE_CUDA_CPU)
   target_include_directories(test_fast_cpu_bits BEFORE PRIVATE ${CMAKE_SOURCE_DIR}/fast/cuda_cpu/include)
   target_compile_definitions(test_fast_cpu_bits PRIVATE VRL_CUDA_CPU=1 VRL_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
   target_compile_options(test_fast_cpu_bits PRIVATE -include ${CMAKE_SOURCE_DIR}/fast/cuda_cpu/cpu_names.h)
-  # --attention flash|mma|cudnn: refused on cpu (one attention) and cudnn on cuda-cpu (needs a GPU); mma trains there
+  # --attention mma|flash|cudnn: refused on cpu (one attention) and cudnn on cuda-cpu (needs a GPU);
+  # mma (the same bytes as no flag) and flash train there
   add_test(NAME test_attention_option COMMAND ${CMAKE_SOURCE_DIR}/conformance/test_attention_option.sh $<TARGET_FILE:vrl>)
   set_tests_properties(test_attention_option PROPERTIES TIMEOUT 300 ENVIRONMENT "TMPDIR=${VRL_TEST_TMP}")
   # vrl generate --device cuda-cpu (fast/decode.cu) = vrl generate (ref) token for token, five variant families
