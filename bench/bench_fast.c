@@ -4,9 +4,10 @@
  * T = 2048: tokens/s over timed steps (forward+backward+AdamW through the Backend, as the
  * trainer drives it), MFU against a measured bf16 GEMM peak, and the device memory the
  * model holds. --kernels adds a per-kernel table (µs, bytes moved, FLOPs) for layer 0.
- * --attention cudnn trains with cuDNN's fused attention (docs/fast.md) and adds its two rows
- * to the table beside the flash kernels'; --attention mma trains with the tensor-core forward
- * and adds its forward row.
+ * The model trains with fast/'s default attention, the tensor-core kernels (mma), whose forward
+ * and backward rows the table adds beside the flash kernels'; --attention flash trains with
+ * the CUDA-core flash kernels, --attention cudnn with cuDNN's fused attention (docs/fast.md),
+ * adding its two rows.
  * bench/bench_torch.py prints the same figures for HF LlamaForCausalLM on the same GPU.
  *
  * FLOPs per token: 6·N_matmul (every weight except the embedding table) plus attention
@@ -84,7 +85,7 @@ done:
 
 int main(int argc, char **argv) {
     const char *presets = "82M,468M", *variants = "baseline,resformer,svformer";
-    const char *attention = "flash";
+    const char *attention = NULL; /* fast/'s default unless given */
     int B = 8, T = 2048, steps = 10, kernels = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--presets") && i + 1 < argc) presets = argv[++i];
@@ -97,7 +98,7 @@ int main(int argc, char **argv) {
         else {
             fprintf(stderr,
                     "usage: bench_fast [--presets 82M,468M] [--variants baseline,resformer,svformer] [--batch 8] "
-                    "[--seq 2048] [--steps 10] [--kernels] [--attention flash|mma|cudnn]\n");
+                    "[--seq 2048] [--steps 10] [--kernels] [--attention mma|flash|cudnn]\n");
             return 2;
         }
     }
@@ -105,7 +106,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "bench_fast: bad --batch/--seq/--steps\n");
         return 2;
     }
-    if (fast_device_check() < 0 || fast_set_attention(attention) < 0) {
+    if (fast_device_check() < 0 || (attention && fast_set_attention(attention) < 0)) {
         fprintf(stderr, "bench_fast: %s\n", vrl_last_error());
         return 1;
     }
@@ -114,8 +115,9 @@ int main(int argc, char **argv) {
         fprintf(stderr, "bench_fast: %s\n", vrl_last_error());
         return 1;
     }
+    const int kind = fast_attention_kind();
     printf("measured bf16 GEMM peak (cuBLASLt, 8192^3, fp32 accumulate): %.1f TFLOP/s; attention: %s\n", peak,
-           attention);
+           kind == FAST_ATTENTION_MMA ? "mma" : kind == FAST_ATTENTION_CUDNN ? "cudnn" : "flash");
     char pbuf[256], vbuf[256];
     snprintf(pbuf, sizeof pbuf, "%s", presets);
     for (char *sp = NULL, *p = strtok_r(pbuf, ",", &sp); p; p = strtok_r(NULL, ",", &sp)) {

@@ -19,8 +19,8 @@ count bench/bench_fast.c uses) over the step time and the peak.
     python3 bench/roofline.py --preset 468M --batch 8 --seq 2048
     python3 bench/roofline.py --preset 468M --variant resformer --markdown
 
---cuda-core-attention prices the attention fast/ runs today (fp32 on CUDA cores, --attention
-flash) from the compiled kernels' instruction mix instead of assumed efficiencies: their hot
+--cuda-core-attention prices fast/'s CUDA-core attention (fp32, --attention flash; the default is
+now mma, below) from the compiled kernels' instruction mix instead of assumed efficiencies: their hot
 loops' instructions per FFMA (ipf, bench/attention_sass_mix.txt, read from the SASS by
 bench/sass_mix.py) cap each at 67 TFLOP/s / ipf (one instruction issued per clock per warp
 scheduler: an upper bound on speed, latency and occupancy not modelled), over the products each
@@ -320,7 +320,7 @@ def main():
     ap.add_argument("--hbm-tbs", type=float, default=3.0, help="HBM bandwidth, TB/s")
     ap.add_argument("--markdown", action="store_true", help="a Markdown table (docs/fast.md)")
     ap.add_argument("--cuda-core-attention", action="store_true",
-                    help="today's attention kernels: fp32 on CUDA cores (67 TFLOP/s on an H100 SXM), priced from "
+                    help="the flash attention kernels: fp32 on CUDA cores (67 TFLOP/s on an H100 SXM), priced from "
                          "their SASS instruction mix, instead of tensor cores")
     ap.add_argument("--sass-mix", default="after", choices=["after", "before"],
                     help="which kernels' mix (bench/attention_sass_mix.txt): after or before issue 38's split")

@@ -3,7 +3,7 @@
 # cuDNN", "Attention on tensor cores") where it cannot run: the reference (--device cpu) has
 # one attention and refuses the flag; the CPU layer (--device cuda-cpu) runs flash and mma and
 # refuses cudnn, saying cuDNN needs a GPU; a bad name is refused. Each refusal is one stderr line, a non-zero exit, no run folder.
-# `--attention flash` is the default: it gives the same bytes as no flag at all.
+# `--attention mma` is the default: it gives the same bytes as no flag at all; flash trains too.
 # usage: test_attention_option.sh PATH/TO/vrl
 set -u
 VRL=$1
@@ -33,13 +33,15 @@ check no_folder_cuda_cpu test ! -e "$tmp/r2"
 expect_refusal train_bad_name 1 "^vrl train: --attention: \"tensor\" is not flash, mma or cudnn" \
   $T --device cuda-cpu --attention tensor --out "$tmp/r3"
 
-# flash is what runs without the flag: byte-identical weights
+# mma (the tensor-core forward and backward) is what runs without the flag: byte-identical weights
 $T --device cuda-cpu --out "$tmp/plain" 2>"$tmp/plain.err" || { echo "FAIL plain cuda-cpu run:"; cat "$tmp/plain.err"; exit 1; }
-check train_cuda_cpu_flash $T --device cuda-cpu --attention flash --out "$tmp/flash"
-check flash_is_the_default cmp "$tmp/plain/model.safetensors" "$tmp/flash/model.safetensors"
-# mma (the tensor-core forward and backward) trains on the CPU layer; its numbers: test_fast_cpu_vs_ref_mma
 check train_cuda_cpu_mma $T --device cuda-cpu --attention mma --out "$tmp/mma"
-check mma_writes_weights test -s "$tmp/mma/model.safetensors"
+check mma_is_the_default cmp "$tmp/plain/model.safetensors" "$tmp/mma/model.safetensors"
+# flash (the CUDA-core kernels) trains on the CPU layer, to other bits (P stays fp32 before P·V);
+# its numbers: test_fast_cpu_vs_ref_flash
+check train_cuda_cpu_flash $T --device cuda-cpu --attention flash --out "$tmp/flash"
+check flash_writes_weights test -s "$tmp/flash/model.safetensors"
+check flash_is_not_mma bash -c "! cmp -s '$tmp/plain/model.safetensors' '$tmp/flash/model.safetensors'"
 
 E="$VRL eval --ckpt $tmp/plain --tasks none --text $tmp/plain/config.json --seq 32"
 expect_refusal eval_cpu_refuses 2 "^vrl eval: --attention cudnn: --device cpu has no such option" \

@@ -21,15 +21,18 @@
  * below, and each case also checks its weights after the steps and its first batch against
  * ref fp32. Plain C: exits 77 (ctest's skip) with the reason when there is no CUDA device.
  *
- * `--attention mma` (our tensor-core forward and backward) runs when named: the
- * cases named (all when none is) and the trainer if named, against ref with the same bounds,
- * and nothing with flash (the ctest entry test_fast_cpu_vs_ref_mma; on a GPU, run
- * `test_fast_vs_ref mma` for every case). The fp32-storage build refuses mma: SKIP.
+ * The models run fast/'s default attention, the tensor-core kernels (mma), and in the
+ * fp32-storage build the CUDA-core flash kernels (it has no packed bf16 for mma). A named
+ * attention runs instead: the cases named (all when none is) and the trainer if named,
+ * against ref with the same bounds, each case as CASE@flash or CASE@mma (the ctest entries
+ * test_fast_cpu_vs_ref_flash*; on a GPU, `test_fast_vs_ref flash trainer` for every case).
+ * The fp32-storage build refuses mma: SKIP.
  *
- * usage: test_fast_vs_ref [CASE ...] [trainer] [cudnn] [mma] | --list
- *   no arguments: every case and the trainer, with flash and then with cudnn; CASE names and
- *   "trainer" select those parts of the flash run; "cudnn" alone runs the cudnn part only;
- *   "mma" runs the mma part only (with the named cases, or all). */
+ * usage: test_fast_vs_ref [CASE ...] [trainer] [cudnn] [flash] [mma] | --list
+ *   no arguments: every case and the trainer, with the default attention and then with cudnn;
+ *   CASE names and "trainer" select those parts of the default run; "cudnn" alone runs the
+ *   cudnn part only; "flash" or "mma" runs that attention's part only (with the named cases,
+ *   or all). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -830,21 +833,32 @@ static int names_a_case(int argc, char **argv) {
     return 0;
 }
 
-/* The selected cases against ref, then the trainer and resume in root; with attention "cudnn"
- * each case is also compared with flash. flash: the cases and "trainer" as named (none: all);
- * cudnn (no arguments, or "cudnn" named) and mma ("mma" named): the cases named, or all when
- * none is. */
-static void run_all(int argc, char **argv, const char *attention, const char *root) {
-    const int cudnn = !strcmp(attention, "cudnn"), flash = !strcmp(attention, "flash");
+/* The attention the models run unless one is named: fast/'s own default (fast_attention_kind
+ * before any fast_set_attention: mma; flash in the fp32-storage build, which cannot run mma). */
+static const char *default_attention(void) {
+    switch (fast_attention_kind()) {
+    case FAST_ATTENTION_MMA: return "mma";
+    case FAST_ATTENTION_CUDNN: return "cudnn";
+    default: return "flash";
+    }
+}
+
+/* The selected cases against ref, then the trainer and resume in root, with `attention`
+ * (afterwards the default again). named 0 (the default attention): the cases and "trainer" as
+ * the command line names them (none: all), under their own names. named 1 (the attention named
+ * on the command line, or cudnn): the cases named, or all when none is, each as CASE@attention;
+ * with cudnn each case is also compared with flash. */
+static void run_all(int argc, char **argv, const char *attention, int named, const char *root, const char *dflt) {
+    const int cudnn = !strcmp(attention, "cudnn");
     const int any = names_a_case(argc, argv);
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        if (!selected(argc, argv, cases[i].name) && !(!flash && !any)) continue;
+        if (!selected(argc, argv, cases[i].name) && !(named && !any)) continue;
         Case k = cases[i];
         char name[96];
-        snprintf(name, sizeof name, "%s%s%s", cases[i].name, flash ? "" : "@", flash ? "" : attention);
+        snprintf(name, sizeof name, "%s%s%s", cases[i].name, named ? "@" : "", named ? attention : "");
         k.name = name;
-        if (!flash && !strcmp(k.variant, "gpt2")) { /* fast/gpt2.cu refuses the others by name */
-            printf("SKIP %s: GPT-2 runs the flash attention kernels only\n", name);
+        if (cudnn && !strcmp(k.variant, "gpt2")) { /* fast/gpt2.cu runs fast/'s own attention kernels only */
+            printf("SKIP %s: GPT-2 runs fast/'s own attention kernels only\n", name);
             continue;
         }
         if (cudnn) cudnn_vs_flash(&k);
@@ -852,11 +866,11 @@ static void run_all(int argc, char **argv, const char *attention, const char *ro
         run_case(&k);
     }
     if (selected(argc, argv, "trainer")) run_trainer(root);
-    (void)fast_set_attention("flash");
+    (void)fast_set_attention(dflt);
 }
 
 int main(int argc, char **argv) {
-    /* --list: the case names, one a line (scripts/gpu.sh passes them to run the flash part alone) */
+    /* --list: the case names, one a line (scripts/gpu.sh passes them to run every case by name) */
     if (argc == 2 && !strcmp(argv[1], "--list")) {
         for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) printf("%s\n", cases[i].name);
         return 0;
@@ -865,37 +879,48 @@ int main(int argc, char **argv) {
         printf("SKIP: %s\n", vrl_last_error());
         return 77;
     }
+    const char *dflt = default_attention();
     const char *base = getenv("TMPDIR");
-    char root[512], root_cudnn[600], root_mma[600];
+    char root[512], root_part[600];
     snprintf(root, sizeof root, "%s/vrl_fast_XXXXXX", base && *base ? base : "/tmp");
     if (!mkdtemp(root)) {
         printf("FAIL: mkdtemp %s\n", root);
         return 1;
     }
-    /* "mma" selects only its part: the named cases (or all), and the trainer if named */
-    if (argc >= 2 && selected(argc, argv, "mma")) {
-        if (fast_set_attention("mma") < 0) {
-            printf("SKIP mma part: %s\n", vrl_last_error());
-            return 77;
+    /* "mma" or "flash" selects only its part (both: the two parts): the named cases (or all),
+     * and the trainer if named */
+    static const char *const kinds[] = {"mma", "flash"};
+    int parts = 0, ran = 0;
+    for (int j = 0; j < 2; j++) {
+        if (argc < 2 || !selected(argc, argv, kinds[j])) continue;
+        parts++;
+        if (fast_set_attention(kinds[j]) < 0) { /* mma in the fp32-storage build */
+            printf("SKIP %s part: %s\n", kinds[j], vrl_last_error());
+            continue;
         }
-        snprintf(root_mma, sizeof root_mma, "%s/mma", root);
-        if (make_dirs(root_mma) < 0) CHECK(0, "cannot make %s: %s", root_mma, vrl_last_error());
-        else run_all(argc, argv, "mma", root_mma);
-        printf(failures ? "%d check(s) failed\n" : "all selected fast-vs-ref checks passed (--attention mma)\n",
-               failures);
-        return failures ? 1 : 0;
+        ran++;
+        snprintf(root_part, sizeof root_part, "%s/%s", root, kinds[j]);
+        if (make_dirs(root_part) < 0) CHECK(0, "cannot make %s: %s", root_part, vrl_last_error());
+        else run_all(argc, argv, kinds[j], 1, root_part, dflt);
     }
-    run_all(argc, argv, "flash", root);
+    if (parts) {
+        if (failures) printf("%d check(s) failed\n", failures);
+        else if (ran) printf("all selected fast-vs-ref checks passed (the attention named)\n");
+        return failures ? 1 : ran ? 0 : 77;
+    }
+    printf("attention: %s (fast/'s default)\n", dflt);
+    run_all(argc, argv, dflt, 0, root, dflt);
     /* "cudnn" selects only this part (with the trainer if "trainer" is named too) */
     if (argc < 2 || selected(argc, argv, "cudnn")) {
         if (fast_set_attention("cudnn") < 0) {
             printf("SKIP cudnn part: %s\n", vrl_last_error());
         } else {
-            snprintf(root_cudnn, sizeof root_cudnn, "%s/cudnn", root);
-            if (make_dirs(root_cudnn) < 0) CHECK(0, "cannot make %s: %s", root_cudnn, vrl_last_error());
-            else run_all(argc, argv, "cudnn", root_cudnn);
+            snprintf(root_part, sizeof root_part, "%s/cudnn", root);
+            if (make_dirs(root_part) < 0) CHECK(0, "cannot make %s: %s", root_part, vrl_last_error());
+            else run_all(argc, argv, "cudnn", 1, root_part, dflt);
         }
     }
-    printf(failures ? "%d check(s) failed\n" : "all selected fast-vs-ref checks passed\n", failures);
+    if (failures) printf("%d check(s) failed\n", failures);
+    else printf("all selected fast-vs-ref checks passed (attention %s)\n", dflt);
     return failures ? 1 : 0;
 }

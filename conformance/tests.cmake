@@ -215,6 +215,9 @@ endif()
 # renames fast_backend_cuda and fast_device_check to the CPU build's, so their sources are
 # the GPU tests'. test_fast_cpu_vs_ref_recompute runs fast/'s other memory plan
 # (VRL_FAST_RECOMPUTE=1) with the logits cut into 7-row chunks (VRL_FAST_CE_ROWS).
+# Every list here runs fast/'s default attention, the tensor-core kernels (mma); the
+# test_fast_cpu_vs_ref_flash entries keep the CUDA-core flash kernels (--attention flash)
+# covered, and test_fast_cpu32_vs_ref runs flash, its build's default.
 if(VRL_HAVE_CUDA_CPU)
   # the checked run's reverse-order half of test_fast_vs_ref's cases, also the sanitizer pass's list
   set(VRL_FAST_CASES_REVERSE
@@ -223,6 +226,17 @@ if(VRL_HAVE_CUDA_CPU)
       gqa4_resformer_learnable_plus gqa4_neutreno gqa4_svformer_anchors13 gqa4_query_residual gqa4_shared_q gpt2_hd16
       tiny_hc4 gqa4_mhc_n2_iters5_learnable gqa4_mhc_jitter tiny_mhc_iters1 tiny_mhc_offinit gpt2_tiny_accum2
       tiny_attn_residual gqa4_cross_layer_prev)
+  # every variant fast/ supports once (the tiny model, plus the 4-layer cases whose variant the
+  # tiny model cannot take), head dims 8, 16, 64 and 128, GPT-2, HC and mHC: the flash list
+  # (test_fast_cpu_vs_ref_flash) and, with two more mHC cases and the trainer, the fp32 one
+  set(VRL_FAST_CASES_VARIANTS
+      tiny_baseline tiny_resformer_identity tiny_resformer_constant2 tiny_resformer_general tiny_svformer
+      hd64_svformer hd128_gqa_resformer tiny_resformer_learnable tiny_neutreno tiny_neutreno_resformer
+      tiny_svformer_anchors1 tiny_cla tiny_query_residual tiny_key_residual gqa4_resformer_learnable_plus
+      gqa4_resformer_dense gqa4_svformer_anchors13 gqa4_shared_q gqa4_shared_k gqa4_identity_mapping
+      tiny_denseformer tiny_attnres tiny_attnres_block tiny_hidden_residual gqa4_denseformer_dilated
+      gqa4_attnres_block3 gqa4_hidden_residual_attnres gqa4_learnable_denseformer gpt2_tiny gpt2_hd16 tiny_hc4 tiny_mhc
+      gqa4_hc3_resformer tiny_attn_residual tiny_cross_layer gqa4_attn_residual gqa4_cross_layer_prev)
   set(cpu_tests test_fast_vs_ref test_fast_decode)
   if(VRL_HAVE_MPI)
     list(APPEND cpu_tests test_fast_nccl)   # NCCL's calls over MPI (fast/cuda_cpu/nccl_mpi.cpp)
@@ -298,7 +312,8 @@ if(VRL_HAVE_CUDA_CPU)
   target_include_directories(test_fast_cpu_bits BEFORE PRIVATE ${CMAKE_SOURCE_DIR}/fast/cuda_cpu/include)
   target_compile_definitions(test_fast_cpu_bits PRIVATE VRL_CUDA_CPU=1 VRL_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
   target_compile_options(test_fast_cpu_bits PRIVATE -include ${CMAKE_SOURCE_DIR}/fast/cuda_cpu/cpu_names.h)
-  # --attention flash|mma|cudnn: refused on cpu (one attention) and cudnn on cuda-cpu (needs a GPU); mma trains there
+  # --attention mma|flash|cudnn: refused on cpu (one attention) and cudnn on cuda-cpu (needs a GPU);
+  # mma (the same bytes as no flag) and flash train there
   add_test(NAME test_attention_option COMMAND ${CMAKE_SOURCE_DIR}/conformance/test_attention_option.sh $<TARGET_FILE:vrl>)
   set_tests_properties(test_attention_option PROPERTIES TIMEOUT 300 ENVIRONMENT "TMPDIR=${VRL_TEST_TMP}")
   # vrl generate --device cuda-cpu (fast/decode.cu) = vrl generate (ref) token for token, five variant families
@@ -360,16 +375,17 @@ if(VRL_HAVE_CUDA_CPU)
       tiny_cross_layer gqa4_attn_residual tiny_mhc_iters2 gqa4_mhc_offinit hc4_chunks)
     set_tests_properties(test_fast_cpu_vs_ref_check_random PROPERTIES TIMEOUT 900
       ENVIRONMENT "TMPDIR=${VRL_TEST_TMP};VRL_CUDA_CPU_ORDER=random:7;VRL_CUDA_CPU_BLOCKS=random:11")
-    # the tensor-core attention (--attention mma: cp.async tiles, ex2, diagonal masks) against ref
-    # under every checker in the two orders test_fast_cpu_vs_ref_mma (forward) does not run: both
-    # head sizes' tilings, GQA, the value-path mixes, HC; ~14 and ~5 CPU-s
-    add_test(NAME test_fast_cpu_vs_ref_mma_check_reverse COMMAND test_fast_cpu_vs_ref_check mma
+    # the flash kernels (--attention flash) against ref under every checker in the two orders
+    # test_fast_cpu_vs_ref_flash (forward) does not run: both head-dimension splits (hd 64 and
+    # 128), GQA, the value-path mixes of dV's epilogue, HC, GPT-2's strided views; 14.1 and 6.4
+    # CPU-s (55dcbed, this 2-core machine, shared), where the _mma pair they replace took 12.8 and 5.0
+    add_test(NAME test_fast_cpu_vs_ref_flash_check_reverse COMMAND test_fast_cpu_vs_ref_check flash
       hd64_svformer gqa_hd16_resformer hd128_gqa_resformer)
-    set_tests_properties(test_fast_cpu_vs_ref_mma_check_reverse PROPERTIES
+    set_tests_properties(test_fast_cpu_vs_ref_flash_check_reverse PROPERTIES
       ENVIRONMENT "TMPDIR=${VRL_TEST_TMP};VRL_CUDA_CPU_ORDER=reverse;VRL_CUDA_CPU_BLOCKS=reverse")
-    add_test(NAME test_fast_cpu_vs_ref_mma_check_random COMMAND test_fast_cpu_vs_ref_check mma
-      tiny_baseline gqa4_neutreno gqa4_svformer_anchors13 tiny_hc4)
-    set_tests_properties(test_fast_cpu_vs_ref_mma_check_random PROPERTIES
+    add_test(NAME test_fast_cpu_vs_ref_flash_check_random COMMAND test_fast_cpu_vs_ref_check flash
+      tiny_baseline gqa4_neutreno gqa4_svformer_anchors13 tiny_hc4 gpt2_hd16)
+    set_tests_properties(test_fast_cpu_vs_ref_flash_check_random PROPERTIES
       ENVIRONMENT "TMPDIR=${VRL_TEST_TMP};VRL_CUDA_CPU_ORDER=random:7;VRL_CUDA_CPU_BLOCKS=random:11")
     # fast/decode.cu (vrl generate --device cuda-cpu) under every checker in the two orders the
     # plain test_fast_cpu_decode (forward) does not run; ~7 CPU-s each
@@ -401,12 +417,14 @@ if(VRL_HAVE_CUDA_CPU)
       gqa4_learnable_denseformer gpt2_tiny tiny_hc4 tiny_mhc trainer)
     set_tests_properties(test_fast_cpu_vs_ref_recompute PROPERTIES
       ENVIRONMENT "TMPDIR=${VRL_TEST_TMP};VRL_FAST_RECOMPUTE=1;VRL_FAST_CE_ROWS=7;VRL_CUDA_CPU_CANARY=1")
-    # --attention mma (the tensor-core forward and backward, fast/attention_mma_forward.cu and
-    # attention_mma_backward.cu) against ref: every case (GPT-2's two skip: it runs flash only),
-    # ~88 CPU-seconds (6f7a923). Plain pass only: the kernels themselves run under ASan and the
-    # checkers, in all three thread orders, in test_fast_cpu_ops
-    add_test(NAME test_fast_cpu_vs_ref_mma COMMAND test_fast_cpu_vs_ref mma)
-    set_tests_properties(test_fast_cpu_vs_ref_mma PROPERTIES ENVIRONMENT "TMPDIR=${VRL_TEST_TMP};VRL_CUDA_CPU_CANARY=1")
+    # --attention flash (the CUDA-core kernels, fast/attention.cu; every other list runs the
+    # default, mma) against ref: every variant once, as test_fast_cpu32_vs_ref's list (head dims
+    # 8, 16, 64 and 128, GPT-2) less its repeated mHC cases and the trainer. Plain pass only:
+    # the kernels themselves run under ASan and the checkers, in all three thread orders, in
+    # test_fast_cpu_ops, and the checked entries above. 17.7 CPU-s (55dcbed, shared machine),
+    # where test_fast_cpu_vs_ref_mma (every case with mma, now the default lists) took 31.5
+    add_test(NAME test_fast_cpu_vs_ref_flash COMMAND test_fast_cpu_vs_ref flash ${VRL_FAST_CASES_VARIANTS})
+    set_tests_properties(test_fast_cpu_vs_ref_flash PROPERTIES ENVIRONMENT "TMPDIR=${VRL_TEST_TMP};VRL_CUDA_CPU_CANARY=1")
     # the same test source on fp32 storage (vrl_fast_cpu32): agreement with ref bounded near
     # float32 rounding (docs/design/precision.md, "Checks in bits"); plain pass only, like the twin above
     add_executable(test_fast_cpu32_vs_ref conformance/test_fast_vs_ref.c)
@@ -418,15 +436,8 @@ if(VRL_HAVE_CUDA_CPU)
     # the tiny model cannot take), head dims 8, 16, 64 and 128, and the trainer: 73 of the
     # full list's 105 CPU seconds (the shapes left out repeat a variant at another size), and
     # all five HC/mHC cases (15 CPU seconds more: their maps are the tensors this build bounds tightest)
-    add_test(NAME test_fast_cpu32_vs_ref COMMAND test_fast_cpu32_vs_ref
-      tiny_baseline tiny_resformer_identity tiny_resformer_constant2 tiny_resformer_general tiny_svformer
-      hd64_svformer hd128_gqa_resformer tiny_resformer_learnable tiny_neutreno tiny_neutreno_resformer
-      tiny_svformer_anchors1 tiny_cla tiny_query_residual tiny_key_residual gqa4_resformer_learnable_plus
-      gqa4_resformer_dense gqa4_svformer_anchors13 gqa4_shared_q gqa4_shared_k gqa4_identity_mapping
-      tiny_denseformer tiny_attnres tiny_attnres_block tiny_hidden_residual gqa4_denseformer_dilated
-      gqa4_attnres_block3 gqa4_hidden_residual_attnres gqa4_learnable_denseformer gpt2_tiny gpt2_hd16 tiny_hc4 tiny_mhc
-      gqa4_hc3_resformer gqa4_mhc_n2_iters5_learnable gqa4_mhc_jitter
-      tiny_attn_residual tiny_cross_layer gqa4_attn_residual gqa4_cross_layer_prev trainer)
+    add_test(NAME test_fast_cpu32_vs_ref COMMAND test_fast_cpu32_vs_ref ${VRL_FAST_CASES_VARIANTS}
+      gqa4_mhc_n2_iters5_learnable gqa4_mhc_jitter trainer)
     set_tests_properties(test_fast_cpu32_vs_ref PROPERTIES ENVIRONMENT "TMPDIR=${VRL_TEST_TMP}")
   endif()
 endif()

@@ -1,7 +1,8 @@
-/* attention_mix.cu: the attention-matrix residual and Eq. 2 cross-layer attention on the flash
- * kernels (formulas and interface in attention_mix.cuh). Always the flash kernels, also under
- * --attention cudnn: the backward of Eq. 2 needs a backward that takes the merged O and lse,
- * which fast's kernels are (docs/design/kernels.md, "Variants").
+/* attention_mix.cu: the attention-matrix residual and Eq. 2 cross-layer attention on fast/'s own
+ * attention kernels (formulas and interface in attention_mix.cuh): the model's, mma (tensor
+ * cores) or flash; flash under --attention cudnn: the backward of Eq. 2 needs a backward that
+ * takes the merged O and lse, which fast's kernels are and cuDNN's is not (docs/design/kernels.md,
+ * "Variants").
  *
  * Precision: each term's (half's) output is bf16 like any attention output, the sum of the
  * terms (the merge) is taken in fp32 and rounded once; the other layers' d(q), d(k) are kept in
@@ -156,6 +157,31 @@ int amix_create(FastModel *m) {
 
 /* ------------------------------------------------------------------ forward */
 
+/* The model's attention pair (attention.cuh: the same arguments and contract): the tensor-core
+ * kernels under mma, the flash kernels otherwise. */
+typedef int (*AttnForwardFn)(bf16 *, float *, const bf16 *, const bf16 *, const bf16 *, AttnLd, int, int, int, int,
+                             int);
+typedef int (*AttnBackwardFn)(bf16 *, bf16 *, AttnDv, float *, const bf16 *, const bf16 *, const bf16 *,
+                              const bf16 *, const bf16 *, AttnLd, const float *, int, int, int, int, int);
+/* The tensor-core pair without the fused RoPE (NULL): these layers' q and k arrive rotated, and
+ * their gradients leave through rope_backward (fast/model.cu rope_fused); q is written only
+ * with a rope, so the const view of it is kept. */
+static int mma_forward_plain(bf16 *out, float *lse, const bf16 *q, const bf16 *k, const bf16 *v, AttnLd ld, int B,
+                             int T, int NH, int NKV, int hd) {
+    return attention_mma_forward(out, lse, const_cast<bf16 *>(q), k, v, ld, B, T, NH, NKV, hd, NULL);
+}
+static int mma_backward_plain(bf16 *dq, bf16 *dk, AttnDv dv, float *Dscratch, const bf16 *dout, const bf16 *out,
+                              const bf16 *q, const bf16 *k, const bf16 *v, AttnLd ld, const float *lse, int B, int T,
+                              int NH, int NKV, int hd) {
+    return attention_mma_backward(dq, dk, dv, Dscratch, dout, out, q, k, v, ld, lse, B, T, NH, NKV, hd, NULL);
+}
+static AttnForwardFn attn_forward_of(const FastModel *m) {
+    return m->attention == FAST_ATTENTION_MMA ? mma_forward_plain : attention_forward;
+}
+static AttnBackwardFn attn_backward_of(const FastModel *m) {
+    return m->attention == FAST_ATTENTION_MMA ? mma_backward_plain : attention_backward;
+}
+
 /* Row stride of layer i's raw V (a view into its fused projection, or its own tensor). */
 static int v_stride(const FastModel *m, int i) {
     return m->fuse_cols[i] == m->qC + 2 * m->kvC ? m->fuse_cols[i] : m->kvC;
@@ -175,14 +201,15 @@ static AttnLd half_ld(const FastModel *m, int l, int mp) {
 }
 
 int amix_forward(FastModel *m, int l) {
+    const AttnForwardFn fwd = attn_forward_of(m);
     FastAttnMix *st = m->amix;
     FastActs *a = &m->acts[l];
     const int B = m->B, T = m->T, NH = m->NH, NKV = m->NKV, hd = m->hd, mp = m->plan->cross[l];
     const AttnLd ld = fast_attn_ld(m, l);
     if (mp >= 0) { /* Eq. 2: the own half into atty/lse, the second half, then the merge over them */
         const FastActs *am = &m->acts[mp];
-        TRY_AMIX(attention_forward(a->atty, a->lse, a->q, a->k, a->vin, ld, B, T, NH, NKV, hd));
-        TRY_AMIX(attention_forward(st->half_out, st->half_lse, a->q, am->k, am->v, half_ld(m, l, mp), B, T, NH, NKV, hd));
+        TRY_AMIX(fwd(a->atty, a->lse, a->q, a->k, a->vin, ld, B, T, NH, NKV, hd));
+        TRY_AMIX(fwd(st->half_out, st->half_lse, a->q, am->k, am->v, half_ld(m, l, mp), B, T, NH, NKV, hd));
         const size_t rows = (size_t)B * T * NH;
         LAUNCH(lse_merge_kernel, cdiv(rows, 256), 256, 0, ops_stream)(a->atty, a->lse, st->half_out, st->half_lse, B, T,
                                                                       NH, hd);
@@ -195,11 +222,11 @@ int amix_forward(FastModel *m, int l) {
     memset(&mix, 0, sizeof mix);
     for (int j = 0; j < st->n_src[l]; j++) {
         const int i = st->src[l][j];
-        TRY_AMIX(attention_forward(st->term[l][j], st->term_lse[l][j], m->acts[i].q, m->acts[i].k, a->vin,
-                                   term_ld(m, l, i), B, T, NH, NKV, hd));
+        TRY_AMIX(fwd(st->term[l][j], st->term_lse[l][j], m->acts[i].q, m->acts[i].k, a->vin, term_ld(m, l, i), B, T,
+                     NH, NKV, hd));
         mix.src[mix.n] = st->term[l][j], mix.coef[mix.n++] = (float)row[i];
     }
-    TRY_AMIX(attention_forward(st->own[l], a->lse, a->q, a->k, a->vin, ld, B, T, NH, NKV, hd));
+    TRY_AMIX(fwd(st->own[l], a->lse, a->q, a->k, a->vin, ld, B, T, NH, NKV, hd));
     mix.src[mix.n] = st->own[l], mix.coef[mix.n++] = (float)row[l];
     return mix_forward(a->atty, &mix, (size_t)m->N * m->qC);
 }
@@ -226,6 +253,7 @@ static const bf16 *scaled_dout(FastModel *m, double c) {
 }
 
 int amix_backward(FastModel *m, int l, bf16 *dq, bf16 *dk, AttnDv dv) {
+    const AttnBackwardFn bwd = attn_backward_of(m);
     FastAttnMix *st = m->amix;
     const FastActs *a = &m->acts[l];
     const int B = m->B, T = m->T, N = m->N, NH = m->NH, NKV = m->NKV, hd = m->hd, mp = m->plan->cross[l];
@@ -234,10 +262,9 @@ int amix_backward(FastModel *m, int l, bf16 *dq, bf16 *dk, AttnDv dv) {
         const FastActs *am = &m->acts[mp];
         const AttnLd lb = half_ld(m, l, mp);
         const AttnDv dvm = {m->dv_keep[mp], 1.0f, 1, NULL}; /* V_m's accumulator (value_flags) */
-        TRY_AMIX(attention_backward(dq, dk, dv, m->attD, m->datty, a->atty, a->q, a->k, a->vin, ld, a->lse, B, T, NH,
-                                    NKV, hd));
-        TRY_AMIX(attention_backward(st->dq_tmp, st->dk_tmp, dvm, m->attD, m->datty, a->atty, a->q, am->k, am->v, lb,
-                                    a->lse, B, T, NH, NKV, hd));
+        TRY_AMIX(bwd(dq, dk, dv, m->attD, m->datty, a->atty, a->q, a->k, a->vin, ld, a->lse, B, T, NH, NKV, hd));
+        TRY_AMIX(bwd(st->dq_tmp, st->dk_tmp, dvm, m->attD, m->datty, a->atty, a->q, am->k, am->v, lb, a->lse, B, T,
+                     NH, NKV, hd));
         TRY_AMIX(grad_add(dq, ld.q, NULL, st->dq_tmp, N, m->qC)); /* d(q_l): the halves' sum */
         return grad_keep(st->dk_keep[mp], st->dk_tmp, lb.k, N, m->kvC);
     }
@@ -246,13 +273,13 @@ int amix_backward(FastModel *m, int l, bf16 *dq, bf16 *dk, AttnDv dv) {
     const bf16 *g = scaled_dout(m, row[l]);
     if (!g) return -1;
     const AttnDv own = {st->dv_sum, 1.0f, 0, NULL}, more = {st->dv_sum, 1.0f, 1, NULL};
-    TRY_AMIX(attention_backward(dq, dk, own, m->attD, g, st->own[l], a->q, a->k, a->vin, ld, a->lse, B, T, NH, NKV, hd));
+    TRY_AMIX(bwd(dq, dk, own, m->attD, g, st->own[l], a->q, a->k, a->vin, ld, a->lse, B, T, NH, NKV, hd));
     for (int j = 0; j < st->n_src[l]; j++) { /* layer i's d(q_i), d(k_i) kept for its backward */
         const int i = st->src[l][j];
         const AttnLd lt = term_ld(m, l, i);
         if (!(g = scaled_dout(m, row[i]))) return -1;
-        TRY_AMIX(attention_backward(st->dq_tmp, st->dk_tmp, more, m->attD, g, st->term[l][j], m->acts[i].q,
-                                    m->acts[i].k, a->vin, lt, st->term_lse[l][j], B, T, NH, NKV, hd));
+        TRY_AMIX(bwd(st->dq_tmp, st->dk_tmp, more, m->attD, g, st->term[l][j], m->acts[i].q, m->acts[i].k, a->vin,
+                     lt, st->term_lse[l][j], B, T, NH, NKV, hd));
         TRY_AMIX(grad_keep(st->dq_keep[i], st->dq_tmp, lt.q, N, m->qC));
         TRY_AMIX(grad_keep(st->dk_keep[i], st->dk_tmp, lt.k, N, m->kvC));
     }

@@ -1,15 +1,15 @@
 /* attention_mix.cuh: attention that reads another layer's softmax or keys (fast/attention_mix.cu),
- * by composing the flash kernels of ops.cuh (attention_forward / attention_backward); no
+ * by composing the model's attention kernels of attention.cuh (mma or flash); no
  * [T,T] matrix is formed. The twin of the ca and cross parts of ref/value_path.c:
  *
  *   attention-matrix residual (plan row ca, e.g. attn_residual's 0.5·A_1 + 0.5·A_n):
- *     U_l = Σ_i ca[l][i]·A_i·V'_l, each term A_i·V'_l a flash attention of layer i's queries and
+ *     U_l = Σ_i ca[l][i]·A_i·V'_l, each term A_i·V'_l an attention of layer i's queries and
  *     keys (after their mixes and RoPE) over this layer's values; its row statistics (lse) are
  *     recomputed from q_i, k_i. Backward of each term: attention_backward with dout = ca·dU
  *     and the term's own output (D = Σ dout⊙out is the term's), giving d(q_i), d(k_i) (kept in
  *     fp32 for layer i's backward, which runs later) and d(V'_l) (summed over the terms).
  *   Eq. 2 cross-layer attention (plan cross[l] = m):
- *     U_l = softmax(q_l·[k_l; k_m]ᵀ/√hd)·[V'_l; V_m], causal within each half: two flash passes
+ *     U_l = softmax(q_l·[k_l; k_m]ᵀ/√hd)·[V'_l; V_m], causal within each half: two attention passes
  *     (over k_l, V'_l and over k_m, V_m) merged by their lse: L = log(e^{L_a} + e^{L_b}),
  *     O = e^{L_a−L}·O_a + e^{L_b−L}·O_b. Backward: attention_backward once per half with the
  *     MERGED O and L, so that exp(s − L) is the joint softmax and Σ dout⊙O its joint D: exact

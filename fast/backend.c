@@ -82,8 +82,14 @@ const Backend fast_backend_cuda = {
 #endif
 };
 
-/* --attention: read by fast_model_create (each model keeps the kind it was made with). */
+/* --attention: read by fast_model_create (each model keeps the kind it was made with). The
+ * tensor-core kernels unless set; the fp32-storage CPU build keeps flash, as its bf16 is a
+ * 4-byte float that mma.sync's packed bf16 pairs cannot hold (fast_set_attention below). */
+#if VRL_CUDA_CPU_FP32
 static int attention_kind = FAST_ATTENTION_FLASH;
+#else
+static int attention_kind = FAST_ATTENTION_MMA;
+#endif
 
 int fast_set_attention(const char *name) {
     if (!strcmp(name, "flash")) {

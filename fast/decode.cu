@@ -17,10 +17,10 @@
  * v_in is cached whole rather than the raw V_i (ref/decode.c keeps raw rows and mixes at
  * attention time): the coefficients are fixed while decoding, so Σ_i cv·V_i[t] is one row per
  * token and layer, and the attention kernel reads one tensor. A prompt of n >= 2 positions into
- * an empty cache is one prefill forward over [B, n] (the training trunk with its flash kernels,
- * prefill below), whose keys and value inputs fill the cache; after it, one position per step.
- * The kernels are fast/'s on B-row batches; only the cache append and the attention over the
- * cache are new (below). */
+ * an empty cache is one prefill forward over [B, n] (the training trunk with the model's
+ * attention kernels, prefill below), whose keys and value inputs fill the cache; after it, one
+ * position per step. The kernels are fast/'s on B-row batches; only the cache append and the
+ * attention over the cache are new (below). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -328,8 +328,8 @@ static int decode_step(FastKv *kv, const int32_t *tokens, float *logits) {
 
 /* The prompt, n >= 2 positions of every sequence into an empty cache, as one forward: a model of
  * [B, n] (fast_model_create_decoder, the generating model's weights) runs the trunk with the
- * flash kernels (fast_model_trunk); its keys and value inputs become the cache's first n rows and
- * its logits the output [B,n,V]. */
+ * model's attention kernels (fast_model_trunk); its keys and value inputs become the cache's
+ * first n rows and its logits the output [B,n,V]. */
 static int prefill(FastKv *kv, const int32_t *tokens, int n, float *logits) {
     FastModel *m = kv->m, *pm = fast_model_create_decoder(m->spec, kv->B, n);
     if (!pm) return -1;

@@ -29,15 +29,16 @@ void fast_register_backends(void);
 int fast_device_check(void);
 
 /* Which attention kernels the models created from now on run (`--attention`, docs/fast.md
- * "Attention through cuDNN", "Attention on tensor cores"): flash (fast/attention.cu, CUDA
- * cores, the default), mma (our tensor-core forward and backward, fast/attention_mma_forward.cu
- * and attention_mma_backward.cu) or cuDNN's fused SDPA on tensor cores (fast/attention_cudnn.cpp). */
+ * "Attention through cuDNN", "Attention on tensor cores"): mma (our tensor-core forward and
+ * backward, fast/attention_mma_forward.cu and attention_mma_backward.cu; the default), flash
+ * (fast/attention.cu, CUDA cores; the default of the fp32-storage CPU build, which cannot run
+ * mma) or cuDNN's fused SDPA on tensor cores (fast/attention_cudnn.cpp). */
 enum { FAST_ATTENTION_FLASH = 0, FAST_ATTENTION_CUDNN = 1, FAST_ATTENTION_MMA = 2 };
 /* "flash", "mma" or "cudnn": 0; -1 with vrl_error when the name is none of them, or it cannot
  * run here: cudnn on the CPU layer (cuDNN needs a GPU) or in a build without the cuDNN path
  * (VRL_CUDNN); mma in the fp32-storage CPU build (VRL_CUDA_CPU_FP32: no packed bf16). */
 int fast_set_attention(const char *name);
-/* FAST_ATTENTION_FLASH, _MMA or _CUDNN, as last set (flash unless set). */
+/* FAST_ATTENTION_FLASH, _MMA or _CUDNN, as last set (unset: mma; flash in the fp32-storage build). */
 int fast_attention_kind(void);
 
 /* Upper bound on layers the value-path tables and kernel arguments hold. */

@@ -3,7 +3,7 @@
  *
  *   x_0 = wte[tok] + wpe[t]
  *   layer l: a = LN_1(x);  [q|k|v] = a·W_attn + b_attn    (Conv1D: W [in, out]; q|k|v one [N,3d] buffer)
- *            U = softmax(q kᵀ/√hd, causal)·v              (fast's flash kernels on strided views)
+ *            U = softmax(q kᵀ/√hd, causal)·v              (fast's mma or flash kernels on strided views)
  *            h = x + U·W_proj + b_proj
  *            x' = h + gelu_tanh(LN_2(h)·W_fc + b_fc)·W_mproj + b_mproj
  *   logits = LN_f(x_L)·lm_headᵀ (untied, as ref)
@@ -13,7 +13,7 @@
  * copies and graphs are model.cu's and adamw.cu's, which reach this file at four points:
  * create (gpt2_bind, gpt2_layout), the trunk, the head's final norm and the backward.
  * No dropout: fast_capabilities refuses GPT-2 with dropout > 0 (ref's masks are keyed per
- * element of the [T,T] probabilities, which the flash kernels never form).
+ * element of the [T,T] probabilities, which the attention kernels never form).
  *
  * Precision as the llama step: activations bf16; each Conv1D's product is fp32 (cuBLASLt),
  * its bias (and the residual after it) added in fp32 and rounded once; LayerNorm statistics,
@@ -112,8 +112,8 @@ int gpt2_bind(FastModel *m, const ModelSpec *spec) {
     const size_t L = (size_t)m->L, d = m->d, F = m->F, V = m->V;
     if (dist_world() > 1) /* zero.cu's buckets follow the llama layers */
         return vrl_error("fast model: GPT-2 on CUDA trains in one process (no data parallelism yet; run without mpirun)");
-    if (fast_attention_kind() != FAST_ATTENTION_FLASH)
-        return vrl_error("fast model: GPT-2 on CUDA runs the flash attention kernels only (--attention flash)");
+    if (fast_attention_kind() == FAST_ATTENTION_CUDNN) /* model.cu wires cuDNN into the llama layers only */
+        return vrl_error("fast model: GPT-2 on CUDA runs fast/'s own attention kernels only (--attention mma or flash)");
     FastGpt2 *g = (FastGpt2 *)calloc(1, sizeof *g + L * (sizeof *g->off + sizeof *g->acts));
     if (!g) return vrl_error("fast model: out of host memory");
     m->gpt2 = g; /* freed by fast_model_destroy */
@@ -162,8 +162,13 @@ int gpt2_trunk_forward(FastModel *m) {
         TRY(layernorm_forward(a->ln1, a->mean1, a->rstd1, x, W16(o[LN1W]), W16(o[LN1B]), N, d, eps));
         TRY(conv1d_forward(bl, g->y32, a->ln1, W16(o[AW]), N, d, 3 * d));
         TRY(bias_add_forward(a->qkv, g->y32, W16(o[AB]), NULL, N, 3 * d));
-        TRY(attention_forward(a->atty, a->lse, a->qkv, a->qkv + d, a->qkv + 2 * d, ld, m->B, m->T, m->NH, m->NH,
-                              m->hd));
+        if (m->attention == FAST_ATTENTION_MMA) { /* GPT-2 has no RoPE: no rope tables */
+            TRY(attention_mma_forward(a->atty, a->lse, a->qkv, a->qkv + d, a->qkv + 2 * d, ld, m->B, m->T, m->NH, m->NH,
+                                      m->hd, NULL));
+        } else {
+            TRY(attention_forward(a->atty, a->lse, a->qkv, a->qkv + d, a->qkv + 2 * d, ld, m->B, m->T, m->NH, m->NH,
+                                  m->hd));
+        }
         TRY(conv1d_forward(bl, g->y32, a->atty, W16(o[PW]), N, d, d));
         TRY(bias_add_forward(a->h, g->y32, W16(o[PB]), x, N, d)); /* h = x + (U·W_proj + b_proj) */
         TRY(layernorm_forward(a->ln2, a->mean2, a->rstd2, a->h, W16(o[LN2W]), W16(o[LN2B]), N, d, eps));
@@ -248,8 +253,13 @@ static int layer_backward(FastModel *m, int l) {
     TRY(conv1d_backward(bl, NULL, 0, m->datty, G32(o[PW]), m->dres16, a->atty, W16(o[PW]), N, d, d));
     /* d(q|k|v) into d16 with the packed rows' stride: one Conv1D backward reads them all */
     const AttnDv dv = {NULL, 1.0f, 0, g->d16 + 2 * d};
-    TRY(attention_backward(g->d16, g->d16 + d, dv, m->attD, m->datty, a->atty, a->qkv, a->qkv + d, a->qkv + 2 * d, ld,
-                           a->lse, m->B, m->T, m->NH, m->NH, m->hd));
+    if (m->attention == FAST_ATTENTION_MMA) {
+        TRY(attention_mma_backward(g->d16, g->d16 + d, dv, m->attD, m->datty, a->atty, a->qkv, a->qkv + d,
+                                   a->qkv + 2 * d, ld, a->lse, m->B, m->T, m->NH, m->NH, m->hd, NULL));
+    } else {
+        TRY(attention_backward(g->d16, g->d16 + d, dv, m->attD, m->datty, a->atty, a->qkv, a->qkv + d, a->qkv + 2 * d,
+                               ld, a->lse, m->B, m->T, m->NH, m->NH, m->hd));
+    }
     TRY(bias_backward_bf16(G32(o[AB]), g->partial, g->d16, N, 3 * d));
     TRY(conv1d_backward(bl, m->dln32, 0, NULL, G32(o[AW]), g->d16, a->ln1, W16(o[AW]), N, d, 3 * d));
     return norm_backward(m, a->x_in, o[LN1W], o[LN1B], a->mean1, a->rstd1);

@@ -794,9 +794,9 @@ static int value_forward(FastModel *m, int l) {
     return matmul_forward_scaled(&m->blas, a->vin, a->ln1, wv, own, c, beta, N, d, kvC);
 }
 
-/* --attention: fast's flash kernels or cuDNN's fused SDPA, on the same tensors (lse in the same
- * layout and meaning, docs/design/kernels.md "Attention through cuDNN"); q, k and v_in are read through
- * layer l's row strides (fast_attn_ld) either way. */
+/* --attention: fast's tensor-core (mma) or flash kernels or cuDNN's fused SDPA, on the same
+ * tensors (lse in the same layout and meaning, docs/design/kernels.md "Attention through cuDNN"); q, k
+ * and v_in are read through layer l's row strides (fast_attn_ld) every way. */
 static int attention_forward_any(FastModel *m, int l, FastActs *a) {
     const AttnLd ld = fast_attn_ld(m, l);
 #if VRL_HAVE_CUDNN && !VRL_CUDA_CPU
@@ -850,7 +850,7 @@ static int layer_forward(FastModel *m, int l) {
     TRY(qk_forward(m, l, MIX_K));
     TRY(value_forward(m, l));
     MixArgs mix;
-    TRY(amix_layer(m, l) ? amix_forward(m, l) : attention_forward_any(m, l, a)); /* ca mixing, Eq. 2: flash */
+    TRY(amix_layer(m, l) ? amix_forward(m, l) : attention_forward_any(m, l, a)); /* ca mixing, Eq. 2 */
     if (m->has_corr[l]) { /* U = atty + repeat_kv(Σ ce·V_i) */
         mix_args(m, l, MIX_CORR, &mix);
         TRY(correction_forward(a->u, a->atty, &mix, N, m->NH, m->NKV, m->hd));

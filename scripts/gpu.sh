@@ -95,7 +95,9 @@ SLOT2=(
 )
 
 # the cases whose kernels memcheck covers: both attention head sizes, GQA, every value-path
-# mix (λ rows, NeuTRENO, CLA, Q/K residuals, shared Q/K, SVFormer anchors) and every stream
+# mix (λ rows, NeuTRENO, CLA, Q/K residuals, shared Q/K, SVFormer anchors) and every stream.
+# These steps name flash (fast/'s default is mma): every kernel is instrumented, and the
+# tensor-core attention has steps of its own (MMA_SANITIZE_CASES below)
 MEMCHECK_CASES=(hd64_baseline hd128_gqa_resformer gqa4_resformer_dense gqa4_neutreno_resformer gqa4_cla
                 gqa4_query_residual gqa4_shared_k gqa4_svformer_anchors13 gqa4_denseformer_dilated
                 gqa4_attnres_block3 gqa4_hidden_residual_attnres gqa4_learnable_denseformer)
@@ -538,19 +540,20 @@ prepare() {
   [ $built = 1 ] || { WHY="the build failed or did not run"; return 1; }
   local bench=("$bin/bench_fast" --presets 468M --steps 10)
   case $1 in
-    fast_vs_ref_flash | repeat_fast_vs_ref) CMD=("${REF_ENV[@]}" "$bin/test_fast_vs_ref" "${all_cases[@]}" trainer) ;;
-    fast_vs_ref_mma) CMD=("${REF_ENV[@]}" "$bin/test_fast_vs_ref" mma trainer) ;;
+    # fast/'s default attention (mma) on every case by name (no cuDNN part); flash named
+    fast_vs_ref_mma) CMD=("${REF_ENV[@]}" "$bin/test_fast_vs_ref" "${all_cases[@]}" trainer) ;;
+    fast_vs_ref_flash | repeat_fast_vs_ref) CMD=("${REF_ENV[@]}" "$bin/test_fast_vs_ref" flash trainer) ;;
     fast_vs_ref_cudnn) cudnn_built || return 1; CMD=("${REF_ENV[@]}" "$bin/test_fast_vs_ref" cudnn) ;;
-    memcheck) sanitize memcheck -- "${MEMCHECK_CASES[@]}" ;;
-    racecheck | synccheck | initcheck) sanitize "$1" -- "$RACE_CASE" ;;
+    memcheck) sanitize memcheck -- flash "${MEMCHECK_CASES[@]}" ;;
+    racecheck | synccheck | initcheck) sanitize "$1" -- flash "$RACE_CASE" ;;
     memcheck_mma | racecheck_mma | synccheck_mma)
       # a filter that matches no kernel would pass with nothing checked
       grep -aq attention_mma "$bin/test_fast_vs_ref" || { WHY="no attention_mma kernel in $bin/test_fast_vs_ref"; return 1; }
       sanitize "${1%_mma}" --kernel-name "kns=$MMA_KERNELS" -- mma "${MMA_SANITIZE_CASES[@]}" ;;
     bench_468M_mma) CMD=("${bench[@]}" --variants baseline --attention mma --kernels) ;;
-    bench_468M_flash) CMD=("${bench[@]}" --variants baseline --kernels) ;;
+    bench_468M_flash) CMD=("${bench[@]}" --variants baseline --attention flash --kernels) ;;
     bench_468M_cudnn) cudnn_built || return 1; CMD=("${bench[@]}" --variants baseline --attention cudnn) ;;
-    bench_468M_variants) CMD=("${bench[@]}" --variants resformer,svformer) ;;
+    bench_468M_variants) CMD=("${bench[@]}" --variants resformer,svformer --attention flash) ;;
     *) WHY="gpu.sh has no command for the step $1"; return 1 ;;
   esac
   [ -n "$WHY" ] && return 1
