@@ -82,7 +82,7 @@ SLOT2_BUDGET=220
 SLOT2=(
   "deps 60 5 cpu as in slot 1"
   "build 180 5 cpu incremental: slot 1's build folder is kept while the machine is warm"
-  "repeat_fast_vs_ref 150 40 gpu+ the flash run again; its figure lines must equal slot 1's"
+  "repeat_fast_vs_ref 150 40 gpu+ the default (mma) run again; its figure lines must equal slot 1's"
   "fast_vs_ref_cudnn 150 60 gpu+ every case with cuDNN attention, against ref and flash"
   "synccheck 120 30 gpu+ compute-sanitizer synccheck, flash, hd64_baseline"
   "initcheck 120 40 gpu+ compute-sanitizer initcheck, flash, hd64_baseline"
@@ -90,7 +90,7 @@ SLOT2=(
   "roofline 30 5 cpu+ bench/roofline.py's prediction for 468M, beside the measurement"
   "bench_468M_flash 90 35 gpu bench_fast 468M baseline, B 8, T 2048, flash, per-kernel table"
   "bench_468M_cudnn 90 35 gpu bench_fast 468M baseline, B 8, T 2048, cuDNN"
-  "bench_468M_variants 90 35 gpu bench_fast 468M ResFormer and SVFormer, flash"
+  "bench_468M_variants 90 35 gpu bench_fast 468M ResFormer and SVFormer, the default attention (mma)"
   "torch_eager 120 30 gpu bench/bench_torch.py 468M, eager PyTorch"
 )
 
@@ -541,8 +541,8 @@ prepare() {
   local bench=("$bin/bench_fast" --presets 468M --steps 10)
   case $1 in
     # fast/'s default attention (mma) on every case by name (no cuDNN part); flash named
-    fast_vs_ref_mma) CMD=("${REF_ENV[@]}" "$bin/test_fast_vs_ref" "${all_cases[@]}" trainer) ;;
-    fast_vs_ref_flash | repeat_fast_vs_ref) CMD=("${REF_ENV[@]}" "$bin/test_fast_vs_ref" flash trainer) ;;
+    fast_vs_ref_mma | repeat_fast_vs_ref) CMD=("${REF_ENV[@]}" "$bin/test_fast_vs_ref" "${all_cases[@]}" trainer) ;;
+    fast_vs_ref_flash) CMD=("${REF_ENV[@]}" "$bin/test_fast_vs_ref" flash trainer) ;;
     fast_vs_ref_cudnn) cudnn_built || return 1; CMD=("${REF_ENV[@]}" "$bin/test_fast_vs_ref" cudnn) ;;
     memcheck) sanitize memcheck -- flash "${MEMCHECK_CASES[@]}" ;;
     racecheck | synccheck | initcheck) sanitize "$1" -- flash "$RACE_CASE" ;;
@@ -553,7 +553,7 @@ prepare() {
     bench_468M_mma) CMD=("${bench[@]}" --variants baseline --attention mma --kernels) ;;
     bench_468M_flash) CMD=("${bench[@]}" --variants baseline --attention flash --kernels) ;;
     bench_468M_cudnn) cudnn_built || return 1; CMD=("${bench[@]}" --variants baseline --attention cudnn) ;;
-    bench_468M_variants) CMD=("${bench[@]}" --variants resformer,svformer --attention flash) ;;
+    bench_468M_variants) CMD=("${bench[@]}" --variants resformer,svformer) ;;
     *) WHY="gpu.sh has no command for the step $1"; return 1 ;;
   esac
   [ -n "$WHY" ] && return 1
@@ -571,7 +571,7 @@ conclude() {
     repeat_fast_vs_ref)
       # the figure lines only (losses, errors, the trainer's steps): nothing else may differ
       figures() { grep -E '^[A-Za-z0-9_@]+: (loss|logits|gradient|worst|step|scoring|cudnn)|^trainer step' "$1"; }
-      local first=$build/slot-logs/slot1/fast_vs_ref_flash.log
+      local first=$build/slot-logs/slot1/fast_vs_ref_mma.log
       if [ -s "$first" ]; then
         if cmp -s <(figures "$first") <(figures "$log"); then
           figs="$(figures "$first" | wc -l) figure lines identical to slot 1's"
