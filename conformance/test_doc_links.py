@@ -13,6 +13,9 @@ Checked:
      docs/fast.md "GPU slot"), a heading of that file starts with the quoted words. A title cut by
      the end of a comment line is matched on the words before the cut.
 
+  3. The shape of the docs: README.md at most 150 lines; each guide (docs/*.md) at most 400 lines,
+     its first lines after the title a "*For:*" line and an "*Answers:*" line.
+
 usage: test_doc_links.py REPO_ROOT   (the code's citations are docs/<file>.md, quoted title)
 Prints one line per broken link (FILE:LINE: what is wrong) and exits 1 if there is any.
 """
@@ -156,9 +159,28 @@ def check_citations(src, problems, lines=None):
                                 % (src, n, doc, title.strip(), doc))
 
 
+README_MAX_LINES, GUIDE_MAX_LINES = 150, 400
+
+
+def check_shape(doc, problems):
+    with open(os.path.join(ROOT, doc), encoding="utf-8") as fh:
+        lines = fh.read().split("\n")
+    n = len(lines) - (1 if lines and lines[-1] == "" else 0)
+    if doc == "README.md" and n > README_MAX_LINES:
+        problems.append("%s: %d lines, more than %d" % (doc, n, README_MAX_LINES))
+    if os.path.dirname(doc) == "docs":
+        if n > GUIDE_MAX_LINES:
+            problems.append("%s: %d lines, more than a guide's %d" % (doc, n, GUIDE_MAX_LINES))
+        head = [l for l in lines[1:6] if l.strip()]
+        if len(head) < 2 or not head[0].startswith("*For:*") or not head[1].startswith("*Answers:*"):
+            problems.append("%s: a guide opens with a *For:* line and an *Answers:* line after its title" % doc)
+
+
 def main():
     problems = []
     docs = markdown_docs()
+    for doc in docs:
+        check_shape(doc, problems)
     for doc in docs:
         check_links(doc, problems)
         # prose that names a section the way the code does: docs/fast.md, "GPU slot"
