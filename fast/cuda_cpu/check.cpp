@@ -40,7 +40,8 @@ struct SharedByte {
     uint16_t wth, rth; /* their threads (linear index) */
     int16_t rwarp;     /* the reader's warp in epoch rep; -2: several warps */
     uint8_t pending;   /* 1: thread wth's cp.async (issued at wep) has not landed; stale in a later block */
-    uint8_t unused;    /* no padding: granules compare records with memcmp */
+    uint8_t wgmma;     /* 1: a wgmma.mma_async in flight reads it (wgmma.cpp); also no padding: granules
+                        * compare records with memcmp */
 };
 
 enum { W_INIT = 1, W_ATOMIC = 2, W_GUARD = 4 };
@@ -272,6 +273,14 @@ __attribute__((noinline, cold)) void shared_report(const SharedByte &s, int writ
     const int tid = cur_thread, warp = tid >> 5;
     char a[96], b[96], code[96];
     if (err[0]) return;
+    if (write && s.wgmma) {
+        thread_name(tid, a, sizeof a), code_at(pc, code, sizeof code);
+        fail("shared-memory race (write before a wgmma landed) in kernel %s, block (%u,%u,%u): %s %s a byte that a "
+             "wgmma.mma_async in flight reads: no wgmma.wait_group has completed it (%s)",
+             ops[cur_op].what, cur_block_idx.x, cur_block_idx.y, cur_block_idx.z, a,
+             write == 2 ? "issues a cp.async to" : "writes", code);
+        return;
+    }
     if (s.pending && s.wep >= block_epoch) { /* write 3 (a landing) cleared its own flag first */
         thread_name(tid, a, sizeof a), thread_name(s.wth, b, sizeof b), code_at(pc, code, sizeof code);
         const int own = s.wth == tid;
@@ -321,7 +330,7 @@ inline void shared_one(SharedByte &s, int write, int tid, int warp, const void *
     } else {
         /* write 1: a store; 2: a cp.async issued (its bytes pending until it lands); 3: it lands */
         if (write == 3 && s.wth == tid) s.pending = 0; /* its own copy: the bytes it was holding */
-        if ((s.pending && s.wep >= block_epoch) || (s.wep == epoch && s.wth >> 5 != warp) ||
+        if (s.wgmma || (s.pending && s.wep >= block_epoch) || (s.wep == epoch && s.wth >> 5 != warp) ||
             (s.rep == epoch && s.rwarp != warp))
             shared_report(s, write, pc);
         s.wep = epoch, s.wth = (uint16_t)tid, s.pending = write == 2;
@@ -348,6 +357,23 @@ struct SharedShadow {
         bytes.assign(len, SharedByte());
     }
     int contains(uintptr_t a) const { return a - lo < len; }
+    /* the wgmma flag of n bytes at a (inside the region) := v; unmarking (v 0, the op landed at
+     * the wait of all its warpgroup's warps) also forgets the epoch's reads, the warpgroup's
+     * read at the issue among them: a write after the wait is no write-after-read race */
+    void set_wgmma(uintptr_t a, size_t n, uint8_t v) {
+        const uintptr_t end = std::min(a + n, lo + len);
+        for (; a < end; a++) {
+            const size_t g = (a - base) >> 2;
+            const uintptr_t glo = base + (g << 2);
+            if (!split[g]) { /* its bytes take the granule's state, then may differ */
+                for (uintptr_t b = std::max(glo, lo); b < std::min(glo + 4, lo + len); b++) bytes[b - lo] = gran[g];
+                split[g] = 1;
+            }
+            SharedByte &s = bytes[a - lo];
+            s.wgmma = v;
+            if (!v) s.rep = 0;
+        }
+    }
     /* n bytes at a (inside the region, clipped to its end) */
     void access(uintptr_t a, size_t n, int write, const void *pc) {
         const int tid = cur_thread, warp = tid >> 5;
@@ -624,6 +650,18 @@ void async_copy_access(const void *p, size_t bytes, int landing) {
     if (body) access(p, bytes, landing ? 3 : 2, NULL);
 #else
     (void)p, (void)bytes, (void)landing;
+#endif
+}
+
+void wgmma_operand(const void *p, size_t bytes, int mode) {
+#if VRL_CUDA_CPU_CHECK
+    if (!enabled()) return;
+    const uintptr_t a = (uintptr_t)p;
+    if (mode == 1) access(p, bytes, 0, NULL); /* the warpgroup's read (needs the running thread) */
+    if (static_shared.contains(a)) static_shared.set_wgmma(a, bytes, mode != 0);
+    else if (a - (uintptr_t)dyn_lo < dyn_len) dyn_shared.set_wgmma(a - (uintptr_t)dyn_lo, bytes, mode != 0);
+#else
+    (void)p, (void)bytes, (void)mode;
 #endif
 }
 
