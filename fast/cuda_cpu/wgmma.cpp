@@ -32,6 +32,7 @@
 #include <stdio.h>
 
 #include <algorithm>
+#include <utility>
 #include <vector>
 
 #include "fast/cuda_cpu/check.h"
@@ -64,7 +65,7 @@ struct Warpgroup {
 };
 
 std::vector<Warpgroup> groups_; /* [warpgroups of the block] */
-int last_op = -1, last_param = 0;
+std::vector<std::pair<int, int>> trace; /* (op, param) completed since wgmma_forget, the first 16 */
 
 float bf16_value(uint16_t bits) {
     const uint32_t u = (uint32_t)bits << 16;
@@ -281,7 +282,7 @@ uint32_t wgmma_window(const void *p, const char *file, int line) {
 }
 
 int wgmma_complete(WarpOp op, int param, int group, void *const lanes[128], char *msg, size_t msg_len) {
-    last_op = (int)op, last_param = param;
+    if (trace.size() < 16) trace.push_back({(int)op, param});
     if ((size_t)group >= groups_.size()) groups_.resize((size_t)group + 1, Warpgroup{{}, 0, 0});
     Warpgroup &wg = groups_[group];
     switch (op) {
@@ -342,7 +343,16 @@ int wgmma_ptx(WarpOp op, int param, char *buf, size_t len) {
     return -1;
 }
 
-void wgmma_last(int *op, int *param) { *op = last_op, *param = last_param; }
-void wgmma_forget(void) { last_op = -1, last_param = 0; }
+int wgmma_trace(char *buf, size_t len) {
+    size_t used = 0;
+    if (len) buf[0] = 0;
+    for (size_t i = 0; i < trace.size() && used < len; i++) {
+        char one[160];
+        if (wgmma_ptx((WarpOp)trace[i].first, trace[i].second, one, sizeof one)) return -1;
+        used += (size_t)snprintf(buf + used, len - used, "%s%s", i ? " ; " : "", one);
+    }
+    return trace.empty() || used >= len ? -1 : 0;
+}
+void wgmma_forget(void) { trace.clear(); }
 
 } // namespace cuda_cpu

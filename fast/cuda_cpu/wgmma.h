@@ -77,8 +77,9 @@ void wgmma_block_begin(int threads);
  * nvcc's PTX of fast/wgmma.cuh: the instruction, {k} per register group, r per other register
  * operand, p for the scale-d predicate, then the immediates. 0, or -1 (buf ""). */
 int wgmma_ptx(WarpOp op, int param, char *buf, size_t len);
-/* The op and param of the last warpgroup instruction completed (op -1: none since forget). */
-void wgmma_last(int *op, int *param);
+/* The warpgroup instructions completed since wgmma_forget (the first 16), as wgmma_ptx writes
+ * them, joined by " ; ", for test_wgmma_ptx's table. 0, or -1 when none (or buf is too short). */
+int wgmma_trace(char *buf, size_t len);
 void wgmma_forget(void);
 
 /* ------------------------------------------------------------------ the thread-side halves */
