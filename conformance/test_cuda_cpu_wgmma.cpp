@@ -340,7 +340,7 @@ __global__ void gemm_kernel(float *d, const uint16_t *a, const uint16_t *b, int 
         off ^= ((off >> 7) & 3) << 4;
         sb[off / 2] = b[i];
     }
-    __syncthreads();
+    __syncthreads(); /* the tiles every warp wrote, before the warpgroup reads them */
     float acc[32];
     wgmma_fence();
     for (int s = 0; s < K / 16; s++) {
@@ -351,7 +351,7 @@ __global__ void gemm_kernel(float *d, const uint16_t *a, const uint16_t *b, int 
         if (s > 0) wgmma_wait<1>(); /* the step before this one has landed */
         wgmma_fence();
     }
-    wgmma_wait<0>();
+    wgmma_wait<0>(); /* the last k-step lands */
     for (int i = 0; i < 32; i++) {
         int r, c;
         d_element(th, i, &r, &c);
