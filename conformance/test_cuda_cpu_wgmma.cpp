@@ -391,7 +391,7 @@ Test(cuda_cpu_wgmma, gemm_k_loop_in_every_warp_order) {
 /* ------------------------------------------------------------------ asynchrony */
 
 /* One m64n8k16 of A = B = 1 (K-major, no swizzle), then, before the wait: read the
- * accumulators (mode 0) or overwrite B's tile with 2 (mode 1); the results to d. */
+ * accumulators (mode 0), overwrite B's tile with 2 (mode 1), or nothing (2); the results to d. */
 __global__ void early_kernel(float *d, int mode) {
     const int th = (int)threadIdx.x;
     uint16_t *smem = (uint16_t *)cuda_cpu::dynamic_shared();
@@ -409,6 +409,16 @@ __global__ void early_kernel(float *d, int mode) {
     for (int i = 0; i < 4; i++) d[th * 4 + i] = acc[i];
 }
 
+#if VRL_CUDA_CPU_CHECK
+Test(cuda_cpu_wgmma, accumulators_read_before_the_wait_are_an_error) {
+    std::vector<float> d(128 * 5, -1.0f);
+    LAUNCH(early_kernel, 1, 128, 64 * 16 * 2 + 8 * 16 * 2, 0)(d.data(), 0);
+    const char *e = launch_message();
+    cr_assert(strstr(e, "early_kernel") && strstr(e, "wgmma accumulators read before the wait"), "%s", e);
+    LAUNCH(early_kernel, 1, 128, 64 * 16 * 2 + 8 * 16 * 2, 0)(d.data(), 2); /* no early access: no error */
+    cr_assert_str_eq(launch_message(), "");
+}
+#else
 Test(cuda_cpu_wgmma, accumulators_land_at_the_wait) {
     std::vector<float> d(128 * 5, -1.0f);
     LAUNCH(early_kernel, 1, 128, 64 * 16 * 2 + 8 * 16 * 2, 0)(d.data(), 0);
@@ -420,6 +430,7 @@ Test(cuda_cpu_wgmma, accumulators_land_at_the_wait) {
                                                  d[th * 4 + i]);
     }
 }
+#endif
 
 #if VRL_CUDA_CPU_CHECK
 Test(cuda_cpu_wgmma, an_operand_written_before_the_wait_is_a_race) {

@@ -408,7 +408,7 @@ if(VRL_HAVE_CUDA_CPU)
     # one mutant of each hazard class issue 37's audit saw the plain tests miss, each caught by name
     add_test(NAME fast_cpu_hazard_mutants COMMAND ${CMAKE_SOURCE_DIR}/conformance/fast_cpu_hazard_mutants.sh)
     set_tests_properties(fast_cpu_hazard_mutants PROPERTIES TIMEOUT 900 ENVIRONMENT "TMPDIR=${VRL_TEST_TMP};VRL_BUILD_DIR=${CMAKE_BINARY_DIR}")
-    # the wgmma tests catch a mutant of each class: the layer's layouts and scale-d, a missing wait, a missing barrier
+    # the wgmma tests catch a mutant of each class: the layer's layouts and scale-d, a missing wait (plain and checked), a missing barrier
     add_test(NAME wgmma_hazard_mutants COMMAND ${CMAKE_SOURCE_DIR}/conformance/wgmma_hazard_mutants.sh)
     set_tests_properties(wgmma_hazard_mutants PROPERTIES TIMEOUT 300 ENVIRONMENT "TMPDIR=${VRL_TEST_TMP};VRL_BUILD_DIR=${CMAKE_BINARY_DIR}")
   endif()

@@ -2,8 +2,9 @@
 # wgmma_hazard_mutants.sh: the wgmma tests (conformance/test_cuda_cpu_wgmma.cpp on the CPU layer's
 # fast/cuda_cpu/wgmma.cpp) catch one bug of each class a first Hopper kernel would make, in the
 # layer's model or in a kernel: a swizzle mode decoded one mode off, scale-d ignored, D's fragment
-# rows off by 8, a kernel that reads its accumulators without the final wait_group, and one that
-# issues its wgmma on tiles other warps wrote with no barrier (a race only the check build names).
+# rows off by 8, a kernel that reads its accumulators without the final wait_group (wrong values;
+# in the check build, an error naming the kernel), and one that issues its wgmma on tiles other
+# warps wrote with no barrier (a race only the check build names).
 #
 # Requires the unmodified test programs to pass, then injects each mutant into a copy of its file,
 # rebuilds only that object and the one program from the build's own objects
@@ -68,6 +69,9 @@ mutant d_rows_off_by_8 $layer \
 mutant gemm_without_its_last_wait $test \
   '    wgmma_wait<0>(); /* the last k-step lands */' '' \
   test_cuda_cpu_wgmma gemm_k_loop_in_every_warp_order "of 4096 wrong"
+mutant gemm_without_its_last_wait_checked $test \
+  '    wgmma_wait<0>(); /* the last k-step lands */' '' \
+  test_cuda_cpu_wgmma_check gemm_k_loop_in_every_warp_order "wgmma accumulators read before the wait in kernel gemm_kernel"
 mutant gemm_tiles_without_a_barrier $test \
   '    __syncthreads(); /* the tiles every warp wrote, before the warpgroup reads them */' '' \
   test_cuda_cpu_wgmma_check gemm_k_loop_in_every_warp_order "shared-memory race (read after write) in kernel gemm_kernel"

@@ -137,9 +137,11 @@ void thread_name(int linear, char *buf, size_t n) {
 #endif
 
 /* where the access came from, for addr2line -Cfie <binary> <offset> */
+const char *layer_reader; /* the instruction the layer reads shared memory for, or NULL (wgmma_operand) */
 void code_at(const void *pc, char *buf, size_t n) {
     Dl_info di;
-    if (pc && dladdr(pc, &di) && di.dli_fname)
+    if (!pc && layer_reader) snprintf(buf, n, "%s", layer_reader);
+    else if (pc && dladdr(pc, &di) && di.dli_fname)
         snprintf(buf, n, "code %s+0x%zx", strrchr(di.dli_fname, '/') ? strrchr(di.dli_fname, '/') + 1 : di.dli_fname,
                  (size_t)((const char *)pc - (const char *)di.dli_fbase) - 1);
     else snprintf(buf, n, "code ?");
@@ -657,11 +659,57 @@ void wgmma_operand(const void *p, size_t bytes, int mode) {
 #if VRL_CUDA_CPU_CHECK
     if (!enabled()) return;
     const uintptr_t a = (uintptr_t)p;
-    if (mode == 1) access(p, bytes, 0, NULL); /* the warpgroup's read (needs the running thread) */
+    if (mode == 1) { /* the warpgroup's read (needs the running thread) */
+        layer_reader = "the operand read of a wgmma.mma_async its warpgroup issued";
+        access(p, bytes, 0, NULL);
+        layer_reader = NULL;
+    }
     if (static_shared.contains(a)) static_shared.set_wgmma(a, bytes, mode != 0);
     else if (a - (uintptr_t)dyn_lo < dyn_len) dyn_shared.set_wgmma(a - (uintptr_t)dyn_lo, bytes, mode != 0);
 #else
     (void)p, (void)bytes, (void)mode;
+#endif
+}
+
+/* the accumulator ranges in flight, per thread of the block, and how many there are in all */
+std::vector<std::vector<std::pair<uintptr_t, uintptr_t>>> acc_ranges;
+int acc_watch;
+
+void wgmma_registers(int thread, const void *p, size_t bytes, int in_flight) {
+    if (!enabled() || thread < 0) return;
+    if ((size_t)thread >= acc_ranges.size()) acc_ranges.resize((size_t)thread + 1);
+    std::vector<std::pair<uintptr_t, uintptr_t>> &r = acc_ranges[(size_t)thread];
+    const std::pair<uintptr_t, uintptr_t> range{(uintptr_t)p, (uintptr_t)p + bytes};
+    if (in_flight) {
+        r.push_back(range);
+        acc_watch++;
+        return;
+    }
+    for (size_t i = 0; i < r.size(); i++)
+        if (r[i] == range) {
+            r.erase(r.begin() + (long)i);
+            acc_watch--;
+            return;
+        }
+}
+
+/* An access of the running thread to its own stack while some accumulators are in flight. */
+void acc_access(const void *p, size_t n, int write, const void *pc) {
+#if VRL_CUDA_CPU_CHECK
+    const uintptr_t a = (uintptr_t)p;
+    if (cur_thread < 0 || (size_t)cur_thread >= acc_ranges.size() || err[0]) return;
+    for (const auto &r : acc_ranges[(size_t)cur_thread])
+        if (a < r.second && a + n > r.first) {
+            char who[96], code[96];
+            thread_name(cur_thread, who, sizeof who), code_at(pc, code, sizeof code);
+            fail("wgmma accumulators %s before the wait in kernel %s, block (%u,%u,%u): %s %s its accumulator registers "
+                 "of a wgmma.mma_async in flight: no wgmma.wait_group has landed it (%s)",
+                 write ? "written" : "read", ops[cur_op].what, cur_block_idx.x, cur_block_idx.y, cur_block_idx.z, who,
+                 write ? "writes" : "reads", code);
+            return;
+        }
+#else
+    (void)p, (void)n, (void)write, (void)pc;
 #endif
 }
 
@@ -712,8 +760,11 @@ void __tsan_vptr_read(void **) {}
 /* the thread's own stack (half of all accesses: its local arrays) and code outside a kernel
  * body are ruled out here, before the call into the checkers */
 #define CUDA_CPU_ACCESS(p, n, w)                                                                                  \
-    if (cuda_cpu::check::body && (uintptr_t)(p) - cuda_cpu::check::stacks_lo >= cuda_cpu::check::stacks_len)      \
-    cuda_cpu::check::access(p, n, w, CUDA_CPU_PC)
+    if (!cuda_cpu::check::body) {                                                                                 \
+    } else if ((uintptr_t)(p) - cuda_cpu::check::stacks_lo >= cuda_cpu::check::stacks_len)                       \
+        cuda_cpu::check::access(p, n, w, CUDA_CPU_PC);                                                            \
+    else if (cuda_cpu::check::acc_watch) /* a wgmma's accumulators are in flight (wgmma.cpp) */                 \
+        cuda_cpu::check::acc_access(p, n, w, CUDA_CPU_PC)
 #define CUDA_CPU_RW(n)                                                                                            \
     void __tsan_read##n(void *p) { CUDA_CPU_ACCESS(p, n, 0); }                                                   \
     void __tsan_write##n(void *p) { CUDA_CPU_ACCESS(p, n, 1); }                                                  \

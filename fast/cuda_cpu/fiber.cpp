@@ -141,6 +141,7 @@ struct Block {
     std::vector<int> lane_order; /* [lanes] */
     int w0, lanes, lane_pos;
     char *released;          /* a stack whose thread ended, for whoever runs next to free */
+    int warpgroup_ops;       /* 1 once a thread of the block posted a wgmma instruction */
 } B;
 
 #if CUDA_CPU_ASAN
@@ -487,6 +488,7 @@ int resolve_warpgroups(void) {
     const int n = (int)B.t.size();
     int any = 0;
     char a[200], b[200];
+    if (!B.warpgroup_ops) return 0; /* the blocks of every kernel without wgmma: nothing to scan */
     for (int g0 = 0; g0 < n; g0 += 128) {
         const Thread *first = NULL;
         for (int k = g0; k < n && k < g0 + 128 && !first; k++)
@@ -620,6 +622,7 @@ int run_block(void) {
     check::block_begin(block_idx);
     async_copy_block_begin(n);
     wgmma_block_begin(n);
+    B.warpgroup_ops = 0;
     for (;;) {
         make_order(B.order, warps, order_config().kind, &rng_state);
         std::vector<int> warp_order = B.order;
@@ -662,6 +665,7 @@ uint64_t warp_collective(WarpOp op, unsigned mask, uint64_t value, int param, in
     Thread *t = B.cur;
     t->state = AT_WARP;
     t->op = op, t->mask = mask, t->value = value, t->param = param, t->width = width;
+    if (is_warpgroup_op(op)) B.warpgroup_ops = 1;
     t->file = file, t->line = line;
     suspend(t);
     return t->result;

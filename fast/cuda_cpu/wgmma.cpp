@@ -146,6 +146,13 @@ void mark(const Op &o, int mode) {
     for (uint32_t c : o.chunks) check::wgmma_operand(dyn + c, 16, mode);
 }
 
+/* Its accumulators in flight (1) or landed (0), for the check build (check::wgmma_registers). */
+void watch(const Op &o, int group, int in_flight) {
+    if (!check::enabled()) return;
+    for (int k = 0; k < THREADS; k++)
+        check::wgmma_registers(group * THREADS + k, o.d[k], (size_t)(o.n / 2) * sizeof(float), in_flight);
+}
+
 int issue(int g, int param, void *const lanes[THREADS], char *msg, size_t msg_len) {
     Warpgroup &wg = groups_[g];
     const WgmmaLane *l0 = (const WgmmaLane *)lanes[0];
@@ -207,6 +214,7 @@ int issue(int g, int param, void *const lanes[THREADS], char *msg, size_t msg_le
     check::set_thread(g * THREADS);
     mark(o, 1);
     check::set_thread(-1);
+    watch(o, g, 1);
     wg.inflight.push_back(std::move(o));
     return 0;
 }
@@ -304,6 +312,7 @@ int wgmma_complete(WarpOp op, int param, int group, void *const lanes[128], char
             if (o.group != UNCOMMITTED && o.group < keep_from) {
                 land(o);
                 mark(o, 0);
+                watch(o, group, 0);
             } else left.push_back(std::move(o));
         }
         wg.inflight.swap(left);
@@ -319,8 +328,8 @@ int wgmma_complete(WarpOp op, int param, int group, void *const lanes[128], char
 }
 
 void wgmma_block_begin(int threads) {
-    for (const Warpgroup &w : groups_)
-        for (const Op &o : w.inflight) mark(o, 0);
+    for (size_t g = 0; g < groups_.size(); g++)
+        for (const Op &o : groups_[g].inflight) mark(o, 0), watch(o, (int)g, 0);
     groups_.assign((size_t)(threads + THREADS - 1) / THREADS, Warpgroup{{}, 0, 0});
 }
 

@@ -19,8 +19,9 @@
  * set to NaN until it lands. It lands (A and B read from shared memory, D written) at the
  * wgmma.wait_group that covers its group; ops that chain on one accumulator land in issue
  * order. So reading the accumulators before the wait reads NaN, and overwriting an operand
- * tile before the wait changes the product; in the check build that write is a shared-memory
- * race naming the kernel (check.h). A wgmma.mma_async needs a wgmma.fence of its warpgroup
+ * tile before the wait changes the product; in the check build both are errors naming the
+ * kernel (check.h): the thread's access to its accumulators in flight, and the write to an
+ * operand byte in flight. A wgmma.mma_async needs a wgmma.fence of its warpgroup
  * since the start or since the warpgroup's last wait_group (the points after which the
  * registers may have been touched by other instructions): stricter than the ISA, which asks
  * for the fence only when the registers were touched.
