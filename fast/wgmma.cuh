@@ -37,6 +37,12 @@
 
 #include <stdint.h>
 
+#if VRL_CUDA_CPU
+#include "fast/cuda_cpu/wgmma.h"
+#else
+#include <cuda_runtime.h>
+#endif
+
 enum { WGMMA_SWIZZLE_NONE = 0, WGMMA_SWIZZLE_128B = 1, WGMMA_SWIZZLE_64B = 2, WGMMA_SWIZZLE_32B = 3 };
 
 /* The descriptor of a tile at shared-window address addr: each field (x & 0x3FFFF) >> 4. */
@@ -47,8 +53,6 @@ static inline __host__ __device__ uint64_t wgmma_desc_encode(uint32_t addr, uint
 }
 
 #if VRL_CUDA_CPU
-#include "fast/cuda_cpu/wgmma.h"
-
 /* the call site names the instruction in the layer's errors */
 #define VRL_WGMMA_SITE const char *site_file = __builtin_FILE(), int site_line = __builtin_LINE()
 
@@ -77,7 +81,6 @@ template <int N> static inline void wgmma_wait(VRL_WGMMA_SITE) {
 #undef VRL_WGMMA_SITE
 
 #elif defined(__CUDA_ARCH_FEAT_SM90_ALL) || !defined(__CUDA_ARCH__) /* nvcc, sm_90a (and its host pass) */
-#include <cuda_runtime.h>
 
 static __device__ __forceinline__ uint64_t wgmma_desc(const void *tile, uint32_t lbo_bytes, uint32_t sbo_bytes,
                                                       int swizzle) {

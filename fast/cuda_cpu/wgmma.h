@@ -62,7 +62,6 @@ struct WgmmaDesc {
     uint64_t reserved;        /* the bits no field uses (must be 0) */
 };
 WgmmaDesc wgmma_decode(uint64_t desc);
-enum { WGMMA_SWIZZLE_NONE = 0, WGMMA_SWIZZLE_128B = 1, WGMMA_SWIZZLE_64B = 2, WGMMA_SWIZZLE_32B = 3 };
 
 /* The shared-window address of p: its byte offset in the launch's dynamic shared memory. Not
  * 16-byte aligned, or not in it: a launch error naming the call (returns 0). */
