@@ -8,12 +8,13 @@
  * ISA's fragment formula, must be the double-precision product within an fp32 accumulation
  * bound: all four swizzle modes, A and B each K- and MN-major, several N, scale-d both ways,
  * start addresses inside a 128-byte swizzle row (a k-slice of a wider tile), and A from
- * registers. Twins with the wrong swizzle mode in the descriptor must FAIL the comparison.
- * Then a 64xNxK GEMM with a K loop (fence, mma_async, commit, wait_group 1 then 0: two k-steps
- * in flight) in forward, reverse and random warp orders, bit-identical across them. The
- * asynchrony: accumulators read before the wait are NaN; an operand tile overwritten before
- * the wait changes the product (and in the check build, test_cuda_cpu_wgmma_check, is a race
- * naming the kernel). The errors: malformed descriptors (reserved bits, base offset, a
+ * registers. Twins placed without the swizzle's xor, or described with the neighbouring
+ * swizzle mode, must FAIL the comparison (or be refused). Then a 64x64xK GEMM with a K loop
+ * (fence, mma_async, commit, wait_group 1 then 0: two k-steps in flight) in forward, reverse
+ * and random warp orders, bit-identical across them, and again through two shared-memory
+ * stages, each refilled after the wait_group that frees it. The asynchrony: accumulators read
+ * before the wait are NaN; an operand tile overwritten before the wait changes the product (in
+ * the check build, test_cuda_cpu_wgmma_check, both are errors naming the kernel). The errors: malformed descriptors (reserved bits, base offset, a
  * swizzle pattern off its span, outside shared memory, a misaligned or non-shared tile), a
  * warp of the warpgroup missing, a short warpgroup, no fence, each one line naming the
  * kernel. */
@@ -384,6 +385,89 @@ Test(cuda_cpu_wgmma, gemm_k_loop_in_every_warp_order) {
     for (int k = 1; k < 3; k++) {
         const std::vector<float> d = run_gemm(128, orders[k]);
         cr_assert(!memcmp(d.data(), first.data(), d.size() * sizeof(float)), "order %s differs in bits", orders[k]);
+    }
+    cr_assert_eq(cuda_cpu::set_thread_order("forward"), 0);
+}
+
+/* The same product through two shared-memory stages, as a pipelined kernel runs it: k-step s
+ * reads stage s % 2 (A K-major 32-byte swizzled: 64 rows of one 32-byte k-slice; B N-major
+ * 128-byte swizzled: 16 k-rows of 64 n), and stage (s + 1) % 2 is refilled only after the
+ * wait_group 1 that lands step s - 1, which read it. */
+__global__ void gemm_two_stages_kernel(float *d, const uint16_t *a, const uint16_t *b, int K) {
+    const int th = (int)threadIdx.x;
+    char *smem = (char *)cuda_cpu::dynamic_shared(); /* [2 stages][A 2048 B, B 2048 B] */
+    float acc[32];
+    for (int s = 0; s < K / 16; s++) {
+        if (s == 0) { /* stage 0 <- step 0 */
+            for (int i = th; i < 64 * 16; i += 128) {
+                const int m = i / 16, k = i % 16;
+                uint32_t off = (uint32_t)((m / 8) * 256 + (m % 8) * 32 + k * 2);
+                off ^= ((off >> 7) & 1) << 4;
+                memcpy(smem + off, &a[m * K + k], 2);
+            }
+            for (int i = th; i < 16 * 64; i += 128) {
+                const int k = i / 64, n = i % 64;
+                uint32_t off = (uint32_t)(2048 + (k / 8) * 1024 + (k % 8) * 128 + n * 2);
+                off ^= ((off >> 7) & 7) << 4;
+                memcpy(smem + off, &b[k * 64 + n], 2);
+            }
+            __syncthreads();
+            wgmma_fence();
+        }
+        char *stage = smem + (s % 2) * 4096;
+        const uint64_t da = wgmma_desc(stage, 16, 256, WGMMA_SWIZZLE_32B);
+        const uint64_t db = wgmma_desc(stage + 2048, 16, 1024, WGMMA_SWIZZLE_128B);
+        wgmma_bf16_ss<64, 0, 1>(acc, da, db, s > 0);
+        wgmma_commit();
+        if (s + 1 == K / 16) break;
+        wgmma_wait<1>(); /* step s - 1 has landed: the other stage is free */
+        __syncthreads(); /* every warp past its wait before the stage is refilled */
+        char *next = smem + ((s + 1) % 2) * 4096;
+        for (int i = th; i < 64 * 16; i += 128) {
+            const int m = i / 16, k = i % 16;
+            uint32_t off = (uint32_t)((m / 8) * 256 + (m % 8) * 32 + k * 2);
+            off ^= ((off >> 7) & 1) << 4;
+            memcpy(next + off, &a[m * K + (s + 1) * 16 + k], 2);
+        }
+        for (int i = th; i < 16 * 64; i += 128) {
+            const int k = i / 64, n = i % 64;
+            uint32_t off = (uint32_t)(2048 + (k / 8) * 1024 + (k % 8) * 128 + n * 2);
+            off ^= ((off >> 7) & 7) << 4;
+            memcpy(next + off, &b[((s + 1) * 16 + k) * 64 + n], 2);
+        }
+        __syncthreads(); /* the refilled stage before the next issue reads it */
+        wgmma_fence();
+    }
+    wgmma_wait<0>();
+    for (int i = 0; i < 32; i++) {
+        int r, c;
+        d_element(th, i, &r, &c);
+        d[r * 64 + c] = acc[i];
+    }
+}
+
+Test(cuda_cpu_wgmma, two_stage_gemm_refills_a_stage_only_after_its_wait) {
+    const int K = 64;
+    const std::vector<uint16_t> a = random_bf16((size_t)64 * K, 5), b = random_bf16((size_t)K * 64, 6);
+    std::vector<float> first;
+    for (int o = 0; o < 3; o++) {
+        cr_assert_eq(cuda_cpu::set_thread_order(orders[o]), 0);
+        std::vector<float> d(64 * 64, 0.0f);
+        LAUNCH(gemm_two_stages_kernel, 1, 128, 8192, 0)(d.data(), a.data(), b.data(), K);
+        cr_assert_str_eq(launch_message(), "", "order %s", orders[o]);
+        int bad = 0;
+        for (int m = 0; m < 64; m++)
+            for (int n = 0; n < 64; n++) {
+                double s = 0, mag = 0;
+                for (int k = 0; k < K; k++) {
+                    const double p = (double)bf16_float(a[m * K + k]) * bf16_float(b[k * 64 + n]);
+                    s += p, mag += fabs(p);
+                }
+                if (!(fabs((double)d[m * 64 + n] - s) <= (K + 1) * 0x1p-23 * mag)) bad++;
+            }
+        cr_assert_eq(bad, 0, "order %s: %d of 4096 wrong", orders[o], bad);
+        if (o == 0) first = d;
+        else cr_assert(!memcmp(d.data(), first.data(), d.size() * sizeof(float)), "order %s differs in bits", orders[o]);
     }
     cr_assert_eq(cuda_cpu::set_thread_order("forward"), 0);
 }

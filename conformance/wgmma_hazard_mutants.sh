@@ -3,8 +3,10 @@
 # fast/cuda_cpu/wgmma.cpp) catch one bug of each class a first Hopper kernel would make, in the
 # layer's model or in a kernel: a swizzle mode decoded one mode off, scale-d ignored, D's fragment
 # rows off by 8, a kernel that reads its accumulators without the final wait_group (wrong values;
-# in the check build, an error naming the kernel), and one that issues its wgmma on tiles other
-# warps wrote with no barrier (a race only the check build names).
+# in the check build, an error naming the kernel), one that issues its wgmma on tiles other
+# warps wrote with no barrier (a race only the check build names), and a two-stage pipeline that
+# refills a stage while the k-step reading it is in flight (wrong values; in the check build, a
+# race naming the kernel).
 #
 # Requires the unmodified test programs to pass, then injects each mutant into a copy of its file,
 # rebuilds only that object and the one program from the build's own objects
@@ -75,6 +77,14 @@ mutant gemm_without_its_last_wait_checked $test \
 mutant gemm_tiles_without_a_barrier $test \
   '    __syncthreads(); /* the tiles every warp wrote, before the warpgroup reads them */' '' \
   test_cuda_cpu_wgmma_check gemm_k_loop_in_every_warp_order "shared-memory race (read after write) in kernel gemm_kernel"
+
+# a pipelined kernel that refills a stage while the k-step that reads it is still in flight
+early_refill_pattern='        wgmma_wait<1>(); /* step s - 1 has landed: the other stage is free */'
+mutant stage_refilled_in_flight $test "$early_refill_pattern" '        wgmma_wait<2>();' \
+  test_cuda_cpu_wgmma two_stage_gemm_refills_a_stage_only_after_its_wait "of 4096 wrong"
+mutant stage_refilled_in_flight_checked $test "$early_refill_pattern" '        wgmma_wait<2>();' \
+  test_cuda_cpu_wgmma_check two_stage_gemm_refills_a_stage_only_after_its_wait \
+  "shared-memory race (write before a wgmma landed) in kernel gemm_two_stages_kernel"
 
 echo "== $killed of $total mutants caught${missed:+; missed:$missed}"
 [ $killed = $total ]
