@@ -18,6 +18,7 @@ golden/mutation_check.sh) call it once per mutant. It
      -iquote its folder), into OUT_DIR;
   4. copies each affected static library into OUT_DIR with the new member in place (ar), and
   5. relinks TARGET with those copies into OUT_DIR/bin/TARGET, printing that path.
+A SOURCE compiled into TARGET itself (a test's own .cpp) is relinked as the new object directly.
 
 The build itself is never written. Exit 0 with the path on stdout; 1 with one line on stderr
 when a step fails (the compiler's own messages above it: a mutant that does not compile is the
@@ -79,7 +80,9 @@ def main(argv):
         lib_name = parts[parts.index("CMakeFiles") + 1][: -len(".dir")]
         lib_dir = os.sep.join(parts[: parts.index("CMakeFiles")])
         lib_path = os.path.relpath(os.path.join(lib_dir, f"lib{lib_name}.a"), link_dir)
-        if lib_path not in link:
+        own_obj = os.path.relpath(os.path.normpath(os.path.join(e["directory"], obj)), link_dir)
+        own = lib_name == target and own_obj in link  # an object of TARGET itself
+        if lib_path not in link and not own:
             continue
         # 3: the same compile, of the mutated file, into OUT_DIR
         n += 1
@@ -91,6 +94,9 @@ def main(argv):
         r = subprocess.run(cmd, cwd=e["directory"])
         if r.returncode:
             die(1, f"{source}: the mutated copy does not compile for {lib_name}")
+        if own:
+            link = [new_obj if a == own_obj else a for a in link]
+            continue
         libs.setdefault(lib_path, []).append((os.path.basename(obj), new_obj))
     if not n:
         die(2, f"{target} links no object built from {source}")

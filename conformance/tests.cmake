@@ -269,6 +269,11 @@ if(VRL_HAVE_CUDA_CPU)
   vrl_test(test_cuda_cpu_mma SOURCES conformance/test_cuda_cpu_mma.cpp LIBS vrl_fast_cpu vrl_common)
   set_target_properties(test_cuda_cpu_mma PROPERTIES CXX_STANDARD 17 CXX_STANDARD_REQUIRED ON)
   target_compile_definitions(test_cuda_cpu_mma PRIVATE VRL_CUDA_CPU=1)
+  # Hopper's warpgroup instructions (fast/wgmma.cuh on fast/cuda_cpu/wgmma.h): canonical shared-memory
+  # layouts in every swizzle mode, fragments, a K-loop GEMM in every warp order, landing at the wait, misuse
+  vrl_test(test_cuda_cpu_wgmma SOURCES conformance/test_cuda_cpu_wgmma.cpp LIBS vrl_fast_cpu vrl_common)
+  set_target_properties(test_cuda_cpu_wgmma PROPERTIES CXX_STANDARD 17 CXX_STANDARD_REQUIRED ON)
+  target_compile_definitions(test_cuda_cpu_wgmma PRIVATE VRL_CUDA_CPU=1)
   # the two definitions of each tensor-core instruction agree: nvcc's PTX of each fast/mma.cuh
   # function = the instruction the CPU layer executes for it (conformance/test_mma_ptx.sh); two
   # nvcc compiles to PTX, skipped (77) without nvcc. Plain pass only: a compile
@@ -286,6 +291,18 @@ if(VRL_HAVE_CUDA_CPU)
     add_test(NAME test_mma_ptx COMMAND ${CMAKE_SOURCE_DIR}/conformance/test_mma_ptx.sh "${vrl_mma_nvcc}"
       ${CMAKE_SOURCE_DIR} $<TARGET_FILE:mma_ptx_table>)
     set_tests_properties(test_mma_ptx PROPERTIES SKIP_RETURN_CODE 77 ENVIRONMENT "TMPDIR=${VRL_TEST_TMP}")
+  endif()
+  # the same for Hopper's warpgroup instructions (fast/wgmma.cuh, sm_90a): nvcc's PTX of each kernel of
+  # conformance/wgmma_ptx_compile.cu = what the CPU layer executes, and ptxas takes it; skipped (77) without nvcc
+  add_executable(wgmma_ptx_table conformance/wgmma_ptx_table.cpp)
+  set_target_properties(wgmma_ptx_table PROPERTIES CXX_STANDARD 17 CXX_STANDARD_REQUIRED ON)
+  target_include_directories(wgmma_ptx_table PRIVATE ${CMAKE_SOURCE_DIR})
+  target_compile_definitions(wgmma_ptx_table PRIVATE VRL_CUDA_CPU=1)
+  target_link_libraries(wgmma_ptx_table PRIVATE vrl_fast_cpu vrl_common)
+  if(NOT VRL_SANITIZE)
+    add_test(NAME test_wgmma_ptx COMMAND ${CMAKE_SOURCE_DIR}/conformance/test_wgmma_ptx.sh "${vrl_mma_nvcc}"
+      ${CMAKE_SOURCE_DIR} $<TARGET_FILE:wgmma_ptx_table>)
+    set_tests_properties(test_wgmma_ptx PROPERTIES SKIP_RETURN_CODE 77 ENVIRONMENT "TMPDIR=${VRL_TEST_TMP}")
   endif()
   # guard zones between arena tensors: canaries in the plain build, ASan poison in the sanitizer build
   vrl_test(test_cuda_cpu_guard SOURCES conformance/test_cuda_cpu_guard.cpp LIBS vrl_fast_cpu vrl_common)
@@ -344,6 +361,11 @@ if(VRL_HAVE_CUDA_CPU)
     set_target_properties(test_cuda_cpu_mma_check PROPERTIES CXX_STANDARD 17 CXX_STANDARD_REQUIRED ON)
     target_compile_definitions(test_cuda_cpu_mma_check PRIVATE VRL_CUDA_CPU=1 VRL_CUDA_CPU_CHECK=1)
     target_compile_options(test_cuda_cpu_mma_check PRIVATE ${VRL_CUDA_CPU_INSTRUMENT})
+    # the same wgmma tests instrumented: an operand tile written before the wait_group is a race
+    vrl_test(test_cuda_cpu_wgmma_check SOURCES conformance/test_cuda_cpu_wgmma.cpp LIBS vrl_fast_cpu_check vrl_common)
+    set_target_properties(test_cuda_cpu_wgmma_check PROPERTIES CXX_STANDARD 17 CXX_STANDARD_REQUIRED ON)
+    target_compile_definitions(test_cuda_cpu_wgmma_check PRIVATE VRL_CUDA_CPU=1 VRL_CUDA_CPU_CHECK=1)
+    target_compile_options(test_cuda_cpu_wgmma_check PRIVATE ${VRL_CUDA_CPU_INSTRUMENT})
     # fast/'s kernels one by one (test_fast_cpu_ops) under every checker, in its three thread orders
     vrl_test(test_fast_cpu_ops_check SOURCES conformance/test_fast_cpu_ops.cpp LIBS vrl_fast_cpu_check vrl_ref64 vrl_common)
     set_target_properties(test_fast_cpu_ops_check PROPERTIES CXX_STANDARD 17 CXX_STANDARD_REQUIRED ON)
@@ -402,6 +424,9 @@ if(VRL_HAVE_CUDA_CPU)
     # one mutant of each hazard class issue 37's audit saw the plain tests miss, each caught by name
     add_test(NAME fast_cpu_hazard_mutants COMMAND ${CMAKE_SOURCE_DIR}/conformance/fast_cpu_hazard_mutants.sh)
     set_tests_properties(fast_cpu_hazard_mutants PROPERTIES TIMEOUT 900 ENVIRONMENT "TMPDIR=${VRL_TEST_TMP};VRL_BUILD_DIR=${CMAKE_BINARY_DIR}")
+    # the wgmma tests catch a mutant of each class: the layer's layouts and scale-d, a missing wait (plain and checked), a missing barrier
+    add_test(NAME wgmma_hazard_mutants COMMAND ${CMAKE_SOURCE_DIR}/conformance/wgmma_hazard_mutants.sh)
+    set_tests_properties(wgmma_hazard_mutants PROPERTIES TIMEOUT 300 ENVIRONMENT "TMPDIR=${VRL_TEST_TMP};VRL_BUILD_DIR=${CMAKE_BINARY_DIR}")
   endif()
   if(NOT (VRL_SANITIZE OR VRL_FUZZ))
     # plain pass only: the same kernels as test_fast_cpu_vs_ref, which the sanitizer pass

@@ -40,7 +40,8 @@ struct SharedByte {
     uint16_t wth, rth; /* their threads (linear index) */
     int16_t rwarp;     /* the reader's warp in epoch rep; -2: several warps */
     uint8_t pending;   /* 1: thread wth's cp.async (issued at wep) has not landed; stale in a later block */
-    uint8_t unused;    /* no padding: granules compare records with memcmp */
+    uint8_t wgmma;     /* 1: a wgmma.mma_async in flight reads it (wgmma.cpp); also no padding: granules
+                        * compare records with memcmp */
 };
 
 enum { W_INIT = 1, W_ATOMIC = 2, W_GUARD = 4 };
@@ -136,9 +137,11 @@ void thread_name(int linear, char *buf, size_t n) {
 #endif
 
 /* where the access came from, for addr2line -Cfie <binary> <offset> */
+const char *layer_reader; /* the instruction the layer reads shared memory for, or NULL (wgmma_operand) */
 void code_at(const void *pc, char *buf, size_t n) {
     Dl_info di;
-    if (pc && dladdr(pc, &di) && di.dli_fname)
+    if (!pc && layer_reader) snprintf(buf, n, "%s", layer_reader);
+    else if (pc && dladdr(pc, &di) && di.dli_fname)
         snprintf(buf, n, "code %s+0x%zx", strrchr(di.dli_fname, '/') ? strrchr(di.dli_fname, '/') + 1 : di.dli_fname,
                  (size_t)((const char *)pc - (const char *)di.dli_fbase) - 1);
     else snprintf(buf, n, "code ?");
@@ -272,6 +275,14 @@ __attribute__((noinline, cold)) void shared_report(const SharedByte &s, int writ
     const int tid = cur_thread, warp = tid >> 5;
     char a[96], b[96], code[96];
     if (err[0]) return;
+    if (write && s.wgmma) {
+        thread_name(tid, a, sizeof a), code_at(pc, code, sizeof code);
+        fail("shared-memory race (write before a wgmma landed) in kernel %s, block (%u,%u,%u): %s %s a byte that a "
+             "wgmma.mma_async in flight reads: no wgmma.wait_group has completed it (%s)",
+             ops[cur_op].what, cur_block_idx.x, cur_block_idx.y, cur_block_idx.z, a,
+             write == 2 ? "issues a cp.async to" : "writes", code);
+        return;
+    }
     if (s.pending && s.wep >= block_epoch) { /* write 3 (a landing) cleared its own flag first */
         thread_name(tid, a, sizeof a), thread_name(s.wth, b, sizeof b), code_at(pc, code, sizeof code);
         const int own = s.wth == tid;
@@ -321,7 +332,7 @@ inline void shared_one(SharedByte &s, int write, int tid, int warp, const void *
     } else {
         /* write 1: a store; 2: a cp.async issued (its bytes pending until it lands); 3: it lands */
         if (write == 3 && s.wth == tid) s.pending = 0; /* its own copy: the bytes it was holding */
-        if ((s.pending && s.wep >= block_epoch) || (s.wep == epoch && s.wth >> 5 != warp) ||
+        if (s.wgmma || (s.pending && s.wep >= block_epoch) || (s.wep == epoch && s.wth >> 5 != warp) ||
             (s.rep == epoch && s.rwarp != warp))
             shared_report(s, write, pc);
         s.wep = epoch, s.wth = (uint16_t)tid, s.pending = write == 2;
@@ -348,6 +359,23 @@ struct SharedShadow {
         bytes.assign(len, SharedByte());
     }
     int contains(uintptr_t a) const { return a - lo < len; }
+    /* the wgmma flag of n bytes at a (inside the region) := v; unmarking (v 0, the op landed at
+     * the wait of all its warpgroup's warps) also forgets the epoch's reads, the warpgroup's
+     * read at the issue among them: a write after the wait is no write-after-read race */
+    void set_wgmma(uintptr_t a, size_t n, uint8_t v) {
+        const uintptr_t end = std::min(a + n, lo + len);
+        for (; a < end; a++) {
+            const size_t g = (a - base) >> 2;
+            const uintptr_t glo = base + (g << 2);
+            if (!split[g]) { /* its bytes take the granule's state, then may differ */
+                for (uintptr_t b = std::max(glo, lo); b < std::min(glo + 4, lo + len); b++) bytes[b - lo] = gran[g];
+                split[g] = 1;
+            }
+            SharedByte &s = bytes[a - lo];
+            s.wgmma = v;
+            if (!v) s.rep = 0;
+        }
+    }
     /* n bytes at a (inside the region, clipped to its end) */
     void access(uintptr_t a, size_t n, int write, const void *pc) {
         const int tid = cur_thread, warp = tid >> 5;
@@ -627,6 +655,64 @@ void async_copy_access(const void *p, size_t bytes, int landing) {
 #endif
 }
 
+void wgmma_operand(const void *p, size_t bytes, int mode) {
+#if VRL_CUDA_CPU_CHECK
+    if (!enabled()) return;
+    const uintptr_t a = (uintptr_t)p;
+    if (mode == 1) { /* the warpgroup's read (needs the running thread) */
+        layer_reader = "the operand read of a wgmma.mma_async its warpgroup issued";
+        access(p, bytes, 0, NULL);
+        layer_reader = NULL;
+    }
+    if (static_shared.contains(a)) static_shared.set_wgmma(a, bytes, mode != 0);
+    else if (a - (uintptr_t)dyn_lo < dyn_len) dyn_shared.set_wgmma(a - (uintptr_t)dyn_lo, bytes, mode != 0);
+#else
+    (void)p, (void)bytes, (void)mode;
+#endif
+}
+
+/* the accumulator ranges in flight, per thread of the block, and how many there are in all */
+std::vector<std::vector<std::pair<uintptr_t, uintptr_t>>> acc_ranges;
+int acc_watch;
+
+void wgmma_registers(int thread, const void *p, size_t bytes, int in_flight) {
+    if (!enabled() || thread < 0) return;
+    if ((size_t)thread >= acc_ranges.size()) acc_ranges.resize((size_t)thread + 1);
+    std::vector<std::pair<uintptr_t, uintptr_t>> &r = acc_ranges[(size_t)thread];
+    const std::pair<uintptr_t, uintptr_t> range{(uintptr_t)p, (uintptr_t)p + bytes};
+    if (in_flight) {
+        r.push_back(range);
+        acc_watch++;
+        return;
+    }
+    for (size_t i = 0; i < r.size(); i++)
+        if (r[i] == range) {
+            r.erase(r.begin() + (long)i);
+            acc_watch--;
+            return;
+        }
+}
+
+/* An access of the running thread to its own stack while some accumulators are in flight. */
+void acc_access(const void *p, size_t n, int write, const void *pc) {
+#if VRL_CUDA_CPU_CHECK
+    const uintptr_t a = (uintptr_t)p;
+    if (cur_thread < 0 || (size_t)cur_thread >= acc_ranges.size() || err[0]) return;
+    for (const auto &r : acc_ranges[(size_t)cur_thread])
+        if (a < r.second && a + n > r.first) {
+            char who[96], code[96];
+            thread_name(cur_thread, who, sizeof who), code_at(pc, code, sizeof code);
+            fail("wgmma accumulators %s before the wait in kernel %s, block (%u,%u,%u): %s %s its accumulator registers "
+                 "of a wgmma.mma_async in flight: no wgmma.wait_group has landed it (%s)",
+                 write ? "written" : "read", ops[cur_op].what, cur_block_idx.x, cur_block_idx.y, cur_block_idx.z, who,
+                 write ? "writes" : "reads", code);
+            return;
+        }
+#else
+    (void)p, (void)n, (void)write, (void)pc;
+#endif
+}
+
 void fiber_stacks(const void *p, size_t bytes) {
     stacks_lo = (uintptr_t)p, stacks_len = bytes;
 }
@@ -674,8 +760,11 @@ void __tsan_vptr_read(void **) {}
 /* the thread's own stack (half of all accesses: its local arrays) and code outside a kernel
  * body are ruled out here, before the call into the checkers */
 #define CUDA_CPU_ACCESS(p, n, w)                                                                                  \
-    if (cuda_cpu::check::body && (uintptr_t)(p) - cuda_cpu::check::stacks_lo >= cuda_cpu::check::stacks_len)      \
-    cuda_cpu::check::access(p, n, w, CUDA_CPU_PC)
+    if (!cuda_cpu::check::body) {                                                                                 \
+    } else if ((uintptr_t)(p) - cuda_cpu::check::stacks_lo >= cuda_cpu::check::stacks_len)                       \
+        cuda_cpu::check::access(p, n, w, CUDA_CPU_PC);                                                            \
+    else if (cuda_cpu::check::acc_watch) /* a wgmma's accumulators are in flight (wgmma.cpp) */                 \
+        cuda_cpu::check::acc_access(p, n, w, CUDA_CPU_PC)
 #define CUDA_CPU_RW(n)                                                                                            \
     void __tsan_read##n(void *p) { CUDA_CPU_ACCESS(p, n, 0); }                                                   \
     void __tsan_write##n(void *p) { CUDA_CPU_ACCESS(p, n, 1); }                                                  \

@@ -10,7 +10,9 @@
  *  - shared memory: two warps of a block touch one byte between two barriers, one writing
  *    (read-after-write, write-after-read, write-after-write); a read of a byte no thread of
  *    the block has written (uninitialised shared memory); an access to a byte a cp.async
- *    will write before the wait_group that lands it (ptx_ops.h);
+ *    will write before the wait_group that lands it (ptx_ops.h); a write to a byte a
+ *    wgmma.mma_async in flight reads, before the wgmma.wait_group that lands it, and a
+ *    thread's access to its own accumulators of such a wgmma (wgmma.h);
  *  - global memory (cudaMalloc blocks): within one launch, a non-atomic access to a word
  *    another block wrote, or a write to a word another block read (inter-block race); a
  *    kernel's read of a word nothing has written since cudaMalloc (uninitialised);
@@ -72,6 +74,15 @@ void barrier_released(const char *file, int line);
 /* cp.async (ptx_ops.cpp) by the running thread to shared [p, p+bytes): issued (landing 0):
  * a write whose bytes any access before it lands is a hazard on; landed (1): written now. */
 void async_copy_access(const void *p, size_t bytes, int landing);
+/* wgmma.mma_async's operand bytes [p, p+bytes) in shared memory (wgmma.cpp). mode 1: issued by
+ * the running thread's warpgroup: read now (uninitialised and race checks, as the running
+ * thread), and any write to them is a hazard until mode 0 (landed) unmarks them; mode 2: marked
+ * again without the read (another op in flight still reads them). */
+void wgmma_operand(const void *p, size_t bytes, int mode);
+/* Thread `thread`'s accumulator registers [p, p+bytes) (on its fiber stack) belong to a
+ * wgmma.mma_async in flight (in_flight 1) or no longer (0, the op landed): until then any
+ * access of the thread to them is a hazard (wgmma.cpp). Ranges count: two chained ops, two. */
+void wgmma_registers(int thread, const void *p, size_t bytes, int in_flight);
 /* [p, p+bytes) holds every fiber stack: a thread's own locals, never shared or tracked. */
 void fiber_stacks(const void *p, size_t bytes);
 

@@ -13,7 +13,11 @@
  * wait, a lane named in a mask that exited or is elsewhere) is an error naming the
  * kernel, the block, the threads and the source lines. mma.sync and ldmatrix
  * (tensor_core.h) are collectives of all 32 lanes whose values point at the lanes'
- * fragments; tensor_core.cpp computes them in place.
+ * fragments; tensor_core.cpp computes them in place. The wgmma instructions (wgmma.h) are
+ * collectives of a warpgroup (4 warps): each warp runs to them like to a barrier, and when
+ * every warp of the block waits, a warpgroup whose 128 threads are all at the same wgmma call
+ * is completed (wgmma.cpp) and the warps run on, with no barrier released; a warpgroup with a
+ * warp elsewhere is an error.
  *
  * Fibers switch with a dozen instructions of our own (cuda_cpu_switch below: the callee-saved
  * registers and the stack pointer). MXCSR and the x87 control word are not switched: nothing
@@ -44,6 +48,7 @@
 #include "fast/cuda_cpu/ptx_ops.h"
 #include "fast/cuda_cpu/runtime.h"
 #include "fast/cuda_cpu/tensor_core.h"
+#include "fast/cuda_cpu/wgmma.h"
 
 #if !defined(__x86_64__)
 #error "fast/cuda_cpu: the fiber switch is written for x86-64"
@@ -136,6 +141,7 @@ struct Block {
     std::vector<int> lane_order; /* [lanes] */
     int w0, lanes, lane_pos;
     char *released;          /* a stack whose thread ended, for whoever runs next to free */
+    int warpgroup_ops;       /* 1 once a thread of the block posted a wgmma instruction */
 } B;
 
 #if CUDA_CPU_ASAN
@@ -336,9 +342,16 @@ void where(const Thread *t, char *buf, size_t n) {
 
 /* mma.sync and ldmatrix: collectives of the whole warp whose lanes post pointers to their
  * fragments (tensor_core.h). */
-int is_matrix_op(WarpOp op) { return op == WARP_MMA_BF16 || op == WARP_LDMATRIX; }
+int is_warpgroup_op(WarpOp op) {
+    return op == WARP_WGMMA_FENCE || op == WARP_WGMMA_MMA || op == WARP_WGMMA_COMMIT || op == WARP_WGMMA_WAIT;
+}
+int is_matrix_op(WarpOp op) { return op == WARP_MMA_BF16 || op == WARP_LDMATRIX || is_warpgroup_op(op); }
 const char *matrix_op_name(const Thread *t) {
     if (t->op == WARP_MMA_BF16) return "mma.sync.m16n8k16 (bf16)";
+    if (t->op == WARP_WGMMA_FENCE) return "wgmma.fence";
+    if (t->op == WARP_WGMMA_MMA) return "wgmma.mma_async";
+    if (t->op == WARP_WGMMA_COMMIT) return "wgmma.commit_group";
+    if (t->op == WARP_WGMMA_WAIT) return "wgmma.wait_group";
     static const char *const names[2][5] = {{"", "ldmatrix.x1", "ldmatrix.x2", "", "ldmatrix.x4"},
                                             {"", "ldmatrix.x1.trans", "ldmatrix.x2.trans", "", "ldmatrix.x4.trans"}};
     return names[(t->param & 8) != 0][t->param & 7];
@@ -426,6 +439,7 @@ int resolve_warp(int w0) {
                 }
             }
             if (!complete) continue;
+            if (is_warpgroup_op(t->op)) continue; /* the warp is there; its warpgroup: resolve_warpgroups */
             if (is_matrix_op(t->op)) { /* all 32 lanes are here (mask 0xffffffff): compute in place */
                 void *frag[32];
                 char why[256];
@@ -462,6 +476,54 @@ int resolve_warp(int w0) {
             }
             any = 1;
         }
+    }
+    return any;
+}
+
+/* Once every warp waits: complete each warpgroup whose 128 threads all wait at the same wgmma
+ * call (wgmma.h); a warpgroup with some threads at a wgmma call and others anywhere else is an
+ * error (the others cannot reach it: they wait at a barrier or another call, or have exited).
+ * 1 if any completed, 0 if none did (or an error, B.msg set). */
+int resolve_warpgroups(void) {
+    const int n = (int)B.t.size();
+    int any = 0;
+    char a[200], b[200];
+    if (!B.warpgroup_ops) return 0; /* the blocks of every kernel without wgmma: nothing to scan */
+    for (int g0 = 0; g0 < n; g0 += 128) {
+        const Thread *first = NULL;
+        for (int k = g0; k < n && k < g0 + 128 && !first; k++)
+            if (B.t[k].state == AT_WARP && is_warpgroup_op(B.t[k].op)) first = &B.t[k];
+        if (!first) continue;
+        thread_name(first, a, sizeof a);
+        if (n - g0 < 128) {
+            fail("%s: %s at %s:%d is a warpgroup instruction: it needs 128 threads (4 whole warps), but this "
+                 "warpgroup has %d (a block of %d threads)",
+                 a, matrix_op_name(first), short_file(first->file), first->line, n - g0, n);
+            return 0;
+        }
+        for (int k = g0; k < g0 + 128; k++) {
+            const Thread *u = &B.t[k];
+            if (u->state == AT_WARP && u->op == first->op && u->param == first->param && u->line == first->line &&
+                (u->file == first->file || !strcmp(u->file, first->file)))
+                continue;
+            where(u, b, sizeof b);
+            fail("warpgroup divergence: %s waits at %s %s:%d, but %s (warp %d of the warpgroup of threads %d..%d)", a,
+                 matrix_op_name(first), short_file(first->file), first->line, b, (k - g0) / 32, g0, g0 + 127);
+            return 0;
+        }
+        void *lanes[128];
+        char why[384];
+        for (int k = 0; k < 128; k++) lanes[k] = (void *)(uintptr_t)B.t[g0 + k].value;
+        if (wgmma_complete(first->op, first->param, g0 / 128, lanes, why, sizeof why)) {
+            fail("%s: %s at %s:%d: %s", a, matrix_op_name(first), short_file(first->file), first->line, why);
+            return 0;
+        }
+        if (check::op_error()) { /* the operands' read at the issue hit a hazard */
+            fail("%s", check::op_error());
+            return 0;
+        }
+        for (int k = g0; k < g0 + 128; k++) B.t[k].state = READY;
+        any = 1;
     }
     return any;
 }
@@ -559,6 +621,8 @@ int run_block(void) {
     if (B.dyn_shared) memset(B.dyn_shared, 0xff, launch_smem()); /* shared memory starts as garbage (NaN) */
     check::block_begin(block_idx);
     async_copy_block_begin(n);
+    wgmma_block_begin(n);
+    B.warpgroup_ops = 0;
     for (;;) {
         make_order(B.order, warps, order_config().kind, &rng_state);
         std::vector<int> warp_order = B.order;
@@ -567,6 +631,8 @@ int run_block(void) {
         int live = 0;
         for (const Thread &t : B.t) live += t.state != DONE;
         if (!live) return 0;
+        if (resolve_warpgroups()) continue; /* not a barrier: the warps run on */
+        if (B.msg[0]) break;
         resolve_barrier();
         if (B.msg[0]) break;
         for (const Thread &t : B.t)
@@ -599,6 +665,7 @@ uint64_t warp_collective(WarpOp op, unsigned mask, uint64_t value, int param, in
     Thread *t = B.cur;
     t->state = AT_WARP;
     t->op = op, t->mask = mask, t->value = value, t->param = param, t->width = width;
+    if (is_warpgroup_op(op)) B.warpgroup_ops = 1;
     t->file = file, t->line = line;
     suspend(t);
     return t->result;
@@ -646,10 +713,12 @@ int run_grid(const char *kernel, dim3 grid, dim3 block, LaunchBody *body, char *
         const unsigned x = (unsigned)(k % grid.x), y = (unsigned)(k / grid.x % grid.y), z = (unsigned)(k / ((uint64_t)grid.x * grid.y));
         block_idx = uint3{x, y, z};
         if (run_block() < 0) {
+            wgmma_block_begin(0); /* drop what is in flight */
             snprintf(msg, msg_len, "kernel %s, block (%u,%u,%u): %s", kernel, x, y, z, B.msg);
             return -1;
         }
     }
+    wgmma_block_begin(0); /* ops never waited for are dropped with their block */
     return 0;
 }
 

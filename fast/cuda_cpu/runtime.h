@@ -209,9 +209,10 @@ template <class T> static inline T atomicCAS(T *p, T compare, T v) { CUDA_CPU_AT
 /* ------------------------------------------------------------------ barriers and warp collectives */
 namespace cuda_cpu {
 /* WARP_MMA_BF16 and WARP_LDMATRIX (tensor_core.h): value points at the lane's operands, which
- * the scheduler reads and writes in place once all 32 lanes have arrived. */
+ * the scheduler reads and writes in place once all 32 lanes have arrived. WARP_WGMMA_* (wgmma.h):
+ * warpgroup instructions, completed once all 128 threads of the warpgroup have arrived. */
 enum WarpOp { WARP_SYNC = 0, WARP_SHFL_IDX, WARP_SHFL_UP, WARP_SHFL_DOWN, WARP_SHFL_XOR, WARP_BALLOT, WARP_MMA_BF16,
-              WARP_LDMATRIX };
+              WARP_LDMATRIX, WARP_WGMMA_FENCE, WARP_WGMMA_MMA, WARP_WGMMA_COMMIT, WARP_WGMMA_WAIT };
 /* Suspend the running fiber at a block barrier (site = file:line, to name divergence). */
 void syncthreads(const char *file, int line);
 /* Suspend at a warp collective; returns the value this lane receives (8 bytes, raw). */

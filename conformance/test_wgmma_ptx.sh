@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# test_wgmma_ptx.sh: the two definitions of every warpgroup instruction agree, and ptxas takes
+# them. fast/wgmma.cuh has each instruction twice: inline PTX for nvcc (sm_90a only), and a call
+# into the CPU layer (fast/cuda_cpu/wgmma.h) for the CPU build. nvcc compiles
+# conformance/wgmma_ptx_compile.cu for sm_90a to PTX; each kernel's wgmma instructions, in order
+# (instruction, shape, types, the number of registers in each operand group, register operands
+# as r, the scale-d predicate as p, the immediates: scale-a/b and the transposes, wait_group's N),
+# must be the ones the CPU layer executes for the same kernel (wgmma_ptx_table, built from the same
+# source). Every N of wgmma.cuh's nvcc half must have its kernel. ptxas must assemble the PTX for
+# sm_90a. Then the same comparison must FAIL on a copy of wgmma.cuh whose m64n64 body swaps its
+# two transpose immediates, naming that kernel (the comparison can fail). Two nvcc compiles and
+# one ptxas, a few seconds; no GPU needed; without nvcc it is skipped (exit 77) with the reason.
+# Only a GPU can execute the instructions.
+# usage: test_wgmma_ptx.sh NVCC REPO_ROOT WGMMA_PTX_TABLE
+set -u
+NVCC=${1:-} ROOT=${2:?usage: test_wgmma_ptx.sh NVCC REPO_ROOT WGMMA_PTX_TABLE} TABLE=${3:?usage: test_wgmma_ptx.sh NVCC REPO_ROOT WGMMA_PTX_TABLE}
+[ -n "$NVCC" ] && [ -x "$(command -v "$NVCC")" ] || NVCC=$(command -v nvcc || true)
+if [ -z "$NVCC" ]; then
+  echo "SKIP: no nvcc (CUDA compiler) on this machine: the PTX of fast/wgmma.cuh needs one"
+  exit 77
+fi
+PTXAS=$(dirname "$NVCC")/ptxas
+[ -x "$PTXAS" ] || PTXAS=$(command -v ptxas || true)
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/wgmma_ptx.XXXXXX") || exit 1
+trap 'rm -rf "$tmp"' EXIT
+
+if ! "$TABLE" >"$tmp/table.txt"; then
+  echo "FAIL: $TABLE (the CPU layer's instructions) failed"
+  exit 1
+fi
+
+# ptx_table INCLUDE_DIR OUT: nvcc's PTX of wgmma_ptx_compile.cu (wgmma.cuh from INCLUDE_DIR first)
+# in OUT.ptx, and per kernel "<kernel> <instruction> <operands> [; ...]" in OUT
+ptx_table() {
+  "$NVCC" -std=c++17 -arch=sm_90a -ptx -I"$1" -I"$ROOT" -o "$2.ptx" "$ROOT/conformance/wgmma_ptx_compile.cu" || return 1
+  awk 'function flush() { if (fn != "" && seq != "") print fn, seq; seq = "" }
+       /^\.visible \.entry wgmma_ptx_/ { flush(); fn = $3; sub(/^wgmma_ptx_/, "", fn); sub(/\(.*/, "", fn) }
+       /^[ \t]*wgmma\./ {
+         line = $0; sub(/^[ \t]*/, "", line); sub(/;.*/, "", line)
+         ins = line; sub(/[ \t].*/, "", ins); ops = substr(line, length(ins) + 1)
+         out = ins
+         while (match(ops, /\{[^}]*\}/)) {                  # each register group: {count}
+           g = substr(ops, RSTART, RLENGTH); ops = substr(ops, 1, RSTART - 1) " G" gsub(/,/, ",", g) + 1 substr(ops, RSTART + RLENGTH)
+         }
+         n = split(ops, tok, /[ \t,]+/)
+         for (i = 1; i <= n; i++) {
+           t = tok[i]
+           if (t == "") continue
+           if (t ~ /^G[0-9]+$/) out = out " {" substr(t, 2) "}"
+           else if (t ~ /^-?[0-9]+$/) out = out " " t
+           else if (t == "p") out = out " p"
+           else out = out " r"
+         }
+         seq = seq (seq == "" ? "" : " ; ") out
+       }
+       END { flush() }' "$2.ptx" >"$2"
+}
+
+# compare CPU_TABLE PTX_TABLE: 0 when every kernel's instruction sequence is the CPU's
+compare() {
+  local bad=0 fn want got
+  while read -r fn want; do
+    got=$(awk -v f="$fn" '$1 == f { $1 = ""; sub(/^ /, ""); print }' "$2")
+    if [ "$got" != "$want" ]; then
+      echo "FAIL: kernel wgmma_ptx_$fn: nvcc's PTX is '${got:-no wgmma instruction}', the CPU layer executes '$want'"
+      bad=1
+    fi
+  done <"$1"
+  return $bad
+}
+
+ptx_table "$tmp/none" "$tmp/ptx.txt" || { echo "FAIL: nvcc could not compile conformance/wgmma_ptx_compile.cu for sm_90a"; exit 1; }
+fail=0
+# every N of wgmma.cuh's nvcc half has a kernel
+for n in $(grep -o 'wgmma_ss_n[0-9]*(' "$ROOT/fast/wgmma.cuh" | grep -o '[0-9]*' | sort -un); do
+  if ! grep -q "m64n${n}k16" "$tmp/table.txt"; then
+    echo "FAIL: fast/wgmma.cuh has a body for N = $n but no kernel of conformance/wgmma_ptx_compile.cu runs it"
+    fail=1
+  fi
+done
+if compare "$tmp/table.txt" "$tmp/ptx.txt"; then
+  echo "ok: $(wc -l <"$tmp/table.txt") kernels of conformance/wgmma_ptx_compile.cu: nvcc's PTX = the CPU layer's instructions:"
+  sed 's/^/  /' "$tmp/table.txt"
+else
+  fail=1
+fi
+if [ -z "$PTXAS" ]; then
+  echo "FAIL: nvcc without ptxas"
+  fail=1
+elif "$PTXAS" -arch=sm_90a -o "$tmp/wgmma.cubin" "$tmp/ptx.txt.ptx" 2>"$tmp/ptxas.log"; then
+  echo "ok: ptxas -arch=sm_90a assembles the PTX ($(grep -c 'wgmma\.mma_async' "$tmp/ptx.txt.ptx") wgmma.mma_async)"
+else
+  echo "FAIL: ptxas -arch=sm_90a refuses the PTX: $(head -n 3 "$tmp/ptxas.log" | tr '\n' ' ')"
+  fail=1
+fi
+
+# the comparison must fail on a wrapper whose m64n64 body swaps imm-trans-a and imm-trans-b
+mkdir -p "$tmp/mutant/fast"
+sed '/wgmma_ss_n64(float/,/^}/ s/p, 1, 1, %35, %36;/p, 1, 1, %36, %35;/' "$ROOT/fast/wgmma.cuh" >"$tmp/mutant/fast/wgmma.cuh"
+if cmp -s "$ROOT/fast/wgmma.cuh" "$tmp/mutant/fast/wgmma.cuh"; then
+  echo "FAIL: the mutant (m64n64's transposes swapped) changed nothing in fast/wgmma.cuh"
+  fail=1
+elif ! ptx_table "$tmp/mutant" "$tmp/mutant.txt"; then
+  echo "FAIL: nvcc could not compile the mutant"
+  fail=1
+else
+  caught=$(compare "$tmp/table.txt" "$tmp/mutant.txt")
+  if printf '%s\n' "$caught" | grep -q "FAIL: kernel wgmma_ptx_ss_n64_01: "; then
+    echo "ok: the mutant with m64n64's transposes swapped is caught: $caught"
+  else
+    echo "FAIL: the mutant with m64n64's transposes swapped was not caught (${caught:-no difference})"
+    fail=1
+  fi
+fi
+exit $fail
