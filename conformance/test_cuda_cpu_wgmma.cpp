@@ -1,5 +1,5 @@
 /* test_cuda_cpu_wgmma.cpp: Hopper's warpgroup matrix instructions (fast/wgmma.cuh) on the CPU
- * layer (fast/cuda_cpu/wgmma.h, docs/design/cuda-on-cpu.md "Tensor-core instructions on the CPU").
+ * layer (fast/cuda_cpu/wgmma.h, docs/design/cuda-on-cpu.md "wgmma on the CPU").
  *
  * Story: the layouts are pinned from the PTX ISA's side. The host places A and B in a shared-
  * memory image through the canonical layouts written here as the ISA writes them (CuTe shape

@@ -1,6 +1,6 @@
 /* wgmma.cpp: wgmma.mma_async.m64nNk16 (bf16 -> fp32) and its fence, commit_group and
  * wait_group on the CPU layer, per warpgroup of the running block (wgmma.h,
- * docs/design/cuda-on-cpu.md "Tensor-core instructions on the CPU").
+ * docs/design/cuda-on-cpu.md "wgmma on the CPU").
  *
  * Layouts from the PTX ISA, section numbers of its 8.5 edition (9.7.15; later editions move
  * them to 9.7.16 and 9.7.17, the titles stay):

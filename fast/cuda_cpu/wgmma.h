@@ -1,5 +1,5 @@
 /* wgmma.h: Hopper's warpgroup matrix instructions on the CPU layer (fast/wgmma.cuh wraps them;
- * docs/design/cuda-on-cpu.md, "Tensor-core instructions on the CPU"):
+ * docs/design/cuda-on-cpu.md, "wgmma on the CPU"):
  *
  *  - wgmma.mma_async.sync.aligned.m64nNk16.f32.bf16.bf16, N = 8, 16, ..., 256: D[64xN] =
  *    A[64x16]·B[16xN] (+ D when scale-d is 1), A from shared memory (a matrix descriptor) or
