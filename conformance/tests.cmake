@@ -274,6 +274,11 @@ if(VRL_HAVE_CUDA_CPU)
   vrl_test(test_cuda_cpu_wgmma SOURCES conformance/test_cuda_cpu_wgmma.cpp LIBS vrl_fast_cpu vrl_common)
   set_target_properties(test_cuda_cpu_wgmma PROPERTIES CXX_STANDARD 17 CXX_STANDARD_REQUIRED ON)
   target_compile_definitions(test_cuda_cpu_wgmma PRIVATE VRL_CUDA_CPU=1)
+  # mbarriers and bulk copies (fast/mbarrier.cuh on fast/cuda_cpu/mbarrier.h): a producer/consumer
+  # pipeline in every warp order, phase parity, landing at the phase, misuse and deadlock errors
+  vrl_test(test_cuda_cpu_mbarrier SOURCES conformance/test_cuda_cpu_mbarrier.cpp LIBS vrl_fast_cpu vrl_common)
+  set_target_properties(test_cuda_cpu_mbarrier PROPERTIES CXX_STANDARD 17 CXX_STANDARD_REQUIRED ON)
+  target_compile_definitions(test_cuda_cpu_mbarrier PRIVATE VRL_CUDA_CPU=1)
   # the two definitions of each tensor-core instruction agree: nvcc's PTX of each fast/mma.cuh
   # function = the instruction the CPU layer executes for it (conformance/test_mma_ptx.sh); two
   # nvcc compiles to PTX, skipped (77) without nvcc. Plain pass only: a compile
@@ -366,6 +371,11 @@ if(VRL_HAVE_CUDA_CPU)
     set_target_properties(test_cuda_cpu_wgmma_check PROPERTIES CXX_STANDARD 17 CXX_STANDARD_REQUIRED ON)
     target_compile_definitions(test_cuda_cpu_wgmma_check PRIVATE VRL_CUDA_CPU=1 VRL_CUDA_CPU_CHECK=1)
     target_compile_options(test_cuda_cpu_wgmma_check PRIVATE ${VRL_CUDA_CPU_INSTRUMENT})
+    # the same mbarrier tests instrumented: a bulk copy's destination read before its phase is a race
+    vrl_test(test_cuda_cpu_mbarrier_check SOURCES conformance/test_cuda_cpu_mbarrier.cpp LIBS vrl_fast_cpu_check vrl_common)
+    set_target_properties(test_cuda_cpu_mbarrier_check PROPERTIES CXX_STANDARD 17 CXX_STANDARD_REQUIRED ON)
+    target_compile_definitions(test_cuda_cpu_mbarrier_check PRIVATE VRL_CUDA_CPU=1 VRL_CUDA_CPU_CHECK=1)
+    target_compile_options(test_cuda_cpu_mbarrier_check PRIVATE ${VRL_CUDA_CPU_INSTRUMENT})
     # fast/'s kernels one by one (test_fast_cpu_ops) under every checker, in its three thread orders
     vrl_test(test_fast_cpu_ops_check SOURCES conformance/test_fast_cpu_ops.cpp LIBS vrl_fast_cpu_check vrl_ref64 vrl_common)
     set_target_properties(test_fast_cpu_ops_check PROPERTIES CXX_STANDARD 17 CXX_STANDARD_REQUIRED ON)
