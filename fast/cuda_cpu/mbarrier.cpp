@@ -38,7 +38,7 @@ uint64_t ops_done;               /* mbarrier operations so far (test_wait's spin
 uintptr_t spin_bar;              /* the barrier of the last test_wait that answered "not yet" */
 uint64_t spin_events;            /* scheduling_events() + ops_done then */
 
-char trace[16][64];
+char trace[16][96];
 int traced;
 
 /* "the mbarrier at shared offset 64" (dynamic shared memory) or at an address */
