@@ -581,8 +581,8 @@ void mbarrier_deadlock(void) {
         }
     }
     where(first, a, sizeof a);
-    fail("deadlock: %d threads wait for mbarrier phases that no thread can complete: %s (parity %d); %s%s%s%s%s%s%s",
-         waiters, a, first->param, bars[0], nbars > 1 ? "; " : "", nbars > 1 ? bars[1] : "", nbars > 2 ? "; " : "",
+    fail("deadlock: %d %s for mbarrier phases that no thread can complete: %s (parity %d); %s%s%s%s%s%s%s",
+         waiters, waiters == 1 ? "thread waits" : "threads wait", a, first->param, bars[0], nbars > 1 ? "; " : "", nbars > 1 ? bars[1] : "", nbars > 2 ? "; " : "",
          nbars > 2 ? bars[2] : "", other[0] ? "; and " : "", other);
 }
 

@@ -195,6 +195,12 @@ void bulk_copy_global_to_shared(void *dst, const void *src, uint32_t bytes, uint
     check::bulk_copy_bytes(dst, bytes, 1); /* in flight until its phase completes */
     b->copies.push_back(std::move(c));
     b->tx -= bytes;
+    if (b->pending == 0 && b->tx < 0) { /* a GPU could complete the phase part-way through this copy */
+        snprintf(d, sizeof d, ": phase %u completed %lld more transaction bytes than its expect_tx counts", b->phase,
+                 (long long)-b->tx);
+        misuse(file, line, bar, "wrong expect_tx on", d);
+        return;
+    }
     maybe_complete(*b);
 }
 

@@ -30,8 +30,9 @@
  *
  * Misuse (a launch error, one line naming the kernel, the thread and the call): an operation on a
  * barrier never initialised in this block, an init count out of range, an arrival beyond the
- * count of the phase, more transaction bytes completed than the phase expects (found when its
- * last arrival comes), a misaligned or badly sized copy, a barrier not in shared memory.
+ * count of the phase, more transaction bytes completed than the phase expects once all its
+ * arrivals came (a GPU could complete the phase part-way through a copy), a misaligned or badly
+ * sized copy, a barrier not in shared memory.
  * Waits are scheduling points (fiber.cpp): see mbarrier_wait. */
 #ifndef VRL_CUDA_CPU_MBARRIER_H
 #define VRL_CUDA_CPU_MBARRIER_H
