@@ -10,7 +10,7 @@
  * reverse and random warp orders. The semantics pinned: the phase parity right after init, a
  * copy that lands only at its phase's completion (its destination read before the wait holds
  * the old bytes; in the check build, test_cuda_cpu_mbarrier_check, the read is a race naming
- * the kernel), test_wait's answer. Misuse, each one launch error naming the kernel: a wait on an
+ * the kernel), test_wait's answer (never blocking: 32 lanes polling once is no error). Misuse, each one launch error naming the kernel: a wait on an
  * uninitialised barrier, an arrival beyond the count, an init count of 0, a misaligned copy, a
  * copy of a bad size, too few expected bytes, every warp waiting (a deadlock naming the
  * barriers), a test_wait spin. */
@@ -151,6 +151,23 @@ Test(cuda_cpu_mbarrier, phases_parity_and_landing) {
     cr_assert_str_empty(msg, "%s", msg);
     cr_assert(out[2] != out[2], "the destination before the phase completed holds the old bytes (NaN), not %g", out[2]);
 #endif
+}
+
+/* out [32]: every lane polls a barrier no one arrives at once: test_wait answers 0 and never
+ * blocks; one poll per thread is no spin */
+__global__ void poll_kernel(float *out) {
+    uint64_t *bar = (uint64_t *)cuda_cpu::dynamic_shared();
+    if (threadIdx.x == 0) mbarrier_init(bar, 1);
+    __syncthreads();
+    out[threadIdx.x] = (float)mbarrier_test_wait_parity(bar, 0);
+}
+
+Test(cuda_cpu_mbarrier, test_wait_polls_without_blocking) {
+    std::vector<float> out(32, -1.0f);
+    LAUNCH(poll_kernel, 1, 32, 64, 0)(out.data());
+    const char *msg = launch_message();
+    cr_assert_str_empty(msg, "%s", msg);
+    for (int i = 0; i < 32; i++) cr_assert_eq(out[i], 0.0f, "lane %d: test_wait answered %g on a phase in progress", i, out[i]);
 }
 
 /* ------------------------------------------------------------------ misuse */

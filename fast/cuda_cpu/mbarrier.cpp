@@ -37,6 +37,7 @@ uint64_t land_rng;             /* the random landing order's own sequence */
 uint64_t ops_done;               /* mbarrier operations so far (test_wait's spin check) */
 uintptr_t spin_bar;              /* the barrier of the last test_wait that answered "not yet" */
 uint64_t spin_events;            /* scheduling_events() + ops_done then */
+uint64_t spin_thread;            /* and its thread (linear index in the block) */
 
 char trace[16][96];
 int traced;
@@ -164,13 +165,14 @@ int mbarrier_wait(uint64_t *bar, uint32_t parity, int blocking, const char *file
      * second "not yet" with no switch and no mbarrier operation since the first is a loop that
      * can never end here: refuse it rather than hang */
     const uint64_t now = scheduling_events() + ops_done;
-    if (spin_bar == (uintptr_t)bar && spin_events == now) {
+    const uint64_t who = thread_idx.x + (uint64_t)block_dim.x * (thread_idx.y + (uint64_t)block_dim.y * thread_idx.z);
+    if (spin_bar == (uintptr_t)bar && spin_thread == who && spin_events == now) {
         misuse(file, line, bar, "mbarrier.test_wait spins on",
                ": nothing can complete the phase until the thread reaches a scheduling point (on the CPU layer, "
                "wait with mbarrier.try_wait / mbarrier_wait_parity)");
         return 1;
     }
-    spin_bar = (uintptr_t)bar, spin_events = now;
+    spin_bar = (uintptr_t)bar, spin_thread = who, spin_events = now;
     return 0;
 }
 
