@@ -6,8 +6,10 @@
 # error; in the check build, the read of a stage nothing wrote, named), a producer that refills a
 # stage without waiting for its empty barrier (its phases run ahead of the consumers: a deadlock),
 # an expect_tx byte count too large (a deadlock naming the barriers) or too small (an error), a
-# consumer waiting for the wrong parity (a deadlock; in the check build, the early read named),
-# and the layer's parity test inverted or its copies landing at the issue instead of at the phase.
+# consumer waiting for the wrong parity (a deadlock; in the check build, the early read named), a
+# wgmma consumer warpgroup that frees its stage before its wgmma.wait_group (wrong values; in the
+# check build, the producer's refill named as a write before the wgmma landed), and the layer's
+# parity test inverted or its copies landing at the issue instead of at the phase.
 #
 # Requires the unmodified test programs to pass, then injects each mutant into a copy of its file,
 # rebuilds only that object and the one program from the build's own objects
@@ -76,6 +78,13 @@ mutant consumer_parity_flipped $test "$full_wait" '        mbarrier_wait_parity(
   test_cuda_cpu_mbarrier $pipeline "kernel pipeline_kernel, block (0,0,0): deadlock: 65 threads wait for mbarrier phases"
 mutant consumer_parity_flipped_checked $test "$full_wait" '        mbarrier_wait_parity(&full[s], ph ^ 1u);' \
   test_cuda_cpu_mbarrier_check $pipeline "uninitialised shared memory in kernel pipeline_kernel"
+# the consumer warpgroup frees a stage while its wgmma still reads it
+early_free='        wgmma_wait<0>(); /* the stage'"'"'s operands are read: it may be refilled */'
+mutant stage_freed_before_wgmma_landed $test "$early_free" '' \
+  test_cuda_cpu_mbarrier wgmma_consumer_warpgroup_in_every_warp_order "of 512 elements wrong"
+mutant stage_freed_before_wgmma_landed_checked $test "$early_free" '' \
+  test_cuda_cpu_mbarrier_check wgmma_consumer_warpgroup_in_every_warp_order \
+  "shared-memory race (write before a wgmma landed) in kernel wgmma_pipeline_kernel, block (0,0,0): thread (128,0,0) of warp 4 issues a bulk copy to"
 mutant layer_parity_inverted $layer \
   '    return !b || (b->phase & 1u) != (parity & 1u);' '    return !b || (b->phase & 1u) == (parity & 1u);' \
   test_cuda_cpu_mbarrier phases_parity_and_landing "kernel phase_kernel"

@@ -7,7 +7,9 @@
  * consumer thread); two consumer warps wait for each full phase, read the tile, write a result
  * and arrive on empty. The consumers' waits must yield to the producer (a spinning wait would
  * hang the layer's scheduler), and the result must be exact and bit-identical in the forward,
- * reverse and random warp orders. The semantics pinned: the phase parity right after init, a
+ * reverse and random warp orders. The same with the consumers a warpgroup that multiplies each
+ * landed k-step with wgmma (fast/wgmma.cuh) and frees the stage after its wait_group: the exact
+ * product in every order. The semantics pinned: the phase parity right after init, a
  * copy that lands only at its phase's completion (its destination read before the wait holds
  * the old bytes; in the check build, test_cuda_cpu_mbarrier_check, the read is a race naming
  * the kernel), test_wait's answer (never blocking: 32 lanes polling once is no error). Misuse, each one launch error naming the kernel: a wait on an
@@ -22,7 +24,9 @@
 
 #include "fast/cuda_cpu/launch_state.h"
 #include "fast/cuda_cpu/runtime.h"
+#include "fast/cuda_cpu/bf16.h"
 #include "fast/mbarrier.cuh"
+#include "fast/wgmma.cuh"
 
 #define LAUNCH CUDA_CPU_LAUNCH
 
@@ -106,6 +110,96 @@ Test(cuda_cpu_mbarrier, producer_consumer_pipeline_in_every_warp_order) {
         cr_assert_eq(wrong, 0, "%s order: %d of %d elements wrong", orders[o], wrong, TILES * TILE);
         if (o == 0) first = out;
         else cr_assert_eq(memcmp(first.data(), out.data(), out.size() * sizeof(float)), 0, "%s order: other bits", orders[o]);
+    }
+    cr_assert_eq(cuda_cpu::set_thread_order("forward"), 0);
+}
+
+/* ------------------------------------------------------------------ a wgmma consumer warpgroup */
+
+/* FlashAttention-3's shape: warps 0-3 are a consumer warpgroup that multiplies each landed k-step
+ * with wgmma, warp 4 the producer. d[64][8] = sum over STEPS k-steps of A_s[64x16]·B_s[16x8].
+ * Global memory holds each k-step's tiles already in the canonical K-major layout without
+ * swizzle (PTX ISA 9.7.15.5.1.2: element (mn, k) at (mn%8)·16 + (mn/8)·256 + (k%8)·2 + (k/8)·128
+ * bytes: LBO 128, SBO 256): A_s at s·STEP_BYTES, B_s 2048 bytes after it. One bulk copy per
+ * k-step moves both into a stage. */
+enum { STEPS = 4, A_BYTES = 2048, B_BYTES = 256, STEP_BYTES = A_BYTES + B_BYTES, WG_RING_AT = 128 };
+
+__global__ void wgmma_pipeline_kernel(const char *tiles, float *d) {
+    char *smem = (char *)cuda_cpu::dynamic_shared();
+    uint64_t *full = (uint64_t *)smem, *empty = full + STAGES;
+    char *ring = smem + WG_RING_AT; /* [STAGES][STEP_BYTES] */
+    const int tid = threadIdx.x;
+    if (tid == 0)
+        for (int s = 0; s < STAGES; s++) {
+            mbarrier_init(&full[s], 1);
+            mbarrier_init(&empty[s], 128);
+        }
+    __syncthreads();
+    if (tid >= 128) { /* the producer warp */
+        if (tid != 128) return;
+        for (int k = 0; k < STEPS; k++) {
+            const int s = k % STAGES;
+            const uint32_t ph = (uint32_t)(k / STAGES) & 1u;
+            mbarrier_wait_parity(&empty[s], ph ^ 1u);
+            mbarrier_arrive_expect_tx(&full[s], STEP_BYTES);
+            bulk_copy_g2s(ring + s * STEP_BYTES, tiles + k * STEP_BYTES, STEP_BYTES, &full[s]);
+        }
+        return;
+    }
+    float acc[4];
+    for (int k = 0; k < STEPS; k++) {
+        const int s = k % STAGES;
+        mbarrier_wait_parity(&full[s], (uint32_t)(k / STAGES) & 1u);
+        char *stage = ring + s * STEP_BYTES;
+        wgmma_fence();
+        wgmma_bf16_ss<8, 0, 0>(acc, wgmma_desc(stage, 128, 256, WGMMA_SWIZZLE_NONE),
+                               wgmma_desc(stage + A_BYTES, 128, 256, WGMMA_SWIZZLE_NONE), k > 0);
+        wgmma_commit();
+        wgmma_wait<0>(); /* the stage's operands are read: it may be refilled */
+        mbarrier_arrive(&empty[s]);
+    }
+    const int w = tid / 32, g = tid % 32 / 4, t = tid % 4;
+    for (int i = 0; i < 4; i++) d[(16 * w + g + 8 * ((i >> 1) & 1)) * 8 + 2 * t + (i & 1)] = acc[i];
+}
+
+static uint32_t canonical(int mn, int k) { return (uint32_t)((mn % 8) * 16 + (mn / 8) * 256 + (k % 8) * 2 + (k / 8) * 128); }
+
+Test(cuda_cpu_mbarrier, wgmma_consumer_warpgroup_in_every_warp_order) {
+    /* small integers: every product and sum is exact, so d is exact in any order */
+    alignas(16) static char tiles[STEPS * STEP_BYTES];
+    std::vector<double> want(64 * 8, 0.0);
+    for (int k = 0; k < STEPS; k++) {
+        float a[64][16], b[16][8];
+        for (int m = 0; m < 64; m++)
+            for (int j = 0; j < 16; j++) a[m][j] = (float)((m * 7 + j * 3 + k * 5) % 5 - 2);
+        for (int j = 0; j < 16; j++)
+            for (int n = 0; n < 8; n++) b[j][n] = (float)((j * 11 + n * 13 + k) % 7 - 3);
+        for (int m = 0; m < 64; m++)
+            for (int j = 0; j < 16; j++) {
+                const uint16_t x = __float2bfloat16(a[m][j]).x;
+                memcpy(tiles + k * STEP_BYTES + canonical(m, j), &x, 2);
+            }
+        for (int j = 0; j < 16; j++)
+            for (int n = 0; n < 8; n++) {
+                const uint16_t x = __float2bfloat16(b[j][n]).x;
+                memcpy(tiles + k * STEP_BYTES + A_BYTES + canonical(n, j), &x, 2);
+            }
+        for (int m = 0; m < 64; m++)
+            for (int n = 0; n < 8; n++)
+                for (int j = 0; j < 16; j++) want[m * 8 + n] += (double)a[m][j] * b[j][n];
+    }
+    std::vector<float> first;
+    for (int o = 0; o < 3; o++) {
+        cr_assert_eq(cuda_cpu::set_thread_order(orders[o]), 0);
+        std::vector<float> d(64 * 8, -1.0f);
+        LAUNCH(wgmma_pipeline_kernel, 1, 160, WG_RING_AT + STAGES * STEP_BYTES, 0)(tiles, d.data());
+        const char *msg = launch_message();
+        cr_assert_str_empty(msg, "%s order: %s", orders[o], msg);
+        int wrong = 0;
+        for (int i = 0; i < 64 * 8; i++) wrong += (double)d[i] != want[i];
+        cr_assert_eq(wrong, 0, "%s order: %d of 512 elements wrong", orders[o], wrong);
+        if (o == 0) first = d;
+        else cr_assert_eq(memcmp(first.data(), d.data(), d.size() * sizeof(float)), 0, "%s order: other bits", orders[o]);
     }
     cr_assert_eq(cuda_cpu::set_thread_order("forward"), 0);
 }

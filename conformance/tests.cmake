@@ -275,7 +275,7 @@ if(VRL_HAVE_CUDA_CPU)
   set_target_properties(test_cuda_cpu_wgmma PROPERTIES CXX_STANDARD 17 CXX_STANDARD_REQUIRED ON)
   target_compile_definitions(test_cuda_cpu_wgmma PRIVATE VRL_CUDA_CPU=1)
   # mbarriers and bulk copies (fast/mbarrier.cuh on fast/cuda_cpu/mbarrier.h): a producer/consumer
-  # pipeline in every warp order, phase parity, landing at the phase, misuse and deadlock errors
+  # pipeline in every warp order (CUDA-core and wgmma consumers), phase parity, landing at the phase, misuse, deadlock
   vrl_test(test_cuda_cpu_mbarrier SOURCES conformance/test_cuda_cpu_mbarrier.cpp LIBS vrl_fast_cpu vrl_common)
   set_target_properties(test_cuda_cpu_mbarrier PROPERTIES CXX_STANDARD 17 CXX_STANDARD_REQUIRED ON)
   target_compile_definitions(test_cuda_cpu_mbarrier PRIVATE VRL_CUDA_CPU=1)

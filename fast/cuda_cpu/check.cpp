@@ -280,7 +280,7 @@ __attribute__((noinline, cold)) void shared_report(const SharedByte &s, int writ
         fail("shared-memory race (write before a wgmma landed) in kernel %s, block (%u,%u,%u): %s %s a byte that a "
              "wgmma.mma_async in flight reads: no wgmma.wait_group has completed it (%s)",
              ops[cur_op].what, cur_block_idx.x, cur_block_idx.y, cur_block_idx.z, a,
-             write == 2 ? "issues a cp.async to" : "writes", code);
+             write == 2 ? "issues a cp.async to" : write == 4 ? "issues a bulk copy to" : "writes", code);
         return;
     }
     if (s.pending && s.wep >= block_epoch) { /* write 3 (a landing) cleared its own flag first */
@@ -290,7 +290,7 @@ __attribute__((noinline, cold)) void shared_report(const SharedByte &s, int writ
             fail("shared-memory race (%s a bulk copy landed) in kernel %s, block (%u,%u,%u): %s %s a byte %s%s "
                  "cp.async.bulk has not written yet: the mbarrier phase it completes on has not completed (%s)",
                  write ? "write before" : "read before", ops[cur_op].what, cur_block_idx.x, cur_block_idx.y,
-                 cur_block_idx.z, a, write == 2 ? "issues a copy to" : write ? "writes" : "reads",
+                 cur_block_idx.z, a, write >= 2 ? "issues a copy to" : write ? "writes" : "reads",
                  own ? "its own" : b, own ? "" : "'s", code);
             return;
         }
@@ -397,7 +397,11 @@ struct SharedShadow {
             }
             SharedByte &s = bytes[a - lo];
             if (issued) {
-                if (s.wgmma || (s.pending && s.wep >= block_epoch)) shared_report(s, 2, NULL);
+                if (s.wgmma || (s.pending && s.wep >= block_epoch)) {
+                    layer_reader = "the cp.async.bulk issue";
+                    shared_report(s, 4, NULL); /* 4: a bulk copy issued */
+                    layer_reader = NULL;
+                }
                 s.pending = 2, s.wep = epoch;
             } else {
                 s.pending = 0, s.rep = 0;
