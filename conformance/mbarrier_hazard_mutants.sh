@@ -9,7 +9,8 @@
 # consumer waiting for the wrong parity (a deadlock; in the check build, the early read named), a
 # wgmma consumer warpgroup that frees its stage before its wgmma.wait_group (wrong values; in the
 # check build, the producer's refill named as a write before the wgmma landed), and the layer's
-# parity test inverted or its copies landing at the issue instead of at the phase.
+# parity test inverted, its copies landing at the issue instead of at the phase, or landing in
+# issue order whatever the thread order.
 #
 # Requires the unmodified test programs to pass, then injects each mutant into a copy of its file,
 # rebuilds only that object and the one program from the build's own objects
@@ -91,6 +92,9 @@ mutant layer_parity_inverted $layer \
 mutant layer_copy_lands_at_issue $layer \
   '    b->copies.push_back(std::move(c));' '    memcpy(c.dst, c.data.data(), c.data.size());' \
   test_cuda_cpu_mbarrier phases_parity_and_landing "holds the old bytes"
+mutant layer_landing_ignores_the_order $layer \
+  '    if (oc.kind == ORDER_REVERSE) std::reverse(order.begin(), order.end());' '    if (0) std::reverse(order.begin(), order.end());' \
+  test_cuda_cpu_mbarrier copies_of_one_phase_land_in_the_thread_order "the two orders landed 2 and 2"
 
 echo "== $killed of $total mutants caught${missed:+; missed:$missed}"
 [ $killed = $total ]

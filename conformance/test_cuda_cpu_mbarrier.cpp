@@ -12,7 +12,8 @@
  * product in every order. The semantics pinned: the phase parity right after init, a
  * copy that lands only at its phase's completion (its destination read before the wait holds
  * the old bytes; in the check build, test_cuda_cpu_mbarrier_check, the read is a race naming
- * the kernel), test_wait's answer (never blocking: 32 lanes polling once is no error). Misuse, each one launch error naming the kernel: a wait on an
+ * the kernel), two copies of one phase to one destination landing in the thread order's order
+ * (a race the check build names), test_wait's answer (never blocking: 32 lanes polling once is no error). Misuse, each one launch error naming the kernel: a wait on an
  * uninitialised barrier, an arrival beyond the count, an init count of 0, a misaligned copy, a
  * copy of a bad size, too few expected bytes, every warp waiting (a deadlock naming the
  * barriers), a test_wait spin. */
@@ -244,6 +245,43 @@ Test(cuda_cpu_mbarrier, phases_parity_and_landing) {
     msg = launch_message();
     cr_assert_str_empty(msg, "%s", msg);
     cr_assert(out[2] != out[2], "the destination before the phase completed holds the old bytes (NaN), not %g", out[2]);
+#endif
+}
+
+/* out[0]: the first float of a destination two copies of one phase both write (a race): which
+ * lands last is the thread order's choice */
+__global__ void overlap_kernel(const float *a, const float *b, float *out) {
+    char *smem = (char *)cuda_cpu::dynamic_shared();
+    uint64_t *bar = (uint64_t *)smem;
+    float *dst = (float *)(smem + 64);
+    if (threadIdx.x != 0) return;
+    mbarrier_init(bar, 1);
+    bulk_copy_g2s(dst, a, 32, bar);
+    bulk_copy_g2s(dst, b, 32, bar);
+    mbarrier_arrive_expect_tx(bar, 64);
+    mbarrier_wait_parity(bar, 0);
+    out[0] = dst[0];
+}
+
+Test(cuda_cpu_mbarrier, copies_of_one_phase_land_in_the_thread_order) {
+    alignas(16) static const float a[8] = {1, 1, 1, 1, 1, 1, 1, 1}, b[8] = {2, 2, 2, 2, 2, 2, 2, 2};
+    float out[2] = {0, 0};
+    for (int o = 0; o < 2; o++) {
+        cr_assert_eq(cuda_cpu::set_thread_order(orders[o]), 0);
+        LAUNCH(overlap_kernel, 1, 32, 128, 0)(a, b, out + o);
+        const char *msg = launch_message();
+#if VRL_CUDA_CPU_CHECK
+        cr_assert(strstr(msg, "shared-memory race (write before a bulk copy landed) in kernel overlap_kernel"),
+                  "%s order: two copies in flight to one byte: %s", orders[o], msg);
+#else
+        cr_assert_str_empty(msg, "%s", msg);
+#endif
+    }
+    cr_assert_eq(cuda_cpu::set_thread_order("forward"), 0);
+#if !VRL_CUDA_CPU_CHECK
+    /* forward: issue order, b's bytes land last; reverse: a's do */
+    cr_assert(out[0] != out[1] && out[0] + out[1] == 3.0f, "the two orders landed %g and %g (want 2 and 1 in some order)",
+              out[0], out[1]);
 #endif
 }
 
