@@ -274,6 +274,11 @@ if(VRL_HAVE_CUDA_CPU)
   vrl_test(test_cuda_cpu_wgmma SOURCES conformance/test_cuda_cpu_wgmma.cpp LIBS vrl_fast_cpu vrl_common)
   set_target_properties(test_cuda_cpu_wgmma PROPERTIES CXX_STANDARD 17 CXX_STANDARD_REQUIRED ON)
   target_compile_definitions(test_cuda_cpu_wgmma PRIVATE VRL_CUDA_CPU=1)
+  # mbarriers and bulk copies (fast/mbarrier.cuh on fast/cuda_cpu/mbarrier.h): a producer/consumer
+  # pipeline in every warp order (CUDA-core and wgmma consumers), phase parity, landing at the phase, misuse, deadlock
+  vrl_test(test_cuda_cpu_mbarrier SOURCES conformance/test_cuda_cpu_mbarrier.cpp LIBS vrl_fast_cpu vrl_common)
+  set_target_properties(test_cuda_cpu_mbarrier PROPERTIES CXX_STANDARD 17 CXX_STANDARD_REQUIRED ON)
+  target_compile_definitions(test_cuda_cpu_mbarrier PRIVATE VRL_CUDA_CPU=1)
   # the two definitions of each tensor-core instruction agree: nvcc's PTX of each fast/mma.cuh
   # function = the instruction the CPU layer executes for it (conformance/test_mma_ptx.sh); two
   # nvcc compiles to PTX, skipped (77) without nvcc. Plain pass only: a compile
@@ -303,6 +308,18 @@ if(VRL_HAVE_CUDA_CPU)
     add_test(NAME test_wgmma_ptx COMMAND ${CMAKE_SOURCE_DIR}/conformance/test_wgmma_ptx.sh "${vrl_mma_nvcc}"
       ${CMAKE_SOURCE_DIR} $<TARGET_FILE:wgmma_ptx_table>)
     set_tests_properties(test_wgmma_ptx PROPERTIES SKIP_RETURN_CODE 77 ENVIRONMENT "TMPDIR=${VRL_TEST_TMP}")
+  endif()
+  # the same for mbarriers and bulk copies (fast/mbarrier.cuh, sm_90): nvcc's PTX of each kernel of
+  # conformance/mbarrier_ptx_compile.cu = what the CPU layer executes, and ptxas takes it; skipped (77) without nvcc
+  add_executable(mbarrier_ptx_table conformance/mbarrier_ptx_table.cpp)
+  set_target_properties(mbarrier_ptx_table PROPERTIES CXX_STANDARD 17 CXX_STANDARD_REQUIRED ON)
+  target_include_directories(mbarrier_ptx_table PRIVATE ${CMAKE_SOURCE_DIR})
+  target_compile_definitions(mbarrier_ptx_table PRIVATE VRL_CUDA_CPU=1)
+  target_link_libraries(mbarrier_ptx_table PRIVATE vrl_fast_cpu vrl_common)
+  if(NOT VRL_SANITIZE)
+    add_test(NAME test_mbarrier_ptx COMMAND ${CMAKE_SOURCE_DIR}/conformance/test_mbarrier_ptx.sh "${vrl_mma_nvcc}"
+      ${CMAKE_SOURCE_DIR} $<TARGET_FILE:mbarrier_ptx_table>)
+    set_tests_properties(test_mbarrier_ptx PROPERTIES SKIP_RETURN_CODE 77 ENVIRONMENT "TMPDIR=${VRL_TEST_TMP}")
   endif()
   # guard zones between arena tensors: canaries in the plain build, ASan poison in the sanitizer build
   vrl_test(test_cuda_cpu_guard SOURCES conformance/test_cuda_cpu_guard.cpp LIBS vrl_fast_cpu vrl_common)
@@ -366,6 +383,11 @@ if(VRL_HAVE_CUDA_CPU)
     set_target_properties(test_cuda_cpu_wgmma_check PROPERTIES CXX_STANDARD 17 CXX_STANDARD_REQUIRED ON)
     target_compile_definitions(test_cuda_cpu_wgmma_check PRIVATE VRL_CUDA_CPU=1 VRL_CUDA_CPU_CHECK=1)
     target_compile_options(test_cuda_cpu_wgmma_check PRIVATE ${VRL_CUDA_CPU_INSTRUMENT})
+    # the same mbarrier tests instrumented: a bulk copy's destination read before its phase is a race
+    vrl_test(test_cuda_cpu_mbarrier_check SOURCES conformance/test_cuda_cpu_mbarrier.cpp LIBS vrl_fast_cpu_check vrl_common)
+    set_target_properties(test_cuda_cpu_mbarrier_check PROPERTIES CXX_STANDARD 17 CXX_STANDARD_REQUIRED ON)
+    target_compile_definitions(test_cuda_cpu_mbarrier_check PRIVATE VRL_CUDA_CPU=1 VRL_CUDA_CPU_CHECK=1)
+    target_compile_options(test_cuda_cpu_mbarrier_check PRIVATE ${VRL_CUDA_CPU_INSTRUMENT})
     # fast/'s kernels one by one (test_fast_cpu_ops) under every checker, in its three thread orders
     vrl_test(test_fast_cpu_ops_check SOURCES conformance/test_fast_cpu_ops.cpp LIBS vrl_fast_cpu_check vrl_ref64 vrl_common)
     set_target_properties(test_fast_cpu_ops_check PROPERTIES CXX_STANDARD 17 CXX_STANDARD_REQUIRED ON)
@@ -427,6 +449,9 @@ if(VRL_HAVE_CUDA_CPU)
     # the wgmma tests catch a mutant of each class: the layer's layouts and scale-d, a missing wait (plain and checked), a missing barrier
     add_test(NAME wgmma_hazard_mutants COMMAND ${CMAKE_SOURCE_DIR}/conformance/wgmma_hazard_mutants.sh)
     set_tests_properties(wgmma_hazard_mutants PROPERTIES TIMEOUT 300 ENVIRONMENT "TMPDIR=${VRL_TEST_TMP};VRL_BUILD_DIR=${CMAKE_BINARY_DIR}")
+    # the mbarrier tests catch a mutant of each class: a missing full or empty wait, a wrong expect_tx, a flipped parity, the layer's parity and landing
+    add_test(NAME mbarrier_hazard_mutants COMMAND ${CMAKE_SOURCE_DIR}/conformance/mbarrier_hazard_mutants.sh)
+    set_tests_properties(mbarrier_hazard_mutants PROPERTIES TIMEOUT 300 ENVIRONMENT "TMPDIR=${VRL_TEST_TMP};VRL_BUILD_DIR=${CMAKE_BINARY_DIR}")
   endif()
   if(NOT (VRL_SANITIZE OR VRL_FUZZ))
     # plain pass only: the same kernels as test_fast_cpu_vs_ref, which the sanitizer pass

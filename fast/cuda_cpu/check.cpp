@@ -280,12 +280,20 @@ __attribute__((noinline, cold)) void shared_report(const SharedByte &s, int writ
         fail("shared-memory race (write before a wgmma landed) in kernel %s, block (%u,%u,%u): %s %s a byte that a "
              "wgmma.mma_async in flight reads: no wgmma.wait_group has completed it (%s)",
              ops[cur_op].what, cur_block_idx.x, cur_block_idx.y, cur_block_idx.z, a,
-             write == 2 ? "issues a cp.async to" : "writes", code);
+             write == 2 ? "issues a cp.async to" : write == 4 ? "issues a bulk copy to" : "writes", code);
         return;
     }
     if (s.pending && s.wep >= block_epoch) { /* write 3 (a landing) cleared its own flag first */
         thread_name(tid, a, sizeof a), thread_name(s.wth, b, sizeof b), code_at(pc, code, sizeof code);
         const int own = s.wth == tid;
+        if (s.pending == 2) { /* a bulk copy (mbarrier.cpp): it lands when its mbarrier phase completes */
+            fail("shared-memory race (%s a bulk copy landed) in kernel %s, block (%u,%u,%u): %s %s a byte %s%s "
+                 "cp.async.bulk has not written yet: the mbarrier phase it completes on has not completed (%s)",
+                 write ? "write before" : "read before", ops[cur_op].what, cur_block_idx.x, cur_block_idx.y,
+                 cur_block_idx.z, a, write >= 2 ? "issues a copy to" : write ? "writes" : "reads",
+                 own ? "its own" : b, own ? "" : "'s", code);
+            return;
+        }
         fail("shared-memory race (%s a cp.async landed) in kernel %s, block (%u,%u,%u): %s %s a byte %s%s cp.async "
              "has not written yet: no cp.async.wait_group of %s has completed it (%s)",
              write ? "write before" : "read before", ops[cur_op].what, cur_block_idx.x, cur_block_idx.y,
@@ -374,6 +382,32 @@ struct SharedShadow {
             SharedByte &s = bytes[a - lo];
             s.wgmma = v;
             if (!v) s.rep = 0;
+        }
+    }
+    /* a bulk copy's n bytes at a: issued (pending 2, any access a hazard until it lands), or
+     * landed (check.h, bulk_copy_bytes) */
+    void set_bulk(uintptr_t a, size_t n, int issued) {
+        const uintptr_t end = std::min(a + n, lo + len);
+        for (; a < end; a++) {
+            const size_t g = (a - base) >> 2;
+            const uintptr_t glo = base + (g << 2);
+            if (!split[g]) {
+                for (uintptr_t b = std::max(glo, lo); b < std::min(glo + 4, lo + len); b++) bytes[b - lo] = gran[g];
+                split[g] = 1;
+            }
+            SharedByte &s = bytes[a - lo];
+            if (issued) {
+                if (s.wgmma || (s.pending && s.wep >= block_epoch)) {
+                    layer_reader = "the cp.async.bulk issue";
+                    shared_report(s, 4, NULL); /* 4: a bulk copy issued */
+                    layer_reader = NULL;
+                }
+                s.pending = 2, s.wep = epoch;
+            } else {
+                s.pending = 0, s.rep = 0;
+                s.wep = epoch > block_epoch ? epoch - 1 : epoch; /* before this interval: no warp's write */
+            }
+            s.wth = (uint16_t)cur_thread;
         }
     }
     /* n bytes at a (inside the region, clipped to its end) */
@@ -652,6 +686,17 @@ void async_copy_access(const void *p, size_t bytes, int landing) {
     if (body) access(p, bytes, landing ? 3 : 2, NULL);
 #else
     (void)p, (void)bytes, (void)landing;
+#endif
+}
+
+void bulk_copy_bytes(const void *p, size_t bytes, int issued) {
+#if VRL_CUDA_CPU_CHECK
+    if (!enabled() || cur_thread < 0) return;
+    const uintptr_t a = (uintptr_t)p;
+    if (static_shared.contains(a)) static_shared.set_bulk(a, bytes, issued);
+    else if (a - (uintptr_t)dyn_lo < dyn_len) dyn_shared.set_bulk(a - (uintptr_t)dyn_lo, bytes, issued);
+#else
+    (void)p, (void)bytes, (void)issued;
 #endif
 }
 

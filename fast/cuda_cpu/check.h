@@ -74,6 +74,12 @@ void barrier_released(const char *file, int line);
 /* cp.async (ptx_ops.cpp) by the running thread to shared [p, p+bytes): issued (landing 0):
  * a write whose bytes any access before it lands is a hazard on; landed (1): written now. */
 void async_copy_access(const void *p, size_t bytes, int landing);
+/* A bulk copy's destination [p, p+bytes) in shared memory (mbarrier.cpp). issued 1: any access
+ * before it lands is a hazard (a read before the mbarrier wait; a second copy in flight to it);
+ * issued 0: it landed at its phase's completion, written by no warp (the mbarrier's waiters
+ * read it without a block barrier) and the earlier reads forgotten (the refill was ordered
+ * after them by the empty barrier the producer waited for). */
+void bulk_copy_bytes(const void *p, size_t bytes, int issued);
 /* wgmma.mma_async's operand bytes [p, p+bytes) in shared memory (wgmma.cpp). mode 1: issued by
  * the running thread's warpgroup: read now (uninitialised and race checks, as the running
  * thread), and any write to them is a hazard until mode 0 (landed) unmarks them; mode 2: marked

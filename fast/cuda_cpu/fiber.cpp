@@ -19,6 +19,16 @@
  * is completed (wgmma.cpp) and the warps run on, with no barrier released; a warpgroup with a
  * warp elsewhere is an error.
  *
+ * An mbarrier wait whose phase has not completed (mbarrier.h) is a scheduling point of its own:
+ * the thread stops (AT_MBARRIER) and its warp's round goes on without it; a waiter whose phase
+ * has completed is READY again after its warp's round (an arrival by a lane of its own warp)
+ * or, once every warp stopped, before any warpgroup op or barrier is resolved, and the warps
+ * then run again in a fresh order. So a producer warp and its consumers take turns as their
+ * barriers complete, with no barrier released. When every live thread waits and no waiter's
+ * phase has completed, no thread can complete one (the layer's bulk copies complete their
+ * bytes at the issue): a deadlock, one error naming the waiters and each barrier's state.
+ * Kernels without mbarrier waits never enter that state, and the scan is skipped for them.
+ *
  * Fibers switch with a dozen instructions of our own (cuda_cpu_switch below: the callee-saved
  * registers and the stack pointer). MXCSR and the x87 control word are not switched: nothing
  * on the CPU layer changes them, and saving them was three quarters of a switch's cost
@@ -45,6 +55,7 @@
 #include "fast/cuda_cpu/asan.h"
 #include "fast/cuda_cpu/check.h"
 #include "fast/cuda_cpu/launch_state.h"
+#include "fast/cuda_cpu/mbarrier.h"
 #include "fast/cuda_cpu/ptx_ops.h"
 #include "fast/cuda_cpu/runtime.h"
 #include "fast/cuda_cpu/tensor_core.h"
@@ -108,7 +119,7 @@ const size_t STACK_BYTES = (size_t)256 << 10; /* the attention kernels keep 2 x 
 #endif
 const size_t GUARD_BYTES = 4096;            /* PROT_NONE below each stack: an overflow faults */
 
-enum State { READY, AT_BARRIER, AT_WARP, DONE };
+enum State { READY, AT_BARRIER, AT_WARP, AT_MBARRIER, DONE };
 
 struct Thread {
     State state;
@@ -142,6 +153,7 @@ struct Block {
     int w0, lanes, lane_pos;
     char *released;          /* a stack whose thread ended, for whoever runs next to free */
     int warpgroup_ops;       /* 1 once a thread of the block posted a wgmma instruction */
+    int mbarrier_waits;      /* 1 once a thread of the block waited on an mbarrier phase */
 } B;
 
 #if CUDA_CPU_ASAN
@@ -299,7 +311,10 @@ void resume(Thread *t) {
 
 /* From the fiber: wait at a barrier or collective (state and site already set); the next
  * lane of the round runs, or the scheduler when the round is over. */
+uint64_t suspensions; /* scheduling_events(): mbarrier.cpp's test_wait spin check */
+
 void suspend(Thread *t) {
+    suspensions++;
     Thread *n = HANDOVER ? next_in_round() : NULL;
     if (n && !n->stack && start_fiber(n) < 0) n = NULL;
     if (n) {
@@ -337,6 +352,8 @@ void where(const Thread *t, char *buf, size_t n) {
     if (t->state == DONE) snprintf(buf, n, "%s has exited", name);
     else if (t->state == AT_BARRIER) snprintf(buf, n, "%s waits at __syncthreads() %s:%d", name, short_file(t->file), t->line);
     else if (t->state == AT_WARP) snprintf(buf, n, "%s waits at a warp collective %s:%d", name, short_file(t->file), t->line);
+    else if (t->state == AT_MBARRIER)
+        snprintf(buf, n, "%s waits for an mbarrier phase at %s:%d", name, short_file(t->file), t->line);
     else snprintf(buf, n, "%s is running", name);
 }
 
@@ -528,10 +545,56 @@ int resolve_warpgroups(void) {
     return any;
 }
 
+/* Threads [lo, hi) waiting on an mbarrier phase that has completed run on; 1 if any does. */
+int wake_mbarrier_waiters(int lo, int hi) {
+    if (!B.mbarrier_waits) return 0; /* every kernel without mbarrier waits: nothing to scan */
+    int any = 0;
+    for (int k = lo; k < hi; k++) {
+        Thread &t = B.t[k];
+        if (t.state == AT_MBARRIER && mbarrier_phase_done((const void *)(uintptr_t)t.value, (uint32_t)t.param))
+            t.state = READY, any = 1;
+    }
+    return any;
+}
+
+/* Every live thread waits, some on mbarrier phases none can complete: one line naming the
+ * first waiter and the state of each barrier waited on (the first 3), and the other threads. */
+void mbarrier_deadlock(void) {
+    char a[200], bars[3][200], other[200] = "";
+    const void *seen[3] = {NULL, NULL, NULL};
+    int nbars = 0, waiters = 0;
+    const Thread *first = NULL;
+    for (const Thread &t : B.t) {
+        if (t.state != AT_MBARRIER) {
+            if (!other[0] && t.state != DONE) where(&t, other, sizeof other);
+            continue;
+        }
+        waiters++;
+        if (!first) first = &t;
+        const void *bar = (const void *)(uintptr_t)t.value;
+        int known = 0;
+        for (int i = 0; i < nbars; i++) known |= seen[i] == bar;
+        if (!known && nbars < 3) {
+            seen[nbars] = bar;
+            mbarrier_describe(bar, bars[nbars], sizeof bars[0]);
+            nbars++;
+        }
+    }
+    where(first, a, sizeof a);
+    fail("deadlock: %d %s for mbarrier phases that no thread can complete: %s (parity %d); %s%s%s%s%s%s%s",
+         waiters, waiters == 1 ? "thread waits" : "threads wait", a, first->param, bars[0], nbars > 1 ? "; " : "", nbars > 1 ? bars[1] : "", nbars > 2 ? "; " : "",
+         nbars > 2 ? bars[2] : "", other[0] ? "; and " : "", other);
+}
+
 /* Release the barrier if every live thread waits at the same one; else an error. */
 void resolve_barrier(void) {
     const Thread *first = NULL, *exited = NULL;
     char a[200], b[200];
+    for (const Thread &t : B.t)
+        if (t.state == AT_MBARRIER) {
+            mbarrier_deadlock();
+            return;
+        }
     for (const Thread &t : B.t) {
         if (t.state == DONE) {
             if (!exited) exited = &t;
@@ -604,7 +667,7 @@ void run_warp(int w0) {
         B.w0 = w0, B.lanes = lanes, B.lane_pos = -1;
         Thread *t;
         while (!B.msg[0] && (t = next_in_round())) resume(t);
-    } while (!B.msg[0] && resolve_warp(w0));
+    } while (!B.msg[0] && (resolve_warp(w0) || wake_mbarrier_waiters(w0, w0 + lanes)));
 }
 
 /* One block, warp by warp between barriers, the warps and their lanes in the thread
@@ -622,7 +685,9 @@ int run_block(void) {
     check::block_begin(block_idx);
     async_copy_block_begin(n);
     wgmma_block_begin(n);
+    mbarrier_block_begin();
     B.warpgroup_ops = 0;
+    B.mbarrier_waits = 0;
     for (;;) {
         make_order(B.order, warps, order_config().kind, &rng_state);
         std::vector<int> warp_order = B.order;
@@ -631,6 +696,7 @@ int run_block(void) {
         int live = 0;
         for (const Thread &t : B.t) live += t.state != DONE;
         if (!live) return 0;
+        if (wake_mbarrier_waiters(0, n)) continue; /* a phase completed: its waiters run on */
         if (resolve_warpgroups()) continue; /* not a barrier: the warps run on */
         if (B.msg[0]) break;
         resolve_barrier();
@@ -670,6 +736,17 @@ uint64_t warp_collective(WarpOp op, unsigned mask, uint64_t value, int param, in
     suspend(t);
     return t->result;
 }
+
+void mbarrier_block_thread(const void *bar, uint32_t parity, const char *file, int line) {
+    Thread *t = B.cur;
+    t->state = AT_MBARRIER;
+    t->value = (uint64_t)(uintptr_t)bar, t->param = (int)(parity & 1u);
+    t->file = file, t->line = line;
+    B.mbarrier_waits = 1;
+    suspend(t);
+}
+
+uint64_t scheduling_events(void) { return suspensions; }
 
 void *dynamic_shared(void) { return B.dyn_shared; }
 

@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# test_mbarrier_ptx.sh: the two definitions of every mbarrier and bulk-copy instruction agree, and
+# ptxas takes them. fast/mbarrier.cuh has each instruction twice: inline PTX for nvcc (sm_90), and
+# a call into the CPU layer (fast/cuda_cpu/mbarrier.h) for the CPU build. nvcc compiles
+# conformance/mbarrier_ptx_compile.cu for sm_90 to PTX; each kernel's mbarrier.* and
+# cp.async.bulk.* instructions, in order (the instruction with all its qualifiers, then [1] per
+# address operand, r per register or predicate, immediates as written), must be the ones the CPU
+# layer executes for the same kernel (mbarrier_ptx_table, built from the same source). ptxas must
+# assemble the PTX for sm_90. Then the comparison must FAIL on a copy of mbarrier.cuh whose
+# try_wait body says test_wait, naming that kernel (the comparison can fail). One nvcc compile
+# per table and one ptxas, a few seconds; no GPU needed; without nvcc it is skipped (exit 77)
+# with the reason. Only a GPU can execute the instructions.
+# usage: test_mbarrier_ptx.sh NVCC REPO_ROOT MBARRIER_PTX_TABLE
+set -u
+NVCC=${1:-} ROOT=${2:?usage: test_mbarrier_ptx.sh NVCC REPO_ROOT MBARRIER_PTX_TABLE} TABLE=${3:?usage: test_mbarrier_ptx.sh NVCC REPO_ROOT MBARRIER_PTX_TABLE}
+[ -n "$NVCC" ] && [ -x "$(command -v "$NVCC")" ] || NVCC=$(command -v nvcc || true)
+if [ -z "$NVCC" ]; then
+  echo "SKIP: no nvcc (CUDA compiler) on this machine: the PTX of fast/mbarrier.cuh needs one"
+  exit 77
+fi
+PTXAS=$(dirname "$NVCC")/ptxas
+[ -x "$PTXAS" ] || PTXAS=$(command -v ptxas || true)
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/mbarrier_ptx.XXXXXX") || exit 1
+trap 'rm -rf "$tmp"' EXIT
+
+if ! "$TABLE" >"$tmp/table.txt"; then
+  echo "FAIL: $TABLE (the CPU layer's instructions) failed"
+  exit 1
+fi
+
+# ptx_table INCLUDE_DIR OUT: nvcc's PTX of mbarrier_ptx_compile.cu (mbarrier.cuh from INCLUDE_DIR
+# first) in OUT.ptx, and per kernel "<kernel> <instruction> <operands> [; ...]" in OUT
+ptx_table() {
+  "$NVCC" -std=c++17 -arch=sm_90 -ptx -I"$1" -I"$ROOT" -o "$2.ptx" "$ROOT/conformance/mbarrier_ptx_compile.cu" || return 1
+  awk 'function flush() { if (fn != "" && seq != "") print fn, seq; seq = "" }
+       /^\.visible \.entry mbarrier_ptx_/ { flush(); fn = $3; sub(/^mbarrier_ptx_/, "", fn); sub(/\(.*/, "", fn) }
+       /^[ \t]*(mbarrier\.|cp\.async\.bulk\.)/ {
+         line = $0; sub(/^[ \t]*/, "", line); sub(/;.*/, "", line)
+         ins = line; sub(/[ \t].*/, "", ins); ops = substr(line, length(ins) + 1)
+         out = ins
+         n = split(ops, tok, /[ \t,]+/)
+         for (i = 1; i <= n; i++) {
+           t = tok[i]
+           if (t == "") continue
+           if (t ~ /^\[/) out = out " [1]"
+           else if (t ~ /^-?[0-9]+$/) out = out " " t
+           else out = out " r"
+         }
+         seq = seq (seq == "" ? "" : " ; ") out
+       }
+       END { flush() }' "$2.ptx" >"$2"
+}
+
+# compare CPU_TABLE PTX_TABLE: 0 when every kernel's instruction sequence is the CPU's
+compare() {
+  local bad=0 fn want got
+  while read -r fn want; do
+    got=$(awk -v f="$fn" '$1 == f { $1 = ""; sub(/^ /, ""); print }' "$2")
+    if [ "$got" != "$want" ]; then
+      echo "FAIL: kernel mbarrier_ptx_$fn: nvcc's PTX is '${got:-no mbarrier instruction}', the CPU layer executes '$want'"
+      bad=1
+    fi
+  done <"$1"
+  return $bad
+}
+
+ptx_table "$tmp/none" "$tmp/ptx.txt" || { echo "FAIL: nvcc could not compile conformance/mbarrier_ptx_compile.cu for sm_90"; exit 1; }
+fail=0
+# every function of mbarrier.cuh's nvcc half that emits an instruction has a kernel
+for f in $(grep -o '__forceinline__ [a-z0-9_]* mbarrier_[a-z_]*\|__forceinline__ void bulk_copy_g2s' "$ROOT/fast/mbarrier.cuh" | awk '{print $NF}'); do
+  case $f in mbarrier_smem|mbarrier_wait_parity) continue ;; esac # an address conversion; a loop of try_wait
+  k=${f#mbarrier_}; k=${k%_parity}; [ "$f" = bulk_copy_g2s ] && k=bulk_copy
+  if ! grep -q "^$k " "$tmp/table.txt"; then
+    echo "FAIL: fast/mbarrier.cuh has $f but no kernel of conformance/mbarrier_ptx_compile.cu runs it"
+    fail=1
+  fi
+done
+if compare "$tmp/table.txt" "$tmp/ptx.txt"; then
+  echo "ok: $(wc -l <"$tmp/table.txt") kernels of conformance/mbarrier_ptx_compile.cu: nvcc's PTX = the CPU layer's instructions:"
+  sed 's/^/  /' "$tmp/table.txt"
+else
+  fail=1
+fi
+if [ -z "$PTXAS" ]; then
+  echo "FAIL: nvcc without ptxas"
+  fail=1
+elif "$PTXAS" -arch=sm_90 -o "$tmp/mbarrier.cubin" "$tmp/ptx.txt.ptx" 2>"$tmp/ptxas.log"; then
+  echo "ok: ptxas -arch=sm_90 assembles the PTX ($(grep -cE '^[[:space:]]*(mbarrier|cp\.async\.bulk)\.' "$tmp/ptx.txt.ptx") instructions)"
+else
+  echo "FAIL: ptxas -arch=sm_90 refuses the PTX: $(head -n 3 "$tmp/ptxas.log" | tr '\n' ' ')"
+  fail=1
+fi
+
+# the comparison must fail on a wrapper whose try_wait body is a test_wait
+mkdir -p "$tmp/mutant/fast"
+sed '/int mbarrier_try_wait_parity(uint64_t \*bar, uint32_t parity) {/,/^}/ s/mbarrier\.try_wait\.parity/mbarrier.test_wait.parity/' \
+  "$ROOT/fast/mbarrier.cuh" >"$tmp/mutant/fast/mbarrier.cuh"
+if cmp -s "$ROOT/fast/mbarrier.cuh" "$tmp/mutant/fast/mbarrier.cuh"; then
+  echo "FAIL: the mutant (try_wait written as test_wait) changed nothing in fast/mbarrier.cuh"
+  fail=1
+elif ! ptx_table "$tmp/mutant" "$tmp/mutant.txt"; then
+  echo "FAIL: nvcc could not compile the mutant"
+  fail=1
+else
+  caught=$(compare "$tmp/table.txt" "$tmp/mutant.txt")
+  if printf '%s\n' "$caught" | grep -q "FAIL: kernel mbarrier_ptx_try_wait: "; then
+    echo "ok: the mutant with try_wait written as test_wait is caught: $caught"
+  else
+    echo "FAIL: the mutant with try_wait written as test_wait was not caught (${caught:-no difference})"
+    fail=1
+  fi
+fi
+exit $fail
