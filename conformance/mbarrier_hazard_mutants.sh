@@ -12,53 +12,10 @@
 # parity test inverted, its copies landing at the issue instead of at the phase, or landing in
 # issue order whatever the thread order.
 #
-# Requires the unmodified test programs to pass, then injects each mutant into a copy of its file,
-# rebuilds only that object and the one program from the build's own objects
-# (conformance/mutant_build.py), runs the named test, and requires it to FAIL with the expected
-# words. The tree and the build are never modified. Exit 0 iff all are caught. The build is
-# VRL_BUILD_DIR (ctest sets it), else ./build. One compile per mutant.
-set -euo pipefail
-
-root=$(cd "$(dirname "$0")/.." && pwd)
-build=${VRL_BUILD_DIR:-$root/build}
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/vrl-mbarrier-mutants.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
-
-# run BIN TEST: one criterion test of BIN (test_cuda_cpu_mbarrier or its _check twin), output on stdout
-run() { (cd "$tmp" && "$1" --filter "cuda_cpu_mbarrier/$2" 2>&1); }
-
-for p in test_cuda_cpu_mbarrier test_cuda_cpu_mbarrier_check; do
-  if ! out=$(run "$build/bin/$p" '*'); then
-    echo "== the UNMODIFIED tree fails $p:"; echo "$out" | tail -5; exit 1
-  fi
-done
-echo "== unmodified tree passes (test_cuda_cpu_mbarrier, test_cuda_cpu_mbarrier_check)"
-
-killed=0 total=0 missed=""
-# mutant NAME FILE PATTERN REPLACEMENT PROGRAM TEST EXPECT: replace the one line matching PATTERN
-# (a fixed string) in FILE, rebuild PROGRAM, run its TEST; it must fail and its output hold EXPECT
-mutant() {
-  local name=$1 file=$2 pattern=$3 replacement=$4 program=$5 test=$6 expect=$7
-  total=$((total + 1))
-  local n; n=$(grep -cF -- "$pattern" "$root/$file" || true)
-  if [ "$n" != 1 ]; then echo "== $name: '$pattern' occurs $n times in $file (update this script)"; exit 1; fi
-  local dir=$tmp/$name copy=$tmp/$name/$file
-  mkdir -p "$(dirname "$copy")"
-  cp "$root/$file" "$copy"
-  PAT=$pattern REP=$replacement perl -0pi -e 's/\Q$ENV{PAT}\E/$ENV{REP}/' "$copy"
-  echo "== $name ($file, $program $test)"
-  local bin out status=0
-  if ! bin=$(python3 "$root/conformance/mutant_build.py" "$build" "$program" "$file" "$copy" "$dir" 2>"$dir/build.log"); then
-    echo "   the mutant does not build: $(tail -n 1 "$dir/build.log")"; missed="$missed $name"; return
-  fi
-  out=$(run "$bin" "$test") || status=$?
-  rm -rf "$dir"
-  if [ $status = 0 ]; then echo "   NOT CAUGHT: the test passes"; missed="$missed $name"; return; fi
-  local msg; msg=$(echo "$out" | grep -m1 -F -- "$expect" || true)
-  if [ -z "$msg" ]; then echo "   fails, but its output never says '$expect': $(echo "$out" | grep -m1 -E 'Assert|FAIL|kernel' || true)"; missed="$missed $name"; return; fi
-  echo "   $msg" | cut -c1-300
-  killed=$((killed + 1))
-}
+# The harness (unmodified programs first, one rebuild per mutant, each must fail with its
+# words) is conformance/layer_mutants_lib.sh.
+SUITE=mbarrier
+. "$(dirname "$0")/layer_mutants_lib.sh"
 
 test=conformance/test_cuda_cpu_mbarrier.cpp layer=fast/cuda_cpu/mbarrier.cpp
 pipeline=producer_consumer_pipeline_in_every_warp_order
@@ -96,5 +53,4 @@ mutant layer_landing_ignores_the_order $layer \
   '    if (oc.kind == ORDER_REVERSE) std::reverse(order.begin(), order.end());' '    if (0) std::reverse(order.begin(), order.end());' \
   test_cuda_cpu_mbarrier copies_of_one_phase_land_in_the_thread_order "the two orders landed 2 and 2"
 
-echo "== $killed of $total mutants caught${missed:+; missed:$missed}"
-[ $killed = $total ]
+mutants_summary
