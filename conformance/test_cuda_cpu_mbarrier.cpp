@@ -28,6 +28,7 @@
 #include "fast/cuda_cpu/bf16.h"
 #include "fast/mbarrier.cuh"
 #include "fast/wgmma.cuh"
+#include "conformance/cuda_cpu_test_values.h"
 
 #define LAUNCH CUDA_CPU_LAUNCH
 
@@ -36,11 +37,6 @@
 static void report_only(void) { setenv("VRL_CUDA_CPU_CHECK", "report", 1); }
 TestSuite(cuda_cpu_mbarrier, .init = report_only);
 #endif
-
-static const char *launch_message(void) {
-    const cudaError_t e = cudaGetLastError();
-    return e == cudaSuccess ? "" : cudaGetErrorString(e);
-}
 
 #if VRL_CUDA_CPU_CHECK
 /* reverse first: the consumers run before the producer, so a read of a stage before its full

@@ -34,6 +34,7 @@
 #include "fast/cuda_cpu/launch_state.h"
 #include "fast/cuda_cpu/runtime.h"
 #include "fast/mma.cuh"
+#include "conformance/cuda_cpu_test_values.h"
 
 #define LAUNCH CUDA_CPU_LAUNCH
 
@@ -43,29 +44,9 @@ static void report_only(void) { setenv("VRL_CUDA_CPU_CHECK", "report", 1); }
 TestSuite(cuda_cpu_mma, .init = report_only);
 #endif
 
-static const char *launch_message(void) {
-    const cudaError_t e = cudaGetLastError();
-    return e == cudaSuccess ? "" : cudaGetErrorString(e);
-}
-
 static const char *const orders[] = {"forward", "reverse", "random:9"};
 
 /* ------------------------------------------------------------------ values and the reference */
-
-static float bf16_float(uint16_t b) { return __bfloat162float(__ushort_as_bfloat16(b)); }
-
-/* n bf16 values, deterministic, magnitudes from 2^-3 to 2, both signs */
-static std::vector<uint16_t> random_bf16(size_t n, uint64_t seed) {
-    std::vector<uint16_t> v(n);
-    uint64_t s = seed * 0x9e3779b97f4a7c15ull + 1;
-    for (size_t i = 0; i < n; i++) {
-        s = s * 6364136223846793005ull + 1442695040888963407ull;
-        const double u = (double)(s >> 11) / 9007199254740992.0;  /* [0, 1) */
-        const double x = (u < 0.5 ? -1.0 : 1.0) * ldexp(1.0 + u, (int)(s >> 7 & 3) - 3);
-        v[i] = __float2bfloat16((float)x).x;
-    }
-    return v;
-}
 
 static std::vector<float> random_f32(size_t n, uint64_t seed) {
     std::vector<uint16_t> b = random_bf16(n, seed);
