@@ -12,21 +12,8 @@
 # with the reason. Only a GPU can execute the instructions.
 # usage: test_mbarrier_ptx.sh NVCC REPO_ROOT MBARRIER_PTX_TABLE
 set -u
-NVCC=${1:-} ROOT=${2:?usage: test_mbarrier_ptx.sh NVCC REPO_ROOT MBARRIER_PTX_TABLE} TABLE=${3:?usage: test_mbarrier_ptx.sh NVCC REPO_ROOT MBARRIER_PTX_TABLE}
-[ -n "$NVCC" ] && [ -x "$(command -v "$NVCC")" ] || NVCC=$(command -v nvcc || true)
-if [ -z "$NVCC" ]; then
-  echo "SKIP: no nvcc (CUDA compiler) on this machine: the PTX of fast/mbarrier.cuh needs one"
-  exit 77
-fi
-PTXAS=$(dirname "$NVCC")/ptxas
-[ -x "$PTXAS" ] || PTXAS=$(command -v ptxas || true)
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/mbarrier_ptx.XXXXXX") || exit 1
-trap 'rm -rf "$tmp"' EXIT
-
-if ! "$TABLE" >"$tmp/table.txt"; then
-  echo "FAIL: $TABLE (the CPU layer's instructions) failed"
-  exit 1
-fi
+. "$(dirname "$0")/ptx_check_lib.sh"
+ptx_check_setup test_mbarrier_ptx.sh fast/mbarrier.cuh "$@"
 
 # ptx_table INCLUDE_DIR OUT: nvcc's PTX of mbarrier_ptx_compile.cu (mbarrier.cuh from INCLUDE_DIR
 # first) in OUT.ptx, and per kernel "<kernel> <instruction> <operands> [; ...]" in OUT
@@ -92,22 +79,5 @@ else
 fi
 
 # the comparison must fail on a wrapper whose try_wait body is a test_wait
-mkdir -p "$tmp/mutant/fast"
-sed '/int mbarrier_try_wait_parity(uint64_t \*bar, uint32_t parity) {/,/^}/ s/mbarrier\.try_wait\.parity/mbarrier.test_wait.parity/' \
-  "$ROOT/fast/mbarrier.cuh" >"$tmp/mutant/fast/mbarrier.cuh"
-if cmp -s "$ROOT/fast/mbarrier.cuh" "$tmp/mutant/fast/mbarrier.cuh"; then
-  echo "FAIL: the mutant (try_wait written as test_wait) changed nothing in fast/mbarrier.cuh"
-  fail=1
-elif ! ptx_table "$tmp/mutant" "$tmp/mutant.txt"; then
-  echo "FAIL: nvcc could not compile the mutant"
-  fail=1
-else
-  caught=$(compare "$tmp/table.txt" "$tmp/mutant.txt")
-  if printf '%s\n' "$caught" | grep -q "FAIL: kernel mbarrier_ptx_try_wait: "; then
-    echo "ok: the mutant with try_wait written as test_wait is caught: $caught"
-  else
-    echo "FAIL: the mutant with try_wait written as test_wait was not caught (${caught:-no difference})"
-    fail=1
-  fi
-fi
+ptx_mutant_caught fast/mbarrier.cuh 'try_wait written as test_wait' '/int mbarrier_try_wait_parity(uint64_t \*bar, uint32_t parity) {/,/^}/ s/mbarrier\.try_wait\.parity/mbarrier.test_wait.parity/' 'FAIL: kernel mbarrier_ptx_try_wait: ' || fail=1
 exit $fail

@@ -12,20 +12,8 @@
 # nvcc it is skipped (exit 77) with the reason. Only a GPU can execute the instructions.
 # usage: test_mma_ptx.sh NVCC REPO_ROOT MMA_PTX_TABLE
 set -u
-NVCC=${1:-} ROOT=${2:?usage: test_mma_ptx.sh NVCC REPO_ROOT MMA_PTX_TABLE} TABLE=${3:?usage: test_mma_ptx.sh NVCC REPO_ROOT MMA_PTX_TABLE}
-[ -n "$NVCC" ] && [ -x "$(command -v "$NVCC")" ] || NVCC=$(command -v nvcc || true)
-if [ -z "$NVCC" ]; then
-  echo "SKIP: no nvcc (CUDA compiler) on this machine: the PTX of fast/mma.cuh needs one"
-  exit 77
-fi
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/mma_ptx.XXXXXX") || exit 1
-trap 'rm -rf "$tmp"' EXIT
-
-# the CPU layer's table: "<function> <instruction> <operand groups>" per kernel
-if ! "$TABLE" >"$tmp/table.txt"; then
-  echo "FAIL: $TABLE (the CPU layer's instructions) failed"
-  exit 1
-fi
+. "$(dirname "$0")/ptx_check_lib.sh"
+ptx_check_setup test_mma_ptx.sh fast/mma.cuh "$@"
 
 # ptx_table INCLUDE_DIR OUT: nvcc's PTX of mma_ptx_compile.cu with mma.cuh from INCLUDE_DIR, as
 # "<function> <instruction> <operand groups>" per tensor-core instruction of each kernel
@@ -79,21 +67,5 @@ else
 fi
 
 # the comparison must fail on a wrapper whose asm lost its .trans
-mkdir -p "$tmp/mutant/fast"
-sed '/ldmatrix_x4_trans(uint32_t/,/}/ s/\.x4\.trans\.shared/.x4.shared/' "$ROOT/fast/mma.cuh" >"$tmp/mutant/fast/mma.cuh"
-if cmp -s "$ROOT/fast/mma.cuh" "$tmp/mutant/fast/mma.cuh"; then
-  echo "FAIL: the mutant (.trans deleted from ldmatrix_x4_trans's asm) changed nothing in fast/mma.cuh"
-  fail=1
-elif ! ptx_table "$tmp/mutant" "$tmp/mutant.txt"; then
-  echo "FAIL: nvcc could not compile the mutant"
-  fail=1
-else
-  caught=$(compare "$tmp/table.txt" "$tmp/mutant.txt")
-  if printf '%s\n' "$caught" | grep -q "FAIL: mma.cuh's ldmatrix_x4_trans: "; then
-    echo "ok: the mutant with .trans deleted from ldmatrix_x4_trans's asm is caught: $caught"
-  else
-    echo "FAIL: the mutant with .trans deleted from ldmatrix_x4_trans's asm was not caught (${caught:-no difference})"
-    fail=1
-  fi
-fi
+ptx_mutant_caught fast/mma.cuh '.trans deleted from ldmatrix_x4_trans'\''s asm' '/ldmatrix_x4_trans(uint32_t/,/}/ s/\.x4\.trans\.shared/.x4.shared/' 'FAIL: mma.cuh'\''s ldmatrix_x4_trans: ' || fail=1
 exit $fail

@@ -13,21 +13,8 @@
 # Only a GPU can execute the instructions.
 # usage: test_wgmma_ptx.sh NVCC REPO_ROOT WGMMA_PTX_TABLE
 set -u
-NVCC=${1:-} ROOT=${2:?usage: test_wgmma_ptx.sh NVCC REPO_ROOT WGMMA_PTX_TABLE} TABLE=${3:?usage: test_wgmma_ptx.sh NVCC REPO_ROOT WGMMA_PTX_TABLE}
-[ -n "$NVCC" ] && [ -x "$(command -v "$NVCC")" ] || NVCC=$(command -v nvcc || true)
-if [ -z "$NVCC" ]; then
-  echo "SKIP: no nvcc (CUDA compiler) on this machine: the PTX of fast/wgmma.cuh needs one"
-  exit 77
-fi
-PTXAS=$(dirname "$NVCC")/ptxas
-[ -x "$PTXAS" ] || PTXAS=$(command -v ptxas || true)
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/wgmma_ptx.XXXXXX") || exit 1
-trap 'rm -rf "$tmp"' EXIT
-
-if ! "$TABLE" >"$tmp/table.txt"; then
-  echo "FAIL: $TABLE (the CPU layer's instructions) failed"
-  exit 1
-fi
+. "$(dirname "$0")/ptx_check_lib.sh"
+ptx_check_setup test_wgmma_ptx.sh fast/wgmma.cuh "$@"
 
 # ptx_table INCLUDE_DIR OUT: nvcc's PTX of wgmma_ptx_compile.cu (wgmma.cuh from INCLUDE_DIR first)
 # in OUT.ptx, and per kernel "<kernel> <instruction> <operands> [; ...]" in OUT
@@ -95,21 +82,5 @@ else
 fi
 
 # the comparison must fail on a wrapper whose m64n64 body swaps imm-trans-a and imm-trans-b
-mkdir -p "$tmp/mutant/fast"
-sed '/wgmma_ss_n64(float/,/^}/ s/p, 1, 1, %35, %36;/p, 1, 1, %36, %35;/' "$ROOT/fast/wgmma.cuh" >"$tmp/mutant/fast/wgmma.cuh"
-if cmp -s "$ROOT/fast/wgmma.cuh" "$tmp/mutant/fast/wgmma.cuh"; then
-  echo "FAIL: the mutant (m64n64's transposes swapped) changed nothing in fast/wgmma.cuh"
-  fail=1
-elif ! ptx_table "$tmp/mutant" "$tmp/mutant.txt"; then
-  echo "FAIL: nvcc could not compile the mutant"
-  fail=1
-else
-  caught=$(compare "$tmp/table.txt" "$tmp/mutant.txt")
-  if printf '%s\n' "$caught" | grep -q "FAIL: kernel wgmma_ptx_ss_n64_01: "; then
-    echo "ok: the mutant with m64n64's transposes swapped is caught: $caught"
-  else
-    echo "FAIL: the mutant with m64n64's transposes swapped was not caught (${caught:-no difference})"
-    fail=1
-  fi
-fi
+ptx_mutant_caught fast/wgmma.cuh 'm64n64'\''s transposes swapped' '/wgmma_ss_n64(float/,/^}/ s/p, 1, 1, %35, %36;/p, 1, 1, %36, %35;/' 'FAIL: kernel wgmma_ptx_ss_n64_01: ' || fail=1
 exit $fail
