@@ -149,7 +149,7 @@ mutant gpt2_position_gradient_overwritten fast/gpt2_ops.cu '    dwpe[i] += s;' '
 # partner one lane off, and the fusion where a later layer's kept share of d(k) is added after
 # attention (Eq. 2's k_m). Each a wrong loss or gradient.
 mutant rope_fwd_sin_sign_flipped fast/attention_mma_forward.cu \
-  'y1[e] = x1 * c.e[e] - x2 * s.e[e];' 'y1[e] = x1 * c.e[e] + x2 * s.e[e];' \
+  'rope_rotate(x1, x2, c.e[e], s.e[e], y1[e], y2[e]);' 'rope_rotate(x1, x2, c.e[e], -s.e[e], y1[e], y2[e]);' \
   "mma gqa_hd16_resformer" "FAIL: gqa_hd16_resformer@mma"
 mutant rope_fwd_queries_not_written_back fast/attention_mma_forward.cu \
   'mma_store_staged_rows<HD>(q + (size_t)b * T * ld.q + h * HD, qstage, ld.q, q0, T);' '' \
@@ -158,7 +158,7 @@ mutant rope_fwd_fused_where_flash_attends fast/model.cu \
   'return m->attention == FAST_ATTENTION_MMA && !amix_layer(m, l);' 'return m->attention == FAST_ATTENTION_MMA;' \
   "mma tiny_attn_residual" "FAIL: tiny_attn_residual@mma"
 mutant rope_bwd_sin_sign_flipped fast/attention_mma_backward.cu \
-  'acc[n][2 * h + k] = x1 * c.e[k] + x2 * s.e[k];' 'acc[n][2 * h + k] = x1 * c.e[k] - x2 * s.e[k];' \
+  'rope_rotate(x1, x2, c.e[k], -s.e[k],' 'rope_rotate(x1, x2, c.e[k], s.e[k],' \
   "mma gqa_hd16_resformer" "FAIL: gqa_hd16_resformer@mma" "q_proj"
 mutant rope_bwd_partner_lane_off_by_one fast/attention_mma_backward.cu \
   '__shfl_xor_sync(0xffffffffu, x, 2)' '__shfl_xor_sync(0xffffffffu, x, 1)' \

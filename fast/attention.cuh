@@ -30,6 +30,13 @@ typedef struct {
 struct alignas(8) RopePair {
     float e[2];
 };
+/* RoPE on one pair (x1, x2) = (x_i, x_{i+hd/2}) (docs/formulas.md §1): (x1 c − x2 s, x2 c + x1 s);
+ * Rᵀ is the same with −s. The one definition rope_kernel and the tensor-core attention's fused
+ * rotations share, so that they compute (and on a GPU contract) alike. */
+static __device__ __forceinline__ void rope_rotate(float x1, float x2, float c, float s, float &y1, float &y2) {
+    y1 = x1 * c - x2 * s;
+    y2 = x2 * c + x1 * s;
+}
 /* Causal flash attention: online softmax in fp32 over key tiles, no [T,T] matrix; query
  * head h reads kv head h / (NH/NKV). hd must be 8, 16, 32, 64 or 128.
  * out [B,T,NH*hd], lse [B,NH,T] fp32 (log-sum-exp of each scaled score row, kept for

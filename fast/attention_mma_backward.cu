@@ -167,8 +167,7 @@ __device__ __forceinline__ void rope_transpose_fragments(float acc[][4], const f
 #pragma unroll
                 for (int k = 0; k < 2; k++) {
                     const float x1 = acc[n][2 * h + k], x2 = acc[n + HD / 16][2 * h + k];
-                    acc[n][2 * h + k] = x1 * c.e[k] + x2 * s.e[k];
-                    acc[n + HD / 16][2 * h + k] = x2 * c.e[k] - x1 * s.e[k];
+                    rope_rotate(x1, x2, c.e[k], -s.e[k], acc[n][2 * h + k], acc[n + HD / 16][2 * h + k]);
                 }
             }
     } else {
@@ -179,8 +178,9 @@ __device__ __forceinline__ void rope_transpose_fragments(float acc[][4], const f
         for (int e = 0; e < 4; e++) {
             const float x = acc[0][e], p = __shfl_xor_sync(0xffffffffu, x, 2); /* the partner column */
             const size_t o = (size_t)pos[e >> 1] * H2 + i + (e & 1);
-            const float c = cos_t[o], s = sin_t[o];
-            acc[0][e] = first ? x * c + p * s : x * c - p * s;
+            float y1, y2; /* x is x1 of its pair in the first two lanes of each four, else x2 */
+            rope_rotate(first ? x : p, first ? p : x, cos_t[o], -sin_t[o], y1, y2);
+            acc[0][e] = first ? y1 : y2;
         }
     }
 }

@@ -102,8 +102,7 @@ __device__ __forceinline__ void mma_rope_staged_rows(bf16 *qs, const float *cos_
         for (int e = 0; e < 2; e++) {
             const float x1 = __bfloat162float(__ushort_as_bfloat16((unsigned short)(a >> 16 * e)));
             const float x2 = __bfloat162float(__ushort_as_bfloat16((unsigned short)(b >> 16 * e)));
-            y1[e] = x1 * c.e[e] - x2 * s.e[e];
-            y2[e] = x2 * c.e[e] + x1 * s.e[e];
+            rope_rotate(x1, x2, c.e[e], s.e[e], y1[e], y2[e]);
         }
         *lo = pack_bf16x2(y1[0], y1[1]);
         *hi = pack_bf16x2(y2[0], y2[1]);

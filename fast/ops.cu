@@ -466,11 +466,10 @@ __global__ void rope_kernel(bf16 *x, int ld, const float *cos_t, const float *si
     Vec<W, bf16> a = load_vec<W>(p + i), b = load_vec<W>(p + i + h2);
 #pragma unroll
     for (int k = 0; k < W; k++) {
-        const float c = cv.e[k], s = dir * sv.e[k];
-        const float x1 = bf(a.e[k]), x2 = bf(b.e[k]);
-        /* forward: [x1 c − x2 s, x2 c + x1 s]; backward uses −s (the transpose) */
-        a.e[k] = __float2bfloat16(x1 * c - x2 * s);
-        b.e[k] = __float2bfloat16(x2 * c + x1 * s);
+        float y1, y2; /* backward: −s, the transpose */
+        rope_rotate(bf(a.e[k]), bf(b.e[k]), cv.e[k], dir * sv.e[k], y1, y2);
+        a.e[k] = __float2bfloat16(y1);
+        b.e[k] = __float2bfloat16(y2);
     }
     store_vec<W>(p + i, a);
     store_vec<W>(p + i + h2, b);
