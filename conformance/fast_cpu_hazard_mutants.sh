@@ -144,8 +144,8 @@ mutant gpt2_position_gradient_overwritten fast/gpt2_ops.cu '    dwpe[i] += s;' '
   gpt2_tiny_accum2 "FAIL: gpt2_tiny_accum2" "wpe"
 # issue 51's RoPE inside the tensor-core attention (--attention mma). Forward: the sign of sin in
 # the staged queries' rotation, the rotated queries not written back (the backward then reads
-# them unrotated), the fusion in a layer whose attention runs flash (softmax mixing: its queries
-# never rotated). Backward: the sign of sin in the same-lane rotation (hd >= 16), the hd-8
+# them unrotated), the fusion in a softmax-mixing layer (attention_mix.cu calls the kernel without
+# a rope, so its queries are never rotated). Backward: the sign of sin in the same-lane rotation (hd >= 16), the hd-8
 # partner one lane off, and the fusion where a later layer's kept share of d(k) is added after
 # attention (Eq. 2's k_m). Each a wrong loss or gradient.
 mutant rope_fwd_sin_sign_flipped fast/attention_mma_forward.cu \
@@ -154,7 +154,7 @@ mutant rope_fwd_sin_sign_flipped fast/attention_mma_forward.cu \
 mutant rope_fwd_queries_not_written_back fast/attention_mma_forward.cu \
   'mma_store_staged_rows<HD>(q + (size_t)b * T * ld.q + h * HD, qstage, ld.q, q0, T);' '' \
   "mma tiny_baseline" "FAIL: tiny_baseline@mma"
-mutant rope_fwd_fused_where_flash_attends fast/model.cu \
+mutant rope_fwd_fused_in_a_mixing_layer fast/model.cu \
   'return m->attention == FAST_ATTENTION_MMA && !amix_layer(m, l);' 'return m->attention == FAST_ATTENTION_MMA;' \
   "mma tiny_attn_residual" "FAIL: tiny_attn_residual@mma"
 mutant rope_bwd_sin_sign_flipped fast/attention_mma_backward.cu \

@@ -709,7 +709,8 @@ static float grad_dw_beta(FastModel *m, const float *g, size_t len) {
  * applied (attention_mma_backward's epilogues, in fp32 before the bf16 store), so that qk_backward
  * and fused_projection_backward skip rope_backward: the tensor-core backward, and nothing added to
  * that gradient between attention and RoPE's backward (no softmax mixing or Eq. 2 at layer l, whose
- * backward is flash's; no later layer's kept share of it, which amix_add_kept adds after RoPE). */
+ * attention_mix.cu calls the kernels without a rope; no later layer's kept share of it, which
+ * amix_add_kept adds after RoPE). */
 static int rope_fused(const FastModel *m, int l, MixKind kind) {
     if (m->attention != FAST_ATTENTION_MMA || amix_layer(m, l)) return 0;
     return !(m->amix && (kind == MIX_Q ? m->amix->dq_keep[l] : m->amix->dk_keep[l]));
@@ -717,7 +718,8 @@ static int rope_fused(const FastModel *m, int l, MixKind kind) {
 
 /* 1 if layer l's queries take RoPE inside the tensor-core attention forward (AttnRope.q: each block
  * rotates its rows where it loads them and writes them back rotated), not in rope_forward's pass:
- * the mma path where layer l's own attention is that kernel (softmax mixing and Eq. 2 run flash).
+ * the mma path where layer l's own attention is that kernel (softmax mixing and Eq. 2 go through
+ * attention_mix.cu, which calls it without a rope: their queries are rotated by the pass).
  * Nothing reads the queries between qk_forward and the attention; after it they are rotated. */
 static int rope_q_in_forward(const FastModel *m, int l) {
     return m->attention == FAST_ATTENTION_MMA && !amix_layer(m, l);
