@@ -35,6 +35,9 @@ static void usage(FILE *f) {
             "                        yet checked on a GPU), its CUDA-core flash kernels, or\n"
             "                        cuDNN's fused attention (GPU only, a build with cuDNN;\n"
             "                        docs/fast.md) [mma]\n"
+            "  --gemm cublaslt|wgmma cuda, cuda-cpu: the layers' forward GEMMs on cuBLASLt, or on\n"
+            "                        fast/'s own wgmma GEMM with SwiGLU in its epilogue (H100/H200\n"
+            "                        or cuda-cpu; not yet checked on a GPU) [cublaslt]\n"
             "  --threads N           reference threads on cpu; results do not depend on N\n"
             "                        [OPENBLAS_NUM_THREADS if set, else all cores; recorded with the run]\n"
             "  --variant SPEC        model variant, e.g. resformer or svformer:anchors=1,5 [baseline]\n"
@@ -178,7 +181,7 @@ int cmd_train(int argc, char **argv) {
     train_args_defaults(&a);
     Args p = {.argc = argc, .argv = argv, .i = 1, .cmd = "vrl train"};
     const char *model = "small", *device = "cpu", *precision = "fp32", *v, *resume = NULL, *out = NULL, *variant = NULL,
-               *mixture = NULL, *attention = NULL;
+               *mixture = NULL, *attention = NULL, *gemm = NULL;
     int steps_given = 0, model_given = 0, seq_given = 0, threads = 0, r;
     while (p.i < argc) {
         if (args_switch(&p, "--help") || args_switch(&p, "-h")) {
@@ -199,6 +202,7 @@ int cmd_train(int argc, char **argv) {
         FLAG("--device", (device = v, 0));
         FLAG("--precision", (precision = v, 0));
         FLAG("--attention", (attention = v, 0)); /* a device option, not stored: a resumed run may change it */
+        FLAG("--gemm", (gemm = v, 0));           /* likewise */
         FLAG("--variant", (variant = v, 0));
         FLAG("--threads", parse_int("--threads", v, 1, 1024, &threads));
         FLAG("--data", snprintf(a.data, sizeof a.data, "%s", v) >= (int)sizeof a.data ? vrl_error("--data: too long") : 0);
@@ -231,7 +235,9 @@ int cmd_train(int argc, char **argv) {
         return 2;
     }
     const BackendEntry *chosen = choose_backend(&a, resume, device, precision);
-    if (!chosen || (attention && backend_set_option(chosen, "attention", attention) < 0)) goto fail;
+    if (!chosen || (attention && backend_set_option(chosen, "attention", attention) < 0) ||
+        (gemm && backend_set_option(chosen, "gemm", gemm) < 0))
+        goto fail;
     a.backend = chosen->be;
     if (a.sched.warmup > 0 && a.sched.decay_end >= 0 && a.sched.decay_end <= a.sched.warmup) {
         vrl_error("--decay-end %ld must be after --warmup %ld", a.sched.decay_end, a.sched.warmup);

@@ -333,6 +333,13 @@ if(VRL_HAVE_CUDA_CPU)
     add_test(NAME test_fast_cpu_nccl_deferred COMMAND test_fast_cpu_nccl)
     set_tests_properties(test_fast_cpu_nccl_deferred PROPERTIES ENVIRONMENT "TMPDIR=${VRL_TEST_TMP};VRL_CUDA_CPU_DEFERRED=1")
   endif()
+  # fast/'s wgmma GEMM (TMA, mbarrier stages, wgmma, epilogues) against the product summed as it sums it,
+  # bit for bit, in every thread and block order (conformance/test_fast_cpu_gemm_wgmma.cpp)
+  vrl_test(test_fast_cpu_gemm_wgmma SOURCES conformance/test_fast_cpu_gemm_wgmma.cpp LIBS vrl_fast_cpu vrl_common)
+  set_target_properties(test_fast_cpu_gemm_wgmma PROPERTIES CXX_STANDARD 17 CXX_STANDARD_REQUIRED ON)
+  target_include_directories(test_fast_cpu_gemm_wgmma BEFORE PRIVATE ${CMAKE_SOURCE_DIR}/fast/cuda_cpu/include)
+  target_compile_definitions(test_fast_cpu_gemm_wgmma PRIVATE VRL_CUDA_CPU=1)
+  target_compile_options(test_fast_cpu_gemm_wgmma PRIVATE -include ${CMAKE_SOURCE_DIR}/fast/cuda_cpu/cpu_names.h)
   # fast/'s kernels one by one against ref/'s ops at edge shapes, in all three thread orders
   vrl_test(test_fast_cpu_ops SOURCES conformance/test_fast_cpu_ops.cpp LIBS vrl_fast_cpu vrl_ref64 vrl_common)
   set_target_properties(test_fast_cpu_ops PROPERTIES CXX_STANDARD 17 CXX_STANDARD_REQUIRED ON)
@@ -388,6 +395,13 @@ if(VRL_HAVE_CUDA_CPU)
     set_target_properties(test_cuda_cpu_mbarrier_check PROPERTIES CXX_STANDARD 17 CXX_STANDARD_REQUIRED ON)
     target_compile_definitions(test_cuda_cpu_mbarrier_check PRIVATE VRL_CUDA_CPU=1 VRL_CUDA_CPU_CHECK=1)
     target_compile_options(test_cuda_cpu_mbarrier_check PRIVATE ${VRL_CUDA_CPU_INSTRUMENT})
+    # the wgmma GEMM under the checkers: a stage read before its TMA bytes landed, or refilled while
+    # a wgmma still reads it, is a race naming the kernel
+    vrl_test(test_fast_cpu_gemm_wgmma_check SOURCES conformance/test_fast_cpu_gemm_wgmma.cpp LIBS vrl_fast_cpu_check vrl_common)
+    set_target_properties(test_fast_cpu_gemm_wgmma_check PROPERTIES CXX_STANDARD 17 CXX_STANDARD_REQUIRED ON)
+    target_include_directories(test_fast_cpu_gemm_wgmma_check BEFORE PRIVATE ${CMAKE_SOURCE_DIR}/fast/cuda_cpu/include)
+    target_compile_definitions(test_fast_cpu_gemm_wgmma_check PRIVATE VRL_CUDA_CPU=1)
+    target_compile_options(test_fast_cpu_gemm_wgmma_check PRIVATE -include ${CMAKE_SOURCE_DIR}/fast/cuda_cpu/cpu_names.h)
     # fast/'s kernels one by one (test_fast_cpu_ops) under every checker, in its three thread orders
     vrl_test(test_fast_cpu_ops_check SOURCES conformance/test_fast_cpu_ops.cpp LIBS vrl_fast_cpu_check vrl_ref64 vrl_common)
     set_target_properties(test_fast_cpu_ops_check PROPERTIES CXX_STANDARD 17 CXX_STANDARD_REQUIRED ON)

@@ -5,6 +5,7 @@
  *
  * The table's void functions cannot return an error: a failure there leaves its message
  * in vrl_last_error() and the next forward or step reports it (NaN). */
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/base/error.h"
@@ -121,8 +122,35 @@ int fast_set_attention(const char *name) {
 
 int fast_attention_kind(void) { return attention_kind; }
 
+/* --gemm: read by fast_model_create, like --attention. -1: not set yet (VRL_FAST_GEMM decides). */
+static int gemm_kind = -1;
+
+int fast_set_gemm(const char *name) {
+    if (!strcmp(name, "cublaslt")) {
+        gemm_kind = FAST_GEMM_CUBLASLT;
+        return 0;
+    }
+    if (strcmp(name, "wgmma")) return vrl_error("--gemm: \"%s\" is not cublaslt or wgmma", name);
+#if VRL_CUDA_CPU_FP32
+    return vrl_error("--gemm wgmma: the fp32-storage build (VRL_CUDA_CPU_FP32) has no packed bf16 for wgmma; use "
+                     "--gemm cublaslt");
+#else
+    gemm_kind = FAST_GEMM_WGMMA;
+    return 0;
+#endif
+}
+
+int fast_gemm_kind(void) {
+    if (gemm_kind >= 0) return gemm_kind;
+    const char *env = getenv("VRL_FAST_GEMM");
+    if (!env || !*env) return FAST_GEMM_CUBLASLT;
+    if (fast_set_gemm(env) < 0) return vrl_error("VRL_FAST_GEMM=%s: not cublaslt or wgmma (or not in this build)", env);
+    return gemm_kind;
+}
+
 static int set_option(const char *name, const char *value) {
     if (!strcmp(name, "attention")) return fast_set_attention(value);
+    if (!strcmp(name, "gemm")) return fast_set_gemm(value);
     return vrl_error("--%s: not an option of the CUDA backend", name);
 }
 

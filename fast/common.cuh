@@ -48,6 +48,16 @@ typedef __nv_bfloat16 bf16;
 #define FAST_NS_END
 #endif
 
+/* The launch's dynamic shared memory as `unsigned char *name`: CUDA's extern __shared__ array
+ * under nvcc, the layer's block buffer in the CPU build (where __shared__ is a static). */
+#if VRL_CUDA_CPU
+#define DYNAMIC_SHARED(name) unsigned char *name = (unsigned char *)cuda_cpu::dynamic_shared()
+#else
+#define DYNAMIC_SHARED(name)                                                                                 \
+    extern __shared__ __align__(128) unsigned char name##_array_[];                                          \
+    unsigned char *name = name##_array_
+#endif
+
 static inline unsigned cdiv(size_t a, size_t b) { return (unsigned)((a + b - 1) / b); }
 
 /* FAST_MAX_LAYERS: fast/fast.h (the capability check reads it too). */

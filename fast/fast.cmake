@@ -45,6 +45,15 @@ if(VRL_CUDA)
     target_compile_options(vrl_fast PRIVATE
       $<$<COMPILE_LANGUAGE:CUDA>:-O3 -Xcompiler=-Wall,-Wextra>)
     target_link_libraries(vrl_fast PUBLIC vrl_common ${vrl_cudart} CUDA::cublasLt)
+    # fast/'s Hopper GEMM (fast/gemm_wgmma.cu): wgmma and TMA exist only in the arch-specific
+    # sm_90a target, so its kernels are sm_90a SASS alone (H100, H200); model.cu launches them only
+    # on a compute capability 9.0 device (gemm_wgmma_device) and takes cuBLASLt elsewhere
+    add_library(vrl_fast_sm90a OBJECT fast/gemm_wgmma.cu)
+    set_target_properties(vrl_fast_sm90a PROPERTIES CUDA_ARCHITECTURES "90a-real" CUDA_STANDARD 17
+                          CUDA_RUNTIME_LIBRARY ${vrl_cudart_kind} POSITION_INDEPENDENT_CODE ON)
+    target_include_directories(vrl_fast_sm90a PRIVATE ${CMAKE_SOURCE_DIR})
+    target_compile_options(vrl_fast_sm90a PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:-O3 -Xcompiler=-Wall,-Wextra>)
+    target_sources(vrl_fast PRIVATE $<TARGET_OBJECTS:vrl_fast_sm90a>)
     # fast/mma.cuh's inline PTX assembled by ptxas for these architectures (compile only)
     add_library(vrl_mma_ptx_compile OBJECT conformance/mma_ptx_compile.cu)
     target_include_directories(vrl_mma_ptx_compile PRIVATE ${CMAKE_SOURCE_DIR})

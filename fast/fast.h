@@ -41,6 +41,18 @@ int fast_set_attention(const char *name);
 /* FAST_ATTENTION_FLASH, _MMA or _CUDNN, as last set (unset: mma; flash in the fp32-storage build). */
 int fast_attention_kind(void);
 
+/* Which GEMMs the llama layers' forward products run (`--gemm`, docs/fast.md "Options"): cuBLASLt
+ * (the default) or fast/'s own wgmma GEMM (fast/gemm_wgmma.cu: TMA, wgmma, the SwiGLU epilogue;
+ * compute capability 9.0 or the CPU layer; not yet run on a GPU). VRL_FAST_GEMM=wgmma in the
+ * environment sets the initial kind (the tests' hook, as VRL_FAST_RECOMPUTE). */
+enum { FAST_GEMM_CUBLASLT = 0, FAST_GEMM_WGMMA = 1 };
+/* "cublaslt" or "wgmma": 0; -1 with vrl_error for another name, or wgmma in the fp32-storage
+ * CPU build (no packed bf16 for wgmma). */
+int fast_set_gemm(const char *name);
+/* FAST_GEMM_CUBLASLT or _WGMMA, as last set (unset: VRL_FAST_GEMM, else cublaslt); -1 with
+ * vrl_error when VRL_FAST_GEMM names neither. */
+int fast_gemm_kind(void);
+
 /* Upper bound on layers the value-path tables and kernel arguments hold. */
 #define FAST_MAX_LAYERS 64
 

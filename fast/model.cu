@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fast/gemm_wgmma.cuh"
 #include "fast/gpt2.cuh"
 #include "fast/model.cuh"
 #include "fast/attention_mix.cuh"
@@ -541,6 +542,12 @@ device:
         goto fail;
     }
     m->attention = fast_attention_kind();
+    if ((m->gemm = fast_gemm_kind()) < 0) goto fail;
+    if (m->gemm == FAST_GEMM_WGMMA && !gemm_wgmma_device()) {
+        vrl_error("--gemm wgmma: fast/'s wgmma GEMM needs a GPU of compute capability 9.0 (H100, H200) or "
+                  "--device cuda-cpu; use --gemm cublaslt");
+        goto fail;
+    }
 #if VRL_HAVE_CUDNN && !VRL_CUDA_CPU
     if (m->attention == FAST_ATTENTION_CUDNN && 2 * m->F < m->kvC) { /* dgu holds cuDNN's dV */
         vrl_error("--attention cudnn: intermediate_size %d is under half the key/value width %d", m->F, m->kvC);
@@ -716,6 +723,26 @@ static int rope_fused(const FastModel *m, int l, MixKind kind) {
     return !(m->amix && (kind == MIX_Q ? m->amix->dq_keep[l] : m->amix->dk_keep[l]));
 }
 
+/* out = inp · weightᵀ (+ residual) on the model's GEMM (--gemm): fast/'s wgmma GEMM where the
+ * operands fit it, else cuBLASLt.  out [N,OC], inp [N,C], weight [OC,C], residual [N,OC] or NULL */
+static int linear_forward(FastModel *m, bf16 *out, const bf16 *inp, const bf16 *weight, const bf16 *residual, int N,
+                          int C, int OC) {
+    if (m->gemm == FAST_GEMM_WGMMA && gemm_wgmma_fits(C, {out, inp, weight, residual}))
+        return gemm_wgmma_forward(out, inp, weight, residual, N, C, OC);
+    return matmul_forward(&m->blas, out, inp, weight, residual, N, C, OC);
+}
+
+/* The MLP's first half: gu = ln2 · [W_gate; W_up]ᵀ and swi = SwiGLU(gu); on the wgmma GEMM one
+ * kernel with SwiGLU in its epilogue (the same bits), else cuBLASLt then swiglu_forward.
+ * gu [N,2F], swi [N,F], ln2 [N,d], w [2F,d] */
+static int gate_up_swiglu_forward(FastModel *m, bf16 *gu, bf16 *swi, const bf16 *ln2, const bf16 *w) {
+    const int N = m->N, d = m->d, F = m->F;
+    if (m->gemm == FAST_GEMM_WGMMA && gemm_wgmma_fits(d, {gu, swi, ln2, w}))
+        return gemm_wgmma_gate_up_swiglu(gu, swi, ln2, w, N, d, F);
+    TRY(matmul_forward(&m->blas, gu, ln2, w, NULL, N, d, 2 * F)); /* [W_gate; W_up]: one [2F,d] */
+    return swiglu_forward(swi, gu, N, F);
+}
+
 /* 1 if layer l's queries take RoPE inside the tensor-core attention forward (AttnRope.q: each block
  * rotates its rows where it loads them and writes them back rotated), not in rope_forward's pass:
  * the mma path where layer l's own attention is that kernel (softmax mixing and Eq. 2 go through
@@ -735,9 +762,9 @@ static int qk_forward(FastModel *m, int l, MixKind kind) {
     bf16 *out = kind == MIX_Q ? a->q : a->k, *raw = kind == MIX_Q ? a->qraw : a->kraw;
     const int ld = m->fuse_cols[l] ? m->fuse_cols[l] : C;
     if (in_place(f, l)) {
-        if (!m->fuse_cols[l]) TRY(matmul_forward(&m->blas, out, a->ln1, m->params16 + w, NULL, m->N, m->d, C));
+        if (!m->fuse_cols[l]) TRY(linear_forward(m, out, a->ln1, m->params16 + w, NULL, m->N, m->d, C));
     } else {
-        if (f->needed[l]) TRY(matmul_forward(&m->blas, raw, a->ln1, m->params16 + w, NULL, m->N, m->d, C));
+        if (f->needed[l]) TRY(linear_forward(m, raw, a->ln1, m->params16 + w, NULL, m->N, m->d, C));
         MixArgs mix;
         mix_args(m, l, kind, &mix);
         TRY(mix_forward(out, &mix, (size_t)m->N * C));
@@ -777,7 +804,7 @@ static int value_forward(FastModel *m, int l) {
     const int N = m->N, d = m->d, kvC = m->kvC;
     const bf16 *wv = m->vf.needed[l] ? m->params16 + m->lo[l].wv : NULL; /* no W_v where nobody reads V_l */
     if (m->vf.needed[l] && m->vin_kind[l] != VIN_FOLD && !v_fused(m, l))
-        TRY(matmul_forward(&m->blas, a->v, a->ln1, wv, NULL, N, d, kvC));
+        TRY(linear_forward(m, a->v, a->ln1, wv, NULL, N, d, kvC));
     if (m->vin_kind[l] == VIN_ALIAS) return 0; /* v_in is V_j's buffer */
     MixArgs mix;
     mix_args(m, l, MIX_V, &mix);
@@ -842,12 +869,11 @@ static int layer_forward(FastModel *m, int l) {
     const int N = m->N, d = m->d, qC = m->qC, F = m->F;
     const LayerOffsets *o = &m->lo[l];
     FastActs *a = &m->acts[l];
-    Blas *bl = &m->blas;
     TRY(zero_wait_params(m, l)); /* data parallel: this layer's gathered parameters */
     /* attention sublayer */
     TRY(rmsnorm_forward(a->ln1, a->ln1_rstd, a->x_in, W16(o->ln1), N, d, (float)m->c.norm_eps));
     if (m->fuse_cols[l]) /* [N, qC+kvC(+kvC)] = ln1 · [W_q; W_k (; W_v)]ᵀ, the weights adjacent */
-        TRY(matmul_forward(bl, a->q, a->ln1, W16(o->wq), NULL, N, d, m->fuse_cols[l]));
+        TRY(linear_forward(m, a->q, a->ln1, W16(o->wq), NULL, N, d, m->fuse_cols[l]));
     TRY(qk_forward(m, l, MIX_Q));
     TRY(qk_forward(m, l, MIX_K));
     TRY(value_forward(m, l));
@@ -857,13 +883,12 @@ static int layer_forward(FastModel *m, int l) {
         mix_args(m, l, MIX_CORR, &mix);
         TRY(correction_forward(a->u, a->atty, &mix, N, m->NH, m->NKV, m->hd));
     }
-    TRY(matmul_forward(bl, a->h, a->u, W16(o->wo), a->x_res, N, qC, d)); /* h = x + W_o·U */
+    TRY(linear_forward(m, a->h, a->u, W16(o->wo), a->x_res, N, qC, d)); /* h = x + W_o·U */
     TRY(stream_forward(m, 2 * l + 1, NULL));
     /* MLP sublayer */
     TRY(rmsnorm_forward(a->ln2, a->ln2_rstd, a->h_in, W16(o->ln2), N, d, (float)m->c.norm_eps));
-    TRY(matmul_forward(bl, a->gu, a->ln2, W16(o->wgate), NULL, N, d, 2 * F)); /* [W_gate; W_up]: one [2F,d] */
-    TRY(swiglu_forward(a->swi, a->gu, N, F));
-    TRY(matmul_forward(bl, a->out, a->swi, W16(o->wdown), a->h_res, N, F, d)); /* x' = h + W_down·swi */
+    TRY(gate_up_swiglu_forward(m, a->gu, a->swi, a->ln2, W16(o->wgate)));
+    TRY(linear_forward(m, a->out, a->swi, W16(o->wdown), a->h_res, N, F, d)); /* x' = h + W_down·swi */
     return 0;
 }
 

@@ -106,6 +106,7 @@ typedef struct FastModel {
     int recompute;       /* VRL_FAST_RECOMPUTE=1: ln1, ln2, swi recomputed in the backward */
     int ce_rows;         /* rows of the logits chunk (the whole batch unless over CE_CHUNK_BYTES or VRL_FAST_CE_ROWS) */
     int attention;       /* FAST_ATTENTION_MMA, _FLASH or _CUDNN: fast_attention_kind() at create (--attention) */
+    int gemm;            /* FAST_GEMM_CUBLASLT or _WGMMA: fast_gemm_kind() at create (--gemm) */
     void *cudnn;         /* --attention cudnn: the CudnnAttention (handle, graph cache); else NULL */
 
     /* parameters and optimizer, flat in table order */

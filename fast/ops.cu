@@ -510,11 +510,7 @@ template <int W> __global__ void swiglu_forward_kernel(bf16 *out, const bf16 *gu
         const Vec<W, bf16> gv = load_vec<W>(row + f), uv = load_vec<W>(row + F + f);
         Vec<W, bf16> y;
 #pragma unroll
-        for (int k = 0; k < W; k++) {
-            const float g = bf(gv.e[k]);
-            const bf16 silu = __float2bfloat16(g / (1.0f + expf(-g))); /* torch: act_fn(gate) in bf16 */
-            y.e[k] = __float2bfloat16(bf(silu) * bf(uv.e[k]));
-        }
+        for (int k = 0; k < W; k++) y.e[k] = swiglu_value(bf(gv.e[k]), bf(uv.e[k]));
         store_vec<W>(out + n * F + f, y);
     }
 }
@@ -531,18 +527,12 @@ template <int W> __global__ void swiglu_backward_kernel(bf16 *dgu, const bf16 *d
     const int f = (blockIdx.x * SWIGLU_THREADS + threadIdx.x) * W;
     if (f >= F) return;
     for (size_t n = blockIdx.y; n < (size_t)N; n += gridDim.y) {
-        /* silu'(g) = σ(g)·(1 + g·(1 − σ(g))) */
         const bf16 *row = gu + n * 2 * F;
         bf16 *drow = dgu + n * 2 * F;
         const Vec<W, bf16> gv = load_vec<W>(row + f), uv = load_vec<W>(row + F + f), dv = load_vec<W>(dout + n * F + f);
         Vec<W, bf16> dg, du;
 #pragma unroll
-        for (int k = 0; k < W; k++) {
-            const float g = bf(gv.e[k]), u = bf(uv.e[k]), dy = bf(dv.e[k]);
-            const float sig = 1.0f / (1.0f + expf(-g));
-            dg.e[k] = __float2bfloat16(dy * u * sig * (1.0f + g * (1.0f - sig)));
-            du.e[k] = __float2bfloat16(dy * g * sig);
-        }
+        for (int k = 0; k < W; k++) swiglu_grad(bf(dv.e[k]), bf(gv.e[k]), bf(uv.e[k]), dg.e[k], du.e[k]);
         store_vec<W>(drow + f, dg);
         store_vec<W>(drow + F + f, du);
     }

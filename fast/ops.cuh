@@ -145,9 +145,23 @@ int rope_backward(bf16 *x, int ld, const float *cos_t, const float *sin_t, int B
  * [F, 2F) (row stride 2F), as W_gate and W_up lie adjacent in the parameter table.
  * out = bf16(bf16(silu(gate)) · up).  out [N,F], gu [N,2F] */
 int swiglu_forward(bf16 *out, const bf16 *gu, int N, int F);
+/* One element of it from gate g and up u (each already a bf16 value): bf16(bf16(silu(g)) · u)
+ * (docs/formulas.md §1, torch's act_fn(gate) * up in bf16). The one definition swiglu_forward
+ * and the wgmma GEMM's SwiGLU epilogue (fast/gemm_wgmma.cu) share, so their bits agree. */
+static __device__ __forceinline__ bf16 swiglu_value(float g, float u) {
+    const bf16 silu = __float2bfloat16(g / (1.0f + expf(-g)));
+    return __float2bfloat16(__bfloat162float(silu) * u);
+}
 /* d(gate) = dout·up·silu'(gate) into columns [0, F) of dgu, d(up) = dout·silu(gate) into
  * [F, 2F) (written): one buffer for the fused dX and dW GEMMs.  dgu [N,2F], dout [N,F], gu [N,2F] */
 int swiglu_backward(bf16 *dgu, const bf16 *dout, const bf16 *gu, int N, int F);
+/* One element of it: (d gate, d up) from dout dy, gate g and up u (bf16 values), with
+ * silu'(g) = σ(g)·(1 + g·(1 − σ(g))). Shared with the wgmma GEMM's epilogue like swiglu_value. */
+static __device__ __forceinline__ void swiglu_grad(float dy, float g, float u, bf16 &dg, bf16 &du) {
+    const float sig = 1.0f / (1.0f + expf(-g));
+    dg = __float2bfloat16(dy * u * sig * (1.0f + g * (1.0f - sig)));
+    du = __float2bfloat16(dy * g * sig);
+}
 
 /* ------------------------------------------------------------------ value mixing */
 /* Up to FAST_MAX_LAYERS sources, passed by value to the kernel. Source k's weight is the

@@ -72,8 +72,8 @@ const BackendEntry *backend_select(const char *device, const char *precision) {
 
 int backend_set_option(const BackendEntry *e, const char *name, const char *value) {
     if (!e->set_option)
-        return vrl_error("--%s %s: --device %s has no such option (it has one attention; --%s is for --device cuda "
-                         "and cuda-cpu)",
+        return vrl_error("--%s %s: --device %s has no such option (the reference has one attention and one GEMM; "
+                         "--%s is for --device cuda and cuda-cpu)",
                          name, value, e->device, name);
     return e->set_option(name, value);
 }

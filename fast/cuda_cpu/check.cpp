@@ -505,7 +505,7 @@ int enabled(void) {
         on = !(v && v[0] == '0' && v[1] == '\0');
         if (on && !(v && !strcmp(v, "report"))) atexit(fail_exit);
         static_shared.assign((uintptr_t)__bss_start, (size_t)(_end - __bss_start));
-        dyn_shared.assign(0, CUDA_CPU_MAX_DYNAMIC_SHARED);
+        dyn_shared.assign(0, CUDA_CPU_MAX_DYNAMIC_SHARED_OPTIN);
         layer_span();
         streams.push_back(StreamClock{NULL, 0, 1, {}});
 #else

@@ -13,6 +13,8 @@
 #define fast_capabilities fast_capabilities_cpu
 #define fast_set_attention fast_set_attention_cpu
 #define fast_attention_kind fast_attention_kind_cpu
+#define fast_set_gemm fast_set_gemm_cpu
+#define fast_gemm_kind fast_gemm_kind_cpu
 #define fast_model_device_bytes fast_model_device_bytes_cpu
 #define fast_bench_peak_bf16 fast_bench_peak_bf16_cpu
 #define fast_bench_kernels fast_bench_kernels_cpu

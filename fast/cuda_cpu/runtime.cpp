@@ -9,6 +9,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <map>
 #include <memory>
 #include <vector>
 
@@ -25,6 +27,7 @@ struct CudaCpuGraphNode {
     dim3 grid, block;
     size_t smem;
     cuda_cpu::LaunchBody *body; /* owned; NULL for an op */
+    const void *fn;             /* the kernel function (its shared-memory opt-in), or NULL */
     std::function<cudaError_t()> op;
 };
 struct CudaCpuGraph {
@@ -146,7 +149,7 @@ int env_switch(const char *name) {
 
 cudaError_t issue(cudaStream_t stream, const char *what, std::function<cudaError_t()> op) {
     if (stream && stream->capture) {
-        stream->capture->nodes.push_back(CudaCpuGraphNode{what, dim3(), dim3(), 0, NULL, std::move(op)});
+        stream->capture->nodes.push_back(CudaCpuGraphNode{what, dim3(), dim3(), 0, NULL, NULL, std::move(op)});
         return cudaSuccess;
     }
     if (stream == 0 && capturing)
@@ -170,9 +173,28 @@ static int bad_order(void) {
     return oc.bad || bo.bad;
 }
 
-void launch(const char *kernel, dim3 grid, dim3 block, size_t smem, cudaStream_t stream, const LaunchBody *body) {
+/* cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, n): per kernel function */
+static std::map<const void *, size_t> max_dynamic_shared;
+
+cudaError_t func_set_max_dynamic_shared(const void *fn, int bytes) {
+    if (!fn || bytes < 0 || (size_t)bytes > CUDA_CPU_MAX_DYNAMIC_SHARED_OPTIN) {
+        set_error(cudaErrorInvalidValue, "cudaFuncSetAttribute: %d bytes of dynamic shared memory (0 to %u: an H100's "
+                  "opt-in limit per block)", bytes, CUDA_CPU_MAX_DYNAMIC_SHARED_OPTIN);
+        return cudaErrorInvalidValue;
+    }
+    max_dynamic_shared[fn] = (size_t)bytes;
+    return cudaSuccess;
+}
+
+static size_t dynamic_shared_limit(const void *fn) {
+    const auto it = fn ? max_dynamic_shared.find(fn) : max_dynamic_shared.end();
+    return it == max_dynamic_shared.end() ? CUDA_CPU_MAX_DYNAMIC_SHARED : std::max(it->second, (size_t)CUDA_CPU_MAX_DYNAMIC_SHARED);
+}
+
+void launch(const char *kernel, dim3 grid, dim3 block, size_t smem, cudaStream_t stream, const LaunchBody *body,
+            const void *fn) {
     if (stream && stream->capture) {
-        stream->capture->nodes.push_back(CudaCpuGraphNode{kernel, grid, block, smem, body->clone(), nullptr});
+        stream->capture->nodes.push_back(CudaCpuGraphNode{kernel, grid, block, smem, body->clone(), fn, nullptr});
         return;
     }
     if (stream == 0 && capturing) {
@@ -186,7 +208,7 @@ void launch(const char *kernel, dim3 grid, dim3 block, size_t smem, cudaStream_t
     if (stream && deferred::on()) { /* queued: runs at a synchronisation point (deferred.h) */
         std::shared_ptr<LaunchBody> copy(body->clone());
         if (deferred::enqueue(stream, [=]() {
-                launch(kernel, grid, block, smem, stream, copy.get());
+                launch(kernel, grid, block, smem, stream, copy.get(), fn);
                 return cudaGetLastError();
             }))
             return;
@@ -209,9 +231,10 @@ void launch(const char *kernel, dim3 grid, dim3 block, size_t smem, cudaStream_t
                   grid.x, grid.y, grid.z);
         return;
     }
-    if (smem > CUDA_CPU_MAX_DYNAMIC_SHARED) {
-        set_error(cudaErrorInvalidValue, "kernel %s: %zu bytes of dynamic shared memory (at most %u)", kernel, smem,
-                  CUDA_CPU_MAX_DYNAMIC_SHARED);
+    if (smem > dynamic_shared_limit(fn)) {
+        set_error(cudaErrorInvalidValue, "kernel %s: %zu bytes of dynamic shared memory (at most %zu%s)", kernel, smem,
+                  dynamic_shared_limit(fn), dynamic_shared_limit(fn) == CUDA_CPU_MAX_DYNAMIC_SHARED
+                  ? " without cudaFuncSetAttribute's MaxDynamicSharedMemorySize" : ": the kernel's opt-in");
         return;
     }
     char *dyn = smem ? (char *)malloc(smem) : NULL;
@@ -472,7 +495,7 @@ cudaError_t cudaGraphInstantiate(cudaGraphExec_t *exec, cudaGraph_t g, unsigned 
     (void)flags;
     CudaCpuGraph *x = new CudaCpuGraph;
     for (const CudaCpuGraphNode &n : g->nodes)
-        x->nodes.push_back(CudaCpuGraphNode{n.kernel, n.grid, n.block, n.smem, n.body ? n.body->clone() : NULL, n.op});
+        x->nodes.push_back(CudaCpuGraphNode{n.kernel, n.grid, n.block, n.smem, n.body ? n.body->clone() : NULL, n.fn, n.op});
     *exec = x;
     return cudaSuccess;
 }
@@ -486,7 +509,7 @@ cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t s) {
     if (cuda_cpu::deferred::enqueue(s, [=]() { return cudaGraphLaunch(exec, s); })) return cudaSuccess;
     if (!s && cuda_cpu::deferred::drain_all() != cudaSuccess) return last_error;
     for (const CudaCpuGraphNode &n : exec->nodes) {
-        if (n.body) cuda_cpu::launch(n.kernel, n.grid, n.block, n.smem, s, n.body);
+        if (n.body) cuda_cpu::launch(n.kernel, n.grid, n.block, n.smem, s, n.body, n.fn);
         else if (n.op() != cudaSuccess && last_error == cudaSuccess)
         {
             const char *why = cuda_cpu::check::op_error() ? cuda_cpu::check::op_error() : cuda_cpu::guard::report();

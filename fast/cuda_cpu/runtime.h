@@ -266,7 +266,11 @@ struct LaunchBody {
     virtual LaunchBody *clone() const = 0;  /* for graph capture */
     virtual ~LaunchBody() {}
 };
-void launch(const char *kernel, dim3 grid, dim3 block, size_t smem, cudaStream_t stream, const LaunchBody *body);
+void launch(const char *kernel, dim3 grid, dim3 block, size_t smem, cudaStream_t stream, const LaunchBody *body,
+            const void *fn = NULL);
+/* cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes): launches of fn may then
+ * ask for up to `bytes` of dynamic shared memory (at most CUDA_CPU_MAX_DYNAMIC_SHARED_OPTIN) */
+cudaError_t func_set_max_dynamic_shared(const void *fn, int bytes);
 /* Work that is not a kernel (a copy, a memset, a stand-in library call) issued on stream:
  * recorded into its graph when stream is capturing; refused with the error CUDA gives
  * (naming `what`) when it is the legacy default stream and another stream is capturing;
@@ -295,7 +299,7 @@ template <class... P> struct Launcher {
     template <class... A> void operator()(A &&...a) const {
         static_assert(sizeof...(A) == sizeof...(P), "kernel argument count");
         Args<P...> body(fn, as_param<P>(std::forward<A>(a))...); /* implicit conversions only, as <<<>>> */
-        launch(name, grid, block, smem, stream, &body);
+        launch(name, grid, block, smem, stream, &body, (const void *)fn);
     }
 };
 template <class... P>
@@ -310,5 +314,14 @@ static inline Launcher<P...> make_launcher(const char *name, void (*fn)(P...), d
 
 /* The largest dynamic shared memory a launch may ask for (CUDA's default without opting in). */
 #define CUDA_CPU_MAX_DYNAMIC_SHARED (48u << 10)
+/* ... and with cudaFuncSetAttribute's opt-in: an H100's and H200's 227 KB per block
+ * (CUDA C++ Programming Guide, "Technical Specifications per Compute Capability", 9.0) */
+#define CUDA_CPU_MAX_DYNAMIC_SHARED_OPTIN (227u << 10)
+
+enum cudaFuncAttribute { cudaFuncAttributeMaxDynamicSharedMemorySize = 8 };
+template <class... P> static inline cudaError_t cudaFuncSetAttribute(void (*fn)(P...), cudaFuncAttribute attr, int value) {
+    if (attr != cudaFuncAttributeMaxDynamicSharedMemorySize) return cudaErrorInvalidValue;
+    return cuda_cpu::func_set_max_dynamic_shared((const void *)fn, value);
+}
 
 #endif

@@ -1,0 +1,247 @@
+/* gemm_wgmma.cu: the wgmma GEMM and its epilogues (fast/gemm_wgmma.cuh; docs/design/kernels.md,
+ * "The wgmma GEMM").
+ *
+ * One block computes a BM x BN tile of out = A · Bᵀ with A = inp [M,K] and B = weight [N,K]:
+ *
+ *   warpgroup 0   the producer: one thread waits for a free stage, then TMA-loads A's
+ *                 BM x 64 and B's BN x 64 tiles of the next K step into it (128-byte swizzle)
+ *   warpgroups 1, 2  consumers: each owns 64 rows of the tile, waits for a full stage and
+ *                 issues four wgmma.m64nBNk16 on it (one per 16 of the 64 k), keeping the
+ *                 previous stage's group in flight (wait_group 1) and freeing that stage
+ *
+ * Two mbarriers per stage: full[s] (the producer's expect_tx; the TMA bytes complete it) and
+ * empty[s] (one arrival per consumer warpgroup). STAGES stages overlap loads with products.
+ *
+ * Shared memory, from a 1024-byte aligned base (the 128-byte swizzle's pattern repeats every
+ * 8 rows of 128 bytes): stage s = A [BM][64] bf16, then B [BN][64] bf16, each row 128 bytes,
+ * its 16-byte chunks permuted by TMA's swizzle, which is the K-major 128-byte-swizzle canonical
+ * layout wgmma's descriptor names with SBO 1024 (8 rows) and LBO unused; the k-th 16 of the 64
+ * columns start 32·k bytes in (docs/design/cuda-on-cpu.md "wgmma on the CPU").
+ *
+ * Accumulators (wgmma's D fragment, fast/wgmma.cuh): thread (w, g, t) of a consumer warpgroup
+ * holds acc[i], i < BN/2, at row 16w + g + 8·((i >> 1) & 1), column 8·(i >> 2) + 2t + (i & 1). */
+#include <math.h>
+
+#include <initializer_list>
+
+#include "fast/gemm_wgmma.cuh"
+#include "fast/mbarrier.cuh"
+#include "fast/ops.cuh" /* swiglu_value, ops_stream */
+#include "fast/tma.cuh"
+#include "fast/wgmma.cuh"
+
+FAST_NS_BEGIN
+
+#define GW_BM 128      /* rows a block: 64 per consumer warpgroup */
+#define GW_BK 64       /* k a stage: one 128-byte swizzled row of bf16 */
+#define GW_STAGES 4
+#define GW_THREADS 384 /* producer warpgroup + 2 consumer warpgroups */
+#define GW_ROW_BYTES (GW_BK * 2)
+
+enum { EPI_STORE = 0, EPI_SWIGLU = 1, EPI_SWIGLU_BWD = 2 };
+
+/* dynamic shared memory of a BN-wide tile: the stages and the alignment slack */
+static size_t gw_smem_bytes(int BN) { return (size_t)GW_STAGES * (GW_BM + BN) * GW_ROW_BYTES + 1024; }
+
+/* the shared-window address of p (what descriptors and the swizzle see) */
+static __device__ __forceinline__ uint32_t gw_window(const void *p) {
+#if VRL_CUDA_CPU
+    return cuda_cpu::wgmma_window(p, __FILE__, __LINE__);
+#else
+    return (uint32_t)__cvta_generic_to_shared(p);
+#endif
+}
+
+/* Stores of one row pair (c, c+1) of the tile, masked at the matrix edges; residual added in fp32
+ * before the one rounding (cuBLASLt's beta = 1). out [.,ld] */
+static __device__ __forceinline__ void gw_store2(bf16 *out, size_t ld, const bf16 *res, int row, int col, int M, int N,
+                                                 float v0, float v1) {
+    if (row >= M) return;
+    const size_t o = (size_t)row * ld + col;
+    if (res) {
+        if (col < N) v0 += __bfloat162float(res[o]);
+        if (col + 1 < N) v1 += __bfloat162float(res[o + 1]);
+    }
+    if (col < N) out[o] = __float2bfloat16(v0);
+    if (col + 1 < N) out[o + 1] = __float2bfloat16(v1);
+}
+
+/* A [M,K] through a_map (box 64 x BM). B through b_map, either
+ *   BT 0 (K-major, nn.Linear's weight [N,K]: out = A·Bᵀ): boxes of 64 k x BN rows, or 64 x BN/2
+ *        twice for EPI_SWIGLU (gate rows f0.., up rows N + f0..);
+ *   BT 1 (N-major, a weight [K,N] read as is: out = A·B, the input gradient dX = dY·W): BN/64
+ *        boxes of 64 n x 64 k rows, each a 64-column block wgmma steps through by LBO.
+ * EPI_STORE:      out [M,ld_out] = product (+ res [M,ld_out]), columns < N.
+ * EPI_SWIGLU:     out [M,2N] = gate|up, out2 [M,N] = swiglu_value(gate, up) (N = F).
+ * EPI_SWIGLU_BWD: dh = the product rounded to bf16 (N = F), out [M,2N] = (d gate | d up) =
+ *                 swiglu_grad(dh, gate, up) with gate|up read from res [M,2N]. */
+template <int BN, int EPI, int BT>
+__global__ void __launch_bounds__(GW_THREADS, 1)
+    gemm_wgmma_kernel(const __grid_constant__ TmaMap a_map, const __grid_constant__ TmaMap b_map, bf16 *out,
+                      int ld_out, bf16 *out2, const bf16 *res, int M, int N, int K) {
+    static_assert(BN % 16 == 0 && BN <= 256 && (!BT || BN % 64 == 0) && (!BT || EPI != EPI_SWIGLU), "wgmma's N");
+    __shared__ uint64_t full[GW_STAGES], empty[GW_STAGES];
+    DYNAMIC_SHARED(gw_dyn);
+    unsigned char *base = gw_dyn + ((1024u - gw_window(gw_dyn) % 1024u) % 1024u);
+    const int m0 = blockIdx.y * GW_BM;
+    const int n0 = blockIdx.x * (EPI == EPI_SWIGLU ? BN / 2 : BN); /* SwiGLU: the tile's first gate column */
+    const int KT = (K + GW_BK - 1) / GW_BK;
+    const int wg = threadIdx.x / 128, tid = threadIdx.x % 128;
+    const uint32_t stage_bytes = (GW_BM + BN) * GW_ROW_BYTES;
+
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < GW_STAGES; s++) {
+            mbarrier_init(&full[s], 1);
+            mbarrier_init(&empty[s], 2);
+        }
+    }
+    __syncthreads();
+
+    if (wg == 0) { /* producer: one thread issues every load */
+        if (tid != 0) return;
+        for (int kt = 0; kt < KT; kt++) {
+            const int s = kt % GW_STAGES;
+            mbarrier_wait_parity(&empty[s], ((kt / GW_STAGES) & 1) ^ 1); /* round 0 passes at once */
+            unsigned char *a_tile = base + (size_t)s * stage_bytes, *b_tile = a_tile + GW_BM * GW_ROW_BYTES;
+            mbarrier_arrive_expect_tx(&full[s], stage_bytes);
+            tma_load_2d(a_tile, &a_map, kt * GW_BK, m0, &full[s]);
+            if (BT) { /* 64-column blocks of the [K,N] weight: rows k, columns n */
+                for (int j = 0; j < BN / 64; j++)
+                    tma_load_2d(b_tile + j * 64 * GW_ROW_BYTES, &b_map, n0 + 64 * j, kt * GW_BK, &full[s]);
+            } else if (EPI == EPI_SWIGLU) {
+                tma_load_2d(b_tile, &b_map, kt * GW_BK, n0, &full[s]);
+                tma_load_2d(b_tile + (BN / 2) * GW_ROW_BYTES, &b_map, kt * GW_BK, N + n0, &full[s]);
+            } else {
+                tma_load_2d(b_tile, &b_map, kt * GW_BK, n0, &full[s]);
+            }
+        }
+        return;
+    }
+
+    /* consumers: warpgroup c = wg - 1 owns tile rows 64c .. 64c + 63 */
+    float acc[BN / 2]; /* [BN/2] this thread's share of the 64 x BN accumulator */
+    for (int i = 0; i < BN / 2; i++) acc[i] = 0.0f;
+    const uint32_t a_off = (uint32_t)(wg - 1) * 64 * GW_ROW_BYTES;
+    for (int kt = 0; kt < KT; kt++) {
+        const int s = kt % GW_STAGES;
+        mbarrier_wait_parity(&full[s], (kt / GW_STAGES) & 1);
+        unsigned char *a_tile = base + (size_t)s * stage_bytes, *b_tile = a_tile + GW_BM * GW_ROW_BYTES;
+        const uint64_t da = wgmma_desc(a_tile + a_off, 16, 8 * GW_ROW_BYTES, WGMMA_SWIZZLE_128B);
+        /* N-major B: LBO steps to the next 64-column block, SBO to the next 8 k rows */
+        const uint64_t db = BT ? wgmma_desc(b_tile, 64 * GW_ROW_BYTES, 8 * GW_ROW_BYTES, WGMMA_SWIZZLE_128B)
+                               : wgmma_desc(b_tile, 16, 8 * GW_ROW_BYTES, WGMMA_SWIZZLE_128B);
+        /* a k16 step (the descriptor's address field counts 16 bytes): K-major +32 bytes along the
+         * row, N-major +16 rows of 128 bytes */
+        const uint64_t b_step = BT ? 16 * GW_ROW_BYTES / 16 : 2;
+        wgmma_fence();
+#pragma unroll
+        for (int k = 0; k < GW_BK / 16; k++)
+            wgmma_bf16_ss<BN, 0, BT>(acc, da + 2 * k, db + b_step * k, (kt | k) != 0);
+        wgmma_commit();
+        wgmma_wait<1>(); /* the previous stage's products have landed: free it */
+        if (kt > 0 && tid == 0) mbarrier_arrive(&empty[(kt - 1) % GW_STAGES]);
+    }
+    wgmma_wait<0>();
+
+    const int w = tid / 32, g = (tid % 32) >> 2, t = tid % 4;
+    const int row0 = m0 + (wg - 1) * 64 + 16 * w + g;
+    if (EPI == EPI_STORE) {
+#pragma unroll
+        for (int i = 0; i < BN / 2; i += 2)
+            gw_store2(out, ld_out, res, row0 + 8 * ((i >> 1) & 1), n0 + 8 * (i >> 2) + 2 * t, M, N, acc[i], acc[i + 1]);
+    } else if (EPI == EPI_SWIGLU_BWD) { /* column f of dh: d gate at f, d up at N + f */
+#pragma unroll
+        for (int i = 0; i < BN / 2; i++) {
+            const int row = row0 + 8 * ((i >> 1) & 1), f = n0 + 8 * (i >> 2) + 2 * t + (i & 1);
+            if (row >= M || f >= N) continue;
+            const size_t o = (size_t)row * 2 * N + f;
+            const float dh = __bfloat162float(__float2bfloat16(acc[i])); /* cuBLASLt's bf16 dh, then the pass */
+            swiglu_grad(dh, __bfloat162float(res[o]), __bfloat162float(res[o + N]), out[o], out[o + N]);
+        }
+    } else { /* gate column c at acc[i], its up at acc[i + BN/4] (column c + BN/2 of the tile) */
+#pragma unroll
+        for (int i = 0; i < BN / 4; i++) {
+            const int row = row0 + 8 * ((i >> 1) & 1), f = n0 + 8 * (i >> 2) + 2 * t + (i & 1);
+            if (row >= M || f >= N) continue;
+            const bf16 gb = __float2bfloat16(acc[i]), ub = __float2bfloat16(acc[i + BN / 4]);
+            out[(size_t)row * 2 * N + f] = gb;
+            out[(size_t)row * 2 * N + N + f] = ub;
+            out2[(size_t)row * N + f] = swiglu_value(__bfloat162float(gb), __bfloat162float(ub));
+        }
+    }
+}
+
+int gemm_wgmma_device(void) {
+#if VRL_CUDA_CPU
+    return 1;
+#else
+    static int cached = -1;
+    if (cached < 0) {
+        int dev = 0, major = 0, minor = 0;
+        cached = cudaGetDevice(&dev) == cudaSuccess &&
+                 cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess &&
+                 cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) == cudaSuccess && major == 9 &&
+                 minor == 0;
+    }
+    return cached;
+#endif
+}
+
+int gemm_wgmma_fits(int C, std::initializer_list<const void *> ptrs) {
+    if (C % 8) return 0;
+    for (const void *p : ptrs)
+        if (p && (uintptr_t)p % 16) return 0;
+    return 1;
+}
+
+template <int BN, int EPI, int BT>
+static int gw_launch(const TmaMap &a, const TmaMap &b, bf16 *out, int ld_out, bf16 *out2, const bf16 *res, int M,
+                     int N, int K, int n_blocks) {
+    const size_t smem = gw_smem_bytes(BN);
+    CUDA_CHECK(cudaFuncSetAttribute(gemm_wgmma_kernel<BN, EPI, BT>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                    (int)smem));
+    const dim3 grid(n_blocks, cdiv(M, GW_BM));
+    LAUNCH(gemm_wgmma_kernel<BN, EPI, BT>, grid, GW_THREADS, smem, ops_stream)(a, b, out, ld_out, out2, res, M, N, K);
+    LAUNCH_CHECK();
+    return 0;
+}
+
+/* The 128-byte-swizzled maps of A [M,K] (boxes of BM rows) and of the weight w [w_rows, w_cols]
+ * (boxes of box_rows x 64: k-columns for a K-major weight, n-columns for an N-major one). */
+static int gw_maps(TmaMap *a, TmaMap *b, const bf16 *inp, int M, int K, const bf16 *w, int w_rows, int w_cols,
+                   int box_rows) {
+    char err[256];
+    if (tma_map_2d_bf16(a, inp, (uint64_t)M, (uint64_t)K, (uint64_t)K * 2, GW_BM, GW_BK, TMA_SWIZZLE_128B, err, sizeof err) ||
+        tma_map_2d_bf16(b, w, (uint64_t)w_rows, (uint64_t)w_cols, (uint64_t)w_cols * 2, box_rows, 64, TMA_SWIZZLE_128B,
+                        err, sizeof err))
+        return vrl_error("fast: wgmma GEMM's tensor map: %s", err);
+    return 0;
+}
+
+#define GW_BN 128
+
+int gemm_wgmma_forward(bf16 *out, const bf16 *inp, const bf16 *weight, const bf16 *residual, int N, int C, int OC) {
+    if (!gemm_wgmma_fits(C, {out, inp, weight, residual}))
+        return vrl_error("fast: wgmma GEMM: C %d not a multiple of 8 or an operand not 16-byte aligned", C);
+    TmaMap a, b;
+    if (gw_maps(&a, &b, inp, N, C, weight, OC, C, GW_BN)) return -1;
+    return gw_launch<GW_BN, EPI_STORE, 0>(a, b, out, OC, NULL, residual, N, OC, C, cdiv(OC, GW_BN));
+}
+
+int gemm_wgmma_gate_up_swiglu(bf16 *gu, bf16 *out, const bf16 *inp, const bf16 *weight, int N, int C, int F) {
+    if (!gemm_wgmma_fits(C, {gu, out, inp, weight}))
+        return vrl_error("fast: wgmma GEMM: C %d not a multiple of 8 or an operand not 16-byte aligned", C);
+    TmaMap a, b;
+    if (gw_maps(&a, &b, inp, N, C, weight, 2 * F, C, GW_BN / 2)) return -1;
+    return gw_launch<GW_BN, EPI_SWIGLU, 0>(a, b, gu, 2 * F, out, NULL, N, F, C, cdiv(F, GW_BN / 2));
+}
+
+int gemm_wgmma_down_dx_swiglu(bf16 *dgu, const bf16 *dout, const bf16 *weight, const bf16 *gu, int N, int C, int F) {
+    if (!gemm_wgmma_fits(C, {dgu, dout, weight, gu}) || F % 8)
+        return vrl_error("fast: wgmma GEMM: C %d or F %d not a multiple of 8, or an operand not 16-byte aligned", C, F);
+    TmaMap a, b;
+    if (gw_maps(&a, &b, dout, N, C, weight, C, F, GW_BK)) return -1;
+    return gw_launch<GW_BN, EPI_SWIGLU_BWD, 1>(a, b, dgu, 2 * F, NULL, gu, N, F, C, cdiv(F, GW_BN));
+}
+
+FAST_NS_END
