@@ -279,6 +279,11 @@ if(VRL_HAVE_CUDA_CPU)
   vrl_test(test_cuda_cpu_mbarrier SOURCES conformance/test_cuda_cpu_mbarrier.cpp LIBS vrl_fast_cpu vrl_common)
   set_target_properties(test_cuda_cpu_mbarrier PROPERTIES CXX_STANDARD 17 CXX_STANDARD_REQUIRED ON)
   target_compile_definitions(test_cuda_cpu_mbarrier PRIVATE VRL_CUDA_CPU=1)
+  # TMA tensor loads (fast/tma.cuh on fast/cuda_cpu/tma.h): boxes loaded with each swizzle feed wgmma exactly,
+  # the layout against the programming guide's pattern, zero fill at every edge, the whole box's tx-count, misuse
+  vrl_test(test_cuda_cpu_tma SOURCES conformance/test_cuda_cpu_tma.cpp LIBS vrl_fast_cpu vrl_common)
+  set_target_properties(test_cuda_cpu_tma PROPERTIES CXX_STANDARD 17 CXX_STANDARD_REQUIRED ON)
+  target_compile_definitions(test_cuda_cpu_tma PRIVATE VRL_CUDA_CPU=1)
   # the two definitions of each tensor-core instruction agree: nvcc's PTX of each fast/mma.cuh
   # function = the instruction the CPU layer executes for it (conformance/test_mma_ptx.sh); two
   # nvcc compiles to PTX, skipped (77) without nvcc. Plain pass only: a compile
@@ -395,6 +400,11 @@ if(VRL_HAVE_CUDA_CPU)
     set_target_properties(test_cuda_cpu_mbarrier_check PROPERTIES CXX_STANDARD 17 CXX_STANDARD_REQUIRED ON)
     target_compile_definitions(test_cuda_cpu_mbarrier_check PRIVATE VRL_CUDA_CPU=1 VRL_CUDA_CPU_CHECK=1)
     target_compile_options(test_cuda_cpu_mbarrier_check PRIVATE ${VRL_CUDA_CPU_INSTRUMENT})
+    # the same TMA tests instrumented: a box read before its phase is a race
+    vrl_test(test_cuda_cpu_tma_check SOURCES conformance/test_cuda_cpu_tma.cpp LIBS vrl_fast_cpu_check vrl_common)
+    set_target_properties(test_cuda_cpu_tma_check PROPERTIES CXX_STANDARD 17 CXX_STANDARD_REQUIRED ON)
+    target_compile_definitions(test_cuda_cpu_tma_check PRIVATE VRL_CUDA_CPU=1 VRL_CUDA_CPU_CHECK=1)
+    target_compile_options(test_cuda_cpu_tma_check PRIVATE ${VRL_CUDA_CPU_INSTRUMENT})
     # the wgmma GEMM under the checkers: a stage read before its TMA bytes landed, or refilled while
     # a wgmma still reads it, is a race naming the kernel
     vrl_test(test_fast_cpu_gemm_wgmma_check SOURCES conformance/test_fast_cpu_gemm_wgmma.cpp LIBS vrl_fast_cpu_check vrl_common)

@@ -206,6 +206,31 @@ void bulk_copy_global_to_shared(void *dst, const void *src, uint32_t bytes, uint
     maybe_complete(*b);
 }
 
+void bulk_copy_chunks(uint64_t *bar, char *const *dst, const unsigned char *data, size_t n, uint32_t tx_bytes,
+                      const char *what, const char *file, int line) {
+    ops_done++;
+    Barrier *b = initialised(bar, what, file, line);
+    if (!b) return;
+    for (size_t i = 0; i < n; i++) {
+        Bulk c;
+        c.dst = dst[i];
+        c.data.assign(data + 16 * i, data + 16 * i + 16);
+        check::bulk_copy_bytes(dst[i], 16, 1); /* in flight until its phase completes */
+        b->copies.push_back(std::move(c));
+    }
+    b->tx -= tx_bytes;
+    if (b->pending == 0 && b->tx < 0) { /* a GPU could complete the phase part-way through this copy */
+        char d[160];
+        snprintf(d, sizeof d, ": phase %u completed %lld more transaction bytes than its expect_tx counts", b->phase,
+                 (long long)-b->tx);
+        misuse(file, line, bar, "wrong expect_tx on", d);
+        return;
+    }
+    maybe_complete(*b);
+}
+
+void mbarrier_record(const char *ins) { record(ins); }
+
 void mbarrier_block_begin(void) {
     barriers.clear();
     spin_bar = 0;

@@ -56,6 +56,14 @@ int mbarrier_wait(uint64_t *bar, uint32_t parity, int blocking, const char *file
 void bulk_copy_global_to_shared(void *dst, const void *src, uint32_t bytes, uint64_t *bar, const char *file,
                                 int line);
 
+/* tma.cpp: a tensor copy (cp.async.bulk.tensor) completing on bar, already checked and read at
+ * its issue: n 16-byte chunks data[n][16], chunk i landing at dst[i] when bar's phase completes;
+ * tx_bytes (the whole box) complete now. `what` names the instruction in a misuse of bar.
+ * mbarrier_record: the instruction text for mbarrier_trace (tma.cpp records its own). */
+void bulk_copy_chunks(uint64_t *bar, char *const *dst, const unsigned char *data, size_t n, uint32_t tx_bytes,
+                      const char *what, const char *file, int line);
+void mbarrier_record(const char *ins);
+
 /* For fiber.cpp: a block starts (barriers and copies of the last one are dropped); whether the
  * phase of `parity` of bar has completed (1; also 1 for a bar that is no barrier, so its
  * waiter runs on to the error); bar's state in words, for the deadlock error. */

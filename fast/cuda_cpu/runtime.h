@@ -35,6 +35,7 @@
 #define __global__
 #define __device__
 #define __host__
+#define __grid_constant__ /* a kernel parameter whose address is taken (a TMA map): by value here anyway */
 #define __forceinline__ inline
 #define __launch_bounds__(...)
 #define __align__(n) __attribute__((aligned(n)))

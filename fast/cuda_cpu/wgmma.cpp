@@ -37,6 +37,7 @@
 
 #include "fast/cuda_cpu/check.h"
 #include "fast/cuda_cpu/launch_state.h"
+#include "fast/cuda_cpu/swizzle.h"
 #include "fast/cuda_cpu/wgmma.h"
 
 namespace cuda_cpu {
@@ -95,8 +96,7 @@ uint32_t canonical(const WgmmaDesc &d, int mn_major, int mn, int k) {
 
 /* The window address of element (mn, k): Swizzle<B,4,3> on start + canonical offset. */
 uint32_t element_address(const WgmmaDesc &d, int mn_major, int mn, int k) {
-    const uint32_t a = d.start + canonical(d, mn_major, mn, k), mask = (1u << swizzle_bits(d.swizzle)) - 1;
-    return a ^ (((a >> 7) & mask) << 4);
+    return swizzle_address(d.start + canonical(d, mn_major, mn, k), swizzle_bits(d.swizzle));
 }
 
 /* Check descriptor `which` ("A", "B") of an operand with `rows` mn rows and collect its chunks;
