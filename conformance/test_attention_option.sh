@@ -4,6 +4,9 @@
 # one attention and refuses the flag; the CPU layer (--device cuda-cpu) runs flash and mma and
 # refuses cudnn, saying cuDNN needs a GPU; a bad name is refused. Each refusal is one stderr line, a non-zero exit, no run folder.
 # `--attention mma` is the default: it gives the same bytes as no flag at all; flash trains too.
+# `--gemm cublaslt|wgmma` likewise (docs/fast.md "Options"): refused on --device cpu and for a bad name;
+# cublaslt is the default (the same bytes as no flag); wgmma (fast/gemm_wgmma.cu) trains on the CPU
+# layer to other bits (its sums' order), its numbers in test_fast_cpu_vs_ref_wgmma.
 # usage: test_attention_option.sh PATH/TO/vrl
 set -u
 VRL=$1
@@ -42,6 +45,19 @@ check mma_is_the_default cmp "$tmp/plain/model.safetensors" "$tmp/mma/model.safe
 check train_cuda_cpu_flash $T --device cuda-cpu --attention flash --out "$tmp/flash"
 check flash_writes_weights test -s "$tmp/flash/model.safetensors"
 check flash_is_not_mma bash -c "! cmp -s '$tmp/plain/model.safetensors' '$tmp/flash/model.safetensors'"
+
+expect_refusal train_cpu_refuses_gemm 1 "^vrl train: --gemm wgmma: --device cpu has no such option" \
+  $T --device cpu --gemm wgmma --out "$tmp/g1"
+expect_refusal train_bad_gemm 1 "^vrl train: --gemm: \"cutlass\" is not cublaslt or wgmma" \
+  $T --device cuda-cpu --gemm cutlass --out "$tmp/g2"
+check no_folder_gemm test ! -e "$tmp/g1" -a ! -e "$tmp/g2"
+check train_cuda_cpu_cublaslt $T --device cuda-cpu --gemm cublaslt --out "$tmp/cublaslt"
+check cublaslt_is_the_default cmp "$tmp/plain/model.safetensors" "$tmp/cublaslt/model.safetensors"
+# the tiny model's products are too short for the two sums' orders to round apart in two steps: small's
+S="$VRL train --quiet --model small --batch 2 --seq 32 --steps 2 --synthetic-tokens 4096 --device cuda-cpu"
+check train_small_cublaslt $S --out "$tmp/small"
+check train_small_wgmma $S --gemm wgmma --out "$tmp/wgmma"
+check wgmma_is_not_cublaslt bash -c "! cmp -s '$tmp/small/model.safetensors' '$tmp/wgmma/model.safetensors'"
 
 E="$VRL eval --ckpt $tmp/plain --tasks none --text $tmp/plain/config.json --seq 32"
 expect_refusal eval_cpu_refuses 2 "^vrl eval: --attention cudnn: --device cpu has no such option" \

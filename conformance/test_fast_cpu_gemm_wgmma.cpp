@@ -114,8 +114,7 @@ Test(gemm_wgmma, swiglu_epilogue_writes_gate_up_and_the_product) {
 /* dgu = swiglu_backward(dout · W_down, gu) with W_down [C,F] read N-major (its 64-column blocks
  * by the descriptor's LBO): against the product summed as the kernel does, rounded to bf16, and
  * swiglu_backward on it, bit for bit. F = 200: a 128-column tile and a short one; C = 136: a k tail. */
-Test(gemm_wgmma, down_projection_dx_with_the_swiglu_backward) {
-    const int M = 140, C = 136, F = 200;
+static void down_dx_case(int M, int C, int F) {
     const vector<bf16> dout = random_bf16((size_t)M * C, 1.0f), w = random_bf16((size_t)C * F, 1.0f);
     const vector<bf16> gu = random_bf16((size_t)M * 2 * F, 3.0f);
     vector<bf16> wt((size_t)F * C); /* [F,C]: W_down transposed, for the host product */
@@ -138,6 +137,8 @@ Test(gemm_wgmma, down_projection_dx_with_the_swiglu_backward) {
     cuda_cpu::set_thread_order("forward");
     cuda_cpu::set_block_order("forward");
 }
+Test(gemm_wgmma, down_projection_dx_with_the_swiglu_backward) { down_dx_case(140, 136, 200); }
+Test(gemm_wgmma, down_projection_dx_narrower_than_one_box) { down_dx_case(80, 16, 56); }
 
 Test(gemm_wgmma, refuses_a_row_stride_tma_cannot_take) {
     vector<bf16> a(4 * 12), b(8 * 12), out(4 * 8);

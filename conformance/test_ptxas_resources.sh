@@ -35,7 +35,11 @@ for src in "$ROOT"/fast/*.cu; do
   # the library's flags (fast/fast.cmake: -O3, C++17) for sm_90 only; -Xptxas -v is the report
   # -keep: the PTX (its .maxntid are the kernels' __launch_bounds__) at no extra compile
   mkdir -p "$out/keep-$name" || exit 1
-  if ! "$NVCC" -std=c++17 -O3 -arch=sm_90 -cubin -I"$ROOT" "$@" -Xptxas -v -keep -keep-dir "$out/keep-$name" \
+  # a file whose kernels use sm_90a's instructions (wgmma, TMA) says so with the marker
+  # "nvcc-arch: sm_90a" (fast/fast.cmake compiles it for that target alone)
+  arch=sm_90
+  grep -q 'nvcc-arch: sm_90a' "$src" && arch=sm_90a
+  if ! "$NVCC" -std=c++17 -O3 -arch=$arch -cubin -I"$ROOT" "$@" -Xptxas -v -keep -keep-dir "$out/keep-$name" \
        -o "$out/$name.cubin" "$src" >"$out/$name.txt" 2>&1; then
     echo "FAIL nvcc could not compile $src:"
     tail -20 "$out/$name.txt"

@@ -19,7 +19,9 @@
  * columns start 32·k bytes in (docs/design/cuda-on-cpu.md "wgmma on the CPU").
  *
  * Accumulators (wgmma's D fragment, fast/wgmma.cuh): thread (w, g, t) of a consumer warpgroup
- * holds acc[i], i < BN/2, at row 16w + g + 8·((i >> 1) & 1), column 8·(i >> 2) + 2t + (i & 1). */
+ * holds acc[i], i < BN/2, at row 16w + g + 8·((i >> 1) & 1), column 8·(i >> 2) + 2t + (i & 1).
+ *
+ * nvcc-arch: sm_90a (wgmma and the TMA tensor copy; fast/fast.cmake and test_ptxas_resources.sh read this) */
 #include <math.h>
 
 #include <initializer_list>
@@ -198,10 +200,10 @@ template <int BN, int EPI, int BT>
 static int gw_launch(const TmaMap &a, const TmaMap &b, bf16 *out, int ld_out, bf16 *out2, const bf16 *res, int M,
                      int N, int K, int n_blocks) {
     const size_t smem = gw_smem_bytes(BN);
-    CUDA_CHECK(cudaFuncSetAttribute(gemm_wgmma_kernel<BN, EPI, BT>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                    (int)smem));
+    const auto gemm_wgmma = gemm_wgmma_kernel<BN, EPI, BT>; /* one name: a macro argument takes no commas */
+    CUDA_CHECK(cudaFuncSetAttribute(gemm_wgmma, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
     const dim3 grid(n_blocks, cdiv(M, GW_BM));
-    LAUNCH(gemm_wgmma_kernel<BN, EPI, BT>, grid, GW_THREADS, smem, ops_stream)(a, b, out, ld_out, out2, res, M, N, K);
+    LAUNCH(gemm_wgmma, grid, GW_THREADS, smem, ops_stream)(a, b, out, ld_out, out2, res, M, N, K);
     LAUNCH_CHECK();
     return 0;
 }

@@ -1032,9 +1032,15 @@ static int layer_backward(FastModel *m, int l) {
         TRY(swiglu_forward(a->swi, a->gu, N, F));
     }
     /* dres32/dres16 hold dLoss/dx'. x' = h + W_down·swi. */
-    TRY(matmul_backward(bl, NULL, 0, m->dswi, G32(o->wdown), grad_dw_beta(m, G32(o->wdown), (size_t)d * F), m->dres16,
-                        a->swi, W16(o->wdown), N, F, d));
-    TRY(swiglu_backward(m->dgu, m->dswi, a->gu, N, F));
+    const int fused_dx = m->gemm == FAST_GEMM_WGMMA && F % 8 == 0 &&
+                         gemm_wgmma_fits(d, {m->dgu, m->dres16, W16(o->wdown), a->gu});
+    TRY(matmul_backward(bl, NULL, 0, fused_dx ? NULL : m->dswi, G32(o->wdown),
+                        grad_dw_beta(m, G32(o->wdown), (size_t)d * F), m->dres16, a->swi, W16(o->wdown), N, F, d));
+    if (fused_dx) { /* d swi = dres·W_down and SwiGLU's backward in one kernel: d swi never written */
+        TRY(gemm_wgmma_down_dx_swiglu(m->dgu, m->dres16, W16(o->wdown), a->gu, N, d, F));
+    } else {
+        TRY(swiglu_backward(m->dgu, m->dswi, a->gu, N, F));
+    }
     /* one dX GEMM over 2F and one dW GEMM into the adjacent gradient blocks of W_gate and W_up */
     TRY(matmul_backward(bl, m->dln32, 0, NULL, G32(o->wgate), grad_dw_beta(m, G32(o->wgate), (size_t)2 * F * d),
                         m->dgu, a->ln2, W16(o->wgate), N, d, 2 * F));

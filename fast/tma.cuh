@@ -37,9 +37,9 @@
 #include <stdint.h>
 #include <stdio.h>
 
-/* 128 bytes, 64-byte aligned, like the driver's CUtensorMap */
+/* 128 bytes, like the driver's CUtensorMap; 128-byte aligned as CUDA 13's is (CUDA 12's: 64) */
 typedef struct {
-    alignas(64) uint64_t opaque[16];
+    alignas(128) uint64_t opaque[16];
 } TmaMap;
 enum { TMA_SWIZZLE_NONE = 0, TMA_SWIZZLE_32B = 1, TMA_SWIZZLE_64B = 2, TMA_SWIZZLE_128B = 3 }; /* CUtensorMapSwizzle's values */
 
@@ -93,7 +93,7 @@ static inline void tma_load_2d(void *dst, const TmaMap *map, int32_t col, int32_
 #include <cuda.h> /* CUtensorMap and its enums only: the driver is reached through the runtime's entry point */
 #include <cuda_runtime.h>
 
-static_assert(sizeof(TmaMap) == sizeof(CUtensorMap) && alignof(TmaMap) == alignof(CUtensorMap),
+static_assert(sizeof(TmaMap) == sizeof(CUtensorMap) && alignof(TmaMap) >= alignof(CUtensorMap),
               "TmaMap is a CUtensorMap");
 
 static inline int tma_map_2d_bf16(TmaMap *map, const void *global, uint64_t rows, uint64_t cols,
