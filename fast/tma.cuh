@@ -93,8 +93,8 @@ static inline void tma_load_2d(void *dst, const TmaMap *map, int32_t col, int32_
 #include <cuda.h> /* CUtensorMap and its enums only: the driver is reached through the runtime's entry point */
 #include <cuda_runtime.h>
 
-static_assert(sizeof(TmaMap) == sizeof(CUtensorMap) && alignof(TmaMap) == alignof(CUtensorMap),
-              "TmaMap is a CUtensorMap");
+/* the driver asks for 64-byte alignment (cuTensorMapEncodeTiled); CUDA 13's header declares 128 */
+static_assert(sizeof(TmaMap) == sizeof(CUtensorMap) && alignof(TmaMap) >= 64, "TmaMap is a CUtensorMap");
 
 static inline int tma_map_2d_bf16(TmaMap *map, const void *global, uint64_t rows, uint64_t cols,
                                   uint64_t row_stride_bytes, uint32_t box_rows, uint32_t box_cols, int swizzle,

@@ -39,7 +39,7 @@ uintptr_t spin_bar;              /* the barrier of the last test_wait that answe
 uint64_t spin_events;            /* scheduling_events() + ops_done then */
 uint64_t spin_thread;            /* and its thread (linear index in the block) */
 
-char trace[16][96];
+char trace[16][128]; /* the longest, cp.async.bulk.tensor.2d's, is 96 characters */
 int traced;
 
 /* "the mbarrier at shared offset 64" (dynamic shared memory) or at an address */
