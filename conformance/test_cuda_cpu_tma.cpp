@@ -1,7 +1,7 @@
 /* test_cuda_cpu_tma.cpp: TMA tensor loads (fast/tma.cuh) on the CPU layer (fast/cuda_cpu/tma.h,
  * docs/design/cuda-on-cpu.md "TMA on the CPU").
  *
- * Story: a wgmma GEMM's producer loads its A and B tiles with tma_load_2d and its consumer
+ * Story: a wgmma GEMM's producer warp loads its A and B tiles with tma_load_2d and its consumer
  * warpgroup multiplies them through K-major descriptors with the same swizzle; the products must
  * be exactly the host's, for every swizzle mode (128B, 64B, 32B, and none with 8-column boxes as
  * core matrices), with the boxes partly outside the tensors (zeros), in three warp orders: TMA
@@ -52,23 +52,26 @@ enum { A_R0 = 30, B_R0 = 16, K0 = 16, GN = 32 };
 /* dynamic shared memory: the barrier at 0, A's boxes at 1024 (8 KiB), B's at 9216 (4 KiB) */
 enum { A_AT = 1024, B_AT = A_AT + 64 * 128, GEMM_SMEM = B_AT + GN * 128 };
 
-/* block: one warpgroup; thread 0 issues the loads; d [64][GN] */
+/* block: warps 0-3 the consumer warpgroup, warp 4 the producer (its lane 0 issues the loads
+ * once the barrier is initialised); d [64][GN] */
 __global__ void tma_wgmma_kernel(const __grid_constant__ TmaMap ma, const __grid_constant__ TmaMap mb, int swizzle,
                                  float *d) {
     char *smem = (char *)cuda_cpu::dynamic_shared();
     uint64_t *bar = (uint64_t *)smem;
     const uint32_t row = box_row_bytes(swizzle), cols = row / 2; /* a box: rows x `cols` elements */
     const uint32_t a_box = 64 * row, b_box = GN * row;
-    if (threadIdx.x == 0) {
-        mbarrier_init(bar, 1);
+    if (threadIdx.x == 0) mbarrier_init(bar, 1);
+    __syncthreads(); /* the barrier is initialised */
+    if (threadIdx.x >= 128) { /* the producer warp */
+        if (threadIdx.x != 128) return;
         mbarrier_arrive_expect_tx(bar, (64 + GN) * 64 * 2);
         for (uint32_t j = 0; j < 64 / cols; j++) { /* the K range in boxes of `cols` columns */
             tma_load_2d(smem + A_AT + j * a_box, &ma, K0 + (int32_t)(j * cols), A_R0, bar);
             tma_load_2d(smem + B_AT + j * b_box, &mb, K0 + (int32_t)(j * cols), B_R0, bar);
         }
+        return;
     }
-    __syncthreads(); /* the barrier is initialised */
-    mbarrier_wait_parity(bar, 0);
+    mbarrier_wait_parity(bar, 0); /* the tiles have landed */
     const int wg_swizzle = swizzle == TMA_SWIZZLE_128B ? WGMMA_SWIZZLE_128B
                            : swizzle == TMA_SWIZZLE_64B ? WGMMA_SWIZZLE_64B
                            : swizzle == TMA_SWIZZLE_32B ? WGMMA_SWIZZLE_32B
@@ -123,7 +126,7 @@ Test(cuda_cpu_tma, tma_tiles_feed_wgmma_exactly_in_every_swizzle) {
         for (int o = 0; o < 3; o++) {
             cr_assert_eq(cuda_cpu::set_thread_order(orders[o]), 0);
             std::vector<float> d(64 * GN, -1.0f);
-            LAUNCH(tma_wgmma_kernel, 1, 128, GEMM_SMEM, 0)(ma, mb, s, d.data());
+            LAUNCH(tma_wgmma_kernel, 1, 160, GEMM_SMEM, 0)(ma, mb, s, d.data());
             const char *msg = launch_message();
             cr_assert_str_empty(msg, "%s swizzle, %s order: %s", mode_name(s), orders[o], msg);
             int wrong = 0, first = -1;

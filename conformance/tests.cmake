@@ -475,6 +475,10 @@ if(VRL_HAVE_CUDA_CPU)
     # the mbarrier tests catch a mutant of each class: a missing full or empty wait, a wrong expect_tx, a flipped parity, the layer's parity and landing
     add_test(NAME mbarrier_hazard_mutants COMMAND ${CMAKE_SOURCE_DIR}/conformance/mbarrier_hazard_mutants.sh)
     set_tests_properties(mbarrier_hazard_mutants PROPERTIES TIMEOUT 300 ENVIRONMENT "TMPDIR=${VRL_TEST_TMP};VRL_BUILD_DIR=${CMAKE_BINARY_DIR}")
+    # the TMA tests catch a mutant of each class: the swizzle mode, row and XOR, the zero fill, swapped coordinates,
+    # the tx-count of the in-bounds part, landing at the issue, a kernel handing TMA's swizzle enum to wgmma
+    add_test(NAME tma_hazard_mutants COMMAND ${CMAKE_SOURCE_DIR}/conformance/tma_hazard_mutants.sh)
+    set_tests_properties(tma_hazard_mutants PROPERTIES TIMEOUT 300 ENVIRONMENT "TMPDIR=${VRL_TEST_TMP};VRL_BUILD_DIR=${CMAKE_BINARY_DIR}")
   endif()
   if(NOT (VRL_SANITIZE OR VRL_FUZZ))
     # plain pass only: the same kernels as test_fast_cpu_vs_ref, which the sanitizer pass

@@ -216,7 +216,7 @@ void bulk_copy_chunks(uint64_t *bar, char *const *dst, const unsigned char *data
         c.dst = dst[i];
         c.data.assign(data + 16 * i, data + 16 * i + 16);
         check::bulk_copy_bytes(dst[i], 16, 1); /* in flight until its phase completes */
-        b->copies.push_back(std::move(c));
+        b->copies.emplace_back(std::move(c));
     }
     b->tx -= tx_bytes;
     if (b->pending == 0 && b->tx < 0) { /* a GPU could complete the phase part-way through this copy */
