@@ -20,12 +20,12 @@ gemm=tma_tiles_feed_wgmma_exactly_in_every_swizzle layout=box_layout_zero_fill_a
 chunk_at='at[q] = dyn + swizzle_address(off + 16 * (uint32_t)q, (uint32_t)m.swizzle);'
 mutant swizzle_mode_off_by_one $layer "$chunk_at" \
   'at[q] = dyn + swizzle_address(off + 16 * (uint32_t)q, (uint32_t)(m.swizzle ? m.swizzle - 1 : 0));' \
-  test_cuda_cpu_tma $gemm "128B swizzle, forward order: "
+  test_cuda_cpu_tma $gemm "128B swizzle, A K-major, forward order: "
 mutant swizzle_xor_of_the_next_row $layer "$chunk_at" \
   'at[q] = dyn + (swizzle_address((off + 16 * (uint32_t)q) ^ 128u, (uint32_t)m.swizzle) ^ 128u);' \
   test_cuda_cpu_tma $layout "128B swizzle, box at (row 0, col 0): "
 mutant swizzle_dropped $layer "$chunk_at" 'at[q] = dyn + off + 16 * (uint32_t)q;' \
-  test_cuda_cpu_tma $gemm "128B swizzle, forward order: "
+  test_cuda_cpu_tma $gemm "128B swizzle, A K-major, forward order: "
 mutant out_of_bounds_not_zero_filled $layer \
   '    std::vector<unsigned char> box(box_bytes, 0);' '    std::vector<unsigned char> box(box_bytes, 0x5a);' \
   test_cuda_cpu_tma $layout "128B swizzle, box at (row 0, col 0): "
@@ -43,6 +43,6 @@ mutant box_lands_at_issue fast/cuda_cpu/mbarrier.cpp \
 mutant kernel_passes_the_tma_enum_to_wgmma $test \
   '    const int wg_swizzle = swizzle == TMA_SWIZZLE_128B ? WGMMA_SWIZZLE_128B' \
   '    const int wg_swizzle = swizzle == TMA_SWIZZLE_128B ? TMA_SWIZZLE_128B' \
-  test_cuda_cpu_tma $gemm "128B swizzle, forward order: "
+  test_cuda_cpu_tma $gemm "128B swizzle, A K-major, forward order: "
 
 mutants_summary
