@@ -493,6 +493,9 @@ if(VRL_HAVE_CUDA_CPU)
     # the tx-count of the in-bounds part, landing at the issue, a kernel handing TMA's swizzle enum to wgmma
     add_test(NAME tma_hazard_mutants COMMAND ${CMAKE_SOURCE_DIR}/conformance/tma_hazard_mutants.sh)
     set_tests_properties(tma_hazard_mutants PROPERTIES TIMEOUT 300 ENVIRONMENT "TMPDIR=${VRL_TEST_TMP};VRL_BUILD_DIR=${CMAKE_BINARY_DIR}")
+    # the wgmma GEMM's tests catch 12 pipeline, layout and epilogue bugs of fast/gemm_wgmma.cu (~15 CPU-s)
+    add_test(NAME gemm_wgmma_mutants COMMAND ${CMAKE_SOURCE_DIR}/conformance/gemm_wgmma_mutants.sh)
+    set_tests_properties(gemm_wgmma_mutants PROPERTIES TIMEOUT 300 ENVIRONMENT "TMPDIR=${VRL_TEST_TMP};VRL_BUILD_DIR=${CMAKE_BINARY_DIR}")
   endif()
   if(NOT (VRL_SANITIZE OR VRL_FUZZ))
     # plain pass only: the same kernels as test_fast_cpu_vs_ref, which the sanitizer pass
