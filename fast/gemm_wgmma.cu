@@ -1,13 +1,16 @@
 /* gemm_wgmma.cu: the wgmma GEMM and its epilogues (fast/gemm_wgmma.cuh; docs/design/kernels.md,
  * "The wgmma GEMM").
  *
- * One block computes a BM x BN tile of out = A · Bᵀ with A = inp [M,K] and B = weight [N,K]:
+ * A persistent block (one an SM) computes BM x BN tiles (128 x 256) of out = A · Bᵀ, with
+ * A = inp [M,K] and B = weight [N,K] (or A · B with B [K,N], BT), one tile after another:
  *
  *   warpgroup 0   the producer: one thread waits for a free stage, then TMA-loads A's
- *                 BM x 64 and B's BN x 64 tiles of the next K step into it (128-byte swizzle)
+ *                 BM x 64 and B's BN x 64 tiles of the next K step into it (128-byte swizzle),
+ *                 running on into the block's next tile while the consumers finish this one
  *   warpgroups 1, 2  consumers: each owns 64 rows of the tile, waits for a full stage and
  *                 issues four wgmma.m64nBNk16 on it (one per 16 of the 64 k), keeping the
- *                 previous stage's group in flight (wait_group 1) and freeing that stage
+ *                 previous stage's group in flight (wait_group 1) and freeing that stage; then
+ *                 the tile's epilogue from its registers
  *
  * Two mbarriers per stage: full[s] (the producer's expect_tx; the TMA bytes complete it) and
  * empty[s] (one arrival per consumer warpgroup). STAGES stages overlap loads with products.
