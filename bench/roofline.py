@@ -108,10 +108,11 @@ def pad(n, m=128):
 def kernels(preset, B, T, variant, shapes=None, rope_fused=True):
     """[(name, kind, count per step, FLOPs per call, bytes per call)] of one step; shapes, when
     given, receives each GEMM's (m, n, k) by name. rope_fused: --attention mma's RoPE (fast/model.cu
-    rope_q_in_forward, rope_fused): the queries' inside the attention forward (each block rotates
-    its rows where it loads them and writes them back rotated) and RoPE's backward inside the
-    attention backward's epilogues, not in passes of their own (flash and cuDNN keep the passes;
-    the keys' forward pass stays: they are streamed in the forward's inner loop)."""
+    rope_q_in_forward, rope_k_at_loads, rope_fused): the queries' inside the attention forward (each
+    block rotates its rows where it loads them and writes them back rotated), the keys' where the
+    forward and the backward stage each K tile (k stays unrotated in memory: no bytes of its own)
+    and RoPE's backward inside the attention backward's epilogues, not in passes of their own
+    (flash and cuDNN keep the passes)."""
     L, NH, NKV, d, F, V = PRESETS[preset]
     hd = d // NH
     qC, kvC, N, Vp = NH * hd, NKV * hd, B * T, pad(V)
@@ -146,13 +147,12 @@ def kernels(preset, B, T, variant, shapes=None, rope_fused=True):
     else:
         gemm("qkv GEMM fwd", L, N, qC + 2 * kvC, d, (qC + 2 * kvC) * d * BF16, N * d * BF16, 0,
              N * (qC + 2 * kvC) * BF16)
-    if rope_fused:
-        add("rope fwd (k)", "mem", L, 6 * N * kvC / 2, 2 * N * kvC * BF16 + T * hd * FP32)
-    else:
+    if not rope_fused:
         add("rope fwd (q, k)", "mem", L, 6 * N * (qC + kvC) / 2, 2 * N * (qC + kvC) * BF16 + T * hd * FP32)
     att = 2.0 * N * T * qC  # QKᵀ and PV, causal half of 4·B·NH·T²·hd
-    # with the queries' RoPE fused: the rotated queries written back (the backward reads them) and
-    # the tables read once from HBM (every block's re-read from L2)
+    # with RoPE fused: the rotated queries written back (the backward reads them), the keys read
+    # unrotated as before (rotated in shared memory, not written) and the tables read once from
+    # HBM (every block's re-read from L2; the rotations' 6 FLOP a pair not counted, as the backward's)
     add("attention fwd (tensor cores)", "attn_fwd", L, att,
         N * (2 * qC + 2 * kvC) * BF16 + B * NH * T * FP32 + ((N * qC * BF16 + T * hd * FP32) if rope_fused else 0))
     gemm("o GEMM fwd (+x as beta=1)", L, N, d, qC, d * qC * BF16, N * qC * BF16, N * d * BF16, N * d * BF16)

@@ -114,12 +114,13 @@ extern "C" int fast_bench_kernels(void *vm, FILE *out) {
     row(out, "attention_backward", ms, ((double)N * qC * 4 + (double)N * kvC * 4) * e2, 10.0 * m->hd * att_pairs);
     if (m->attention == FAST_ATTENTION_MMA) { /* --attention mma: the tensor-core forward and backward beside flash's */
         /* as the model runs them: RoPE on the queries in the forward (each rep rotates a->q once more:
-         * a rotation, the values stay finite), RoPE's transpose in the backward's epilogues */
-        const AttnRope rope_fwd = {m->cos_t, m->sin_t, 1, 0, 0};
+         * a rotation, the values stay finite) and on the keys at their loads (k is not written),
+         * RoPE's transpose in the backward's epilogues and the keys' RoPE at its loads */
+        const AttnRope rope_fwd = {m->cos_t, m->sin_t, 1, 0, 0, 1};
         TIME_MS(ms, reps, attention_mma_forward(m->datty, m->attD, a->q, a->k, a->vin, ld, B, T, m->NH, m->NKV, m->hd,
                                                 &rope_fwd));
         row(out, "attention_forward mma", ms, ((double)N * qC * 2 + (double)N * kvC * 2) * e2, 4.0 * m->hd * att_pairs);
-        const AttnRope rope = {m->cos_t, m->sin_t, 0, 1, 1};
+        const AttnRope rope = {m->cos_t, m->sin_t, 0, 1, 1, 1};
         TIME_MS(ms, reps, attention_mma_backward(m->dq, m->dk, dv16_only, m->attD, a->atty, a->atty, a->q, a->k,
                                                  a->vin, ld, a->lse, B, T, m->NH, m->NKV, m->hd, &rope));
         row(out, "attention_backward mma", ms, ((double)N * qC * 4 + (double)N * kvC * 4) * e2,
