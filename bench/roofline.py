@@ -339,6 +339,9 @@ def main():
     ap.add_argument("--what-if", choices=["hopper"],
                     help="hopper: a WHAT-IF, not today's prediction: wgmma attention fitted on FlashAttention-3's "
                          "published figures, fused GEMM epilogues, ZeRO-2's sharded AdamW (bench/roofline_hopper.py)")
+    ap.add_argument("--gemm", choices=["cublaslt", "wgmma"], default="cublaslt",
+                    help="with --predict or --bytes: the step as `vrl train --gemm` runs it; wgmma prices "
+                         "fast/gemm_wgmma.cu with SwiGLU in its epilogues (bench/roofline_gemm.py)")
     ap.add_argument("--mix-file", default=MIX_FILE, help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.batch < 1 or a.seq < 2:
@@ -417,6 +420,14 @@ def model_modes(a, ks, shapes, model_flops, P):
     L, NH, _, d, _, _ = PRESETS[a.preset]
     hd = d // NH
     head = f"{a.preset} {a.variant}, B={a.batch} T={a.seq} ({a.batch * a.seq} tokens/step), {P:,} parameters"
+    if a.gemm == "wgmma":
+        if not (a.predict or a.bytes):
+            sys.exit("roofline.py: --gemm wgmma goes with --predict or --bytes")
+        import roofline_gemm as rg
+        _, _, _, _, F, V = PRESETS[a.preset]
+        ks = rg.apply(ks, shapes, {"N": a.batch * a.seq, "T": a.seq, "hd": hd, "d": d, "F": F, "Vp": pad(V)})
+        head += (f"; --gemm wgmma: fast/gemm_wgmma.cu for {', '.join(n for n in rg.OURS if n in shapes)} at "
+                 f"{rg.fitted():.3f} of the dense peak (fitted on fast.cu's Kernel 6), SwiGLU in its epilogues")
     if a.what_if:
         if a.variant != "baseline" or hd not in (64, 128):
             sys.exit(f"roofline.py: --what-if hopper prices the baseline at head_dim 64 or 128 (FlashAttention-3's "
