@@ -562,7 +562,6 @@ prepare() {
       sanitize "${1%_wgmma}" --kernel-name "kns=$WGMMA_KERNELS" -- "${MMA_SANITIZE_CASES[@]}"
       CMD=(env VRL_FAST_GEMM=wgmma "${CMD[@]:1}") ;;
     bench_468M_mma) CMD=("${bench[@]}" --variants baseline --attention mma --kernels) ;;
-    bench_468M_flash) CMD=("${bench[@]}" --variants baseline --attention flash --kernels) ;;
     bench_468M_wgmma) CMD=("${bench[@]}" --variants baseline --gemm wgmma --kernels) ;;
     bench_468M_cudnn) cudnn_built || return 1; CMD=("${bench[@]}" --variants baseline --attention cudnn) ;;
     bench_468M_variants) CMD=("${bench[@]}" --variants resformer,svformer) ;;
