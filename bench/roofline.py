@@ -350,6 +350,8 @@ def main():
         sys.exit("roofline.py: --cuda-core-attention and --mma-attention price different kernels: give one")
     if not 0.0 < a.mma_sync_fraction <= 1.0:
         sys.exit("roofline.py: --mma-sync-fraction must be in (0, 1]")
+    if a.gemm == "wgmma" and not (a.predict or a.bytes):
+        sys.exit("roofline.py: --gemm wgmma goes with --predict or --bytes")
     shapes = {}
     # the CUDA-core (flash) attention keeps RoPE's passes of its own
     ks, model_flops, P = kernels(a.preset, a.batch, a.seq, a.variant, shapes, rope_fused=not a.cuda_core_attention)
@@ -421,8 +423,6 @@ def model_modes(a, ks, shapes, model_flops, P):
     hd = d // NH
     head = f"{a.preset} {a.variant}, B={a.batch} T={a.seq} ({a.batch * a.seq} tokens/step), {P:,} parameters"
     if a.gemm == "wgmma":
-        if not (a.predict or a.bytes):
-            sys.exit("roofline.py: --gemm wgmma goes with --predict or --bytes")
         import roofline_gemm as rg
         _, _, _, _, F, V = PRESETS[a.preset]
         ks = rg.apply(ks, shapes, {"N": a.batch * a.seq, "T": a.seq, "hd": hd, "d": d, "F": F, "Vp": pad(V)})

@@ -130,10 +130,37 @@ check "--bytes: no rope pass; attention fwd 169.3 MB, bwd 304.6 MB a call" \
            grep -qE '^attention fwd \(tensor cores\) +attn_fwd +24 +169\.3 +4\.06$' '$tmp/bytes.txt' &&
            grep -qE '^attention bwd \(tensor cores\) +attn_bwd +24 +304\.6 +7\.31$' '$tmp/bytes.txt'"
 
+# fast/gemm_wgmma.cu priced (bench/roofline_gemm.py): one 128x256 tile, K = 640 at rate 1 on a one-SM
+# GPU at 1 GHz: the fill 600 + the main loop 10 x 1024 + the epilogue 128·256·2 B / 64 B a clock + 260 =
+# 12124 clocks, 12.124 us; two tiles on that SM: 600 + 2 x 11524; fast.cu's Kernel 6 fits its rate at
+# 8192^3 and its 6144^3 point lands within 15 %
+check "our wgmma GEMM: one tile 12.124 us, two 23.648 us on one SM; Kernel 6 fitted, 6144^3 at 1.067" \
+  env PYTHONPATH="$ROOT/bench" python3 -c "
+import roofline_gemm as g
+one = {'sms': 1, 'clock': 1e9, 'hbm': 64e9}
+t = g.gemm_time(128, 256, 640, 0, one, 2, 1.0)[0]
+assert abs(t - 12.124e-6) < 1e-12, t
+t2 = g.gemm_time(256, 256, 640, 0, one, 2, 1.0)[0]
+assert abs(t2 - 23.648e-6) < 1e-12, t2
+rows = g.calibration()
+assert abs(rows[0][3] - 1) < 1e-6 and 1.06 < rows[1][3] < 1.07, rows"
+# --gemm wgmma: SwiGLU's passes inside the GEMMs: 8.46 + 14.09 = 22.55 GB of memory-bound bytes less
+# (58.8 -> 36.3), while the gate|up GEMM also writes h (+8.46 / 3 = 2.82 GB) and the down projection's
+# dX reads gate|up and writes d(gate|up) instead of dh (+3 x 2.82 = 8.46 GB): 128.1 -> 116.9 GB in all
+python3 "$ROOFLINE" --bytes --gemm wgmma >"$tmp/bytes_w.txt" 2>&1
+check "--bytes --gemm wgmma: no swiglu pass; 116.9 GB in all, 36.3 GB memory-bound" \
+  bash -c "! grep -q '^swiglu' '$tmp/bytes_w.txt' && grep -q '116.9 GB in all; 36.3 GB in the memory-bound kernels' '$tmp/bytes_w.txt'"
+python3 "$ROOFLINE" --predict --gemm wgmma >"$tmp/pred_w.txt" 2>&1
+check "--predict --gemm wgmma: H100 96.6 ms 48.0 %, H200 91.9 ms 50.5 %; five GEMMs on ours" \
+  bash -c "grep -q 'H100 SXM5 now: step 96.6 ms, MFU 48.0%' '$tmp/pred_w.txt' &&
+           grep -q 'H200 SXM now: step 91.9 ms, MFU 50.5%' '$tmp/pred_w.txt' &&
+           [ \$(grep -c '\[wgmma GEMM\]' '$tmp/pred_w.txt') = 5 ]"
+expect_error "--gemm wgmma alone" "goes with --predict or --bytes" python3 "$ROOFLINE" --gemm wgmma
+
 # the calibration and the prediction docs/design/roofline.md prints
 python3 "$ROOFLINE" --calibrate >"$tmp/cal.txt" 2>&1
-check "--calibrate: the three fitted points at ratio 1.000" \
-  bash -c "[ \$(grep -c 'fitted;' '$tmp/cal.txt') = 3 ] && ! grep 'fitted;' '$tmp/cal.txt' | grep -vq ' 1.000 '"
+check "--calibrate: the four fitted points at ratio 1.000 (mma.sync forward and backward, cuBLAS, our GEMM's structure)" \
+  bash -c "[ \$(grep -c 'fitted;' '$tmp/cal.txt') = 4 ] && ! grep 'fitted;' '$tmp/cal.txt' | grep -vq ' 1.000 '"
 check "--calibrate: all 36 FlashAttention-2 points (hd 64, 128; causal; backward) and every other within 15%, FA2 hd128 causal 512 at 1.120, 6144^3 at 1.083" \
   bash -c "! grep -q OUTSIDE '$tmp/cal.txt' && [ \$(grep -c '^FA2 ' '$tmp/cal.txt') = 36 ] &&
            [ \$(grep -c '^FA2 bwd hd64 ' '$tmp/cal.txt') = 6 ] && [ \$(grep -c '^FA2 fwd hd64 causal' '$tmp/cal.txt') = 6 ] &&
