@@ -7,7 +7,8 @@
  * The model trains with fast/'s default attention, the tensor-core kernels (mma), whose forward
  * and backward rows the table adds beside the flash kernels'; --attention flash trains with
  * the CUDA-core flash kernels, --attention cudnn with cuDNN's fused attention (docs/fast.md),
- * adding its two rows.
+ * adding its two rows. --gemm wgmma trains with fast/gemm_wgmma.cu's GEMMs and SwiGLU epilogues
+ * (H100/H200), its three rows beside the cuBLASLt ones.
  * bench/bench_torch.py prints the same figures for HF LlamaForCausalLM on the same GPU.
  *
  * FLOPs per token: 6·N_matmul (every weight except the embedding table) plus attention
@@ -85,7 +86,7 @@ done:
 
 int main(int argc, char **argv) {
     const char *presets = "82M,468M", *variants = "baseline,resformer,svformer";
-    const char *attention = NULL; /* fast/'s default unless given */
+    const char *attention = NULL, *gemm = NULL; /* fast/'s defaults unless given */
     int B = 8, T = 2048, steps = 10, kernels = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--presets") && i + 1 < argc) presets = argv[++i];
@@ -95,10 +96,11 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--steps") && i + 1 < argc) steps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--kernels")) kernels = 1;
         else if (!strcmp(argv[i], "--attention") && i + 1 < argc) attention = argv[++i];
+        else if (!strcmp(argv[i], "--gemm") && i + 1 < argc) gemm = argv[++i];
         else {
             fprintf(stderr,
                     "usage: bench_fast [--presets 82M,468M] [--variants baseline,resformer,svformer] [--batch 8] "
-                    "[--seq 2048] [--steps 10] [--kernels] [--attention mma|flash|cudnn]\n");
+                    "[--seq 2048] [--steps 10] [--kernels] [--attention mma|flash|cudnn] [--gemm cublaslt|wgmma]\n");
             return 2;
         }
     }
@@ -106,7 +108,8 @@ int main(int argc, char **argv) {
         fprintf(stderr, "bench_fast: bad --batch/--seq/--steps\n");
         return 2;
     }
-    if (fast_device_check() < 0 || (attention && fast_set_attention(attention) < 0)) {
+    if (fast_device_check() < 0 || (attention && fast_set_attention(attention) < 0) ||
+        (gemm && fast_set_gemm(gemm) < 0)) {
         fprintf(stderr, "bench_fast: %s\n", vrl_last_error());
         return 1;
     }
@@ -116,8 +119,9 @@ int main(int argc, char **argv) {
         return 1;
     }
     const int kind = fast_attention_kind();
-    printf("measured bf16 GEMM peak (cuBLASLt, 8192^3, fp32 accumulate): %.1f TFLOP/s; attention: %s\n", peak,
-           kind == FAST_ATTENTION_MMA ? "mma" : kind == FAST_ATTENTION_CUDNN ? "cudnn" : "flash");
+    printf("measured bf16 GEMM peak (cuBLASLt, 8192^3, fp32 accumulate): %.1f TFLOP/s; attention: %s; GEMMs: %s\n",
+           peak, kind == FAST_ATTENTION_MMA ? "mma" : kind == FAST_ATTENTION_CUDNN ? "cudnn" : "flash",
+           fast_gemm_kind() == FAST_GEMM_WGMMA ? "wgmma (fast/gemm_wgmma.cu)" : "cuBLASLt");
     char pbuf[256], vbuf[256];
     snprintf(pbuf, sizeof pbuf, "%s", presets);
     for (char *sp = NULL, *p = strtok_r(pbuf, ",", &sp); p; p = strtok_r(NULL, ",", &sp)) {

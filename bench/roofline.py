@@ -108,10 +108,11 @@ def pad(n, m=128):
 def kernels(preset, B, T, variant, shapes=None, rope_fused=True):
     """[(name, kind, count per step, FLOPs per call, bytes per call)] of one step; shapes, when
     given, receives each GEMM's (m, n, k) by name. rope_fused: --attention mma's RoPE (fast/model.cu
-    rope_q_in_forward, rope_fused): the queries' inside the attention forward (each block rotates
-    its rows where it loads them and writes them back rotated) and RoPE's backward inside the
-    attention backward's epilogues, not in passes of their own (flash and cuDNN keep the passes;
-    the keys' forward pass stays: they are streamed in the forward's inner loop)."""
+    rope_q_in_forward, rope_k_at_loads, rope_fused): the queries' inside the attention forward (each
+    block rotates its rows where it loads them and writes them back rotated), the keys' where the
+    forward and the backward stage each K tile (k stays unrotated in memory: no bytes of its own)
+    and RoPE's backward inside the attention backward's epilogues, not in passes of their own
+    (flash and cuDNN keep the passes)."""
     L, NH, NKV, d, F, V = PRESETS[preset]
     hd = d // NH
     qC, kvC, N, Vp = NH * hd, NKV * hd, B * T, pad(V)
@@ -146,13 +147,12 @@ def kernels(preset, B, T, variant, shapes=None, rope_fused=True):
     else:
         gemm("qkv GEMM fwd", L, N, qC + 2 * kvC, d, (qC + 2 * kvC) * d * BF16, N * d * BF16, 0,
              N * (qC + 2 * kvC) * BF16)
-    if rope_fused:
-        add("rope fwd (k)", "mem", L, 6 * N * kvC / 2, 2 * N * kvC * BF16 + T * hd * FP32)
-    else:
+    if not rope_fused:
         add("rope fwd (q, k)", "mem", L, 6 * N * (qC + kvC) / 2, 2 * N * (qC + kvC) * BF16 + T * hd * FP32)
     att = 2.0 * N * T * qC  # QKᵀ and PV, causal half of 4·B·NH·T²·hd
-    # with the queries' RoPE fused: the rotated queries written back (the backward reads them) and
-    # the tables read once from HBM (every block's re-read from L2)
+    # with RoPE fused: the rotated queries written back (the backward reads them), the keys read
+    # unrotated as before (rotated in shared memory, not written) and the tables read once from
+    # HBM (every block's re-read from L2; the rotations' 6 FLOP a pair not counted, as the backward's)
     add("attention fwd (tensor cores)", "attn_fwd", L, att,
         N * (2 * qC + 2 * kvC) * BF16 + B * NH * T * FP32 + ((N * qC * BF16 + T * hd * FP32) if rope_fused else 0))
     gemm("o GEMM fwd (+x as beta=1)", L, N, d, qC, d * qC * BF16, N * qC * BF16, N * d * BF16, N * d * BF16)
@@ -339,6 +339,9 @@ def main():
     ap.add_argument("--what-if", choices=["hopper"],
                     help="hopper: a WHAT-IF, not today's prediction: wgmma attention fitted on FlashAttention-3's "
                          "published figures, fused GEMM epilogues, ZeRO-2's sharded AdamW (bench/roofline_hopper.py)")
+    ap.add_argument("--gemm", choices=["cublaslt", "wgmma"], default="cublaslt",
+                    help="with --predict or --bytes: the step as `vrl train --gemm` runs it; wgmma prices "
+                         "fast/gemm_wgmma.cu with SwiGLU in its epilogues (bench/roofline_gemm.py)")
     ap.add_argument("--mix-file", default=MIX_FILE, help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.batch < 1 or a.seq < 2:
@@ -417,6 +420,14 @@ def model_modes(a, ks, shapes, model_flops, P):
     L, NH, _, d, _, _ = PRESETS[a.preset]
     hd = d // NH
     head = f"{a.preset} {a.variant}, B={a.batch} T={a.seq} ({a.batch * a.seq} tokens/step), {P:,} parameters"
+    if a.gemm == "wgmma":
+        if not (a.predict or a.bytes):
+            sys.exit("roofline.py: --gemm wgmma goes with --predict or --bytes")
+        import roofline_gemm as rg
+        _, _, _, _, F, V = PRESETS[a.preset]
+        ks = rg.apply(ks, shapes, {"N": a.batch * a.seq, "T": a.seq, "hd": hd, "d": d, "F": F, "Vp": pad(V)})
+        head += (f"; --gemm wgmma: fast/gemm_wgmma.cu for {', '.join(n for n in rg.OURS if n in shapes)} at "
+                 f"{rg.fitted():.3f} of the dense peak (fitted on fast.cu's Kernel 6), SwiGLU in its epilogues")
     if a.what_if:
         if a.variant != "baseline" or hd not in (64, 128):
             sys.exit(f"roofline.py: --what-if hopper prices the baseline at head_dim 64 or 128 (FlashAttention-3's "

@@ -9,8 +9,8 @@ lead can decide whether a Hopper path is worth building (issue 51):
   B  a wgmma GEMM with fused prologues and epilogues (SwiGLU both ways, RMSNorm's row scale, the
      norm backward with the residual-gradient add, cross-entropy over lm_head tiles) at the
      calibrated cuBLASLt rate, with what each removes from the byte count;
-  R  RoPE where Q and K are produced and consumed (--attention mma already has the backward's and
-     the queries' forward inside its kernels: today's step has only the keys' forward pass);
+  R  RoPE where Q and K are produced and consumed (--attention mma has it all inside its kernels
+     now: the backward's, the queries' forward and the keys' at the K loads; R1 and R2 are done);
   C  AdamW sharded as ZeRO-2 does on 8 GPUs with NCCL's reduce-scatter and all-gather on NVLink:
      a separate row, not the single-GPU step.
 
@@ -185,11 +185,13 @@ def item_rope_bwd(ks, shapes, c):
 def item_rope_fwd(ks, shapes, c):
     # Q and K rotated where attention loads them (forward, and again in the backward) or in the qkv
     # GEMM's epilogue (bf16-rounded, then the rope kernel's fp32 ops): the cos and sin table is read
-    # there instead (priced on the qkv GEMM; the same bytes either way). Today's mma step rotates
-    # the queries in the attention forward already: only the keys' pass is left
-    _drop(ks, "rope fwd (q, k)" if "rope fwd (q, k)" in _rows(ks) else "rope fwd (k)")
-    name = "qkv GEMM fwd"
-    _set(ks, name, nbytes=ks[_rows(ks)[name]][4] + c["T"] * c["hd"] * 4)
+    # there instead (priced on the qkv GEMM; the same bytes either way). Today's mma step does it
+    # already (the queries in the attention forward, the keys at its K loads: no pass left); only
+    # the CUDA cores' attention still has the pass
+    if "rope fwd (q, k)" in _rows(ks):
+        _drop(ks, "rope fwd (q, k)")
+        name = "qkv GEMM fwd"
+        _set(ks, name, nbytes=ks[_rows(ks)[name]][4] + c["T"] * c["hd"] * 4)
 
 
 def item_attn_fwd(ks, shapes, c):
@@ -255,7 +257,7 @@ def item_ce(ks, shapes, c):
 
 ITEMS = [
     ("R1", "RoPE bwd inside attention bwd (done: --attention mma)", "rounding: fp32 dq, dk rotated", item_rope_bwd),
-    ("R2", "RoPE fwd at attention's K loads (or qkv epilogue)", "exact: same fp32 ops on the bf16 k",
+    ("R2", "RoPE fwd at attention's K loads (done: --attention mma)", "exact: same fp32 ops on the bf16 k",
      item_rope_fwd),
     ("A1", "attention fwd on wgmma (FA3-fitted)", "rounding: 128-key softmax tiles, wgmma's k-order", item_attn_fwd),
     ("A2", "attention bwd on wgmma, 7 products, deterministic", "rounding: tile sizes; deterministic",

@@ -589,6 +589,11 @@ def predict_step(ks, shapes, rows, B, T, NH, hd, gpu):
             m, n, k = shapes[name]
             t, bound, cfg = gemm_time(m, n, k, nb, gpu)
             out.append((name, count, t * count, bound, cfg, kind, i))
+        elif kind == "gemm_wgmma":  # fast/gemm_wgmma.cu (--gemm wgmma): bench/roofline_gemm.py
+            import roofline_gemm as rg
+            m, n, k = shapes[name]
+            t, bound, cfg = rg.gemm_time(m, n, k, nb, gpu, rg.OURS[name])
+            out.append((name + " [wgmma GEMM]", count, t * count, bound, cfg, "gemm", i))
         elif kind == "mem":
             out.append((name, count, mem_time(nb, gpu) * count, "hbm", "", kind, i))
         elif kind in ("attn_fwd", "attn_bwd"):

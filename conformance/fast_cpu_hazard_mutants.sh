@@ -11,6 +11,7 @@
 # the unmodified programs pass and every mutant is caught. The build is VRL_BUILD_DIR (ctest
 # sets it), else ./build.
 #
+#   MUTANTS="NAME ..."     runs only the mutants of those names (the unmodified programs still run).
 #   MUTANT_DETECTOR=plain  runs the plain build's tests instead (forward order, with the
 #                          guard-zone canaries, VRL_CUDA_CPU_CANARY=1, as the suite runs
 #                          them) and only counts failures.
@@ -33,27 +34,33 @@ have_nccl=0
 [ -x "$build/bin/test_fast_cpu_nccl$sfx" ] && have_nccl=1
 
 # run TEST [BIN_DIR]: run one program of BIN_DIR (default the build's bin/; nccl:
-# test_fast_cpu_nccl; else the test_fast_cpu_vs_ref case TEST, or its arguments "mma CASE": the
-# case with --attention mma), with the variables in RUN_ENV; its output on stdout, its status returned
+# test_fast_cpu_nccl; decode: test_fast_cpu_decode, the KV-cache decoder against ref; "ops GLOB":
+# test_fast_cpu_ops's tests GLOB, the kernels alone; else the test_fast_cpu_vs_ref case TEST, or
+# its arguments "mma CASE" or "flash CASE": the case with that --attention), with the variables in
+# RUN_ENV; its output on stdout, its status returned
 run() {
   local bin=${2:-$build/bin}
   if [ "$1" = nccl ]; then (cd "$tmp" && env TMPDIR="$tmp" ${RUN_ENV:-} "$bin/test_fast_cpu_nccl$sfx" 2>&1)
+  elif [ "$1" = decode ]; then (cd "$tmp" && env TMPDIR="$tmp" ${RUN_ENV:-} "$bin/test_fast_cpu_decode$sfx" 2>&1)
+  elif [ "${1%% *}" = ops ]; then
+    (cd "$tmp" && env TMPDIR="$tmp" ${RUN_ENV:-} "$bin/test_fast_cpu_ops$sfx" --filter "${1#ops }" 2>&1)
   else (cd "$tmp" && read -ra args <<<"$1" && env TMPDIR="$tmp" ${RUN_ENV:-} "$bin/test_fast_cpu_vs_ref$sfx" "${args[@]}" 2>&1); fi
 }
 
-for t in tiny_baseline trainer $([ $have_nccl = 1 ] && echo nccl); do
+for t in tiny_baseline trainer decode $([ $have_nccl = 1 ] && echo nccl); do
   if ! out=$(run $t); then
-    echo "== the UNMODIFIED tree fails $t (test_fast_cpu_vs_ref$sfx$([ $have_nccl = 1 ] && echo ", test_fast_cpu_nccl$sfx")):"
+    echo "== the UNMODIFIED tree fails $t (test_fast_cpu_vs_ref$sfx, test_fast_cpu_decode$sfx$([ $have_nccl = 1 ] && echo ", test_fast_cpu_nccl$sfx")):"
     echo "$out" | grep -v '^vrl fast' | tail -5; exit 1
   fi
 done
-echo "== unmodified tree passes (test_fast_cpu_vs_ref$sfx$([ $have_nccl = 1 ] && echo " test_fast_cpu_nccl$sfx"))"
+echo "== unmodified tree passes (test_fast_cpu_vs_ref$sfx test_fast_cpu_decode$sfx$([ $have_nccl = 1 ] && echo " test_fast_cpu_nccl$sfx"))"
 
 killed=0 total=0 missed=""
 # mutant NAME FILE PATTERN REPLACEMENT TEST EXPECT...: replace the one line matching
 # PATTERN (a fixed string) in FILE, run TEST, restore FILE; EXPECT: strings the error must hold
 mutant() {
   local name=$1 file=$2 pattern=$3 replacement=$4 test=$5; shift 5
+  if [ -n "${MUTANTS:-}" ] && [[ " $MUTANTS " != *" $name "* ]]; then return; fi
   total=$((total + 1))
   local n; n=$(grep -cF -- "$pattern" "$root/$file" || true)
   if [ "$n" != 1 ]; then echo "== $name: '$pattern' occurs $n times in $file (update this script)"; exit 1; fi
@@ -61,6 +68,8 @@ mutant() {
   # the copy keeps the file's path under $dir, so errors name it as fast/FILE:LINE
   local dir=$tmp/$name copy=$tmp/$name/$file target=test_fast_cpu_vs_ref$sfx
   [ "$test" = nccl ] && target=test_fast_cpu_nccl$sfx
+  [ "$test" = decode ] && target=test_fast_cpu_decode$sfx
+  [ "${test%% *}" = ops ] && target=test_fast_cpu_ops$sfx
   mkdir -p "$(dirname "$copy")"
   cp "$root/$file" "$copy"
   PAT=$pattern REP=$replacement perl -0pi -e 's/\Q$ENV{PAT}\E/$ENV{REP}/' "$copy"
@@ -166,6 +175,40 @@ mutant rope_bwd_partner_lane_off_by_one fast/attention_mma_backward.cu \
 mutant rope_bwd_fused_before_kept_shares fast/model.cu \
   'return !(m->amix && (kind == MIX_Q ? m->amix->dq_keep[l] : m->amix->dk_keep[l]));' 'return 1;' \
   "mma tiny_cross_layer" "FAIL: tiny_cross_layer@mma" "k_proj"
+# The keys' RoPE at the tensor-core attention's K loads (AttnRope.k, fast/attention_mma_rope.cuh; no
+# rope_forward pass over k): the forward's K tiles left unrotated (below the diagonal and on it:
+# the rotation is in mma_next_tile), the dQ kernel's diagonal K tiles left unrotated, the sign of
+# sin at the forward's K loads and at the dK/dV kernel's (its own keys), the pass dropped for flash too
+# (which reads k as it is: rotated by the pass or not at all), dropped where a later layer's
+# attention_mix.cu call reads k_l (Eq. 2's k_m: the kernels get no rope there), and dropped in the
+# decoder (its prefill copies acts[l].k into the KV cache as RoPE'd keys). Each a wrong loss,
+# gradient or logits, except where K only enters the scores (the forward, dK/dV's own keys): the
+# models of test_fast_cpu_vs_ref attend nearly uniformly (small scores), so a wrong rotation there
+# stays inside its bounds; test_fast_cpu_ops's attention tests, which want rope_forward's bits,
+# catch those three.
+mutant rope_k_fwd_tiles_unrotated fast/attention_mma_forward.cu \
+  'if (kcos) mma_rope_k_rows<HD, BK>(tiles[j & 1][0], kcos, ksin, j * BK, T, 1.0f);' '' \
+  "ops fast_cpu_ops/attention_mma_hd64_mqa_two_tiles" "FAIL" "attention_mma_hd64_mqa_two_tiles"
+mutant rope_k_dq_diagonal_tiles_unrotated fast/attention_mma_backward.cu \
+  'if (kcos) mma_rope_k_rows<HD, R>(stages + (j & 1) * 2 * R * RS, kcos, ksin, j * R, T, 1.0f); /* as above */' '' \
+  "mma tiny_baseline" "FAIL: tiny_baseline@mma" "q_proj"
+mutant rope_k_fwd_sin_sign_flipped fast/attention_mma_forward.cu \
+  'mma_rope_k_rows<HD, BK>(tiles[j & 1][0], kcos, ksin, j * BK, T, 1.0f);' \
+  'mma_rope_k_rows<HD, BK>(tiles[j & 1][0], kcos, ksin, j * BK, T, -1.0f);' \
+  "ops fast_cpu_ops/attention_mma_hd8_padded_to_16" "FAIL" "attention_mma_hd8_padded_to_16"
+mutant rope_k_dkdv_sin_sign_flipped fast/attention_mma_backward.cu \
+  'mma_rope_k_rows<HD, MMA_BWD_OWN>(stages, kcos, ksin, j0, T, 1.0f);' \
+  'mma_rope_k_rows<HD, MMA_BWD_OWN>(stages, kcos, ksin, j0, T, -1.0f);' \
+  "ops fast_cpu_ops/attention_mma_backward_hd128" "FAIL" "attention_mma_backward_hd128"
+mutant rope_k_pass_dropped_for_flash fast/model.cu \
+  'return rope_fused(m, l, MIX_K) && !m->decoder;' 'return !amix_layer(m, l) && !m->decoder;' \
+  "flash tiny_baseline" "FAIL: tiny_baseline@flash"
+mutant rope_k_pass_dropped_for_a_later_reader fast/model.cu \
+  'return rope_fused(m, l, MIX_K) && !m->decoder;' 'return m->attention == FAST_ATTENTION_MMA && !amix_layer(m, l) && !m->decoder;' \
+  "mma tiny_cross_layer" "FAIL: tiny_cross_layer@mma"
+mutant rope_k_pass_dropped_in_the_decoder fast/model.cu \
+  'return rope_fused(m, l, MIX_K) && !m->decoder;' 'return rope_fused(m, l, MIX_K);' \
+  decode "FAIL:" "decoder"
 # Not here, each caught by its own test (this script's runs are test_fast_cpu_vs_ref's cases
 # and test_fast_cpu_nccl at one rank): fast/mma.cuh's asm without .trans (test_mma_ptx builds
 # that mutant itself), ZeRO's uneven-bucket reduce from a wrong offset (needs 3 ranks:

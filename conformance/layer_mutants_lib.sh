@@ -1,6 +1,8 @@
 # layer_mutants_lib.sh: what the CPU layer's instruction mutant scripts share
-# (wgmma_hazard_mutants.sh, mbarrier_hazard_mutants.sh). Sourced, after setting SUITE, the
-# criterion suite of the two test programs test_cuda_cpu_$SUITE and test_cuda_cpu_${SUITE}_check.
+# (wgmma_hazard_mutants.sh, mbarrier_hazard_mutants.sh, gemm_wgmma_mutants.sh). Sourced, after setting
+# SUITE, the criterion suite of the two test programs test_cuda_cpu_$SUITE and
+# test_cuda_cpu_${SUITE}_check; PROGRAM (the plain program's name) and CRITERION_SUITE override
+# those names where a script's programs are named otherwise.
 #
 # It requires the unmodified programs to pass, then each `mutant` call injects one change into
 # a copy of a file, rebuilds only that object and the one program from the build's own objects
@@ -14,15 +16,17 @@ build=$(cd "${VRL_BUILD_DIR:-$root/build}" && pwd)
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/vrl-$SUITE-mutants.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 
+PROGRAM=${PROGRAM:-test_cuda_cpu_$SUITE}
+CRITERION_SUITE=${CRITERION_SUITE:-cuda_cpu_$SUITE}
 # run BIN TEST: one criterion test of BIN, output on stdout
-run() { (cd "$tmp" && "$1" --filter "cuda_cpu_$SUITE/$2" 2>&1); }
+run() { (cd "$tmp" && "$1" --filter "$CRITERION_SUITE/$2" 2>&1); }
 
-for p in "test_cuda_cpu_$SUITE" "test_cuda_cpu_${SUITE}_check"; do
+for p in "$PROGRAM" "${PROGRAM}_check"; do
   if ! out=$(run "$build/bin/$p" '*'); then
     echo "== the UNMODIFIED tree fails $p:"; echo "$out" | tail -5; exit 1
   fi
 done
-echo "== unmodified tree passes (test_cuda_cpu_$SUITE, test_cuda_cpu_${SUITE}_check)"
+echo "== unmodified tree passes ($PROGRAM, ${PROGRAM}_check)"
 
 killed=0 total=0 missed=""
 # mutant NAME FILE PATTERN REPLACEMENT PROGRAM TEST EXPECT: replace the one line matching PATTERN

@@ -253,6 +253,32 @@ Test(cuda_cpu, launch_limits_are_errors_naming_the_kernel) {
     cr_expect_str_eq(launch_message(), "", "1024 threads is the limit, not past it");
 }
 
+__global__ void opted_in_kernel(int *p) { (void)p; }
+__global__ void other_kernel(int *p) { (void)p; }
+
+/* cudaFuncSetAttribute's MaxDynamicSharedMemorySize: that kernel (and no other) may then ask for up
+ * to the amount set, at most an H100's 227 KiB */
+Test(cuda_cpu, dynamic_shared_memory_opt_in_per_kernel) {
+    LAUNCH(opted_in_kernel, 1, 32, 100 << 10, 0)(nullptr);
+    const char *m = launch_message();
+    cr_expect(strstr(m, "opted_in_kernel: 102400 bytes of dynamic shared memory (at most 49152 without "
+                        "cudaFuncSetAttribute's MaxDynamicSharedMemorySize)"), "%s", m);
+    cr_assert_eq(cudaFuncSetAttribute(opted_in_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, 200 << 10),
+                 cudaSuccess);
+    LAUNCH(opted_in_kernel, 1, 32, 200 << 10, 0)(nullptr);
+    cr_expect_str_eq(launch_message(), "", "opted into 200 KiB");
+    LAUNCH(opted_in_kernel, 1, 32, (200 << 10) + 16, 0)(nullptr);
+    m = launch_message();
+    cr_expect(strstr(m, "opted_in_kernel: 204816 bytes of dynamic shared memory (at most 204800: the kernel's opt-in)"),
+              "%s", m);
+    LAUNCH(other_kernel, 1, 32, 100 << 10, 0)(nullptr);
+    m = launch_message();
+    cr_expect(strstr(m, "other_kernel: 102400 bytes"), "another kernel keeps 48 KiB: %s", m);
+    cr_expect_eq(cudaFuncSetAttribute(opted_in_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, 228 << 10),
+                 cudaErrorInvalidValue, "past 227 KiB");
+    (void)launch_message();
+}
+
 /* ------------------------------------------------------------------ graphs */
 
 __global__ void add_kernel(float *x, float v) { x[threadIdx.x] += v; }

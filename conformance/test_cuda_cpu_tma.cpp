@@ -1,19 +1,20 @@
 /* test_cuda_cpu_tma.cpp: TMA tensor loads (fast/tma.cuh) on the CPU layer (fast/cuda_cpu/tma.h,
  * docs/design/cuda-on-cpu.md "TMA on the CPU").
  *
- * Story: a wgmma GEMM's producer loads its A and B tiles with tma_load_2d and its consumer
+ * Story: a wgmma GEMM's producer warp loads its A and B tiles with tma_load_2d and its consumer
  * warpgroup multiplies them through K-major descriptors with the same swizzle; the products must
  * be exactly the host's, for every swizzle mode (128B, 64B, 32B, and none with 8-column boxes as
- * core matrices), with the boxes partly outside the tensors (zeros), in three warp orders: TMA
- * and wgmma agree on the layout. Then the layout itself, against the pattern written out as the
- * CUDA programming guide draws it (chunk c of a box row moved to c XOR the row's index in its
- * pattern), with boxes over the right and bottom edges and at negative coordinates; the whole
- * box's bytes counted on the barrier (an expect_tx of the box completes the phase, exactly);
- * the destination read before the wait holding the old bytes (in the check build,
- * test_cuda_cpu_tma_check, a race naming the kernel). Misuse, each one launch error naming the
- * kernel: a map never encoded, a misaligned or misplaced destination, a swizzled box narrower
- * than its span, a box past the shared memory, an uninitialised barrier; and the encoder's
- * refusals, one line each. */
+ * core matrices), with the boxes partly outside the tensors (zeros), in three warp orders, and
+ * with A loaded M-major from its transpose (imm-trans-a 1): TMA and wgmma agree on the layout.
+ * Then the layout itself, against the pattern written out as the CUDA programming guide draws it
+ * (chunk c of a box row moved to c XOR the row's index in its pattern), with boxes over the right
+ * and bottom edges and at negative coordinates; the whole box's bytes counted on the barrier (an
+ * expect_tx of the box completes the phase, exactly); the destination read before the wait holding
+ * the old bytes (in the check build, test_cuda_cpu_tma_check, a race naming the kernel). Misuse,
+ * each one launch error naming the kernel: a map never encoded, a misaligned or misplaced
+ * destination, a swizzled box narrower than its span, a box past the shared memory, an
+ * uninitialised barrier; and the encoder's refusals, one line each.
+ */
 #include <criterion/criterion.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,31 +45,37 @@ static uint32_t box_row_bytes(int swizzle) { return swizzle ? 16u << swizzle : 1
 
 /* ------------------------------------------------------------------ TMA feeds wgmma */
 
-/* D[64][32] = A[64 x 64]·B[32 x 64]^T over K = 64, both K-major in global memory (row-major with K
- * contiguous): A from tensor a (A_ROWS x A_COLS, row stride A_STRIDE bytes) at (row A_R0, col K0),
- * B from tensor b (B_ROWS x B_COLS) at (B_R0, K0); the boxes run past both tensors' ends. */
-enum { A_ROWS = 80, A_COLS = 72, A_STRIDE = 160, B_ROWS = 40, B_COLS = 72, B_STRIDE = 160 };
+/* D[64][32] = A[64 x 64]·B[32 x 64]^T over K = 64, B K-major in global memory (row-major with K
+ * contiguous): B from tensor b (B_ROWS x B_COLS, row stride B_STRIDE bytes) at (row B_R0, col K0).
+ * A K-major the same way from tensor a (A_ROWS x A_COLS) at (A_R0, K0), or M-major (a backward
+ * pass's transposed operand) from its transpose at (tensor) (K0, A_R0), the boxes then K rows of
+ * `cols` M elements and wgmma's imm-trans-a 1. The boxes run past the tensors' ends. */
+enum { A_ROWS = 80, A_COLS = 72, A_STRIDE = 160, AT_STRIDE = 176, B_ROWS = 40, B_COLS = 72, B_STRIDE = 160 };
 enum { A_R0 = 30, B_R0 = 16, K0 = 16, GN = 32 };
 /* dynamic shared memory: the barrier at 0, A's boxes at 1024 (8 KiB), B's at 9216 (4 KiB) */
 enum { A_AT = 1024, B_AT = A_AT + 64 * 128, GEMM_SMEM = B_AT + GN * 128 };
 
-/* block: one warpgroup; thread 0 issues the loads; d [64][GN] */
+/* block: warps 0-3 the consumer warpgroup, warp 4 the producer (its lane 0 issues the loads
+ * once the barrier is initialised); d [64][GN] */
 __global__ void tma_wgmma_kernel(const __grid_constant__ TmaMap ma, const __grid_constant__ TmaMap mb, int swizzle,
-                                 float *d) {
+                                 int a_mn, float *d) {
     char *smem = (char *)cuda_cpu::dynamic_shared();
     uint64_t *bar = (uint64_t *)smem;
     const uint32_t row = box_row_bytes(swizzle), cols = row / 2; /* a box: rows x `cols` elements */
     const uint32_t a_box = 64 * row, b_box = GN * row;
-    if (threadIdx.x == 0) {
-        mbarrier_init(bar, 1);
+    if (threadIdx.x == 0) mbarrier_init(bar, 1);
+    __syncthreads(); /* the barrier is initialised */
+    if (threadIdx.x >= 128) { /* the producer warp */
+        if (threadIdx.x != 128) return;
         mbarrier_arrive_expect_tx(bar, (64 + GN) * 64 * 2);
         for (uint32_t j = 0; j < 64 / cols; j++) { /* the K range in boxes of `cols` columns */
-            tma_load_2d(smem + A_AT + j * a_box, &ma, K0 + (int32_t)(j * cols), A_R0, bar);
+            if (a_mn) tma_load_2d(smem + A_AT + j * a_box, &ma, A_R0 + (int32_t)(j * cols), K0, bar);
+            else tma_load_2d(smem + A_AT + j * a_box, &ma, K0 + (int32_t)(j * cols), A_R0, bar);
             tma_load_2d(smem + B_AT + j * b_box, &mb, K0 + (int32_t)(j * cols), B_R0, bar);
         }
+        return;
     }
-    __syncthreads(); /* the barrier is initialised */
-    mbarrier_wait_parity(bar, 0);
+    mbarrier_wait_parity(bar, 0); /* the tiles have landed */
     const int wg_swizzle = swizzle == TMA_SWIZZLE_128B ? WGMMA_SWIZZLE_128B
                            : swizzle == TMA_SWIZZLE_64B ? WGMMA_SWIZZLE_64B
                            : swizzle == TMA_SWIZZLE_32B ? WGMMA_SWIZZLE_32B
@@ -85,7 +92,12 @@ __global__ void tma_wgmma_kernel(const __grid_constant__ TmaMap ma, const __grid
             da = wgmma_desc(smem + A_AT + 2 * s * a_box, a_box, 128, wg_swizzle);
             db = wgmma_desc(smem + B_AT + 2 * s * b_box, b_box, 128, wg_swizzle);
         }
-        wgmma_bf16_ss<GN, 0, 0>(acc, da, db, s > 0);
+        if (a_mn) { /* row k of a box at k·row bytes: SBO 8 k-rows, LBO the next box's M elements */
+            da = swizzle ? wgmma_desc(smem + A_AT + 16 * s * row, a_box, 8 * row, wg_swizzle)
+                         : wgmma_desc(smem + A_AT + 16 * s * row, 128, a_box, wg_swizzle);
+            wgmma_bf16_ss<GN, 1, 0>(acc, da, db, s > 0);
+        } else
+            wgmma_bf16_ss<GN, 0, 0>(acc, da, db, s > 0);
     }
     wgmma_commit();
     wgmma_wait<0>();
@@ -113,26 +125,35 @@ Test(cuda_cpu_tma, tma_tiles_feed_wgmma_exactly_in_every_swizzle) {
                 if (ar < A_ROWS && br < B_ROWS && c < A_COLS)
                     want[m * GN + n] += (double)bf16_float(a[ar * A_STRIDE / 2 + c]) * bf16_float(b[br * B_STRIDE / 2 + c]);
             }
-    for (int mi = 0; mi < 4; mi++) {
-        const int s = modes[mi];
-        const uint32_t cols = box_row_bytes(s) / 2;
-        TmaMap ma, mb;
-        char err[256];
-        cr_assert_eq(tma_map_2d_bf16(&ma, a.data(), A_ROWS, A_COLS, A_STRIDE, 64, cols, s, err, sizeof err), 0, "%s", err);
-        cr_assert_eq(tma_map_2d_bf16(&mb, b.data(), B_ROWS, B_COLS, B_STRIDE, GN, cols, s, err, sizeof err), 0, "%s", err);
-        for (int o = 0; o < 3; o++) {
-            cr_assert_eq(cuda_cpu::set_thread_order(orders[o]), 0);
-            std::vector<float> d(64 * GN, -1.0f);
-            LAUNCH(tma_wgmma_kernel, 1, 128, GEMM_SMEM, 0)(ma, mb, s, d.data());
-            const char *msg = launch_message();
-            cr_assert_str_empty(msg, "%s swizzle, %s order: %s", mode_name(s), orders[o], msg);
-            int wrong = 0, first = -1;
-            for (int i = 0; i < 64 * GN; i++)
-                if ((double)d[i] != want[i]) wrong++, first = first < 0 ? i : first;
-            cr_assert_eq(wrong, 0, "%s swizzle, %s order: %d of %d products wrong (first D[%d][%d] = %g, want %g)",
-                         mode_name(s), orders[o], wrong, 64 * GN, first / GN, first % GN, d[first], want[first]);
+    /* A's transpose [A_COLS][A_ROWS], row stride AT_STRIDE bytes: the M-major copy of A */
+    std::vector<uint16_t> at(A_COLS * AT_STRIDE / 2, small_bf16(7));
+    for (int r = 0; r < A_ROWS; r++)
+        for (int c = 0; c < A_COLS; c++) at[c * AT_STRIDE / 2 + r] = a[r * A_STRIDE / 2 + c];
+    for (int mi = 0; mi < 4; mi++)
+        for (int a_mn = 0; a_mn < 2; a_mn++) {
+            const int s = modes[mi];
+            const uint32_t cols = box_row_bytes(s) / 2;
+            const char *major = a_mn ? "A M-major" : "A K-major";
+            TmaMap ma, mb;
+            char err[256];
+            const int e = a_mn ? tma_map_2d_bf16(&ma, at.data(), A_COLS, A_ROWS, AT_STRIDE, 64, cols, s, err, sizeof err)
+                               : tma_map_2d_bf16(&ma, a.data(), A_ROWS, A_COLS, A_STRIDE, 64, cols, s, err, sizeof err);
+            cr_assert_eq(e, 0, "%s", err);
+            cr_assert_eq(tma_map_2d_bf16(&mb, b.data(), B_ROWS, B_COLS, B_STRIDE, GN, cols, s, err, sizeof err), 0, "%s",
+                         err);
+            for (int o = 0; o < 3; o++) {
+                cr_assert_eq(cuda_cpu::set_thread_order(orders[o]), 0);
+                std::vector<float> d(64 * GN, -1.0f);
+                LAUNCH(tma_wgmma_kernel, 1, 160, GEMM_SMEM, 0)(ma, mb, s, a_mn, d.data());
+                const char *msg = launch_message();
+                cr_assert_str_empty(msg, "%s swizzle, %s, %s order: %s", mode_name(s), major, orders[o], msg);
+                int wrong = 0, first = -1;
+                for (int i = 0; i < 64 * GN; i++)
+                    if ((double)d[i] != want[i]) wrong++, first = first < 0 ? i : first;
+                cr_assert_eq(wrong, 0, "%s swizzle, %s, %s order: %d of %d products wrong (first D[%d][%d] = %g, want %g)",
+                             mode_name(s), major, orders[o], wrong, 64 * GN, first / GN, first % GN, d[first], want[first]);
+            }
         }
-    }
     cr_assert_eq(cuda_cpu::set_thread_order("forward"), 0);
 }
 

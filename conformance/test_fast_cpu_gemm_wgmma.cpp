@@ -6,8 +6,10 @@
  * and rounds once (fast/cuda_cpu/wgmma.cpp, "Precision"); the kernel takes the k16 steps in
  * ascending k. So the expected bits are acc = fp32(acc + Σ16 a·b) over k16 steps, then the
  * epilogue's roundings: any misplaced element (a layout, a swizzle, a TMA coordinate, a stage
- * read before it landed, an edge not zero-filled) changes them. Shapes: rows, columns and k
- * not multiples of the 128 x 128 x 64 tile (edge blocks, a k tail zero-filled by TMA), more k
+ * read before it landed, an edge not zero-filled) changes them. The kernel is persistent: in
+ * the third order three blocks take all the tiles between them, so a block's ring of stages and
+ * phases runs on from one tile into the next. Shapes: rows, columns and k not multiples of the
+ * 128 x 256 x 64 tile (edge blocks, a k tail zero-filled by TMA), more k
  * steps than stages (the ring wraps twice), the residual add, and the SwiGLU epilogue whose
  * gate and up columns are F apart, checked bit for bit against swiglu_forward on the gate|up
  * it wrote. */
@@ -71,6 +73,7 @@ static void forward_case(int M, int K, int N, int with_residual) {
     for (const char *o : orders) {
         cr_assert_eq(cuda_cpu::set_thread_order(o), 0);
         cr_assert_eq(cuda_cpu::set_block_order(o), 0);
+        fast_cpu::gemm_wgmma_max_blocks(o == orders[2] ? 3 : 0); /* the third order: 3 blocks take every tile */
         vector<bf16> out((size_t)M * N, __float2bfloat16(NAN));
         cr_assert_eq(fast_cpu::gemm_wgmma_forward(out.data(), a.data(), b.data(), with_residual ? res.data() : NULL, M,
                                                   K, N),
@@ -82,13 +85,14 @@ static void forward_case(int M, int K, int N, int with_residual) {
     }
     cuda_cpu::set_thread_order("forward");
     cuda_cpu::set_block_order("forward");
+    fast_cpu::gemm_wgmma_max_blocks(0);
 }
 
 Test(gemm_wgmma, edge_tiles_k_tail_and_wrapping_stages) { forward_case(200, 584, 264, 0); }
 Test(gemm_wgmma, residual_added_before_the_rounding) { forward_case(130, 72, 136, 1); }
 
 Test(gemm_wgmma, swiglu_epilogue_writes_gate_up_and_the_product) {
-    const int M = 150, K = 200, F = 100; /* F: a gate|up tile of 64 + 64 columns straddles W_up's first rows */
+    const int M = 150, K = 200, F = 300; /* F: 3 tiles of 128 gate + 128 up columns, the last straddling W_up's first rows */
     const vector<bf16> a = random_bf16((size_t)M * K, 2.0f), w = random_bf16((size_t)2 * F * K, 1.0f);
     const vector<float> acc = product_as_summed(a, w, M, 2 * F, K);
     vector<bf16> want_gu((size_t)M * 2 * F);
@@ -98,6 +102,7 @@ Test(gemm_wgmma, swiglu_epilogue_writes_gate_up_and_the_product) {
     for (const char *o : orders) {
         cr_assert_eq(cuda_cpu::set_thread_order(o), 0);
         cr_assert_eq(cuda_cpu::set_block_order(o), 0);
+        fast_cpu::gemm_wgmma_max_blocks(o == orders[2] ? 3 : 0); /* the third order: 3 blocks take every tile */
         vector<bf16> gu((size_t)M * 2 * F, __float2bfloat16(NAN)), swi((size_t)M * F, __float2bfloat16(NAN));
         cr_assert_eq(fast_cpu::gemm_wgmma_gate_up_swiglu(gu.data(), swi.data(), a.data(), w.data(), M, K, F), 0, "%s",
                      vrl_last_error());
@@ -109,11 +114,12 @@ Test(gemm_wgmma, swiglu_epilogue_writes_gate_up_and_the_product) {
     }
     cuda_cpu::set_thread_order("forward");
     cuda_cpu::set_block_order("forward");
+    fast_cpu::gemm_wgmma_max_blocks(0);
 }
 
 /* dgu = swiglu_backward(dout · W_down, gu) with W_down [C,F] read N-major (its 64-column blocks
  * by the descriptor's LBO): against the product summed as the kernel does, rounded to bf16, and
- * swiglu_backward on it, bit for bit. F = 200: a 128-column tile and a short one; C = 136: a k tail. */
+ * swiglu_backward on it, bit for bit. F = 600: two 256-column tiles and a short one; C = 136: a k tail. */
 static void down_dx_case(int M, int C, int F) {
     const vector<bf16> dout = random_bf16((size_t)M * C, 1.0f), w = random_bf16((size_t)C * F, 1.0f);
     const vector<bf16> gu = random_bf16((size_t)M * 2 * F, 3.0f);
@@ -127,6 +133,7 @@ static void down_dx_case(int M, int C, int F) {
     for (const char *o : orders) {
         cr_assert_eq(cuda_cpu::set_thread_order(o), 0);
         cr_assert_eq(cuda_cpu::set_block_order(o), 0);
+        fast_cpu::gemm_wgmma_max_blocks(o == orders[2] ? 3 : 0); /* the third order: 3 blocks take every tile */
         vector<bf16> dgu((size_t)M * 2 * F, __float2bfloat16(NAN));
         cr_assert_eq(fast_cpu::gemm_wgmma_down_dx_swiglu(dgu.data(), dout.data(), w.data(), gu.data(), M, C, F), 0,
                      "%s", vrl_last_error());
@@ -136,8 +143,9 @@ static void down_dx_case(int M, int C, int F) {
     }
     cuda_cpu::set_thread_order("forward");
     cuda_cpu::set_block_order("forward");
+    fast_cpu::gemm_wgmma_max_blocks(0);
 }
-Test(gemm_wgmma, down_projection_dx_with_the_swiglu_backward) { down_dx_case(140, 136, 200); }
+Test(gemm_wgmma, down_projection_dx_with_the_swiglu_backward) { down_dx_case(140, 136, 600); }
 Test(gemm_wgmma, down_projection_dx_narrower_than_one_box) { down_dx_case(80, 16, 56); }
 
 Test(gemm_wgmma, refuses_a_row_stride_tma_cannot_take) {

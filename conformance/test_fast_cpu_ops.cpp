@@ -524,10 +524,14 @@ static void attention_mma_case(int B, int T, int NH, int NKV, int hd) {
     /* RoPE in the forward: q16 as the queries before RoPE, rope_forward's result beside them */
     vector<float> cos_t, sin_t;
     rope_tables_as_model(T, hd, cos_t, sin_t);
-    vector<bf16> q_rot = q16;
+    vector<bf16> q_rot = q16, k_rot = k16;
     cr_assert_eq(fast_cpu::rope_forward(q_rot.data(), qC, cos_t.data(), sin_t.data(), B, T, NH, hd), 0, "%s",
                  vrl_last_error());
-    const fast_cpu::AttnRope rope = {cos_t.data(), sin_t.data(), 1, 0, 0};
+    cr_assert_eq(fast_cpu::rope_forward(k_rot.data(), kvC, cos_t.data(), sin_t.data(), B, T, NKV, hd), 0, "%s",
+                 vrl_last_error());
+    const fast_cpu::AttnRope rope = {cos_t.data(), sin_t.data(), 1, 0, 0, 0};
+    /* and the keys' RoPE at the K loads (AttnRope.k): k stays as given */
+    const fast_cpu::AttnRope rope_qk = {cos_t.data(), sin_t.data(), 1, 0, 0, 1};
     for (const char *o : test_orders()) {
         cr_assert_eq(cuda_cpu::set_thread_order(o), 0);
         vector<bf16> fo((size_t)N * qC), fo2((size_t)N * qC), dq((size_t)N * qC), dk((size_t)N * kvC);
@@ -559,6 +563,24 @@ static void attention_mma_case(int B, int T, int NH, int NKV, int hd) {
             cr_expect(same_bits(ro, ro_ref) && same_bits(rl, rl_ref),
                       "mma T=%d hd=%d, order %s: out or lse with RoPE in the forward differ from the forward fed "
                       "rope_forward's queries", T, hd, o);
+            /* the keys too: the same bits as the forward fed rope_forward's queries and keys; k not written */
+            vector<bf16> qkv_qk = qkv;
+            cr_assert_eq(fast_cpu::attention_mma_forward(ro.data(), rl.data(), qkv_qk.data(), qkv_qk.data() + qC,
+                                                         qkv_qk.data() + qC + kvC, fused, B, T, NH, NKV, hd, &rope_qk),
+                         0, "%s", vrl_last_error());
+            cr_assert_eq(fast_cpu::attention_mma_forward(ro_ref.data(), rl_ref.data(), q_rot.data(), k_rot.data(),
+                                                         v16.data(), own, B, T, NH, NKV, hd, NULL),
+                         0, "%s", vrl_last_error());
+            int k_ok = 1;
+            for (int n = 0; n < N; n++) {
+                k_ok &= !memcmp(&qkv_qk[(size_t)n * S], &q_rot[(size_t)n * qC], qC * sizeof(bf16));
+                k_ok &= !memcmp(&qkv_qk[(size_t)n * S + qC], &qkv[(size_t)n * S + qC], 2 * kvC * sizeof(bf16));
+            }
+            cr_expect(k_ok, "mma T=%d hd=%d, order %s: with the keys' RoPE at the loads, q is not rope_forward's "
+                            "bits or k, v were written", T, hd, o);
+            cr_expect(same_bits(ro, ro_ref) && same_bits(rl, rl_ref),
+                      "mma T=%d hd=%d, order %s: out or lse with the keys rotated at their loads differ from the "
+                      "forward fed rope_forward's keys", T, hd, o);
         }
         double lse_err = 0;
         for (size_t i = 0; i < lse.size(); i++) lse_err = fmax(lse_err, fabs(lse[i] - rlse[i]));
@@ -718,7 +740,12 @@ static void attention_mma_backward_case(int B, int T, int NH, int NKV, int hd) {
         return r;
     };
     const vector<double> rdq_rope = rotate_t(rdq, qC), rdk_rope = rotate_t(rdk, kvC);
-    const fast_cpu::AttnRope rope = {cos_t.data(), sin_t.data(), 0, 1, 1};
+    const fast_cpu::AttnRope rope = {cos_t.data(), sin_t.data(), 0, 1, 1, 0};
+    /* the keys' RoPE at the K loads: fed the keys before RoPE, the bits of the run fed rope_forward's */
+    const fast_cpu::AttnRope rope_k = {cos_t.data(), sin_t.data(), 0, 1, 1, 1};
+    vector<bf16> k_rot = k16;
+    cr_assert_eq(fast_cpu::rope_forward(k_rot.data(), kvC, cos_t.data(), sin_t.data(), B, T, NKV, hd), 0, "%s",
+                 vrl_last_error());
     vector<bf16> first_dq, first_dk, first_dq_rope, first_dk_rope;
     vector<float> first_dv;
     for (const char *o : test_orders()) {
@@ -743,13 +770,28 @@ static void attention_mma_backward_case(int B, int T, int NH, int NKV, int hd) {
         cr_expect_leq(rel(dk_rope, rdk_rope), 5e-3, "mma T=%d hd=%d Rᵀ·dk, order %s: %.3e", T, hd, o,
                       rel(dk_rope, rdk_rope));
         cr_expect(same_bits(dv_rope, dv), "mma T=%d hd=%d: the RoPE epilogue changed dv", T, hd);
+        {
+            vector<bf16> dq_a((size_t)N * qC), dk_a((size_t)N * kvC), dq_b((size_t)N * qC), dk_b((size_t)N * kvC);
+            vector<float> dv_a((size_t)N * kvC), dv_b((size_t)N * kvC);
+            cr_assert_eq(fast_cpu::attention_mma_backward(dq_a.data(), dk_a.data(), {dv_a.data(), 1.0f, 0, NULL},
+                                                          D.data(), do16.data(), fo.data(), q16.data(), k16.data(),
+                                                          v16.data(), own, lse.data(), B, T, NH, NKV, hd, &rope_k),
+                         0, "%s", vrl_last_error());
+            cr_assert_eq(fast_cpu::attention_mma_backward(dq_b.data(), dk_b.data(), {dv_b.data(), 1.0f, 0, NULL},
+                                                          D.data(), do16.data(), fo.data(), q16.data(), k_rot.data(),
+                                                          v16.data(), own, lse.data(), B, T, NH, NKV, hd, &rope),
+                         0, "%s", vrl_last_error());
+            cr_expect(same_bits(dq_a, dq_b) && same_bits(dk_a, dk_b) && same_bits(dv_a, dv_b),
+                      "mma T=%d hd=%d, order %s: dq, dk, dv with the keys rotated at their loads differ from the "
+                      "backward fed rope_forward's keys", T, hd, o);
+        }
         if (o == orders[0]) first_dq = dq, first_dk = dk, first_dv = dv, first_dq_rope = dq_rope, first_dk_rope = dk_rope;
         else
             cr_expect(same_bits(dq, first_dq) && same_bits(dk, first_dk) && same_bits(dv, first_dv) &&
                           same_bits(dq_rope, first_dq_rope) && same_bits(dk_rope, first_dk_rope),
                       "mma attention backward T=%d hd=%d: order %s changes the bits", T, hd, o);
     }
-    const fast_cpu::AttnRope misaligned = {cos_t.data() + 1, sin_t.data(), 0, 1, 0};
+    const fast_cpu::AttnRope misaligned = {cos_t.data() + 1, sin_t.data(), 0, 1, 0, 0};
     cr_expect_neq(fast_cpu::attention_mma_backward(first_dq.data(), first_dk.data(), {first_dv.data(), 1.0f, 0, NULL},
                                                    D.data(), do16.data(), fo.data(), q16.data(), k16.data(), v16.data(),
                                                    own, lse.data(), B, T, NH, NKV, hd, &misaligned),

@@ -3,8 +3,9 @@
 # where no GPU answers. The slot script runs from a packed .gpu/ inside a private mount
 # namespace in which the system's libomp and pkg-config are hidden, as on the bare GPU
 # machine; its GPU steps must skip, saying so, and everything else must pass:
-#   plan:  slot 1 holds the essential checks (fast-vs-ref flash and mma, the sanitizers with
-#          the tensor-core attention's, the 468M benchmark with its per-kernel table); each
+#   plan:  slot 1 holds the essential checks (fast-vs-ref flash, mma and --gemm wgmma, the
+#          sanitizers with the tensor-core attention's and the wgmma GEMM's racecheck, the 468M
+#          benchmark with its per-kernel table); each
 #          slot's estimates fit its budget; the device budget adds up, its first pass within
 #          600 of the 900 device-seconds and a rerun of slot 1 in what is left.
 #   slot1: configure and the targeted nvcc build pass with the packed pkgconf, libraries and
@@ -37,7 +38,7 @@ fi
 # budget, the first pass within 10 of the 15 device-minutes, and a rerun of slot 1 in what is left
 plan_steps() { bash scripts/gpu.sh plan | awk -v s="slot$1:" '$1 == s { on = !on; next } on && /^\| [a-z]/ && $2 != "step" { print $2 }'; }
 bash scripts/gpu.sh plan >"$tmp/plan.txt"
-for s in fast_vs_ref_flash fast_vs_ref_mma memcheck racecheck memcheck_mma racecheck_mma bench_468M_mma; do
+for s in fast_vs_ref_flash fast_vs_ref_mma memcheck racecheck memcheck_mma racecheck_mma fast_vs_ref_wgmma racecheck_wgmma bench_468M_mma; do
   check "plan_slot1_has_$s" grep -qx "$s" <(plan_steps 1)
 done
 check plan_slot1_bench_has_kernel_table grep -qE '^\| bench_468M_mma .*--attention mma, per-kernel table' "$tmp/plan.txt"
@@ -107,11 +108,11 @@ report=$tmp/out1/report.md
 # every step of the plan has a row, in order
 rows() { awk -F'|' '/^\| [A-Za-z0-9_]+ \|/ { gsub(/ /, "", $2); if ($2 != "step") print $2 }' "$1"; }
 check slot1_rows_are_the_plan test "$(rows "$report")" = "$(plan_steps 1)"
-check slot1_has_11_steps test "$(plan_steps 1 | wc -l)" = 11
+check slot1_has_13_steps test "$(plan_steps 1 | wc -l)" = 13
 for s in probe deps configure build; do
   check "slot1_${s}_ok" grep -qE "^\| $s \| ok \|" "$report"
 done
-for s in fast_vs_ref_flash fast_vs_ref_mma memcheck racecheck memcheck_mma racecheck_mma bench_468M_mma; do
+for s in fast_vs_ref_flash fast_vs_ref_mma memcheck racecheck memcheck_mma racecheck_mma fast_vs_ref_wgmma racecheck_wgmma bench_468M_mma; do
   check "slot1_${s}_skipped_no_device" grep -qE "^\| $s \| skipped: no CUDA device" "$report"
 done
 tar -tzf "$tmp/out1/logs.tar.gz" >"$tmp/tar.list" 2>/dev/null
@@ -152,7 +153,7 @@ check slot2_two_files test "$(ls -A "$tmp/out3" | wc -l)" = 2
 check slot2_rows_are_the_plan test "$(rows "$tmp/out3/report.md")" = "$(plan_steps 2)"
 check slot2_build_ok grep -qE '^\| build \| ok \|' "$tmp/out3/report.md"
 check slot2_roofline_ok grep -qE '^\| roofline \| ok \| [0-9]+ \| 30 \| 5 \| planned for baseline, ResFormer, SVFormer: [0-9,]+/[0-9,]+/[0-9,]+ tokens/s' "$tmp/out3/report.md"
-for s in repeat_fast_vs_ref fast_vs_ref_cudnn synccheck initcheck synccheck_mma bench_468M_flash bench_468M_cudnn \
+for s in repeat_fast_vs_ref fast_vs_ref_cudnn synccheck initcheck synccheck_mma memcheck_wgmma bench_468M_wgmma bench_468M_cudnn \
          bench_468M_variants torch_eager; do
   check "slot2_${s}_skipped_no_device" grep -qE "^\| $s \| skipped: no CUDA device" "$tmp/out3/report.md"
 done

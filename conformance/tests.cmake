@@ -326,6 +326,19 @@ if(VRL_HAVE_CUDA_CPU)
       ${CMAKE_SOURCE_DIR} $<TARGET_FILE:mbarrier_ptx_table>)
     set_tests_properties(test_mbarrier_ptx PROPERTIES SKIP_RETURN_CODE 77 ENVIRONMENT "TMPDIR=${VRL_TEST_TMP}")
   endif()
+  # the same for TMA tensor loads (fast/tma.cuh, sm_90): nvcc's PTX of conformance/tma_ptx_compile.cu's kernel =
+  # what the CPU layer executes, ptxas takes it, the host encoder reaches the driver only through the entry point;
+  # skipped (77) without nvcc
+  add_executable(tma_ptx_table conformance/tma_ptx_table.cpp)
+  set_target_properties(tma_ptx_table PROPERTIES CXX_STANDARD 17 CXX_STANDARD_REQUIRED ON)
+  target_include_directories(tma_ptx_table PRIVATE ${CMAKE_SOURCE_DIR})
+  target_compile_definitions(tma_ptx_table PRIVATE VRL_CUDA_CPU=1)
+  target_link_libraries(tma_ptx_table PRIVATE vrl_fast_cpu vrl_common)
+  if(NOT VRL_SANITIZE)
+    add_test(NAME test_tma_ptx COMMAND ${CMAKE_SOURCE_DIR}/conformance/test_tma_ptx.sh "${vrl_mma_nvcc}"
+      ${CMAKE_SOURCE_DIR} $<TARGET_FILE:tma_ptx_table>)
+    set_tests_properties(test_tma_ptx PROPERTIES SKIP_RETURN_CODE 77 ENVIRONMENT "TMPDIR=${VRL_TEST_TMP}")
+  endif()
   # guard zones between arena tensors: canaries in the plain build, ASan poison in the sanitizer build
   vrl_test(test_cuda_cpu_guard SOURCES conformance/test_cuda_cpu_guard.cpp LIBS vrl_fast_cpu vrl_common)
   set_target_properties(test_cuda_cpu_guard PROPERTIES CXX_STANDARD 17 CXX_STANDARD_REQUIRED ON)
@@ -489,6 +502,13 @@ if(VRL_HAVE_CUDA_CPU)
     # the mbarrier tests catch a mutant of each class: a missing full or empty wait, a wrong expect_tx, a flipped parity, the layer's parity and landing
     add_test(NAME mbarrier_hazard_mutants COMMAND ${CMAKE_SOURCE_DIR}/conformance/mbarrier_hazard_mutants.sh)
     set_tests_properties(mbarrier_hazard_mutants PROPERTIES TIMEOUT 300 ENVIRONMENT "TMPDIR=${VRL_TEST_TMP};VRL_BUILD_DIR=${CMAKE_BINARY_DIR}")
+    # the TMA tests catch a mutant of each class: the swizzle mode, row and XOR, the zero fill, swapped coordinates,
+    # the tx-count of the in-bounds part, landing at the issue, a kernel handing TMA's swizzle enum to wgmma
+    add_test(NAME tma_hazard_mutants COMMAND ${CMAKE_SOURCE_DIR}/conformance/tma_hazard_mutants.sh)
+    set_tests_properties(tma_hazard_mutants PROPERTIES TIMEOUT 300 ENVIRONMENT "TMPDIR=${VRL_TEST_TMP};VRL_BUILD_DIR=${CMAKE_BINARY_DIR}")
+    # the wgmma GEMM's tests catch 12 pipeline, layout and epilogue bugs of fast/gemm_wgmma.cu (~15 CPU-s)
+    add_test(NAME gemm_wgmma_mutants COMMAND ${CMAKE_SOURCE_DIR}/conformance/gemm_wgmma_mutants.sh)
+    set_tests_properties(gemm_wgmma_mutants PROPERTIES TIMEOUT 300 ENVIRONMENT "TMPDIR=${VRL_TEST_TMP};VRL_BUILD_DIR=${CMAKE_BINARY_DIR}")
   endif()
   if(NOT (VRL_SANITIZE OR VRL_FUZZ))
     # plain pass only: the same kernels as test_fast_cpu_vs_ref, which the sanitizer pass

@@ -20,10 +20,13 @@ typedef struct {
  *           once in shared memory, attends with them and writes them back rotated, in place (the
  *           bits rope_forward writes), so q afterwards is what rope_forward would have left;
  *   dq, dk  attention_mma_backward: those outputs leave with RoPE's transpose applied, in fp32
- *           before the bf16 store. */
+ *           before the bf16 store;
+ *   k       both: k holds the keys before RoPE; every K tile is rotated where it is staged in
+ *           shared memory (rope_forward's bits), k itself is never written (other blocks read
+ *           the same rows), so it stays unrotated for the backward, which rotates likewise. */
 typedef struct {
     const float *cos_t, *sin_t;
-    int q, dq, dk;
+    int q, dq, dk, k;
 } AttnRope;
 /* Two entries of a RoPE table, columns i, i+1 of one position (i even: 8-byte aligned): one
  * 64-bit load in the kernels' rotations */
@@ -49,7 +52,8 @@ int attention_forward(bf16 *out, float *lse, const bf16 *q, const bf16 *k, const
  * 16). Refused (-1) in the fp32-storage CPU build (VRL_CUDA_CPU_FP32), which has no packed bf16
  * fragments. */
 int attention_mma_forward(bf16 *out, float *lse, bf16 *q, const bf16 *k, const bf16 *v, AttnLd ld, int B, int T,
-                          int NH, int NKV, int hd, const AttnRope *rope /* NULL: none; q written only with rope->q */);
+                          int NH, int NKV, int hd,
+                          const AttnRope *rope /* NULL: none; rope->q, k; q written only with rope->q */);
 /* Where attention_backward puts dV [B,T,NKV*hd] (either or both):
  *  f32  [N, NKV*hd] fp32: = scale·dV, or += scale·dV with add (a value shared across layers takes
  *       this layer's share in the epilogue, no mix pass: SVFormer's V_1 with scale 1, ResFormer's
@@ -82,7 +86,7 @@ int attention_dv_scatter(AttnDv dv, const bf16 *src, int ld_v, int N, int kvC);
  * has no bf16 pairs to feed mma. */
 int attention_mma_backward(bf16 *dq, bf16 *dk, AttnDv dv, float *Dscratch, const bf16 *dout, const bf16 *out,
                            const bf16 *q, const bf16 *k, const bf16 *v, AttnLd ld, const float *lse, int B, int T,
-                           int NH, int NKV, int hd, const AttnRope *rope /* NULL: none; rope->dq, dk */);
+                           int NH, int NKV, int hd, const AttnRope *rope /* NULL: none; rope->dq, dk, k */);
 
 FAST_NS_END
 

@@ -52,6 +52,7 @@
 
 #include "fast/ops.cuh" /* ops_stream; includes attention.cuh */
 #include "fast/mma.cuh"
+#include "fast/attention_mma_rope.cuh" /* mma_k_rows_async, mma_rope_k_rows: the keys' RoPE at their loads */
 
 FAST_NS_BEGIN
 
@@ -289,7 +290,7 @@ __global__ void __launch_bounds__(MMA_BWD_THREADS, MmaBwdTile<HD>::MIN_BLOCKS_DK
     attention_mma_backward_dkdv_kernel(bf16 *dk, AttnDv dv, const bf16 *dout, const bf16 *q, const bf16 *k,
                                        const bf16 *v, AttnLd ld, const float *lse, const float *D, int T, int NH,
                                        int NKV, float scale, float scale_log2, const float *rope_cos,
-                                       const float *rope_sin) {
+                                       const float *rope_sin, const float *kcos, const float *ksin) {
     using Tl = MmaBwdTile<HD>;
     constexpr int R = Tl::R, RS = Tl::RS, KS = Tl::KS, HN = Tl::HDP / 8; /* n-tiles of a row */
     /* [stage][Q, dO][R][RS]; first the staging of the block's K [64][RS] (and V [64][RS] after it) */
@@ -306,6 +307,13 @@ __global__ void __launch_bounds__(MMA_BWD_THREADS, MmaBwdTile<HD>::MIN_BLOCKS_DK
     cp_async_commit();
     cp_async_wait<0>();
     __syncthreads();
+    /* kcos (AttnRope.k): k holds the keys before RoPE. Once a block, so after the barrier (a thread
+     * rotates rows others copied) and a second one; mma_k_rows_async's per-thread pairing here
+     * took the hd-64 kernel over its 168-register cap (spills) */
+    if (kcos) {
+        mma_rope_k_rows<HD, MMA_BWD_OWN>(stages, kcos, ksin, j0, T, 1.0f);
+        __syncthreads();
+    }
     uint32_t ka[KS][4], va[KS][4];
     own_fragments<HD>(ka, stages, warp, lane);
     if constexpr (Tl::OWN2_REGS) own_fragments<HD>(va, vst, warp, lane);
@@ -426,7 +434,8 @@ template <int HD>
 __global__ void __launch_bounds__(MMA_BWD_THREADS, MmaBwdTile<HD>::MIN_BLOCKS_DQ)
     attention_mma_backward_dq_kernel(bf16 *dq, const bf16 *dout, const bf16 *q, const bf16 *k, const bf16 *v,
                                      AttnLd ld, const float *lse, const float *D, int T, int NH, int NKV,
-                                     float scale, float scale_log2, const float *rope_cos, const float *rope_sin) {
+                                     float scale, float scale_log2, const float *rope_cos, const float *rope_sin,
+                                     const float *kcos, const float *ksin) {
     using Tl = MmaBwdTile<HD>;
     constexpr int R = Tl::R, RS = Tl::RS, KS = Tl::KS, HN = Tl::HDP / 8; /* n-tiles of a row */
     /* [stage][K, V][R][RS]; first the staging of the block's Q [64][RS] (and dO [64][RS] after it) */
@@ -464,7 +473,7 @@ __global__ void __launch_bounds__(MMA_BWD_THREADS, MmaBwdTile<HD>::MIN_BLOCKS_DQ
     auto issue = [&](int j) { /* key tile j into stage j & 1 */
         if (j >= ntiles) return;
         bf16 *st = stages + (j & 1) * 2 * R * RS;
-        mma_bwd_rows_async<HD, R>(st, kb, ld.k, j * R, T);
+        mma_k_rows_async<HD, R, true>(st, kb, ld.k, j * R, T);
         mma_bwd_rows_async<HD, R>(st + R * RS, vb, ld.v, j * R, T);
         cp_async_commit();
     };
@@ -472,6 +481,7 @@ __global__ void __launch_bounds__(MMA_BWD_THREADS, MmaBwdTile<HD>::MIN_BLOCKS_DQ
     /* the top of tile j as in the dK/dV kernel: wait, barrier, tile j + 1's copies */
     for (int j = 0; j < nfull; j++) {
         cp_async_wait<0>();
+        if (kcos) mma_rope_k_rows<HD, R>(stages + (j & 1) * 2 * R * RS, kcos, ksin, j * R, T, 1.0f); /* AttnRope.k */
         __syncthreads();
         issue(j + 1);
         const bf16 *ks = stages + (j & 1) * 2 * R * RS;
@@ -482,6 +492,7 @@ __global__ void __launch_bounds__(MMA_BWD_THREADS, MmaBwdTile<HD>::MIN_BLOCKS_DQ
         const int j = nfull + d;
         if (j >= ntiles) break;
         cp_async_wait<0>();
+        if (kcos) mma_rope_k_rows<HD, R>(stages + (j & 1) * 2 * R * RS, kcos, ksin, j * R, T, 1.0f); /* as above */
         __syncthreads();
         issue(j + 1);
         const bf16 *ks = stages + (j & 1) * 2 * R * RS;
@@ -511,11 +522,12 @@ int attention_mma_backward(bf16 *dq, bf16 *dk, AttnDv dv, float *Dscratch, const
     if (!dv.f32 && !dv.b16) return vrl_error("fast: attention_mma_backward needs a dv output (fp32 or bf16)");
     if (hd != 8 && hd != 16 && hd != 32 && hd != 64 && hd != 128)
         return vrl_error("fast: --attention mma supports head_dim 8, 16, 32, 64 or 128 (got %d)", hd);
-    const bool rq = rope && rope->dq, rk = rope && rope->dk;
-    if ((rq || rk) && (!rope->cos_t || !rope->sin_t || ((uintptr_t)rope->cos_t | (uintptr_t)rope->sin_t) % 8))
+    const bool rq = rope && rope->dq, rk = rope && rope->dk, kl = rope && rope->k;
+    if ((rq || rk || kl) && (!rope->cos_t || !rope->sin_t || ((uintptr_t)rope->cos_t | (uintptr_t)rope->sin_t) % 8))
         return vrl_error("fast: attention_mma_backward's RoPE tables are missing or not 8-byte aligned");
     const float *cq = rq ? rope->cos_t : NULL, *sq = rq ? rope->sin_t : NULL; /* NULL: no rotation */
     const float *ck = rk ? rope->cos_t : NULL, *sk = rk ? rope->sin_t : NULL;
+    const float *kc = kl ? rope->cos_t : NULL, *ks = kl ? rope->sin_t : NULL; /* K rotated at its loads */
     const float scale = 1.0f / sqrtf((float)hd);
     const float scale_log2 = scale * 1.4426950408889634f; /* log2(e): exp(x) = 2^(x·log2(e)) */
     const size_t rows = (size_t)B * T * NH;
@@ -525,9 +537,9 @@ int attention_mma_backward(bf16 *dq, bf16 *dk, AttnDv dv, float *Dscratch, const
 #define MMA_BWD(HDc)                                                                                                \
     LAUNCH(attention_mma_backward_dkdv_kernel<HDc>, gkv, block, 0, ops_stream)(dk, dv, dout, q, k, v, ld, lse,     \
                                                                                Dscratch, T, NH, NKV, scale,       \
-                                                                               scale_log2, ck, sk);                \
+                                                                               scale_log2, ck, sk, kc, ks);        \
     LAUNCH(attention_mma_backward_dq_kernel<HDc>, gq, block, 0, ops_stream)(dq, dout, q, k, v, ld, lse, Dscratch, \
-                                                                            T, NH, NKV, scale, scale_log2, cq, sq)
+                                                                            T, NH, NKV, scale, scale_log2, cq, sq, kc, ks)
     if (hd == 8) {
         MMA_BWD(8);
     } else if (hd == 16) {

@@ -23,6 +23,7 @@
  * packed bf16 pairs to form fragments from: there the launcher refuses with an error. */
 #include <math.h>
 
+#include "fast/attention_mma_rope.cuh" /* mma_k_rows_async, mma_rope_k_rows: the keys' RoPE at their loads */
 #include "fast/mma.cuh"
 #include "fast/ops.cuh" /* ops_stream; attention.cuh */
 #include "fast/vec.cuh" /* load_pack, store_pack: the rotated queries' write-back */
@@ -229,15 +230,18 @@ template <int HD> struct MmaRows {
 /* The top of key tile j: every thread's copies of tile j (stage j & 1) have landed and are
  * visible, and every warp has finished tile j − 1, so tile j + 1's K and V go to that stage
  * (its copies in flight during tile j's math). The barrier is block-uniform: every thread
- * runs every tile. */
+ * runs every tile. With kcos (AttnRope.k: k holds the keys before RoPE) each thread first rotates
+ * the K words it copied (mma_rope_k_rows); the barrier publishes them. */
 template <int HD>
 __device__ __forceinline__ void mma_next_tile(bf16 (*tiles)[2][MmaDims<HD>::BK * MmaDims<HD>::RS], const bf16 *kb,
-                                              const bf16 *vb, AttnLd ld, int j, int ntiles, int T) {
+                                              const bf16 *vb, AttnLd ld, int j, int ntiles, int T, const float *kcos,
+                                              const float *ksin) {
     constexpr int BK = MmaDims<HD>::BK;
     cp_async_wait<0>();
+    if (kcos) mma_rope_k_rows<HD, BK>(tiles[j & 1][0], kcos, ksin, j * BK, T, 1.0f);
     __syncthreads();
     if (j + 1 < ntiles) {
-        mma_load_rows_async<HD, BK>(tiles[(j + 1) & 1][0], kb, ld.k, (j + 1) * BK, T);
+        mma_k_rows_async<HD, BK, false>(tiles[(j + 1) & 1][0], kb, ld.k, (j + 1) * BK, T);
         mma_load_rows_async<HD, BK>(tiles[(j + 1) & 1][1], vb, ld.v, (j + 1) * BK, T);
         cp_async_commit();
     }
@@ -249,7 +253,8 @@ __global__ void __launch_bounds__(MMA_THREADS) attention_mma_forward_kernel(bf16
                                                                           const bf16 *k, const bf16 *v, AttnLd ld,
                                                                           int T, int NH, int NKV, float scale,
                                                                           float scale_log2, const float *rope_cos,
-                                                                          const float *rope_sin) {
+                                                                          const float *rope_sin, const float *kcos,
+                                                                          const float *ksin) {
     constexpr int RS = MmaDims<HD>::RS, BK = MmaDims<HD>::BK;
     constexpr int KSTEPS = MmaRows<HD>::KSTEPS, ON = MmaRows<HD>::ON;
     /* [stage][K, V][BK][RS]: tile j in stage j & 1; first Q's [MMA_BQ][RS] from tiles[1][0] on */
@@ -269,7 +274,7 @@ __global__ void __launch_bounds__(MMA_THREADS) attention_mma_forward_kernel(bf16
      * pointer to stage 1, not by indexing tiles[1][0] past its own bound */
     bf16 *const qstage = &tiles[1][0][0];
     mma_load_rows_async<HD, MMA_BQ>(qstage, q + (size_t)b * T * ld.q + h * HD, ld.q, q0, T);
-    mma_load_rows_async<HD, BK>(tiles[0][0], kb, ld.k, 0, T);
+    mma_k_rows_async<HD, BK, false>(tiles[0][0], kb, ld.k, 0, T); /* rotated (kcos) in tile 0's mma_next_tile */
     mma_load_rows_async<HD, BK>(tiles[0][1], vb, ld.v, 0, T);
     cp_async_commit();
     cp_async_wait<0>();
@@ -294,7 +299,7 @@ __global__ void __launch_bounds__(MMA_THREADS) attention_mma_forward_kernel(bf16
 
     /* the tiles below the diagonal: no mask (rows past T compute on a copy of row T − 1, never stored) */
     for (int j = 0; j < nfull; j++) {
-        mma_next_tile<HD>(tiles, kb, vb, ld, j, ntiles, T);
+        mma_next_tile<HD>(tiles, kb, vb, ld, j, ntiles, T, kcos, ksin);
         rows.template tile<false>(qa, tiles[j & 1][0], tiles[j & 1][1], j * BK, row_lo, row_hi, scale_log2);
     }
     /* the block's diagonal tiles (MMA_BQ / BK of them, fewer at the end of T), masked; a tile
@@ -303,7 +308,7 @@ __global__ void __launch_bounds__(MMA_THREADS) attention_mma_forward_kernel(bf16
     for (int d = 0; d < MMA_BQ / BK; d++) {
         const int j = nfull + d;
         if (j >= ntiles) break;
-        mma_next_tile<HD>(tiles, kb, vb, ld, j, ntiles, T);
+        mma_next_tile<HD>(tiles, kb, vb, ld, j, ntiles, T, kcos, ksin);
         if (j * BK <= w0 + 15)
             rows.template tile<true>(qa, tiles[j & 1][0], tiles[j & 1][1], j * BK, row_lo, row_hi, scale_log2);
     }
@@ -337,10 +342,11 @@ __global__ void __launch_bounds__(MMA_THREADS) attention_mma_forward_kernel(bf16
 
 int attention_mma_forward(bf16 *out, float *lse, bf16 *q, const bf16 *k, const bf16 *v, AttnLd ld, int B, int T,
                           int NH, int NKV, int hd, const AttnRope *rope) {
-    const bool rq = rope && rope->q;
-    if (rq && (!rope->cos_t || !rope->sin_t || ((uintptr_t)rope->cos_t | (uintptr_t)rope->sin_t) % 8))
+    const bool rq = rope && rope->q, rk = rope && rope->k;
+    if ((rq || rk) && (!rope->cos_t || !rope->sin_t || ((uintptr_t)rope->cos_t | (uintptr_t)rope->sin_t) % 8))
         return vrl_error("fast: attention_mma_forward's RoPE tables are missing or not 8-byte aligned");
     const float *cq = rq ? rope->cos_t : NULL, *sq = rq ? rope->sin_t : NULL; /* NULL: q as given */
+    const float *ck = rk ? rope->cos_t : NULL, *sk = rk ? rope->sin_t : NULL; /* NULL: k as given */
     const float scale = 1.0f / sqrtf((float)hd);
     const float scale_log2 = scale * 1.4426950408889634f; /* log2(e): exp(x) = 2^(x·log2(e)) */
     const dim3 grid(cdiv(T, MMA_BQ), B * NH);
@@ -348,7 +354,7 @@ int attention_mma_forward(bf16 *out, float *lse, bf16 *q, const bf16 *k, const b
     case HD_VALUE:                                                                                                \
         LAUNCH(attention_mma_forward_kernel<HD_VALUE>, grid, MMA_THREADS, 0, ops_stream)(out, lse, q, k, v, ld, T, \
                                                                                         NH, NKV, scale, scale_log2, \
-                                                                                        cq, sq);                   \
+                                                                                        cq, sq, ck, sk);           \
         break;
     switch (hd) {
         MMA_FWD(8)

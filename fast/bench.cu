@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "fast/gemm_wgmma.cuh"
 #include "fast/model.cuh"
 
 extern "C" {
@@ -114,12 +115,13 @@ extern "C" int fast_bench_kernels(void *vm, FILE *out) {
     row(out, "attention_backward", ms, ((double)N * qC * 4 + (double)N * kvC * 4) * e2, 10.0 * m->hd * att_pairs);
     if (m->attention == FAST_ATTENTION_MMA) { /* --attention mma: the tensor-core forward and backward beside flash's */
         /* as the model runs them: RoPE on the queries in the forward (each rep rotates a->q once more:
-         * a rotation, the values stay finite), RoPE's transpose in the backward's epilogues */
-        const AttnRope rope_fwd = {m->cos_t, m->sin_t, 1, 0, 0};
+         * a rotation, the values stay finite) and on the keys at their loads (k is not written),
+         * RoPE's transpose in the backward's epilogues and the keys' RoPE at its loads */
+        const AttnRope rope_fwd = {m->cos_t, m->sin_t, 1, 0, 0, 1};
         TIME_MS(ms, reps, attention_mma_forward(m->datty, m->attD, a->q, a->k, a->vin, ld, B, T, m->NH, m->NKV, m->hd,
                                                 &rope_fwd));
         row(out, "attention_forward mma", ms, ((double)N * qC * 2 + (double)N * kvC * 2) * e2, 4.0 * m->hd * att_pairs);
-        const AttnRope rope = {m->cos_t, m->sin_t, 0, 1, 1};
+        const AttnRope rope = {m->cos_t, m->sin_t, 0, 1, 1, 1};
         TIME_MS(ms, reps, attention_mma_backward(m->dq, m->dk, dv16_only, m->attD, a->atty, a->atty, a->q, a->k,
                                                  a->vin, ld, a->lse, B, T, m->NH, m->NKV, m->hd, &rope));
         row(out, "attention_backward mma", ms, ((double)N * qC * 4 + (double)N * kvC * 4) * e2,
@@ -141,6 +143,15 @@ extern "C" int fast_bench_kernels(void *vm, FILE *out) {
 #endif
     TIME_MS(ms, reps, swiglu_forward(m->dswi, a->gu, N, F));
     row(out, "swiglu_forward", ms, 3.0 * N * F * e2, 5.0 * N * F);
+    if (m->gemm == FAST_GEMM_WGMMA) { /* --gemm wgmma: fast/gemm_wgmma.cu beside the cuBLASLt rows above */
+        TIME_MS(ms, reps, gemm_wgmma_forward(a->q, a->ln1, m->params16 + o->wq, NULL, N, d, qC));
+        row(out, "gemm_wgmma q", ms, ((double)N * d + (double)qC * d + (double)N * qC) * e2, 2.0 * N * d * qC);
+        TIME_MS(ms, reps, gemm_wgmma_gate_up_swiglu(a->gu, a->swi, a->ln2, m->params16 + o->wgate, N, d, F));
+        row(out, "gemm_wgmma gate|up + swiglu", ms, ((double)N * d + 2.0 * F * d + 3.0 * N * F) * e2, 4.0 * N * d * F);
+        TIME_MS(ms, reps, gemm_wgmma_down_dx_swiglu(m->dgu, m->dres16, m->params16 + o->wdown, a->gu, N, d, F));
+        row(out, "gemm_wgmma down dX + swiglu bwd", ms, ((double)N * d + (double)d * F + 4.0 * N * F) * e2,
+            2.0 * N * d * F);
+    }
     TIME_MS(ms, reps, swiglu_backward(m->dgu, m->dswi, a->gu, N, F));
     row(out, "swiglu_backward", ms, 5.0 * N * F * e2, 10.0 * N * F);
     /* the step's form: the gain's gradient from the same pass, its partials written and summed */

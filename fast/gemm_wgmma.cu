@@ -1,13 +1,16 @@
 /* gemm_wgmma.cu: the wgmma GEMM and its epilogues (fast/gemm_wgmma.cuh; docs/design/kernels.md,
  * "The wgmma GEMM").
  *
- * One block computes a BM x BN tile of out = A · Bᵀ with A = inp [M,K] and B = weight [N,K]:
+ * A persistent block (one an SM) computes BM x BN tiles (128 x 256) of out = A · Bᵀ, with
+ * A = inp [M,K] and B = weight [N,K] (or A · B with B [K,N], BT), one tile after another:
  *
  *   warpgroup 0   the producer: one thread waits for a free stage, then TMA-loads A's
- *                 BM x 64 and B's BN x 64 tiles of the next K step into it (128-byte swizzle)
+ *                 BM x 64 and B's BN x 64 tiles of the next K step into it (128-byte swizzle),
+ *                 running on into the block's next tile while the consumers finish this one
  *   warpgroups 1, 2  consumers: each owns 64 rows of the tile, waits for a full stage and
  *                 issues four wgmma.m64nBNk16 on it (one per 16 of the 64 k), keeping the
- *                 previous stage's group in flight (wait_group 1) and freeing that stage
+ *                 previous stage's group in flight (wait_group 1) and freeing that stage; then
+ *                 the tile's epilogue from its registers
  *
  * Two mbarriers per stage: full[s] (the producer's expect_tx; the TMA bytes complete it) and
  * empty[s] (one arrival per consumer warpgroup). STAGES stages overlap loads with products.
@@ -68,85 +71,13 @@ static __device__ __forceinline__ void gw_store2(bf16 *out, size_t ld, const bf1
     if (col + 1 < N) out[o + 1] = __float2bfloat16(v1);
 }
 
-/* A [M,K] through a_map (box 64 x BM). B through b_map, either
- *   BT 0 (K-major, nn.Linear's weight [N,K]: out = A·Bᵀ): boxes of 64 k x BN rows, or 64 x BN/2
- *        twice for EPI_SWIGLU (gate rows f0.., up rows N + f0..);
- *   BT 1 (N-major, a weight [K,N] read as is: out = A·B, the input gradient dX = dY·W): BN/64
- *        boxes of 64 n x 64 k rows, each a 64-column block wgmma steps through by LBO.
- * EPI_STORE:      out [M,ld_out] = product (+ res [M,ld_out]), columns < N.
- * EPI_SWIGLU:     out [M,2N] = gate|up, out2 [M,N] = swiglu_value(gate, up) (N = F).
- * EPI_SWIGLU_BWD: dh = the product rounded to bf16 (N = F), out [M,2N] = (d gate | d up) =
- *                 swiglu_grad(dh, gate, up) with gate|up read from res [M,2N]. */
-template <int BN, int EPI, int BT>
-__global__ void __launch_bounds__(GW_THREADS, 1)
-    gemm_wgmma_kernel(const __grid_constant__ TmaMap a_map, const __grid_constant__ TmaMap b_map, bf16 *out,
-                      int ld_out, bf16 *out2, const bf16 *res, int M, int N, int K) {
-    static_assert(BN % 16 == 0 && BN <= 256 && (!BT || BN % 64 == 0) && (!BT || EPI != EPI_SWIGLU), "wgmma's N");
-    __shared__ uint64_t full[GW_STAGES], empty[GW_STAGES];
-    DYNAMIC_SHARED(gw_dyn);
-    unsigned char *base = gw_dyn + ((1024u - gw_window(gw_dyn) % 1024u) % 1024u);
-    const int m0 = blockIdx.y * GW_BM;
-    const int n0 = blockIdx.x * (EPI == EPI_SWIGLU ? BN / 2 : BN); /* SwiGLU: the tile's first gate column */
-    const int KT = (K + GW_BK - 1) / GW_BK;
-    const int wg = threadIdx.x / 128, tid = threadIdx.x % 128;
-    const uint32_t stage_bytes = (GW_BM + BN) * GW_ROW_BYTES;
-
-    if (threadIdx.x == 0) {
-        for (int s = 0; s < GW_STAGES; s++) {
-            mbarrier_init(&full[s], 1);
-            mbarrier_init(&empty[s], 2);
-        }
-    }
-    __syncthreads();
-
-    if (wg == 0) { /* producer: one thread issues every load */
-        if (tid != 0) return;
-        for (int kt = 0; kt < KT; kt++) {
-            const int s = kt % GW_STAGES;
-            mbarrier_wait_parity(&empty[s], ((kt / GW_STAGES) & 1) ^ 1); /* round 0 passes at once */
-            unsigned char *a_tile = base + (size_t)s * stage_bytes, *b_tile = a_tile + GW_BM * GW_ROW_BYTES;
-            mbarrier_arrive_expect_tx(&full[s], stage_bytes);
-            tma_load_2d(a_tile, &a_map, kt * GW_BK, m0, &full[s]);
-            if (BT) { /* 64-column blocks of the [K,N] weight: rows k, columns n */
-                for (int j = 0; j < BN / 64; j++)
-                    tma_load_2d(b_tile + j * 64 * GW_ROW_BYTES, &b_map, n0 + 64 * j, kt * GW_BK, &full[s]);
-            } else if (EPI == EPI_SWIGLU) {
-                tma_load_2d(b_tile, &b_map, kt * GW_BK, n0, &full[s]);
-                tma_load_2d(b_tile + (BN / 2) * GW_ROW_BYTES, &b_map, kt * GW_BK, N + n0, &full[s]);
-            } else {
-                tma_load_2d(b_tile, &b_map, kt * GW_BK, n0, &full[s]);
-            }
-        }
-        return;
-    }
-
-    /* consumers: warpgroup c = wg - 1 owns tile rows 64c .. 64c + 63 */
-    float acc[BN / 2]; /* [BN/2] this thread's share of the 64 x BN accumulator */
-    for (int i = 0; i < BN / 2; i++) acc[i] = 0.0f;
-    const uint32_t a_off = (uint32_t)(wg - 1) * 64 * GW_ROW_BYTES;
-    for (int kt = 0; kt < KT; kt++) {
-        const int s = kt % GW_STAGES;
-        mbarrier_wait_parity(&full[s], (kt / GW_STAGES) & 1);
-        unsigned char *a_tile = base + (size_t)s * stage_bytes, *b_tile = a_tile + GW_BM * GW_ROW_BYTES;
-        const uint64_t da = wgmma_desc(a_tile + a_off, 16, 8 * GW_ROW_BYTES, WGMMA_SWIZZLE_128B);
-        /* N-major B: LBO steps to the next 64-column block, SBO to the next 8 k rows */
-        const uint64_t db = BT ? wgmma_desc(b_tile, 64 * GW_ROW_BYTES, 8 * GW_ROW_BYTES, WGMMA_SWIZZLE_128B)
-                               : wgmma_desc(b_tile, 16, 8 * GW_ROW_BYTES, WGMMA_SWIZZLE_128B);
-        /* a k16 step (the descriptor's address field counts 16 bytes): K-major +32 bytes along the
-         * row, N-major +16 rows of 128 bytes */
-        const uint64_t b_step = BT ? 16 * GW_ROW_BYTES / 16 : 2;
-        wgmma_fence();
-#pragma unroll
-        for (int k = 0; k < GW_BK / 16; k++)
-            wgmma_bf16_ss<BN, 0, BT>(acc, da + 2 * k, db + b_step * k, (kt | k) != 0);
-        wgmma_commit();
-        wgmma_wait<1>(); /* the previous stage's products have landed: free it */
-        if (kt > 0 && tid == 0) mbarrier_arrive(&empty[(kt - 1) % GW_STAGES]);
-    }
-    wgmma_wait<0>();
-
+/* The tile's epilogue from one consumer thread's accumulators (rows r0 .. r0 + 63 of its
+ * warpgroup, columns from n0; the fragment layout in the file's comment). */
+template <int BN, int EPI>
+static __device__ __forceinline__ void gw_epilogue(const float *acc, bf16 *out, int ld_out, bf16 *out2,
+                                                   const bf16 *res, int r0, int n0, int M, int N, int tid) {
     const int w = tid / 32, g = (tid % 32) >> 2, t = tid % 4;
-    const int row0 = m0 + (wg - 1) * 64 + 16 * w + g;
+    const int row0 = r0 + 16 * w + g;
     if (EPI == EPI_STORE) {
 #pragma unroll
         for (int i = 0; i < BN / 2; i += 2)
@@ -173,6 +104,100 @@ __global__ void __launch_bounds__(GW_THREADS, 1)
     }
 }
 
+/* A [M,K] through a_map (box 64 x BM). B through b_map, either
+ *   BT 0 (K-major, nn.Linear's weight [N,K]: out = A·Bᵀ): boxes of 64 k x BN rows, or 64 x BN/2
+ *        twice for EPI_SWIGLU (gate rows f0.., up rows N + f0..);
+ *   BT 1 (N-major, a weight [K,N] read as is: out = A·B, the input gradient dX = dY·W): BN/64
+ *        boxes of 64 n x 64 k rows, each a 64-column block wgmma steps through by LBO.
+ * EPI_STORE:      out [M,ld_out] = product (+ res [M,ld_out]), columns < N.
+ * EPI_SWIGLU:     out [M,2N] = gate|up, out2 [M,N] = swiglu_value(gate, up) (N = F).
+ * EPI_SWIGLU_BWD: dh = the product rounded to bf16 (N = F), out [M,2N] = (d gate | d up) =
+ *                 swiglu_grad(dh, gate, up) with gate|up read from res [M,2N]. */
+template <int BN, int EPI, int BT>
+__global__ void __launch_bounds__(GW_THREADS, 1)
+    gemm_wgmma_kernel(const __grid_constant__ TmaMap a_map, const __grid_constant__ TmaMap b_map, bf16 *out,
+                      int ld_out, bf16 *out2, const bf16 *res, int M, int N, int K) {
+    static_assert(BN % 16 == 0 && BN <= 256 && (!BT || BN % 64 == 0) && (!BT || EPI != EPI_SWIGLU), "wgmma's N");
+    __shared__ uint64_t full[GW_STAGES], empty[GW_STAGES];
+    DYNAMIC_SHARED(gw_dyn);
+    unsigned char *base = gw_dyn + ((1024u - gw_window(gw_dyn) % 1024u) % 1024u);
+    constexpr int BNC = EPI == EPI_SWIGLU ? BN / 2 : BN; /* output columns a tile (SwiGLU: gate columns) */
+    const int n_tiles = (N + BNC - 1) / BNC, tiles = (M + GW_BM - 1) / GW_BM * n_tiles;
+    const int KT = (K + GW_BK - 1) / GW_BK;
+    const int wg = threadIdx.x / 128, tid = threadIdx.x % 128;
+    const uint32_t stage_bytes = (GW_BM + BN) * GW_ROW_BYTES;
+
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < GW_STAGES; s++) {
+            mbarrier_init(&full[s], 1);
+            mbarrier_init(&empty[s], 2);
+        }
+    }
+    __syncthreads();
+
+    /* Persistent: the block takes tiles blockIdx.x, + gridDim.x, ...; n varies fastest, so the
+     * blocks resident together share A's rows and stream the weight from L2. `it` counts the
+     * block's k steps over all its tiles: the ring's stage (it % STAGES) and phase run on
+     * across tiles, and the producer fills the next tile's stages while the consumers finish
+     * this one (its epilogue). */
+    if (wg == 0) { /* producer: one thread issues every load */
+        if (tid != 0) return;
+        int it = 0;
+        for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+            const int m0 = tile / n_tiles * GW_BM, n0 = tile % n_tiles * BNC;
+            for (int kt = 0; kt < KT; kt++, it++) {
+                const int s = it % GW_STAGES;
+                mbarrier_wait_parity(&empty[s], ((it / GW_STAGES) & 1) ^ 1); /* round 0 passes at once */
+                unsigned char *a_tile = base + (size_t)s * stage_bytes, *b_tile = a_tile + GW_BM * GW_ROW_BYTES;
+                mbarrier_arrive_expect_tx(&full[s], stage_bytes);
+                tma_load_2d(a_tile, &a_map, kt * GW_BK, m0, &full[s]);
+                if (BT) { /* 64-column blocks of the [K,N] weight: rows k, columns n */
+                    for (int j = 0; j < BN / 64; j++)
+                        tma_load_2d(b_tile + j * 64 * GW_ROW_BYTES, &b_map, n0 + 64 * j, kt * GW_BK, &full[s]);
+                } else if (EPI == EPI_SWIGLU) {
+                    tma_load_2d(b_tile, &b_map, kt * GW_BK, n0, &full[s]);
+                    tma_load_2d(b_tile + (BN / 2) * GW_ROW_BYTES, &b_map, kt * GW_BK, N + n0, &full[s]);
+                } else {
+                    tma_load_2d(b_tile, &b_map, kt * GW_BK, n0, &full[s]);
+                }
+            }
+        }
+        return;
+    }
+
+    /* consumers: warpgroup c = wg - 1 owns tile rows 64c .. 64c + 63 */
+    float acc[BN / 2]; /* [BN/2] this thread's share of the 64 x BN accumulator */
+    for (int i = 0; i < BN / 2; i++) acc[i] = 0.0f;
+    const uint32_t a_off = (uint32_t)(wg - 1) * 64 * GW_ROW_BYTES;
+    int it = 0;
+    for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+        const int m0 = tile / n_tiles * GW_BM, n0 = tile % n_tiles * BNC;
+        for (int kt = 0; kt < KT; kt++, it++) {
+            const int s = it % GW_STAGES;
+            mbarrier_wait_parity(&full[s], (it / GW_STAGES) & 1);
+            unsigned char *a_tile = base + (size_t)s * stage_bytes, *b_tile = a_tile + GW_BM * GW_ROW_BYTES;
+            const uint64_t da = wgmma_desc(a_tile + a_off, 16, 8 * GW_ROW_BYTES, WGMMA_SWIZZLE_128B);
+            /* N-major B: LBO steps to the next 64-column block, SBO to the next 8 k rows */
+            const uint64_t db = BT ? wgmma_desc(b_tile, 64 * GW_ROW_BYTES, 8 * GW_ROW_BYTES, WGMMA_SWIZZLE_128B)
+                                   : wgmma_desc(b_tile, 16, 8 * GW_ROW_BYTES, WGMMA_SWIZZLE_128B);
+            /* a k16 step (the descriptor's address field counts 16 bytes): K-major +32 bytes along
+             * the row, N-major +16 rows of 128 bytes */
+            const uint64_t b_step = BT ? 16 * GW_ROW_BYTES / 16 : 2;
+            wgmma_fence();
+#pragma unroll
+            for (int k = 0; k < GW_BK / 16; k++)
+                wgmma_bf16_ss<BN, 0, BT>(acc, da + 2 * k, db + b_step * k, kt > 0 || k > 0);
+            wgmma_commit();
+            wgmma_wait<1>(); /* the previous k step's products have landed: free its stage */
+            if (kt > 0 && tid == 0) mbarrier_arrive(&empty[(it - 1) % GW_STAGES]);
+        }
+        wgmma_wait<0>();
+        if (tid == 0) mbarrier_arrive(&empty[(it - 1) % GW_STAGES]); /* the tile's last stage */
+        gw_epilogue<BN, EPI>(acc, out, ld_out, out2, res, m0 + (wg - 1) * 64, n0, M, N, tid);
+    }
+}
+
+
 int gemm_wgmma_device(void) {
 #if VRL_CUDA_CPU
     return 1;
@@ -196,14 +221,36 @@ int gemm_wgmma_fits(int C, std::initializer_list<const void *> ptrs) {
     return 1;
 }
 
+/* Blocks a launch may have at most: the SMs (a persistent kernel, one block an SM), or fewer
+ * (gemm_wgmma_max_blocks, tests: several tiles a block). */
+static int gw_max_blocks = 0;
+void gemm_wgmma_max_blocks(int n) { gw_max_blocks = n; }
+
+static int gw_sms(void) {
+#if VRL_CUDA_CPU
+    return 132; /* an H100 SXM's: the CPU layer runs the blocks one after another anyway */
+#else
+    static int sms = 0;
+    int dev = 0;
+    if (!sms && (cudaGetDevice(&dev) != cudaSuccess ||
+                 cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || sms < 1))
+        sms = 132;
+    return sms;
+#endif
+}
+
 template <int BN, int EPI, int BT>
 static int gw_launch(const TmaMap &a, const TmaMap &b, bf16 *out, int ld_out, bf16 *out2, const bf16 *res, int M,
-                     int N, int K, int n_blocks) {
+                     int N, int K) {
     const size_t smem = gw_smem_bytes(BN);
+    const int bnc = EPI == EPI_SWIGLU ? BN / 2 : BN;
+    const long tiles = (long)cdiv(M, GW_BM) * cdiv(N, bnc);
+    int blocks = gw_sms();
+    if (gw_max_blocks > 0 && gw_max_blocks < blocks) blocks = gw_max_blocks;
+    if (tiles < blocks) blocks = (int)tiles;
     const auto gemm_wgmma = gemm_wgmma_kernel<BN, EPI, BT>; /* one name: a macro argument takes no commas */
     CUDA_CHECK(cudaFuncSetAttribute(gemm_wgmma, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-    const dim3 grid(n_blocks, cdiv(M, GW_BM));
-    LAUNCH(gemm_wgmma, grid, GW_THREADS, smem, ops_stream)(a, b, out, ld_out, out2, res, M, N, K);
+    LAUNCH(gemm_wgmma, blocks, GW_THREADS, smem, ops_stream)(a, b, out, ld_out, out2, res, M, N, K);
     LAUNCH_CHECK();
     return 0;
 }
@@ -220,14 +267,14 @@ static int gw_maps(TmaMap *a, TmaMap *b, const bf16 *inp, int M, int K, const bf
     return 0;
 }
 
-#define GW_BN 128
+#define GW_BN 256 /* 2 x m64n256k16 a k16 step: the widest wgmma, the least shared-memory traffic a FLOP */
 
 int gemm_wgmma_forward(bf16 *out, const bf16 *inp, const bf16 *weight, const bf16 *residual, int N, int C, int OC) {
     if (!gemm_wgmma_fits(C, {out, inp, weight, residual}))
         return vrl_error("fast: wgmma GEMM: C %d not a multiple of 8 or an operand not 16-byte aligned", C);
     TmaMap a, b;
     if (gw_maps(&a, &b, inp, N, C, weight, OC, C, GW_BN)) return -1;
-    return gw_launch<GW_BN, EPI_STORE, 0>(a, b, out, OC, NULL, residual, N, OC, C, cdiv(OC, GW_BN));
+    return gw_launch<GW_BN, EPI_STORE, 0>(a, b, out, OC, NULL, residual, N, OC, C);
 }
 
 int gemm_wgmma_gate_up_swiglu(bf16 *gu, bf16 *out, const bf16 *inp, const bf16 *weight, int N, int C, int F) {
@@ -235,7 +282,7 @@ int gemm_wgmma_gate_up_swiglu(bf16 *gu, bf16 *out, const bf16 *inp, const bf16 *
         return vrl_error("fast: wgmma GEMM: C %d not a multiple of 8 or an operand not 16-byte aligned", C);
     TmaMap a, b;
     if (gw_maps(&a, &b, inp, N, C, weight, 2 * F, C, GW_BN / 2)) return -1;
-    return gw_launch<GW_BN, EPI_SWIGLU, 0>(a, b, gu, 2 * F, out, NULL, N, F, C, cdiv(F, GW_BN / 2));
+    return gw_launch<GW_BN, EPI_SWIGLU, 0>(a, b, gu, 2 * F, out, NULL, N, F, C);
 }
 
 int gemm_wgmma_down_dx_swiglu(bf16 *dgu, const bf16 *dout, const bf16 *weight, const bf16 *gu, int N, int C, int F) {
@@ -243,7 +290,7 @@ int gemm_wgmma_down_dx_swiglu(bf16 *dgu, const bf16 *dout, const bf16 *weight, c
         return vrl_error("fast: wgmma GEMM: C %d or F %d not a multiple of 8, or an operand not 16-byte aligned", C, F);
     TmaMap a, b;
     if (gw_maps(&a, &b, dout, N, C, weight, C, F, GW_BK)) return -1;
-    return gw_launch<GW_BN, EPI_SWIGLU_BWD, 1>(a, b, dgu, 2 * F, NULL, gu, N, F, C, cdiv(F, GW_BN));
+    return gw_launch<GW_BN, EPI_SWIGLU_BWD, 1>(a, b, dgu, 2 * F, NULL, gu, N, F, C);
 }
 
 FAST_NS_END

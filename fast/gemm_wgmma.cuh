@@ -44,6 +44,9 @@ int gemm_wgmma_gate_up_swiglu(bf16 *gu, bf16 *out, const bf16 *inp, const bf16 *
  * dgu [N,2F], dout [N,C], weight [C,F], gu [N,2F]; C and F multiples of 8 */
 int gemm_wgmma_down_dx_swiglu(bf16 *dgu, const bf16 *dout, const bf16 *weight, const bf16 *gu, int N, int C, int F);
 
+/* Tests: launch at most n blocks (0: one an SM), so that blocks take several tiles each. */
+void gemm_wgmma_max_blocks(int n);
+
 FAST_NS_END
 
 #endif

@@ -1,5 +1,5 @@
 /* mbarrier.cuh: Hopper's transaction barriers and the non-tensor bulk copy (sm_90), one device
- * function each, for warp-specialised producer/consumer kernels. No fast/ kernel uses them yet.
+ * function each, for warp-specialised producer/consumer kernels. fast/gemm_wgmma.cu uses them.
  *
  *   mbarrier_init(bar, count)              mbarrier.init.shared.b64 [bar], count: phase 0, count
  *                                          arrivals expected per phase (1 .. 2^20 - 1); a

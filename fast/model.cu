@@ -554,6 +554,7 @@ device:
                   "--device cuda-cpu; use --gemm cublaslt");
         goto fail;
     }
+    m->decoder = decoder;
 #if VRL_HAVE_CUDNN && !VRL_CUDA_CPU
     if (m->attention == FAST_ATTENTION_CUDNN && 2 * m->F < m->kvC) { /* dgu holds cuDNN's dV */
         vrl_error("--attention cudnn: intermediate_size %d is under half the key/value width %d", m->F, m->kvC);
@@ -765,8 +766,21 @@ static int rope_q_in_forward(const FastModel *m, int l) {
     return m->attention == FAST_ATTENTION_MMA && !amix_layer(m, l);
 }
 
+/* 1 if layer l's keys stay before RoPE in memory and the tensor-core attention rotates every K tile
+ * where it stages it, forward and backward (AttnRope.k), in place of rope_forward's pass over k:
+ * where its d(k) leaves that backward with Rᵀ applied (rope_fused: the mma path, layer l's own
+ * attention, and no later layer reading k_l, whose attention_mix.cu calls get no rope and need the
+ * rotated keys: the terms' and Eq. 2's k_m), and not in the decoder, whose prefill copies the
+ * rotated keys into its KV cache. */
+static int rope_k_at_loads(const FastModel *m, int l) {
+    /* not under --attention wgmma: its forward reads k as rotated (RoPE's pass); mma's backward then
+     * gets rope.k 0 and still applies Rᵀ to d(k) (rope_fused) */
+    return m->attention == FAST_ATTENTION_MMA && rope_fused(m, l, MIX_K) && !m->decoder;
+}
+
 /* Queries (kind MIX_Q) or keys (MIX_K) of layer l: the raw projection (where the layer has
- * one), the row's mix, then RoPE (the queries' in the attention forward, rope_q_in_forward).  out [N,C] */
+ * one), the row's mix, then RoPE (the queries' in the attention forward, rope_q_in_forward; the
+ * keys' at the attention's K loads, rope_k_at_loads, so k stays unrotated).  out [N,C] */
 static int qk_forward(FastModel *m, int l, MixKind kind) {
     const SourceFlags *f = kind == MIX_Q ? &m->qf : &m->kf;
     FastActs *a = &m->acts[l];
@@ -782,7 +796,7 @@ static int qk_forward(FastModel *m, int l, MixKind kind) {
         mix_args(m, l, kind, &mix);
         TRY(mix_forward(out, &mix, (size_t)m->N * C));
     }
-    if (kind == MIX_Q && rope_q_in_forward(m, l)) return 0;
+    if (kind == MIX_Q ? rope_q_in_forward(m, l) : rope_k_at_loads(m, l)) return 0;
     return rope_forward(out, ld, m->cos_t, m->sin_t, m->B, m->T, heads, m->hd);
 }
 
@@ -847,7 +861,7 @@ static int attention_forward_any(FastModel *m, int l, FastActs *a) {
                                        a->vin, ld.v, m->B, m->T, m->NH, m->NKV, m->hd);
 #endif
     if (m->attention == FAST_ATTENTION_MMA) {
-        const AttnRope rope = {m->cos_t, m->sin_t, rope_q_in_forward(m, l), 0, 0};
+        const AttnRope rope = {m->cos_t, m->sin_t, rope_q_in_forward(m, l), 0, 0, rope_k_at_loads(m, l)};
         return attention_mma_forward(a->atty, a->lse, a->q, a->k, a->vin, ld, m->B, m->T, m->NH, m->NKV, m->hd, &rope);
     }
     if (m->attention == FAST_ATTENTION_WGMMA) /* q and k rotated by rope_forward's pass (rope_q_in_forward is 0) */
@@ -871,7 +885,8 @@ static int attention_backward_any(FastModel *m, int l, const FastActs *a, bf16 *
     }
 #endif
     if (attention_mma_backward_runs(m)) { /* the tensor-core backward (attention_mma_backward.cu) */
-        const AttnRope rope = {m->cos_t, m->sin_t, 0, rope_fused(m, l, MIX_Q), rope_fused(m, l, MIX_K)};
+        const AttnRope rope = {m->cos_t, m->sin_t, 0, rope_fused(m, l, MIX_Q), rope_fused(m, l, MIX_K),
+                               rope_k_at_loads(m, l)};
         return attention_mma_backward(dq, dk, dv, m->attD, m->datty, a->atty, a->q, a->k, a->vin, ld, a->lse, m->B,
                                       m->T, m->NH, m->NKV, m->hd, &rope);
     }

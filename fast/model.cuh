@@ -108,6 +108,8 @@ typedef struct FastModel {
     int attention;       /* FAST_ATTENTION_MMA, _FLASH or _CUDNN: fast_attention_kind() at create (--attention) */
     int gemm;            /* FAST_GEMM_CUBLASLT or _WGMMA: fast_gemm_kind() at create (--gemm) */
     void *cudnn;         /* --attention cudnn: the CudnnAttention (handle, graph cache); else NULL */
+    int decoder;         /* fast/decode.cu's model: its prefill reads every acts[l].k as RoPE'd keys into the
+                          * KV cache, so the keys keep rope_forward's pass (rope_k_at_loads) */
 
     /* parameters and optimizer, flat in table order */
     float *params32;     /* [P] fp32 master weights */

@@ -22,7 +22,9 @@
  * Kernels take the map by value, `const __grid_constant__ TmaMap map`, and pass &map.
  * With box_cols·2 equal to the span, a box is exactly wgmma's K-major tile with that swizzle
  * (wgmma_desc(dst, 0, 8·span, ...)); without swizzle, 8-column boxes are its core matrices
- * (LBO = box_rows·16, SBO 128).
+ * (LBO = box_rows·16, SBO 128). Loaded from the transpose (box rows along K), the boxes are the
+ * M/N-major tile (imm-trans 1): SBO 8·span, LBO the next box (without swizzle LBO 128, SBO the
+ * box). conformance/test_cuda_cpu_tma.cpp multiplies both ways.
  *
  * Under nvcc: inline PTX for sm_90 and later, and the encoder calls the driver's
  * cuTensorMapEncodeTiled through cudaGetDriverEntryPoint[ByVersion] (no link against libcuda:

@@ -1,5 +1,5 @@
 /* wgmma.cuh: Hopper's warpgroup matrix instructions (sm_90a), one device function each, beside
- * fast/mma.cuh's warp-level ones. No fast/ kernel uses them yet.
+ * fast/mma.cuh's warp-level ones. fast/gemm_wgmma.cu uses them.
  *
  *   wgmma_desc(tile, lbo, sbo, swizzle)      the 64-bit shared-memory matrix descriptor of a tile
  *                                            (PTX ISA "Matrix Descriptor Format"): start address,

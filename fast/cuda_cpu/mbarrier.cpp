@@ -39,7 +39,7 @@ uintptr_t spin_bar;              /* the barrier of the last test_wait that answe
 uint64_t spin_events;            /* scheduling_events() + ops_done then */
 uint64_t spin_thread;            /* and its thread (linear index in the block) */
 
-char trace[16][96];
+char trace[16][128]; /* the longest, cp.async.bulk.tensor.2d's, is 96 characters */
 int traced;
 
 /* "the mbarrier at shared offset 64" (dynamic shared memory) or at an address */
@@ -216,7 +216,7 @@ void bulk_copy_chunks(uint64_t *bar, char *const *dst, const unsigned char *data
         c.dst = dst[i];
         c.data.assign(data + 16 * i, data + 16 * i + 16);
         check::bulk_copy_bytes(dst[i], 16, 1); /* in flight until its phase completes */
-        b->copies.push_back(std::move(c));
+        b->copies.emplace_back(std::move(c));
     }
     b->tx -= tx_bytes;
     if (b->pending == 0 && b->tx < 0) { /* a GPU could complete the phase part-way through this copy */

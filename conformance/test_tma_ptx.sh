@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# test_tma_ptx.sh: the two definitions of the TMA tensor load agree, ptxas takes the PTX, and the
+# nvcc host encoder reaches the driver only through the runtime's entry point. fast/tma.cuh has
+# tma_load_2d twice: inline PTX for nvcc (sm_90), and a call into the CPU layer
+# (fast/cuda_cpu/tma.h) for the CPU build. nvcc compiles conformance/tma_ptx_compile.cu for
+# sm_90 to PTX; the kernel's mbarrier.* and cp.async.bulk.* instructions, in order (normalised as
+# test_mbarrier_ptx.sh does: the instruction with its qualifiers, [1] per address operand, r per
+# register), must be the ones the CPU layer executes for the same kernel (tma_ptx_table, built
+# from the same source). ptxas must assemble the PTX for sm_90. nvcc -c of the same file with
+# -Wall -Wextra must warn about nothing, and its object must call no cu* driver function (the
+# encoder goes through cudaGetDriverEntryPoint[ByVersion]: no link against libcuda). Then the
+# comparison must FAIL on a copy of tma.cuh whose load lost its .tile qualifier. A few nvcc
+# compiles and one ptxas, seconds; no GPU needed; without nvcc it is skipped (exit 77).
+# usage: test_tma_ptx.sh NVCC REPO_ROOT TMA_PTX_TABLE
+set -u
+. "$(dirname "$0")/ptx_check_lib.sh"
+ptx_check_setup test_tma_ptx.sh fast/tma.cuh "$@"
+
+# ptx_table INCLUDE_DIR OUT: nvcc's PTX of tma_ptx_compile.cu (tma.cuh from INCLUDE_DIR first)
+# in OUT.ptx, and per kernel "<kernel> <instruction> <operands> [; ...]" in OUT
+ptx_table() {
+  "$NVCC" -std=c++17 -arch=sm_90 -ptx -I"$1" -I"$ROOT" -o "$2.ptx" "$ROOT/conformance/tma_ptx_compile.cu" || return 1
+  awk 'function flush() { if (fn != "" && seq != "") print fn, seq; seq = "" }
+       /^\.visible \.entry tma_ptx_/ { flush(); fn = $3; sub(/^tma_ptx_/, "", fn); sub(/\(.*/, "", fn) }
+       /^[ \t]*(mbarrier\.|cp\.async\.bulk\.)/ {
+         line = $0; sub(/^[ \t]*/, "", line); sub(/;.*/, "", line)
+         ins = line; sub(/[ \t].*/, "", ins); ops = substr(line, length(ins) + 1)
+         out = ins
+         n = split(ops, tok, /[ \t,]+/)
+         for (i = 1; i <= n; i++) {
+           t = tok[i]
+           if (t == "") continue
+           if (t ~ /^\[/) out = out " [1]"
+           else if (t ~ /^-?[0-9]+$/) out = out " " t
+           else out = out " r"
+         }
+         seq = seq (seq == "" ? "" : " ; ") out
+       }
+       END { flush() }' "$2.ptx" >"$2"
+}
+
+# compare CPU_TABLE PTX_TABLE: 0 when every kernel's instruction sequence is the CPU's
+compare() {
+  local bad=0 fn want got
+  while read -r fn want; do
+    got=$(awk -v f="$fn" '$1 == f { $1 = ""; sub(/^ /, ""); print }' "$2")
+    if [ "$got" != "$want" ]; then
+      echo "FAIL: kernel tma_ptx_$fn: nvcc's PTX is '${got:-no mbarrier or bulk instruction}', the CPU layer executes '$want'"
+      bad=1
+    fi
+  done <"$1"
+  return $bad
+}
+
+ptx_table "$tmp/none" "$tmp/ptx.txt" || { echo "FAIL: nvcc could not compile conformance/tma_ptx_compile.cu for sm_90"; exit 1; }
+fail=0
+if ! grep -q 'cp\.async\.bulk\.tensor\.2d' "$tmp/table.txt"; then
+  echo "FAIL: the CPU layer's table has no cp.async.bulk.tensor.2d: $(cat "$tmp/table.txt")"
+  fail=1
+fi
+if compare "$tmp/table.txt" "$tmp/ptx.txt"; then
+  echo "ok: $(wc -l <"$tmp/table.txt") kernel of conformance/tma_ptx_compile.cu: nvcc's PTX = the CPU layer's instructions:"
+  sed 's/^/  /' "$tmp/table.txt"
+else
+  fail=1
+fi
+if [ -z "$PTXAS" ]; then
+  echo "FAIL: nvcc without ptxas"
+  fail=1
+elif "$PTXAS" -arch=sm_90 -o "$tmp/tma.cubin" "$tmp/ptx.txt.ptx" 2>"$tmp/ptxas.log"; then
+  echo "ok: ptxas -arch=sm_90 assembles the PTX ($(grep -cE '^[[:space:]]*(mbarrier|cp\.async\.bulk)\.' "$tmp/ptx.txt.ptx") instructions)"
+else
+  echo "FAIL: ptxas -arch=sm_90 refuses the PTX: $(head -n 3 "$tmp/ptxas.log" | tr '\n' ' ')"
+  fail=1
+fi
+
+# the host half: warning-free, and the driver reached only through the runtime's entry point
+if ! "$NVCC" -std=c++17 -arch=sm_90 -c -Xcompiler -Wall,-Wextra -I"$ROOT" -o "$tmp/host.o" \
+    "$ROOT/conformance/tma_ptx_compile.cu" >"$tmp/host.log" 2>&1; then
+  echo "FAIL: nvcc -c of conformance/tma_ptx_compile.cu: $(head -n 3 "$tmp/host.log" | tr '\n' ' ')"
+  fail=1
+elif [ -s "$tmp/host.log" ]; then
+  echo "FAIL: nvcc -c of conformance/tma_ptx_compile.cu warns: $(head -n 3 "$tmp/host.log" | tr '\n' ' ')"
+  fail=1
+else
+  undef=$(nm -u "$tmp/host.o" | awk '{print $NF}')
+  driver=$(printf '%s\n' "$undef" | grep -E '^cu[A-Z]' | tr '\n' ' ')
+  if [ -n "$driver" ]; then
+    echo "FAIL: the host object calls the driver library directly (a link against libcuda): $driver"
+    fail=1
+  elif ! printf '%s\n' "$undef" | grep -qE '^cudaGetDriverEntryPoint(ByVersion)?$'; then
+    echo "FAIL: the host object does not reach cuTensorMapEncodeTiled through cudaGetDriverEntryPoint[ByVersion]"
+    fail=1
+  else
+    echo "ok: nvcc -c -Wall -Wextra is quiet; the encoder reaches the driver through $(printf '%s\n' "$undef" | grep -E '^cudaGetDriverEntryPoint') only"
+  fi
+fi
+
+# the comparison must fail on a load without its .tile qualifier
+ptx_mutant_caught fast/tma.cuh '.tile dropped' 's/\.global\.tile\.mbarrier/.global.mbarrier/' 'FAIL: kernel tma_ptx_load: ' || fail=1
+exit $fail
