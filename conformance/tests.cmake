@@ -509,6 +509,10 @@ if(VRL_HAVE_CUDA_CPU)
     # the wgmma GEMM's tests catch 12 pipeline, layout and epilogue bugs of fast/gemm_wgmma.cu (~15 CPU-s)
     add_test(NAME gemm_wgmma_mutants COMMAND ${CMAKE_SOURCE_DIR}/conformance/gemm_wgmma_mutants.sh)
     set_tests_properties(gemm_wgmma_mutants PROPERTIES TIMEOUT 300 ENVIRONMENT "TMPDIR=${VRL_TEST_TMP};VRL_BUILD_DIR=${CMAKE_BINARY_DIR}")
+    # the wgmma attention forward's tests catch a mutant of each class: its ring (freed early, plain and
+    # checked; the phase; expect_tx; alignment), its descriptors, P's fragments, mask, rescale, GQA, rows, lse
+    add_test(NAME attention_wgmma_mutants COMMAND ${CMAKE_SOURCE_DIR}/conformance/attention_wgmma_mutants.sh)
+    set_tests_properties(attention_wgmma_mutants PROPERTIES TIMEOUT 300 ENVIRONMENT "TMPDIR=${VRL_TEST_TMP};VRL_BUILD_DIR=${CMAKE_BINARY_DIR}")
   endif()
   if(NOT (VRL_SANITIZE OR VRL_FUZZ))
     # plain pass only: the same kernels as test_fast_cpu_vs_ref, which the sanitizer pass
