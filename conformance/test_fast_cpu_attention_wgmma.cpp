@@ -7,7 +7,7 @@
  * fragment, swizzle chunk, stage or TMA coordinate moves whole blocks of S or O: errors of order
  * 1. Every thread and block order gives the same bits, and q/k/v read as views into one fused
  * projection [N, qC + 2kvC] give the bits of separate tensors. Shapes: T not a multiple of the
- * 128-query block nor of the 128-key tile, two batches (a block's rows past T read the next
+ * 128-query block nor of the 128-key tile (and T = 256, one that is), two batches (a block's rows past T read the next
  * batch's rows or TMA's zero fill and must not leak), three key tiles (the two-stage ring wraps),
  * GQA and MQA, hd 64 and 128; hd 32 falls back to attention_mma_forward's bits. Under the
  * checkers (the _check build) a stage read before its TMA bytes landed, or refilled while a
@@ -121,6 +121,7 @@ Test(attention_wgmma, hd64_gqa_two_batches_t_past_the_tile) { wgmma_case(2, 200,
 Test(attention_wgmma, hd64_mqa_three_key_tiles_ring_wraps) { wgmma_case(1, 300, 2, 1, 64); }
 Test(attention_wgmma, hd128_gqa) { wgmma_case(2, 130, 4, 2, 128); }
 Test(attention_wgmma, hd64_one_position) { wgmma_case(2, 1, 2, 2, 64); }
+Test(attention_wgmma, hd128_mqa_t_a_multiple_of_the_tile) { wgmma_case(1, 256, 2, 1, 128); }
 
 Test(attention_wgmma, other_head_dims_fall_back_to_the_mma_forward) {
     const int B = 1, T = 70, NH = 2, NKV = 1, hd = 32, qC = NH * hd, kvC = NKV * hd;
