@@ -100,7 +100,7 @@ int main(int argc, char **argv) {
         else {
             fprintf(stderr,
                     "usage: bench_fast [--presets 82M,468M] [--variants baseline,resformer,svformer] [--batch 8] "
-                    "[--seq 2048] [--steps 10] [--kernels] [--attention mma|flash|cudnn] [--gemm cublaslt|wgmma]\n");
+                    "[--seq 2048] [--steps 10] [--kernels] [--attention mma|flash|wgmma|cudnn] [--gemm cublaslt|wgmma]\n");
             return 2;
         }
     }
@@ -120,7 +120,10 @@ int main(int argc, char **argv) {
     }
     const int kind = fast_attention_kind();
     printf("measured bf16 GEMM peak (cuBLASLt, 8192^3, fp32 accumulate): %.1f TFLOP/s; attention: %s; GEMMs: %s\n",
-           peak, kind == FAST_ATTENTION_MMA ? "mma" : kind == FAST_ATTENTION_CUDNN ? "cudnn" : "flash",
+           peak, kind == FAST_ATTENTION_MMA     ? "mma"
+           : kind == FAST_ATTENTION_WGMMA ? "wgmma (forward; mma's backward)"
+           : kind == FAST_ATTENTION_CUDNN ? "cudnn"
+                                          : "flash",
            fast_gemm_kind() == FAST_GEMM_WGMMA ? "wgmma (fast/gemm_wgmma.cu)" : "cuBLASLt");
     char pbuf[256], vbuf[256];
     snprintf(pbuf, sizeof pbuf, "%s", presets);

@@ -1,9 +1,15 @@
 #!/usr/bin/env bash
-# test_attention_option.sh: `--attention flash|mma|cudnn` (docs/design/kernels.md, "Attention through
+# test_attention_option.sh: `--attention flash|mma|wgmma|cudnn` (docs/design/kernels.md, "Attention through
 # cuDNN", "Attention on tensor cores") where it cannot run: the reference (--device cpu) has
 # one attention and refuses the flag; the CPU layer (--device cuda-cpu) runs flash and mma and
 # refuses cudnn, saying cuDNN needs a GPU; a bad name is refused. Each refusal is one stderr line, a non-zero exit, no run folder.
 # `--attention mma` is the default: it gives the same bytes as no flag at all; flash trains too.
+# `--attention wgmma` (fast/attention_wgmma_forward.cu, mma's backward): on the tiny model (hd 8,
+# which the wgmma forward leaves to mma's) the bytes of mma, RoPE's pass writing the bits mma's
+# fused rotation writes; at hd 64 (a config of 2 heads of 64) and T = 100 other bytes than mma's
+# (T past mma's 64-key tile: its softmax rescales where the wgmma forward's one 128-key tile does
+# not; at T <= 64 the two sum alike on the CPU layer and agree bit for bit); its numbers against
+# ref in test_fast_cpu_vs_ref_wgmma_attention.
 # `--gemm cublaslt|wgmma` likewise (docs/fast.md "Options"): refused on --device cpu and for a bad name;
 # cublaslt is the default (the same bytes as no flag); wgmma (fast/gemm_wgmma.cu) trains on the CPU
 # layer to other bits (its sums' order), its numbers in test_fast_cpu_vs_ref_wgmma.
@@ -30,10 +36,10 @@ T="$VRL train --quiet --model tiny --batch 2 --seq 32 --steps 2 --synthetic-toke
 expect_refusal train_cpu_refuses 1 "^vrl train: --attention flash: --device cpu has no such option" \
   $T --device cpu --attention flash --out "$tmp/r1"
 check no_folder_cpu test ! -e "$tmp/r1"
-expect_refusal train_cuda_cpu_refuses_cudnn 1 "^vrl train: --attention cudnn: cuDNN needs a GPU; --device cuda-cpu runs fast/'s own kernels only (--attention flash or mma)" \
+expect_refusal train_cuda_cpu_refuses_cudnn 1 "^vrl train: --attention cudnn: cuDNN needs a GPU; --device cuda-cpu runs fast/'s own kernels only (--attention flash, mma or wgmma)" \
   $T --device cuda-cpu --attention cudnn --out "$tmp/r2"
 check no_folder_cuda_cpu test ! -e "$tmp/r2"
-expect_refusal train_bad_name 1 "^vrl train: --attention: \"tensor\" is not flash, mma or cudnn" \
+expect_refusal train_bad_name 1 "^vrl train: --attention: \"tensor\" is not flash, mma, wgmma or cudnn" \
   $T --device cuda-cpu --attention tensor --out "$tmp/r3"
 
 # mma (the tensor-core forward and backward) is what runs without the flag: byte-identical weights
@@ -45,6 +51,14 @@ check mma_is_the_default cmp "$tmp/plain/model.safetensors" "$tmp/mma/model.safe
 check train_cuda_cpu_flash $T --device cuda-cpu --attention flash --out "$tmp/flash"
 check flash_writes_weights test -s "$tmp/flash/model.safetensors"
 check flash_is_not_mma bash -c "! cmp -s '$tmp/plain/model.safetensors' '$tmp/flash/model.safetensors'"
+check train_cuda_cpu_wgmma $T --device cuda-cpu --attention wgmma --out "$tmp/wgattn"
+check wgmma_hd8_is_mma cmp "$tmp/plain/model.safetensors" "$tmp/wgattn/model.safetensors"
+printf '{"model_type": "llama", "hidden_size": 128, "intermediate_size": 64, "num_hidden_layers": 1,
+ "num_attention_heads": 2, "num_key_value_heads": 1, "vocab_size": 64, "max_position_embeddings": 128}\n' >"$tmp/hd64.json"
+H="$VRL train --quiet --model $tmp/hd64.json --batch 2 --seq 100 --steps 2 --synthetic-tokens 4096 --device cuda-cpu"
+check train_hd64_mma $H --out "$tmp/hd64_mma"
+check train_hd64_wgmma $H --attention wgmma --out "$tmp/hd64_wgmma"
+check wgmma_hd64_is_not_mma bash -c "! cmp -s '$tmp/hd64_mma/model.safetensors' '$tmp/hd64_wgmma/model.safetensors'"
 
 expect_refusal train_cpu_refuses_gemm 1 "^vrl train: --gemm wgmma: --device cpu has no such option" \
   $T --device cpu --gemm wgmma --out "$tmp/g1"

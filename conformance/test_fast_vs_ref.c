@@ -24,14 +24,14 @@
  * The models run fast/'s default attention, the tensor-core kernels (mma), and in the
  * fp32-storage build the CUDA-core flash kernels (it has no packed bf16 for mma). A named
  * attention runs instead: the cases named (all when none is) and the trainer if named,
- * against ref with the same bounds, each case as CASE@flash or CASE@mma (the ctest entries
- * test_fast_cpu_vs_ref_flash*; on a GPU, `test_fast_vs_ref flash trainer` for every case).
- * The fp32-storage build refuses mma: SKIP.
+ * against ref with the same bounds, each case as CASE@flash, CASE@mma or CASE@wgmma (the ctest
+ * entries test_fast_cpu_vs_ref_flash* and _wgmma_attention; on a GPU, `test_fast_vs_ref flash
+ * trainer` for every case). The fp32-storage build refuses mma and wgmma: SKIP.
  *
- * usage: test_fast_vs_ref [CASE ...] [trainer] [cudnn] [flash] [mma] | --list
+ * usage: test_fast_vs_ref [CASE ...] [trainer] [cudnn] [flash] [mma] [wgmma] | --list
  *   no arguments: every case and the trainer, with the default attention and then with cudnn;
  *   CASE names and "trainer" select those parts of the default run; "cudnn" alone runs the
- *   cudnn part only; "flash" or "mma" runs that attention's part only (with the named cases,
+ *   cudnn part only; "flash", "mma" or "wgmma" runs that attention's part only (with the named cases,
  *   or all). */
 #include <math.h>
 #include <stdio.h>
@@ -838,6 +838,7 @@ static int names_a_case(int argc, char **argv) {
 static const char *default_attention(void) {
     switch (fast_attention_kind()) {
     case FAST_ATTENTION_MMA: return "mma";
+    case FAST_ATTENTION_WGMMA: return "wgmma";
     case FAST_ATTENTION_CUDNN: return "cudnn";
     default: return "flash";
     }
@@ -887,14 +888,14 @@ int main(int argc, char **argv) {
         printf("FAIL: mkdtemp %s\n", root);
         return 1;
     }
-    /* "mma" or "flash" selects only its part (both: the two parts): the named cases (or all),
+    /* "mma", "flash" or "wgmma" selects only its part (several: those parts): the named cases (or all),
      * and the trainer if named */
-    static const char *const kinds[] = {"mma", "flash"};
+    static const char *const kinds[] = {"mma", "flash", "wgmma"};
     int parts = 0, ran = 0;
-    for (int j = 0; j < 2; j++) {
+    for (int j = 0; j < 3; j++) {
         if (argc < 2 || !selected(argc, argv, kinds[j])) continue;
         parts++;
-        if (fast_set_attention(kinds[j]) < 0) { /* mma in the fp32-storage build */
+        if (fast_set_attention(kinds[j]) < 0) { /* mma, wgmma in the fp32-storage build */
             printf("SKIP %s part: %s\n", kinds[j], vrl_last_error());
             continue;
         }

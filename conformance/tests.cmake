@@ -358,6 +358,13 @@ if(VRL_HAVE_CUDA_CPU)
   target_include_directories(test_fast_cpu_gemm_wgmma BEFORE PRIVATE ${CMAKE_SOURCE_DIR}/fast/cuda_cpu/include)
   target_compile_definitions(test_fast_cpu_gemm_wgmma PRIVATE VRL_CUDA_CPU=1)
   target_compile_options(test_fast_cpu_gemm_wgmma PRIVATE -include ${CMAKE_SOURCE_DIR}/fast/cuda_cpu/cpu_names.h)
+  # fast/'s wgmma attention forward (TMA, a two-stage mbarrier ring, wgmma SS and RS) against causal
+  # attention in double, bit-identical in every thread and block order (conformance/test_fast_cpu_attention_wgmma.cpp)
+  vrl_test(test_fast_cpu_attention_wgmma SOURCES conformance/test_fast_cpu_attention_wgmma.cpp LIBS vrl_fast_cpu vrl_common)
+  set_target_properties(test_fast_cpu_attention_wgmma PROPERTIES CXX_STANDARD 17 CXX_STANDARD_REQUIRED ON)
+  target_include_directories(test_fast_cpu_attention_wgmma BEFORE PRIVATE ${CMAKE_SOURCE_DIR}/fast/cuda_cpu/include)
+  target_compile_definitions(test_fast_cpu_attention_wgmma PRIVATE VRL_CUDA_CPU=1)
+  target_compile_options(test_fast_cpu_attention_wgmma PRIVATE -include ${CMAKE_SOURCE_DIR}/fast/cuda_cpu/cpu_names.h)
   # fast/'s kernels one by one against ref/'s ops at edge shapes, in all three thread orders
   vrl_test(test_fast_cpu_ops SOURCES conformance/test_fast_cpu_ops.cpp LIBS vrl_fast_cpu vrl_ref64 vrl_common)
   set_target_properties(test_fast_cpu_ops PROPERTIES CXX_STANDARD 17 CXX_STANDARD_REQUIRED ON)
@@ -371,8 +378,8 @@ if(VRL_HAVE_CUDA_CPU)
   target_include_directories(test_fast_cpu_bits BEFORE PRIVATE ${CMAKE_SOURCE_DIR}/fast/cuda_cpu/include)
   target_compile_definitions(test_fast_cpu_bits PRIVATE VRL_CUDA_CPU=1 VRL_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
   target_compile_options(test_fast_cpu_bits PRIVATE -include ${CMAKE_SOURCE_DIR}/fast/cuda_cpu/cpu_names.h)
-  # --attention mma|flash|cudnn: refused on cpu (one attention) and cudnn on cuda-cpu (needs a GPU);
-  # mma (the same bytes as no flag) and flash train there
+  # --attention mma|flash|wgmma|cudnn: refused on cpu (one attention) and cudnn on cuda-cpu (needs a GPU);
+  # mma (the same bytes as no flag), flash and wgmma train there
   add_test(NAME test_attention_option COMMAND ${CMAKE_SOURCE_DIR}/conformance/test_attention_option.sh $<TARGET_FILE:vrl>)
   set_tests_properties(test_attention_option PROPERTIES TIMEOUT 300 ENVIRONMENT "TMPDIR=${VRL_TEST_TMP}")
   # vrl generate --device cuda-cpu (fast/decode.cu) = vrl generate (ref) token for token, five variant families
@@ -425,6 +432,12 @@ if(VRL_HAVE_CUDA_CPU)
     target_include_directories(test_fast_cpu_gemm_wgmma_check BEFORE PRIVATE ${CMAKE_SOURCE_DIR}/fast/cuda_cpu/include)
     target_compile_definitions(test_fast_cpu_gemm_wgmma_check PRIVATE VRL_CUDA_CPU=1)
     target_compile_options(test_fast_cpu_gemm_wgmma_check PRIVATE -include ${CMAKE_SOURCE_DIR}/fast/cuda_cpu/cpu_names.h)
+    # the wgmma attention forward under the checkers (stages read before they landed or refilled while read)
+    vrl_test(test_fast_cpu_attention_wgmma_check SOURCES conformance/test_fast_cpu_attention_wgmma.cpp LIBS vrl_fast_cpu_check vrl_common)
+    set_target_properties(test_fast_cpu_attention_wgmma_check PROPERTIES CXX_STANDARD 17 CXX_STANDARD_REQUIRED ON)
+    target_include_directories(test_fast_cpu_attention_wgmma_check BEFORE PRIVATE ${CMAKE_SOURCE_DIR}/fast/cuda_cpu/include)
+    target_compile_definitions(test_fast_cpu_attention_wgmma_check PRIVATE VRL_CUDA_CPU=1)
+    target_compile_options(test_fast_cpu_attention_wgmma_check PRIVATE -include ${CMAKE_SOURCE_DIR}/fast/cuda_cpu/cpu_names.h)
     # fast/'s kernels one by one (test_fast_cpu_ops) under every checker, in its three thread orders
     vrl_test(test_fast_cpu_ops_check SOURCES conformance/test_fast_cpu_ops.cpp LIBS vrl_fast_cpu_check vrl_ref64 vrl_common)
     set_target_properties(test_fast_cpu_ops_check PROPERTIES CXX_STANDARD 17 CXX_STANDARD_REQUIRED ON)
@@ -496,6 +509,10 @@ if(VRL_HAVE_CUDA_CPU)
     # the wgmma GEMM's tests catch 12 pipeline, layout and epilogue bugs of fast/gemm_wgmma.cu (~15 CPU-s)
     add_test(NAME gemm_wgmma_mutants COMMAND ${CMAKE_SOURCE_DIR}/conformance/gemm_wgmma_mutants.sh)
     set_tests_properties(gemm_wgmma_mutants PROPERTIES TIMEOUT 300 ENVIRONMENT "TMPDIR=${VRL_TEST_TMP};VRL_BUILD_DIR=${CMAKE_BINARY_DIR}")
+    # the wgmma attention forward's tests catch a mutant of each class: its ring (freed early, plain and
+    # checked; the phase; expect_tx; alignment), its descriptors, P's fragments, mask, rescale, GQA, rows, lse
+    add_test(NAME attention_wgmma_mutants COMMAND ${CMAKE_SOURCE_DIR}/conformance/attention_wgmma_mutants.sh)
+    set_tests_properties(attention_wgmma_mutants PROPERTIES TIMEOUT 300 ENVIRONMENT "TMPDIR=${VRL_TEST_TMP};VRL_BUILD_DIR=${CMAKE_BINARY_DIR}")
   endif()
   if(NOT (VRL_SANITIZE OR VRL_FUZZ))
     # plain pass only: the same kernels as test_fast_cpu_vs_ref, which the sanitizer pass
@@ -527,6 +544,15 @@ if(VRL_HAVE_CUDA_CPU)
       gqa4_cross_layer_prev trainer)
     set_tests_properties(test_fast_cpu_vs_ref_wgmma PROPERTIES
       ENVIRONMENT "TMPDIR=${VRL_TEST_TMP};VRL_FAST_GEMM=wgmma;VRL_CUDA_CPU_CANARY=1")
+    # --attention wgmma (fast/attention_wgmma_forward.cu's forward, mma's backward, RoPE by its passes)
+    # against ref: the cases whose head dim the wgmma forward runs (hd 64 with two batches at T = 130,
+    # past its 128-query block and key tile; MQA hd 64; GQA hd 128), an attention-mixing layer and
+    # GPT-2 (both dispatch under wgmma: hd 16 there, mma's kernels). 10.5 CPU-s (this 2-core machine,
+    # shared). The kernel itself: every order and the checkers in test_fast_cpu_attention_wgmma.
+    add_test(NAME test_fast_cpu_vs_ref_wgmma_attention COMMAND test_fast_cpu_vs_ref wgmma
+      hd64_baseline hd64_svformer hd128_gqa_resformer gqa4_attn_residual gpt2_tiny)
+    set_tests_properties(test_fast_cpu_vs_ref_wgmma_attention PROPERTIES
+      ENVIRONMENT "TMPDIR=${VRL_TEST_TMP};VRL_CUDA_CPU_CANARY=1")
     # --attention flash (the CUDA-core kernels, fast/attention.cu; every other list runs the
     # default, mma) against ref: every variant once, as test_fast_cpu32_vs_ref's list (head dims
     # 8, 16, 64 and 128, GPT-2) less its repeated mHC cases and the trainer. Plain pass only:

@@ -106,10 +106,19 @@ int fast_set_attention(const char *name) {
         return 0;
 #endif
     }
-    if (strcmp(name, "cudnn")) return vrl_error("--attention: \"%s\" is not flash, mma or cudnn", name);
+    if (!strcmp(name, "wgmma")) {
+#if VRL_CUDA_CPU_FP32 /* as mma: no packed bf16 pairs for wgmma's P fragments */
+        return vrl_error("--attention wgmma: the fp32-storage build (VRL_CUDA_CPU_FP32) has no packed bf16 "
+                         "fragments for wgmma; use --attention flash");
+#else
+        attention_kind = FAST_ATTENTION_WGMMA; /* the GPU's compute capability: checked at model create */
+        return 0;
+#endif
+    }
+    if (strcmp(name, "cudnn")) return vrl_error("--attention: \"%s\" is not flash, mma, wgmma or cudnn", name);
 #if VRL_CUDA_CPU
     return vrl_error("--attention cudnn: cuDNN needs a GPU; --device cuda-cpu runs fast/'s own kernels only "
-                     "(--attention flash or mma)");
+                     "(--attention flash, mma or wgmma)");
 #elif !VRL_HAVE_CUDNN
     return vrl_error("--attention cudnn: this vrl was built without cuDNN attention (cmake found no cuDNN or no "
                      "cudnn-frontend headers: scripts/cudnn_frontend.sh, -DVRL_CUDNN; docs/fast.md)");

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "fast/attention_wgmma.cuh"
 #include "fast/gemm_wgmma.cuh"
 #include "fast/model.cuh"
 
@@ -122,6 +123,18 @@ extern "C" int fast_bench_kernels(void *vm, FILE *out) {
                                                 &rope_fwd));
         row(out, "attention_forward mma", ms, ((double)N * qC * 2 + (double)N * kvC * 2) * e2, 4.0 * m->hd * att_pairs);
         const AttnRope rope = {m->cos_t, m->sin_t, 0, 1, 1, 1};
+        TIME_MS(ms, reps, attention_mma_backward(m->dq, m->dk, dv16_only, m->attD, a->atty, a->atty, a->q, a->k,
+                                                 a->vin, ld, a->lse, B, T, m->NH, m->NKV, m->hd, &rope));
+        row(out, "attention_backward mma", ms, ((double)N * qC * 4 + (double)N * kvC * 4) * e2,
+            10.0 * m->hd * att_pairs);
+    }
+    if (m->attention == FAST_ATTENTION_WGMMA) { /* --attention wgmma: its forward (q, k rotated: the model's
+                                                 * passes ran) beside flash's; its backward is mma's */
+        TIME_MS(ms, reps, attention_wgmma_forward(m->datty, m->attD, a->q, a->k, a->vin, ld, B, T, m->NH, m->NKV,
+                                                  m->hd));
+        row(out, "attention_forward wgmma", ms, ((double)N * qC * 2 + (double)N * kvC * 2) * e2,
+            4.0 * m->hd * att_pairs);
+        const AttnRope rope = {m->cos_t, m->sin_t, 0, 1, 1, 0};
         TIME_MS(ms, reps, attention_mma_backward(m->dq, m->dk, dv16_only, m->attD, a->atty, a->atty, a->q, a->k,
                                                  a->vin, ld, a->lse, B, T, m->NH, m->NKV, m->hd, &rope));
         row(out, "attention_backward mma", ms, ((double)N * qC * 4 + (double)N * kvC * 4) * e2,

@@ -33,12 +33,17 @@ int fast_device_check(void);
  * backward, fast/attention_mma_forward.cu and attention_mma_backward.cu; the default), flash
  * (fast/attention.cu, CUDA cores; the default of the fp32-storage CPU build, which cannot run
  * mma) or cuDNN's fused SDPA on tensor cores (fast/attention_cudnn.cpp). */
-enum { FAST_ATTENTION_FLASH = 0, FAST_ATTENTION_CUDNN = 1, FAST_ATTENTION_MMA = 2 };
-/* "flash", "mma" or "cudnn": 0; -1 with vrl_error when the name is none of them, or it cannot
- * run here: cudnn on the CPU layer (cuDNN needs a GPU) or in a build without the cuDNN path
- * (VRL_CUDNN); mma in the fp32-storage CPU build (VRL_CUDA_CPU_FP32: no packed bf16). */
+enum { FAST_ATTENTION_FLASH = 0, FAST_ATTENTION_CUDNN = 1, FAST_ATTENTION_MMA = 2, FAST_ATTENTION_WGMMA = 3 };
+/* FAST_ATTENTION_WGMMA (`--attention wgmma`): the llama layers' forward on Hopper's wgmma
+ * (fast/attention_wgmma_forward.cu; hd 64 and 128, others on mma's forward) with mma's backward;
+ * RoPE by its own passes; GPT-2 runs mma. A compute capability 9.0 GPU or the CPU layer
+ * (fast_model_create refuses another GPU). */
+/* "flash", "mma", "wgmma" or "cudnn": 0; -1 with vrl_error when the name is none of them, or it
+ * cannot run here: cudnn on the CPU layer (cuDNN needs a GPU) or in a build without the cuDNN
+ * path (VRL_CUDNN); mma and wgmma in the fp32-storage CPU build (VRL_CUDA_CPU_FP32: no packed
+ * bf16). */
 int fast_set_attention(const char *name);
-/* FAST_ATTENTION_FLASH, _MMA or _CUDNN, as last set (unset: mma; flash in the fp32-storage build). */
+/* FAST_ATTENTION_FLASH, _MMA, _WGMMA or _CUDNN, as last set (unset: mma; flash in the fp32-storage build). */
 int fast_attention_kind(void);
 
 /* Which GEMMs the llama layers' forward products run (`--gemm`, docs/fast.md "Options"): cuBLASLt

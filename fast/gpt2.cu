@@ -113,7 +113,7 @@ int gpt2_bind(FastModel *m, const ModelSpec *spec) {
     if (dist_world() > 1) /* zero.cu's buckets follow the llama layers */
         return vrl_error("fast model: GPT-2 on CUDA trains in one process (no data parallelism yet; run without mpirun)");
     if (fast_attention_kind() == FAST_ATTENTION_CUDNN) /* model.cu wires cuDNN into the llama layers only */
-        return vrl_error("fast model: GPT-2 on CUDA runs fast/'s own attention kernels only (--attention mma or flash)");
+        return vrl_error("fast model: GPT-2 on CUDA runs fast/'s own attention kernels only (--attention mma, wgmma or flash)");
     FastGpt2 *g = (FastGpt2 *)calloc(1, sizeof *g + L * (sizeof *g->off + sizeof *g->acts));
     if (!g) return vrl_error("fast model: out of host memory");
     m->gpt2 = g; /* freed by fast_model_destroy */
@@ -162,7 +162,8 @@ int gpt2_trunk_forward(FastModel *m) {
         TRY(layernorm_forward(a->ln1, a->mean1, a->rstd1, x, W16(o[LN1W]), W16(o[LN1B]), N, d, eps));
         TRY(conv1d_forward(bl, g->y32, a->ln1, W16(o[AW]), N, d, 3 * d));
         TRY(bias_add_forward(a->qkv, g->y32, W16(o[AB]), NULL, N, 3 * d));
-        if (m->attention == FAST_ATTENTION_MMA) { /* GPT-2 has no RoPE: no rope tables */
+        /* GPT-2 has no RoPE: no rope tables; --attention wgmma runs the mma kernels here */
+        if (m->attention == FAST_ATTENTION_MMA || m->attention == FAST_ATTENTION_WGMMA) {
             TRY(attention_mma_forward(a->atty, a->lse, a->qkv, a->qkv + d, a->qkv + 2 * d, ld, m->B, m->T, m->NH, m->NH,
                                       m->hd, NULL));
         } else {
@@ -253,7 +254,7 @@ static int layer_backward(FastModel *m, int l) {
     TRY(conv1d_backward(bl, NULL, 0, m->datty, G32(o[PW]), m->dres16, a->atty, W16(o[PW]), N, d, d));
     /* d(q|k|v) into d16 with the packed rows' stride: one Conv1D backward reads them all */
     const AttnDv dv = {NULL, 1.0f, 0, g->d16 + 2 * d};
-    if (m->attention == FAST_ATTENTION_MMA) {
+    if (m->attention == FAST_ATTENTION_MMA || m->attention == FAST_ATTENTION_WGMMA) {
         TRY(attention_mma_backward(g->d16, g->d16 + d, dv, m->attD, m->datty, a->atty, a->qkv, a->qkv + d,
                                    a->qkv + 2 * d, ld, a->lse, m->B, m->T, m->NH, m->NH, m->hd, NULL));
     } else {

@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fast/attention_wgmma.cuh"
 #include "fast/gemm_wgmma.cuh"
 #include "fast/gpt2.cuh"
 #include "fast/model.cuh"
@@ -543,6 +544,11 @@ device:
     }
     m->attention = fast_attention_kind();
     if ((m->gemm = fast_gemm_kind()) < 0) goto fail;
+    if (m->attention == FAST_ATTENTION_WGMMA && !gemm_wgmma_device()) { /* the same sm_90a object as the GEMM */
+        vrl_error("--attention wgmma: fast/'s wgmma attention needs a GPU of compute capability 9.0 (H100, H200) "
+                  "or --device cuda-cpu; use --attention mma");
+        goto fail;
+    }
     if (m->gemm == FAST_GEMM_WGMMA && !gemm_wgmma_device()) {
         vrl_error("--gemm wgmma: fast/'s wgmma GEMM needs a GPU of compute capability 9.0 (H100, H200) or "
                   "--device cuda-cpu; use --gemm cublaslt");
@@ -713,6 +719,13 @@ static float grad_dw_beta(FastModel *m, const float *g, size_t len) {
     return 0.0f;
 }
 
+/* 1 if the layers' attention backward is the tensor-core one (attention_mma_backward.cu): under
+ * --attention mma, and under wgmma, whose forward (attention_wgmma_forward.cu) has no backward of
+ * its own and stores the lse that one reads. */
+static int attention_mma_backward_runs(const FastModel *m) {
+    return m->attention == FAST_ATTENTION_MMA || m->attention == FAST_ATTENTION_WGMMA;
+}
+
 /* 1 if layer l's d(queries) (kind MIX_Q) or d(keys) (MIX_K) leave attention with RoPE's transpose
  * applied (attention_mma_backward's epilogues, in fp32 before the bf16 store), so that qk_backward
  * and fused_projection_backward skip rope_backward: the tensor-core backward, and nothing added to
@@ -720,7 +733,7 @@ static float grad_dw_beta(FastModel *m, const float *g, size_t len) {
  * attention_mix.cu calls the kernels without a rope; no later layer's kept share of it, which
  * amix_add_kept adds after RoPE). */
 static int rope_fused(const FastModel *m, int l, MixKind kind) {
-    if (m->attention != FAST_ATTENTION_MMA || amix_layer(m, l)) return 0;
+    if (!attention_mma_backward_runs(m) || amix_layer(m, l)) return 0;
     return !(m->amix && (kind == MIX_Q ? m->amix->dq_keep[l] : m->amix->dk_keep[l]));
 }
 
@@ -760,7 +773,9 @@ static int rope_q_in_forward(const FastModel *m, int l) {
  * rotated keys: the terms' and Eq. 2's k_m), and not in the decoder, whose prefill copies the
  * rotated keys into its KV cache. */
 static int rope_k_at_loads(const FastModel *m, int l) {
-    return rope_fused(m, l, MIX_K) && !m->decoder;
+    /* not under --attention wgmma: its forward reads k as rotated (RoPE's pass); mma's backward then
+     * gets rope.k 0 and still applies Rᵀ to d(k) (rope_fused) */
+    return m->attention == FAST_ATTENTION_MMA && rope_fused(m, l, MIX_K) && !m->decoder;
 }
 
 /* Queries (kind MIX_Q) or keys (MIX_K) of layer l: the raw projection (where the layer has
@@ -835,7 +850,7 @@ static int value_forward(FastModel *m, int l) {
     return matmul_forward_scaled(&m->blas, a->vin, a->ln1, wv, own, c, beta, N, d, kvC);
 }
 
-/* --attention: fast's tensor-core (mma) or flash kernels or cuDNN's fused SDPA, on the same
+/* --attention: fast's tensor-core (mma, wgmma's forward) or flash kernels or cuDNN's fused SDPA, on the same
  * tensors (lse in the same layout and meaning, docs/design/kernels.md "Attention through cuDNN"); q, k
  * and v_in are read through layer l's row strides (fast_attn_ld) every way. */
 static int attention_forward_any(FastModel *m, int l, FastActs *a) {
@@ -849,6 +864,8 @@ static int attention_forward_any(FastModel *m, int l, FastActs *a) {
         const AttnRope rope = {m->cos_t, m->sin_t, rope_q_in_forward(m, l), 0, 0, rope_k_at_loads(m, l)};
         return attention_mma_forward(a->atty, a->lse, a->q, a->k, a->vin, ld, m->B, m->T, m->NH, m->NKV, m->hd, &rope);
     }
+    if (m->attention == FAST_ATTENTION_WGMMA) /* q and k rotated by rope_forward's pass (rope_q_in_forward is 0) */
+        return attention_wgmma_forward(a->atty, a->lse, a->q, a->k, a->vin, ld, m->B, m->T, m->NH, m->NKV, m->hd);
     return attention_forward(a->atty, a->lse, a->q, a->k, a->vin, ld, m->B, m->T, m->NH, m->NKV, m->hd);
 }
 
@@ -867,7 +884,7 @@ static int attention_backward_any(FastModel *m, int l, const FastActs *a, bf16 *
         return attention_dv_scatter(dv, dv_scratch, ld.v, m->N, m->kvC);
     }
 #endif
-    if (m->attention == FAST_ATTENTION_MMA) { /* the tensor-core backward (attention_mma_backward.cu) */
+    if (attention_mma_backward_runs(m)) { /* the tensor-core backward (attention_mma_backward.cu) */
         const AttnRope rope = {m->cos_t, m->sin_t, 0, rope_fused(m, l, MIX_Q), rope_fused(m, l, MIX_K),
                                rope_k_at_loads(m, l)};
         return attention_mma_backward(dq, dk, dv, m->attD, m->datty, a->atty, a->q, a->k, a->vin, ld, a->lse, m->B,
