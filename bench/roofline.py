@@ -105,14 +105,16 @@ def pad(n, m=128):
     return (n + m - 1) // m * m
 
 
-def kernels(preset, B, T, variant, shapes=None, rope_fused=True):
+def kernels(preset, B, T, variant, shapes=None, rope_fused=True, wgmma_fwd=False):
     """[(name, kind, count per step, FLOPs per call, bytes per call)] of one step; shapes, when
     given, receives each GEMM's (m, n, k) by name. rope_fused: --attention mma's RoPE (fast/model.cu
     rope_q_in_forward, rope_k_at_loads, rope_fused): the queries' inside the attention forward (each
     block rotates its rows where it loads them and writes them back rotated), the keys' where the
     forward and the backward stage each K tile (k stays unrotated in memory: no bytes of its own)
     and RoPE's backward inside the attention backward's epilogues, not in passes of their own
-    (flash and cuDNN keep the passes)."""
+    (flash and cuDNN keep the passes). wgmma_fwd: --attention wgmma, whose forward
+    (fast/attention_wgmma_forward.cu) reads queries and keys rotated by the forward pass, before the
+    mma backward (RoPE's backward fused as with mma)."""
     L, NH, NKV, d, F, V = PRESETS[preset]
     hd = d // NH
     qC, kvC, N, Vp = NH * hd, NKV * hd, B * T, pad(V)
@@ -147,14 +149,15 @@ def kernels(preset, B, T, variant, shapes=None, rope_fused=True):
     else:
         gemm("qkv GEMM fwd", L, N, qC + 2 * kvC, d, (qC + 2 * kvC) * d * BF16, N * d * BF16, 0,
              N * (qC + 2 * kvC) * BF16)
-    if not rope_fused:
+    if not rope_fused or wgmma_fwd:
         add("rope fwd (q, k)", "mem", L, 6 * N * (qC + kvC) / 2, 2 * N * (qC + kvC) * BF16 + T * hd * FP32)
     att = 2.0 * N * T * qC  # QKᵀ and PV, causal half of 4·B·NH·T²·hd
     # with RoPE fused: the rotated queries written back (the backward reads them), the keys read
     # unrotated as before (rotated in shared memory, not written) and the tables read once from
     # HBM (every block's re-read from L2; the rotations' 6 FLOP a pair not counted, as the backward's)
-    add("attention fwd (tensor cores)", "attn_fwd", L, att,
-        N * (2 * qC + 2 * kvC) * BF16 + B * NH * T * FP32 + ((N * qC * BF16 + T * hd * FP32) if rope_fused else 0))
+    add("attention fwd (tensor cores)", "wgmma_fwd" if wgmma_fwd else "attn_fwd", L, att,
+        N * (2 * qC + 2 * kvC) * BF16 + B * NH * T * FP32
+        + ((N * qC * BF16 + T * hd * FP32) if rope_fused and not wgmma_fwd else 0))
     gemm("o GEMM fwd (+x as beta=1)", L, N, d, qC, d * qC * BF16, N * qC * BF16, N * d * BF16, N * d * BF16)
     gemm("gate|up GEMM fwd", L, N, 2 * F, d, 2 * F * d * BF16, N * d * BF16, 0, N * 2 * F * BF16)
     add("swiglu fwd", "mem", L, 5 * N * F, 3 * N * F * BF16)
@@ -342,6 +345,9 @@ def main():
     ap.add_argument("--gemm", choices=["cublaslt", "wgmma"], default="cublaslt",
                     help="with --predict or --bytes: the step as `vrl train --gemm` runs it; wgmma prices "
                          "fast/gemm_wgmma.cu with SwiGLU in its epilogues (bench/roofline_gemm.py)")
+    ap.add_argument("--attention", choices=["mma", "wgmma"], default="mma",
+                    help="with --predict or --bytes: the step as `vrl train --attention` runs it; wgmma prices "
+                         "fast/attention_wgmma_forward.cu as FlashAttention-3 on its tiles, with RoPE's forward pass")
     ap.add_argument("--mix-file", default=MIX_FILE, help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.batch < 1 or a.seq < 2:
@@ -350,11 +356,12 @@ def main():
         sys.exit("roofline.py: --cuda-core-attention and --mma-attention price different kernels: give one")
     if not 0.0 < a.mma_sync_fraction <= 1.0:
         sys.exit("roofline.py: --mma-sync-fraction must be in (0, 1]")
-    if a.gemm == "wgmma" and not (a.predict or a.bytes):
-        sys.exit("roofline.py: --gemm wgmma goes with --predict or --bytes")
+    if (a.gemm == "wgmma" or a.attention == "wgmma") and not (a.predict or a.bytes):
+        sys.exit("roofline.py: --gemm wgmma and --attention wgmma go with --predict or --bytes")
     shapes = {}
     # the CUDA-core (flash) attention keeps RoPE's passes of its own
-    ks, model_flops, P = kernels(a.preset, a.batch, a.seq, a.variant, shapes, rope_fused=not a.cuda_core_attention)
+    ks, model_flops, P = kernels(a.preset, a.batch, a.seq, a.variant, shapes, rope_fused=not a.cuda_core_attention,
+                                 wgmma_fwd=a.attention == "wgmma")
     if a.predict or a.calibrate or a.bytes or a.what_if:
         model_modes(a, ks, shapes, model_flops, P)
         return

@@ -81,12 +81,17 @@ OURS = {"qkv GEMM fwd": 2, "qk GEMM fwd": 2, "v GEMM fwd (layer 1)": 2, "o GEMM 
 
 def apply(ks, shapes, c):
     """today's rows under --gemm wgmma: SwiGLU's passes folded into the two GEMMs (roofline_hopper's
-    items B1 and B2: the byte counts as the kernels move them) and the rows OURS names priced as the
-    kind 'gemm_wgmma'"""
+    items B1 and B2: the byte counts as the kernels move them), RoPE's forward pass (where one is left)
+    into the qkv GEMM, and the rows OURS names priced as the kind 'gemm_wgmma'"""
     import roofline_hopper as rh
     ks = list(ks)
     rh.item_swiglu_fwd(ks, shapes, c)
     rh.item_swiglu_bwd(ks, shapes, c)
+    if "rope fwd (q, k)" in rh._rows(ks) and "qkv GEMM fwd" in rh._rows(ks):
+        # RoPE's forward pass, where the attention does not rotate (--attention wgmma), in the qkv GEMM's
+        # epilogue (gemm_wgmma_forward_rope): the tables read there instead, q and k never re-read
+        rh._drop(ks, "rope fwd (q, k)")
+        rh._set(ks, "qkv GEMM fwd", nbytes=ks[rh._rows(ks)["qkv GEMM fwd"]][4] + c["T"] * c["hd"] * 4)
     for name, _, _, _, _ in list(ks):
         if name in OURS:
             rh._set(ks, name, kind="gemm_wgmma")

@@ -74,16 +74,16 @@ def fa3_tile(products, hd, rows, stream, eff, diagonal=False):
     return sum(parts.values()), parts
 
 
-def fa3_time(kind, hd, B, H, T, causal, gpu, eff, hbm_bytes, products=5, side_bytes=0):
+def fa3_time(kind, hd, B, H, T, causal, gpu, eff, hbm_bytes, products=5, side_bytes=0, tiles=None):
     """(seconds, {resource: clocks a block-tile}) of a wgmma attention pass: blocks of `rows` own
     rows stream `stream`-row tiles (the causal ones up to or from the diagonal), longest first, one
     block an SM at a time, each with its pipeline's fill and drain. FA3 is persistent: a producer
     warp loads the next block's own rows while the consumers finish, so each SM pays one prologue (an
     HBM round trip and its own rows' bytes), not one a block. side_bytes: memory-bound passes around it (FA3's backward: D = rowsum(dO o O)
     before, dQ's fp32 accumulator zeroed and converted after), streamed at the model's HBM rate.
-    HBM is the other bound"""
+    HBM is the other bound. tiles: (rows, stream) of a kernel other than FA3's (fast/'s own)"""
     fwd = kind == "fwd"
-    rows, stream = FA3_TILES[("fwd", hd, causal)] if fwd else FA3_TILES[("bwd", hd)]
+    rows, stream = tiles or (FA3_TILES[("fwd", hd, causal)] if fwd else FA3_TILES[("bwd", hd)])
     k = 2 if fwd else products
     per, parts = fa3_tile(k, hd, rows, stream, eff)
     per_d, _ = fa3_tile(k, hd, rows, stream, eff, diagonal=True)

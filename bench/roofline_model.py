@@ -573,6 +573,9 @@ def calibration():
     return rows
 
 
+# fast/attention_wgmma_forward.cu's block: 128 queries (two consumer warpgroups) against 128-key tiles
+WGMMA_ATTENTION_TILE = (128, 128)
+
 # ---- the 468M step, kernel by kernel
 LABELS = {"attention_mma_forward_kernel": "attention fwd (mma.sync)",
           "attention_mma_backward_dkdv_kernel": "attention bwd dK/dV (mma.sync)",
@@ -589,6 +592,12 @@ def predict_step(ks, shapes, rows, B, T, NH, hd, gpu):
             m, n, k = shapes[name]
             t, bound, cfg = gemm_time(m, n, k, nb, gpu)
             out.append((name, count, t * count, bound, cfg, kind, i))
+        elif kind == "wgmma_fwd":  # fast/attention_wgmma_forward.cu (--attention wgmma)
+            import roofline_hopper as rh
+            sec, p = rh.fa3_time("fwd", hd, B, NH, T, True, gpu, rh.fitted()[0], nb, tiles=WGMMA_ATTENTION_TILE)
+            note = (f"priced as FlashAttention-3 (its fitted efficiency) on this kernel's {WGMMA_ATTENTION_TILE[0]} x "
+                    f"{WGMMA_ATTENTION_TILE[1]} tiles; tensor {p['tensor']:.0f} + exp2 {p['mufu']:.0f} clk a block-tile")
+            out.append(("attention fwd (wgmma)", count, sec * count, "tensor", note, "attn_fwd", i))
         elif kind == "gemm_wgmma":  # fast/gemm_wgmma.cu (--gemm wgmma): bench/roofline_gemm.py
             import roofline_gemm as rg
             m, n, k = shapes[name]

@@ -8,7 +8,8 @@
 # expect_tx short of the stage (an error), the k16 step not advancing through the stage, the
 # N-major descriptor's LBO (the next 64-column block) wrong, the up rows read from the gate's,
 # the tiles' base not aligned to the 128-byte swizzle's 1024 bytes, the accumulator's first
-# k step adding to the last tile's, and each epilogue's rounding point moved.
+# k step adding to the last tile's, each epilogue's rounding point moved, and the RoPE epilogue's
+# sine sign, position (per sequence) and pair partner.
 # Not among them: a consumer that skips its full-barrier wait altogether. On the layer the producer,
 # which never blocks before its ring is full, lands its boxes before the consumer warpgroup's first
 # rendezvous completes, so no schedule reads a stage early (docs/design/cuda-on-cpu.md, "TMA on the
@@ -52,4 +53,12 @@ mutant dh_not_rounded_first $k \
 mutant swiglu_from_unrounded_gate $k \
   '            out2[(size_t)row * N + f] = swiglu_value(__bfloat162float(gb), __bfloat162float(ub));' \
   '            out2[(size_t)row * N + f] = swiglu_value(acc[i], __bfloat162float(ub));' $P $swi "swiglu_forward gives"
+rope=qkv_with_rope_in_the_epilogue_hd64_gqa
+mutant rope_sin_sign_flipped $k \
+  '                            rope.cos_t[pos * h2 + j], rope.sin_t[pos * h2 + j], y1, y2);' \
+  '                            rope.cos_t[pos * h2 + j], -rope.sin_t[pos * h2 + j], y1, y2);' $P $rope "qkv + RoPE"
+mutant rope_position_not_per_sequence $k '                const int pos = row % rope.T, i2 = i + h2 / 2;' \
+  '                const int pos = row % (rope.T + 1), i2 = i + h2 / 2;' $P $rope "qkv + RoPE"
+mutant rope_partner_one_group_off $k '                const int pos = row % rope.T, i2 = i + h2 / 2;' \
+  '                const int pos = row % rope.T, i2 = i + h2 / 2 - 4;' $P $rope "qkv + RoPE"
 mutants_summary

@@ -148,6 +148,49 @@ static void down_dx_case(int M, int C, int F) {
 Test(gemm_wgmma, down_projection_dx_with_the_swiglu_backward) { down_dx_case(140, 136, 600); }
 Test(gemm_wgmma, down_projection_dx_narrower_than_one_box) { down_dx_case(80, 16, 56); }
 
+/* the fused qkv GEMM with RoPE in its epilogue = the GEMM rounded, then rope_forward over q and k
+ * (their heads in the row of ld OC), bit for bit; v's columns as the plain GEMM's. B 3 x T 50: rows
+ * past a 128-row tile and positions restarting per sequence. */
+static void rope_case(int hd, int NH, int NKV) {
+    const int B = 3, T = 50, M = B * T, K = 72, OC = (NH + 2 * NKV) * hd, rope_cols = (NH + NKV) * hd;
+    const vector<bf16> a = random_bf16((size_t)M * K, 2.0f), w = random_bf16((size_t)OC * K, 1.0f);
+    vector<float> cos_t((size_t)T * hd / 2), sin_t((size_t)T * hd / 2);
+    for (size_t i = 0; i < cos_t.size(); i++) cos_t[i] = uniform(), sin_t[i] = uniform();
+    const vector<float> acc = product_as_summed(a, w, M, OC, K);
+    vector<bf16> want((size_t)M * OC);
+    for (size_t i = 0; i < want.size(); i++) want[i] = __float2bfloat16(acc[i]);
+    cr_assert_eq(fast_cpu::rope_forward(want.data(), OC, cos_t.data(), sin_t.data(), B, T, NH, hd), 0);
+    cr_assert_eq(fast_cpu::rope_forward(want.data() + NH * hd, OC, cos_t.data(), sin_t.data(), B, T, NKV, hd), 0);
+    for (const char *o : orders) {
+        cr_assert_eq(cuda_cpu::set_thread_order(o), 0);
+        cr_assert_eq(cuda_cpu::set_block_order(o), 0);
+        fast_cpu::gemm_wgmma_max_blocks(o == orders[2] ? 1 : 0);
+        vector<bf16> out((size_t)M * OC, __float2bfloat16(NAN));
+        cr_assert_eq(fast_cpu::gemm_wgmma_forward_rope(out.data(), a.data(), w.data(), M, K, OC, rope_cols, cos_t.data(),
+                                                       sin_t.data(), T, hd),
+                     0, "%s", vrl_last_error());
+        const long d = first_diff(out, want);
+        cr_expect_eq(d, -1L, "qkv + RoPE hd %d, order %s: out[%ld] (row %ld col %ld) = %g, expected %g", hd, o, d,
+                     d / OC, d % OC, d < 0 ? 0.0 : f(out[d]), d < 0 ? 0.0 : f(want[d]));
+    }
+    cuda_cpu::set_thread_order("forward");
+    cuda_cpu::set_block_order("forward");
+    fast_cpu::gemm_wgmma_max_blocks(0);
+}
+Test(gemm_wgmma, qkv_with_rope_in_the_epilogue_hd64_gqa) { rope_case(64, 4, 2); }
+Test(gemm_wgmma, qkv_with_rope_in_the_epilogue_hd16_and_hd128) {
+    rope_case(16, 6, 2);
+    rope_case(128, 2, 1);
+}
+Test(gemm_wgmma, rope_epilogue_refuses_head_dims_it_cannot_pair) {
+    vector<bf16> a(16 * 16), b(24 * 16), out(16 * 24);
+    vector<float> t(8);
+    cr_expect_eq(fast_cpu::gemm_wgmma_forward_rope(out.data(), a.data(), b.data(), 16, 16, 24, 16, t.data(), t.data(),
+                                                   4, 8),
+                 -1);
+    cr_expect(strstr(vrl_last_error(), "head dim 8") != NULL, "the error: %s", vrl_last_error());
+}
+
 Test(gemm_wgmma, refuses_a_row_stride_tma_cannot_take) {
     vector<bf16> a(4 * 12), b(8 * 12), out(4 * 8);
     cr_expect_eq(fast_cpu::gemm_wgmma_forward(out.data(), a.data(), b.data(), NULL, 4, 12, 8), -1);

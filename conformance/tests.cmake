@@ -553,6 +553,11 @@ if(VRL_HAVE_CUDA_CPU)
       hd64_baseline hd64_svformer hd128_gqa_resformer gqa4_attn_residual gpt2_tiny)
     set_tests_properties(test_fast_cpu_vs_ref_wgmma_attention PROPERTIES
       ENVIRONMENT "TMPDIR=${VRL_TEST_TMP};VRL_CUDA_CPU_CANARY=1")
+    # the whole Hopper path at once (--attention wgmma with --gemm wgmma, what `bench/roofline.py
+    # --predict --gemm wgmma --attention wgmma` prices) against ref, on the wgmma attention's head dims
+    add_test(NAME test_fast_cpu_vs_ref_hopper COMMAND test_fast_cpu_vs_ref wgmma hd64_baseline hd128_gqa_resformer)
+    set_tests_properties(test_fast_cpu_vs_ref_hopper PROPERTIES
+      ENVIRONMENT "TMPDIR=${VRL_TEST_TMP};VRL_FAST_GEMM=wgmma;VRL_CUDA_CPU_CANARY=1")
     # --attention flash (the CUDA-core kernels, fast/attention.cu; every other list runs the
     # default, mma) against ref: every variant once, as test_fast_cpu32_vs_ref's list (head dims
     # 8, 16, 64 and 128, GPT-2) less its repeated mHC cases and the trainer. Plain pass only:

@@ -29,6 +29,7 @@
 
 #include <initializer_list>
 
+#include "fast/attention.cuh" /* rope_rotate */
 #include "fast/gemm_wgmma.cuh"
 #include "fast/mbarrier.cuh"
 #include "fast/ops.cuh" /* swiglu_value, ops_stream */
@@ -43,7 +44,15 @@ FAST_NS_BEGIN
 #define GW_THREADS 384 /* producer warpgroup + 2 consumer warpgroups */
 #define GW_ROW_BYTES (GW_BK * 2)
 
-enum { EPI_STORE = 0, EPI_SWIGLU = 1, EPI_SWIGLU_BWD = 2 };
+enum { EPI_STORE = 0, EPI_SWIGLU = 1, EPI_SWIGLU_BWD = 2, EPI_ROPE = 3 };
+
+/* EPI_ROPE's tables and layout: columns [0, cols) hold heads of hd (hd >= 16, 256 a multiple of
+ * it, so a tile holds whole heads and a pair (j, j + hd/2) sits in one thread: acc i and i + hd/4);
+ * row r is position r % T.  cos_t, sin_t [T, hd/2] fp32 */
+struct GwRope {
+    const float *cos_t, *sin_t;
+    int T, hd, cols;
+};
 
 /* dynamic shared memory of a BN-wide tile: the stages and the alignment slack */
 static size_t gw_smem_bytes(int BN) { return (size_t)GW_STAGES * (GW_BM + BN) * GW_ROW_BYTES + 1024; }
@@ -75,10 +84,29 @@ static __device__ __forceinline__ void gw_store2(bf16 *out, size_t ld, const bf1
  * warpgroup, columns from n0; the fragment layout in the file's comment). */
 template <int BN, int EPI>
 static __device__ __forceinline__ void gw_epilogue(const float *acc, bf16 *out, int ld_out, bf16 *out2,
-                                                   const bf16 *res, int r0, int n0, int M, int N, int tid) {
+                                                   const bf16 *res, int r0, int n0, int M, int N, int tid,
+                                                   const GwRope &rope) {
     const int w = tid / 32, g = (tid % 32) >> 2, t = tid % 4;
     const int row0 = r0 + 16 * w + g;
-    if (EPI == EPI_STORE) {
+    if (EPI == EPI_ROPE) { /* RoPE on the rounded q and k columns, rope_kernel's fp32 ops; the rest stored */
+        const int h2 = rope.hd / 2;
+#pragma unroll
+        for (int i = 0; i < BN / 2; i++) {
+            const int row = row0 + 8 * ((i >> 1) & 1), n = n0 + 8 * (i >> 2) + 2 * t + (i & 1), j = n % rope.hd;
+            if (row >= M || n >= N) continue;
+            const size_t o = (size_t)row * ld_out + n;
+            if (n >= rope.cols) {
+                out[o] = __float2bfloat16(acc[i]);
+            } else if (j < h2) { /* the pair's second half: h2 columns on, acc index i + h2/2 */
+                const int pos = row % rope.T, i2 = i + h2 / 2;
+                float y1, y2;
+                rope_rotate(__bfloat162float(__float2bfloat16(acc[i])), __bfloat162float(__float2bfloat16(acc[i2])),
+                            rope.cos_t[pos * h2 + j], rope.sin_t[pos * h2 + j], y1, y2);
+                out[o] = __float2bfloat16(y1);
+                out[o + h2] = __float2bfloat16(y2);
+            }
+        }
+    } else if (EPI == EPI_STORE) {
 #pragma unroll
         for (int i = 0; i < BN / 2; i += 2)
             gw_store2(out, ld_out, res, row0 + 8 * ((i >> 1) & 1), n0 + 8 * (i >> 2) + 2 * t, M, N, acc[i], acc[i + 1]);
@@ -116,7 +144,7 @@ static __device__ __forceinline__ void gw_epilogue(const float *acc, bf16 *out, 
 template <int BN, int EPI, int BT>
 __global__ void __launch_bounds__(GW_THREADS, 1)
     gemm_wgmma_kernel(const __grid_constant__ TmaMap a_map, const __grid_constant__ TmaMap b_map, bf16 *out,
-                      int ld_out, bf16 *out2, const bf16 *res, int M, int N, int K) {
+                      int ld_out, bf16 *out2, const bf16 *res, int M, int N, int K, GwRope rope) {
     static_assert(BN % 16 == 0 && BN <= 256 && (!BT || BN % 64 == 0) && (!BT || EPI != EPI_SWIGLU), "wgmma's N");
     __shared__ uint64_t full[GW_STAGES], empty[GW_STAGES];
     DYNAMIC_SHARED(gw_dyn);
@@ -193,7 +221,7 @@ __global__ void __launch_bounds__(GW_THREADS, 1)
         }
         wgmma_wait<0>();
         if (tid == 0) mbarrier_arrive(&empty[(it - 1) % GW_STAGES]); /* the tile's last stage */
-        gw_epilogue<BN, EPI>(acc, out, ld_out, out2, res, m0 + (wg - 1) * 64, n0, M, N, tid);
+        gw_epilogue<BN, EPI>(acc, out, ld_out, out2, res, m0 + (wg - 1) * 64, n0, M, N, tid, rope);
     }
 }
 
@@ -241,7 +269,7 @@ static int gw_sms(void) {
 
 template <int BN, int EPI, int BT>
 static int gw_launch(const TmaMap &a, const TmaMap &b, bf16 *out, int ld_out, bf16 *out2, const bf16 *res, int M,
-                     int N, int K) {
+                     int N, int K, GwRope rope = GwRope{NULL, NULL, 1, 16, 0}) {
     const size_t smem = gw_smem_bytes(BN);
     const int bnc = EPI == EPI_SWIGLU ? BN / 2 : BN;
     const long tiles = (long)cdiv(M, GW_BM) * cdiv(N, bnc);
@@ -250,7 +278,7 @@ static int gw_launch(const TmaMap &a, const TmaMap &b, bf16 *out, int ld_out, bf
     if (tiles < blocks) blocks = (int)tiles;
     const auto gemm_wgmma = gemm_wgmma_kernel<BN, EPI, BT>; /* one name: a macro argument takes no commas */
     CUDA_CHECK(cudaFuncSetAttribute(gemm_wgmma, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-    LAUNCH(gemm_wgmma, blocks, GW_THREADS, smem, ops_stream)(a, b, out, ld_out, out2, res, M, N, K);
+    LAUNCH(gemm_wgmma, blocks, GW_THREADS, smem, ops_stream)(a, b, out, ld_out, out2, res, M, N, K, rope);
     LAUNCH_CHECK();
     return 0;
 }
@@ -275,6 +303,18 @@ int gemm_wgmma_forward(bf16 *out, const bf16 *inp, const bf16 *weight, const bf1
     TmaMap a, b;
     if (gw_maps(&a, &b, inp, N, C, weight, OC, C, GW_BN)) return -1;
     return gw_launch<GW_BN, EPI_STORE, 0>(a, b, out, OC, NULL, residual, N, OC, C);
+}
+
+int gemm_wgmma_forward_rope(bf16 *out, const bf16 *inp, const bf16 *weight, int N, int C, int OC, int rope_cols,
+                            const float *cos_t, const float *sin_t, int T, int hd) {
+    if (!gemm_wgmma_fits(C, {out, inp, weight}))
+        return vrl_error("fast: wgmma GEMM: C %d not a multiple of 8 or an operand not 16-byte aligned", C);
+    if (hd < 16 || GW_BN % hd || rope_cols % hd || rope_cols > OC || T < 1)
+        return vrl_error("fast: wgmma GEMM's RoPE epilogue: head dim %d (16 .. %d, dividing it), %d rotated columns "
+                         "of %d", hd, GW_BN, rope_cols, OC);
+    TmaMap a, b;
+    if (gw_maps(&a, &b, inp, N, C, weight, OC, C, GW_BN)) return -1;
+    return gw_launch<GW_BN, EPI_ROPE, 0>(a, b, out, OC, NULL, NULL, N, OC, C, GwRope{cos_t, sin_t, T, hd, rope_cols});
 }
 
 int gemm_wgmma_gate_up_swiglu(bf16 *gu, bf16 *out, const bf16 *inp, const bf16 *weight, int N, int C, int F) {

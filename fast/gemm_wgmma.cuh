@@ -29,6 +29,15 @@ int gemm_wgmma_fits(int C, std::initializer_list<const void *> ptrs);
  * residual [N,OC] or NULL: matmul_forward's contract. */
 int gemm_wgmma_forward(bf16 *out, const bf16 *inp, const bf16 *weight, const bf16 *residual, int N, int C, int OC);
 
+/* gemm_wgmma_forward with RoPE in its epilogue: columns [0, rope_cols) are heads of hd (the
+ * fused q|k of a qkv projection), each rounded to bf16 and then rotated exactly as rope_forward
+ * rotates them (rope_rotate on the bf16 values, fp32, one more rounding), row r at position
+ * r % T; columns past rope_cols (v) stored as they are. Replaces matmul_forward + the rope
+ * passes over q and k, with their bits. hd >= 16 and dividing 256; rope_cols a multiple of hd.
+ * out [N,OC], inp [N,C], weight [OC,C], cos_t, sin_t [T, hd/2] */
+int gemm_wgmma_forward_rope(bf16 *out, const bf16 *inp, const bf16 *weight, int N, int C, int OC, int rope_cols,
+                            const float *cos_t, const float *sin_t, int T, int hd);
+
 /* The gate|up GEMM with SwiGLU in its epilogue: gu = inp · [W_gate; W_up]ᵀ as matmul_forward
  * writes it (gate in columns [0, F), up in [F, 2F)), and out = swiglu_value(gate, up) from the
  * same accumulators once rounded, so the swiglu_forward pass (a read of gu) is not needed.

@@ -778,6 +778,17 @@ static int rope_k_at_loads(const FastModel *m, int l) {
     return m->attention == FAST_ATTENTION_MMA && rope_fused(m, l, MIX_K) && !m->decoder;
 }
 
+/* 1 if layer l's fused q|k|v projection runs on the wgmma GEMM with RoPE in its epilogue
+ * (gemm_wgmma_forward_rope: the same bits as the passes), so qk_forward skips rope_forward: where
+ * q and k are the projection itself (no mix) and the passes would run (not the mma attention's
+ * fused RoPE). */
+static int rope_in_gemm(const FastModel *m, int l) {
+    const FastActs *a = &m->acts[l];
+    return m->gemm == FAST_GEMM_WGMMA && m->fuse_cols[l] && in_place(&m->qf, l) && in_place(&m->kf, l) &&
+           !rope_q_in_forward(m, l) && !rope_k_at_loads(m, l) && m->hd >= 16 && 256 % m->hd == 0 &&
+           gemm_wgmma_fits(m->d, {a->q, a->ln1, W16(m->lo[l].wq)});
+}
+
 /* Queries (kind MIX_Q) or keys (MIX_K) of layer l: the raw projection (where the layer has
  * one), the row's mix, then RoPE (the queries' in the attention forward, rope_q_in_forward; the
  * keys' at the attention's K loads, rope_k_at_loads, so k stays unrotated).  out [N,C] */
@@ -796,7 +807,7 @@ static int qk_forward(FastModel *m, int l, MixKind kind) {
         mix_args(m, l, kind, &mix);
         TRY(mix_forward(out, &mix, (size_t)m->N * C));
     }
-    if (kind == MIX_Q ? rope_q_in_forward(m, l) : rope_k_at_loads(m, l)) return 0;
+    if ((kind == MIX_Q ? rope_q_in_forward(m, l) : rope_k_at_loads(m, l)) || rope_in_gemm(m, l)) return 0;
     return rope_forward(out, ld, m->cos_t, m->sin_t, m->B, m->T, heads, m->hd);
 }
 
@@ -902,8 +913,12 @@ static int layer_forward(FastModel *m, int l) {
     TRY(zero_wait_params(m, l)); /* data parallel: this layer's gathered parameters */
     /* attention sublayer */
     TRY(rmsnorm_forward(a->ln1, a->ln1_rstd, a->x_in, W16(o->ln1), N, d, (float)m->c.norm_eps));
-    if (m->fuse_cols[l]) /* [N, qC+kvC(+kvC)] = ln1 · [W_q; W_k (; W_v)]ᵀ, the weights adjacent */
+    if (rope_in_gemm(m, l)) { /* the same, q and k rotated in the GEMM's epilogue */
+        TRY(gemm_wgmma_forward_rope(a->q, a->ln1, W16(o->wq), N, d, m->fuse_cols[l], qC + m->kvC, m->cos_t, m->sin_t,
+                                    m->T, m->hd));
+    } else if (m->fuse_cols[l]) { /* [N, qC+kvC(+kvC)] = ln1 · [W_q; W_k (; W_v)]ᵀ, the weights adjacent */
         TRY(linear_forward(m, a->q, a->ln1, W16(o->wq), NULL, N, d, m->fuse_cols[l]));
+    }
     TRY(qk_forward(m, l, MIX_Q));
     TRY(qk_forward(m, l, MIX_K));
     TRY(value_forward(m, l));
