@@ -76,8 +76,8 @@ SLOT1=(
   "racecheck 150 60 gpu+ compute-sanitizer racecheck, flash, hd64_baseline"
   "memcheck_mma 150 30 gpu+ memcheck of the attention kernels, --attention mma: hd 64 and 128, GQA, forward and backward"
   "racecheck_mma 150 45 gpu+ racecheck of the attention kernels, --attention mma: the same cases"
-  "fast_vs_ref_wgmma 150 40 gpu+ every case and the trainer with --gemm wgmma (TMA + wgmma GEMMs, SwiGLU epilogues), against ref"
-  "racecheck_wgmma 150 40 gpu+ racecheck of the wgmma GEMM's kernels (--gemm wgmma): hd64_baseline, hd128_gqa_resformer"
+  "fast_vs_ref_wgmma 150 40 gpu+ every case and the trainer on the Hopper path (--attention wgmma, --gemm wgmma: TMA + wgmma), against ref"
+  "racecheck_wgmma 150 40 gpu+ racecheck of the wgmma kernels (attention forward, GEMMs): hd64_baseline, hd128_gqa_resformer"
   "bench_468M_mma 90 35 gpu bench_fast 468M baseline, B 8, T 2048, --attention mma, per-kernel table"
 )
 # Slot 2: the rest, at once on the warm machine (slot 1's build folder is kept there).
@@ -90,9 +90,9 @@ SLOT2=(
   "synccheck 120 30 gpu+ compute-sanitizer synccheck, flash, hd64_baseline"
   "initcheck 120 40 gpu+ compute-sanitizer initcheck, flash, hd64_baseline"
   "synccheck_mma 120 30 gpu+ synccheck of the attention kernels, --attention mma, as memcheck_mma"
-  "memcheck_wgmma 120 30 gpu+ memcheck of the wgmma GEMM's kernels (--gemm wgmma), as racecheck_wgmma"
+  "memcheck_wgmma 120 30 gpu+ memcheck of the wgmma kernels, as racecheck_wgmma"
   "roofline 30 5 cpu+ bench/roofline.py's prediction for 468M, beside the measurement"
-  "bench_468M_wgmma 90 35 gpu bench_fast 468M baseline, B 8, T 2048, --gemm wgmma, per-kernel table (its rows beside cuBLASLt's)"
+  "bench_468M_wgmma 90 35 gpu bench_fast 468M baseline, B 8, T 2048, the Hopper path (--attention wgmma --gemm wgmma), per-kernel table"
   "bench_468M_cudnn 90 35 gpu bench_fast 468M baseline, B 8, T 2048, cuDNN"
   "bench_468M_variants 90 35 gpu bench_fast 468M ResFormer and SVFormer, the default attention (mma)"
   "torch_eager 120 30 gpu bench/bench_torch.py 468M, eager PyTorch"
@@ -112,8 +112,9 @@ RACE_CASE=hd64_baseline
 # GEMMs among them) run at full speed, and the flash steps check fast/'s other kernels.
 MMA_SANITIZE_CASES=(hd64_baseline hd128_gqa_resformer)
 MMA_KERNELS=attention
-# the wgmma GEMM (--gemm wgmma) under the sanitizers: the same cases; only its kernels instrumented
-WGMMA_KERNELS=gemm_wgmma
+# the Hopper path (--attention wgmma --gemm wgmma) under the sanitizers: the same cases; only the
+# kernels whose names hold WGMMA_KERNELS (gemm_wgmma_kernel, attention_wgmma_forward_kernel) instrumented
+WGMMA_KERNELS=wgmma
 
 # The targeted build: the two programs the GPU steps run, for sm_90, without the CPU layer or MPI.
 # VRL_TENSORBOARD=OFF: the packed libraries (DEBS) have no protobuf-c or ISA-L, and the two programs
@@ -556,13 +557,13 @@ prepare() {
       # a filter that matches no kernel would pass with nothing checked
       grep -aq attention_mma "$bin/test_fast_vs_ref" || { WHY="no attention_mma kernel in $bin/test_fast_vs_ref"; return 1; }
       sanitize "${1%_mma}" --kernel-name "kns=$MMA_KERNELS" -- mma "${MMA_SANITIZE_CASES[@]}" ;;
-    fast_vs_ref_wgmma) CMD=(env VRL_FAST_GEMM=wgmma "${REF_ENV[@]:1}" "$bin/test_fast_vs_ref" "${all_cases[@]}" trainer) ;;
+    fast_vs_ref_wgmma) CMD=(env VRL_FAST_GEMM=wgmma "${REF_ENV[@]:1}" "$bin/test_fast_vs_ref" wgmma trainer) ;;
     racecheck_wgmma | memcheck_wgmma)
       grep -aq gemm_wgmma "$bin/test_fast_vs_ref" || { WHY="no gemm_wgmma kernel in $bin/test_fast_vs_ref"; return 1; }
-      sanitize "${1%_wgmma}" --kernel-name "kns=$WGMMA_KERNELS" -- "${MMA_SANITIZE_CASES[@]}"
+      sanitize "${1%_wgmma}" --kernel-name "kns=$WGMMA_KERNELS" -- wgmma "${MMA_SANITIZE_CASES[@]}"
       CMD=(env VRL_FAST_GEMM=wgmma "${CMD[@]:1}") ;;
     bench_468M_mma) CMD=("${bench[@]}" --variants baseline --attention mma --kernels) ;;
-    bench_468M_wgmma) CMD=("${bench[@]}" --variants baseline --gemm wgmma --kernels) ;;
+    bench_468M_wgmma) CMD=("${bench[@]}" --variants baseline --attention wgmma --gemm wgmma --kernels) ;;
     bench_468M_cudnn) cudnn_built || return 1; CMD=("${bench[@]}" --variants baseline --attention cudnn) ;;
     bench_468M_variants) CMD=("${bench[@]}" --variants resformer,svformer) ;;
     *) WHY="gpu.sh has no command for the step $1"; return 1 ;;
