@@ -21,18 +21,12 @@
 #include "fast/attention_wgmma.cuh"
 #include "fast/cuda_cpu/launch_state.h"
 
+#include "fast_cpu_test_inputs.h"
+
 using std::vector;
 
-static uint64_t seed_state = 0x2545f4914f6cdd1dull;
-static float uniform(void) { /* xorshift: a fixed sequence in [-1, 1) */
-    seed_state ^= seed_state << 13, seed_state ^= seed_state >> 7, seed_state ^= seed_state << 17;
-    return (float)((double)(seed_state >> 11) / 4503599627370496.0 - 1.0);
-}
-static vector<bf16> random_bf16(size_t n, float scale) {
-    vector<bf16> v(n);
-    for (auto &x : v) x = __float2bfloat16(uniform() * scale);
-    return v;
-}
+static XorShift rng = {0x2545f4914f6cdd1dull};
+static vector<bf16> random_bf16(size_t n, float scale) { return random_bf16(rng, n, scale); }
 static double f(bf16 x) { return (double)__bfloat162float(x); }
 template <class T> static int same_bits(const vector<T> &a, const vector<T> &b) {
     return a.size() == b.size() && !memcmp(a.data(), b.data(), a.size() * sizeof(T));

@@ -23,18 +23,13 @@
 #include "fast/gemm_wgmma.cuh"
 #include "fast/ops.cuh"
 
+#include "fast_cpu_test_inputs.h"
+
 using std::vector;
 
-static uint64_t seed_state = 0x9e3779b97f4a7c15ull;
-static float uniform(void) { /* xorshift: a fixed sequence in [-1, 1) */
-    seed_state ^= seed_state << 13, seed_state ^= seed_state >> 7, seed_state ^= seed_state << 17;
-    return (float)((double)(seed_state >> 11) / 4503599627370496.0 - 1.0);
-}
-static vector<bf16> random_bf16(size_t n, float scale) {
-    vector<bf16> v(n);
-    for (auto &x : v) x = __float2bfloat16(uniform() * scale);
-    return v;
-}
+static XorShift rng = {0x9e3779b97f4a7c15ull};
+static float uniform(void) { return rng.uniform(); }
+static vector<bf16> random_bf16(size_t n, float scale) { return random_bf16(rng, n, scale); }
 static float f(bf16 x) { return __bfloat162float(x); }
 
 /* acc[m][n] = Σ_k a[m][k]·b[n][k] as the kernel sums it: k16 steps in order, each step's 16

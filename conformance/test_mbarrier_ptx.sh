@@ -15,41 +15,10 @@ set -u
 . "$(dirname "$0")/ptx_check_lib.sh"
 ptx_check_setup test_mbarrier_ptx.sh fast/mbarrier.cuh "$@"
 
-# ptx_table INCLUDE_DIR OUT: nvcc's PTX of mbarrier_ptx_compile.cu (mbarrier.cuh from INCLUDE_DIR
-# first) in OUT.ptx, and per kernel "<kernel> <instruction> <operands> [; ...]" in OUT
-ptx_table() {
-  "$NVCC" -std=c++17 -arch=sm_90 -ptx -I"$1" -I"$ROOT" -o "$2.ptx" "$ROOT/conformance/mbarrier_ptx_compile.cu" || return 1
-  awk 'function flush() { if (fn != "" && seq != "") print fn, seq; seq = "" }
-       /^\.visible \.entry mbarrier_ptx_/ { flush(); fn = $3; sub(/^mbarrier_ptx_/, "", fn); sub(/\(.*/, "", fn) }
-       /^[ \t]*(mbarrier\.|cp\.async\.bulk\.)/ {
-         line = $0; sub(/^[ \t]*/, "", line); sub(/;.*/, "", line)
-         ins = line; sub(/[ \t].*/, "", ins); ops = substr(line, length(ins) + 1)
-         out = ins
-         n = split(ops, tok, /[ \t,]+/)
-         for (i = 1; i <= n; i++) {
-           t = tok[i]
-           if (t == "") continue
-           if (t ~ /^\[/) out = out " [1]"
-           else if (t ~ /^-?[0-9]+$/) out = out " " t
-           else out = out " r"
-         }
-         seq = seq (seq == "" ? "" : " ; ") out
-       }
-       END { flush() }' "$2.ptx" >"$2"
-}
-
-# compare CPU_TABLE PTX_TABLE: 0 when every kernel's instruction sequence is the CPU's
-compare() {
-  local bad=0 fn want got
-  while read -r fn want; do
-    got=$(awk -v f="$fn" '$1 == f { $1 = ""; sub(/^ /, ""); print }' "$2")
-    if [ "$got" != "$want" ]; then
-      echo "FAIL: kernel mbarrier_ptx_$fn: nvcc's PTX is '${got:-no mbarrier instruction}', the CPU layer executes '$want'"
-      bad=1
-    fi
-  done <"$1"
-  return $bad
-}
+# ptx_table INCLUDE_DIR OUT and compare CPU_TABLE PTX_TABLE: ptx_check_lib.sh's for the mbarrier.*
+# and cp.async.bulk.* instructions of conformance/mbarrier_ptx_compile.cu's kernels
+ptx_table() { ptx_bulk_table mbarrier_ptx_ mbarrier_ptx_compile.cu sm_90 "$1" "$2"; }
+compare() { ptx_compare mbarrier_ptx_ "mbarrier" "$1" "$2"; }
 
 ptx_table "$tmp/none" "$tmp/ptx.txt" || { echo "FAIL: nvcc could not compile conformance/mbarrier_ptx_compile.cu for sm_90"; exit 1; }
 fail=0

@@ -43,18 +43,8 @@ ptx_table() {
        END { flush() }' "$2.ptx" >"$2"
 }
 
-# compare CPU_TABLE PTX_TABLE: 0 when every kernel's instruction sequence is the CPU's
-compare() {
-  local bad=0 fn want got
-  while read -r fn want; do
-    got=$(awk -v f="$fn" '$1 == f { $1 = ""; sub(/^ /, ""); print }' "$2")
-    if [ "$got" != "$want" ]; then
-      echo "FAIL: kernel wgmma_ptx_$fn: nvcc's PTX is '${got:-no wgmma instruction}', the CPU layer executes '$want'"
-      bad=1
-    fi
-  done <"$1"
-  return $bad
-}
+# compare CPU_TABLE PTX_TABLE: ptx_check_lib.sh's
+compare() { ptx_compare wgmma_ptx_ wgmma "$1" "$2"; }
 
 ptx_table "$tmp/none" "$tmp/ptx.txt" || { echo "FAIL: nvcc could not compile conformance/wgmma_ptx_compile.cu for sm_90a"; exit 1; }
 fail=0
