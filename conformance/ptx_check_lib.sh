@@ -89,3 +89,17 @@ ptx_compare() {
   done <"$3"
   return $bad
 }
+
+# ptx_assembles ARCH WHAT PATTERN: ptxas for ARCH takes $tmp/ptx.txt.ptx (ptx_table's PTX), printing
+# how many of its lines match PATTERN (WHAT names them); 1 with a FAIL line when it refuses or is missing
+ptx_assembles() {
+  if [ -z "$PTXAS" ]; then
+    echo "FAIL: nvcc without ptxas"
+    return 1
+  elif "$PTXAS" -arch="$1" -o "$tmp/assembled.cubin" "$tmp/ptx.txt.ptx" 2>"$tmp/ptxas.log"; then
+    echo "ok: ptxas -arch=$1 assembles the PTX ($(grep -cE "$3" "$tmp/ptx.txt.ptx") $2)"
+  else
+    echo "FAIL: ptxas -arch=$1 refuses the PTX: $(head -n 3 "$tmp/ptxas.log" | tr '\n' ' ')"
+    return 1
+  fi
+}

@@ -37,15 +37,7 @@ if compare "$tmp/table.txt" "$tmp/ptx.txt"; then
 else
   fail=1
 fi
-if [ -z "$PTXAS" ]; then
-  echo "FAIL: nvcc without ptxas"
-  fail=1
-elif "$PTXAS" -arch=sm_90 -o "$tmp/mbarrier.cubin" "$tmp/ptx.txt.ptx" 2>"$tmp/ptxas.log"; then
-  echo "ok: ptxas -arch=sm_90 assembles the PTX ($(grep -cE '^[[:space:]]*(mbarrier|cp\.async\.bulk)\.' "$tmp/ptx.txt.ptx") instructions)"
-else
-  echo "FAIL: ptxas -arch=sm_90 refuses the PTX: $(head -n 3 "$tmp/ptxas.log" | tr '\n' ' ')"
-  fail=1
-fi
+ptx_assembles sm_90 "instructions" '^[[:space:]]*(mbarrier|cp\.async\.bulk)\.' || fail=1
 
 # the comparison must fail on a wrapper whose try_wait body is a test_wait
 ptx_mutant_caught fast/mbarrier.cuh 'try_wait written as test_wait' '/int mbarrier_try_wait_parity(uint64_t \*bar, uint32_t parity) {/,/^}/ s/mbarrier\.try_wait\.parity/mbarrier.test_wait.parity/' 'FAIL: kernel mbarrier_ptx_try_wait: ' || fail=1

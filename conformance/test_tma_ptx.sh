@@ -33,15 +33,7 @@ if compare "$tmp/table.txt" "$tmp/ptx.txt"; then
 else
   fail=1
 fi
-if [ -z "$PTXAS" ]; then
-  echo "FAIL: nvcc without ptxas"
-  fail=1
-elif "$PTXAS" -arch=sm_90 -o "$tmp/tma.cubin" "$tmp/ptx.txt.ptx" 2>"$tmp/ptxas.log"; then
-  echo "ok: ptxas -arch=sm_90 assembles the PTX ($(grep -cE '^[[:space:]]*(mbarrier|cp\.async\.bulk)\.' "$tmp/ptx.txt.ptx") instructions)"
-else
-  echo "FAIL: ptxas -arch=sm_90 refuses the PTX: $(head -n 3 "$tmp/ptxas.log" | tr '\n' ' ')"
-  fail=1
-fi
+ptx_assembles sm_90 "instructions" '^[[:space:]]*(mbarrier|cp\.async\.bulk)\.' || fail=1
 
 # the host half: warning-free, and the driver reached only through the runtime's entry point
 if ! "$NVCC" -std=c++17 -arch=sm_90 -c -Xcompiler -Wall,-Wextra -I"$ROOT" -o "$tmp/host.o" \

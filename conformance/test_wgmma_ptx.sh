@@ -61,15 +61,7 @@ if compare "$tmp/table.txt" "$tmp/ptx.txt"; then
 else
   fail=1
 fi
-if [ -z "$PTXAS" ]; then
-  echo "FAIL: nvcc without ptxas"
-  fail=1
-elif "$PTXAS" -arch=sm_90a -o "$tmp/wgmma.cubin" "$tmp/ptx.txt.ptx" 2>"$tmp/ptxas.log"; then
-  echo "ok: ptxas -arch=sm_90a assembles the PTX ($(grep -c 'wgmma\.mma_async' "$tmp/ptx.txt.ptx") wgmma.mma_async)"
-else
-  echo "FAIL: ptxas -arch=sm_90a refuses the PTX: $(head -n 3 "$tmp/ptxas.log" | tr '\n' ' ')"
-  fail=1
-fi
+ptx_assembles sm_90a "wgmma.mma_async" 'wgmma\.mma_async' || fail=1
 
 # the comparison must fail on a wrapper whose m64n64 body swaps imm-trans-a and imm-trans-b
 ptx_mutant_caught fast/wgmma.cuh 'm64n64'\''s transposes swapped' '/wgmma_ss_n64(float/,/^}/ s/p, 1, 1, %35, %36;/p, 1, 1, %36, %35;/' 'FAIL: kernel wgmma_ptx_ss_n64_01: ' || fail=1
