@@ -105,7 +105,7 @@ def pad(n, m=128):
     return (n + m - 1) // m * m
 
 
-def kernels(preset, B, T, variant, shapes=None, rope_fused=True, wgmma_fwd=False):
+def kernels(preset, B, T, variant, shapes=None, rope_fused=True, wgmma_fwd=False, wgmma_bwd=False):
     """[(name, kind, count per step, FLOPs per call, bytes per call)] of one step; shapes, when
     given, receives each GEMM's (m, n, k) by name. rope_fused: --attention mma's RoPE (fast/model.cu
     rope_q_in_forward, rope_k_at_loads, rope_fused): the queries' inside the attention forward (each
@@ -114,7 +114,8 @@ def kernels(preset, B, T, variant, shapes=None, rope_fused=True, wgmma_fwd=False
     and RoPE's backward inside the attention backward's epilogues, not in passes of their own
     (flash and cuDNN keep the passes). wgmma_fwd: --attention wgmma, whose forward
     (fast/attention_wgmma_forward.cu) reads queries and keys rotated by the forward pass, before the
-    mma backward (RoPE's backward fused as with mma)."""
+    mma backward (RoPE's backward fused as with mma); wgmma_bwd: its backward on wgmma
+    (fast/attention_wgmma_backward.cu, the same bytes as mma's)."""
     L, NH, NKV, d, F, V = PRESETS[preset]
     hd = d // NH
     qC, kvC, N, Vp = NH * hd, NKV * hd, B * T, pad(V)
@@ -191,7 +192,7 @@ def kernels(preset, B, T, variant, shapes=None, rope_fused=True, wgmma_fwd=False
     # with RoPE's backward fused, dq and dk leave rotated and the epilogues read the cos/sin tables
     # [T, hd/2] fp32: once from HBM, every block's re-read from L2 (the rotation's 6 FLOP a pair,
     # 0.01% of the row, not counted: the FLOPs stay 2.5 x the forward's, which the pricing reads)
-    add("attention bwd (tensor cores)", "attn_bwd", L, 2.5 * att,
+    add("attention bwd (tensor cores)", "wgmma_bwd7" if wgmma_bwd else "attn_bwd", L, 2.5 * att,
         N * (4 * qC + 2 * kvC) * BF16 + N * (qC + 2 * kvC) * BF16 + 2 * B * NH * T * FP32
         + (T * hd * FP32 if rope_fused else 0))
     if not rope_fused:

@@ -598,6 +598,12 @@ def predict_step(ks, shapes, rows, B, T, NH, hd, gpu):
             note = (f"priced as FlashAttention-3 (its fitted efficiency) on this kernel's {WGMMA_ATTENTION_TILE[0]} x "
                     f"{WGMMA_ATTENTION_TILE[1]} tiles; tensor {p['tensor']:.0f} + exp2 {p['mufu']:.0f} clk a block-tile")
             out.append(("attention fwd (wgmma)", count, sec * count, "tensor", note, "attn_fwd", i))
+        elif kind == "wgmma_bwd7":  # fast/attention_wgmma_backward.cu (--attention wgmma): 7 products a pair
+            import roofline_hopper as rh
+            sec, p = rh.fa3_time("bwd", hd, B, NH, T, True, gpu, rh.fitted()[1], nb, 7, tiles=WGMMA_ATTENTION_TILE)
+            note = (f"priced as FlashAttention-3's backward (its fitted efficiency) at 7 products a pair (P recomputed "
+                    f"in both kernels, no atomics) on {WGMMA_ATTENTION_TILE[0]} x {WGMMA_ATTENTION_TILE[1]} tiles")
+            out.append(("attention bwd (wgmma)", count, sec * count, "tensor", note, "attn_bwd", i))
         elif kind == "gemm_wgmma":  # fast/gemm_wgmma.cu (--gemm wgmma): bench/roofline_gemm.py
             import roofline_gemm as rg
             m, n, k = shapes[name]
