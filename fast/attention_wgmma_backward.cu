@@ -22,8 +22,12 @@
  *          64-key tiles of K and V up to its last query: S = Q·Kᵀ, dP = dO·Vᵀ (SS), P, dS,
  *          dQ += dS·K (RS, K N-major).
  *
- * Registers (a consumer thread): dK/dV at hd 128 holds dK and dV (64 + 64 fp32) and Sᵀ, dPᵀ
- * (32 + 32), hence the 64-row streamed tiles (the forward's 128-key tiles would need 128 more).
+ * Registers: ptxas allots a thread of 288 (one block an SM) 168. dK/dV at hd 64 holds dK, dV, Sᵀ
+ * and dPᵀ (32 fp32 each) and fits with the queries' lse and D fetched as two values a lane and
+ * shuffled (168, no spill), hence 64-row streamed tiles (128 would need 64 more); at hd 128 dK and
+ * dV alone are 128, so there the dK/dV half is attention_mma_backward's kernel
+ * (attention_mma_backward_dkdv; WB_DKDV_WGMMA) until the consumers take registers from the
+ * producer (setmaxnreg, which the CPU layer lacks). dQ: 148 (hd 64) and 161 (hd 128).
  * Shared memory (dynamic, 1024-aligned): the block's two own tensors [128][HD] each, then each
  * stage's two streamed tiles [64][HD]: 64 KiB at hd 64, 128 KiB at hd 128. A tile of R rows is
  * HD/64 column blocks of R rows of 128 bytes, as in the forward: K-major descriptors SBO 1024 (a
@@ -62,6 +66,10 @@ __global__ void attention_backward_D_kernel(float *D, const bf16 *dout, const bf
 #define WB_ROW 128                /* bytes of a 64-column swizzled row */
 #define WB_BLOCK(R) ((R) * WB_ROW) /* bytes of one 64-column block of an R-row tile */
 #define WB_LOG2E 1.4426950408889634f
+/* 1 where the dK/dV kernel is this file's: hd 64. At hd 128 its consumer thread would hold dK and dV
+ * (128 fp32) beside Sᵀ and dPᵀ (64) under the 168 registers ptxas allots 288 threads (launch bounds
+ * of one block): it spilled ~540 bytes, so there attention_mma_backward's dK/dV kernel runs. */
+#define WB_DKDV_WGMMA(HD) ((HD) == 64)
 
 template <int HD> struct WbDims {
     static_assert(HD == 64 || HD == 128, "wgmma attention backward: hd 64 or 128");
@@ -202,15 +210,36 @@ __global__ void __launch_bounds__(WB_THREADS, 1)
             float st[WB_TILE / 2], dpt[WB_TILE / 2];
             wb_two_products<HD>(st, dpt, dk_own, wgmma_desc(qs, 16, 8 * WB_ROW, WGMMA_SWIZZLE_128B), dv_own,
                                 wgmma_desc(dos, 16, 8 * WB_ROW, WGMMA_SWIZZLE_128B));
-            /* Pᵀ and dSᵀ/scale in place; the mask only where the tile meets our keys */
+            /* the tile's lse·log2(e) (+inf past T: P = 0) and D, lane l holding queries i0 + l and
+             * i0 + 32 + l, handed to the lanes that need them by shuffles; loaded after the
+             * products, whose accumulators fill the registers: 4 registers where
+             * 32 loaded values a thread spilled (plain stores by the producer would need the
+             * mbarrier's release, which the CPU layer's checker does not model) */
+            float l2r[2], ddr[2];
+            {
+                const float *lrow = lse + ((size_t)b * NH + h) * T, *drow = D + ((size_t)b * NH + h) * T;
+                const int lane = tid % 32;
+    #pragma unroll
+                for (int u = 0; u < 2; u++) {
+                    const int qi = i0 + 32 * u + lane;
+                    l2r[u] = qi < T ? lrow[qi] * WB_LOG2E : INFINITY;
+                    ddr[u] = qi < T ? drow[qi] : 0.0f;
+                }
+            }
+            /* Pᵀ and dSᵀ/scale, packed as they are made into the A fragments of dV += Pᵀ·dO and
+             * dK += dSᵀ·Q: k16 step kk = queries 16kk .. 16kk+15 is accumulators 8kk .. 8kk+7, so
+             * the 8 queries of column group c (accumulators 4c .. 4c+3: keys lo, lo, hi, hi) are
+             * registers 2(c & 1) (lo) and 2(c & 1) + 1 (hi) of step c >> 1. The mask only where
+             * the tile meets our keys. */
             const bool mask = i0 < kw + 64;
-            const float *lrow = lse + ((size_t)b * NH + h) * T, *drow = D + ((size_t)b * NH + h) * T;
+            uint32_t pa[WB_TILE / 16][4], sa[WB_TILE / 16][4];
 #pragma unroll
-            for (int c = 0; c < WB_TILE / 8; c++)
+            for (int c = 0; c < WB_TILE / 8; c++) {
 #pragma unroll
                 for (int e = 0; e < 2; e++) { /* query i0 + 8c + 2t + e: accumulators 4c + e (key lo), 4c + 2 + e (hi) */
-                    const int qi = i0 + 8 * c + 2 * t + e;
-                    const float l2 = qi < T ? lrow[qi] * WB_LOG2E : INFINITY, dd = qi < T ? drow[qi] : 0.0f;
+                    const int qi = i0 + 8 * c + 2 * t + e; /* held by lane (qi − i0) % 32, register c >> 2 */
+                    const float l2 = __shfl_sync(0xffffffffu, l2r[c >> 2], 8 * (c & 3) + 2 * t + e);
+                    const float dd = __shfl_sync(0xffffffffu, ddr[c >> 2], 8 * (c & 3) + 2 * t + e);
 #pragma unroll
                     for (int r = 0; r < 2; r++) {
                         const int i = 4 * c + 2 * r + e;
@@ -220,16 +249,12 @@ __global__ void __launch_bounds__(WB_THREADS, 1)
                         dpt[i] = p * (dpt[i] - dd); /* dSᵀ / scale: dK's scale is applied once, at the end */
                     }
                 }
-            /* dV += Pᵀ·dO, dK += dSᵀ·Q: k16 step kk = queries 16kk .. 16kk+15, the A fragment of
-             * accumulators 8kk .. 8kk+7 */
-            uint32_t pa[WB_TILE / 16][4], sa[WB_TILE / 16][4];
 #pragma unroll
-            for (int kk = 0; kk < WB_TILE / 16; kk++)
-#pragma unroll
-                for (int r = 0; r < 4; r++) {
-                    pa[kk][r] = wb_pack_bf16x2(st[8 * kk + 2 * r], st[8 * kk + 2 * r + 1]);
-                    sa[kk][r] = wb_pack_bf16x2(dpt[8 * kk + 2 * r], dpt[8 * kk + 2 * r + 1]);
+                for (int r = 0; r < 2; r++) {
+                    pa[c >> 1][2 * (c & 1) + r] = wb_pack_bf16x2(st[4 * c + 2 * r], st[4 * c + 2 * r + 1]);
+                    sa[c >> 1][2 * (c & 1) + r] = wb_pack_bf16x2(dpt[4 * c + 2 * r], dpt[4 * c + 2 * r + 1]);
                 }
+            }
             const uint64_t ddo = wgmma_desc(dos, WB_BLOCK(WB_TILE), 8 * WB_ROW, WGMMA_SWIZZLE_128B);
             const uint64_t dq = wgmma_desc(qs, WB_BLOCK(WB_TILE), 8 * WB_ROW, WGMMA_SWIZZLE_128B);
             wgmma_fence(); /* the A fragments were written in registers */
@@ -327,18 +352,21 @@ __global__ void __launch_bounds__(WB_THREADS, 1)
             wb_two_products<HD>(sc, dp, dq_own, wgmma_desc(kt, 16, 8 * WB_ROW, WGMMA_SWIZZLE_128B), ddo_own,
                                 wgmma_desc(vt, 16, 8 * WB_ROW, WGMMA_SWIZZLE_128B));
             const bool mask = j0 + WB_TILE - 1 > qw; /* the tile meets our diagonal */
-#pragma unroll
-            for (int i = 0; i < WB_TILE / 2; i++) {
-                const bool hi = (i >> 1) & 1;
-                float p = ex2_approx_ftz(fmaf(sc[i], scale_log2, -(hi ? l2_hi : l2_lo)));
-                if (mask && j0 + 8 * (i >> 2) + 2 * t + (i & 1) > (hi ? row_hi : row_lo)) p = 0.0f;
-                dp[i] = p * (dp[i] - (hi ? d_hi : d_lo)); /* dS / scale: dQ's scale at the end */
-            }
+            /* dS / scale (dQ's scale at the end), packed as made into the A fragments of dQ += dS·K
+             * (column group c: registers 2(c & 1) (row lo), 2(c & 1) + 1 (hi) of k16 step c >> 1) */
             uint32_t sa[WB_TILE / 16][4];
 #pragma unroll
-            for (int kk = 0; kk < WB_TILE / 16; kk++)
+            for (int c = 0; c < WB_TILE / 8; c++) {
 #pragma unroll
-                for (int r = 0; r < 4; r++) sa[kk][r] = wb_pack_bf16x2(dp[8 * kk + 2 * r], dp[8 * kk + 2 * r + 1]);
+                for (int i = 4 * c; i < 4 * c + 4; i++) {
+                    const bool hi = (i >> 1) & 1;
+                    float p = ex2_approx_ftz(fmaf(sc[i], scale_log2, -(hi ? l2_hi : l2_lo)));
+                    if (mask && j0 + 8 * c + 2 * t + (i & 1) > (hi ? row_hi : row_lo)) p = 0.0f;
+                    dp[i] = p * (dp[i] - (hi ? d_hi : d_lo));
+                }
+#pragma unroll
+                for (int r = 0; r < 2; r++) sa[c >> 1][2 * (c & 1) + r] = wb_pack_bf16x2(dp[4 * c + 2 * r], dp[4 * c + 2 * r + 1]);
+            }
             const uint64_t dkn = wgmma_desc(kt, WB_BLOCK(WB_TILE), 8 * WB_ROW, WGMMA_SWIZZLE_128B);
             wgmma_fence();
 #pragma unroll
@@ -381,14 +409,20 @@ static int wb_launch(bf16 *dq, bf16 *dk, AttnDv dv, const float *Dv, const bf16 
     const float scale = 1.0f / sqrtf((float)HD);
     const float scale_log2 = scale * WB_LOG2E;
     const size_t smem = WbDims<HD>::SMEM;
-    const auto dkdv = attention_wgmma_backward_dkdv_kernel<HD>; /* one name: a macro argument takes no commas */
-    const auto dqk = attention_wgmma_backward_dq_kernel<HD>;
-    CUDA_CHECK(cudaFuncSetAttribute(dkdv, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    const auto dqk = attention_wgmma_backward_dq_kernel<HD>; /* one name: a macro argument takes no commas */
+    if constexpr (WB_DKDV_WGMMA(HD)) {
+        const auto dkdv = attention_wgmma_backward_dkdv_kernel<HD>;
+        CUDA_CHECK(cudaFuncSetAttribute(dkdv, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+        const dim3 gkv(cdiv(T, WB_OWN), B * NKV);
+        LAUNCH(dkdv, gkv, WB_THREADS, smem, ops_stream)(qm, km, vm, dom, dk, dv, ld, lse, Dv, T, NH, NKV, scale,
+                                                        scale_log2, ck, sk);
+        LAUNCH_CHECK();
+    } else {
+        const AttnRope rope = {ck, sk, 0, 0, ck != NULL, 0};
+        if (attention_mma_backward_dkdv(dk, dv, Dv, dout, q, k, v, ld, lse, B, T, NH, NKV, HD, &rope)) return -1;
+    }
     CUDA_CHECK(cudaFuncSetAttribute(dqk, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-    const dim3 gkv(cdiv(T, WB_OWN), B * NKV), gq(cdiv(T, WB_OWN), B * NH);
-    LAUNCH(dkdv, gkv, WB_THREADS, smem, ops_stream)(qm, km, vm, dom, dk, dv, ld, lse, Dv, T, NH, NKV, scale,
-                                                    scale_log2, ck, sk);
-    LAUNCH_CHECK();
+    const dim3 gq(cdiv(T, WB_OWN), B * NH);
     LAUNCH(dqk, gq, WB_THREADS, smem, ops_stream)(qm, km, vm, dom, dq, ld, lse, Dv, T, NH, NKV, scale, scale_log2,
                                                   cq, sq);
     LAUNCH_CHECK();
