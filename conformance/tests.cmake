@@ -557,11 +557,13 @@ if(VRL_HAVE_CUDA_CPU)
       gqa4_cross_layer_prev trainer)
     set_tests_properties(test_fast_cpu_vs_ref_wgmma PROPERTIES
       ENVIRONMENT "TMPDIR=${VRL_TEST_TMP};VRL_FAST_GEMM=wgmma;VRL_CUDA_CPU_CANARY=1")
-    # --attention wgmma (fast/attention_wgmma_forward.cu's forward, mma's backward, RoPE by its passes)
-    # against ref: the cases whose head dim the wgmma forward runs (hd 64 with two batches at T = 130,
-    # past its 128-query block and key tile; MQA hd 64; GQA hd 128), an attention-mixing layer and
+    # --attention wgmma (fast/attention_wgmma_forward.cu's forward, attention_wgmma_backward.cu's
+    # backward with Rᵀ on dq, dk in its epilogues, RoPE's forward by its pass) against ref: the cases
+    # whose head dim the wgmma kernels run (hd 64 with two batches at T = 130, past the 128-row blocks
+    # and 64-row tiles; MQA hd 64; GQA hd 128: wgmma dQ, mma dK/dV), an attention-mixing layer and
     # GPT-2 (both dispatch under wgmma: hd 16 there, mma's kernels). 10.5 CPU-s (this 2-core machine,
-    # shared). The kernel itself: every order and the checkers in test_fast_cpu_attention_wgmma.
+    # shared; 13 s with the backward). The kernels themselves: every order and the checkers in
+    # test_fast_cpu_attention_wgmma and test_fast_cpu_attention_wgmma_backward.
     add_test(NAME test_fast_cpu_vs_ref_wgmma_attention COMMAND test_fast_cpu_vs_ref wgmma
       hd64_baseline hd64_svformer hd128_gqa_resformer gqa4_attn_residual gpt2_tiny)
     set_tests_properties(test_fast_cpu_vs_ref_wgmma_attention PROPERTIES
