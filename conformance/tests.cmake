@@ -526,6 +526,10 @@ if(VRL_HAVE_CUDA_CPU)
     # checked; the phase; expect_tx; alignment), its descriptors, P's fragments, mask, rescale, GQA, rows, lse
     add_test(NAME attention_wgmma_mutants COMMAND ${CMAKE_SOURCE_DIR}/conformance/attention_wgmma_mutants.sh)
     set_tests_properties(attention_wgmma_mutants PROPERTIES TIMEOUT 300 ENVIRONMENT "TMPDIR=${VRL_TEST_TMP};VRL_BUILD_DIR=${CMAKE_BINARY_DIR}")
+    # the wgmma attention backward's tests catch a mutant of each class (19: stages freed early, the
+    # phase, P's fragment rows, both masks, dS's D term, the GQA walk, queries past T, descriptors, RoPE's sign)
+    add_test(NAME attention_wgmma_backward_mutants COMMAND ${CMAKE_SOURCE_DIR}/conformance/attention_wgmma_backward_mutants.sh)
+    set_tests_properties(attention_wgmma_backward_mutants PROPERTIES TIMEOUT 300 ENVIRONMENT "TMPDIR=${VRL_TEST_TMP};VRL_BUILD_DIR=${CMAKE_BINARY_DIR}")
   endif()
   if(NOT (VRL_SANITIZE OR VRL_FUZZ))
     # plain pass only: the same kernels as test_fast_cpu_vs_ref, which the sanitizer pass

@@ -409,22 +409,24 @@ static int wb_launch(bf16 *dq, bf16 *dk, AttnDv dv, const float *Dv, const bf16 
     const float scale = 1.0f / sqrtf((float)HD);
     const float scale_log2 = scale * WB_LOG2E;
     const size_t smem = WbDims<HD>::SMEM;
-    const auto dqk = attention_wgmma_backward_dq_kernel<HD>; /* one name: a macro argument takes no commas */
+    /* one name each: a macro argument takes no commas (and the CPU layer's messages name the kernel by it) */
+    const auto attention_wgmma_bwd_dq = attention_wgmma_backward_dq_kernel<HD>;
     if constexpr (WB_DKDV_WGMMA(HD)) {
-        const auto dkdv = attention_wgmma_backward_dkdv_kernel<HD>;
-        CUDA_CHECK(cudaFuncSetAttribute(dkdv, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+        const auto attention_wgmma_bwd_dkdv = attention_wgmma_backward_dkdv_kernel<HD>;
+        CUDA_CHECK(cudaFuncSetAttribute(attention_wgmma_bwd_dkdv, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                        (int)smem));
         const dim3 gkv(cdiv(T, WB_OWN), B * NKV);
-        LAUNCH(dkdv, gkv, WB_THREADS, smem, ops_stream)(qm, km, vm, dom, dk, dv, ld, lse, Dv, T, NH, NKV, scale,
-                                                        scale_log2, ck, sk);
+        LAUNCH(attention_wgmma_bwd_dkdv, gkv, WB_THREADS, smem, ops_stream)(qm, km, vm, dom, dk, dv, ld, lse, Dv, T,
+                                                                            NH, NKV, scale, scale_log2, ck, sk);
         LAUNCH_CHECK();
     } else {
         const AttnRope rope = {ck, sk, 0, 0, ck != NULL, 0};
         if (attention_mma_backward_dkdv(dk, dv, Dv, dout, q, k, v, ld, lse, B, T, NH, NKV, HD, &rope)) return -1;
     }
-    CUDA_CHECK(cudaFuncSetAttribute(dqk, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    CUDA_CHECK(cudaFuncSetAttribute(attention_wgmma_bwd_dq, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
     const dim3 gq(cdiv(T, WB_OWN), B * NH);
-    LAUNCH(dqk, gq, WB_THREADS, smem, ops_stream)(qm, km, vm, dom, dq, ld, lse, Dv, T, NH, NKV, scale, scale_log2,
-                                                  cq, sq);
+    LAUNCH(attention_wgmma_bwd_dq, gq, WB_THREADS, smem, ops_stream)(qm, km, vm, dom, dq, ld, lse, Dv, T, NH, NKV,
+                                                                     scale, scale_log2, cq, sq);
     LAUNCH_CHECK();
     return 0;
 }
