@@ -8,9 +8,12 @@
 # diagonal tile skipped, dS's D term dropped (either kernel), the tile's query head of the GQA walk
 # wrong, dQ's kv head map wrong, the +inf lse of queries past T (the next batch's rows) lost, the
 # lse/D shuffle's source lane wrong, dQ's N-major K descriptor's LBO (hd 128) or k16 step wrong,
-# dK's scale dropped, and RoPE's transpose with the wrong sign.
+# dK/dV's N-major Q descriptor's LBO at hd 128, the hd-128 producer warpgroup's issuing thread
+# not its first (four threads issue every load: the layer reports a deadlock), dK's scale dropped, and
+# RoPE's transpose with the wrong sign. Not here: setmaxnreg's counts, a no-op on the CPU layer
+# (ptxas' spill report checks them).
 #
-# ≈ 65 CPU-s (a compile of one object and a short run per mutant; 19 of 19 caught at its commit).
+# ≈ 65 CPU-s (a compile of one object and a short run per mutant; 21 of 21 caught at its commit).
 # The harness: conformance/layer_mutants_lib.sh.
 SUITE=attention_wgmma_backward PROGRAM=test_fast_cpu_attention_wgmma_backward CRITERION_SUITE=attention_wgmma_backward
 . "$(dirname "$0")/layer_mutants_lib.sh"
@@ -52,6 +55,10 @@ mutant dq_k_lbo_wrong $k 'const uint64_t dkn = wgmma_desc(kt, WB_BLOCK(WB_TILE),
   'const uint64_t dkn = wgmma_desc(kt, WB_BLOCK(WB_OWN), 8 * WB_ROW, WGMMA_SWIZZLE_128B);' $P $h128 "hd=128 dq"
 mutant dq_k16_step_wrong $k 'wgmma_bf16_rs<HD, 1>(dqa, sa[kk], dkn + 128 * kk, 1);' \
   'wgmma_bf16_rs<HD, 1>(dqa, sa[kk], dkn + 64 * kk, 1);' $P $g "hd=64 dq"
+mutant dkdv_q_lbo_wrong_hd128 $k 'const uint64_t dq = wgmma_desc(qs, WB_BLOCK(WB_TILE), 8 * WB_ROW, WGMMA_SWIZZLE_128B);' \
+  'const uint64_t dq = wgmma_desc(qs, WB_BLOCK(WB_OWN), 8 * WB_ROW, WGMMA_SWIZZLE_128B);' $P $h128 "hd=128 dk"
+mutant dkdv_hd128_producer_thread_wrong $k '        if (threadIdx.x % (WB_DKDV_THREADS(HD) - 256)) return;' \
+  '        if (threadIdx.x % 32) return;' $P $h128 "kernel attention_wgmma_bwd_dkdv"
 mutant dk_unscaled $k '__float2bfloat16(dka[i] * scale);' '__float2bfloat16(dka[i]);' $P $g "hd=64 dk"
 mutant rope_transpose_sign $k 'cos_t[o], -sin_t[o], acc[i]' 'cos_t[o], sin_t[o], acc[i]' $P $g "(rope)"
 mutants_summary

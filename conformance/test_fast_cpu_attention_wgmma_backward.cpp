@@ -15,7 +15,7 @@
  * the 64-row tiles, two batches (rows past T read the next batch's rows or TMA's zero fill and
  * must not leak), GQA (the dK/dV block walks two query heads) and MQA, hd 64 and 128, several
  * query tiles a key block (the ring wraps); hd 32 falls back to attention_mma_backward's bits. At hd
- * 128 dK/dV come from attention_mma_backward's dK/dV kernel (registers), dQ from the wgmma one.
+ * 128 the dK/dV kernel's block is 384 threads (a producer warpgroup, setmaxnreg: a no-op here).
  * Under the checkers (the _check build) a stage read before its TMA bytes landed, or refilled
  * while a wgmma still reads it, is a race naming the kernel. */
 #include <criterion/criterion.h>

@@ -526,7 +526,7 @@ if(VRL_HAVE_CUDA_CPU)
     # checked; the phase; expect_tx; alignment), its descriptors, P's fragments, mask, rescale, GQA, rows, lse
     add_test(NAME attention_wgmma_mutants COMMAND ${CMAKE_SOURCE_DIR}/conformance/attention_wgmma_mutants.sh)
     set_tests_properties(attention_wgmma_mutants PROPERTIES TIMEOUT 300 ENVIRONMENT "TMPDIR=${VRL_TEST_TMP};VRL_BUILD_DIR=${CMAKE_BINARY_DIR}")
-    # the wgmma attention backward's tests catch a mutant of each class (19: stages freed early, the
+    # the wgmma attention backward's tests catch a mutant of each class (21: stages freed early, the
     # phase, P's fragment rows, both masks, dS's D term, the GQA walk, queries past T, descriptors, RoPE's sign)
     add_test(NAME attention_wgmma_backward_mutants COMMAND ${CMAKE_SOURCE_DIR}/conformance/attention_wgmma_backward_mutants.sh)
     set_tests_properties(attention_wgmma_backward_mutants PROPERTIES TIMEOUT 300 ENVIRONMENT "TMPDIR=${VRL_TEST_TMP};VRL_BUILD_DIR=${CMAKE_BINARY_DIR}")
@@ -564,7 +564,7 @@ if(VRL_HAVE_CUDA_CPU)
     # --attention wgmma (fast/attention_wgmma_forward.cu's forward, attention_wgmma_backward.cu's
     # backward with Rᵀ on dq, dk in its epilogues, RoPE's forward by its pass) against ref: the cases
     # whose head dim the wgmma kernels run (hd 64 with two batches at T = 130, past the 128-row blocks
-    # and 64-row tiles; MQA hd 64; GQA hd 128: wgmma dQ, mma dK/dV), an attention-mixing layer and
+    # and 64-row tiles; MQA hd 64; GQA hd 128), an attention-mixing layer and
     # GPT-2 (both dispatch under wgmma: hd 16 there, mma's kernels). 10.5 CPU-s (this 2-core machine,
     # shared; 13 s with the backward). The kernels themselves: every order and the checkers in
     # test_fast_cpu_attention_wgmma and test_fast_cpu_attention_wgmma_backward.

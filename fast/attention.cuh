@@ -87,11 +87,6 @@ int attention_dv_scatter(AttnDv dv, const bf16 *src, int ld_v, int N, int kvC);
 int attention_mma_backward(bf16 *dq, bf16 *dk, AttnDv dv, float *Dscratch, const bf16 *dout, const bf16 *out,
                            const bf16 *q, const bf16 *k, const bf16 *v, AttnLd ld, const float *lse, int B, int T,
                            int NH, int NKV, int hd, const AttnRope *rope /* NULL: none; rope->dq, dk, k */);
-/* Its dK/dV kernel alone (hd 64 or 128), D = Σ dO⊙O already in Dscratch (attention_wgmma_backward's
- * hd 128 half). */
-int attention_mma_backward_dkdv(bf16 *dk, AttnDv dv, const float *Dscratch, const bf16 *dout, const bf16 *q,
-                                const bf16 *k, const bf16 *v, AttnLd ld, const float *lse, int B, int T, int NH,
-                                int NKV, int hd, const AttnRope *rope);
 
 FAST_NS_END
 

@@ -557,32 +557,4 @@ int attention_mma_backward(bf16 *dq, bf16 *dk, AttnDv dv, float *Dscratch, const
 #endif
 }
 
-/* The dK/dV kernel alone, D already in Dscratch: attention_wgmma_backward's hd 128, whose own dK/dV
- * kernel would need more registers than a thread of its 288 has (fast/attention_wgmma_backward.cu). */
-int attention_mma_backward_dkdv(bf16 *dk, AttnDv dv, const float *Dscratch, const bf16 *dout, const bf16 *q,
-                                const bf16 *k, const bf16 *v, AttnLd ld, const float *lse, int B, int T, int NH,
-                                int NKV, int hd, const AttnRope *rope) {
-#if VRL_CUDA_CPU_FP32
-    (void)dk, (void)dv, (void)Dscratch, (void)dout, (void)q, (void)k, (void)v, (void)ld, (void)lse, (void)B, (void)T;
-    (void)NH, (void)NKV, (void)hd, (void)rope;
-    return vrl_error("fast: the tensor-core attention needs bf16 storage (not the fp32-storage CPU build)");
-#else
-    if (hd != 64 && hd != 128) return vrl_error("fast: attention_mma_backward_dkdv: head_dim 64 or 128 (got %d)", hd);
-    const bool rk = rope && rope->dk, kl = rope && rope->k;
-    const float *ck = rk ? rope->cos_t : NULL, *sk = rk ? rope->sin_t : NULL;
-    const float *kc = kl ? rope->cos_t : NULL, *ks = kl ? rope->sin_t : NULL;
-    const float scale = 1.0f / sqrtf((float)hd);
-    const float scale_log2 = scale * 1.4426950408889634f;
-    const dim3 gkv(cdiv(T, MMA_BWD_OWN), B * NKV), block(MMA_BWD_THREADS);
-    if (hd == 64)
-        LAUNCH(attention_mma_backward_dkdv_kernel<64>, gkv, block, 0, ops_stream)(
-            dk, dv, dout, q, k, v, ld, lse, Dscratch, T, NH, NKV, scale, scale_log2, ck, sk, kc, ks);
-    else
-        LAUNCH(attention_mma_backward_dkdv_kernel<128>, gkv, block, 0, ops_stream)(
-            dk, dv, dout, q, k, v, ld, lse, Dscratch, T, NH, NKV, scale, scale_log2, ck, sk, kc, ks);
-    LAUNCH_CHECK();
-    return 0;
-#endif
-}
-
 FAST_NS_END

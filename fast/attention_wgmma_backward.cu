@@ -25,9 +25,9 @@
  * Registers: ptxas allots a thread of 288 (one block an SM) 168. dK/dV at hd 64 holds dK, dV, Sᵀ
  * and dPᵀ (32 fp32 each) and fits with the queries' lse and D fetched as two values a lane and
  * shuffled (168, no spill), hence 64-row streamed tiles (128 would need 64 more); at hd 128 dK and
- * dV alone are 128, so there the dK/dV half is attention_mma_backward's kernel
- * (attention_mma_backward_dkdv; WB_DKDV_WGMMA) until the consumers take registers from the
- * producer (setmaxnreg, which the CPU layer lacks). dQ: 148 (hd 64) and 161 (hd 128).
+ * dV alone are 128, so that kernel's producer is a whole warpgroup (384 threads) that gives its
+ * registers to the consumers by setmaxnreg (24 and 240; WB_DKDV_THREADS). dQ: 148 (hd 64) and 161
+ * (hd 128).
  * Shared memory (dynamic, 1024-aligned): the block's two own tensors [128][HD] each, then each
  * stage's two streamed tiles [64][HD]: 64 KiB at hd 64, 128 KiB at hd 128. A tile of R rows is
  * HD/64 column blocks of R rows of 128 bytes, as in the forward: K-major descriptors SBO 1024 (a
@@ -66,10 +66,28 @@ __global__ void attention_backward_D_kernel(float *D, const bf16 *dout, const bf
 #define WB_ROW 128                /* bytes of a 64-column swizzled row */
 #define WB_BLOCK(R) ((R) * WB_ROW) /* bytes of one 64-column block of an R-row tile */
 #define WB_LOG2E 1.4426950408889634f
-/* 1 where the dK/dV kernel is this file's: hd 64. At hd 128 its consumer thread would hold dK and dV
- * (128 fp32) beside Sᵀ and dPᵀ (64) under the 168 registers ptxas allots 288 threads (launch bounds
- * of one block): it spilled ~540 bytes, so there attention_mma_backward's dK/dV kernel runs. */
-#define WB_DKDV_WGMMA(HD) ((HD) == 64)
+/* The dK/dV kernel's block: 288 threads at hd 64; at hd 128 a consumer thread holds dK and dV (128
+ * fp32) beside Sᵀ and dPᵀ (64), over the 168 registers ptxas allots a thread of 288 (it spilled
+ * ~540 bytes), so there the producer is a whole warpgroup (384 threads, 168 each at launch) that
+ * hands its registers to the consumers: setmaxnreg 24 for it, 240 for them
+ * (128·24 + 256·240 = 384·168), FlashAttention-3's split. */
+#define WB_DKDV_THREADS(HD) ((HD) == 128 ? 3 * 128 : WB_THREADS)
+#define WB_REGS_PRODUCER 24
+#define WB_REGS_CONSUMER 240
+static_assert(128 * WB_REGS_PRODUCER + 256 * WB_REGS_CONSUMER == 384 * 168, "the register file's split");
+
+/* setmaxnreg.{dec,inc}.sync.aligned.u32 N: the warpgroup's threads give up or take registers (all
+ * of a warpgroup's warps execute it). The CPU layer has no register file: nothing to do there. */
+template <int N> static __device__ __forceinline__ void wb_setmaxnreg_dec(void) {
+#if !VRL_CUDA_CPU
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(N) : "memory");
+#endif
+}
+template <int N> static __device__ __forceinline__ void wb_setmaxnreg_inc(void) {
+#if !VRL_CUDA_CPU
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(N) : "memory");
+#endif
+}
 
 template <int HD> struct WbDims {
     static_assert(HD == 64 || HD == 128, "wgmma attention backward: hd 64 or 128");
@@ -144,10 +162,10 @@ static __device__ __forceinline__ void wb_rope_transpose(float *acc, const float
     }
 }
 
-/* grid (cdiv(T, WB_OWN), B·NKV), block WB_THREADS. q_map, do_map [B·T, NH·HD] and k_map, v_map
+/* grid (cdiv(T, WB_OWN), B·NKV), block WB_DKDV_THREADS(HD). q_map, do_map [B·T, NH·HD] and k_map, v_map
  * [B·T, NKV·HD] with the views' row strides, boxes of 64 rows x 64 columns, 128-byte swizzle. */
 template <int HD>
-__global__ void __launch_bounds__(WB_THREADS, 1)
+__global__ void __launch_bounds__(WB_DKDV_THREADS(HD), 1)
     attention_wgmma_backward_dkdv_kernel(const __grid_constant__ TmaMap q_map, const __grid_constant__ TmaMap k_map,
                                          const __grid_constant__ TmaMap v_map, const __grid_constant__ TmaMap do_map,
                                          bf16 *dk, AttnDv dv, AttnLd ld, const float *lse, const float *D, int T,
@@ -173,8 +191,9 @@ __global__ void __launch_bounds__(WB_THREADS, 1)
     }
     __syncthreads();
 
-    if (wg == 2) { /* the producer warp: one thread issues every load */
-        if (threadIdx.x % 32) return;
+    if (wg == 2) { /* the producer warp (warpgroup at hd 128): one thread issues every load */
+        if constexpr (WB_DKDV_THREADS(HD) == 3 * 128) wb_setmaxnreg_dec<WB_REGS_PRODUCER>();
+        if (threadIdx.x % (WB_DKDV_THREADS(HD) - 256)) return;
         const int row0 = b * T; /* the batch's first row of the [B·T] maps */
         mbarrier_arrive_expect_tx(&own_full, 2 * Dm::OWN_BYTES);
         wb_load_own<HD>(ks, &k_map, kh * HD, row0 + k0, &own_full);
@@ -193,6 +212,7 @@ __global__ void __launch_bounds__(WB_THREADS, 1)
     /* consumer warpgroup wg: keys kw .. kw + 63; thread (w, g, t) holds keys lo = kw + 16w + g and
      * hi = lo + 8 (wgmma's D fragment rows) */
     const int tid = threadIdx.x % 128, w = tid / 32, g = (tid % 32) >> 2, t = tid % 4;
+    if constexpr (WB_DKDV_THREADS(HD) == 3 * 128) wb_setmaxnreg_inc<WB_REGS_CONSUMER>();
     const int kw = k0 + 64 * wg, key_lo = kw + 16 * w + g, key_hi = key_lo + 8;
     float dka[HD / 2], dva[HD / 2]; /* [64 keys][HD]: row lo or hi by (i >> 1) & 1, dim 8(i >> 2) + 2t + (i & 1) */
 #pragma unroll
@@ -411,18 +431,12 @@ static int wb_launch(bf16 *dq, bf16 *dk, AttnDv dv, const float *Dv, const bf16 
     const size_t smem = WbDims<HD>::SMEM;
     /* one name each: a macro argument takes no commas (and the CPU layer's messages name the kernel by it) */
     const auto attention_wgmma_bwd_dq = attention_wgmma_backward_dq_kernel<HD>;
-    if constexpr (WB_DKDV_WGMMA(HD)) {
-        const auto attention_wgmma_bwd_dkdv = attention_wgmma_backward_dkdv_kernel<HD>;
-        CUDA_CHECK(cudaFuncSetAttribute(attention_wgmma_bwd_dkdv, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                        (int)smem));
-        const dim3 gkv(cdiv(T, WB_OWN), B * NKV);
-        LAUNCH(attention_wgmma_bwd_dkdv, gkv, WB_THREADS, smem, ops_stream)(qm, km, vm, dom, dk, dv, ld, lse, Dv, T,
-                                                                            NH, NKV, scale, scale_log2, ck, sk);
-        LAUNCH_CHECK();
-    } else {
-        const AttnRope rope = {ck, sk, 0, 0, ck != NULL, 0};
-        if (attention_mma_backward_dkdv(dk, dv, Dv, dout, q, k, v, ld, lse, B, T, NH, NKV, HD, &rope)) return -1;
-    }
+    const auto attention_wgmma_bwd_dkdv = attention_wgmma_backward_dkdv_kernel<HD>;
+    CUDA_CHECK(cudaFuncSetAttribute(attention_wgmma_bwd_dkdv, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    const dim3 gkv(cdiv(T, WB_OWN), B * NKV);
+    LAUNCH(attention_wgmma_bwd_dkdv, gkv, WB_DKDV_THREADS(HD), smem, ops_stream)(qm, km, vm, dom, dk, dv, ld, lse, Dv,
+                                                                                 T, NH, NKV, scale, scale_log2, ck, sk);
+    LAUNCH_CHECK();
     CUDA_CHECK(cudaFuncSetAttribute(attention_wgmma_bwd_dq, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
     const dim3 gq(cdiv(T, WB_OWN), B * NH);
     LAUNCH(attention_wgmma_bwd_dq, gq, WB_THREADS, smem, ops_stream)(qm, km, vm, dom, dq, ld, lse, Dv, T, NH, NKV,
