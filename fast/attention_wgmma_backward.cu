@@ -5,15 +5,16 @@
  * P = 2^(s·scale·log2 e − lse·log2 e), dS's scale applied once at the end, RoPE's transpose on dQ
  * and dK in fp32 before the bf16 store) on the forward's machinery (attention_wgmma_forward.cu):
  * TMA boxes of 64 rows x 64 columns, 128-byte swizzled, a two-stage full/empty mbarrier ring,
- * 288 threads = two consumer warpgroups + one producer warp.
+ * 288 threads = two consumer warpgroups + one producer warp (dK/dV at hd 128: a producer warpgroup,
+ * 384 threads, below).
  *
  *   D      = Σ_d dO⊙O per (row, head): attention_backward_D_kernel (fast/attention.cu), first;
  *   dK/dV  a block owns WB_OWN = 128 keys of one kv head (64 per consumer warpgroup, one m64 row
  *          tile), TMA-loaded once with their V rows; the producer streams 64-query tiles of Q and
  *          dO for every query head of the group in order, each from the block's first key on (the
  *          earlier queries see none of its keys). Per tile a warpgroup computes Sᵀ = K·Qᵀ and
- *          dPᵀ = V·dOᵀ (wgmma SS, both K-major: [64 keys][64 queries]), Pᵀ (the query's lse read
- *          from global memory, +inf past T: P = 0), the mask on the two tiles that meet the
+ *          dPᵀ = V·dOᵀ (wgmma SS, both K-major: [64 keys][64 queries]), Pᵀ (the queries' lse and D
+ *          from global memory, two a lane, shuffled; lse +inf past T: P = 0), the mask on the tiles that meet the
  *          block's keys only, dSᵀ = Pᵀ∘(dPᵀ − D), then dV += Pᵀ·dO and dK += dSᵀ·Q (wgmma RS: Pᵀ
  *          and dSᵀ as bf16 A fragments straight from the accumulators, dO and Q N-major: their
  *          rows are the queries = the k dimension). A tile wholly before a warpgroup's keys (the
