@@ -4,8 +4,8 @@
 # one attention and refuses the flag; the CPU layer (--device cuda-cpu) runs flash and mma and
 # refuses cudnn, saying cuDNN needs a GPU; a bad name is refused. Each refusal is one stderr line, a non-zero exit, no run folder.
 # `--attention mma` is the default: it gives the same bytes as no flag at all; flash trains too.
-# `--attention wgmma` (fast/attention_wgmma_forward.cu, mma's backward): on the tiny model (hd 8,
-# which the wgmma forward leaves to mma's) the bytes of mma, RoPE's pass writing the bits mma's
+# `--attention wgmma` (fast/attention_wgmma_forward.cu and attention_wgmma_backward.cu): on the tiny
+# model (hd 8, which the wgmma kernels leave to mma's) the bytes of mma, RoPE's pass writing the bits mma's
 # fused rotation writes; at hd 64 (a config of 2 heads of 64) and T = 100 other bytes than mma's
 # (T past mma's 64-key tile: its softmax rescales where the wgmma forward's one 128-key tile does
 # not; at T <= 64 the two sum alike on the CPU layer and agree bit for bit); its numbers against

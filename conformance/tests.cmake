@@ -365,6 +365,13 @@ if(VRL_HAVE_CUDA_CPU)
   target_include_directories(test_fast_cpu_attention_wgmma BEFORE PRIVATE ${CMAKE_SOURCE_DIR}/fast/cuda_cpu/include)
   target_compile_definitions(test_fast_cpu_attention_wgmma PRIVATE VRL_CUDA_CPU=1)
   target_compile_options(test_fast_cpu_attention_wgmma PRIVATE -include ${CMAKE_SOURCE_DIR}/fast/cuda_cpu/cpu_names.h)
+  # its backward (dK/dV and dQ kernels on TMA, mbarrier rings, wgmma SS and RS) against the gradients in
+  # double, bit-identical in every order (conformance/test_fast_cpu_attention_wgmma_backward.cpp)
+  vrl_test(test_fast_cpu_attention_wgmma_backward SOURCES conformance/test_fast_cpu_attention_wgmma_backward.cpp LIBS vrl_fast_cpu vrl_common)
+  set_target_properties(test_fast_cpu_attention_wgmma_backward PROPERTIES CXX_STANDARD 17 CXX_STANDARD_REQUIRED ON)
+  target_include_directories(test_fast_cpu_attention_wgmma_backward BEFORE PRIVATE ${CMAKE_SOURCE_DIR}/fast/cuda_cpu/include)
+  target_compile_definitions(test_fast_cpu_attention_wgmma_backward PRIVATE VRL_CUDA_CPU=1)
+  target_compile_options(test_fast_cpu_attention_wgmma_backward PRIVATE -include ${CMAKE_SOURCE_DIR}/fast/cuda_cpu/cpu_names.h)
   # fast/'s kernels one by one against ref/'s ops at edge shapes, in all three thread orders
   vrl_test(test_fast_cpu_ops SOURCES conformance/test_fast_cpu_ops.cpp LIBS vrl_fast_cpu vrl_ref64 vrl_common)
   set_target_properties(test_fast_cpu_ops PROPERTIES CXX_STANDARD 17 CXX_STANDARD_REQUIRED ON)
@@ -438,6 +445,12 @@ if(VRL_HAVE_CUDA_CPU)
     target_include_directories(test_fast_cpu_attention_wgmma_check BEFORE PRIVATE ${CMAKE_SOURCE_DIR}/fast/cuda_cpu/include)
     target_compile_definitions(test_fast_cpu_attention_wgmma_check PRIVATE VRL_CUDA_CPU=1)
     target_compile_options(test_fast_cpu_attention_wgmma_check PRIVATE -include ${CMAKE_SOURCE_DIR}/fast/cuda_cpu/cpu_names.h)
+    # the wgmma attention backward under the checkers
+    vrl_test(test_fast_cpu_attention_wgmma_backward_check SOURCES conformance/test_fast_cpu_attention_wgmma_backward.cpp LIBS vrl_fast_cpu_check vrl_common)
+    set_target_properties(test_fast_cpu_attention_wgmma_backward_check PROPERTIES CXX_STANDARD 17 CXX_STANDARD_REQUIRED ON)
+    target_include_directories(test_fast_cpu_attention_wgmma_backward_check BEFORE PRIVATE ${CMAKE_SOURCE_DIR}/fast/cuda_cpu/include)
+    target_compile_definitions(test_fast_cpu_attention_wgmma_backward_check PRIVATE VRL_CUDA_CPU=1)
+    target_compile_options(test_fast_cpu_attention_wgmma_backward_check PRIVATE -include ${CMAKE_SOURCE_DIR}/fast/cuda_cpu/cpu_names.h)
     # fast/'s kernels one by one (test_fast_cpu_ops) under every checker, in its three thread orders
     vrl_test(test_fast_cpu_ops_check SOURCES conformance/test_fast_cpu_ops.cpp LIBS vrl_fast_cpu_check vrl_ref64 vrl_common)
     set_target_properties(test_fast_cpu_ops_check PROPERTIES CXX_STANDARD 17 CXX_STANDARD_REQUIRED ON)
@@ -513,6 +526,10 @@ if(VRL_HAVE_CUDA_CPU)
     # checked; the phase; expect_tx; alignment), its descriptors, P's fragments, mask, rescale, GQA, rows, lse
     add_test(NAME attention_wgmma_mutants COMMAND ${CMAKE_SOURCE_DIR}/conformance/attention_wgmma_mutants.sh)
     set_tests_properties(attention_wgmma_mutants PROPERTIES TIMEOUT 300 ENVIRONMENT "TMPDIR=${VRL_TEST_TMP};VRL_BUILD_DIR=${CMAKE_BINARY_DIR}")
+    # the wgmma attention backward's tests catch a mutant of each class (21: stages freed early, the
+    # phase, P's fragment rows, both masks, dS's D term, the GQA walk, queries past T, descriptors, RoPE's sign)
+    add_test(NAME attention_wgmma_backward_mutants COMMAND ${CMAKE_SOURCE_DIR}/conformance/attention_wgmma_backward_mutants.sh)
+    set_tests_properties(attention_wgmma_backward_mutants PROPERTIES TIMEOUT 300 ENVIRONMENT "TMPDIR=${VRL_TEST_TMP};VRL_BUILD_DIR=${CMAKE_BINARY_DIR}")
   endif()
   if(NOT (VRL_SANITIZE OR VRL_FUZZ))
     # plain pass only: the same kernels as test_fast_cpu_vs_ref, which the sanitizer pass
@@ -544,11 +561,13 @@ if(VRL_HAVE_CUDA_CPU)
       gqa4_cross_layer_prev trainer)
     set_tests_properties(test_fast_cpu_vs_ref_wgmma PROPERTIES
       ENVIRONMENT "TMPDIR=${VRL_TEST_TMP};VRL_FAST_GEMM=wgmma;VRL_CUDA_CPU_CANARY=1")
-    # --attention wgmma (fast/attention_wgmma_forward.cu's forward, mma's backward, RoPE by its passes)
-    # against ref: the cases whose head dim the wgmma forward runs (hd 64 with two batches at T = 130,
-    # past its 128-query block and key tile; MQA hd 64; GQA hd 128), an attention-mixing layer and
+    # --attention wgmma (fast/attention_wgmma_forward.cu's forward, attention_wgmma_backward.cu's
+    # backward with Rᵀ on dq, dk in its epilogues, RoPE's forward by its pass) against ref: the cases
+    # whose head dim the wgmma kernels run (hd 64 with two batches at T = 130, past the 128-row blocks
+    # and 64-row tiles; MQA hd 64; GQA hd 128), an attention-mixing layer and
     # GPT-2 (both dispatch under wgmma: hd 16 there, mma's kernels). 10.5 CPU-s (this 2-core machine,
-    # shared). The kernel itself: every order and the checkers in test_fast_cpu_attention_wgmma.
+    # shared; 13 s with the backward). The kernels themselves: every order and the checkers in
+    # test_fast_cpu_attention_wgmma and test_fast_cpu_attention_wgmma_backward.
     add_test(NAME test_fast_cpu_vs_ref_wgmma_attention COMMAND test_fast_cpu_vs_ref wgmma
       hd64_baseline hd64_svformer hd128_gqa_resformer gqa4_attn_residual gpt2_tiny)
     set_tests_properties(test_fast_cpu_vs_ref_wgmma_attention PROPERTIES

@@ -159,7 +159,7 @@ int amix_create(FastModel *m) {
 /* ------------------------------------------------------------------ forward */
 
 /* The model's attention pair (attention.cuh: the same arguments and contract): the tensor-core
- * kernels under mma (and wgmma: its forward, mma's backward), the flash kernels otherwise. */
+ * kernels under mma and wgmma, the flash kernels otherwise. */
 typedef int (*AttnForwardFn)(bf16 *, float *, const bf16 *, const bf16 *, const bf16 *, AttnLd, int, int, int, int,
                              int);
 typedef int (*AttnBackwardFn)(bf16 *, bf16 *, AttnDv, float *, const bf16 *, const bf16 *, const bf16 *,
@@ -176,13 +176,18 @@ static int mma_backward_plain(bf16 *dq, bf16 *dk, AttnDv dv, float *Dscratch, co
                               int NH, int NKV, int hd) {
     return attention_mma_backward(dq, dk, dv, Dscratch, dout, out, q, k, v, ld, lse, B, T, NH, NKV, hd, NULL);
 }
+static int wgmma_backward_plain(bf16 *dq, bf16 *dk, AttnDv dv, float *Dscratch, const bf16 *dout, const bf16 *out,
+                                const bf16 *q, const bf16 *k, const bf16 *v, AttnLd ld, const float *lse, int B,
+                                int T, int NH, int NKV, int hd) {
+    return attention_wgmma_backward(dq, dk, dv, Dscratch, dout, out, q, k, v, ld, lse, B, T, NH, NKV, hd, NULL);
+}
 static AttnForwardFn attn_forward_of(const FastModel *m) {
     if (m->attention == FAST_ATTENTION_WGMMA) return attention_wgmma_forward; /* no RoPE inside it either */
     return m->attention == FAST_ATTENTION_MMA ? mma_forward_plain : attention_forward;
 }
-static AttnBackwardFn attn_backward_of(const FastModel *m) { /* wgmma's backward is mma's */
-    return m->attention == FAST_ATTENTION_MMA || m->attention == FAST_ATTENTION_WGMMA ? mma_backward_plain
-                                                                                         : attention_backward;
+static AttnBackwardFn attn_backward_of(const FastModel *m) {
+    if (m->attention == FAST_ATTENTION_WGMMA) return wgmma_backward_plain;
+    return m->attention == FAST_ATTENTION_MMA ? mma_backward_plain : attention_backward;
 }
 
 /* Row stride of layer i's raw V (a view into its fused projection, or its own tensor). */

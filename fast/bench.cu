@@ -128,16 +128,16 @@ extern "C" int fast_bench_kernels(void *vm, FILE *out) {
         row(out, "attention_backward mma", ms, ((double)N * qC * 4 + (double)N * kvC * 4) * e2,
             10.0 * m->hd * att_pairs);
     }
-    if (m->attention == FAST_ATTENTION_WGMMA) { /* --attention wgmma: its forward (q, k rotated: the model's
-                                                 * passes ran) beside flash's; its backward is mma's */
+    if (m->attention == FAST_ATTENTION_WGMMA) { /* --attention wgmma: its forward and backward (q, k rotated:
+                                                 * the model's passes ran; Rᵀ in the backward's epilogues) */
         TIME_MS(ms, reps, attention_wgmma_forward(m->datty, m->attD, a->q, a->k, a->vin, ld, B, T, m->NH, m->NKV,
                                                   m->hd));
         row(out, "attention_forward wgmma", ms, ((double)N * qC * 2 + (double)N * kvC * 2) * e2,
             4.0 * m->hd * att_pairs);
         const AttnRope rope = {m->cos_t, m->sin_t, 0, 1, 1, 0};
-        TIME_MS(ms, reps, attention_mma_backward(m->dq, m->dk, dv16_only, m->attD, a->atty, a->atty, a->q, a->k,
-                                                 a->vin, ld, a->lse, B, T, m->NH, m->NKV, m->hd, &rope));
-        row(out, "attention_backward mma", ms, ((double)N * qC * 4 + (double)N * kvC * 4) * e2,
+        TIME_MS(ms, reps, attention_wgmma_backward(m->dq, m->dk, dv16_only, m->attD, a->atty, a->atty, a->q, a->k,
+                                                   a->vin, ld, a->lse, B, T, m->NH, m->NKV, m->hd, &rope));
+        row(out, "attention_backward wgmma", ms, ((double)N * qC * 4 + (double)N * kvC * 4) * e2,
             10.0 * m->hd * att_pairs);
     }
 #if VRL_HAVE_CUDNN && !VRL_CUDA_CPU

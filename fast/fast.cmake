@@ -45,10 +45,11 @@ if(VRL_CUDA)
     target_compile_options(vrl_fast PRIVATE
       $<$<COMPILE_LANGUAGE:CUDA>:-O3 -Xcompiler=-Wall,-Wextra>)
     target_link_libraries(vrl_fast PUBLIC vrl_common ${vrl_cudart} CUDA::cublasLt)
-    # fast/'s Hopper GEMM (fast/gemm_wgmma.cu) and attention forward (fast/attention_wgmma_forward.cu): wgmma and TMA exist only in the arch-specific
+    # fast/'s Hopper GEMM (fast/gemm_wgmma.cu) and attention (fast/attention_wgmma_forward.cu, fast/attention_wgmma_backward.cu): wgmma and TMA exist only in the arch-specific
     # sm_90a target, so its kernels are sm_90a SASS alone (H100, H200); model.cu launches them only
     # on a compute capability 9.0 device (gemm_wgmma_device) and takes cuBLASLt elsewhere
-    add_library(vrl_fast_sm90a OBJECT fast/gemm_wgmma.cu fast/attention_wgmma_forward.cu)
+    add_library(vrl_fast_sm90a OBJECT fast/gemm_wgmma.cu fast/attention_wgmma_forward.cu
+                fast/attention_wgmma_backward.cu)
     set_target_properties(vrl_fast_sm90a PROPERTIES CUDA_ARCHITECTURES "90a-real" CUDA_STANDARD 17
                           CUDA_RUNTIME_LIBRARY ${vrl_cudart_kind} POSITION_INDEPENDENT_CODE ON)
     target_include_directories(vrl_fast_sm90a PRIVATE ${CMAKE_SOURCE_DIR})

@@ -719,9 +719,9 @@ static float grad_dw_beta(FastModel *m, const float *g, size_t len) {
     return 0.0f;
 }
 
-/* 1 if the layers' attention backward is the tensor-core one (attention_mma_backward.cu): under
- * --attention mma, and under wgmma, whose forward (attention_wgmma_forward.cu) has no backward of
- * its own and stores the lse that one reads. */
+/* 1 if the layers' attention backward is a tensor-core one, with attention_mma_backward's contract
+ * (RoPE's transpose in its epilogues): attention_mma_backward.cu under --attention mma,
+ * attention_wgmma_backward.cu under wgmma (attention_mma_backward where its kernels do not fit). */
 static int attention_mma_backward_runs(const FastModel *m) {
     return m->attention == FAST_ATTENTION_MMA || m->attention == FAST_ATTENTION_WGMMA;
 }
@@ -898,6 +898,9 @@ static int attention_backward_any(FastModel *m, int l, const FastActs *a, bf16 *
     if (attention_mma_backward_runs(m)) { /* the tensor-core backward (attention_mma_backward.cu) */
         const AttnRope rope = {m->cos_t, m->sin_t, 0, rope_fused(m, l, MIX_Q), rope_fused(m, l, MIX_K),
                                rope_k_at_loads(m, l)};
+        if (m->attention == FAST_ATTENTION_WGMMA) /* q, k rotated by rope_forward (rope.k is 0) */
+            return attention_wgmma_backward(dq, dk, dv, m->attD, m->datty, a->atty, a->q, a->k, a->vin, ld, a->lse,
+                                            m->B, m->T, m->NH, m->NKV, m->hd, &rope);
         return attention_mma_backward(dq, dk, dv, m->attD, m->datty, a->atty, a->q, a->k, a->vin, ld, a->lse, m->B,
                                       m->T, m->NH, m->NKV, m->hd, &rope);
     }
