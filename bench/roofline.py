@@ -348,7 +348,8 @@ def main():
                          "fast/gemm_wgmma.cu with SwiGLU in its epilogues (bench/roofline_gemm.py)")
     ap.add_argument("--attention", choices=["mma", "wgmma"], default="mma",
                     help="with --predict or --bytes: the step as `vrl train --attention` runs it; wgmma prices "
-                         "fast/attention_wgmma_forward.cu as FlashAttention-3 on its tiles, with RoPE's forward pass")
+                         "fast/attention_wgmma_forward.cu and _backward.cu as FlashAttention-3 on their tiles (the "
+                         "backward at 7 products), with RoPE's forward pass")
     ap.add_argument("--mix-file", default=MIX_FILE, help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.batch < 1 or a.seq < 2:
@@ -362,7 +363,7 @@ def main():
     shapes = {}
     # the CUDA-core (flash) attention keeps RoPE's passes of its own
     ks, model_flops, P = kernels(a.preset, a.batch, a.seq, a.variant, shapes, rope_fused=not a.cuda_core_attention,
-                                 wgmma_fwd=a.attention == "wgmma")
+                                 wgmma_fwd=a.attention == "wgmma", wgmma_bwd=a.attention == "wgmma")
     if a.predict or a.calibrate or a.bytes or a.what_if:
         model_modes(a, ks, shapes, model_flops, P)
         return

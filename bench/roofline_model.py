@@ -573,8 +573,10 @@ def calibration():
     return rows
 
 
-# fast/attention_wgmma_forward.cu's block: 128 queries (two consumer warpgroups) against 128-key tiles
+# fast/attention_wgmma_forward.cu's block: 128 queries (two consumer warpgroups) against 128-key tiles;
+# fast/attention_wgmma_backward.cu's: 128 keys (dK/dV) or queries (dQ) against 64-row tiles
 WGMMA_ATTENTION_TILE = (128, 128)
+WGMMA_ATTENTION_BWD_TILE = (128, 64)
 
 # ---- the 468M step, kernel by kernel
 LABELS = {"attention_mma_forward_kernel": "attention fwd (mma.sync)",
@@ -600,9 +602,9 @@ def predict_step(ks, shapes, rows, B, T, NH, hd, gpu):
             out.append(("attention fwd (wgmma)", count, sec * count, "tensor", note, "attn_fwd", i))
         elif kind == "wgmma_bwd7":  # fast/attention_wgmma_backward.cu (--attention wgmma): 7 products a pair
             import roofline_hopper as rh
-            sec, p = rh.fa3_time("bwd", hd, B, NH, T, True, gpu, rh.fitted()[1], nb, 7, tiles=WGMMA_ATTENTION_TILE)
+            sec, p = rh.fa3_time("bwd", hd, B, NH, T, True, gpu, rh.fitted()[1], nb, 7, tiles=WGMMA_ATTENTION_BWD_TILE)
             note = (f"priced as FlashAttention-3's backward (its fitted efficiency) at 7 products a pair (P recomputed "
-                    f"in both kernels, no atomics) on {WGMMA_ATTENTION_TILE[0]} x {WGMMA_ATTENTION_TILE[1]} tiles")
+                    f"in both kernels, no atomics) on {WGMMA_ATTENTION_BWD_TILE[0]} x {WGMMA_ATTENTION_BWD_TILE[1]} tiles")
             out.append(("attention bwd (wgmma)", count, sec * count, "tensor", note, "attn_bwd", i))
         elif kind == "gemm_wgmma":  # fast/gemm_wgmma.cu (--gemm wgmma): bench/roofline_gemm.py
             import roofline_gemm as rg

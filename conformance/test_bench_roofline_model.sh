@@ -157,18 +157,20 @@ check "--predict --gemm wgmma: H100 96.6 ms 48.0 %, H200 91.9 ms 50.5 %; five GE
            [ \$(grep -c '\[wgmma GEMM\]' '$tmp/pred_w.txt') = 5 ]"
 expect_error "--gemm wgmma alone" "go with --predict or --bytes" python3 "$ROOFLINE" --gemm wgmma
 # --attention wgmma: fast/attention_wgmma_forward.cu priced as FlashAttention-3 on its 128 x 128 tiles
-# (4.33 ms against mma's 6.49) with RoPE's forward pass back (q and k read and written, 134.7 MB a
+# (4.33 ms against mma's 6.49), its backward as FA3's at 7 products on 128 x 64 tiles (15.69 ms against
+# mma's 13.07 + 10.42), with RoPE's forward pass back (q and k read and written, 134.7 MB a
 # call, 3.23 GB); with --gemm wgmma that pass is the qkv GEMM's epilogue (gemm_wgmma_forward_rope)
 python3 "$ROOFLINE" --predict --attention wgmma >"$tmp/pred_a.txt" 2>&1
 python3 "$ROOFLINE" --predict --attention wgmma --gemm wgmma >"$tmp/pred_aw.txt" 2>&1
 python3 "$ROOFLINE" --bytes --attention wgmma >"$tmp/bytes_a.txt" 2>&1
-check "--attention wgmma: forward 4.33 ms on the H100, the rope pass 3.23 GB; the step 103.1 ms 45.0 %" \
+check "--attention wgmma: forward 4.33 ms, backward 15.69 ms on the H100, the rope pass 3.23 GB; the step 95.3 ms 48.7 %" \
   bash -c "grep -qE '^attention fwd \(wgmma\) +24 +[0-9.]+ tensor +4\.33 tensor' '$tmp/pred_a.txt' &&
+           grep -qE '^attention bwd \(wgmma\) +24 +[0-9.]+ tensor +15\.69 tensor' '$tmp/pred_a.txt' &&
            grep -qE '^rope fwd \(q, k\) +mem +24 +134\.7 +3\.23$' '$tmp/bytes_a.txt' &&
-           grep -q 'H100 SXM5 now: step 103.1 ms, MFU 45.0%' '$tmp/pred_a.txt'"
-check "--attention wgmma --gemm wgmma: no rope pass; H100 94.5 ms 49.1 %, H200 89.8 ms 51.6 %, 36.3 GB" \
-  bash -c "! grep -q '^rope' '$tmp/pred_aw.txt' && grep -q 'H100 SXM5 now: step 94.5 ms, MFU 49.1%' '$tmp/pred_aw.txt' &&
-           grep -q 'H200 SXM now: step 89.8 ms, MFU 51.6%' '$tmp/pred_aw.txt' &&
+           grep -q 'H100 SXM5 now: step 95.3 ms, MFU 48.7%' '$tmp/pred_a.txt'"
+check "--attention wgmma --gemm wgmma (the Hopper path): no rope pass; H100 86.7 ms 53.5 %, H200 82.3 ms 56.4 %, 36.3 GB" \
+  bash -c "! grep -q '^rope' '$tmp/pred_aw.txt' && grep -q 'H100 SXM5 now: step 86.7 ms, MFU 53.5%' '$tmp/pred_aw.txt' &&
+           grep -q 'H200 SXM now: step 82.3 ms, MFU 56.4%' '$tmp/pred_aw.txt' &&
            grep -q 'memory-bound kernels. 36.3 GB' '$tmp/pred_aw.txt'"
 
 # the calibration and the prediction docs/design/roofline.md prints
