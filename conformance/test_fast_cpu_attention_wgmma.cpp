@@ -34,39 +34,12 @@ template <class T> static int same_bits(const vector<T> &a, const vector<T> &b) 
 
 static const char *orders[] = {"forward", "reverse", "random:7"};
 
-/* causal attention in double: out [N,NH*hd], lse [B,NH,T] (natural log of the scaled score rows) */
-static void reference(const vector<bf16> &q, const vector<bf16> &k, const vector<bf16> &v, int B, int T, int NH,
-                      int NKV, int hd, vector<double> &out, vector<double> &lse) {
-    const int qC = NH * hd, kvC = NKV * hd;
-    out.assign((size_t)B * T * qC, 0.0), lse.assign((size_t)B * NH * T, 0.0);
-    vector<double> s(T);
-    for (int b = 0; b < B; b++)
-        for (int h = 0; h < NH; h++) {
-            const int kh = h / (NH / NKV);
-            for (int i = 0; i < T; i++) {
-                double mx = -INFINITY, sum = 0;
-                for (int j = 0; j <= i; j++) {
-                    double d = 0;
-                    for (int e = 0; e < hd; e++)
-                        d += f(q[((size_t)b * T + i) * qC + h * hd + e]) * f(k[((size_t)b * T + j) * kvC + kh * hd + e]);
-                    s[j] = d / sqrt((double)hd), mx = fmax(mx, s[j]);
-                }
-                for (int j = 0; j <= i; j++) sum += s[j] = exp(s[j] - mx);
-                for (int j = 0; j <= i; j++)
-                    for (int e = 0; e < hd; e++)
-                        out[((size_t)b * T + i) * qC + h * hd + e] +=
-                            s[j] / sum * f(v[((size_t)b * T + j) * kvC + kh * hd + e]);
-                lse[((size_t)b * NH + h) * T + i] = mx + log(sum);
-            }
-        }
-}
-
 static void wgmma_case(int B, int T, int NH, int NKV, int hd) {
     const int qC = NH * hd, kvC = NKV * hd, N = B * T, S = qC + 2 * kvC;
     const vector<bf16> q = random_bf16((size_t)N * qC, 2.0f), k = random_bf16((size_t)N * kvC, 2.0f);
     const vector<bf16> v = random_bf16((size_t)N * kvC, 1.0f);
     vector<double> rout, rlse;
-    reference(q, k, v, B, T, NH, NKV, hd, rout, rlse);
+    attention_forward_fp64(q, k, v, B, T, NH, NKV, hd, rout, rlse);
     vector<bf16> qkv((size_t)N * S);
     for (int n = 0; n < N; n++) {
         memcpy(&qkv[(size_t)n * S], &q[(size_t)n * qC], qC * sizeof(bf16));

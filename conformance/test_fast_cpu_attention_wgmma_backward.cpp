@@ -27,18 +27,12 @@
 #include "fast/attention_wgmma.cuh"
 #include "fast/cuda_cpu/launch_state.h"
 
+#include "fast_cpu_test_inputs.h"
+
 using std::vector;
 
-static uint64_t seed_state = 0x9e3779b97f4a7c15ull;
-static float uniform(void) { /* xorshift: a fixed sequence in [-1, 1) */
-    seed_state ^= seed_state << 13, seed_state ^= seed_state >> 7, seed_state ^= seed_state << 17;
-    return (float)((double)(seed_state >> 11) / 4503599627370496.0 - 1.0);
-}
-static vector<bf16> random_bf16(size_t n, float scale) {
-    vector<bf16> v(n);
-    for (auto &x : v) x = __float2bfloat16(uniform() * scale);
-    return v;
-}
+static XorShift rng = {0x9e3779b97f4a7c15ull};
+static vector<bf16> random_bf16(size_t n, float scale) { return random_bf16(rng, n, scale); }
 static double f(bf16 x) { return (double)__bfloat162float(x); }
 static double f(float x) { return (double)x; }
 template <class T> static int same_bits(const vector<T> &a, const vector<T> &b) {
@@ -67,30 +61,12 @@ static void reference(const vector<bf16> &q, const vector<bf16> &k, const vector
                       int B, int T, int NH, int NKV, int hd, Ref &r, vector<bf16> &out16, vector<float> &lse32) {
     const int qC = NH * hd, kvC = NKV * hd;
     const double scale = 1.0 / sqrt((double)hd);
-    r.out.assign((size_t)B * T * qC, 0.0), r.lse.assign((size_t)B * NH * T, 0.0);
+    attention_forward_fp64(q, k, v, B, T, NH, NKV, hd, r.out, r.lse);
     r.dq.assign((size_t)B * T * qC, 0.0), r.dk.assign((size_t)B * T * kvC, 0.0), r.dv.assign(r.dk.size(), 0.0);
     auto Q = [&](int b, int i, int h, int e) { return f(q[((size_t)b * T + i) * qC + h * hd + e]); };
     auto K = [&](int b, int j, int h, int e) { return f(k[((size_t)b * T + j) * kvC + h * hd + e]); };
     auto V = [&](int b, int j, int h, int e) { return f(v[((size_t)b * T + j) * kvC + h * hd + e]); };
     auto DO = [&](int b, int i, int h, int e) { return f(dout[((size_t)b * T + i) * qC + h * hd + e]); };
-    vector<double> s(T);
-    for (int b = 0; b < B; b++)
-        for (int h = 0; h < NH; h++) {
-            const int kh = h / (NH / NKV);
-            for (int i = 0; i < T; i++) {
-                double mx = -INFINITY, sum = 0;
-                for (int j = 0; j <= i; j++) {
-                    double d = 0;
-                    for (int e = 0; e < hd; e++) d += Q(b, i, h, e) * K(b, j, kh, e);
-                    s[j] = d * scale, mx = fmax(mx, s[j]);
-                }
-                for (int j = 0; j <= i; j++) sum += exp(s[j] - mx);
-                for (int j = 0; j <= i; j++)
-                    for (int e = 0; e < hd; e++)
-                        r.out[((size_t)b * T + i) * qC + h * hd + e] += exp(s[j] - mx) / sum * V(b, j, kh, e);
-                r.lse[((size_t)b * NH + h) * T + i] = mx + log(sum);
-            }
-        }
     out16.resize(r.out.size()), lse32.resize(r.lse.size());
     for (size_t i = 0; i < r.out.size(); i++) out16[i] = __float2bfloat16((float)r.out[i]);
     for (size_t i = 0; i < r.lse.size(); i++) lse32[i] = (float)r.lse[i];
@@ -191,7 +167,7 @@ static void backward_case(int B, int T, int NH, int NKV, int hd) {
     {
         vector<bf16> g((size_t)N * S, __float2bfloat16(0.0f)), dv16((size_t)N * S, __float2bfloat16(0.0f));
         vector<float> acc((size_t)N * kvC);
-        for (auto &x : acc) x = uniform();
+        for (auto &x : acc) x = rng.uniform();
         const vector<float> acc0 = acc;
         cr_assert_eq(fast_cpu::attention_wgmma_backward(g.data(), g.data() + qC, {acc.data(), 1.0f, 1, dv16.data() + qC + kvC},
                                                         D.data(), dout.data(), out.data(), qkv.data(), qkv.data() + qC,

@@ -165,6 +165,20 @@ static __device__ __forceinline__ void wb_rope_transpose(float *acc, const float
 
 /* grid (cdiv(T, WB_OWN), B·NKV), block WB_DKDV_THREADS(HD). q_map, do_map [B·T, NH·HD] and k_map, v_map
  * [B·T, NKV·HD] with the views' row strides, boxes of 64 rows x 64 columns, 128-byte swizzle. */
+/* The block's barriers, by thread 0, before any thread uses them: own_full (the block's own rows,
+ * one arrival and their TMA bytes) and the ring's full[s] (one arrival + bytes) and empty[s] (one
+ * arrival per consumer warpgroup) */
+static __device__ __forceinline__ void wb_init_barriers(uint64_t *own_full, uint64_t *full, uint64_t *empty) {
+    if (threadIdx.x == 0) {
+        mbarrier_init(own_full, 1);
+        for (int s = 0; s < WB_STAGES; s++) {
+            mbarrier_init(&full[s], 1);
+            mbarrier_init(&empty[s], 2);
+        }
+    }
+    __syncthreads();
+}
+
 template <int HD>
 __global__ void __launch_bounds__(WB_DKDV_THREADS(HD), 1)
     attention_wgmma_backward_dkdv_kernel(const __grid_constant__ TmaMap q_map, const __grid_constant__ TmaMap k_map,
@@ -183,14 +197,7 @@ __global__ void __launch_bounds__(WB_DKDV_THREADS(HD), 1)
     const int ntiles = group * nq;
     const int wg = threadIdx.x / 128;
 
-    if (threadIdx.x == 0) {
-        mbarrier_init(&own_full, 1);
-        for (int s = 0; s < WB_STAGES; s++) {
-            mbarrier_init(&full[s], 1);
-            mbarrier_init(&empty[s], 2);
-        }
-    }
-    __syncthreads();
+    wb_init_barriers(&own_full, full, empty);
 
     if (wg == 2) { /* the producer warp (warpgroup at hd 128): one thread issues every load */
         if constexpr (WB_DKDV_THREADS(HD) == 3 * 128) wb_setmaxnreg_dec<WB_REGS_PRODUCER>();
@@ -322,14 +329,7 @@ __global__ void __launch_bounds__(WB_THREADS, 1)
     const int ntiles = (min(q0 + WB_OWN, T) - 1) / WB_TILE + 1; /* key tiles up to the block's last query */
     const int wg = threadIdx.x / 128;
 
-    if (threadIdx.x == 0) {
-        mbarrier_init(&own_full, 1);
-        for (int s = 0; s < WB_STAGES; s++) {
-            mbarrier_init(&full[s], 1);
-            mbarrier_init(&empty[s], 2);
-        }
-    }
-    __syncthreads();
+    wb_init_barriers(&own_full, full, empty);
 
     if (wg == 2) { /* the producer warp */
         if (threadIdx.x % 32) return;
