@@ -201,13 +201,14 @@ mutant rope_k_dkdv_sin_sign_flipped fast/attention_mma_backward.cu \
   'mma_rope_k_rows<HD, MMA_BWD_OWN>(stages, kcos, ksin, j0, T, -1.0f);' \
   "ops fast_cpu_ops/attention_mma_backward_hd128" "FAIL" "attention_mma_backward_hd128"
 mutant rope_k_pass_dropped_for_flash fast/model.cu \
-  'return rope_fused(m, l, MIX_K) && !m->decoder;' 'return !amix_layer(m, l) && !m->decoder;' \
+  'return m->attention == FAST_ATTENTION_MMA && rope_fused(m, l, MIX_K) && !m->decoder;' 'return !amix_layer(m, l) && !m->decoder;' \
   "flash tiny_baseline" "FAIL: tiny_baseline@flash"
 mutant rope_k_pass_dropped_for_a_later_reader fast/model.cu \
-  'return rope_fused(m, l, MIX_K) && !m->decoder;' 'return m->attention == FAST_ATTENTION_MMA && !amix_layer(m, l) && !m->decoder;' \
+  'return m->attention == FAST_ATTENTION_MMA && rope_fused(m, l, MIX_K) && !m->decoder;' 'return m->attention == FAST_ATTENTION_MMA && !amix_layer(m, l) && !m->decoder;' \
   "mma tiny_cross_layer" "FAIL: tiny_cross_layer@mma"
 mutant rope_k_pass_dropped_in_the_decoder fast/model.cu \
-  'return rope_fused(m, l, MIX_K) && !m->decoder;' 'return rope_fused(m, l, MIX_K);' \
+  'return m->attention == FAST_ATTENTION_MMA && rope_fused(m, l, MIX_K) && !m->decoder;' \
+  'return m->attention == FAST_ATTENTION_MMA && rope_fused(m, l, MIX_K);' \
   decode "FAIL:" "decoder"
 # Not here, each caught by its own test (this script's runs are test_fast_cpu_vs_ref's cases
 # and test_fast_cpu_nccl at one rank): fast/mma.cuh's asm without .trans (test_mma_ptx builds
