@@ -31,8 +31,8 @@ mutant phase_from_the_tile_not_the_ring $k '        mbarrier_wait_parity(&full[s
 mutant own_tile_second_box_not_reached $k '                        row + WB_TILE * half, bar);' \
   '                        row, bar);' $P $g "hd=64 d"
 mutant p_fragment_rows_swapped $k \
-  'pa[c >> 1][2 * (c & 1) + r] = wb_pack_bf16x2(st[4 * c + 2 * r], st[4 * c + 2 * r + 1]);' \
-  'pa[c >> 1][2 * (c & 1) + r] = wb_pack_bf16x2(st[4 * c + 2 * (1 - r)], st[4 * c + 2 * (1 - r) + 1]);' \
+  'pa[c >> 1][2 * (c & 1) + r] = pack_bf16x2(st[4 * c + 2 * r], st[4 * c + 2 * r + 1]);' \
+  'pa[c >> 1][2 * (c & 1) + r] = pack_bf16x2(st[4 * c + 2 * (1 - r)], st[4 * c + 2 * (1 - r) + 1]);' \
   $P $g "hd=64 dv"
 mutant dkdv_mask_dropped $k '            const bool mask = i0 < kw + 64;' '            const bool mask = false;' \
   $P $g "hd=64 d"

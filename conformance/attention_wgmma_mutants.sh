@@ -28,7 +28,7 @@ mutant phase_from_the_tile_not_the_ring $k '        mbarrier_wait_parity(&full[s
 mutant expect_tx_short $k '            mbarrier_arrive_expect_tx(&full[s], D::STAGE);' \
   '            mbarrier_arrive_expect_tx(&full[s], D::STAGE - 128);' $P $ring "expect_tx"
 mutant base_not_swizzle_aligned $k \
-  '    unsigned char *const qs = aw_dyn + ((1024u - aw_window(aw_dyn) % 1024u) % 1024u); /* Q, then the stages */' \
+  '    unsigned char *const qs = aw_dyn + ((1024u - wgmma_smem_window(aw_dyn) % 1024u) % 1024u); /* Q, then the stages */' \
   '    unsigned char *const qs = aw_dyn + 512;' $P $ring "swizzle"
 mutant qk_second_dim_block_not_reached $k \
   '                                       dk + (kk >> 2) * (AW_BLOCK(AW_BK) / 16) + 2 * (kk & 3), kk != 0);' \
@@ -40,8 +40,8 @@ mutant v_k16_step_wrong $k \
   '        for (int kk = 0; kk < AW_BK / 16; kk++) wgmma_bf16_rs<HD, 1>(o, pa[kk], dv + 128 * kk, 1);' \
   '        for (int kk = 0; kk < AW_BK / 16; kk++) wgmma_bf16_rs<HD, 1>(o, pa[kk], dv + 64 * kk, 1);' $P $ring "out, order"
 mutant p_fragment_rows_swapped $k \
-  '            for (int r = 0; r < 4; r++) pa[kk][r] = aw_pack_bf16x2(sc[8 * kk + 2 * r], sc[8 * kk + 2 * r + 1]);' \
-  '            for (int r = 0; r < 4; r++) pa[kk][r] = aw_pack_bf16x2(sc[8 * kk + 2 * (r ^ 1)], sc[8 * kk + 2 * (r ^ 1) + 1]);' \
+  '            for (int r = 0; r < 4; r++) pa[kk][r] = pack_bf16x2(sc[8 * kk + 2 * r], sc[8 * kk + 2 * r + 1]);' \
+  '            for (int r = 0; r < 4; r++) pa[kk][r] = pack_bf16x2(sc[8 * kk + 2 * (r ^ 1)], sc[8 * kk + 2 * (r ^ 1) + 1]);' \
   $P $ring "out, order"
 mutant causal_mask_dropped $k '        if (j == ntiles - 1) {' '        if (j == ntiles) {' $P $ring "out, order"
 mutant o_not_rescaled $k '        for (int i = 0; i < HD / 2; i++) o[i] *= (i >> 1) & 1 ? corr_hi : corr_lo;' '' \

@@ -42,7 +42,7 @@ mutant n_major_lbo_wrong $k \
 mutant up_rows_from_the_gate $k \
   '                    tma_load_2d(b_tile + (BN / 2) * GW_ROW_BYTES, &b_map, kt * GW_BK, N + n0, &full[s]);' \
   '                    tma_load_2d(b_tile + (BN / 2) * GW_ROW_BYTES, &b_map, kt * GW_BK, n0, &full[s]);' $P $swi "expected"
-mutant base_not_swizzle_aligned $k '    unsigned char *base = gw_dyn + ((1024u - gw_window(gw_dyn) % 1024u) % 1024u);' \
+mutant base_not_swizzle_aligned $k '    unsigned char *base = gw_dyn + ((1024u - wgmma_smem_window(gw_dyn) % 1024u) % 1024u);' \
   '    unsigned char *base = gw_dyn + 512;' $P $fwd "swizzle"
 mutant first_k_step_accumulates $k \
   '                wgmma_bf16_ss<BN, 0, BT>(acc, da + 2 * k, db + b_step * k, kt > 0 || k > 0);' \

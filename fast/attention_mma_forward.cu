@@ -72,12 +72,6 @@ __device__ __forceinline__ void mma_load_rows_async(bf16 *dst, const bf16 *base,
     }
 }
 
-/* Two floats rounded to bf16, packed as one fragment register (lo in the low 16 bits). */
-__device__ __forceinline__ uint32_t pack_bf16x2(float lo, float hi) {
-    return (uint32_t)__bfloat16_as_ushort(__float2bfloat16(lo)) |
-           (uint32_t)__bfloat16_as_ushort(__float2bfloat16(hi)) << 16;
-}
-
 /* RoPE on the block's staged queries [MMA_BQ][RS] in shared memory (AttnRope.q), rope_forward's
  * arithmetic and rounding: each pair (x_i, x_{i+HD/2}), i < HD/2, becomes bf16(x_i c − x_{i+HD/2} s),
  * bf16(x_{i+HD/2} c + x_i s), c, s = cos_t, sin_t [position][i] (8-byte aligned); row r is position

@@ -98,21 +98,6 @@ template <int HD> struct WbDims {
     static constexpr size_t SMEM = 2 * OWN_BYTES + WB_STAGES * STAGE + 1024; /* + the alignment slack */
 };
 
-/* the shared-window address of p (what descriptors and the swizzle see) */
-static __device__ __forceinline__ uint32_t wb_window(const void *p) {
-#if VRL_CUDA_CPU
-    return cuda_cpu::wgmma_window(p, __FILE__, __LINE__);
-#else
-    return (uint32_t)__cvta_generic_to_shared(p);
-#endif
-}
-
-/* Two floats rounded to bf16, one A-fragment register (lo in the low 16 bits). */
-static __device__ __forceinline__ uint32_t wb_pack_bf16x2(float lo, float hi) {
-    return (uint32_t)__bfloat16_as_ushort(__float2bfloat16(lo)) |
-           (uint32_t)__bfloat16_as_ushort(__float2bfloat16(hi)) << 16;
-}
-
 /* Rows r0 .. r0+127 of a map's column range [col, col + HD) into an own tile [WB_OWN][HD]: per
  * column block, two 64-row boxes. */
 template <int HD>
@@ -189,7 +174,7 @@ __global__ void __launch_bounds__(WB_DKDV_THREADS(HD), 1)
     using Dm = WbDims<HD>;
     __shared__ uint64_t own_full, full[WB_STAGES], empty[WB_STAGES];
     DYNAMIC_SHARED(wb_dyn);
-    unsigned char *const ks = wb_dyn + ((1024u - wb_window(wb_dyn) % 1024u) % 1024u); /* K, V, then the stages */
+    unsigned char *const ks = wb_dyn + ((1024u - wgmma_smem_window(wb_dyn) % 1024u) % 1024u); /* K, V, then the stages */
     unsigned char *const vs = ks + Dm::OWN_BYTES, *const stages = vs + Dm::OWN_BYTES;
     const int b = blockIdx.y / NKV, kh = blockIdx.y % NKV, group = NH / NKV;
     const int k0 = blockIdx.x * WB_OWN; /* block 0 has the most query tiles: it is scheduled first */
@@ -279,8 +264,8 @@ __global__ void __launch_bounds__(WB_DKDV_THREADS(HD), 1)
                 }
 #pragma unroll
                 for (int r = 0; r < 2; r++) {
-                    pa[c >> 1][2 * (c & 1) + r] = wb_pack_bf16x2(st[4 * c + 2 * r], st[4 * c + 2 * r + 1]);
-                    sa[c >> 1][2 * (c & 1) + r] = wb_pack_bf16x2(dpt[4 * c + 2 * r], dpt[4 * c + 2 * r + 1]);
+                    pa[c >> 1][2 * (c & 1) + r] = pack_bf16x2(st[4 * c + 2 * r], st[4 * c + 2 * r + 1]);
+                    sa[c >> 1][2 * (c & 1) + r] = pack_bf16x2(dpt[4 * c + 2 * r], dpt[4 * c + 2 * r + 1]);
                 }
             }
             const uint64_t ddo = wgmma_desc(dos, WB_BLOCK(WB_TILE), 8 * WB_ROW, WGMMA_SWIZZLE_128B);
@@ -321,7 +306,7 @@ __global__ void __launch_bounds__(WB_THREADS, 1)
     using Dm = WbDims<HD>;
     __shared__ uint64_t own_full, full[WB_STAGES], empty[WB_STAGES];
     DYNAMIC_SHARED(wb_dyn);
-    unsigned char *const qs = wb_dyn + ((1024u - wb_window(wb_dyn) % 1024u) % 1024u); /* Q, dO, then the stages */
+    unsigned char *const qs = wb_dyn + ((1024u - wgmma_smem_window(wb_dyn) % 1024u) % 1024u); /* Q, dO, then the stages */
     unsigned char *const dos = qs + Dm::OWN_BYTES, *const stages = dos + Dm::OWN_BYTES;
     const int qblock = gridDim.x - 1 - blockIdx.x; /* the longest causal rows are scheduled first */
     const int b = blockIdx.y / NH, h = blockIdx.y % NH, kh = h / (NH / NKV);
@@ -386,7 +371,7 @@ __global__ void __launch_bounds__(WB_THREADS, 1)
                     dp[i] = p * (dp[i] - (hi ? d_hi : d_lo));
                 }
 #pragma unroll
-                for (int r = 0; r < 2; r++) sa[c >> 1][2 * (c & 1) + r] = wb_pack_bf16x2(dp[4 * c + 2 * r], dp[4 * c + 2 * r + 1]);
+                for (int r = 0; r < 2; r++) sa[c >> 1][2 * (c & 1) + r] = pack_bf16x2(dp[4 * c + 2 * r], dp[4 * c + 2 * r + 1]);
             }
             const uint64_t dkn = wgmma_desc(kt, WB_BLOCK(WB_TILE), 8 * WB_ROW, WGMMA_SWIZZLE_128B);
             wgmma_fence();

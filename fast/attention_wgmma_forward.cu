@@ -64,21 +64,6 @@ template <int HD> struct AwDims {
     static constexpr size_t SMEM = Q_BYTES + AW_STAGES * STAGE + 1024; /* + the alignment slack */
 };
 
-/* the shared-window address of p (what descriptors and the swizzle see) */
-static __device__ __forceinline__ uint32_t aw_window(const void *p) {
-#if VRL_CUDA_CPU
-    return cuda_cpu::wgmma_window(p, __FILE__, __LINE__);
-#else
-    return (uint32_t)__cvta_generic_to_shared(p);
-#endif
-}
-
-/* Two floats rounded to bf16, one A-fragment register (lo in the low 16 bits). */
-static __device__ __forceinline__ uint32_t aw_pack_bf16x2(float lo, float hi) {
-    return (uint32_t)__bfloat16_as_ushort(__float2bfloat16(lo)) |
-           (uint32_t)__bfloat16_as_ushort(__float2bfloat16(hi)) << 16;
-}
-
 /* q_map, k_map, v_map: [B·T rows, NH·HD or NKV·HD columns] with the views' row strides, boxes of
  * 128 rows x 64 columns, 128-byte swizzle. grid (cdiv(T, AW_BQ), B·NH), block AW_THREADS. */
 template <int HD>
@@ -90,7 +75,7 @@ __global__ void __launch_bounds__(AW_THREADS, 1)
     constexpr int CB = HD / 64; /* 64-column blocks a row */
     __shared__ uint64_t q_full, full[AW_STAGES], empty[AW_STAGES];
     DYNAMIC_SHARED(aw_dyn);
-    unsigned char *const qs = aw_dyn + ((1024u - aw_window(aw_dyn) % 1024u) % 1024u); /* Q, then the stages */
+    unsigned char *const qs = aw_dyn + ((1024u - wgmma_smem_window(aw_dyn) % 1024u) % 1024u); /* Q, then the stages */
     const int qblock = gridDim.x - 1 - blockIdx.x; /* the longest causal rows are scheduled first */
     const int b = blockIdx.y / NH, h = blockIdx.y % NH, kh = h / (NH / NKV);
     const int q0 = qblock * AW_BQ;
@@ -198,7 +183,7 @@ __global__ void __launch_bounds__(AW_THREADS, 1)
 #pragma unroll
         for (int kk = 0; kk < AW_BK / 16; kk++)
 #pragma unroll
-            for (int r = 0; r < 4; r++) pa[kk][r] = aw_pack_bf16x2(sc[8 * kk + 2 * r], sc[8 * kk + 2 * r + 1]);
+            for (int r = 0; r < 4; r++) pa[kk][r] = pack_bf16x2(sc[8 * kk + 2 * r], sc[8 * kk + 2 * r + 1]);
         wgmma_fence(); /* O was rescaled and P written in registers */
 #pragma unroll
         for (int kk = 0; kk < AW_BK / 16; kk++) wgmma_bf16_rs<HD, 1>(o, pa[kk], dv + 128 * kk, 1);

@@ -57,15 +57,6 @@ struct GwRope {
 /* dynamic shared memory of a BN-wide tile: the stages and the alignment slack */
 static size_t gw_smem_bytes(int BN) { return (size_t)GW_STAGES * (GW_BM + BN) * GW_ROW_BYTES + 1024; }
 
-/* the shared-window address of p (what descriptors and the swizzle see) */
-static __device__ __forceinline__ uint32_t gw_window(const void *p) {
-#if VRL_CUDA_CPU
-    return cuda_cpu::wgmma_window(p, __FILE__, __LINE__);
-#else
-    return (uint32_t)__cvta_generic_to_shared(p);
-#endif
-}
-
 /* Stores of one row pair (c, c+1) of the tile, masked at the matrix edges; residual added in fp32
  * before the one rounding (cuBLASLt's beta = 1). out [.,ld] */
 static __device__ __forceinline__ void gw_store2(bf16 *out, size_t ld, const bf16 *res, int row, int col, int M, int N,
@@ -148,7 +139,7 @@ __global__ void __launch_bounds__(GW_THREADS, 1)
     static_assert(BN % 16 == 0 && BN <= 256 && (!BT || BN % 64 == 0) && (!BT || EPI != EPI_SWIGLU), "wgmma's N");
     __shared__ uint64_t full[GW_STAGES], empty[GW_STAGES];
     DYNAMIC_SHARED(gw_dyn);
-    unsigned char *base = gw_dyn + ((1024u - gw_window(gw_dyn) % 1024u) % 1024u);
+    unsigned char *base = gw_dyn + ((1024u - wgmma_smem_window(gw_dyn) % 1024u) % 1024u);
     constexpr int BNC = EPI == EPI_SWIGLU ? BN / 2 : BN; /* output columns a tile (SwiGLU: gate columns) */
     const int n_tiles = (N + BNC - 1) / BNC, tiles = (M + GW_BM - 1) / GW_BM * n_tiles;
     const int KT = (K + GW_BK - 1) / GW_BK;

@@ -43,6 +43,7 @@
 #include <stdint.h>
 
 #if VRL_CUDA_CPU
+#include "fast/cuda_cpu/bf16.h"
 #include "fast/cuda_cpu/ptx_ops.h"
 #include "fast/cuda_cpu/tensor_core.h"
 
@@ -81,6 +82,7 @@ template <int N> static inline void cp_async_wait(void) { cuda_cpu::async_copy_w
 #undef VRL_MMA_SITE
 
 #else /* nvcc: inline PTX */
+#include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
 static __device__ __forceinline__ void mma_m16n8k16_bf16(float d[4], const uint32_t a[4], const uint32_t b[2],
@@ -145,6 +147,15 @@ static __device__ __forceinline__ void cp_async_16(void *dst, const void *src, i
 static __device__ __forceinline__ void cp_async_commit(void) { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 template <int N> static __device__ __forceinline__ void cp_async_wait(void) {
     asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+#endif
+
+#if !VRL_CUDA_CPU_FP32 /* the fp32-storage build's bf16 is a 4-byte float: no packed pairs */
+/* Two floats rounded to bf16, packed as one fragment register (lo in the low 16 bits): the A
+ * operand mma.sync and wgmma's register form take P in. */
+static __device__ __forceinline__ uint32_t pack_bf16x2(float lo, float hi) {
+    return (uint32_t)__bfloat16_as_ushort(__float2bfloat16(lo)) |
+           (uint32_t)__bfloat16_as_ushort(__float2bfloat16(hi)) << 16;
 }
 #endif
 

@@ -56,6 +56,10 @@ static inline __host__ __device__ uint64_t wgmma_desc_encode(uint32_t addr, uint
 /* the call site names the instruction in the layer's errors */
 #define VRL_WGMMA_SITE const char *site_file = __builtin_FILE(), int site_line = __builtin_LINE()
 
+/* the shared-window address of p: what descriptors, TMA's swizzle and a tile's alignment see */
+static inline uint32_t wgmma_smem_window(const void *p, VRL_WGMMA_SITE) {
+    return cuda_cpu::wgmma_window(p, site_file, site_line);
+}
 static inline uint64_t wgmma_desc(const void *tile, uint32_t lbo_bytes, uint32_t sbo_bytes, int swizzle,
                                   VRL_WGMMA_SITE) {
     return wgmma_desc_encode(cuda_cpu::wgmma_window(tile, site_file, site_line), lbo_bytes, sbo_bytes, swizzle);
@@ -82,6 +86,10 @@ template <int N> static inline void wgmma_wait(VRL_WGMMA_SITE) {
 
 #elif defined(__CUDA_ARCH_FEAT_SM90_ALL) || !defined(__CUDA_ARCH__) /* nvcc, sm_90a (and its host pass) */
 
+/* the shared-window address of p: what descriptors, TMA's swizzle and a tile's alignment see */
+static __device__ __forceinline__ uint32_t wgmma_smem_window(const void *p) {
+    return (uint32_t)__cvta_generic_to_shared(p);
+}
 static __device__ __forceinline__ uint64_t wgmma_desc(const void *tile, uint32_t lbo_bytes, uint32_t sbo_bytes,
                                                       int swizzle) {
     return wgmma_desc_encode((uint32_t)__cvta_generic_to_shared(tile), lbo_bytes, sbo_bytes, swizzle);
