@@ -169,22 +169,25 @@ def kernels(preset, B, T, variant, shapes=None, rope_fused=True, wgmma_fwd=False
     add("cross-entropy fwd+bwd", "mem", 1, 5 * N * Vp, 2 * N * Vp * BF16 + N * 8)
 
     # ---- backward
-    gemm("lm_head GEMM bwd dX", 1, N, d, Vp, Vp * d * BF16, N * Vp * BF16, 0, N * d * FP32)
+    # d(ln) for the norms' backward: bf16, as every activation gradient between two kernels (the
+    # first GEMM that writes it overwrites it; a later one adds, reading it as C)
+    gemm("lm_head GEMM bwd dX", 1, N, d, Vp, Vp * d * BF16, N * Vp * BF16, 0, N * d * BF16)
     # the weight-gradient GEMMs: one micro-batch a step, so each is its tensor's first writer after
     # zero_grad and overwrites it (beta = 0, C not read: fast/model.cu grad_dw_beta); a later
     # micro-batch of an accumulation would read it too
     gemm("lm_head GEMM bwd dW", 1, Vp, d, N, N * Vp * BF16, N * d * BF16, 0, Vp * d * FP32)
     # dx = f(dy, x, g, rstd) added into the fp32 residual gradient (read, written) and its bf16
-    # copy; the gain's partial sums per 32-row chunk from the same reads of dy and x
+    # copy; the gain's partial sums per 32-row chunk from the same reads of dy and x; dy bf16
+    # (until issue 51's last change, fp32: 1.6 GB more a 468M step)
     # (fast/ops.cu rmsnorm_backward_gain_kernel; until it, a pass of its own read dy and x again:
     # 4.9 GB a 468M step this count left out)
     gain_chunks = -(-N // 32)
-    rms_bwd_bytes = N * d * FP32 + N * d * BF16 + N * d * FP32 * 2 + N * d * BF16 + N * FP32 + gain_chunks * d * FP32
+    rms_bwd_bytes = N * d * BF16 + N * d * BF16 + N * d * FP32 * 2 + N * d * BF16 + N * FP32 + gain_chunks * d * FP32
     add("rmsnorm bwd + gain partials (final, ln2, ln1)", "mem", 2 * L + 1, 10 * N * d, rms_bwd_bytes)
     gemm("down GEMM bwd dX", L, N, F, d, d * F * BF16, N * d * BF16, 0, N * F * BF16)
     gemm("down GEMM bwd dW", L, d, F, N, N * d * BF16, N * F * BF16, 0, d * F * FP32)
     add("swiglu bwd", "mem", L, 10 * N * F, 5 * N * F * BF16)
-    gemm("gate|up GEMM bwd dX", L, N, d, 2 * F, 2 * F * d * BF16, N * 2 * F * BF16, 0, N * d * FP32)
+    gemm("gate|up GEMM bwd dX", L, N, d, 2 * F, 2 * F * d * BF16, N * 2 * F * BF16, 0, N * d * BF16)
     gemm("gate|up GEMM bwd dW", L, 2 * F, d, N, N * 2 * F * BF16, N * d * BF16, 0, 2 * F * d * FP32)
     gemm("o GEMM bwd dX", L, N, qC, d, d * qC * BF16, N * d * BF16, 0, N * qC * BF16)
     gemm("o GEMM bwd dW", L, d, qC, N, N * d * BF16, N * qC * BF16, 0, d * qC * FP32)
@@ -206,17 +209,16 @@ def kernels(preset, B, T, variant, shapes=None, rope_fused=True, wgmma_fwd=False
         add("dV_1 += c·dV_n inside attention bwd, layers > 1", "mem", L - 1, 2 * N * kvC,
             N * kvC * (2 * FP32 - (BF16 if sv else 0)))
         add("dV_1 to bf16 for its W_v GEMMs", "mem", 1, 0, N * kvC * (FP32 + BF16))
-        gemm("qk GEMM bwd dX", L, N, d, qC + kvC, (qC + kvC) * d * BF16, N * (qC + kvC) * BF16, N * d * FP32,
-             N * d * FP32)
+        gemm("qk GEMM bwd dX", L, N, d, qC + kvC, (qC + kvC) * d * BF16, N * (qC + kvC) * BF16, 0, N * d * BF16)
         gemm("qk GEMM bwd dW", L, qC + kvC, d, N, N * (qC + kvC) * BF16, N * d * BF16, 0,
              (qC + kvC) * d * FP32)
         gemm("v GEMM bwd dX (+= d(ln1); ResFormer n > 1: alpha λ2)", Lv, N, d, kvC, kvC * d * BF16, N * kvC * BF16,
-             N * d * FP32, N * d * FP32)
+             N * d * BF16, N * d * BF16)
         gemm("v GEMM bwd dW (ResFormer n > 1: alpha λ2)", Lv, kvC, d, N, N * kvC * BF16, N * d * BF16, 0,
              kvC * d * FP32)
     else:
-        gemm("qkv GEMM bwd dX", L, N, d, qC + 2 * kvC, (qC + 2 * kvC) * d * BF16, N * (qC + 2 * kvC) * BF16,
-             N * d * FP32, N * d * FP32)
+        gemm("qkv GEMM bwd dX", L, N, d, qC + 2 * kvC, (qC + 2 * kvC) * d * BF16, N * (qC + 2 * kvC) * BF16, 0,
+             N * d * BF16)
         gemm("qkv GEMM bwd dW", L, qC + 2 * kvC, d, N, N * (qC + 2 * kvC) * BF16, N * d * BF16, 0,
              (qC + 2 * kvC) * d * FP32)
     add("rmsnorm gain-gradient reduce (partials in order)", "mem", 2 * L + 1, 0, gain_chunks * d * FP32 + 2 * d * FP32)

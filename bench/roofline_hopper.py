@@ -230,13 +230,13 @@ def item_norm_fwd(ks, shapes, c):
 def item_norm_bwd(ks, shapes, c):
     # the norm backward and the residual-gradient add in the epilogue of the dX GEMM that makes
     # d(norm output): a 4-CTA cluster covers a 1024-wide row and sums each row's partials over
-    # distributed shared memory; d(norm output) (fp32) is then never written and read back
+    # distributed shared memory; d(norm output) (bf16) is then never written and read back
     N, d = c["N"], c["d"]
     name = "rmsnorm bwd + gain partials (final, ln2, ln1)"
     rms = ks[_rows(ks)[name]][4]
     _drop(ks, name)
     for g in ("qkv GEMM bwd dX", "gate|up GEMM bwd dX", "lm_head GEMM bwd dX"):
-        _set(ks, g, nbytes=ks[_rows(ks)[g]][4] + rms - 2 * N * d * 4)
+        _set(ks, g, nbytes=ks[_rows(ks)[g]][4] + rms - 2 * N * d * 2)
 
 
 def item_ce(ks, shapes, c):

@@ -103,12 +103,11 @@ static vector<const char *> test_orders(void) {
  * against the separate passes (rmsnorm_backward_weight); a row wider than the fused block's
  * shared sums (RMSNORM_GAIN_MAX_C) takes the separate passes. */
 static void rmsnorm_case(int N, int C) {
-    vector<bf16> x16, w16;
-    vector<double> x, w, dout((size_t)N * C);
+    vector<bf16> x16, w16, dout16; /* dout in bf16, as its GEMMs write it */
+    vector<double> x, w, dout;
     random_bf16(x16, x, (size_t)N * C, 2.0);
     random_bf16(w16, w, C, 1.0);
-    vector<float> dout32((size_t)N * C);
-    for (size_t i = 0; i < (size_t)N * C; i++) dout32[i] = (float)uniform(), dout[i] = dout32[i];
+    random_bf16(dout16, dout, (size_t)N * C, 1.0);
     vector<double> ry((size_t)N * C), rr(N), rdx((size_t)N * C, 0.0), rdw(C, 0.0);
     REF64(rmsnorm_forward)(ry.data(), rr.data(), x.data(), w.data(), N, C, 1e-5);
     REF64(rmsnorm_backward)(rdx.data(), rdw.data(), dout.data(), x.data(), w.data(), rr.data(), N, C, GRAD_ADD);
@@ -122,13 +121,13 @@ static void rmsnorm_case(int N, int C) {
         vector<float> dx_sep((size_t)N * C, 0.0f), dw_sep(C, 0.0f), partial_sep(chunks * C);
         cr_assert_eq(fast_cpu::rmsnorm_forward(y.data(), r.data(), x16.data(), w16.data(), N, C, 1e-5f), 0, "%s",
                      vrl_last_error());
-        cr_assert_eq(fast_cpu::rmsnorm_backward(dx.data(), dx16.data(), dw.data(), partial.data(), dout32.data(),
+        cr_assert_eq(fast_cpu::rmsnorm_backward(dx.data(), dx16.data(), dw.data(), partial.data(), dout16.data(),
                                                 x16.data(), w16.data(), r.data(), N, C),
                      0, "%s", vrl_last_error());
-        cr_assert_eq(fast_cpu::rmsnorm_backward(dx_sep.data(), NULL, NULL, NULL, dout32.data(), x16.data(), w16.data(),
+        cr_assert_eq(fast_cpu::rmsnorm_backward(dx_sep.data(), NULL, NULL, NULL, dout16.data(), x16.data(), w16.data(),
                                                 r.data(), N, C),
                      0, "%s", vrl_last_error());
-        cr_assert_eq(fast_cpu::rmsnorm_backward_weight(dw_sep.data(), partial_sep.data(), dout32.data(), x16.data(),
+        cr_assert_eq(fast_cpu::rmsnorm_backward_weight(dw_sep.data(), partial_sep.data(), dout16.data(), x16.data(),
                                                        r.data(), N, C),
                      0, "%s", vrl_last_error());
         cr_expect_leq(rel(y, ry), 1e-2, "rmsnorm out, C %d, order %s: %.3e", C, o, rel(y, ry));
@@ -1244,10 +1243,12 @@ Test(fast_cpu_ops, vector_and_scalar_paths_give_the_same_bits) {
     { /* rmsnorm forward and backward: N rows of C (C past one 32-lane sweep of packs) */
         const int N = 9, C = 264;
         const vector<bf16> x = rand16(N * C, 2.0), w = rand16(C, 1.0);
-        const vector<float> dy = rand32(N * C, 1.0), d0 = rand32(N * C, 0.5);
+        const vector<bf16> dy = rand16(N * C, 1.0);
+        const vector<float> d0 = rand32(N * C, 0.5);
         both_paths("rmsnorm forward and backward", 2, [&](int off) {
-            Placed<bf16> xp(x, off), wp(w, off), y(vector<bf16>(N * C), off), d16(vector<bf16>(N * C), off);
-            Placed<float> dyp(dy, off), dp(d0, off);
+            Placed<bf16> xp(x, off), wp(w, off), y(vector<bf16>(N * C), off), d16(vector<bf16>(N * C), off),
+                dyp(dy, off);
+            Placed<float> dp(d0, off);
             vector<float> rstd(N), dw(C, 0.0f), partial((N + RMSNORM_WEIGHT_ROWS - 1) / RMSNORM_WEIGHT_ROWS * C);
             cr_assert_eq(fast_cpu::rmsnorm_forward(y.p, rstd.data(), xp.p, wp.p, N, C, 1e-5f), 0, "%s", vrl_last_error());
             cr_assert_eq(fast_cpu::rmsnorm_backward(dp.p, d16.p, dw.data(), partial.data(), dyp.p, xp.p, wp.p,

@@ -92,7 +92,11 @@
 #define TOL_LOGITS 2e-2     /* ‖Δlogits‖ / ‖logits_ref‖ */
 #define TOL_GRAD 5e-2       /* ‖Δg‖ / ‖g_ref‖ per tensor */
 #define TOL_STEPS(ref) 2e-2 /* |Δloss| at each of 10 training steps */
-#define TOL_NORM 2e-2       /* relative, the step's gradient norm: the worst gradient tensor is ~1.2e-2 off */
+/* relative, the step's gradient norm. Step 1 (the same weights) is within 2e-3; later steps also
+ * carry the weights' drift from the earlier updates, largest where the norm spikes: the gqa4
+ * cases' step 6, where it doubles, measured 1.3e-2 off with fp32 d(ln) and 2.2e-2 since the
+ * projections' dX GEMMs write d(ln) in bf16 (issue 51; every other step <= 1.3e-2). */
+#define TOL_NORM 3e-2
 #define TOL_REF32 1         /* the trainer's losses against ref fp32: the same bound */
 #define UNIT_ROUNDOFF 0x1p-8 /* bf16 storage: 8 significand bits */
 #endif
@@ -102,14 +106,15 @@
  * its input's gradient nearly orthogonal to the input, so da = ⟨din, H_i⟩ cancels; the head
  * sums the streams; mHC's streams are equal at the start and Sinkhorn's backward removes any
  * constant row or column from dR, so b_res's and φ_res's gradients are zero in exact
- * arithmetic and ref's value is rounding noise). A correct implementation's error there is a
+ * arithmetic and ref's value is rounding noise; a trainable λ's d(λ) = Σ dV'·V_i over N·kvC
+ * terms, Σ|terms| 36 times |d(λ)| at gqa4_learnable_denseformer's layer 3). A correct implementation's error there is a
  * small multiple of u·Σ|terms| (u the storage precision's unit roundoff), which can be any
  * multiple of ‖g‖. The rule, per gradient tensor:
  *   ‖g_fast − g_ref‖ ≤ max(TOL_GRAD·‖g_ref‖, COND_FACTOR·u·‖g_abs‖),
  * g_abs = ref fp64's gradient on the same weights and batch with every term of the maps'
  * gradients taken by absolute value (ref/stream.h, stream_set_magnitudes: the dot products
  * da, dR, db as Σ|a·b|, Sinkhorn's backward as the sum over its 2·iters steps of each step's
- * terms (|g| + |Σ g·b|)/sum, the sums over tokens of magnitudes); the gradient flowing on to earlier sublayers is ref's own, so for every other
+ * terms (|g| + |Σ g·b|)/sum, the sums over tokens of magnitudes; d(λ) as Σ|dV'·V_i|); the gradient flowing on to earlier sublayers is ref's own, so for every other
  * tensor g_abs = g_ref and COND_FACTOR·u (3.9e-3 in bf16, 6e-8 in fp32) is below TOL_GRAD:
  * the rule changes nothing there. COND_FACTOR = 1: the first-order bound of rounding every
  * term once. The maps' inputs (din, H) carry the network's own error too, a few u, but the

@@ -168,9 +168,9 @@ extern "C" int fast_bench_kernels(void *vm, FILE *out) {
     TIME_MS(ms, reps, swiglu_backward(m->dgu, m->dswi, a->gu, N, F));
     row(out, "swiglu_backward", ms, 5.0 * N * F * e2, 10.0 * N * F);
     /* the step's form: the gain's gradient from the same pass, its partials written and summed */
-    TIME_MS(ms, reps, rmsnorm_backward(m->dres32, m->dres16, m->grads + o->ln2, m->norm_scratch, m->dln32, a->h,
+    TIME_MS(ms, reps, rmsnorm_backward(m->dres32, m->dres16, m->grads + o->ln2, m->norm_scratch, m->dln16, a->h,
                                        m->params16 + o->ln2, a->ln2_rstd, N, d));
-    row(out, "rmsnorm_backward", ms, (double)N * d * (4 + 4 + 4 + 2 + 2) + 2.0 * cdiv(N, RMSNORM_WEIGHT_ROWS) * d * 4,
+    row(out, "rmsnorm_backward", ms, (double)N * d * (2 + 4 + 4 + 2 + 2) + 2.0 * cdiv(N, RMSNORM_WEIGHT_ROWS) * d * 4,
         10.0 * N * d);
     const int R = m->ce_rows;
     TIME_MS(ms, reps, matmul_forward_ld(&m->blas, m->logits, m->Vp, m->lnf, m->params16 + m->o_lm_head, R, d, V));

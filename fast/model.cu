@@ -157,7 +157,8 @@ size_t layout_head_scratch(FastModel *m, char *base, size_t off) {
     CARVE(m->logits, (size_t)m->ce_rows * m->Vp);
     CARVE(m->dres32, N * d);
     CARVE(m->dres16, N * d);
-    CARVE(m->dln32, N * d);
+    if (m->gpt2) CARVE(m->dln32, N * d); /* GPT-2: conv1d dX GEMMs and layernorm backward in fp32 */
+    else CARVE(m->dln16, N * d);
     return off;
 }
 
@@ -830,7 +831,7 @@ static int qk_backward(FastModel *m, int l, MixKind kind, bf16 *grad, int *dln_w
         if (f->needed[l]) TRY(cast_to_bf16(grad, f->later[l] ? keep : own, (size_t)N * C));
     }
     if (!f->needed[l]) return 0; /* no projection of its own (CLA's odd layers) */
-    TRY(matmul_backward(&m->blas, m->dln32, *dln_written, NULL, m->grads + w, grad_dw_beta(m, m->grads + w, (size_t)C * m->d),
+    TRY(matmul_backward(&m->blas, NULL, *dln_written, m->dln16, m->grads + w, grad_dw_beta(m, m->grads + w, (size_t)C * m->d),
                         grad, a->ln1, m->params16 + w, N, m->d, C));
     *dln_written = 1;
     return 0;
@@ -962,7 +963,8 @@ static int head_forward(FastModel *m, const bf16 *x_last, double grad_scale, int
         if (backward)
             /* at the padded extent too: the pad columns' gradients are 0, so the weight
              * gradient's pad rows stay 0 and dln gets nothing from them */
-            TRY(matmul_backward_ld(&m->blas, m->dln32 + (size_t)r0 * d, 0, NULL, G32(m->o_lm_head),
+            TRY(matmul_backward_ld(&m->blas, m->gpt2 ? m->dln32 + (size_t)r0 * d : NULL, 0,
+                                   m->gpt2 ? NULL : m->dln16 + (size_t)r0 * d, G32(m->o_lm_head),
                                    grad_dw_beta(m, G32(m->o_lm_head), (size_t)m->Vp * d), m->logits, m->Vp,
                                    m->lnf + (size_t)r0 * d, W16(m->o_lm_head), R, d, m->Vp));
     }
@@ -1018,7 +1020,7 @@ static int fused_projection_backward(FastModel *m, int l, int *dln_written) {
     if (!rope_fused(m, l, MIX_Q)) TRY(rope_backward(m->dqkv, S, m->cos_t, m->sin_t, m->B, m->T, m->NH, m->hd));
     if (!rope_fused(m, l, MIX_K))
         TRY(rope_backward(m->dqkv + m->qC, S, m->cos_t, m->sin_t, m->B, m->T, m->NKV, m->hd));
-    TRY(matmul_backward(&m->blas, m->dln32, *dln_written, NULL, m->grads + wq,
+    TRY(matmul_backward(&m->blas, NULL, *dln_written, m->dln16, m->grads + wq,
                         grad_dw_beta(m, m->grads + wq, (size_t)S * m->d), m->dqkv, m->acts[l].ln1, m->params16 + wq, N,
                         m->d, S));
     *dln_written = 1;
@@ -1056,12 +1058,12 @@ static int value_backward_weights(FastModel *m, int l, int *dln_written) {
     if (!m->vf.needed[l] || v_fused(m, l)) return 0; /* fused: its GEMMs were the projection's */
     if (m->vin_kind[l] == VIN_FOLD) {
         const float own = (float)m->plan->cv[(size_t)l * m->L + l];
-        TRY(matmul_backward_scaled(&m->blas, m->dln32, *dln_written, m->grads + wv,
+        TRY(matmul_backward_scaled(&m->blas, m->dln16, *dln_written, m->grads + wv,
                                    grad_dw_beta(m, m->grads + wv, (size_t)kvC * d), m->dv16, m->acts[l].ln1,
                                    m->params16 + wv, own, N, d, kvC));
     } else {
         if (!m->dv_direct[l]) TRY(cast_to_bf16(m->dv16, m->vf.later[l] ? m->dv_keep[l] : m->dv_own, (size_t)N * kvC));
-        TRY(matmul_backward(&m->blas, m->dln32, *dln_written, NULL, m->grads + wv,
+        TRY(matmul_backward(&m->blas, NULL, *dln_written, m->dln16, m->grads + wv,
                             grad_dw_beta(m, m->grads + wv, (size_t)kvC * d), m->dv16, m->acts[l].ln1, m->params16 + wv,
                             N, d, kvC));
     }
@@ -1090,7 +1092,7 @@ static int layer_backward(FastModel *m, int l) {
         TRY(swiglu_backward(m->dgu, m->dswi, a->gu, N, F));
     }
     /* one dX GEMM over 2F and one dW GEMM into the adjacent gradient blocks of W_gate and W_up */
-    TRY(matmul_backward(bl, m->dln32, 0, NULL, G32(o->wgate), grad_dw_beta(m, G32(o->wgate), (size_t)2 * F * d),
+    TRY(matmul_backward(bl, NULL, 0, m->dln16, G32(o->wgate), grad_dw_beta(m, G32(o->wgate), (size_t)2 * F * d),
                         m->dgu, a->ln2, W16(o->wgate), N, d, 2 * F));
     TRY(stream_norm_backward(m, 2 * l + 1, W16(o->ln2), a->ln2_rstd, G32(o->ln2))); /* ln2's gain too */
     TRY(stream_backward(m, 2 * l + 1));
@@ -1113,12 +1115,12 @@ static int layer_backward(FastModel *m, int l) {
         TRY(qk_backward(m, l, MIX_K, dk, &dln_written));
     }
     TRY(value_backward_weights(m, l, &dln_written));
-    if (!dln_written) CUDA_CHECK(cudaMemsetAsync(m->dln32, 0, (size_t)N * d * sizeof(float), m->stream)); /* no projection at all */
+    if (!dln_written) CUDA_CHECK(cudaMemsetAsync(m->dln16, 0, (size_t)N * d * sizeof(bf16), m->stream)); /* no projection at all */
     TRY(stream_norm_backward(m, 2 * l, W16(o->ln1), a->ln1_rstd, G32(o->ln1))); /* ln1's gain too */
     return 0; /* dres is now dLoss/d(the layer's stream input); stream_backward(m, 2l) goes on */
 }
 
-/* The backward of the whole model, after the head's chunks left d(lnf) in dln32; x is the
+/* The backward of the whole model, after the head's chunks left d(lnf) in dln16; x is the
  * last layer's output. */
 static int backward_pass(FastModel *m, const bf16 *x) {
     const int N = m->N, d = m->d, kvC = m->kvC;
@@ -1126,7 +1128,7 @@ static int backward_pass(FastModel *m, const bf16 *x) {
     CUDA_CHECK(cudaMemsetAsync(m->dres32, 0, (size_t)N * d * sizeof(float), m->stream));
     TRY(stream_backward_begin(m));
     TRY(amix_backward_begin(m));
-    TRY(rmsnorm_backward(m->dres32, m->dres16, G32(m->o_lnf), m->norm_scratch, m->dln32, x, W16(m->o_lnf),
+    TRY(rmsnorm_backward(m->dres32, m->dres16, G32(m->o_lnf), m->norm_scratch, m->dln16, x, W16(m->o_lnf),
                          m->lnf_rstd, N, d)); /* and the final norm's gain */
     TRY(stream_backward(m, 2 * m->L)); /* the head's input: the last layer's output's gradient */
     TRY(zero_grads_ready(m, ZERO_HEAD)); /* data parallel, last micro-batch: reduce-scatter as layers finish */

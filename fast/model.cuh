@@ -190,7 +190,8 @@ typedef struct FastModel {
     /* backward scratch */
     float *dres32;        /* [N,d] residual-stream gradient */
     bf16 *dres16;         /* [N,d] its bf16 copy for the GEMMs */
-    float *dln32;         /* [N,d] d(ln1|ln2|lnf) accumulated over GEMMs in fp32 */
+    bf16 *dln16;          /* [N,d] d(ln1|ln2|lnf): its GEMMs write it (the later ones add into it) in bf16 */
+    float *dln32;         /* [N,d] GPT-2's d(ln_1|ln_2|ln_f) in fp32 (fast/gpt2.cu); NULL for llama */
     bf16 *dswi;           /* [N,F] */
     bf16 *dgu;            /* [N,2F] d(gate|up), laid out as acts' gu: the fused dX and dW GEMMs' input */
     bf16 *datty;          /* [N,qC] */

@@ -162,7 +162,7 @@ int matmul_backward_ld(Blas *b, float *dinp32, int accumulate, bf16 *dinp16, flo
                             accumulate ? 1.0f : 0.0f, C))
         return -1;
     if (!dinp32 && dinp16 &&
-        lt_matmul(b, dinp16, CUDA_R_16BF, NULL, weight, 0, C, dout, 0, ld_dout, C, N, OC, 0.0f, C))
+        lt_matmul(b, dinp16, CUDA_R_16BF, NULL, weight, 0, C, dout, 0, ld_dout, C, N, OC, accumulate ? 1.0f : 0.0f, C))
         return -1;
     /* dweight [OC,C] = doutᵀ · inp (+ dweight): column-major C x OC = (C x N) · (N x OC) */
     if (dweight && lt_matmul(b, dweight, CUDA_R_32F, NULL, inp, 0, C, dout, 1, ld_dout, C, OC, N, dw_beta, C))
@@ -175,10 +175,10 @@ int matmul_backward(Blas *b, float *dinp32, int accumulate, bf16 *dinp16, float 
     return matmul_backward_ld(b, dinp32, accumulate, dinp16, dweight, dw_beta, dout, OC, inp, weight, N, C, OC);
 }
 
-int matmul_backward_scaled(Blas *b, float *dinp32, int accumulate, float *dweight, float dw_beta, const bf16 *dout,
+int matmul_backward_scaled(Blas *b, bf16 *dinp16, int accumulate, float *dweight, float dw_beta, const bf16 *dout,
                            const bf16 *inp, const bf16 *weight, float alpha, int N, int C, int OC) {
     /* the same two products as matmul_backward_ld, each scaled by alpha on the GEMM */
-    if (dinp32 && lt_matmul_ab(b, dinp32, CUDA_R_32F, NULL, weight, 0, C, dout, 0, OC, C, N, OC, alpha,
+    if (dinp16 && lt_matmul_ab(b, dinp16, CUDA_R_16BF, NULL, weight, 0, C, dout, 0, OC, C, N, OC, alpha,
                                accumulate ? 1.0f : 0.0f, C))
         return -1;
     if (dweight && lt_matmul_ab(b, dweight, CUDA_R_32F, NULL, inp, 0, C, dout, 1, OC, C, OC, N, alpha, dw_beta, C))
@@ -307,7 +307,7 @@ int rmsnorm_forward(bf16 *out, float *rstd, const bf16 *inp, const bf16 *weight,
  * gain[w]: the sums of rmsnorm_weight_partial_kernel, term for term. */
 template <int W, int GAIN>
 __device__ __forceinline__ void rmsnorm_backward_rows(float (*gain)[RMSNORM_GAIN_MAX_C], float *dinp32, bf16 *dinp16,
-                                                      const float *dout, const bf16 *inp, const bf16 *weight,
+                                                      const bf16 *dout, const bf16 *inp, const bf16 *weight,
                                                       const float *rstd, int r0, int r1, int C) {
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     if (GAIN) { /* each lane owns the columns its elementwise pass touches */
@@ -320,20 +320,21 @@ __device__ __forceinline__ void rmsnorm_backward_rows(float (*gain)[RMSNORM_GAIN
         const size_t o = (size_t)row * C;
         const float r = rstd[row];
         float dot = 0;
-        for (int i = lane; i < C; i += 32) dot += dout[o + i] * bf(weight[i]) * bf(inp[o + i]);
+        for (int i = lane; i < C; i += 32) dot += bf(dout[o + i]) * bf(weight[i]) * bf(inp[o + i]);
         dot = warp_sum(dot);
         const float c = r * r * r * dot / C;
         /* the elementwise pass, W consecutive columns per lane */
         for (int i = lane * W; i < C; i += 32 * W) {
-            const Vec<W, float> dy = load_vec<W>(dout + o + i);
-            const Vec<W, bf16> wv = load_vec<W>(weight + i), xv = load_vec<W>(inp + o + i);
+            const Vec<W, bf16> dyv = load_vec<W>(dout + o + i), wv = load_vec<W>(weight + i),
+                               xv = load_vec<W>(inp + o + i);
             Vec<W, float> d = load_vec<W>(dinp32 + o + i);
             Vec<W, bf16> d16;
 #pragma unroll
             for (int k = 0; k < W; k++) {
-                d.e[k] = d.e[k] + (r * bf(wv.e[k]) * dy.e[k] - c * bf(xv.e[k]));
+                const float dy = bf(dyv.e[k]);
+                d.e[k] = d.e[k] + (r * bf(wv.e[k]) * dy - c * bf(xv.e[k]));
                 d16.e[k] = __float2bfloat16(d.e[k]);
-                if (GAIN) gain[warp][i + k] += dy.e[k] * (bf(xv.e[k]) * r);
+                if (GAIN) gain[warp][i + k] += dy * (bf(xv.e[k]) * r);
             }
             store_vec<W>(dinp32 + o + i, d);
             if (dinp16) store_vec<W>(dinp16 + o + i, d16);
@@ -343,7 +344,7 @@ __device__ __forceinline__ void rmsnorm_backward_rows(float (*gain)[RMSNORM_GAIN
 
 /* 8 rows a block, no gain */
 template <int W>
-__global__ void rmsnorm_backward_kernel(float *dinp32, bf16 *dinp16, const float *dout, const bf16 *inp,
+__global__ void rmsnorm_backward_kernel(float *dinp32, bf16 *dinp16, const bf16 *dout, const bf16 *inp,
                                         const bf16 *weight, const float *rstd, int N, int C) {
     const int r0 = blockIdx.x * 8;
     rmsnorm_backward_rows<W, 0>(NULL, dinp32, dinp16, dout, inp, weight, rstd, r0, min(r0 + 8, N), C);
@@ -353,7 +354,7 @@ __global__ void rmsnorm_backward_kernel(float *dinp32, bf16 *dinp16, const float
  * warp order: the bits of rmsnorm_weight_partial_kernel without its second read of dout and
  * inp.  partial [gridDim.x, C], C <= RMSNORM_GAIN_MAX_C */
 template <int W>
-__global__ void rmsnorm_backward_gain_kernel(float *dinp32, bf16 *dinp16, float *partial, const float *dout,
+__global__ void rmsnorm_backward_gain_kernel(float *dinp32, bf16 *dinp16, float *partial, const bf16 *dout,
                                              const bf16 *inp, const bf16 *weight, const float *rstd, int N, int C) {
     __shared__ float gain[8][RMSNORM_GAIN_MAX_C]; /* [warp][column] */
     const int r0 = blockIdx.x * RMSNORM_WEIGHT_ROWS;
@@ -369,7 +370,7 @@ __global__ void rmsnorm_backward_gain_kernel(float *dinp32, bf16 *dinp16, float 
 /* pass 2 of either form: dweight[c] += Σ_chunk partial[chunk, c], chunks in order */
 __global__ void rmsnorm_weight_reduce_kernel(float *dweight, const float *partial, int chunks, int C);
 
-int rmsnorm_backward(float *dinp32, bf16 *dinp16, float *dweight, float *partial, const float *dout, const bf16 *inp,
+int rmsnorm_backward(float *dinp32, bf16 *dinp16, float *dweight, float *partial, const bf16 *dout, const bf16 *inp,
                      const bf16 *weight, const float *rstd, int N, int C) {
     const int vec = vec_path(vec_fits(C, {dinp32, dinp16, dout, inp, weight}));
     if (dweight && C <= RMSNORM_GAIN_MAX_C) { /* the gain from the same reads */
@@ -395,14 +396,14 @@ int rmsnorm_backward(float *dinp32, bf16 *dinp16, float *dweight, float *partial
 
 /* pass 1: block (32 columns x 8 row lanes) sums a chunk of RMSNORM_WEIGHT_ROWS rows;
  * grid (column tiles, row chunks); partial [chunk, C] */
-__global__ void rmsnorm_weight_partial_kernel(float *partial, const float *dout, const bf16 *inp,
+__global__ void rmsnorm_weight_partial_kernel(float *partial, const bf16 *dout, const bf16 *inp,
                                               const float *rstd, int N, int C) {
     __shared__ float sh[8][33];
     const int c = blockIdx.x * 32 + threadIdx.x, chunk = blockIdx.y;
     const int r0 = chunk * RMSNORM_WEIGHT_ROWS, r1 = min(r0 + RMSNORM_WEIGHT_ROWS, N);
     float s = 0;
     if (c < C)
-        for (int r = r0 + threadIdx.y; r < r1; r += 8) s += dout[(size_t)r * C + c] * (bf(inp[(size_t)r * C + c]) * rstd[r]);
+        for (int r = r0 + threadIdx.y; r < r1; r += 8) s += bf(dout[(size_t)r * C + c]) * (bf(inp[(size_t)r * C + c]) * rstd[r]);
     sh[threadIdx.y][threadIdx.x] = s;
     __syncthreads();
     if (threadIdx.y == 0 && c < C) {
@@ -420,7 +421,7 @@ __global__ void rmsnorm_weight_reduce_kernel(float *dweight, const float *partia
     dweight[c] += t;
 }
 
-int rmsnorm_backward_weight(float *dweight, float *partial, const float *dout, const bf16 *inp, const float *rstd,
+int rmsnorm_backward_weight(float *dweight, float *partial, const bf16 *dout, const bf16 *inp, const float *rstd,
                             int N, int C) {
     const int chunks = (int)cdiv(N, RMSNORM_WEIGHT_ROWS);
     LAUNCH(rmsnorm_weight_partial_kernel, dim3(cdiv(C, 32), chunks), dim3(32, 8), 0, ops_stream)(partial, dout, inp, rstd, N, C);

@@ -63,7 +63,8 @@ int matmul_forward_ld(Blas *b, bf16 *out, int ld_out, const bf16 *inp, const bf1
  * or NULL for none).  out [N,OC] bf16, c [N,OC] bf16 */
 int matmul_forward_scaled(Blas *b, bf16 *out, const bf16 *inp, const bf16 *weight, float alpha, const bf16 *c,
                           float beta, int N, int C, int OC);
-/* Input gradient, either dinp32 (fp32, = or += by accumulate) or dinp16 (bf16, =), and
+/* Input gradient, either dinp32 (fp32) or dinp16 (bf16), = or += by accumulate (a bf16 +=
+ * reads dinp16 as the GEMM's C and rounds the fp32 sum once), and
  * dweight = doutᵀ · inp + dw_beta · dweight (fp32; dw_beta 1 adds, 0 overwrites: the first
  * writer after zero_grad, model.cu's grad_dw_beta). Any output may be NULL.
  * dinp [N,C], dweight [OC,C], dout [N,OC], inp [N,C], weight [OC,C] */
@@ -73,10 +74,10 @@ int matmul_backward(Blas *b, float *dinp32, int accumulate, bf16 *dinp16, float 
  * [OC, ld_dout) are not read).  dout [N,ld_dout] */
 int matmul_backward_ld(Blas *b, float *dinp32, int accumulate, bf16 *dinp16, float *dweight, float dw_beta,
                        const bf16 *dout, int ld_dout, const bf16 *inp, const bf16 *weight, int N, int C, int OC);
-/* matmul_backward for out = alpha·inp·weightᵀ: dinp32 (= or +=) alpha·dout·weight and
+/* matmul_backward for out = alpha·inp·weightᵀ: dinp16 (= or +=) alpha·dout·weight and
  * dweight = alpha·doutᵀ·inp + dw_beta·dweight, the coefficient on the GEMMs instead of a
- * scaled copy of dout.  dinp32 [N,C] fp32 or NULL, dweight [OC,C] or NULL, dout [N,OC] */
-int matmul_backward_scaled(Blas *b, float *dinp32, int accumulate, float *dweight, float dw_beta, const bf16 *dout,
+ * scaled copy of dout.  dinp16 [N,C] bf16 or NULL, dweight [OC,C] or NULL, dout [N,OC] */
+int matmul_backward_scaled(Blas *b, bf16 *dinp16, int accumulate, float *dweight, float dw_beta, const bf16 *dout,
                            const bf16 *inp, const bf16 *weight, float alpha, int N, int C, int OC);
 /* bf16 x bf16 -> fp32 GEMM in plain column-major terms, for the peak benchmark. */
 int matmul_raw(Blas *b, float *D, const bf16 *A, const bf16 *B_, int m, int n, int k);
@@ -110,15 +111,17 @@ int rmsnorm_forward(bf16 *out, float *rstd, const bf16 *inp, const bf16 *weight,
  * gradient dweight += Σ_n dout[n] ⊙ inp[n]·rstd[n] from the same reads of dout and inp (one
  * pass over the rows where C <= RMSNORM_GAIN_MAX_C, then the chunks' partials in order: the
  * bits of rmsnorm_backward_weight's two passes).
+ * dout is bf16, as its GEMMs wrote it (an activation gradient like every other between two
+ * kernels: 2 bytes an element read here instead of 4; docs/design/kernels.md, "Kernels").
  * dinp32 [N,C], dinp16 [N,C], dweight [C], partial [ceil(N/RMSNORM_WEIGHT_ROWS), C] scratch,
- * dout [N,C] fp32, inp [N,C], weight [C], rstd [N] */
-int rmsnorm_backward(float *dinp32, bf16 *dinp16, float *dweight, float *partial, const float *dout, const bf16 *inp,
+ * dout [N,C] bf16, inp [N,C], weight [C], rstd [N] */
+int rmsnorm_backward(float *dinp32, bf16 *dinp16, float *dweight, float *partial, const bf16 *dout, const bf16 *inp,
                      const bf16 *weight, const float *rstd, int N, int C);
 /* dweight += Σ_n dout[n] ⊙ inp[n]·rstd[n] in passes of its own, deterministic (row chunks,
  * then chunks in order): the gain's gradient where C > RMSNORM_GAIN_MAX_C, and the tests'
  * reference for the fused pass.  dweight [C], partial [ceil(N/RMSNORM_WEIGHT_ROWS), C]
- * scratch, dout [N,C] fp32, inp [N,C], rstd [N] */
-int rmsnorm_backward_weight(float *dweight, float *partial, const float *dout, const bf16 *inp, const float *rstd,
+ * scratch, dout [N,C] bf16, inp [N,C], rstd [N] */
+int rmsnorm_backward_weight(float *dweight, float *partial, const bf16 *dout, const bf16 *inp, const float *rstd,
                             int N, int C);
 /* rows of one gain chunk: 4 per warp of the fused backward's 8-warp block, so a 468M step's
  * 16384 rows make 512 blocks (enough to fill the GPU's SMs) */

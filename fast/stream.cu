@@ -885,10 +885,10 @@ int stream_norm_backward(FastModel *m, int s, const bf16 *norm_weight, const flo
     const bf16 *inp = s % 2 ? a->h_in : a->x_in, *res = s % 2 ? a->h_res : a->x_res;
     if (!res) CUDA_CHECK(cudaMemsetAsync(m->dres32, 0, Nd * sizeof(float), ops_stream)); /* no path around the sublayer */
     if (s % 2 || !st->xn[s / 2])
-        return rmsnorm_backward(m->dres32, m->dres16, dweight, m->norm_scratch, m->dln32, inp, norm_weight, rstd, N, d);
+        return rmsnorm_backward(m->dres32, m->dres16, dweight, m->norm_scratch, m->dln16, inp, norm_weight, rstd, N, d);
     /* hidden residual: d(norm input) splits into hx·(to x) and hh·(to H_0) */
     CUDA_CHECK(cudaMemsetAsync(st->dnorm, 0, Nd * sizeof(float), ops_stream));
-    TRY(rmsnorm_backward(st->dnorm, NULL, dweight, m->norm_scratch, m->dln32, inp, norm_weight, rstd, N, d));
+    TRY(rmsnorm_backward(st->dnorm, NULL, dweight, m->norm_scratch, m->dln16, inp, norm_weight, rstd, N, d));
     LAUNCH_VEC(hidden_backward_kernel, Nd, vec_fits(Nd, {m->dres32, m->dres16, st->demb, st->dnorm}), m->dres32,
                m->dres16, st->demb, st->dnorm, st->hx[s / 2], st->hh[s / 2], Nd);
     LAUNCH_CHECK();

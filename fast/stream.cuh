@@ -77,7 +77,7 @@ void stream_destroy(FastModel *m);
 int stream_forward(FastModel *m, int s, const bf16 **head);
 /* Zero the backward accumulators; before stream_backward(m, 2L). */
 int stream_backward_begin(FastModel *m);
-/* The pre-norm backward of sublayer s < 2L from d(norm output) in m->dln32 (see above), the
+/* The pre-norm backward of sublayer s < 2L from d(norm output) in m->dln16 (see above), the
  * norm's gain gradient added into dweight [d] in the same pass (m->norm_scratch its partials). */
 int stream_norm_backward(FastModel *m, int s, const bf16 *norm_weight, const float *rstd, float *dweight);
 int stream_backward(FastModel *m, int s);

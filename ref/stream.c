@@ -186,6 +186,7 @@ static double adot(const real *a, const real *b, int n) { /* Σ|a_i·b_i| */
  * hook, set only between models. */
 static int magnitudes;
 void stream_set_magnitudes(int on) { magnitudes = on; }
+int stream_magnitudes(void) { return magnitudes; }
 /* x, or |x| in magnitude mode */
 static double mag(double x) { return magnitudes ? fabs(x) : x; }
 

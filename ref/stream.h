@@ -23,6 +23,7 @@ typedef struct StreamState StreamState;
 #define stream_depth_weights REF(stream_depth_weights)
 #define stream_sinkhorn REF(stream_sinkhorn)
 #define stream_set_magnitudes REF(stream_set_magnitudes)
+#define stream_magnitudes REF(stream_magnitudes)
 
 /* The mixer of spec->stream for N = batch·seq tokens: binds its tensors in params/grads (flat
  * buffers laid out by spec->table) and reads the history y[0..2L] (pointers fixed for the
@@ -49,7 +50,10 @@ real *stream_sinkhorn(real *mats, int n, int iters);
  * maps' parameter gradients are computed with every term's absolute value (the dot products
  * da, dR, db as Σ|a·b|, Sinkhorn's backward as the sum over its steps of (|g| + |Σ g·b|)/sum,
  * each product's factors as magnitudes): Σ|terms| of each, the scale of its rounding error. Everything else, and
- * the gradient that flows on to earlier sublayers, is unchanged. Process-wide; 0 restores. */
+ * the gradient that flows on to earlier sublayers, is unchanged. Process-wide; 0 restores.
+ * The value path's trainable λ (ref/value_path.c) follows it too: d(λ) = Σ|dV'·V_i|. */
 void stream_set_magnitudes(int on);
+/* 1 while magnitude mode is on */
+int stream_magnitudes(void);
 
 #endif

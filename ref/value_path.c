@@ -25,6 +25,7 @@
  * kvC = NKV*hd, W = T (2T for Eq. 2 layers), L layers (0-based). */
 #include "ref/value_path.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +34,7 @@
 #include "ref/arena.h"
 #include "ref/attn_ops.h"
 #include "ref/ops.h"
+#include "ref/stream.h"
 
 /* Layer l's tensors inside a flat buffer (parameters, or their gradients). */
 typedef struct {
@@ -391,7 +393,16 @@ void vp_backward(VpState *vp, int l, const real *datty, real *dx) {
         double *dcoef = p->n_train[l] ? vp->dcoef : NULL;
         if (dcoef) memset(dcoef, 0, (size_t)L * sizeof *dcoef);
         mix_backward(vp->dv, dcoef, dvin, vp->vsrc, vp->vcoef + row, l + 1, (size_t)N * kvC);
-        for (int j = 0; j < p->n_train[l]; j++) dw->lam[j] += (real)dcoef[p->train_src[row + j]];
+        for (int j = 0; j < p->n_train[l]; j++) {
+            const int src = p->train_src[row + j];
+            if (!stream_magnitudes()) {
+                dw->lam[j] += (real)dcoef[src];
+            } else { /* the tests' conditioning rule (stream.h): Σ|dV'·V_i|, the scale of its rounding */
+                double s = 0;
+                for (size_t i = 0; i < (size_t)N * kvC; i++) s += fabs((double)dvin[i] * (double)vp->vsrc[src][i]);
+                dw->lam[j] += (real)s;
+            }
+        }
     }
     /* A_l's softmax: d(A_l) is complete (later layers that mix it in ran first) */
     zero_fill(vp->dqr, (size_t)N * qC);
