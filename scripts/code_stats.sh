@@ -23,7 +23,7 @@ find $dirs -name '*.c' -o -name '*.cu' | sort | xargs ctags -x --c-kinds=f --lan
   awk '{print $4, $3, $1}' | while read -r file line name; do
     end=$(awk -v s="$line" 'NR >= s && /^}/ {print NR; exit}' "$file")
     echo "$((end - line + 1)) $name $file"
-  done | sort -rn | head -10 | awk '{printf "  %4d  %s (%s)\n", $1, $2, $3}'
+  done | sort -rn | awk 'NR <= 10 {printf "  %4d  %s (%s)\n", $1, $2, $3}' # no head: its early close is a SIGPIPE under pipefail
 echo "layout and run folder (files; tests and bench excluded):"
 count() { # count FILES-REGEX-DESCRIPTION: files under the given dirs whose code lines match the regex
   local re=$1; shift
